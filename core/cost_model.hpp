@@ -1,0 +1,38 @@
+#pragma once
+// The cost model interface: how long each phase of each layer, each collective and each transfer
+// takes. Implementations: analytic (roofline, core/analytic_cost_model.hpp); profiled and calibrated
+// ones come with the profiler and calibration.
+#include <memory>
+#include <string>
+
+#include "core/cluster.hpp"
+#include "core/layer_work.hpp"
+
+namespace pw {
+
+enum class Phase { Forward, BackwardInput, BackwardWeight };
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  virtual std::string name() const = 0;
+
+  // Seconds for one phase of one layer for one micro-batch on `gpu`, including the tp collectives
+  // of that phase over `tp_link` among `tp` ranks, and (for BackwardInput) the recomputation.
+  virtual double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
+                            const LinkSpec& tp_link, int tp) const = 0;
+
+  // Seconds for a ring collective of an array of `bytes` over `ranks` ranks whose slowest link is `link`.
+  virtual double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const = 0;
+
+  // The achievable point-to-point link (bandwidth and latency a transfer sees alone on it).
+  virtual LinkSpec p2p_link(const LinkSpec& nominal) const = 0;
+
+  // Seconds for the optimizer step over `parameters` parameters held by one GPU (after sharding).
+  virtual double optimizer_step_time(double parameters, const GpuSpec& gpu) const = 0;
+
+  // Bytes of model state per parameter: weights, gradients, optimizer state, given dp sharding.
+  virtual double model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const = 0;
+};
+
+}  // namespace pw

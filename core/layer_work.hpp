@@ -1,0 +1,58 @@
+#pragma once
+// The work and memory of one layer for one micro-batch on one tensor-parallel rank,
+// from the formulas in shared design notes (Narayanan 2021, Korthikanti 2022).
+#include <optional>
+#include <vector>
+
+#include "core/model.hpp"
+#include "core/workload.hpp"
+
+namespace pw {
+
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter };
+
+// A tensor-parallel collective inside a layer: `bytes` is the size of the whole array (per rank
+// after the all-gather / before the reduce-scatter), as nccl-tests count it.
+struct Collective {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  double bytes = 0;
+};
+
+// One phase (F, B or W) of one layer: compute-bound GEMM FLOPs, attention-core FLOPs (QK^T, AV and
+// their gradients), memory-bound bytes (norms, activations functions, softmax, residuals, optimizer-free
+// elementwise work) and the number of kernel launches.
+struct PhaseWork {
+  double gemm_flops = 0;
+  double attention_flops = 0;
+  double memory_bytes = 0;
+  int kernels = 0;
+  std::vector<Collective> collectives;  // tp collectives on the critical path of this phase
+
+  double flops() const { return gemm_flops + attention_flops; }
+};
+
+struct LayerWork {
+  PhaseWork forward;
+  PhaseWork backward_input;
+  PhaseWork backward_weight;
+  // Extra forward work run before B because of recomputation (full: the whole forward;
+  // selective: the attention core). Charged to B.
+  PhaseWork recompute;
+
+  double parameters = 0;           // parameters held by this tp rank
+  double activation_bytes = 0;     // stored at F for this micro-batch
+  double weight_grad_bytes = 0;    // the part of activation_bytes still needed by W (freed at W, rest at B)
+  double output_bytes = 0;         // the tensor sent to the next layer (bf16, per tp rank)
+
+  // Explicit layers carry their times; when set they replace the roofline.
+  std::optional<double> forward_s, backward_input_s, backward_weight_s;
+};
+
+LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w);
+
+// FLOPs of one micro-batch through the whole model, all tp ranks together (Narayanan's accounting:
+// backward = 2 x forward; model FLOPs exclude recomputation, hardware FLOPs include it).
+double model_flops_per_microbatch(const Model& model, const Workload& w);
+double hardware_flops_per_microbatch(const Model& model, const Workload& w);
+
+}  // namespace pw

@@ -1,0 +1,85 @@
+#pragma once
+// A model is an ordered list of layers: embedding, transformer blocks, and a head
+// (final norm + LM head + loss), or layers with explicit measured/theoretical costs.
+// Costs that depend on the micro-batch, sequence length and tensor parallelism are
+// computed on demand by layer_work() (core/layer_work.hpp).
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pw {
+
+enum class LayerKind { Embedding, Block, Head, Explicit };
+enum class MlpKind { Gelu, SwiGlu };
+enum class NormKind { LayerNorm, RmsNorm };
+
+// The shape of a decoder-only transformer, as config.json files and papers give it.
+struct TransformerConfig {
+  std::string family;      // "gpt" or "llama" (style of block); informational for presets
+  int hidden = 0;          // h
+  int layers = 0;          // L transformer blocks
+  int heads = 0;           // a
+  int kv_heads = 0;        // k (grouped-query attention); = heads for multi-head attention
+  int head_dim = 0;        // hd; hidden / heads unless the config says otherwise
+  int ffn = 0;             // MLP intermediate size f (4h for GPT)
+  long vocab = 0;          // V
+  int max_seq_len = 0;     // default sequence length s
+  MlpKind mlp = MlpKind::Gelu;
+  NormKind norm = NormKind::LayerNorm;
+  bool tied_embeddings = false;
+  bool learned_positions = false;  // GPT-2/3 learned position embeddings (s x h parameters)
+  bool bias = false;               // linear-layer biases (GPT) or none (Llama)
+  bool dropout = false;            // dropout masks stored (Korthikanti's accounting) or not
+};
+
+// Costs given directly (seconds and bytes for one micro-batch at the model's own shape).
+// They are used as given, whatever the cluster, micro-batch size or tp.
+struct ExplicitCosts {
+  double forward_s = 0;
+  double backward_input_s = 0;
+  double backward_weight_s = 0;
+  double output_bytes = 0;      // sent to the next layer
+  double activation_bytes = 0;  // stored from F until its backward
+  double parameter_bytes = 0;   // weights only (bytes as given)
+};
+
+struct Layer {
+  std::string name;
+  LayerKind kind = LayerKind::Block;
+  std::optional<ExplicitCosts> explicit_costs;  // set iff kind == Explicit
+};
+
+struct Model {
+  std::string name;
+  std::optional<TransformerConfig> transformer;  // absent when every layer is Explicit
+  std::vector<Layer> layers;
+
+  int num_layers() const { return static_cast<int>(layers.size()); }
+  // Number of transformer blocks (the layers --split counts); every layer for explicit models.
+  int num_blocks() const;
+  // Index of the i-th block in `layers` (embedding comes first when present).
+  int block_index(int i) const;
+  bool has_explicit_costs() const;
+  int default_seq_len() const { return transformer ? transformer->max_seq_len : 0; }
+};
+
+// Builds the layer list (embedding, L blocks, head) of a transformer.
+Model make_transformer_model(const std::string& name, const TransformerConfig& config);
+
+// Built-in presets: gpt3-1.3b ... llama3-405b. Throws BadInput naming the list for unknown names.
+std::vector<std::string> model_preset_names();
+Model model_preset(const std::string& name);
+
+// Reads a Hugging Face config.json (llama, mistral, qwen2, gpt2, gpt_neox) or a pipewright
+// model JSON ({"name", "layers": [...]} or {"name", "transformer": {...}}) from text.
+// `source` names the file in error messages.
+Model model_from_json_text(const std::string& text, const std::string& source);
+// A preset name, or a path to a JSON file.
+Model load_model(const std::string& name_or_path);
+// The pipewright model JSON form (transformer models serialise their config; explicit ones their layers).
+std::string model_to_json_text(const Model& model);
+
+// Parameter count of the whole model (tied embeddings counted once).
+double parameter_count(const Model& model);
+
+}  // namespace pw

@@ -1,0 +1,13 @@
+#pragma once
+// Seconds and bytes inside; these turn them into text with units for people.
+#include <string>
+
+namespace pw {
+
+std::string format_seconds(double s);         // "1.234 s", "12.5 ms", "830 us", "12 ns"
+std::string format_bytes(double bytes);       // decimal: "79.2 GB", "512 MB", "12.0 kB", "17 B"
+std::string format_rate(double bytes_per_s);  // "450 GB/s"
+std::string format_flops(double flops_per_s); // "312 TFLOP/s"
+std::string format_percent(double fraction);  // 0.4567 -> "45.7%"
+
+}  // namespace pw

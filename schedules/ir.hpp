@@ -1,0 +1,78 @@
+#pragma once
+// The schedule IR: per-rank ordered actions on (stage, micro-batch), a stage-to-rank placement,
+// and (after lowering) the sends and receives between ranks. Generators write it, the validator
+// checks it, the simulator times it, the executor runs it, exporters write it.
+#include <string>
+#include <vector>
+
+namespace pw {
+
+enum class Op {
+  F,      // forward
+  B,      // backward, input gradient only
+  W,      // backward, weight gradient only
+  BW,     // full backward (B then W, one action)
+  FB,     // composite: forward of (stage, mb) overlapped with full backward of (stage2, mb2)
+  SendF,  // send the forward output of `stage` for `microbatch` to stage + 1
+  RecvF,  // receive the forward input of `stage` for `microbatch` from stage - 1
+  SendB,  // send the input gradient of `stage` for `microbatch` to stage - 1
+  RecvB,  // receive the output gradient of `stage` for `microbatch` from stage + 1
+};
+
+bool is_compute(Op op);
+bool is_comm(Op op);
+const char* to_string(Op op);  // "F", "B", "W", "BW", "FB", "SEND_F", "RECV_F", "SEND_B", "RECV_B"
+
+struct Action {
+  Op op = Op::F;
+  int stage = 0;
+  int microbatch = 0;
+  int stage2 = -1;       // FB only: the backward half
+  int microbatch2 = -1;
+
+  friend bool operator==(const Action&, const Action&) = default;
+};
+
+// Text form: "<stage><op><micro-batch>", e.g. "2F0", "0B3", "1W3", "1BW3", "3SEND_F1", "0RECV_B2";
+// the composite is "<F action>&<BW action>", e.g. "1F4&1BW0".
+std::string to_text(const Action& a);
+Action action_from_text(const std::string& text);  // throws BadInput with the offending text
+
+enum class PlacementKind { Loop, V, Explicit };
+
+struct Placement {
+  PlacementKind kind = PlacementKind::Loop;
+  std::vector<int> stage_rank;  // stage -> rank
+  int ranks = 0;
+
+  int rank_of(int stage) const { return stage_rank[static_cast<size_t>(stage)]; }
+  int stages() const { return static_cast<int>(stage_rank.size()); }
+  static Placement loop(int ranks, int chunks);  // stage s on rank s mod ranks
+  static Placement v(int ranks);                 // rank r holds stages r and 2 ranks - 1 - r
+};
+
+struct Schedule {
+  std::string name;  // generator name, e.g. "1f1b"
+  int microbatches = 0;
+  Placement placement;
+  std::vector<std::vector<Action>> ranks;  // per rank, in execution order
+  bool lowered = false;                    // sends/receives inserted
+
+  int num_ranks() const { return placement.ranks; }
+  int num_stages() const { return placement.stages(); }
+};
+
+// Adds sends and receives: a send right after the compute action that produces the tensor, a receive
+// right before the first action that consumes it; none between stages on the same rank. Compute order
+// is never changed.
+Schedule lower(const Schedule& compute_only);
+// The compute-only lists of a lowered schedule.
+Schedule strip_comm(const Schedule& lowered);
+
+// Grid view: one line per rank, one column per step, cells in text form padded to one width.
+std::string to_grid(const Schedule& s);
+// JSON round trip (versioned object: name, microbatches, placement, ranks as lists of text actions).
+std::string schedule_to_json_text(const Schedule& s);
+Schedule schedule_from_json_text(const std::string& text, const std::string& source);
+
+}  // namespace pw

@@ -1,0 +1,71 @@
+#pragma once
+// The pipeline model on the discrete-event engine (sim/engine.hpp): each pipeline rank has a compute
+// stream that runs its lowered action list in order, a send lane and a receive lane; transfers cross
+// links whose bandwidth is shared by the transfers on them at once; memory is allocated at F and freed
+// at B/W by the stage's deltas. One synchronised iteration: pipeline flush, data-parallel gradient
+// reduction per stage (starting when the stage's last weight gradient is done), optimizer step.
+#include <string>
+#include <vector>
+
+#include "core/cluster.hpp"
+#include "core/cost_model.hpp"
+#include "core/stage_costs.hpp"
+#include "schedules/ir.hpp"
+
+namespace pw {
+
+enum class Lane { Compute, Send, Recv, Collective };
+const char* to_string(Lane lane);
+
+// One thing that took time in the simulated world.
+struct SimEvent {
+  int rank = 0;
+  Lane lane = Lane::Compute;
+  Action action;          // compute or comm action; for Collective lane: op BW, stage = the reduced stage
+  double start_s = 0;
+  double end_s = 0;
+  double bytes = 0;       // transfers and collectives
+  long flow_id = -1;      // links a send to its receive (same id on both)
+};
+
+// Observers see every event as it completes and every change of memory in use.
+class SimObserver {
+ public:
+  virtual ~SimObserver() = default;
+  virtual void on_start(int ranks) {}
+  virtual void on_event(const SimEvent& e) {}
+  virtual void on_memory(int rank, double time_s, double bytes_in_use) {}
+  virtual void on_finish(double step_time_s) {}
+};
+
+struct SimInput {
+  Schedule schedule;                 // compute-only or lowered; the simulator lowers when needed
+  std::vector<StageCost> stages;     // indexed by stage
+  std::vector<int> rank_gpu;         // pipeline rank -> global GPU index (for links); empty: rank r -> r
+  Cluster cluster;
+  const CostModel* cost = nullptr;   // for p2p link efficiency; null: links as given
+  bool synchronous_optimizer = true;
+};
+
+struct RankStats {
+  int rank = 0;
+  double busy_s = 0;                     // compute lane busy time
+  double idle_s = 0;                     // step time - busy
+  double activation_peak_bytes = 0;      // from the simulated alloc/free events
+  double model_state_bytes = 0;          // sum over the rank's stages
+  double peak_memory_bytes = 0;          // model state + activation peak
+  int peak_inflight_microbatches = 0;    // most micro-batches with activations held at once
+  double p2p_bytes_sent = 0;
+};
+
+struct SimResult {
+  double step_time_s = 0;
+  double pipeline_time_s = 0;  // until the last compute action ends
+  double bubble_fraction = 0;  // idle compute time / (ranks x step time)
+  std::vector<RankStats> ranks;
+  long actions = 0;            // actions simulated (compute + comm)
+};
+
+SimResult simulate(const SimInput& in, SimObserver* observer = nullptr);
+
+}  // namespace pw
