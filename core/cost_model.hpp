@@ -33,6 +33,10 @@ class CostModel {
 
   // Bytes of model state per parameter: weights, gradients, optimizer state, given dp sharding.
   virtual double model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const = 0;
+
+  // Bytes each GPU loses before any tensor (CUDA context, communication buffers, workspaces,
+  // fragmentation). stage_costs() adds it once per GPU, to the first chunk each rank holds.
+  virtual double memory_reserve_bytes() const { return 0; }
 };
 
 }  // namespace pw

@@ -55,4 +55,8 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w);
 double model_flops_per_microbatch(const Model& model, const Workload& w);
 double hardware_flops_per_microbatch(const Model& model, const Workload& w);
 
+// Throws BadInput when `tp` cannot shard the model as Megatron does: attention heads and KV heads
+// must be multiples of tp (explicit models accept any tp: their costs are used as given).
+void check_tensor_parallel(const Model& model, int tp);
+
 }  // namespace pw

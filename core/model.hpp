@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace pw {
 
 enum class LayerKind { Embedding, Block, Head, Explicit };
@@ -29,6 +31,7 @@ struct TransformerConfig {
   bool tied_embeddings = false;
   bool learned_positions = false;  // GPT-2/3 learned position embeddings (s x h parameters)
   bool bias = false;               // linear-layer biases (GPT) or none (Llama)
+  bool qkv_bias = false;           // biases on the QKV projection only (Qwen2); implied by `bias`
   bool dropout = false;            // dropout masks stored (Korthikanti's accounting) or not
 };
 
@@ -74,12 +77,26 @@ Model model_preset(const std::string& name);
 // model JSON ({"name", "layers": [...]} or {"name", "transformer": {...}}) from text.
 // `source` names the file in error messages.
 Model model_from_json_text(const std::string& text, const std::string& source);
-// A preset name, or a path to a JSON file.
+// A preset name, a path to a JSON file, or a folder holding a config.json (a Hugging Face snapshot).
 Model load_model(const std::string& name_or_path);
 // The pipewright model JSON form (transformer models serialise their config; explicit ones their layers).
 std::string model_to_json_text(const Model& model);
 
 // Parameter count of the whole model (tied embeddings counted once).
 double parameter_count(const Model& model);
+
+// Parameters of one embedding, block or head layer of a transformer held by one of `tp` ranks.
+// Weights of tp-sharded matrices and the biases of column-parallel layers are divided by tp; norms,
+// row-parallel biases and learned positions are replicated. The head holds its own copy of the
+// embedding matrix even when tied (Megatron keeps it on the last stage when pp > 1).
+double transformer_layer_parameters(const TransformerConfig& config, LayerKind kind, int tp);
+
+namespace detail {
+// The two readers behind model_from_json_text, by form (core/hf_config.cpp, core/model_json.cpp).
+Model model_from_hf_config(const nlohmann::json& config, const std::string& source);
+Model model_from_pipewright_json(const nlohmann::json& model, const std::string& source);
+// The model name a file gives when it names none: its stem without ".json" / ".config".
+std::string model_name_from_source(const std::string& source);
+}  // namespace detail
 
 }  // namespace pw

@@ -5,6 +5,7 @@
 
 #include "core/cluster.hpp"
 #include "core/cost_model.hpp"
+#include "core/layer_work.hpp"
 #include "core/model.hpp"
 #include "core/workload.hpp"
 
@@ -29,12 +30,19 @@ struct StageCost {
   double model_state_bytes = 0;  // weights, gradients, optimizer state on one GPU
   double grad_reduce_s = 0;      // data-parallel reduction of this stage's gradients
   double optimizer_s = 0;        // optimizer step over this stage's parameters
+  // Of model_state_bytes, the GPU's fixed reserve (CostModel::memory_reserve_bytes: CUDA context,
+  // communication buffers, workspaces, fragmentation). Only the first chunk a rank holds (stage s < pp)
+  // carries it, so that summing model_state_bytes over a rank's stages counts it once.
+  double reserved_bytes = 0;
 };
 
 // Splits the model's layers into `stages` contiguous ranges. `blocks_per_stage` gives the number of
-// transformer blocks per stage (empty: balanced by forward+backward time); the embedding joins the
-// first stage and the head the last. Throws BadInput when the split does not sum to the block count
-// or a stage would be empty.
+// transformer blocks per stage; the embedding joins the first stage and the head the last. Throws
+// BadInput when the split does not sum to the block count, has a number per stage missing or extra, or
+// leaves a stage empty, and when there are more stages than layers.
+// Without `blocks_per_stage` the ranges minimise the largest stage cost (exactly, by dynamic programming
+// over `layer_cost`, each layer's F + B + W seconds: see layer_step_costs), then the sum of squared stage
+// costs; ties give later stages more layers. Without `layer_cost` a block costs 1, embedding and head 0.
 std::vector<LayerRange> split_layers(const Model& model, int stages, const std::vector<int>& blocks_per_stage,
                                      const std::vector<double>& layer_cost = {});
 
@@ -43,5 +51,20 @@ std::vector<LayerRange> split_layers(const Model& model, int stages, const std::
 std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerRange>& ranges, const Workload& w,
                                    const ParallelConfig& pc, const Cluster& cluster, const CostModel& cost,
                                    const std::vector<int>& stage_gpu);
+
+// The same from each layer's work already computed (`work[i]` for Model::layers[i]).
+std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWork>& work,
+                                   const std::vector<LayerRange>& ranges, const ParallelConfig& pc,
+                                   const Cluster& cluster, const CostModel& cost, const std::vector<int>& stage_gpu);
+
+// Each layer's F + B + W seconds for one micro-batch on the tp group whose first GPU is `first_gpu`:
+// the `layer_cost` that split_layers balances.
+std::vector<double> layer_step_costs(const Model& model, const Workload& w, const ParallelConfig& pc,
+                                     const Cluster& cluster, const CostModel& cost, int first_gpu = 0);
+
+// The slowest link of the ring through GPUs first, first + stride, ..., first + (n-1) stride (the
+// lowest bandwidth and the highest latency among its n hops); the ideal cluster's free link
+// (infinite bandwidth, no latency) when cluster.ideal, and also when n <= 1.
+LinkSpec group_link(const Cluster& cluster, int first, int stride, int n);
 
 }  // namespace pw

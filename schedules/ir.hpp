@@ -50,6 +50,7 @@ struct Placement {
   static Placement loop(int ranks, int chunks);  // stage s on rank s mod ranks
   static Placement v(int ranks);                 // rank r holds stages r and 2 ranks - 1 - r
 };
+const char* to_string(PlacementKind kind);  // "loop", "v", "explicit"
 
 struct Schedule {
   std::string name;  // generator name, e.g. "1f1b"
@@ -69,9 +70,20 @@ Schedule lower(const Schedule& compute_only);
 // The compute-only lists of a lowered schedule.
 Schedule strip_comm(const Schedule& lowered);
 
-// Grid view: one line per rank, one column per step, cells in text form padded to one width.
+// Grid view: a header line of step numbers ("step   | 0   1   2"), then one line per rank
+// ("rank 0 | 0F0 0F1 0BW0"), cells in text form left-aligned and padded to one width, trailing
+// blanks trimmed.
 std::string to_grid(const Schedule& s);
-// JSON round trip (versioned object: name, microbatches, placement, ranks as lists of text actions).
+// The same grid with the given cells wrapped in [ ] (validation errors point at cells this way).
+struct GridCell {
+  int rank = 0;
+  int step = 0;
+};
+std::string to_grid(const Schedule& s, const std::vector<GridCell>& marked);
+// JSON round trip: {"format": "pipewright-schedule", "version": 1, "name", "microbatches",
+// "placement": {"kind": "loop"|"v"|"explicit", "stage_rank": [...], "ranks": p},
+// "ranks": [["0F0", ...], ...], "lowered": bool}. Reading checks the structure (BadInput naming
+// `source` and the field), not the schedule itself: validate() does that.
 std::string schedule_to_json_text(const Schedule& s);
 Schedule schedule_from_json_text(const std::string& text, const std::string& source);
 

@@ -21,11 +21,15 @@ const char* to_string(Lane lane);
 struct SimEvent {
   int rank = 0;
   Lane lane = Lane::Compute;
-  Action action;          // compute or comm action; for Collective lane: op BW, stage = the reduced stage
-  double start_s = 0;
-  double end_s = 0;
+  Action action;          // compute or comm action; for Collective lane: op BW, stage = the reduced stage,
+                          // microbatch -1 (all of them)
+  double start_s = 0;     // Send lane: the transfer starts (the link's latency, then its bytes) ... arrives at
+  double end_s = 0;       // end_s. Recv lane: from when the compute stream is at the receive and the transfer
+                          // has started, until the stream can go on (zero long when the data came first)
   double bytes = 0;       // transfers and collectives
   long flow_id = -1;      // links a send to its receive (same id on both)
+
+  friend bool operator==(const SimEvent&, const SimEvent&) = default;
 };
 
 // Observers see every event as it completes and every change of memory in use.
@@ -66,6 +70,8 @@ struct SimResult {
   long actions = 0;            // actions simulated (compute + comm)
 };
 
+// Throws BadInput when the stage costs do not match the schedule, the schedule is inconsistent (an action
+// on the wrong rank, a send without its receive, a send before the tensor is computed) or deadlocks.
 SimResult simulate(const SimInput& in, SimObserver* observer = nullptr);
 
 }  // namespace pw

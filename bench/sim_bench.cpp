@@ -1,0 +1,185 @@
+// The simulator alone on a large schedule (p = 64, m = 1024, interleaved v = 4: about 1.6 M lowered
+// actions), against a bare longest-path pass over the same dependency graph with Boost.Graph.
+//
+//   BM_Simulate          simulate() on the lowered schedule (lowering not timed), no observer.
+//   BM_LongestPathBuild  building the Boost.Graph DAG (timed separately).
+//   BM_LongestPath       topological sort + relaxation on the built DAG.
+//
+// The DAG: one node per lowered action; edges along each rank's order (weight: the action's compute
+// time; a send or receive does not hold the stream) and from each send to its receive (weight: latency
+// + bytes / bandwidth). It ignores what the simulator adds (serial send lanes, bandwidth sharing), so
+// its makespan is a lower bound of the simulated pipeline time; both are reported as counters.
+#include <benchmark/benchmark.h>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <vector>
+
+#include "core/cluster.hpp"
+#include "core/stage_costs.hpp"
+#include "schedules/generators.hpp"
+#include "schedules/ir.hpp"
+#include "sim/pipeline_sim.hpp"
+
+namespace {
+
+using namespace pw;
+
+constexpr int kRanks = 64, kMicrobatches = 1024, kChunks = 4;
+constexpr double kBandwidth = 25e9, kLatency = 5e-6;
+
+struct Setup {
+  SimInput input;
+  long actions = 0;
+};
+
+const Setup& setup() {
+  static const Setup s = [] {
+    ScheduleSpec spec;
+    spec.name = "interleaved";
+    spec.ranks = kRanks;
+    spec.microbatches = kMicrobatches;
+    spec.chunks = kChunks;
+    Setup out;
+    out.input.schedule = lower(make_schedule(spec));
+    // Per rank: F 4 ms, B 4 ms, W 4 ms, split over v chunks; 16 MB boundary tensors (45 us... 645 us on
+    // the link alone), 1 GB of activations per micro-batch and chunk.
+    StageCost c;
+    c.forward_s = 4e-3 / kChunks;
+    c.backward_input_s = 4e-3 / kChunks;
+    c.backward_weight_s = 4e-3 / kChunks;
+    c.activation_bytes = 1e9 / kChunks;
+    c.weight_grad_bytes = 0.2e9 / kChunks;
+    c.output_bytes = 16e6;
+    c.grad_reduce_s = 50e-3;
+    c.optimizer_s = 10e-3;
+    out.input.stages.assign(static_cast<size_t>(kRanks * kChunks), c);
+    Cluster cluster;
+    cluster.name = "bench";
+    cluster.gpus_per_node = 8;
+    cluster.intra_node = LinkSpec{kBandwidth, kLatency};
+    cluster.inter_node = LinkSpec{kBandwidth, kLatency};
+    out.input.cluster = cluster;
+    for (const auto& list : out.input.schedule.ranks) out.actions += static_cast<long>(list.size());
+    return out;
+  }();
+  return s;
+}
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                    boost::property<boost::edge_weight_t, double>>;
+
+struct Dag {
+  Graph graph;
+  std::vector<double> tail;  // a node's own compute time, added after its last incoming edge
+};
+
+Dag build_dag(const SimInput& in) {
+  const Schedule& s = in.schedule;
+  const int stages = s.num_stages(), m = s.microbatches;
+  std::vector<std::size_t> offset(s.ranks.size() + 1, 0);
+  for (std::size_t r = 0; r < s.ranks.size(); ++r) offset[r + 1] = offset[r] + s.ranks[r].size();
+  Dag dag{Graph(offset.back()), std::vector<double>(offset.back(), 0.0)};
+  auto duration = [&](const Action& a) {
+    const StageCost& c = in.stages[static_cast<size_t>(a.stage)];
+    switch (a.op) {
+      case Op::F: return c.forward_s;
+      case Op::B: return c.backward_input_s;
+      case Op::W: return c.backward_weight_s;
+      case Op::BW: return c.backward_input_s + c.backward_weight_s;
+      default: return 0.0;
+    }
+  };
+  // Sends by (sender stage, micro-batch), per direction, to find each receive's sender.
+  std::vector<std::int64_t> send_f(static_cast<size_t>(stages) * m, -1), send_b(static_cast<size_t>(stages) * m, -1);
+  for (std::size_t r = 0; r < s.ranks.size(); ++r)
+    for (std::size_t i = 0; i < s.ranks[r].size(); ++i) {
+      const Action& a = s.ranks[r][i];
+      const auto node = static_cast<std::int64_t>(offset[r] + i);
+      if (a.op == Op::SendF) send_f[static_cast<size_t>(a.stage) * m + a.microbatch] = node;
+      if (a.op == Op::SendB) send_b[static_cast<size_t>(a.stage) * m + a.microbatch] = node;
+    }
+  for (std::size_t r = 0; r < s.ranks.size(); ++r)
+    for (std::size_t i = 0; i < s.ranks[r].size(); ++i) {
+      const Action& a = s.ranks[r][i];
+      const std::size_t node = offset[r] + i;
+      dag.tail[node] = duration(a);
+      if (i + 1 < s.ranks[r].size()) boost::add_edge(node, node + 1, dag.tail[node], dag.graph);
+      if (a.op == Op::RecvF || a.op == Op::RecvB) {
+        const int from = a.op == Op::RecvF ? a.stage - 1 : a.stage + 1;
+        const std::int64_t sender =
+            (a.op == Op::RecvF ? send_f : send_b)[static_cast<size_t>(from) * m + a.microbatch];
+        const double bytes = in.stages[static_cast<size_t>(std::min(a.stage, from))].output_bytes;
+        boost::add_edge(static_cast<std::size_t>(sender), node, kLatency + bytes / kBandwidth, dag.graph);
+      }
+    }
+  return dag;
+}
+
+// Longest path from time 0: topological order, then relax every edge once.
+double longest_path(const Dag& dag) {
+  std::vector<Graph::vertex_descriptor> order;
+  order.reserve(boost::num_vertices(dag.graph));
+  boost::topological_sort(dag.graph, std::back_inserter(order));  // reverse topological order
+  std::vector<double> start(boost::num_vertices(dag.graph), 0.0);
+  const auto weight = boost::get(boost::edge_weight, dag.graph);
+  double makespan = 0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const auto u = *it;
+    for (auto [e, end] = boost::out_edges(u, dag.graph); e != end; ++e) {
+      const auto v = boost::target(*e, dag.graph);
+      start[v] = std::max(start[v], start[u] + weight[*e]);
+    }
+    makespan = std::max(makespan, start[u] + dag.tail[u]);
+  }
+  return makespan;
+}
+
+void BM_Simulate(benchmark::State& state) {
+  const Setup& s = setup();
+  SimResult r;
+  for (auto _ : state) {
+    r = simulate(s.input);
+    benchmark::DoNotOptimize(r.step_time_s);
+  }
+  state.counters["actions"] = static_cast<double>(r.actions);
+  state.counters["actions_per_s"] =
+      benchmark::Counter(static_cast<double>(r.actions), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["pipeline_time_s"] = r.pipeline_time_s;
+  state.counters["step_time_s"] = r.step_time_s;
+}
+BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void BM_LongestPathBuild(benchmark::State& state) {
+  const Setup& s = setup();
+  for (auto _ : state) {
+    Dag dag = build_dag(s.input);
+    benchmark::DoNotOptimize(dag.tail.data());
+  }
+  state.counters["nodes"] = static_cast<double>(s.actions);
+}
+BENCHMARK(BM_LongestPathBuild)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void BM_LongestPath(benchmark::State& state) {
+  const Setup& s = setup();
+  const Dag dag = build_dag(s.input);
+  double makespan = 0;
+  for (auto _ : state) {
+    makespan = longest_path(dag);
+    benchmark::DoNotOptimize(makespan);
+  }
+  state.counters["nodes"] = static_cast<double>(boost::num_vertices(dag.graph));
+  state.counters["edges"] = static_cast<double>(boost::num_edges(dag.graph));
+  state.counters["actions_per_s"] =
+      benchmark::Counter(static_cast<double>(s.actions), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["makespan_s"] = makespan;
+}
+BENCHMARK(BM_LongestPath)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,77 @@
+// `pipewright models` and `pipewright clusters`: the built-in catalogs.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "core/cluster.hpp"
+#include "core/model.hpp"
+#include "core/units.hpp"
+
+namespace pw {
+
+CommandRunner add_models_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("models", "List the built-in model presets");
+  auto json_out = std::make_shared<bool>(false);
+  auto show = std::make_shared<std::string>();
+  cmd->add_flag("--json", *json_out, "Print JSON");
+  cmd->add_option("--show", *show, "Print one model (preset or file) in pipewright's model JSON form");
+  return [json_out, show](std::ostream& out) {
+    if (!show->empty()) {
+      out << model_to_json_text(load_model(*show)) << "\n";
+      return;
+    }
+    nlohmann::json list = nlohmann::json::array();
+    if (!*json_out)
+      out << fmt::format("{:<14} {:>10} {:>7} {:>7} {:>6} {:>9} {:>7} {:>8}\n", "model", "parameters", "layers", "hidden",
+                         "heads", "kv heads", "ffn", "seq-len");
+    for (const std::string& name : model_preset_names()) {
+      const Model m = model_preset(name);
+      const TransformerConfig& t = *m.transformer;
+      const double params = parameter_count(m);
+      if (*json_out) {
+        list.push_back({{"name", name}, {"parameters", params}, {"layers", t.layers}, {"hidden", t.hidden},
+                        {"heads", t.heads}, {"kv_heads", t.kv_heads}, {"ffn", t.ffn}, {"vocab", t.vocab},
+                        {"seq_len", t.max_seq_len}});
+      } else {
+        out << fmt::format("{:<14} {:>9.2f}B {:>7} {:>7} {:>6} {:>9} {:>7} {:>8}\n", name, params / 1e9, t.layers, t.hidden,
+                           t.heads, t.kv_heads, t.ffn, t.max_seq_len);
+      }
+    }
+    if (*json_out) out << nlohmann::json{{"models", list}}.dump(2) << "\n";
+  };
+}
+
+CommandRunner add_clusters_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("clusters", "List the built-in cluster presets");
+  auto json_out = std::make_shared<bool>(false);
+  auto show = std::make_shared<std::string>();
+  cmd->add_flag("--json", *json_out, "Print JSON");
+  cmd->add_option("--show", *show, "Print one cluster (preset or file) in pipewright's cluster JSON form");
+  return [json_out, show](std::ostream& out) {
+    if (!show->empty()) {
+      out << cluster_to_json_text(load_cluster(*show)) << "\n";
+      return;
+    }
+    nlohmann::json list = nlohmann::json::array();
+    if (!*json_out)
+      out << fmt::format("{:<15} {:<8} {:>10} {:>9} {:>10} {:>10} {:>12} {:>12}\n", "cluster", "GPU", "GPUs/node", "memory",
+                         "peak bf16", "HBM", "intra-node", "inter-node");
+    for (const std::string& name : cluster_preset_names()) {
+      const Cluster c = cluster_preset(name);
+      if (*json_out) {
+        list.push_back(nlohmann::json::parse(cluster_to_json_text(c)));
+      } else if (c.ideal) {
+        out << fmt::format("{:<15} {:<8} {:>10} {:>9} {:>10} {:>10} {:>12} {:>12}\n", name, c.gpu.name, "any", "no limit",
+                           fmt::format("{:.0f} TF/s", c.gpu.peak_flops / 1e12), "-", "free", "free");
+      } else {
+        out << fmt::format("{:<15} {:<8} {:>10} {:>9} {:>10} {:>10} {:>12} {:>12}\n", name, c.gpu.name, c.gpus_per_node,
+                           format_bytes(c.gpu.memory_bytes), fmt::format("{:.0f} TF/s", c.gpu.peak_flops / 1e12),
+                           format_rate(c.gpu.hbm_bytes_per_s), format_rate(c.intra_node.bandwidth_bytes_per_s),
+                           format_rate(c.inter_node.bandwidth_bytes_per_s));
+      }
+    }
+    if (*json_out) out << nlohmann::json{{"clusters", list}}.dump(2) << "\n";
+  };
+}
+
+}  // namespace pw

@@ -1,0 +1,16 @@
+#pragma once
+// Each subcommand registers its options on the app and returns the function that runs it.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <ostream>
+
+namespace pw {
+
+using CommandRunner = std::function<void(std::ostream& out)>;
+
+CommandRunner add_simulate_command(CLI::App& app);
+CommandRunner add_models_command(CLI::App& app);
+CommandRunner add_clusters_command(CLI::App& app);
+
+}  // namespace pw

@@ -1,0 +1,127 @@
+#include "cli/evaluation_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/units.hpp"
+#include "core/version.hpp"
+
+namespace pw {
+namespace {
+
+std::string layer_range_text(const Model& model, const LayerRange& r) {
+  auto name = [&](int i) { return model.layers[static_cast<size_t>(i)].name; };
+  if (r.first == r.last) return name(r.first);
+  return fmt::format("{}..{}", name(r.first), name(r.last));
+}
+
+std::string tokens_rate(double tokens_per_s) {
+  if (tokens_per_s >= 1e6) return fmt::format("{:.2f} M tokens/s", tokens_per_s / 1e6);
+  if (tokens_per_s >= 1e3) return fmt::format("{:.1f} k tokens/s", tokens_per_s / 1e3);
+  return fmt::format("{:.1f} tokens/s", tokens_per_s);
+}
+
+}  // namespace
+
+void print_evaluation(std::ostream& out, const Evaluation& ev) {
+  const Scenario& s = ev.scenario;
+  const ParallelConfig& pc = s.parallel;
+  const Metrics& m = ev.metrics;
+  out << fmt::format("{} on {}: {} GPUs (tp {}, pp {}, dp {}{}), schedule {}\n", s.model.name, s.cluster.name, pc.gpus(),
+                     pc.tp, pc.pp, pc.dp, pc.vpp > 1 ? fmt::format(", vpp {}", pc.vpp) : "", s.schedule);
+  out << fmt::format("micro-batch size {} x {} micro-batches x dp {} = global batch {} sequences of {} tokens, recompute {}{}\n\n",
+                     s.workload.micro_batch_size, pc.microbatches, pc.dp, s.global_batch_size, s.workload.seq_len,
+                     to_string(s.workload.recompute),
+                     pc.tp > 1 ? (s.workload.sequence_parallel ? ", sequence parallel" : ", no sequence parallel") : "");
+
+  auto row = [&](const char* label, const std::string& value) { out << fmt::format("  {:<24}{}\n", label, value); };
+  row("step time", format_seconds(m.step_time_s));
+  row("throughput", tokens_rate(m.throughput_tokens_per_s));
+  if (m.model_flops_per_iteration > 0) {
+    row("model FLOP/s per GPU", fmt::format("{:.1f} TFLOP/s", m.model_tflops_per_gpu));
+    row("hardware FLOP/s per GPU", fmt::format("{:.1f} TFLOP/s (recompute counted)", m.hardware_tflops_per_gpu));
+    row("MFU", format_percent(m.mfu));
+  }
+  row("bubble", format_percent(m.bubble_fraction));
+  const std::string limit = std::isinf(m.memory_limit_bytes) ? "no limit" : format_bytes(m.memory_limit_bytes);
+  row("peak memory", fmt::format("{} of {}", format_bytes(m.peak_memory_bytes), limit));
+  out << "\n";
+
+  out << fmt::format("  {:>4}  {:>5}  {:<28} {:>10} {:>10} {:>12} {:>12} {:>11} {:>9}\n", "rank", "stage", "layers", "busy",
+                     "idle", "activations", "model state", "peak mem", "in-flight");
+  for (const RankStats& r : ev.sim.ranks) {
+    bool first = true;
+    for (const StageReport& st : ev.stages) {
+      if (st.rank != r.rank) continue;
+      if (first)
+        out << fmt::format("  {:>4}  {:>5}  {:<28} {:>10} {:>10} {:>12} {:>12} {:>11} {:>9}\n", r.rank, st.stage,
+                           layer_range_text(s.model, st.layers), format_seconds(r.busy_s), format_seconds(r.idle_s),
+                           format_bytes(r.activation_peak_bytes), format_bytes(r.model_state_bytes),
+                           format_bytes(r.peak_memory_bytes), r.peak_inflight_microbatches);
+      else
+        out << fmt::format("  {:>4}  {:>5}  {:<28}\n", "", st.stage, layer_range_text(s.model, st.layers));
+      first = false;
+    }
+  }
+  for (const Overflow& o : m.overflows)
+    out << fmt::format("\n  does not fit: rank {} needs {}, {} more than the GPU's {}", o.rank, format_bytes(o.need_bytes),
+                       format_bytes(o.need_bytes - o.limit_bytes), format_bytes(o.limit_bytes));
+  if (!m.overflows.empty()) out << "\n";
+}
+
+nlohmann::json evaluation_to_json(const Evaluation& ev) {
+  using nlohmann::json;
+  const Scenario& s = ev.scenario;
+  const Metrics& m = ev.metrics;
+  json stages = json::array();
+  for (const StageReport& st : ev.stages) {
+    const RankStats& r = ev.sim.ranks[static_cast<size_t>(st.rank)];
+    stages.push_back({{"stage", st.stage},
+                      {"rank", st.rank},
+                      {"layers", {st.layers.first, st.layers.last}},
+                      {"forward_s", st.cost.forward_s},
+                      {"backward_input_s", st.cost.backward_input_s},
+                      {"backward_weight_s", st.cost.backward_weight_s},
+                      {"busy_s", r.busy_s},
+                      {"idle_s", r.idle_s},
+                      {"activation_peak_bytes", r.activation_peak_bytes},
+                      {"model_state_bytes", r.model_state_bytes},
+                      {"peak_memory_bytes", r.peak_memory_bytes},
+                      {"peak_inflight_microbatches", r.peak_inflight_microbatches}});
+  }
+  json overflows = json::array();
+  for (const Overflow& o : m.overflows)
+    overflows.push_back({{"rank", o.rank}, {"need_bytes", o.need_bytes}, {"limit_bytes", o.limit_bytes},
+                         {"over_bytes", o.need_bytes - o.limit_bytes}});
+  const ParallelConfig& pc = s.parallel;
+  return json{{"pipewright_version", kVersion},
+              {"model", s.model.name},
+              {"cluster", s.cluster.name},
+              {"schedule", s.schedule},
+              {"tp", pc.tp},
+              {"pp", pc.pp},
+              {"dp", pc.dp},
+              {"vpp", pc.vpp},
+              {"micro_batch_size", s.workload.micro_batch_size},
+              {"microbatches", pc.microbatches},
+              {"global_batch_size", s.global_batch_size},
+              {"seq_len", s.workload.seq_len},
+              {"recompute", to_string(s.workload.recompute)},
+              {"sequence_parallel", s.workload.sequence_parallel},
+              {"step_time_s", m.step_time_s},
+              {"bubble_fraction", m.bubble_fraction},
+              {"throughput_tokens_per_s", m.throughput_tokens_per_s},
+              {"model_tflops_per_gpu", m.model_tflops_per_gpu},
+              {"hardware_tflops_per_gpu", m.hardware_tflops_per_gpu},
+              {"mfu", m.mfu},
+              {"hfu", m.hfu},
+              {"peak_memory_bytes", m.peak_memory_bytes},
+              {"memory_limit_bytes", std::isinf(m.memory_limit_bytes) ? json(nullptr) : json(m.memory_limit_bytes)},
+              {"fits", m.overflows.empty()},
+              {"overflows", overflows},
+              {"stages", stages}};
+}
+
+}  // namespace pw

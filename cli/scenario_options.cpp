@@ -1,0 +1,87 @@
+#include "cli/scenario_options.hpp"
+
+#include <charconv>
+
+#include "core/error.hpp"
+
+namespace pw {
+
+void ScenarioOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--model", model, "Model preset (see `pipewright models`), Hugging Face config.json or pipewright model JSON")
+      ->required();
+  cmd.add_option("--cluster", cluster, "Cluster preset (see `pipewright clusters`) or cluster JSON")->required();
+  cmd.add_option("--tp", tp, "Tensor-parallel degree (inside a node)");
+  cmd.add_option("--pp", pp, "Pipeline-parallel degree (ranks)");
+  cmd.add_option("--dp", dp, "Data-parallel degree");
+  cmd.add_option("--vpp", vpp, "Model chunks per pipeline rank (interleaved)");
+  auto* m = cmd.add_option("--microbatches", microbatches, "Micro-batches per pipeline per iteration");
+  auto* g = cmd.add_option("--global-batch-size", global_batch_size, "Sequences per iteration over all replicas");
+  m->excludes(g);
+  cmd.add_option("--micro-batch-size", micro_batch_size, "Sequences per micro-batch");
+  cmd.add_option("--seq-len", seq_len, "Sequence length (default: the model's)");
+  cmd.add_option("--schedule", schedule, "gpipe, 1f1b, interleaved or zb-h1")->capture_default_str();
+  cmd.add_option("--split", split, "Transformer layers per stage (per chunk with --vpp), e.g. 24,24,24,24");
+  cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
+  cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
+  cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
+}
+
+std::vector<int> parse_split(const std::string& text) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(pos, comma - pos);
+    int value = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 0)
+      throw_bad_input("--split: '{}' is not a layer count; give transformer layers per stage such as 24,24,24,24", item);
+    out.push_back(value);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+namespace {
+
+// Loader errors name the input; the option the user typed goes in front.
+template <typename Loader>
+auto load_for_option(const char* option, const std::string& value, Loader load) {
+  try {
+    return load(value);
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("{}: {}", option, e.what()));
+  }
+}
+
+}  // namespace
+
+Scenario ScenarioOptions::to_scenario() const {
+  Scenario s;
+  s.model = load_for_option("--model", model, load_model);
+  s.cluster = load_for_option("--cluster", cluster, load_cluster);
+  s.parallel.tp = tp;
+  s.parallel.pp = pp;
+  s.parallel.dp = dp;
+  s.parallel.vpp = vpp;
+  if (!microbatches && !global_batch_size)
+    throw_bad_input("give --microbatches (per pipeline) or --global-batch-size (sequences per iteration)");
+  if (global_batch_size) {
+    if (*global_batch_size < 1) throw_bad_input("--global-batch-size: must be at least 1, got {}", *global_batch_size);
+    s.global_batch_size = *global_batch_size;
+  } else {
+    s.parallel.microbatches = *microbatches;
+  }
+  s.workload.micro_batch_size = micro_batch_size;
+  s.workload.seq_len = seq_len;
+  s.workload.tp = tp;
+  s.workload.sequence_parallel = !no_sequence_parallel;
+  s.workload.recompute = recompute_from_string(recompute.c_str());
+  s.schedule = schedule;
+  s.group_size = group_size;
+  if (!split.empty()) s.split = parse_split(split);
+  return s;
+}
+
+}  // namespace pw

@@ -1,0 +1,112 @@
+#include "core/analytic_cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace pw {
+
+namespace {
+
+void check_fraction(const char* field, double value) {
+  if (!(value > 0 && value <= 1)) throw_bad_input("cost model: {} = {} is not in (0, 1]; give a fraction of peak such as 0.7", field, value);
+}
+
+void check_non_negative(const char* field, double value) {
+  if (!(value >= 0) || !std::isfinite(value)) throw_bad_input("cost model: {} = {} is negative or not finite; give a value >= 0", field, value);
+}
+
+double rate_time(double amount, double rate, const std::string& gpu, const char* what) {
+  if (amount <= 0) return 0;
+  if (!(rate > 0)) throw_bad_input("gpu {}: {} is {}; give a positive value in the cluster's gpu", gpu, what, rate);
+  return amount / rate;
+}
+
+}  // namespace
+
+void validate(const AnalyticCostParams& p) {
+  check_fraction("gemm_efficiency", p.gemm_efficiency);
+  check_fraction("attention_efficiency", p.attention_efficiency);
+  check_fraction("memory_efficiency", p.memory_efficiency);
+  check_fraction("collective_efficiency", p.collective_efficiency);
+  check_fraction("p2p_efficiency", p.p2p_efficiency);
+  if (!(p.tp_overlap >= 0 && p.tp_overlap <= 1)) throw_bad_input("cost model: tp_overlap = {} is not in [0, 1]; give the hidden fraction of tp collectives", p.tp_overlap);
+  check_non_negative("kernel_overhead_s", p.kernel_overhead_s);
+  check_non_negative("optimizer_bytes_per_parameter", p.optimizer_bytes_per_parameter);
+  check_non_negative("weight_bytes_per_parameter", p.weight_bytes_per_parameter);
+  check_non_negative("grad_bytes_per_parameter", p.grad_bytes_per_parameter);
+  check_non_negative("optimizer_state_bytes_per_parameter", p.optimizer_state_bytes_per_parameter);
+  check_non_negative("memory_reserve_bytes", p.memory_reserve_bytes);
+}
+
+AnalyticCostModel::AnalyticCostModel(AnalyticCostParams params) : params_(params) { validate(params_); }
+
+double AnalyticCostModel::compute_time(const PhaseWork& work, const GpuSpec& gpu) const {
+  return rate_time(work.gemm_flops, gpu.peak_flops * params_.gemm_efficiency, gpu.name, "peak_flops") +
+         rate_time(work.attention_flops, gpu.peak_flops * params_.attention_efficiency, gpu.name, "peak_flops") +
+         rate_time(work.memory_bytes, gpu.hbm_bytes_per_s * params_.memory_efficiency, gpu.name, "hbm_bytes_per_s") +
+         work.kernels * params_.kernel_overhead_s;
+}
+
+double AnalyticCostModel::phase_work_time(const PhaseWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
+                                          int tp) const {
+  double comm = 0;
+  for (const Collective& c : work.collectives) comm += collective_time(c.kind, c.bytes, tp, tp_link);
+  return compute_time(work, gpu) + (1 - params_.tp_overlap) * comm;
+}
+
+double AnalyticCostModel::phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
+                                     const LinkSpec& tp_link, int tp) const {
+  // Explicit costs are measurements or the user's own numbers: used as given, nothing added.
+  if (work.forward_s || work.backward_input_s || work.backward_weight_s) {
+    switch (phase) {
+      case Phase::Forward: return work.forward_s.value_or(0);
+      case Phase::BackwardInput: return work.backward_input_s.value_or(0);
+      case Phase::BackwardWeight: return work.backward_weight_s.value_or(0);
+    }
+  }
+  if (layer.explicit_costs) {
+    switch (phase) {
+      case Phase::Forward: return layer.explicit_costs->forward_s;
+      case Phase::BackwardInput: return layer.explicit_costs->backward_input_s;
+      case Phase::BackwardWeight: return layer.explicit_costs->backward_weight_s;
+    }
+  }
+  switch (phase) {
+    case Phase::Forward: return phase_work_time(work.forward, gpu, tp_link, tp);
+    case Phase::BackwardInput:
+      return phase_work_time(work.recompute, gpu, tp_link, tp) + phase_work_time(work.backward_input, gpu, tp_link, tp);
+    case Phase::BackwardWeight: return phase_work_time(work.backward_weight, gpu, tp_link, tp);
+  }
+  return 0;
+}
+
+double AnalyticCostModel::collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  if (!(link.bandwidth_bytes_per_s > 0)) throw_bad_input("cluster: link bandwidth is {} B/s; give a positive bandwidth", link.bandwidth_bytes_per_s);
+  // Ring algorithms: each rank sends (n-1)/n of the array per pass in n-1 steps; all-reduce is a
+  // reduce-scatter followed by an all-gather, twice the traffic and the steps.
+  const double n = ranks;
+  const double bw = link.bandwidth_bytes_per_s * params_.collective_efficiency;
+  const double one_pass = (n - 1) / n * bytes / bw + (n - 1) * link.latency_s;
+  return kind == CollectiveKind::AllReduce ? 2 * one_pass : one_pass;
+}
+
+LinkSpec AnalyticCostModel::p2p_link(const LinkSpec& nominal) const {
+  return LinkSpec{nominal.bandwidth_bytes_per_s * params_.p2p_efficiency, nominal.latency_s};
+}
+
+double AnalyticCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu) const {
+  // Adam is elementwise: its time is the bytes it touches over the achievable HBM bandwidth.
+  return rate_time(parameters * params_.optimizer_bytes_per_parameter, gpu.hbm_bytes_per_s * params_.memory_efficiency,
+                   gpu.name, "hbm_bytes_per_s");
+}
+
+double AnalyticCostModel::model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const {
+  const double sharded = distributed_optimizer ? params_.optimizer_state_bytes_per_parameter / std::max(dp, 1)
+                                               : params_.optimizer_state_bytes_per_parameter;
+  return params_.weight_bytes_per_parameter + params_.grad_bytes_per_parameter + sharded;
+}
+
+}  // namespace pw

@@ -1,0 +1,68 @@
+#pragma once
+// The analytic (roofline) cost model: compute at a fraction of the GPU's peak, memory-bound work at a
+// fraction of HBM bandwidth, a fixed cost per kernel launch, and ring collectives on the links.
+// Every default is explained in docs/cost-model.md and checked against published training runs
+// (tests/validation/published_runs_test.cpp).
+#include <string>
+
+#include "core/cost_model.hpp"
+
+namespace pw {
+
+struct AnalyticCostParams {
+  // Fraction of the GPU's dense bf16 peak reached by the layer's GEMMs (QKV, projections, MLP, logits).
+  double gemm_efficiency = 0.70;
+  // Fraction of peak reached by the attention core (flash attention: QK^T, softmax, AV and gradients).
+  double attention_efficiency = 0.45;
+  // Fraction of HBM bandwidth reached by memory-bound kernels (norms, activations, dropout, residuals).
+  double memory_efficiency = 0.70;
+  // Seconds of launch and tail cost per kernel, beyond its FLOPs and bytes.
+  double kernel_overhead_s = 4e-6;
+  // Fraction of a link's nominal bandwidth that a ring collective's bus bandwidth reaches (NCCL busbw).
+  double collective_efficiency = 0.75;
+  // Fraction of a link's nominal bandwidth reached by one point-to-point transfer.
+  double p2p_efficiency = 0.80;
+  // Fraction of the tensor-parallel collectives hidden behind compute (0: all on the critical path).
+  double tp_overlap = 0.0;
+  // Bytes of HBM traffic per parameter for one Adam step (fp32 master, gradient, two moments read;
+  // master and moments written; bf16 copy written).
+  double optimizer_bytes_per_parameter = 30.0;
+  // Bytes of model state per parameter: bf16 weights, fp32 gradients, and optimizer state
+  // (fp32 master weights + two fp32 Adam moments), the last sharded over dp by the distributed optimizer.
+  double weight_bytes_per_parameter = 2.0;
+  double grad_bytes_per_parameter = 4.0;
+  double optimizer_state_bytes_per_parameter = 12.0;
+  // Bytes each GPU loses before any tensor: CUDA context, NCCL buffers, cuBLAS workspaces and
+  // allocator fragmentation.
+  double memory_reserve_bytes = 3e9;
+};
+
+class AnalyticCostModel : public CostModel {
+ public:
+  explicit AnalyticCostModel(AnalyticCostParams params = {});
+
+  std::string name() const override { return "analytic"; }
+  double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
+                    const LinkSpec& tp_link, int tp) const override;
+  double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
+  LinkSpec p2p_link(const LinkSpec& nominal) const override;
+  double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
+  double model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const override;
+  double memory_reserve_bytes() const override { return params_.memory_reserve_bytes; }
+
+  // Seconds for one phase's work without its collectives (compute, memory traffic and launches).
+  double compute_time(const PhaseWork& work, const GpuSpec& gpu) const;
+
+  const AnalyticCostParams& params() const { return params_; }
+
+ private:
+  double phase_work_time(const PhaseWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const;
+
+  AnalyticCostParams params_;
+};
+
+// Checks every parameter (efficiencies in (0, 1], overheads and byte counts >= 0); throws BadInput
+// naming the field.
+void validate(const AnalyticCostParams& params);
+
+}  // namespace pw

@@ -1,0 +1,208 @@
+#include "core/cluster.hpp"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+
+namespace pw {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Vendor datasheets (dense bf16, HBM capacity and bandwidth, NVLink per GPU per direction) as in
+// the design notes' hardware table: A100 SXM 312 TFLOP/s, 40 GB at 1555 GB/s or 80 GB at 2039 GB/s,
+// NVLink 3 300 GB/s; H100 SXM 989 TFLOP/s, 80 GB at 3.35 TB/s, NVLink 4 450 GB/s; H200 SXM 141 GB
+// at 4.8 TB/s. Memory is the decimal capacity the vendor states; the allocator's usable share is a
+// little less than nvidia-smi's total once the CUDA context is loaded.
+// Node network per GPU: one 200 Gb/s HDR InfiniBand NIC per GPU on DGX A100 (25 GB/s), one 400 Gb/s
+// NDR NIC per GPU on DGX H100 / HGX H200 (50 GB/s).
+// Latencies (alpha per hop): a few microseconds through NVSwitch and 5-10 us over InfiniBand with
+// GPUDirect RDMA, the ranges small-message nccl-tests runs and NCCL's tuning model show; these are
+// defaults for calibration to replace.
+Cluster dgx(const char* name, const char* gpu, double tflops, double memory, double hbm, double nvlink,
+            double network, double intra_latency, double inter_latency) {
+  Cluster c;
+  c.name = name;
+  c.nodes = 0;
+  c.gpus_per_node = 8;
+  c.gpu = GpuSpec{gpu, tflops * 1e12, memory, hbm};
+  c.intra_node = LinkSpec{nvlink, intra_latency};
+  c.inter_node = LinkSpec{network, inter_latency};
+  return c;
+}
+
+// Free, instant communication and unlimited memory: the bound the schedule alone allows.
+// The GPU keeps the H100's peak so FLOP arithmetic has a rate.
+Cluster ideal() {
+  Cluster c = dgx("ideal", "ideal (H100 SXM peak)", 989, 80e9, 3.35e12, kInf, kInf, 0, 0);
+  c.gpus_per_node = 1 << 20;
+  c.ideal = true;
+  return c;
+}
+
+const std::map<std::string, Cluster>& presets() {
+  static const std::map<std::string, Cluster> table = {
+      {"dgx-a100-40gb", dgx("dgx-a100-40gb", "A100 SXM 40GB", 312, 40e9, 1.555e12, 300e9, 25e9, 3e-6, 8e-6)},
+      {"dgx-a100-80gb", dgx("dgx-a100-80gb", "A100 SXM 80GB", 312, 80e9, 2.039e12, 300e9, 25e9, 3e-6, 8e-6)},
+      {"dgx-h100", dgx("dgx-h100", "H100 SXM 80GB", 989, 80e9, 3.35e12, 450e9, 50e9, 2.5e-6, 6e-6)},
+      {"hgx-h200", dgx("hgx-h200", "H200 SXM 141GB", 989, 141e9, 4.8e12, 450e9, 50e9, 2.5e-6, 6e-6)},
+      {"ideal", ideal()},
+  };
+  return table;
+}
+
+// Bandwidths and capacities may be infinite (the ideal cluster); JSON has no infinity, so it is
+// written as the string "inf".
+nlohmann::ordered_json number_json(double x) {
+  if (std::isinf(x) && x > 0) return "inf";
+  return x;
+}
+
+double read_quantity(const JsonFields& f, const std::string& key) {
+  const nlohmann::json& v = f.required(key);
+  double x = 0;
+  if (v.is_string() && v.get<std::string>() == "inf") {
+    x = kInf;
+  } else if (v.is_number()) {
+    x = v.get<double>();
+  } else {
+    f.fail(key, fmt::format("must be a number (or \"inf\"), got {}", v.dump()));
+  }
+  if (!(x > 0)) f.fail(key, fmt::format("must be positive, got {}", x));
+  return x;
+}
+
+LinkSpec read_link(const JsonFields& parent, const std::string& key) {
+  const JsonFields f = parent.object(key);
+  f.reject_unknown({"bandwidth_bytes_per_s", "latency_s"});
+  return LinkSpec{read_quantity(f, "bandwidth_bytes_per_s"), f.non_negative_number("latency_s")};
+}
+
+LinkMatrix read_measured(const JsonFields& parent) {
+  const JsonFields f = parent.object("measured_links");
+  f.reject_unknown({"gpus", "bandwidth_bytes_per_s", "latency_s"});
+  LinkMatrix m;
+  m.gpus = f.positive_int("gpus");
+  m.links.assign(static_cast<size_t>(m.gpus) * m.gpus, LinkSpec{});
+  for (const char* key : {"bandwidth_bytes_per_s", "latency_s"}) {
+    const nlohmann::json& rows = f.required(key);
+    const bool bandwidth = std::string(key) == "bandwidth_bytes_per_s";
+    if (!rows.is_array() || rows.size() != static_cast<size_t>(m.gpus))
+      f.fail(key, fmt::format("must be a {0} x {0} array of numbers", m.gpus));
+    for (int a = 0; a < m.gpus; ++a) {
+      const nlohmann::json& row = rows[a];
+      if (!row.is_array() || row.size() != static_cast<size_t>(m.gpus))
+        f.fail(key, fmt::format("must be a {0} x {0} array of numbers (row {1} is not)", m.gpus, a));
+      for (int b = 0; b < m.gpus; ++b) {
+        const std::string cell = fmt::format("{}[{}][{}]", key, a, b);
+        if (!row[b].is_number()) f.fail(cell, fmt::format("must be a number, got {}", row[b].dump()));
+        const double x = row[b].get<double>();
+        // A GPU's link to itself is never used, so its bandwidth may be given as 0.
+        const bool ok = bandwidth ? (a == b ? x >= 0 : x > 0) : x >= 0;
+        if (!ok) f.fail(cell, fmt::format("must be {}, got {}", bandwidth ? "positive" : "non-negative", x));
+        LinkSpec& link = m.links[static_cast<size_t>(a) * m.gpus + b];
+        (bandwidth ? link.bandwidth_bytes_per_s : link.latency_s) = x;
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+LinkSpec Cluster::link(int a, int b) const {
+  if (measured && a >= 0 && b >= 0 && a < measured->gpus && b < measured->gpus) return measured->at(a, b);
+  return node_of(a) == node_of(b) ? intra_node : inter_node;
+}
+
+double Cluster::memory_limit() const { return ideal ? kInf : gpu.memory_bytes; }
+
+void Cluster::check_capacity(int gpus) const {
+  if (nodes <= 0) return;
+  const long have = static_cast<long>(nodes) * gpus_per_node;
+  if (gpus > have)
+    throw_bad_input(
+        "tp x pp x dp = {} GPUs but cluster '{}' has {} ({} x {}); use fewer GPUs or a cluster file with more nodes",
+        gpus, name, have, nodes, gpus_per_node);
+}
+
+std::vector<std::string> cluster_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, cluster] : presets()) names.push_back(name);
+  return names;
+}
+
+Cluster cluster_preset(const std::string& name) {
+  const auto it = presets().find(name);
+  if (it == presets().end()) {
+    std::string known;
+    for (const std::string& n : cluster_preset_names()) known += (known.empty() ? "" : ", ") + n;
+    throw_bad_input("unknown cluster '{}'; known clusters: {} (or give a path to a cluster JSON file)", name, known);
+  }
+  return it->second;
+}
+
+Cluster cluster_from_json_text(const std::string& text, const std::string& source) {
+  const nlohmann::json j = parse_json_text(text, source);
+  const JsonFields f(j, source);
+  f.reject_unknown({"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "ideal", "measured_links"});
+  Cluster c;
+  c.name = f.string("name");
+  c.nodes = static_cast<int>(f.non_negative_integer("nodes"));
+  c.gpus_per_node = f.positive_int("gpus_per_node");
+  const JsonFields g = f.object("gpu");
+  g.reject_unknown({"name", "peak_tflops", "memory_bytes", "hbm_bytes_per_s"});
+  c.gpu.name = g.string("name");
+  c.gpu.peak_flops = g.positive_number("peak_tflops") * 1e12;
+  c.gpu.memory_bytes = read_quantity(g, "memory_bytes");
+  c.gpu.hbm_bytes_per_s = read_quantity(g, "hbm_bytes_per_s");
+  c.intra_node = read_link(f, "intra_node");
+  c.inter_node = read_link(f, "inter_node");
+  c.ideal = f.boolean("ideal", false);
+  if (f.has("measured_links")) c.measured = read_measured(f);
+  return c;
+}
+
+Cluster load_cluster(const std::string& name_or_path) {
+  if (names_a_file(name_or_path))
+    return cluster_from_json_text(read_text_file(name_or_path, "cluster"), name_or_path);
+  return cluster_preset(name_or_path);
+}
+
+std::string cluster_to_json_text(const Cluster& c) {
+  nlohmann::ordered_json j;
+  j["name"] = c.name;
+  j["nodes"] = c.nodes;
+  j["gpus_per_node"] = c.gpus_per_node;
+  j["gpu"] = {{"name", c.gpu.name},
+              {"peak_tflops", c.gpu.peak_flops / 1e12},
+              {"memory_bytes", number_json(c.gpu.memory_bytes)},
+              {"hbm_bytes_per_s", number_json(c.gpu.hbm_bytes_per_s)}};
+  const auto link = [](const LinkSpec& l) {
+    return nlohmann::ordered_json{{"bandwidth_bytes_per_s", number_json(l.bandwidth_bytes_per_s)},
+                                  {"latency_s", l.latency_s}};
+  };
+  j["intra_node"] = link(c.intra_node);
+  j["inter_node"] = link(c.inter_node);
+  if (c.ideal) j["ideal"] = true;
+  if (c.measured) {
+    nlohmann::ordered_json bw = nlohmann::ordered_json::array(), lat = nlohmann::ordered_json::array();
+    for (int a = 0; a < c.measured->gpus; ++a) {
+      nlohmann::ordered_json bw_row = nlohmann::ordered_json::array(), lat_row = nlohmann::ordered_json::array();
+      for (int b = 0; b < c.measured->gpus; ++b) {
+        bw_row.push_back(c.measured->at(a, b).bandwidth_bytes_per_s);
+        lat_row.push_back(c.measured->at(a, b).latency_s);
+      }
+      bw.push_back(bw_row);
+      lat.push_back(lat_row);
+    }
+    j["measured_links"] = {{"gpus", c.measured->gpus}, {"bandwidth_bytes_per_s", bw}, {"latency_s", lat}};
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace pw

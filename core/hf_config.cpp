@@ -1,0 +1,121 @@
+// Hugging Face config.json (llama, mistral, qwen2, gpt2, gpt_neox) to a transformer model.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+#include "core/model.hpp"
+
+namespace pw {
+namespace {
+
+// Llama-style keys and the names other model types use for them (GPT-2's attribute_map, plus its
+// n_inner for the MLP width). The first key present and not null wins.
+const std::map<std::string, std::vector<std::string>>& aliases() {
+  static const std::map<std::string, std::vector<std::string>> table = {
+      {"hidden_size", {"n_embd"}},
+      {"num_hidden_layers", {"n_layer"}},
+      {"num_attention_heads", {"n_head"}},
+      {"max_position_embeddings", {"n_positions"}},
+      {"intermediate_size", {"n_inner"}},
+  };
+  return table;
+}
+
+// The key under which `canonical` is given, or "" when neither it nor an alias is.
+std::string present_key(const JsonFields& f, const std::string& canonical) {
+  if (f.has(canonical)) return canonical;
+  const auto it = aliases().find(canonical);
+  if (it != aliases().end())
+    for (const std::string& alias : it->second)
+      if (f.has(alias)) return alias;
+  return "";
+}
+
+int required_int(const JsonFields& f, const std::string& canonical) {
+  const std::string key = present_key(f, canonical);
+  if (key.empty()) {
+    std::string names = "'" + canonical + "'";
+    const auto it = aliases().find(canonical);
+    if (it != aliases().end())
+      for (const std::string& alias : it->second) names += " (or '" + alias + "')";
+    throw_bad_input("{}: missing required field {}", f.source(), names);
+  }
+  return f.positive_int(key);
+}
+
+bool any_dropout(const JsonFields& f, std::initializer_list<const char*> keys, double fallback) {
+  for (const char* key : keys)
+    if (f.non_negative_number(key, fallback) > 0) return true;
+  return false;
+}
+
+}  // namespace
+
+namespace detail {
+Model model_from_hf_config(const nlohmann::json& j, const std::string& source) {
+  const JsonFields f(j, source);
+  const std::string type = f.string("model_type");
+  const bool gpt2 = type == "gpt2";
+  const bool neox = type == "gpt_neox";
+  const bool llama_like = type == "llama" || type == "mistral" || type == "qwen2";
+  if (!gpt2 && !neox && !llama_like)
+    throw_bad_input("{}: model_type '{}' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral or "
+                    "qwen2, or a pipewright model JSON",
+                    source, type);
+
+  TransformerConfig c;
+  c.family = llama_like ? "llama" : "gpt";
+  c.hidden = required_int(f, "hidden_size");
+  c.layers = required_int(f, "num_hidden_layers");
+  c.heads = required_int(f, "num_attention_heads");
+  c.kv_heads = llama_like && f.has("num_key_value_heads") ? f.positive_int("num_key_value_heads") : c.heads;
+  if (llama_like && f.has("head_dim")) {
+    c.head_dim = f.positive_int("head_dim");
+  } else {
+    if (c.hidden % c.heads != 0)
+      throw_bad_input("{}: hidden size {} is not a multiple of {} attention heads; give head_dim", source, c.hidden,
+                      c.heads);
+    c.head_dim = c.hidden / c.heads;
+  }
+  if (c.heads % c.kv_heads != 0)
+    throw_bad_input("{}: num_key_value_heads ({}) must divide num_attention_heads ({})", source, c.kv_heads, c.heads);
+  // GPT-2's n_inner may be null: 4 x hidden.
+  c.ffn = gpt2 && present_key(f, "intermediate_size").empty() ? 4 * c.hidden : required_int(f, "intermediate_size");
+  c.vocab = f.positive_integer("vocab_size");
+  // Llama 3.1 style rope scaling stretches max_position_embeddings far past the length the model
+  // was trained at; the pre-scaling length is the better default sequence length.
+  c.max_seq_len = required_int(f, "max_position_embeddings");
+  if (f.has("rope_scaling") && f.required("rope_scaling").is_object()) {
+    const JsonFields rope = f.object("rope_scaling");
+    if (rope.has("original_max_position_embeddings"))
+      c.max_seq_len = rope.positive_int("original_max_position_embeddings");
+  }
+  c.mlp = llama_like ? MlpKind::SwiGlu : MlpKind::Gelu;
+  c.norm = llama_like ? NormKind::RmsNorm : NormKind::LayerNorm;
+  c.tied_embeddings = f.boolean("tie_word_embeddings", gpt2);  // GPT-2 inherits the base default: tied
+  c.learned_positions = gpt2;                                  // GPT-NeoX and the Llama family use rotary
+  if (gpt2) {
+    c.bias = true;
+    c.dropout = any_dropout(f, {"resid_pdrop", "embd_pdrop", "attn_pdrop"}, 0.1);
+  } else if (neox) {
+    c.bias = f.boolean("attention_bias", true);
+    c.dropout = any_dropout(f, {"attention_dropout", "hidden_dropout"}, 0.0);
+  } else {
+    // Llama's attention_bias puts biases on q, k, v and o; mlp_bias on the MLP. One flag covers
+    // all linear layers, so both must be set for it; attention_bias alone counts the QKV biases.
+    const bool attention_bias = f.boolean("attention_bias", false);
+    c.bias = attention_bias && f.boolean("mlp_bias", false);
+    c.qkv_bias = type == "qwen2" || attention_bias;  // Qwen2 always has q, k, v biases
+    c.dropout = any_dropout(f, {"attention_dropout"}, 0.0);
+  }
+  const std::string name = f.has("_name_or_path") && f.required("_name_or_path").is_string() &&
+                                   !f.string("_name_or_path").empty()
+                               ? f.string("_name_or_path")
+                               : model_name_from_source(source);
+  return make_transformer_model(name, c);
+}
+}  // namespace detail
+
+}  // namespace pw

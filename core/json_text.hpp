@@ -1,0 +1,57 @@
+#pragma once
+// Reading pipewright's JSON inputs (models, clusters) with one style of error: the file, the
+// dotted field name ("layers[3].forward_s", "gpu.peak_tflops") and what is wrong with it.
+#include <nlohmann/json.hpp>
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+namespace pw {
+
+// Parses `text`; BadInput "<source>: malformed JSON at byte N: <parser message>" when it is not JSON.
+nlohmann::json parse_json_text(const std::string& text, const std::string& source);
+
+// The whole file; BadInput "<what> file '<path>' not found" when it does not exist.
+std::string read_text_file(const std::string& path, const char* what);
+
+// A command-line argument names a file (rather than a preset) when it exists or ends in ".json".
+bool names_a_file(const std::string& name_or_path);
+
+// The fields of one JSON object. `prefix` is prepended to field names in messages ("layers[3].").
+class JsonFields {
+ public:
+  JsonFields(const nlohmann::json& object, std::string source, std::string prefix = "");
+
+  const std::string& source() const { return source_; }
+  std::string name(const std::string& key) const { return prefix_ + key; }
+  // The value, or nullptr when the key is absent or null (JSON null means "use the default").
+  const nlohmann::json* find(const std::string& key) const;
+  bool has(const std::string& key) const { return find(key) != nullptr; }
+  const nlohmann::json& required(const std::string& key) const;
+
+  double number(const std::string& key) const;
+  std::optional<double> optional_number(const std::string& key) const;
+  double positive_number(const std::string& key) const;
+  double non_negative_number(const std::string& key, std::optional<double> fallback = std::nullopt) const;
+  long positive_integer(const std::string& key) const;
+  int positive_int(const std::string& key) const;  // positive_integer that fits an int
+  std::optional<long> optional_positive_integer(const std::string& key) const;
+  long non_negative_integer(const std::string& key) const;
+  bool boolean(const std::string& key, bool fallback) const;
+  std::string string(const std::string& key) const;
+  std::optional<std::string> optional_string(const std::string& key) const;
+  JsonFields object(const std::string& key) const;  // required nested object
+
+  // BadInput naming the first key not in `known` (a misspelt field would otherwise be ignored).
+  void reject_unknown(std::initializer_list<const char*> known) const;
+
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const;
+
+ private:
+  const nlohmann::json& object_;
+  std::string source_;
+  std::string prefix_;
+};
+
+}  // namespace pw

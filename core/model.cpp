@@ -1,0 +1,118 @@
+#include "core/model.hpp"
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+
+namespace pw {
+
+int Model::num_blocks() const {
+  int blocks = 0;
+  for (const Layer& l : layers) blocks += l.kind == LayerKind::Block ? 1 : 0;
+  return blocks > 0 ? blocks : num_layers();
+}
+
+int Model::block_index(int i) const {
+  if (i < 0 || i >= num_blocks())
+    throw_runtime("block {} of model '{}' does not exist ({} blocks)", i, name, num_blocks());
+  int seen = 0;
+  for (int k = 0; k < num_layers(); ++k)
+    if (layers[k].kind == LayerKind::Block && seen++ == i) return k;
+  return i;  // no Block layers: every layer is a block
+}
+
+bool Model::has_explicit_costs() const {
+  for (const Layer& l : layers)
+    if (l.kind == LayerKind::Explicit) return true;
+  return false;
+}
+
+Model make_transformer_model(const std::string& name, const TransformerConfig& config) {
+  Model m;
+  m.name = name;
+  m.transformer = config;
+  m.layers.push_back({"embedding", LayerKind::Embedding, std::nullopt});
+  for (int i = 0; i < config.layers; ++i)
+    m.layers.push_back({"block" + std::to_string(i), LayerKind::Block, std::nullopt});
+  m.layers.push_back({"head", LayerKind::Head, std::nullopt});
+  return m;
+}
+
+double transformer_layer_parameters(const TransformerConfig& c, LayerKind kind, int tp) {
+  const double t = tp > 1 ? tp : 1;
+  const double h = c.hidden;
+  const double V = static_cast<double>(c.vocab);
+  const double norm = c.norm == NormKind::LayerNorm ? 2 * h : h;  // LayerNorm: weight and bias
+  switch (kind) {
+    case LayerKind::Embedding:
+      return V * h / t + (c.learned_positions ? static_cast<double>(c.max_seq_len) * h : 0);
+    case LayerKind::Head:
+      return norm + V * h / t;
+    case LayerKind::Block: {
+      const double q = static_cast<double>(c.heads) * c.head_dim;
+      const double kv = static_cast<double>(c.kv_heads) * c.head_dim;
+      const double f = c.ffn;
+      const double mlp_in = c.mlp == MlpKind::SwiGlu ? 2 * f : f;
+      double p = (h * q + 2 * h * kv + q * h) / t + (mlp_in * h + f * h) / t + 2 * norm;
+      if (c.bias || c.qkv_bias) p += (q + 2 * kv) / t;
+      // Column-parallel biases are sharded; the row-parallel ones (output and down projections)
+      // are added after the tp reduction, so every rank holds them whole.
+      if (c.bias) p += mlp_in / t + 2 * h;
+      return p;
+    }
+    case LayerKind::Explicit: break;
+  }
+  return 0;
+}
+
+double parameter_count(const Model& model) {
+  double total = 0;
+  for (const Layer& l : model.layers) {
+    if (l.kind == LayerKind::Explicit) {
+      total += l.explicit_costs ? l.explicit_costs->parameter_bytes / 2 : 0;  // bf16 weights
+    } else if (model.transformer) {
+      total += transformer_layer_parameters(*model.transformer, l.kind, 1);
+    }
+  }
+  const bool has_head = model.transformer && !model.layers.empty() && model.layers.back().kind == LayerKind::Head;
+  if (has_head && model.transformer->tied_embeddings)
+    total -= static_cast<double>(model.transformer->vocab) * model.transformer->hidden;  // one shared matrix
+  return total;
+}
+
+namespace detail {
+std::string model_name_from_source(const std::string& source) {
+  std::filesystem::path p(source);
+  std::string stem = p.filename().string();
+  for (const char* suffix : {".json", ".config"})
+    if (stem.size() > std::string(suffix).size() && stem.ends_with(suffix))
+      stem.resize(stem.size() - std::string(suffix).size());
+  // A Hugging Face snapshot folder holds "config.json": the folder names the model.
+  if (stem == "config" && p.has_parent_path() && !p.parent_path().filename().empty())
+    return p.parent_path().filename().string();
+  return stem;
+}
+}  // namespace detail
+
+Model model_from_json_text(const std::string& text, const std::string& source) {
+  const nlohmann::json j = parse_json_text(text, source);
+  if (!j.is_object()) throw_bad_input("{}: expected a JSON object describing a model, got {}", source, j.type_name());
+  if (j.contains("model_type")) return detail::model_from_hf_config(j, source);
+  if (j.contains("layers") || j.contains("transformer")) return detail::model_from_pipewright_json(j, source);
+  throw_bad_input(
+      "{}: not a model: expected a Hugging Face config.json (with \"model_type\") or a pipewright model JSON "
+      "(with \"layers\" or \"transformer\")",
+      source);
+}
+
+Model load_model(const std::string& name_or_path) {
+  std::error_code ec;
+  const std::filesystem::path snapshot_config = std::filesystem::path(name_or_path) / "config.json";
+  if (std::filesystem::is_directory(name_or_path, ec) && std::filesystem::is_regular_file(snapshot_config, ec))
+    return model_from_json_text(read_text_file(snapshot_config.string(), "model"), snapshot_config.string());
+  if (names_a_file(name_or_path)) return model_from_json_text(read_text_file(name_or_path, "model"), name_or_path);
+  return model_preset(name_or_path);
+}
+
+}  // namespace pw

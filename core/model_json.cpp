@@ -1,0 +1,129 @@
+// pipewright's own model JSON: a transformer shape, or a list of layers with explicit costs.
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+#include "core/model.hpp"
+
+namespace pw {
+namespace {
+
+const char* to_text(MlpKind k) { return k == MlpKind::SwiGlu ? "swiglu" : "gelu"; }
+const char* to_text(NormKind k) { return k == NormKind::RmsNorm ? "rmsnorm" : "layernorm"; }
+
+TransformerConfig read_transformer(const JsonFields& t) {
+  t.reject_unknown({"family", "hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq_len", "mlp",
+                    "norm", "tied_embeddings", "learned_positions", "bias", "qkv_bias", "dropout"});
+  TransformerConfig c;
+  c.family = t.optional_string("family").value_or("");
+  c.hidden = t.positive_int("hidden");
+  c.layers = t.positive_int("layers");
+  c.heads = t.positive_int("heads");
+  c.kv_heads = t.has("kv_heads") ? t.positive_int("kv_heads") : c.heads;
+  if (t.has("head_dim")) {
+    c.head_dim = t.positive_int("head_dim");
+  } else {
+    if (c.hidden % c.heads != 0)
+      throw_bad_input("{}: {} ({}) is not a multiple of {} ({}); give {}", t.source(), t.name("hidden"), c.hidden,
+                      t.name("heads"), c.heads, t.name("head_dim"));
+    c.head_dim = c.hidden / c.heads;
+  }
+  c.ffn = t.positive_int("ffn");
+  c.vocab = t.positive_integer("vocab");
+  c.max_seq_len = t.positive_int("seq_len");
+  const std::string mlp = t.optional_string("mlp").value_or("gelu");
+  if (mlp != "gelu" && mlp != "swiglu") t.fail("mlp", fmt::format("must be \"gelu\" or \"swiglu\", got \"{}\"", mlp));
+  c.mlp = mlp == "swiglu" ? MlpKind::SwiGlu : MlpKind::Gelu;
+  const std::string norm = t.optional_string("norm").value_or("layernorm");
+  if (norm != "layernorm" && norm != "rmsnorm")
+    t.fail("norm", fmt::format("must be \"layernorm\" or \"rmsnorm\", got \"{}\"", norm));
+  c.norm = norm == "rmsnorm" ? NormKind::RmsNorm : NormKind::LayerNorm;
+  c.tied_embeddings = t.boolean("tied_embeddings", false);
+  c.learned_positions = t.boolean("learned_positions", false);
+  c.bias = t.boolean("bias", false);
+  c.qkv_bias = t.boolean("qkv_bias", false);
+  c.dropout = t.boolean("dropout", false);
+  if (c.heads % c.kv_heads != 0)
+    throw_bad_input("{}: {} ({}) must divide {} ({})", t.source(), t.name("kv_heads"), c.kv_heads, t.name("heads"),
+                    c.heads);
+  return c;
+}
+
+Layer read_explicit_layer(const nlohmann::json& j, const std::string& source, size_t i) {
+  const JsonFields f(j, source, fmt::format("layers[{}].", i));
+  f.reject_unknown({"name", "forward_s", "backward_input_s", "backward_weight_s", "output_bytes", "activation_bytes",
+                    "parameter_bytes"});
+  ExplicitCosts c;
+  c.forward_s = f.non_negative_number("forward_s");
+  c.backward_input_s = f.non_negative_number("backward_input_s", 0.0);
+  c.backward_weight_s = f.non_negative_number("backward_weight_s", 0.0);
+  c.output_bytes = f.non_negative_number("output_bytes", 0.0);
+  c.activation_bytes = f.non_negative_number("activation_bytes", 0.0);
+  c.parameter_bytes = f.non_negative_number("parameter_bytes", 0.0);
+  return Layer{f.optional_string("name").value_or(fmt::format("layer{}", i)), LayerKind::Explicit, c};
+}
+
+}  // namespace
+
+namespace detail {
+Model model_from_pipewright_json(const nlohmann::json& j, const std::string& source) {
+  const JsonFields top(j, source);
+  top.reject_unknown({"name", "layers", "transformer"});
+  const std::string name = top.optional_string("name").value_or(model_name_from_source(source));
+  if (top.has("layers") && top.has("transformer"))
+    throw_bad_input("{}: give either \"layers\" or \"transformer\", not both", source);
+  if (top.has("transformer")) return make_transformer_model(name, read_transformer(top.object("transformer")));
+
+  const nlohmann::json& layers = top.required("layers");
+  if (!layers.is_array() || layers.empty())
+    throw_bad_input("{}: layers must be a non-empty array of layer objects", source);
+  Model m;
+  m.name = name;
+  for (size_t i = 0; i < layers.size(); ++i) m.layers.push_back(read_explicit_layer(layers[i], source, i));
+  return m;
+}
+}  // namespace detail
+
+std::string model_to_json_text(const Model& model) {
+  nlohmann::ordered_json j;
+  j["name"] = model.name;
+  if (model.transformer) {
+    const TransformerConfig& c = *model.transformer;
+    nlohmann::ordered_json t;
+    if (!c.family.empty()) t["family"] = c.family;
+    t["hidden"] = c.hidden;
+    t["layers"] = c.layers;
+    t["heads"] = c.heads;
+    t["kv_heads"] = c.kv_heads;
+    t["head_dim"] = c.head_dim;
+    t["ffn"] = c.ffn;
+    t["vocab"] = c.vocab;
+    t["seq_len"] = c.max_seq_len;
+    t["mlp"] = to_text(c.mlp);
+    t["norm"] = to_text(c.norm);
+    t["tied_embeddings"] = c.tied_embeddings;
+    t["learned_positions"] = c.learned_positions;
+    t["bias"] = c.bias;
+    t["qkv_bias"] = c.qkv_bias;
+    t["dropout"] = c.dropout;
+    j["transformer"] = t;
+  } else {
+    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+    for (const Layer& l : model.layers) {
+      const ExplicitCosts c = l.explicit_costs.value_or(ExplicitCosts{});
+      nlohmann::ordered_json o;
+      o["name"] = l.name;
+      o["forward_s"] = c.forward_s;
+      o["backward_input_s"] = c.backward_input_s;
+      o["backward_weight_s"] = c.backward_weight_s;
+      o["output_bytes"] = c.output_bytes;
+      o["activation_bytes"] = c.activation_bytes;
+      o["parameter_bytes"] = c.parameter_bytes;
+      layers.push_back(o);
+    }
+    j["layers"] = layers;
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace pw

@@ -1,0 +1,212 @@
+#include "core/stage_costs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace pw {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Gradients are reduced in fp32 (the 4-byte gradient of the model state); the distributed optimizer
+// then all-gathers the updated bf16 weights.
+constexpr double kGradBytes = 4;
+constexpr double kGatheredWeightBytes = 2;
+
+std::string join_plus(const std::vector<int>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? " + " : "") + std::to_string(v[i]);
+  return out;
+}
+
+std::vector<LayerRange> explicit_split(const Model& model, int stages, const std::vector<int>& blocks) {
+  if (static_cast<int>(blocks.size()) != stages)
+    throw_bad_input("--split: {} numbers for {} stages; give one number per stage (per chunk with --vpp)", blocks.size(),
+                    stages);
+  long sum = 0;
+  for (int b : blocks) {
+    if (b < 0) throw_bad_input("--split: {} is negative; give each stage a number of layers >= 0", b);
+    sum += b;
+  }
+  if (sum != model.num_blocks())
+    throw_bad_input("--split: {} = {} layers but the model has {} transformer layers; give numbers that sum to {}",
+                    join_plus(blocks), sum, model.num_blocks(), model.num_blocks());
+  const int n = model.num_layers();
+  std::vector<LayerRange> ranges(stages);
+  int taken = 0;  // blocks in the stages so far
+  for (int s = 0; s < stages; ++s) {
+    taken += blocks[s];
+    ranges[s].first = s == 0 ? 0 : ranges[s - 1].last + 1;
+    // A stage ends at its last block; the first stage keeps what precedes the first block
+    // (the embedding) and the last stage whatever follows the last block (the head).
+    if (s == stages - 1) ranges[s].last = n - 1;
+    else if (taken > 0) ranges[s].last = model.block_index(taken - 1);
+    else ranges[s].last = (model.num_blocks() > 0 ? model.block_index(0) : n) - 1;
+    if (ranges[s].count() < 1)
+      throw_bad_input("--split: stage {} has 0 layers and holds neither the embedding nor the head; give it at least 1", s);
+  }
+  return ranges;
+}
+
+// Minimises the largest stage cost exactly, then, among splits reaching it, the sum of squared stage
+// costs (so that the stages that are not the bottleneck are balanced too). Ties go to the split that
+// gives later stages more layers: earlier stages hold more micro-batches' activations under 1F1B.
+std::vector<LayerRange> balanced_split(int n, int stages, const std::vector<double>& cost) {
+  std::vector<double> prefix(n + 1, 0);
+  for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + cost[i];
+  auto seg = [&](int j, int i) { return prefix[i] - prefix[j]; };  // layers [j, i)
+
+  // best[k][i]: the smallest maximum over splits of the first i layers into k non-empty stages.
+  std::vector<std::vector<double>> best(stages + 1, std::vector<double>(n + 1, kInf));
+  best[0][0] = 0;
+  for (int k = 1; k <= stages; ++k)
+    for (int i = k; i <= n; ++i)
+      for (int j = k - 1; j < i; ++j) best[k][i] = std::min(best[k][i], std::max(best[k - 1][j], seg(j, i)));
+  const double limit = best[stages][n];
+
+  std::vector<std::vector<double>> squares(stages + 1, std::vector<double>(n + 1, kInf));
+  std::vector<std::vector<int>> cut(stages + 1, std::vector<int>(n + 1, -1));
+  squares[0][0] = 0;
+  for (int k = 1; k <= stages; ++k)
+    for (int i = k; i <= n; ++i)
+      for (int j = k - 1; j < i; ++j) {
+        const double c = seg(j, i);
+        if (c > limit || squares[k - 1][j] == kInf) continue;
+        const double total = squares[k - 1][j] + c * c;
+        if (total < squares[k][i]) {
+          squares[k][i] = total;
+          cut[k][i] = j;
+        }
+      }
+
+  std::vector<LayerRange> ranges(stages);
+  int end = n;
+  for (int k = stages; k >= 1; --k) {
+    const int start = cut[k][end];
+    ranges[k - 1] = LayerRange{start, end - 1};
+    end = start;
+  }
+  return ranges;
+}
+
+double slowest_bandwidth(const LinkSpec& a, const LinkSpec& b) {
+  return std::min(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s);
+}
+
+}  // namespace
+
+std::vector<LayerRange> split_layers(const Model& model, int stages, const std::vector<int>& blocks_per_stage,
+                                     const std::vector<double>& layer_cost) {
+  const int n = model.num_layers();
+  if (stages < 1) throw_bad_input("--pp x --vpp = {} stages; give at least 1 stage", stages);
+  if (stages > n) throw_bad_input("--pp x --vpp = {} stages but the model has only {} layers; use fewer stages", stages, n);
+  if (!blocks_per_stage.empty()) return explicit_split(model, stages, blocks_per_stage);
+
+  std::vector<double> cost = layer_cost;
+  if (cost.empty()) {
+    // Without measured costs, a transformer block counts 1 and the embedding and head nothing.
+    cost.resize(n);
+    for (int i = 0; i < n; ++i) {
+      const LayerKind k = model.layers[i].kind;
+      cost[i] = k == LayerKind::Embedding || k == LayerKind::Head ? 0.0 : 1.0;
+    }
+  }
+  if (static_cast<int>(cost.size()) != n)
+    throw_runtime("split_layers: {} layer costs for a model of {} layers", cost.size(), n);
+  for (double c : cost)
+    if (!(c >= 0) || !std::isfinite(c)) throw_runtime("split_layers: layer cost {} is negative or not finite", c);
+  return balanced_split(n, stages, cost);
+}
+
+LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {
+  if (cluster.ideal || n <= 1) return LinkSpec{kInf, 0};
+  LinkSpec slowest{kInf, 0};
+  for (int i = 0; i < n; ++i) {
+    const int a = first + i * stride;
+    const int b = first + ((i + 1) % n) * stride;
+    const LinkSpec l = cluster.link(a, b);
+    slowest.bandwidth_bytes_per_s = slowest_bandwidth(slowest, l);
+    slowest.latency_s = std::max(slowest.latency_s, l.latency_s);
+  }
+  return slowest;
+}
+
+std::vector<double> layer_step_costs(const Model& model, const Workload& w, const ParallelConfig& pc,
+                                     const Cluster& cluster, const CostModel& cost, int first_gpu) {
+  const LinkSpec tp_link = group_link(cluster, first_gpu, 1, pc.tp);
+  std::vector<double> out;
+  out.reserve(model.layers.size());
+  for (const Layer& layer : model.layers) {
+    const LayerWork work = layer_work(model, layer, w);
+    double t = 0;
+    for (Phase ph : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
+      t += cost.phase_time(layer, work, ph, cluster.gpu, tp_link, pc.tp);
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWork>& work,
+                                   const std::vector<LayerRange>& ranges, const ParallelConfig& pc,
+                                   const Cluster& cluster, const CostModel& cost, const std::vector<int>& stage_gpu) {
+  if (work.size() != model.layers.size())
+    throw_runtime("stage_costs: work for {} layers but the model has {}", work.size(), model.layers.size());
+  if (stage_gpu.size() != ranges.size())
+    throw_runtime("stage_costs: {} stage GPUs for {} stages", stage_gpu.size(), ranges.size());
+  const double state_per_param = cost.model_state_bytes_per_parameter(pc.dp, pc.distributed_optimizer);
+  const int stages = static_cast<int>(ranges.size());
+
+  std::vector<StageCost> out(stages);
+  for (int s = 0; s < stages; ++s) {
+    const LayerRange r = ranges[s];
+    if (r.first < 0 || r.last >= model.num_layers() || r.count() < 1)
+      throw_runtime("stage_costs: stage {} has layers [{}, {}] in a model of {} layers", s, r.first, r.last,
+                    model.num_layers());
+    StageCost& sc = out[s];
+    sc.layers = r;
+    const LinkSpec tp_link = group_link(cluster, stage_gpu[s], 1, pc.tp);
+    for (int i = r.first; i <= r.last; ++i) {
+      const Layer& layer = model.layers[i];
+      const LayerWork& lw = work[i];
+      sc.forward_s += cost.phase_time(layer, lw, Phase::Forward, cluster.gpu, tp_link, pc.tp);
+      sc.backward_input_s += cost.phase_time(layer, lw, Phase::BackwardInput, cluster.gpu, tp_link, pc.tp);
+      sc.backward_weight_s += cost.phase_time(layer, lw, Phase::BackwardWeight, cluster.gpu, tp_link, pc.tp);
+      sc.activation_bytes += lw.activation_bytes;
+      sc.weight_grad_bytes += lw.weight_grad_bytes;
+      sc.parameters += lw.parameters;
+    }
+    sc.output_bytes = work[r.last].output_bytes;
+    sc.reserved_bytes = s < pc.pp ? cost.memory_reserve_bytes() : 0;
+    sc.model_state_bytes = sc.parameters * state_per_param + sc.reserved_bytes;
+
+    // dp peers of a GPU are tp x pp ranks apart (rank order: tp innermost, then pp, then dp).
+    const LinkSpec dp_link = group_link(cluster, stage_gpu[s], pc.tp * pc.pp, pc.dp);
+    const double grads = sc.parameters * kGradBytes;
+    if (pc.distributed_optimizer) {
+      sc.grad_reduce_s = cost.collective_time(CollectiveKind::ReduceScatter, grads, pc.dp, dp_link) +
+                         cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, pc.dp, dp_link);
+      sc.optimizer_s = cost.optimizer_step_time(sc.parameters / std::max(pc.dp, 1), cluster.gpu);
+    } else {
+      sc.grad_reduce_s = cost.collective_time(CollectiveKind::AllReduce, grads, pc.dp, dp_link);
+      sc.optimizer_s = cost.optimizer_step_time(sc.parameters, cluster.gpu);
+    }
+  }
+  return out;
+}
+
+std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerRange>& ranges, const Workload& w,
+                                   const ParallelConfig& pc, const Cluster& cluster, const CostModel& cost,
+                                   const std::vector<int>& stage_gpu) {
+  if (w.tp != pc.tp) throw_runtime("stage_costs: workload tp {} differs from the parallel config's tp {}", w.tp, pc.tp);
+  std::vector<LayerWork> work;
+  work.reserve(model.layers.size());
+  for (const Layer& layer : model.layers) work.push_back(layer_work(model, layer, w));
+  return stage_costs(model, work, ranges, pc, cluster, cost, stage_gpu);
+}
+
+}  // namespace pw

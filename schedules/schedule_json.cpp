@@ -1,0 +1,111 @@
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+#include "schedules/ir.hpp"
+
+namespace pw {
+
+namespace {
+
+constexpr const char* kFormat = "pipewright-schedule";
+constexpr int kVersion = 1;
+
+std::vector<int> read_int_list(const JsonFields& f, const std::string& key) {
+  const nlohmann::json& v = f.required(key);
+  if (!v.is_array()) f.fail(key, fmt::format("must be a list of whole numbers, got {}", v.dump()));
+  std::vector<int> out;
+  for (const auto& x : v) {
+    if (!x.is_number_integer()) f.fail(key, fmt::format("must be a list of whole numbers, got {}", v.dump()));
+    out.push_back(x.get<int>());
+  }
+  return out;
+}
+
+Placement read_placement(const JsonFields& f) {
+  Placement p;
+  const std::string kind = f.string("kind");
+  const long ranks = f.positive_integer("ranks");
+  p.ranks = static_cast<int>(ranks);
+  p.stage_rank = read_int_list(f, "stage_rank");
+  if (p.stage_rank.empty()) f.fail("stage_rank", "must list the rank of at least one stage");
+  for (int r : p.stage_rank) {
+    if (r < 0 || r >= p.ranks)
+      f.fail("stage_rank", fmt::format("names rank {}, but there are {} ranks (0..{})", r, p.ranks, p.ranks - 1));
+  }
+  const int stages = p.stages();
+  if (kind == "loop") {
+    p.kind = PlacementKind::Loop;
+    if (stages % p.ranks != 0 || Placement::loop(p.ranks, stages / p.ranks).stage_rank != p.stage_rank)
+      f.fail("stage_rank", "does not put stage s on rank s mod ranks as kind 'loop' says; use kind 'explicit'");
+  } else if (kind == "v") {
+    p.kind = PlacementKind::V;
+    if (Placement::v(p.ranks).stage_rank != p.stage_rank)
+      f.fail("stage_rank", "does not put stages r and 2 ranks - 1 - r on rank r as kind 'v' says; use kind 'explicit'");
+  } else if (kind == "explicit") {
+    p.kind = PlacementKind::Explicit;
+  } else {
+    f.fail("kind", fmt::format("must be \"loop\", \"v\" or \"explicit\", got \"{}\"", kind));
+  }
+  return p;
+}
+
+}  // namespace
+
+std::string schedule_to_json_text(const Schedule& s) {
+  // Ordered so that a person reading the file sees the format and version first.
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (const auto& list : s.ranks) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (const Action& a : list) row.push_back(to_text(a));
+    ranks.push_back(std::move(row));
+  }
+  nlohmann::ordered_json j = {
+      {"format", kFormat},
+      {"version", kVersion},
+      {"name", s.name},
+      {"microbatches", s.microbatches},
+      {"placement",
+       {{"kind", to_string(s.placement.kind)}, {"stage_rank", s.placement.stage_rank}, {"ranks", s.placement.ranks}}},
+      {"ranks", std::move(ranks)},
+      {"lowered", s.lowered},
+  };
+  return j.dump(2) + "\n";
+}
+
+Schedule schedule_from_json_text(const std::string& text, const std::string& source) {
+  const nlohmann::json j = parse_json_text(text, source);
+  const JsonFields f(j, source);
+  if (const std::string format = f.string("format"); format != kFormat)
+    f.fail("format", fmt::format("must be \"{}\", got \"{}\"", kFormat, format));
+  if (const long version = f.positive_integer("version"); version != kVersion)
+    f.fail("version", fmt::format("is {}; this pipewright reads version {}", version, kVersion));
+
+  Schedule s;
+  s.name = f.string("name");
+  s.microbatches = static_cast<int>(f.positive_integer("microbatches"));
+  s.placement = read_placement(f.object("placement"));
+  s.lowered = f.boolean("lowered", false);
+
+  const nlohmann::json& ranks = f.required("ranks");
+  if (!ranks.is_array() || ranks.size() != static_cast<size_t>(s.placement.ranks))
+    f.fail("ranks", fmt::format("must be a list of {} per-rank lists of actions (placement.ranks)", s.placement.ranks));
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const nlohmann::json& row = ranks[r];
+    if (!row.is_array()) throw_bad_input("{}: ranks[{}] must be a list of actions such as \"0F0\"", source, r);
+    std::vector<Action> list;
+    for (size_t k = 0; k < row.size(); ++k) {
+      if (!row[k].is_string())
+        throw_bad_input("{}: ranks[{}][{}] must be an action such as \"0F0\", got {}", source, r, k, row[k].dump());
+      try {
+        list.push_back(action_from_text(row[k].get<std::string>()));
+      } catch (const Error& e) {
+        throw_bad_input("{}: ranks[{}][{}]: {}", source, r, k, e.what());
+      }
+    }
+    s.ranks.push_back(std::move(list));
+  }
+  return s;
+}
+
+}  // namespace pw

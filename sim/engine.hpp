@@ -1,0 +1,128 @@
+#pragma once
+// The discrete-event kernel, kept apart from any pipeline notion (as SimGrid keeps its kernel apart from
+// the activities built on it): a simulated clock, an event queue, and two kinds of resources: serial
+// lanes (one job at a time, FIFO) and links whose bandwidth is shared equally by the flows on them.
+// Events are small PODs, dispatched by a handler the model passes to run() as a template argument, so
+// the hot path has no std::function, no virtual call and no allocation per event.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace pw {
+
+// What happens (kind, target) is the model's business. `version` lets the model recognise an event that
+// a later re-timing superseded. `seq` is the order of scheduling: among events at the same time the
+// earlier scheduled runs first, so a run is deterministic.
+struct EngineEvent {
+  double time = 0;
+  std::uint64_t seq = 0;
+  std::uint32_t kind = 0;
+  std::uint32_t target = 0;
+  std::uint32_t version = 0;
+};
+
+// Binary min-heap on (time, seq).
+class EventQueue {
+ public:
+  void reserve(std::size_t n) { heap_.reserve(n); }
+  void push(double time, std::uint32_t kind, std::uint32_t target, std::uint32_t version = 0);
+  EngineEvent pop();  // the earliest; the queue must not be empty
+  const EngineEvent& top() const { return heap_.front(); }
+  bool empty() const { return heap_.empty(); }
+  std::size_t size() const { return heap_.size(); }
+  std::uint64_t pushed() const { return next_seq_; }
+
+ private:
+  std::vector<EngineEvent> heap_;
+  std::uint64_t next_seq_ = 0;
+};
+
+class Engine {
+ public:
+  double now() const { return now_; }
+  // Schedules an event at `time`; a time before now() throws Runtime (the clock never runs backwards).
+  void at(double time, std::uint32_t kind, std::uint32_t target, std::uint32_t version = 0);
+  void after(double delay, std::uint32_t kind, std::uint32_t target, std::uint32_t version = 0) {
+    at(now_ + delay, kind, target, version);
+  }
+  // Runs events in (time, seq) order until none is left; the clock is at the event's time when
+  // handler(const EngineEvent&) is called, and the handler may schedule more.
+  template <class Handler>
+  void run(Handler&& handler) {
+    while (!queue_.empty()) {
+      const EngineEvent e = queue_.pop();
+      now_ = e.time;
+      ++processed_;
+      handler(e);
+    }
+  }
+  std::uint64_t processed() const { return processed_; }
+  std::uint64_t scheduled() const { return queue_.pushed(); }
+  std::size_t pending() const { return queue_.size(); }
+  void reserve(std::size_t events) { queue_.reserve(events); }
+
+ private:
+  EventQueue queue_;
+  double now_ = 0;
+  std::uint64_t processed_ = 0;
+};
+
+// A serial resource: one job at a time, the others wait in the order they were pushed.
+class FifoLane {
+ public:
+  void reserve(std::size_t jobs) { queue_.reserve(jobs); }
+  void push(std::uint32_t job) { queue_.push_back(job); }
+  bool busy() const { return busy_; }
+  std::size_t waiting() const { return queue_.size() - head_; }
+  // When idle with a job waiting: takes it (the lane becomes busy) and returns true.
+  bool try_start(std::uint32_t& job);
+  std::uint32_t current() const { return current_; }
+  void finish() { busy_ = false; }
+
+ private:
+  std::vector<std::uint32_t> queue_;
+  std::size_t head_ = 0;
+  std::uint32_t current_ = 0;
+  bool busy_ = false;
+};
+
+// Flows on links with fluid bandwidth sharing: at every instant a link's bandwidth is split equally
+// among the flows on it. When a flow joins or leaves, the bytes the others have left are brought up to
+// date, their rates recomputed and their completion events re-issued with a new version; finish()
+// recognises the superseded events. Flows are indices the caller chooses, below the number set by
+// resize_flows(). A link of infinite bandwidth, or a flow of zero bytes, completes at once.
+class FluidLinks {
+ public:
+  int add_link(double bandwidth_bytes_per_s);  // must be > 0 (infinity allowed)
+  int links() const { return static_cast<int>(links_.size()); }
+  void resize_flows(std::size_t n);
+  // Starts `flow` with `bytes` on `link` now; its completion comes as an event (kind, target = flow).
+  void start(Engine& engine, std::uint32_t flow, int link, double bytes, std::uint32_t kind);
+  // For a completion event: false when it is stale (ignore it); true when the flow is done, has left its
+  // link and the flows still on it were re-timed.
+  bool finish(Engine& engine, const EngineEvent& e);
+  int active(int link) const { return static_cast<int>(links_[static_cast<std::size_t>(link)].active.size()); }
+
+ private:
+  struct Link {
+    double bandwidth = 0;
+    std::vector<std::uint32_t> active;  // flows on the link now
+  };
+  struct Flow {
+    double remaining = 0;  // bytes left at `updated`
+    double rate = 0;       // bytes per second since `updated`
+    double updated = 0;
+    double due = -1;       // time of the pending completion event
+    std::uint32_t version = 0;
+    std::uint32_t slot = 0;  // index in the link's active list
+    std::int32_t link = -1;
+    std::uint32_t kind = 0;
+  };
+  // Brings every flow on the link up to now and issues new completion events at the equal share.
+  void retime(Engine& engine, Link& link);
+
+  std::vector<Link> links_;
+  std::vector<Flow> flows_;
+};
+
+}  // namespace pw

@@ -1,0 +1,78 @@
+#pragma once
+// A scenario is everything `simulate` needs: model, cluster, parallel degrees, batch, schedule, split.
+// evaluate() checks it, builds the schedule and the stage costs, runs the simulator and derives the
+// metrics people read (throughput, MFU, memory per stage). simulate, plan and run share it.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cluster.hpp"
+#include "core/cost_model.hpp"
+#include "core/model.hpp"
+#include "core/stage_costs.hpp"
+#include "core/workload.hpp"
+#include "schedules/generators.hpp"
+#include "sim/pipeline_sim.hpp"
+
+namespace pw {
+
+struct Scenario {
+  Model model;
+  Cluster cluster;
+  ParallelConfig parallel;       // microbatches is derived from global_batch_size when that is set
+  Workload workload;             // workload.tp mirrors parallel.tp; seq_len 0 -> the model's
+  int global_batch_size = 0;     // sequences per iteration over all replicas; 0: use parallel.microbatches
+  std::string schedule = "1f1b";
+  int group_size = 0;            // interleaved micro-batch group size (0: p)
+  std::vector<int> split;        // transformer blocks per stage (per chunk with vpp); empty: balanced
+};
+
+// Throws BadInput naming the option and the fix: GPUs the cluster cannot hold, tp outside a node or not
+// dividing the heads, a global batch that is not a multiple of micro-batch size x dp, m that the schedule
+// rejects, more stages than layers. Returns the scenario with derived fields filled in.
+Scenario resolve(const Scenario& s);
+
+struct StageReport {
+  int stage = 0;
+  int rank = 0;
+  LayerRange layers;
+  StageCost cost;
+};
+
+struct Overflow {
+  int rank = 0;
+  double need_bytes = 0;
+  double limit_bytes = 0;
+};
+
+struct Metrics {
+  double step_time_s = 0;
+  double bubble_fraction = 0;
+  double tokens_per_iteration = 0;
+  double throughput_tokens_per_s = 0;
+  double model_flops_per_iteration = 0;     // all GPUs, no recomputation
+  double hardware_flops_per_iteration = 0;  // recomputation counted
+  double model_tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double mfu = 0;
+  double hfu = 0;
+  double peak_memory_bytes = 0;  // worst rank
+  double memory_limit_bytes = 0;
+  std::vector<Overflow> overflows;  // ranks whose peak exceeds the GPU memory
+};
+
+struct Evaluation {
+  Scenario scenario;  // resolved
+  Schedule schedule;  // compute-only, as generated
+  std::vector<StageReport> stages;
+  SimResult sim;
+  Metrics metrics;
+};
+
+// The global GPU index of pipeline rank r's first tp rank in data-parallel replica 0
+// (rank order: tp innermost, then pp, then dp).
+int pipeline_rank_gpu(const ParallelConfig& pc, int rank);
+
+Evaluation evaluate(const Scenario& s, const CostModel& cost, SimObserver* observer = nullptr);
+
+}  // namespace pw

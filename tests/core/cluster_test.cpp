@@ -1,0 +1,174 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "core/cluster.hpp"
+#include "core/error.hpp"
+
+using namespace pw;
+
+namespace {
+
+template <typename F>
+std::string bad_input(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind() == ErrorKind::BadInput ? std::string(e.what()) : "runtime error: " + std::string(e.what());
+  }
+  return "no error";
+}
+
+// A valid 2 x 4 cluster whose intra-node bandwidth is the given JSON text, with `extra` fields appended.
+std::string cluster_text(const std::string& intra_bandwidth = "450e9", const std::string& extra = "") {
+  return R"({"name": "c", "nodes": 2, "gpus_per_node": 4,
+             "gpu": {"name": "g", "peak_tflops": 100, "memory_bytes": 1e10, "hbm_bytes_per_s": 1e12},
+             "intra_node": {"bandwidth_bytes_per_s": )" +
+         intra_bandwidth + R"(, "latency_s": 1e-6},
+             "inter_node": {"bandwidth_bytes_per_s": 25e9, "latency_s": 5e-6})" +
+         extra + "}";
+}
+
+}  // namespace
+
+TEST_CASE("cluster presets carry the vendor numbers") {
+  CHECK(cluster_preset_names() ==
+        std::vector<std::string>{"dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100", "hgx-h200", "ideal"});
+  const Cluster a = cluster_preset("dgx-a100-40gb");
+  CHECK(a.gpus_per_node == 8);
+  CHECK(a.gpu.peak_flops == 312e12);
+  CHECK(a.gpu.memory_bytes == 40e9);
+  CHECK(a.intra_node.bandwidth_bytes_per_s == 300e9);
+  CHECK(a.inter_node.bandwidth_bytes_per_s == 25e9);
+  CHECK(cluster_preset("dgx-a100-80gb").gpu.memory_bytes == 80e9);
+  const Cluster h = cluster_preset("dgx-h100");
+  CHECK(h.gpu.peak_flops == 989e12);
+  CHECK(h.gpu.hbm_bytes_per_s == 3.35e12);
+  CHECK(h.intra_node.bandwidth_bytes_per_s == 450e9);
+  CHECK(h.inter_node.bandwidth_bytes_per_s == 50e9);
+  CHECK(h.intra_node.latency_s < h.inter_node.latency_s);
+  const Cluster h200 = cluster_preset("hgx-h200");
+  CHECK(h200.gpu.memory_bytes == 141e9);
+  CHECK(h200.gpu.hbm_bytes_per_s == 4.8e12);
+  CHECK(h200.memory_limit() == 141e9);
+  CHECK_FALSE(h200.ideal);
+}
+
+TEST_CASE("the ideal cluster is free, instant and unbounded") {
+  const Cluster c = cluster_preset("ideal");
+  CHECK(c.ideal);
+  CHECK(std::isinf(c.memory_limit()));
+  CHECK(std::isinf(c.link(0, 1).bandwidth_bytes_per_s));
+  CHECK(c.link(0, 100000).latency_s == 0);
+  CHECK(std::isinf(c.link(0, 100000).bandwidth_bytes_per_s));
+  CHECK(c.gpu.peak_flops == 989e12);
+  c.check_capacity(1 << 16);
+}
+
+TEST_CASE("presets serialise to the cluster JSON and round-trip") {
+  for (const std::string& name : cluster_preset_names()) {
+    INFO(name);
+    const Cluster c = cluster_preset(name);
+    const std::string text = cluster_to_json_text(c);
+    const Cluster back = cluster_from_json_text(text, name + ".json");
+    CHECK(cluster_to_json_text(back) == text);
+    CHECK(back.name == c.name);
+    CHECK(back.nodes == c.nodes);
+    CHECK(back.gpus_per_node == c.gpus_per_node);
+    CHECK(back.gpu.name == c.gpu.name);
+    CHECK(back.gpu.peak_flops == c.gpu.peak_flops);
+    CHECK(back.gpu.memory_bytes == c.gpu.memory_bytes);
+    CHECK(back.gpu.hbm_bytes_per_s == c.gpu.hbm_bytes_per_s);
+    CHECK(back.intra_node.bandwidth_bytes_per_s == c.intra_node.bandwidth_bytes_per_s);
+    CHECK(back.intra_node.latency_s == c.intra_node.latency_s);
+    CHECK(back.inter_node.bandwidth_bytes_per_s == c.inter_node.bandwidth_bytes_per_s);
+    CHECK(back.inter_node.latency_s == c.inter_node.latency_s);
+    CHECK(back.ideal == c.ideal);
+  }
+  // The exact form for one preset.
+  CHECK(cluster_to_json_text(cluster_preset("dgx-h100")) ==
+        R"({
+  "name": "dgx-h100",
+  "nodes": 0,
+  "gpus_per_node": 8,
+  "gpu": {
+    "name": "H100 SXM 80GB",
+    "peak_tflops": 989.0,
+    "memory_bytes": 80000000000.0,
+    "hbm_bytes_per_s": 3350000000000.0
+  },
+  "intra_node": {
+    "bandwidth_bytes_per_s": 450000000000.0,
+    "latency_s": 2.5e-06
+  },
+  "inter_node": {
+    "bandwidth_bytes_per_s": 50000000000.0,
+    "latency_s": 6e-06
+  }
+}
+)");
+}
+
+TEST_CASE("links: measured where covered, else intra- or inter-node") {
+  const Cluster c = load_cluster(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/cluster-2x-h100.json");
+  CHECK(c.nodes == 2);
+  CHECK(c.gpus_per_node == 8);
+  CHECK(c.node_of(7) == 0);
+  CHECK(c.node_of(8) == 1);
+  CHECK(c.link(0, 7).bandwidth_bytes_per_s == 450e9);
+  CHECK(c.link(7, 8).bandwidth_bytes_per_s == 50e9);
+  CHECK(c.link(7, 8).latency_s == 6e-6);
+  CHECK_FALSE(c.measured);
+
+  const Cluster m = cluster_from_json_text(
+      cluster_text("450e9", R"(, "measured_links": {"gpus": 2, "bandwidth_bytes_per_s": [[0, 100e9], [120e9, 0]],
+                                                    "latency_s": [[0, 3e-6], [4e-6, 0]]})"),
+      "m.json");
+  REQUIRE(m.measured);
+  CHECK(m.link(0, 1).bandwidth_bytes_per_s == 100e9);
+  CHECK(m.link(1, 0).bandwidth_bytes_per_s == 120e9);
+  CHECK(m.link(1, 0).latency_s == 4e-6);
+  CHECK(m.link(0, 2).bandwidth_bytes_per_s == 450e9);  // not covered: same node
+  CHECK(m.link(1, 4).bandwidth_bytes_per_s == 25e9);   // not covered: another node
+  const std::string text = cluster_to_json_text(m);
+  CHECK(cluster_to_json_text(cluster_from_json_text(text, "again.json")) == text);
+}
+
+TEST_CASE("capacity of a fixed-size cluster") {
+  const Cluster c = load_cluster(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/cluster-2x-h100.json");
+  c.check_capacity(16);
+  CHECK(bad_input([&] { c.check_capacity(32); }) ==
+        "tp x pp x dp = 32 GPUs but cluster '2x-dgx-h100' has 16 (2 x 8); use fewer GPUs or a cluster file with more "
+        "nodes");
+  cluster_preset("dgx-h100").check_capacity(4096);  // presets grow as needed
+}
+
+TEST_CASE("cluster input errors name the field") {
+  CHECK(bad_input([] { cluster_preset("dgx-b300"); }) ==
+        "unknown cluster 'dgx-b300'; known clusters: dgx-a100-40gb, dgx-a100-80gb, dgx-h100, hgx-h200, ideal (or give a "
+        "path to a cluster JSON file)");
+  CHECK(bad_input([] { load_cluster("/nonexistent/c.json"); }) == "cluster file '/nonexistent/c.json' not found");
+  CHECK(bad_input([] { cluster_from_json_text(cluster_text("0"), "c.json"); }) ==
+        "c.json: intra_node.bandwidth_bytes_per_s must be positive, got 0");
+  CHECK(bad_input([] { cluster_from_json_text(cluster_text("\"fast\""), "c.json"); }) ==
+        "c.json: intra_node.bandwidth_bytes_per_s must be a number (or \"inf\"), got \"fast\"");
+  CHECK(bad_input([] { cluster_from_json_text(cluster_text("1e9", R"(, "nodes_count": 3)"), "c.json"); })
+            .starts_with("c.json: unknown field 'nodes_count'; known fields: name, nodes,"));
+  CHECK(bad_input([] {
+          cluster_from_json_text(
+              cluster_text("1e9", R"(, "measured_links": {"gpus": 2, "bandwidth_bytes_per_s": [[0, -1], [1, 0]],
+                                                         "latency_s": [[0, 0], [0, 0]]})"),
+              "c.json");
+        }) == "c.json: measured_links.bandwidth_bytes_per_s[0][1] must be positive, got -1");
+  CHECK(bad_input([] {
+          cluster_from_json_text(
+              cluster_text("1e9", R"(, "measured_links": {"gpus": 2, "bandwidth_bytes_per_s": [[0, 1]],
+                                                         "latency_s": [[0, 0], [0, 0]]})"),
+              "c.json");
+        }) == "c.json: measured_links.bandwidth_bytes_per_s must be a 2 x 2 array of numbers");
+  CHECK(bad_input([] { cluster_from_json_text(R"({"name": "c", "nodes": 1})", "c.json"); }) ==
+        "c.json: missing required field 'gpus_per_node'");
+  CHECK(bad_input([] { cluster_from_json_text("{\"name\": ", "c.json"); })
+            .starts_with("c.json: malformed JSON at byte 10: "));
+}

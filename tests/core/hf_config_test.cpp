@@ -1,0 +1,183 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "core/error.hpp"
+#include "core/model.hpp"
+
+using namespace pw;
+
+namespace {
+
+template <typename F>
+std::string bad_input(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind() == ErrorKind::BadInput ? std::string(e.what()) : "runtime error: " + std::string(e.what());
+  }
+  return "no error";
+}
+
+// GPT-2 small's config.json as published (openai-community/gpt2), trimmed of generation settings.
+const char* kGpt2 = R"({
+  "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+  "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
+  "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
+  "n_layer": 12, "n_positions": 1024, "resid_pdrop": 0.1, "vocab_size": 50257
+})";
+
+// Qwen2.5-0.5B: GQA with 2 KV heads, QKV biases, tied embeddings.
+const char* kQwen = R"({
+  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "hidden_act": "silu", "hidden_size": 896,
+  "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 24, "model_type": "qwen2",
+  "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+  "use_sliding_window": false, "vocab_size": 151936
+})";
+
+// EleutherAI/pythia-160m: GPT-NeoX with biases, rotary positions, untied embeddings.
+const char* kPythia = R"({
+  "architectures": ["GPTNeoXForCausalLM"], "bos_token_id": 0, "eos_token_id": 0, "hidden_act": "gelu",
+  "hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072, "layer_norm_eps": 1e-05,
+  "max_position_embeddings": 2048, "model_type": "gpt_neox", "num_attention_heads": 12, "num_hidden_layers": 12,
+  "rotary_emb_base": 10000, "rotary_pct": 0.25, "tie_word_embeddings": false, "use_cache": true,
+  "use_parallel_residual": true, "vocab_size": 50304
+})";
+
+// mistralai/Mistral-7B-v0.1.
+const char* kMistral = R"({
+  "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+  "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 32768,
+  "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16", "vocab_size": 32000
+})";
+
+}  // namespace
+
+TEST_CASE("Llama-3.1-8B's config.json gives the llama3-8b preset") {
+  const Model m = load_model(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/llama3-8b.config.json");
+  const TransformerConfig& c = *m.transformer;
+  const Model preset = model_preset("llama3-8b");
+  const TransformerConfig& p = *preset.transformer;
+  CHECK(m.name == "llama3-8b");
+  CHECK(c.family == "llama");
+  CHECK(c.hidden == p.hidden);
+  CHECK(c.layers == p.layers);
+  CHECK(c.heads == p.heads);
+  CHECK(c.kv_heads == p.kv_heads);
+  CHECK(c.head_dim == p.head_dim);
+  CHECK(c.ffn == p.ffn);
+  CHECK(c.vocab == p.vocab);
+  // rope_scaling.original_max_position_embeddings (8192), not the stretched 131072.
+  CHECK(c.max_seq_len == 8192);
+  CHECK(c.mlp == MlpKind::SwiGlu);
+  CHECK(c.norm == NormKind::RmsNorm);
+  CHECK_FALSE(c.tied_embeddings);
+  CHECK_FALSE(c.learned_positions);
+  CHECK_FALSE(c.bias);
+  CHECK_FALSE(c.qkv_bias);
+  CHECK_FALSE(c.dropout);
+  CHECK(parameter_count(m) == 8030261248.0);
+}
+
+TEST_CASE("GPT-2 reads through the alias table with GPT-2's defaults") {
+  const Model m = model_from_json_text(kGpt2, "models/gpt2/config.json");
+  CHECK(m.name == "gpt2");  // a snapshot folder names the model
+  const TransformerConfig& c = *m.transformer;
+  CHECK(c.family == "gpt");
+  CHECK(c.hidden == 768);
+  CHECK(c.layers == 12);
+  CHECK(c.heads == 12);
+  CHECK(c.kv_heads == 12);
+  CHECK(c.head_dim == 64);
+  CHECK(c.ffn == 4 * 768);  // n_inner absent (null): 4 x hidden
+  CHECK(c.vocab == 50257);
+  CHECK(c.max_seq_len == 1024);
+  CHECK(c.mlp == MlpKind::Gelu);
+  CHECK(c.norm == NormKind::LayerNorm);
+  CHECK(c.tied_embeddings);
+  CHECK(c.learned_positions);
+  CHECK(c.bias);
+  CHECK(c.dropout);
+  // 12 L h^2 + 13 L h + V h + n_positions h + 2h (final LayerNorm): the published 124,439,808.
+  CHECK(parameter_count(m) == 124439808.0);
+
+  std::string with_inner = kGpt2;
+  with_inner.replace(with_inner.find("\"n_ctx\""), 0, "\"n_inner\": 1000, ");
+  CHECK(model_from_json_text(with_inner, "g.json").transformer->ffn == 1000);
+  std::string null_inner = kGpt2;
+  null_inner.replace(null_inner.find("\"n_ctx\""), 0, "\"n_inner\": null, ");
+  CHECK(model_from_json_text(null_inner, "g.json").transformer->ffn == 3072);
+}
+
+TEST_CASE("Qwen2, GPT-NeoX and Mistral parameter counts match the published ones") {
+  const Model q = model_from_json_text(kQwen, "qwen2.5-0.5b.json");
+  CHECK(q.name == "qwen2.5-0.5b");
+  CHECK(q.transformer->kv_heads == 2);
+  CHECK(q.transformer->qkv_bias);
+  CHECK_FALSE(q.transformer->bias);
+  CHECK(q.transformer->tied_embeddings);
+  CHECK(parameter_count(q) == 494032768.0);
+
+  const Model p = model_from_json_text(kPythia, "pythia-160m.config.json");
+  CHECK(p.name == "pythia-160m");
+  CHECK(p.transformer->mlp == MlpKind::Gelu);
+  CHECK(p.transformer->norm == NormKind::LayerNorm);
+  CHECK_FALSE(p.transformer->learned_positions);
+  CHECK(p.transformer->bias);
+  CHECK_FALSE(p.transformer->dropout);
+  CHECK(parameter_count(p) == 162322944.0);
+
+  const Model mi = model_from_json_text(kMistral, "mistral.json");
+  CHECK(mi.transformer->head_dim == 128);
+  CHECK(mi.transformer->max_seq_len == 32768);
+  CHECK(parameter_count(mi) == 7241732096.0);
+
+  // An explicit head_dim (Mistral-NeMo style: 32 x 128 != 5120) wins over hidden / heads.
+  std::string nemo = kMistral;
+  nemo.replace(nemo.find("\"hidden_size\": 4096"), 19, "\"hidden_size\": 5120, \"head_dim\": 128");
+  CHECK(model_from_json_text(nemo, "nemo.json").transformer->head_dim == 128);
+  CHECK(model_from_json_text(nemo, "nemo.json").transformer->hidden == 5120);
+}
+
+TEST_CASE("a snapshot folder holding config.json loads as a model named after the folder") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("pw-hf-test-" + std::to_string(::getpid()));
+  fs::create_directories(root / "Mistral-7B-v0.1");
+  std::ofstream(root / "Mistral-7B-v0.1" / "config.json") << kMistral;
+  const Model m = load_model((root / "Mistral-7B-v0.1").string());
+  fs::remove_all(root);
+  CHECK(m.name == "Mistral-7B-v0.1");
+  CHECK(parameter_count(m) == 7241732096.0);
+}
+
+TEST_CASE("config.json problems are named") {
+  CHECK(bad_input([] { model_from_json_text(R"({"model_type": "bert", "hidden_size": 8})", "c.json"); }) ==
+        "c.json: model_type 'bert' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral or qwen2, "
+        "or a pipewright model JSON");
+  CHECK(bad_input([] { model_from_json_text(R"({"model_type": "gpt2", "n_layer": 2})", "c.json"); }) ==
+        "c.json: missing required field 'hidden_size' (or 'n_embd')");
+  CHECK(bad_input([] {
+          model_from_json_text(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                                   "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 8,
+                                   "vocab_size": 10, "max_position_embeddings": 16})",
+                               "c.json");
+        }) == "c.json: num_key_value_heads (3) must divide num_attention_heads (4)");
+  CHECK(bad_input([] {
+          model_from_json_text(R"({"model_type": "llama", "hidden_size": -64})", "c.json");
+        }) == "c.json: hidden_size must be positive, got -64");
+  CHECK(bad_input([] {
+          model_from_json_text(R"({"model_type": "llama", "hidden_size": 64.5})", "c.json");
+        }) == "c.json: hidden_size must be a whole number, got 64.5");
+  CHECK(bad_input([] {
+          model_from_json_text(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                                   "num_attention_heads": 4, "vocab_size": 10, "max_position_embeddings": 16})",
+                               "c.json");
+        }) == "c.json: missing required field 'intermediate_size' (or 'n_inner')");
+}

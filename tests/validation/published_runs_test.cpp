@@ -1,0 +1,207 @@
+// Predicts publicly reported training runs (tests/validation/published_runs.json) with the analytic cost
+// model's default parameters, the same for every run, and checks the error: median |error| <= 10% and
+// no run off by more than 25% over the runs whose configuration the source gives completely. Also checks
+// one layer's forward and backward times against Korthikanti et al.'s measurements. Prints the tables
+// that docs/validation.md shows.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/analytic_cost_model.hpp"
+#include "core/cluster.hpp"
+#include "core/layer_work.hpp"
+#include "core/model.hpp"
+#include "core/workload.hpp"
+#include "sim/scenario.hpp"
+
+using namespace pw;
+
+namespace {
+
+const char* const kRunsFile = PIPEWRIGHT_SOURCE_DIR "/tests/validation/published_runs.json";
+
+struct Prediction {
+  std::string name;
+  std::string kind;
+  double reported = 0;
+  double predicted = 0;
+  double error = 0;  // predicted / reported - 1
+  bool gating = true;
+  double step_time_s = 0;
+  double bubble = 0;
+  double peak_memory_bytes = 0;
+  double memory_limit_bytes = 0;
+  std::string config;
+};
+
+nlohmann::json load_runs() {
+  std::ifstream in(kRunsFile);
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  return nlohmann::json::parse(text.str());
+}
+
+Model run_model(const nlohmann::json& m) {
+  if (m.is_string()) return model_preset(m.get<std::string>());
+  return model_from_json_text(m.dump(), "published_runs.json");
+}
+
+Cluster run_cluster(const nlohmann::json& c) {
+  if (c.is_string()) return cluster_preset(c.get<std::string>());
+  return cluster_from_json_text(c.dump(), "published_runs.json");
+}
+
+// The reported metric, computed the way the source computes it: Megatron's hardware FLOPs count the
+// recomputed forward (96 B s l h^2 ... with full recomputation), model FLOPs do not, MFU divides model
+// FLOPs by the dense bf16 peak.
+double metric(const Metrics& m, const std::string& kind) {
+  if (kind == "hardware_tflops_per_gpu") return m.hardware_tflops_per_gpu;
+  if (kind == "model_tflops_per_gpu") return m.model_tflops_per_gpu;
+  if (kind == "mfu") return m.mfu;
+  if (kind == "tokens_per_s") return m.throughput_tokens_per_s;
+  FAIL("unknown metric kind " << kind);
+  return 0;
+}
+
+Prediction predict(const nlohmann::json& run, const CostModel& cost) {
+  Scenario s;
+  s.model = run_model(run.at("model"));
+  s.cluster = run_cluster(run.at("cluster"));
+  s.parallel.tp = run.at("tp");
+  s.parallel.pp = run.at("pp");
+  s.parallel.dp = run.at("dp");
+  s.parallel.vpp = run.at("vpp");
+  s.parallel.distributed_optimizer = run.at("distributed_optimizer");
+  s.workload.micro_batch_size = run.at("micro_batch_size");
+  s.workload.seq_len = run.at("seq_len");
+  s.workload.sequence_parallel = run.at("sequence_parallel");
+  s.workload.recompute = recompute_from_string(run.at("recompute").get<std::string>().c_str());
+  s.global_batch_size = run.at("global_batch_size");
+  s.schedule = run.at("schedule");
+  if (run.contains("split")) s.split = run.at("split").get<std::vector<int>>();
+
+  const Evaluation ev = evaluate(s, cost);
+  Prediction p;
+  p.name = run.at("name");
+  p.kind = run.at("reported").at("kind");
+  p.reported = run.at("reported").at("value");
+  p.predicted = metric(ev.metrics, p.kind);
+  p.error = p.predicted / p.reported - 1;
+  p.gating = run.at("assumptions").empty();
+  p.step_time_s = ev.metrics.step_time_s;
+  p.bubble = ev.metrics.bubble_fraction;
+  p.peak_memory_bytes = ev.metrics.peak_memory_bytes;
+  p.memory_limit_bytes = ev.metrics.memory_limit_bytes;
+  const ParallelConfig& pc = ev.scenario.parallel;
+  p.config = fmt::format("tp{} pp{} dp{}{} b{} B{} m{} {} {}{}", pc.tp, pc.pp, pc.dp,
+                         pc.vpp > 1 ? fmt::format(" v{}", pc.vpp) : "", ev.scenario.workload.micro_batch_size,
+                         ev.scenario.global_batch_size, pc.microbatches, ev.scenario.schedule,
+                         to_string(ev.scenario.workload.recompute),
+                         ev.scenario.workload.sequence_parallel ? " sp" : "");
+  return p;
+}
+
+std::string value_text(double v, const std::string& kind) {
+  if (kind == "mfu") return fmt::format("{:.1f}%", 100 * v);
+  if (kind == "tokens_per_s") return fmt::format("{:.0f}", v);
+  return fmt::format("{:.1f}", v);
+}
+
+const char* kind_text(const std::string& kind) {
+  if (kind == "hardware_tflops_per_gpu") return "hardware TFLOP/s/GPU";
+  if (kind == "model_tflops_per_gpu") return "model TFLOP/s/GPU";
+  if (kind == "mfu") return "MFU";
+  return "tokens/s";
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+TEST_CASE("the default cost model predicts published training runs") {
+  const nlohmann::json doc = load_runs();
+  const AnalyticCostModel cost;  // defaults only: nothing is tuned per run
+  std::vector<Prediction> predictions;
+  for (const nlohmann::json& run : doc.at("runs")) {
+    INFO("run " << run.at("name").get<std::string>());
+    predictions.push_back(predict(run, cost));
+  }
+
+  fmt::print("\n| run | configuration | metric | reported | predicted | error | step time | bubble | peak memory |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<double> gating_errors;
+  for (const Prediction& p : predictions) {
+    fmt::print("| {}{} | {} | {} | {} | {} | {:+.1f}% | {:.2f} s | {:.1f}% | {:.1f} GB |\n", p.name,
+               p.gating ? "" : " (assumed settings)", p.config, kind_text(p.kind), value_text(p.reported, p.kind),
+               value_text(p.predicted, p.kind), 100 * p.error, p.step_time_s, 100 * p.bubble,
+               p.peak_memory_bytes / 1e9);
+    if (p.gating) gating_errors.push_back(std::fabs(p.error));
+  }
+  std::vector<double> all_errors;
+  for (const Prediction& p : predictions) all_errors.push_back(std::fabs(p.error));
+  const double med = median(gating_errors);
+  const double worst = *std::max_element(gating_errors.begin(), gating_errors.end());
+  fmt::print("\nruns with complete configurations: {}, median |error| {:.1f}%, max |error| {:.1f}%\n",
+             gating_errors.size(), 100 * med, 100 * worst);
+  fmt::print("all runs: {}, median |error| {:.1f}%, max |error| {:.1f}%\n\n", all_errors.size(),
+             100 * median(all_errors), 100 * *std::max_element(all_errors.begin(), all_errors.end()));
+
+  REQUIRE(gating_errors.size() >= 8);
+  CHECK(med <= 0.10);
+  CHECK(worst <= 0.25);
+}
+
+TEST_CASE("every published run fits the GPU memory the simulator predicts") {
+  // They ran, so a memory model that overflows them is wrong (or the reserve too large).
+  const nlohmann::json doc = load_runs();
+  const AnalyticCostModel cost;
+  for (const nlohmann::json& run : doc.at("runs")) {
+    const Prediction p = predict(run, cost);
+    INFO("run " << p.name << ": peak " << p.peak_memory_bytes / 1e9 << " GB of " << p.memory_limit_bytes / 1e9);
+    if (p.gating) CHECK(p.peak_memory_bytes <= p.memory_limit_bytes);
+  }
+}
+
+TEST_CASE("the default cost model predicts one layer's measured forward and backward times") {
+  const nlohmann::json t = load_runs().at("layer_timings");
+  const Model model = run_model(t.at("model"));
+  const Cluster cluster = run_cluster(t.at("cluster"));
+  const AnalyticCostModel cost;
+  const int tp = t.at("tp");
+  const Layer& block = model.layers[static_cast<size_t>(model.block_index(0))];
+  fmt::print("\n| layer setting | forward reported | forward predicted | error | backward reported | backward predicted | error |\n");
+  fmt::print("|---|---|---|---|---|---|---|\n");
+  for (const nlohmann::json& c : t.at("cases")) {
+    Workload w;
+    w.micro_batch_size = t.at("micro_batch_size");
+    w.seq_len = t.at("seq_len");
+    w.tp = tp;
+    w.sequence_parallel = c.at("sequence_parallel");
+    w.recompute = recompute_from_string(c.at("recompute").get<std::string>().c_str());
+    const LayerWork work = layer_work(model, block, w);
+    // The tp group of one DGX node: NVLink.
+    const LinkSpec link = cluster.link(0, 1);
+    const double f = cost.phase_time(block, work, Phase::Forward, cluster.gpu, link, tp) * 1e3;
+    const double b = (cost.phase_time(block, work, Phase::BackwardInput, cluster.gpu, link, tp) +
+                      cost.phase_time(block, work, Phase::BackwardWeight, cluster.gpu, link, tp)) * 1e3;
+    const double f_ref = c.at("forward_ms"), b_ref = c.at("backward_ms");
+    fmt::print("| {} | {:.1f} ms | {:.2f} ms | {:+.1f}% | {:.1f} ms | {:.2f} ms | {:+.1f}% |\n", c.at("name").get<std::string>(),
+               f_ref, f, 100 * (f / f_ref - 1), b_ref, b, 100 * (b / b_ref - 1));
+    INFO(c.at("name").get<std::string>());
+    CHECK(std::fabs(f / f_ref - 1) <= 0.15);
+    CHECK(std::fabs(b / b_ref - 1) <= 0.15);
+  }
+  fmt::print("\n");
+}
