@@ -31,10 +31,13 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   const Metrics& m = ev.metrics;
   out << fmt::format("{} on {}: {} GPUs (tp {}, pp {}, dp {}{}), schedule {}\n", s.model.name, s.cluster.name, pc.gpus(),
                      pc.tp, pc.pp, pc.dp, pc.vpp > 1 ? fmt::format(", vpp {}", pc.vpp) : "", s.schedule);
-  out << fmt::format("micro-batch size {} x {} micro-batches x dp {} = global batch {} sequences of {} tokens, recompute {}{}\n\n",
-                     s.workload.micro_batch_size, pc.microbatches, pc.dp, s.global_batch_size, s.workload.seq_len,
+  // Explicit-cost models have no sequence length of their own unless --seq-len gives one.
+  const std::string tokens = s.workload.seq_len > 1 ? fmt::format(" of {} tokens", s.workload.seq_len) : "";
+  out << fmt::format("micro-batch size {} x {} micro-batches x dp {} = global batch {} sequences{}, recompute {}{}\n\n",
+                     s.workload.micro_batch_size, pc.microbatches, pc.dp, s.global_batch_size, tokens,
                      to_string(s.workload.recompute),
-                     pc.tp > 1 ? (s.workload.sequence_parallel ? ", sequence parallel" : ", no sequence parallel") : "");
+                     std::string(pc.tp > 1 ? (s.workload.sequence_parallel ? ", sequence parallel" : ", no sequence parallel") : "") +
+                         (s.workload.flash_attention ? ", flash attention" : ""));
 
   auto row = [&](const char* label, const std::string& value) { out << fmt::format("  {:<24}{}\n", label, value); };
   row("step time", format_seconds(m.step_time_s));
@@ -110,6 +113,7 @@ nlohmann::json evaluation_to_json(const Evaluation& ev) {
               {"seq_len", s.workload.seq_len},
               {"recompute", to_string(s.workload.recompute)},
               {"sequence_parallel", s.workload.sequence_parallel},
+              {"flash_attention", s.workload.flash_attention},
               {"step_time_s", m.step_time_s},
               {"bubble_fraction", m.bubble_fraction},
               {"throughput_tokens_per_s", m.throughput_tokens_per_s},

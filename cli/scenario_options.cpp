@@ -23,6 +23,7 @@ void ScenarioOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--split", split, "Transformer layers per stage (per chunk with --vpp), e.g. 24,24,24,24");
   cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
+  cmd.add_flag("--flash-attention", flash_attention, "Fused attention: no s x s scores stored (FlashAttention)");
   cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
 }
 
@@ -77,6 +78,7 @@ Scenario ScenarioOptions::to_scenario() const {
   s.workload.seq_len = seq_len;
   s.workload.tp = tp;
   s.workload.sequence_parallel = !no_sequence_parallel;
+  s.workload.flash_attention = flash_attention;
   s.workload.recompute = recompute_from_string(recompute.c_str());
   s.schedule = schedule;
   s.group_size = group_size;

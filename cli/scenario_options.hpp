@@ -22,6 +22,7 @@ struct ScenarioOptions {
   std::string split;
   std::string recompute = "none";
   bool no_sequence_parallel = false;
+  bool flash_attention = false;
   int group_size = 0;
 
   void add_to(CLI::App& cmd);

@@ -16,6 +16,7 @@ struct Dims {
   bool dropout;   // dropout masks stored and applied
   bool rotary;    // rotary positions applied to Q and K (no learned position table)
   bool swiglu;
+  bool flash;     // fused attention: no s x s tensor in memory
 
   double n() const { return b * s; }  // tokens
   // Elements of one hidden-size activation in the part tp replicates (norms, dropout, residual
@@ -42,6 +43,7 @@ Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq) {
   d.dropout = c.dropout;
   d.rotary = !c.learned_positions;
   d.swiglu = c.mlp == MlpKind::SwiGlu;
+  d.flash = w.flash_attention;
   return d;
 }
 
@@ -98,10 +100,14 @@ PhaseWork block_forward(const Dims& d) {
   elementwise(p, norm);                                  // input norm
   gemm(p, n, d.h, d.q + 2 * d.kv, d.t);                  // QKV projection (column parallel)
   if (d.rotary) elementwise(p, 2 * kBf16 * n * (d.q + d.kv) / d.t);  // rotary on Q and K: read + write
-  attention_gemm(p, attention_core_flops(d) / 2);        // QK^T
-  elementwise(p, softmax_bytes(d));                      // scale, mask, softmax
-  if (d.dropout) elementwise(p, attention_dropout_bytes(d));
-  attention_gemm(p, attention_core_flops(d) / 2);        // probabilities x V
+  if (d.flash) {
+    attention_gemm(p, attention_core_flops(d));          // one fused kernel; scores stay on chip
+  } else {
+    attention_gemm(p, attention_core_flops(d) / 2);      // QK^T
+    elementwise(p, softmax_bytes(d));                    // scale, mask, softmax
+    if (d.dropout) elementwise(p, attention_dropout_bytes(d));
+    attention_gemm(p, attention_core_flops(d) / 2);      // probabilities x V
+  }
   gemm(p, n, d.q, d.h, d.t);                             // output projection (row parallel)
   tp_region_collectives(p, d);
   elementwise(p, residual);                              // bias-dropout-add
@@ -134,12 +140,18 @@ PhaseWork block_backward_input(const Dims& d) {
   elementwise(p, norm);                                  // post-attention norm backward
   if (d.dropout) elementwise(p, dropout);                // attention output dropout
   gemm(p, n, d.h, d.q, d.t);                             // output projection dgrad
-  attention_gemm(p, attention_core_flops(d) / 2);        // dP = dO V^T
-  attention_gemm(p, attention_core_flops(d) / 2);        // dV = P^T dO
-  if (d.dropout) elementwise(p, attention_dropout_bytes(d));
-  elementwise(p, 3 * kBf16 * d.attention_matrix());      // softmax backward: read P, dP, write dS
-  attention_gemm(p, attention_core_flops(d) / 2);        // dQ = dS K
-  attention_gemm(p, attention_core_flops(d) / 2);        // dK = dS^T Q
+  if (d.flash) {
+    // FlashAttention-2's backward recomputes S = QK^T, then dV, dP, dQ, dK: 5 of the forward's
+    // half-size products, in one kernel.
+    attention_gemm(p, 2.5 * attention_core_flops(d));
+  } else {
+    attention_gemm(p, attention_core_flops(d) / 2);      // dP = dO V^T
+    attention_gemm(p, attention_core_flops(d) / 2);      // dV = P^T dO
+    if (d.dropout) elementwise(p, attention_dropout_bytes(d));
+    elementwise(p, 3 * kBf16 * d.attention_matrix());    // softmax backward: read P, dP, write dS
+    attention_gemm(p, attention_core_flops(d) / 2);      // dQ = dS K
+    attention_gemm(p, attention_core_flops(d) / 2);      // dK = dS^T Q
+  }
   if (d.rotary) elementwise(p, 2 * kBf16 * n * (d.q + d.kv) / d.t);
   gemm(p, n, d.q + 2 * d.kv, d.h, d.t);                  // QKV dgrad
   tp_region_collectives(p, d);
@@ -190,9 +202,10 @@ void block_memory(LayerWork& lw, const Dims& d, Recompute recompute) {
   const double mlp = (d.swiglu ? 3 : 2) * kBf16 * sb * d.f;
   // The s^2 term: scores 2 bytes, softmax output 2 bytes and, with dropout, the 1-byte mask
   // (5 a s^2 b as Korthikanti counts; 4 a s^2 b without dropout). Gone with selective recompute.
-  const double scores = recompute == Recompute::Selective
-                            ? 0
-                            : (2 * kBf16 + (d.dropout ? kMask : 0)) * d.a * d.s * d.s * d.b;
+  // Fused attention keeps only the fp32 log-sum-exp per head and token instead.
+  const double scores = d.flash                            ? kFp32 * d.a * d.s * d.b
+                        : recompute == Recompute::Selective ? 0
+                                                            : (2 * kBf16 + (d.dropout ? kMask : 0)) * d.a * d.s * d.s * d.b;
   const double sharded = qkv + out_proj_in + mlp + scores;
   lw.activation_bytes = d.sp ? (whole + sharded) / d.t : whole + sharded / d.t;
   // W needs the inputs of its four GEMMs: QKV input, output projection input, MLP input and the
@@ -206,7 +219,8 @@ LayerWork block_work(const Dims& d, Recompute recompute) {
   lw.backward_input = block_backward_input(d);
   lw.backward_weight = block_backward_weight(d);
   if (recompute == Recompute::Full) lw.recompute = lw.forward;
-  if (recompute == Recompute::Selective) lw.recompute = attention_core_recompute(d);
+  // Fused attention stores no scores, so selective recomputation has nothing left to rebuild.
+  if (recompute == Recompute::Selective && !d.flash) lw.recompute = attention_core_recompute(d);
   block_memory(lw, d, recompute);
   return lw;
 }

@@ -181,7 +181,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.parameters += lw.parameters;
     }
     sc.output_bytes = work[r.last].output_bytes;
-    sc.reserved_bytes = s < pc.pp ? cost.memory_reserve_bytes() : 0;
+    sc.reserved_bytes = s < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0;  // ideal: no memory overheads
     sc.model_state_bytes = sc.parameters * state_per_param + sc.reserved_bytes;
 
     // dp peers of a GPU are tp x pp ranks apart (rank order: tp innermost, then pp, then dp).

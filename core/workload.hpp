@@ -13,6 +13,9 @@ struct Workload {
   int tp = 1;                // t
   bool sequence_parallel = true;  // only meaningful when tp > 1
   Recompute recompute = Recompute::None;
+  // Fused attention (FlashAttention): the s x s scores never reach memory; its backward recomputes
+  // them. Off by default so that the numbers match Korthikanti et al.'s accounting.
+  bool flash_attention = false;
 };
 
 struct ParallelConfig {

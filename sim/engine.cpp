@@ -12,9 +12,6 @@ inline bool earlier(const EngineEvent& a, const EngineEvent& b) {
   return a.time < b.time || (a.time == b.time && a.seq < b.seq);
 }
 
-constexpr std::int32_t kNoLink = -1;   // not started, or done
-constexpr std::int32_t kInstant = -2;  // completes at once, never joins a link
-
 }  // namespace
 
 void EventQueue::push(double time, std::uint32_t kind, std::uint32_t target, std::uint32_t version) {
@@ -68,73 +65,110 @@ bool FifoLane::try_start(std::uint32_t& job) {
   return true;
 }
 
-int FluidLinks::add_link(double bandwidth_bytes_per_s) {
+int FluidLinks::add_link(double bandwidth_bytes_per_s, double latency_s) {
   if (!(bandwidth_bytes_per_s > 0))
     throw_bad_input("link bandwidth {} B/s: must be > 0 (give the link a positive bandwidth)", bandwidth_bytes_per_s);
-  links_.push_back(Link{bandwidth_bytes_per_s, {}});
+  if (!(latency_s >= 0) || std::isinf(latency_s))
+    throw_bad_input("link latency {} s: must be a finite number >= 0", latency_s);
+  links_.push_back(Link{bandwidth_bytes_per_s, latency_s, {}});
   return static_cast<int>(links_.size()) - 1;
 }
 
-void FluidLinks::resize_flows(std::size_t n) { flows_.assign(n, Flow{}); }
+void FluidLinks::schedule(Engine& engine, std::uint32_t id, Flow& f, double due, bool leaving) {
+  f.due = due;
+  f.leaving = leaving;
+  engine.at(due, f.kind, id, ++f.version);
+}
 
-void FluidLinks::start(Engine& engine, std::uint32_t flow, int link_index, double bytes, std::uint32_t kind) {
-  Flow& f = flows_[flow];
+void FluidLinks::remove_from_link(Link& link, Flow& f) {
+  const std::uint32_t last = link.active.back();
+  link.active[f.slot] = last;
+  flows_[last].slot = f.slot;
+  link.active.pop_back();
+}
+
+void FluidLinks::release(std::uint32_t id) {
+  flows_[id].state = State::Free;
+  free_.push_back(id);
+}
+
+void FluidLinks::start(Engine& engine, int link_index, double bytes, std::uint32_t kind, std::uint32_t tag) {
+  std::uint32_t id;
+  if (free_.empty()) {
+    id = static_cast<std::uint32_t>(flows_.size());
+    flows_.emplace_back();
+  } else {
+    id = free_.back();
+    free_.pop_back();
+  }
   Link& link = links_[static_cast<std::size_t>(link_index)];
+  Flow& f = flows_[id];
+  const double now = engine.now();
   f.kind = kind;
-  f.remaining = bytes;
-  f.updated = engine.now();
-  if (bytes <= 0 || std::isinf(link.bandwidth)) {
-    f.link = kInstant;
-    engine.at(engine.now(), kind, flow, ++f.version);
-    return;
-  }
+  f.tag = tag;
   f.link = link_index;
-  f.slot = static_cast<std::uint32_t>(link.active.size());
-  if (link.active.empty()) {  // alone on the link: nothing else to re-time
-    link.active.push_back(flow);
-    f.rate = link.bandwidth;
-    f.due = engine.now() + bytes / f.rate;
-    engine.at(f.due, kind, flow, ++f.version);
+  f.remaining = bytes;
+  f.updated = now;
+  if (bytes <= 0 || std::isinf(link.bandwidth)) {
+    f.state = State::Arriving;
+    schedule(engine, id, f, now + link.latency, false);
     return;
   }
-  link.active.push_back(flow);
+  f.state = State::OnLink;
+  // A flow left alone whose bytes are through is only waiting out its latency: it no longer shares.
+  if (link.active.size() == 1) {
+    Flow& lone = flows_[link.active.front()];
+    if (lone.drained <= now) {
+      remove_from_link(link, lone);
+      lone.state = State::Arriving;  // its pending event is its arrival
+    }
+  }
+  f.slot = static_cast<std::uint32_t>(link.active.size());
+  link.active.push_back(id);
+  if (link.active.size() == 1) {  // alone: nothing else to re-time
+    f.rate = link.bandwidth;
+    f.drained = now + bytes / f.rate;
+    schedule(engine, id, f, f.drained + link.latency, false);
+    return;
+  }
   f.rate = 0;  // retime() gives it its share
   f.due = -1;
   retime(engine, link);
 }
 
-bool FluidLinks::finish(Engine& engine, const EngineEvent& e) {
+bool FluidLinks::finish(Engine& engine, const EngineEvent& e, std::uint32_t& tag) {
   Flow& f = flows_[e.target];
-  if (e.version != f.version || f.link == kNoLink) return false;
-  if (f.link == kInstant) {
-    f.link = kNoLink;
+  if (e.version != f.version || f.state == State::Free) return false;
+  if (f.state == State::OnLink) {
+    Link& link = links_[static_cast<std::size_t>(f.link)];
+    remove_from_link(link, f);
     f.remaining = 0;
-    return true;
+    if (!link.active.empty()) retime(engine, link);
+    if (f.leaving && link.latency > 0) {
+      f.state = State::Arriving;
+      schedule(engine, e.target, f, engine.now() + link.latency, false);
+      return false;
+    }
   }
-  Link& link = links_[static_cast<std::size_t>(f.link)];
-  const std::uint32_t last = link.active.back();
-  link.active[f.slot] = last;
-  flows_[last].slot = f.slot;
-  link.active.pop_back();
-  f.link = kNoLink;
-  f.remaining = 0;
-  if (!link.active.empty()) retime(engine, link);
+  tag = f.tag;
+  release(e.target);
   return true;
 }
 
 void FluidLinks::retime(Engine& engine, Link& link) {
   const double now = engine.now();
   const double rate = link.bandwidth / static_cast<double>(link.active.size());
+  const bool shared = link.active.size() > 1;
   for (std::uint32_t id : link.active) {
     Flow& f = flows_[id];
     f.remaining -= f.rate * (now - f.updated);
     if (f.remaining < 0) f.remaining = 0;  // rounding
     f.updated = now;
     f.rate = rate;
-    const double due = now + f.remaining / rate;
-    if (due == f.due) continue;  // e.g. flows that end together: the pending event still holds
-    f.due = due;
-    engine.at(due, f.kind, id, ++f.version);
+    f.drained = now + f.remaining / rate;
+    const double due = shared ? f.drained : f.drained + link.latency;
+    if (due == f.due && shared == f.leaving) continue;  // e.g. flows that end together: the event holds
+    schedule(engine, id, f, due, shared);
   }
 }
 

@@ -86,43 +86,57 @@ class FifoLane {
   bool busy_ = false;
 };
 
-// Flows on links with fluid bandwidth sharing: at every instant a link's bandwidth is split equally
-// among the flows on it. When a flow joins or leaves, the bytes the others have left are brought up to
-// date, their rates recomputed and their completion events re-issued with a new version; finish()
-// recognises the superseded events. Flows are indices the caller chooses, below the number set by
-// resize_flows(). A link of infinite bandwidth, or a flow of zero bytes, completes at once.
+// Flows on links with fluid bandwidth sharing. A flow of `bytes` started alone on a link of bandwidth
+// bw and latency lat arrives after bytes / bw + lat: its bytes drain first, at an equal share of the
+// bandwidth with the other flows draining on the link at each instant, then the latency passes (the
+// flow is off the link by then). When a flow joins or leaves, the bytes the others have left are
+// brought up to date, their rates recomputed and their events re-issued with a new version, so the
+// superseded events are recognised. A flow alone on its link costs one event; leaving a shared link
+// costs one more. Flow slots are recycled, so memory follows the flows in flight, not all flows.
+// A link of infinite bandwidth, or a flow of zero bytes, takes the latency only.
 class FluidLinks {
  public:
-  int add_link(double bandwidth_bytes_per_s);  // must be > 0 (infinity allowed)
+  int add_link(double bandwidth_bytes_per_s, double latency_s = 0);  // bandwidth > 0 (infinity allowed)
   int links() const { return static_cast<int>(links_.size()); }
-  void resize_flows(std::size_t n);
-  // Starts `flow` with `bytes` on `link` now; its completion comes as an event (kind, target = flow).
-  void start(Engine& engine, std::uint32_t flow, int link, double bytes, std::uint32_t kind);
-  // For a completion event: false when it is stale (ignore it); true when the flow is done, has left its
-  // link and the flows still on it were re-timed.
-  bool finish(Engine& engine, const EngineEvent& e);
+  // Starts a flow of `bytes` on `link` now. Its events have kind `kind`; hand each to finish().
+  void start(Engine& engine, int link, double bytes, std::uint32_t kind, std::uint32_t tag);
+  // For an event of a flow's kind: true when a flow arrived now (its tag in `tag`); false when the
+  // event was superseded, or marked a flow leaving a shared link (the rest is handled here).
+  bool finish(Engine& engine, const EngineEvent& e, std::uint32_t& tag);
+  // Flows on the link: draining, or alone and in their latency.
   int active(int link) const { return static_cast<int>(links_[static_cast<std::size_t>(link)].active.size()); }
+  std::size_t flow_slots() const { return flows_.size(); }
 
  private:
+  enum class State : std::uint8_t { Free, OnLink, Arriving };
   struct Link {
     double bandwidth = 0;
-    std::vector<std::uint32_t> active;  // flows on the link now
+    double latency = 0;
+    std::vector<std::uint32_t> active;  // flow slots on the link now
   };
   struct Flow {
     double remaining = 0;  // bytes left at `updated`
     double rate = 0;       // bytes per second since `updated`
     double updated = 0;
-    double due = -1;       // time of the pending completion event
+    double drained = 0;    // when its bytes are through, at the current rate
+    double due = -1;       // time of its pending event
     std::uint32_t version = 0;
     std::uint32_t slot = 0;  // index in the link's active list
     std::int32_t link = -1;
     std::uint32_t kind = 0;
+    std::uint32_t tag = 0;
+    State state = State::Free;
+    bool leaving = false;  // the pending event is the drain end on a shared link (not the arrival)
   };
-  // Brings every flow on the link up to now and issues new completion events at the equal share.
+  void schedule(Engine& engine, std::uint32_t id, Flow& f, double due, bool leaving);
+  void remove_from_link(Link& link, Flow& f);
+  // Brings every flow on the link up to now and re-issues its event at the equal share.
   void retime(Engine& engine, Link& link);
+  void release(std::uint32_t id);
 
   std::vector<Link> links_;
   std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_;
 };
 
 }  // namespace pw

@@ -24,33 +24,37 @@ const char* to_string(Lane lane) {
 
 namespace {
 
-enum EventKind : std::uint32_t { kComputeDone = 0, kTransferJoin = 1, kTransferDone = 2, kCollectiveDone = 3 };
+enum EventKind : std::uint32_t { kComputeDone = 0, kFlow = 1, kCollectiveDone = 2 };
 enum class StepKind : std::uint8_t { Compute, Send, Recv };
+constexpr std::uint32_t kNone = 0xffffffffu;
 
-// One entry of a rank's lowered list, with all the hot loop needs worked out beforehand.
-struct Step {
+// What a compute action costs and does to memory: one per (stage, op), plus one per composite step.
+struct ComputeCost {
   double duration = 0;
-  double alloc = 0;              // bytes allocated when the step starts
+  double alloc = 0;              // bytes allocated when the action starts
   double release = 0;            // bytes freed when it ends
-  std::uint32_t transfer = 0;    // Send/Recv: index into the transfers
   std::int32_t grad_stage = -1;  // stage whose weight gradient gains one micro-batch at the end
-  StepKind kind = StepKind::Compute;
   std::int8_t held_start = 0;    // +1: a (stage, micro-batch) activation starts being held
   std::int8_t held_end = 0;      // -1: one is fully released
   bool allocates = false;
   bool frees = false;
 };
+constexpr int kOpsPerStage = 4;  // F, B, W, BW: ComputeCost index stage * 4 + op
+
+// One entry of a rank's lowered list: 8 bytes, so that the hot loop streams through them.
+struct Step {
+  std::uint32_t index = 0;  // Compute: into the compute costs; Send/Recv: into the transfers
+  StepKind kind = StepKind::Compute;
+};
 
 struct Transfer {
-  int src = 0;
-  int dst = 0;
-  int link = 0;
-  double bytes = 0;
-  double latency = 0;
   double start = 0;
-  double arrival = 0;
-  std::uint32_t send_step = 0;  // index in the sender's list
-  std::int64_t recv_step = -1;  // index in the receiver's list
+  double bytes = 0;
+  std::int32_t src = 0;
+  std::int32_t dst = 0;
+  std::int32_t link = 0;
+  std::uint32_t send_step = 0;     // index in the sender's list
+  std::uint32_t recv_step = kNone; // index in the receiver's list
   bool arrived = false;
 };
 
@@ -136,35 +140,58 @@ class PipelineSimulation {
       throw_bad_input("rank_gpu: {} entries for {} pipeline ranks; give one GPU per rank or none", rank_gpu_.size(),
                       num_ranks_);
     }
+    for (int s = 0; s < num_stages_; ++s)
+      for (Op op : {Op::F, Op::B, Op::W, Op::BW}) costs_.push_back(cost_of(op, s));
 
-    const std::size_t keys = static_cast<std::size_t>(num_stages_) * static_cast<std::size_t>(m_);
-    std::vector<std::int64_t> send_f(keys, -1), send_b(keys, -1);  // by the sender's (stage, mb)
-    std::vector<char> done_f(keys, 0), done_b(keys, 0);             // tensor computed so far in list order
+    const auto um = static_cast<std::size_t>(m_);
+    const std::size_t keys = static_cast<std::size_t>(num_stages_) * um;
+    std::vector<std::uint32_t> send_f(keys, kNone), send_b(keys, kNone);  // by the sender's (stage, mb)
+    std::vector<std::uint8_t> done(keys, 0);  // bit 0: forward output computed, bit 1: input gradient
 
     offsets_.assign(static_cast<std::size_t>(num_ranks_) + 1, 0);
     for (int r = 0; r < num_ranks_; ++r)
-      offsets_[static_cast<std::size_t>(r) + 1] = offsets_[static_cast<std::size_t>(r)] + schedule_.ranks[static_cast<std::size_t>(r)].size();
+      offsets_[static_cast<std::size_t>(r) + 1] =
+          offsets_[static_cast<std::size_t>(r)] + schedule_.ranks[static_cast<std::size_t>(r)].size();
     steps_.resize(offsets_.back());
+    if (offsets_.back() >= kNone) throw_bad_input("schedule {}: too many actions", schedule_.name);
+    pair_link_.assign(static_cast<std::size_t>(num_ranks_) * static_cast<std::size_t>(num_ranks_), -1);
 
     for (int r = 0; r < num_ranks_; ++r) {
       const auto& list = schedule_.ranks[static_cast<std::size_t>(r)];
+      Step* steps = steps_.data() + offsets_[static_cast<std::size_t>(r)];
       for (std::size_t i = 0; i < list.size(); ++i) {
         const Action& a = list[i];
-        Step& st = steps_[offsets_[static_cast<std::size_t>(r)] + i];
+        Step& st = steps[i];
         check_action(r, a);
-        const std::size_t key = static_cast<std::size_t>(a.stage) * static_cast<std::size_t>(m_) + static_cast<std::size_t>(a.microbatch);
+        const std::size_t key = static_cast<std::size_t>(a.stage) * um + static_cast<std::size_t>(a.microbatch);
         switch (a.op) {
           case Op::F:
           case Op::B:
           case Op::W:
           case Op::BW:
-          case Op::FB:
-            fill_compute(st, a);
-            if (a.op == Op::F || a.op == Op::FB) done_f[key] = 1;
-            if (a.op == Op::B || a.op == Op::BW) done_b[key] = 1;
-            if (a.op == Op::FB)
-              done_b[static_cast<std::size_t>(a.stage2) * static_cast<std::size_t>(m_) + static_cast<std::size_t>(a.microbatch2)] = 1;
+            st.kind = StepKind::Compute;
+            st.index = static_cast<std::uint32_t>(a.stage * kOpsPerStage + op_slot(a.op));
+            if (a.op == Op::F) done[key] |= 1;
+            if (a.op == Op::B || a.op == Op::BW) done[key] |= 2;
             break;
+          case Op::FB: {
+            // Charged as the forward of one plus the full backward of the other, as if run one after
+            // the other: StageCost has no measured cost of the overlapped pair yet.
+            const ComputeCost& f = costs_[static_cast<std::size_t>(a.stage * kOpsPerStage + op_slot(Op::F))];
+            const ComputeCost& b = costs_[static_cast<std::size_t>(a.stage2 * kOpsPerStage + op_slot(Op::BW))];
+            ComputeCost fb = f;
+            fb.duration = f.duration + b.duration;
+            fb.release = b.release;
+            fb.held_end = b.held_end;
+            fb.grad_stage = b.grad_stage;
+            fb.frees = true;
+            st.kind = StepKind::Compute;
+            st.index = static_cast<std::uint32_t>(costs_.size());
+            costs_.push_back(fb);
+            done[key] |= 1;
+            done[static_cast<std::size_t>(a.stage2) * um + static_cast<std::size_t>(a.microbatch2)] |= 2;
+            break;
+          }
           case Op::SendF:
           case Op::SendB: {
             const bool fwd = a.op == Op::SendF;
@@ -172,25 +199,26 @@ class PipelineSimulation {
             if (to_stage < 0 || to_stage >= num_stages_)
               throw_bad_input("schedule {}: rank {} has {}, but stage {} has no {} stage to send to", schedule_.name, r,
                               to_text(a), a.stage, fwd ? "next" : "previous");
-            if (!(fwd ? done_f[key] : done_b[key]))
+            if (!(done[key] & (fwd ? 1 : 2)))
               throw_bad_input("schedule {}: rank {} has {} before the action that computes its tensor", schedule_.name,
                               r, to_text(a));
             auto& slot = fwd ? send_f[key] : send_b[key];
-            if (slot >= 0) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
+            if (slot != kNone) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
             const int dst = schedule_.placement.rank_of(to_stage);
             if (dst == r)
               throw_bad_input("schedule {}: rank {} has {}, but stages {} and {} are both on it; no send is needed",
                               schedule_.name, r, to_text(a), a.stage, to_stage);
-            slot = static_cast<std::int64_t>(transfers_.size());
+            slot = static_cast<std::uint32_t>(transfers_.size());
             Transfer t;
             t.src = r;
             t.dst = dst;
             // The boundary tensor between stages s and s+1 has the shape of stage s's output, in both
             // directions (the gradient of stage s+1's input is the size of that input).
             t.bytes = in_.stages[static_cast<std::size_t>(fwd ? a.stage : to_stage)].output_bytes;
+            t.link = link_between(r, dst);
             t.send_step = static_cast<std::uint32_t>(i);
             st.kind = StepKind::Send;
-            st.transfer = static_cast<std::uint32_t>(transfers_.size());
+            st.index = slot;
             transfers_.push_back(t);
             break;
           }
@@ -204,42 +232,51 @@ class PipelineSimulation {
 
     for (int r = 0; r < num_ranks_; ++r) {
       const auto& list = schedule_.ranks[static_cast<std::size_t>(r)];
+      Step* steps = steps_.data() + offsets_[static_cast<std::size_t>(r)];
       for (std::size_t i = 0; i < list.size(); ++i) {
+        if (steps[i].kind != StepKind::Recv) continue;
         const Action& a = list[i];
-        if (a.op != Op::RecvF && a.op != Op::RecvB) continue;
         const bool fwd = a.op == Op::RecvF;
         const int from_stage = fwd ? a.stage - 1 : a.stage + 1;
-        std::int64_t id = -1;
+        std::uint32_t id = kNone;
         if (from_stage >= 0 && from_stage < num_stages_) {
-          const std::size_t key = static_cast<std::size_t>(from_stage) * static_cast<std::size_t>(m_) + static_cast<std::size_t>(a.microbatch);
+          const std::size_t key = static_cast<std::size_t>(from_stage) * um + static_cast<std::size_t>(a.microbatch);
           id = fwd ? send_f[key] : send_b[key];
         }
-        if (id < 0)
+        if (id == kNone)
           throw_bad_input("schedule {}: rank {} has {} but no rank sends it", schedule_.name, r, to_text(a));
-        Transfer& t = transfers_[static_cast<std::size_t>(id)];
-        if (t.recv_step >= 0) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
+        Transfer& t = transfers_[id];
+        if (t.recv_step != kNone) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
         if (t.dst != r)
           throw_bad_input("schedule {}: rank {} has {}, but stage {} is on rank {}", schedule_.name, r, to_text(a),
                           a.stage, t.dst);
-        t.recv_step = static_cast<std::int64_t>(i);
-        steps_[offsets_[static_cast<std::size_t>(r)] + i].transfer = static_cast<std::uint32_t>(id);
+        t.recv_step = static_cast<std::uint32_t>(i);
+        steps[i].index = id;
       }
     }
     for (const Transfer& t : transfers_)
-      if (t.recv_step < 0)
+      if (t.recv_step == kNone)
         throw_bad_input("schedule {}: rank {} has {} but rank {} never receives it", schedule_.name, t.src,
                         to_text(schedule_.ranks[static_cast<std::size_t>(t.src)][t.send_step]), t.dst);
 
-    setup_links();
-    setup_ranks();
+    ranks_.assign(static_cast<std::size_t>(num_ranks_), RankState{});
+    std::vector<std::size_t> sends(static_cast<std::size_t>(num_ranks_), 0);
+    for (const Transfer& t : transfers_) ++sends[static_cast<std::size_t>(t.src)];
+    for (int r = 0; r < num_ranks_; ++r) {
+      RankState& R = ranks_[static_cast<std::size_t>(r)];
+      R.steps = steps_.data() + offsets_[static_cast<std::size_t>(r)];
+      R.size = static_cast<std::uint32_t>(offsets_[static_cast<std::size_t>(r) + 1] -
+                                          offsets_[static_cast<std::size_t>(r)]);
+      R.send.reserve(sends[static_cast<std::size_t>(r)]);
+    }
     grad_count_.assign(static_cast<std::size_t>(num_stages_), 0);
     engine_.reserve(static_cast<std::size_t>(num_ranks_) * 4 + 64);
   }
 
+  static int op_slot(Op op) { return op == Op::F ? 0 : op == Op::B ? 1 : op == Op::W ? 2 : 3; }
+
   void check_action(int r, const Action& a) const {
-    auto bad_index = [&](int stage, int mb) {
-      return stage < 0 || stage >= num_stages_ || mb < 0 || mb >= m_;
-    };
+    auto bad_index = [&](int stage, int mb) { return stage < 0 || stage >= num_stages_ || mb < 0 || mb >= m_; };
     if (bad_index(a.stage, a.microbatch) || (a.op == Op::FB && bad_index(a.stage2, a.microbatch2)))
       throw_bad_input("schedule {}: rank {} has {}; stages are 0..{} and micro-batches 0..{}", schedule_.name, r,
                       to_text(a), num_stages_ - 1, m_ - 1);
@@ -252,108 +289,78 @@ class PipelineSimulation {
     }
   }
 
-  void fill_compute(Step& st, const Action& a) const {
-    const StageCost& c = in_.stages[static_cast<std::size_t>(a.stage)];
-    st.kind = StepKind::Compute;
-    switch (a.op) {
+  ComputeCost cost_of(Op op, int stage) const {
+    const StageCost& c = in_.stages[static_cast<std::size_t>(stage)];
+    ComputeCost k;
+    switch (op) {
       case Op::F:
-        st.duration = c.forward_s;
-        st.alloc = c.activation_bytes;
-        st.held_start = 1;
-        st.allocates = true;
+        k.duration = c.forward_s;
+        k.alloc = c.activation_bytes;
+        k.held_start = 1;
+        k.allocates = true;
         break;
       case Op::B:
-        st.duration = c.backward_input_s;
-        st.release = c.activation_bytes - c.weight_grad_bytes;
-        st.frees = true;
+        k.duration = c.backward_input_s;
+        k.release = c.activation_bytes - c.weight_grad_bytes;
+        k.frees = true;
         break;
       case Op::W:
-        st.duration = c.backward_weight_s;
-        st.release = c.weight_grad_bytes;
-        st.held_end = -1;
-        st.grad_stage = a.stage;
-        st.frees = true;
+        k.duration = c.backward_weight_s;
+        k.release = c.weight_grad_bytes;
+        k.held_end = -1;
+        k.grad_stage = stage;
+        k.frees = true;
         break;
-      case Op::BW:
-        st.duration = c.backward_input_s + c.backward_weight_s;
-        st.release = c.activation_bytes;
-        st.held_end = -1;
-        st.grad_stage = a.stage;
-        st.frees = true;
-        break;
-      case Op::FB: {
-        // Charged as the forward of one plus the full backward of the other, as if run one after the
-        // other: StageCost has no measured cost of the overlapped pair yet.
-        const StageCost& b = in_.stages[static_cast<std::size_t>(a.stage2)];
-        st.duration = c.forward_s + b.backward_input_s + b.backward_weight_s;
-        st.alloc = c.activation_bytes;
-        st.release = b.activation_bytes;
-        st.held_start = 1;
-        st.held_end = -1;
-        st.grad_stage = a.stage2;
-        st.allocates = true;
-        st.frees = true;
-        break;
-      }
-      default:
+      default:  // BW
+        k.duration = c.backward_input_s + c.backward_weight_s;
+        k.release = c.activation_bytes;
+        k.held_end = -1;
+        k.grad_stage = stage;
+        k.frees = true;
         break;
     }
+    return k;
   }
 
   // One link per ordered GPU pair (a direction of a GPU-to-GPU path): transfers in the same direction
-  // between the same two GPUs share its bandwidth.
-  void setup_links() {
-    std::map<std::pair<int, int>, std::pair<int, double>> by_pair;  // -> (link, latency)
-    for (Transfer& t : transfers_) {
-      const int ga = rank_gpu_[static_cast<std::size_t>(t.src)];
-      const int gb = rank_gpu_[static_cast<std::size_t>(t.dst)];
-      auto it = by_pair.find({ga, gb});
-      if (it == by_pair.end()) {
-        LinkSpec spec{std::numeric_limits<double>::infinity(), 0.0};
-        if (!in_.cluster.ideal) {
-          spec = in_.cluster.link(ga, gb);
-          if (in_.cost) spec = in_.cost->p2p_link(spec);
-          if (!(spec.bandwidth_bytes_per_s > 0))
-            throw_bad_input("cluster {}: the link from GPU {} to GPU {} has bandwidth {} B/s; give it a positive "
-                            "bandwidth_bytes_per_s",
-                            in_.cluster.name, ga, gb, spec.bandwidth_bytes_per_s);
-          if (!valid_time(spec.latency_s))
-            throw_bad_input("cluster {}: the link from GPU {} to GPU {} has latency {} s; give it a latency_s >= 0",
-                            in_.cluster.name, ga, gb, spec.latency_s);
-        }
-        const int link = links_.add_link(spec.bandwidth_bytes_per_s);
-        it = by_pair.emplace(std::make_pair(ga, gb), std::make_pair(link, spec.latency_s)).first;
+  // between the same two GPUs share its bandwidth. Looked up by rank pair, so the cluster is asked
+  // once per pair.
+  int link_between(int src, int dst) {
+    int& cached = pair_link_[static_cast<std::size_t>(src) * static_cast<std::size_t>(num_ranks_) +
+                             static_cast<std::size_t>(dst)];
+    if (cached >= 0) return cached;
+    const int ga = rank_gpu_[static_cast<std::size_t>(src)];
+    const int gb = rank_gpu_[static_cast<std::size_t>(dst)];
+    auto it = gpu_link_.find({ga, gb});
+    if (it == gpu_link_.end()) {
+      LinkSpec spec{std::numeric_limits<double>::infinity(), 0.0};
+      if (!in_.cluster.ideal) {
+        spec = in_.cluster.link(ga, gb);
+        if (in_.cost) spec = in_.cost->p2p_link(spec);
+        if (!(spec.bandwidth_bytes_per_s > 0))
+          throw_bad_input("cluster {}: the link from GPU {} to GPU {} has bandwidth {} B/s; give it a positive "
+                          "bandwidth_bytes_per_s",
+                          in_.cluster.name, ga, gb, spec.bandwidth_bytes_per_s);
+        if (!valid_time(spec.latency_s))
+          throw_bad_input("cluster {}: the link from GPU {} to GPU {} has latency {} s; give it a latency_s >= 0",
+                          in_.cluster.name, ga, gb, spec.latency_s);
       }
-      t.link = it->second.first;
-      t.latency = it->second.second;
+      it = gpu_link_.emplace(std::make_pair(ga, gb), links_.add_link(spec.bandwidth_bytes_per_s, spec.latency_s))
+               .first;
     }
-    links_.resize_flows(transfers_.size());
-  }
-
-  void setup_ranks() {
-    ranks_.assign(static_cast<std::size_t>(num_ranks_), RankState{});
-    std::vector<std::size_t> sends(static_cast<std::size_t>(num_ranks_), 0);
-    for (const Transfer& t : transfers_) ++sends[static_cast<std::size_t>(t.src)];
-    for (int r = 0; r < num_ranks_; ++r) {
-      RankState& R = ranks_[static_cast<std::size_t>(r)];
-      R.steps = steps_.data() + offsets_[static_cast<std::size_t>(r)];
-      R.size = static_cast<std::uint32_t>(offsets_[static_cast<std::size_t>(r) + 1] - offsets_[static_cast<std::size_t>(r)]);
-      R.send.reserve(sends[static_cast<std::size_t>(r)]);
-    }
+    cached = it->second;
+    return cached;
   }
 
   // ---- the run ----
   void handle(const EngineEvent& e) {
     switch (e.kind) {
       case kComputeDone: compute_done(static_cast<int>(e.target)); break;
-      case kTransferJoin: {
-        const Transfer& t = transfers_[e.target];
-        links_.start(engine_, e.target, t.link, t.bytes, kTransferDone);
+      case kFlow: {
+        std::uint32_t id;
+        if (links_.finish(engine_, e, id)) transfer_done(id);
         break;
       }
-      case kTransferDone:
-        if (links_.finish(engine_, e)) transfer_done(e.target);
-        break;
       case kCollectiveDone: collective_done(static_cast<int>(e.target)); break;
       default: break;
     }
@@ -364,32 +371,34 @@ class PipelineSimulation {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     const double now = engine_.now();
     while (R.pc < R.size) {
-      const Step& st = R.steps[R.pc];
+      const Step st = R.steps[R.pc];
       switch (st.kind) {
-        case StepKind::Compute:
+        case StepKind::Compute: {
+          const ComputeCost& c = costs_[st.index];
           R.compute_start = now;
-          if (st.allocates) {
-            R.bytes += st.alloc;
+          if (c.allocates) {
+            R.bytes += c.alloc;
             R.peak_bytes = std::max(R.peak_bytes, R.bytes);
             if (observer_) observer_->on_memory(r, now, R.bytes);
           }
-          R.held += st.held_start;
+          R.held += c.held_start;
           R.peak_held = std::max(R.peak_held, R.held);
-          engine_.at(now + st.duration, kComputeDone, static_cast<std::uint32_t>(r));
+          engine_.at(now + c.duration, kComputeDone, static_cast<std::uint32_t>(r));
           return;
+        }
         case StepKind::Send:
-          R.send.push(st.transfer);
+          R.send.push(st.index);
           try_send(r);
           ++R.pc;
           break;
         case StepKind::Recv: {
-          const Transfer& t = transfers_[st.transfer];
+          const Transfer& t = transfers_[st.index];
           if (!t.arrived) {
             R.blocked = true;
             R.wait_since = now;
             return;
           }
-          if (observer_) emit(r, Lane::Recv, R.pc, now, now, t.bytes, st.transfer);
+          if (observer_) emit(r, Lane::Recv, R.pc, now, now, t.bytes, st.index);
           ++R.pc;
           break;
         }
@@ -399,19 +408,19 @@ class PipelineSimulation {
 
   void compute_done(int r) {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
-    const Step& st = R.steps[R.pc];
+    const ComputeCost& c = costs_[R.steps[R.pc].index];
     const double now = engine_.now();
-    R.busy += st.duration;
+    R.busy += c.duration;
     R.last_compute_end = now;
-    if (st.frees) {
-      R.bytes -= st.release;
+    if (c.frees) {
+      R.bytes -= c.release;
       if (observer_) observer_->on_memory(r, now, R.bytes);
     }
-    R.held += st.held_end;
+    R.held += c.held_end;
     if (observer_) emit(r, Lane::Compute, R.pc, R.compute_start, now, 0, -1);
-    if (st.grad_stage >= 0 && ++grad_count_[static_cast<std::size_t>(st.grad_stage)] == m_ &&
-        in_.stages[static_cast<std::size_t>(st.grad_stage)].grad_reduce_s > 0) {
-      R.collective.push(static_cast<std::uint32_t>(st.grad_stage));
+    if (c.grad_stage >= 0 && ++grad_count_[static_cast<std::size_t>(c.grad_stage)] == m_ &&
+        in_.stages[static_cast<std::size_t>(c.grad_stage)].grad_reduce_s > 0) {
+      R.collective.push(static_cast<std::uint32_t>(c.grad_stage));
       try_collective(r);
     }
     ++R.pc;
@@ -425,23 +434,19 @@ class PipelineSimulation {
     Transfer& t = transfers_[id];
     t.start = engine_.now();
     R.p2p_sent += t.bytes;
-    if (t.latency > 0)
-      engine_.at(t.start + t.latency, kTransferJoin, id);
-    else
-      links_.start(engine_, id, t.link, t.bytes, kTransferDone);
+    links_.start(engine_, t.link, t.bytes, kFlow, id);
   }
 
   void transfer_done(std::uint32_t id) {
     Transfer& t = transfers_[id];
     const double now = engine_.now();
     t.arrived = true;
-    t.arrival = now;
     last_arrival_ = std::max(last_arrival_, now);
     if (observer_) emit(t.src, Lane::Send, t.send_step, t.start, now, t.bytes, id);
     ranks_[static_cast<std::size_t>(t.src)].send.finish();
     try_send(t.src);
     RankState& D = ranks_[static_cast<std::size_t>(t.dst)];
-    if (D.blocked && D.pc == static_cast<std::uint32_t>(t.recv_step)) {
+    if (D.blocked && D.pc == t.recv_step) {
       D.blocked = false;
       if (observer_) emit(t.dst, Lane::Recv, D.pc, std::max(D.wait_since, t.start), now, t.bytes, id);
       ++D.pc;
@@ -550,7 +555,10 @@ class PipelineSimulation {
   int m_ = 0;
   std::vector<int> rank_gpu_;
   std::vector<std::size_t> offsets_;
+  std::vector<ComputeCost> costs_;
   std::vector<Step> steps_;
+  std::vector<int> pair_link_;                 // src rank * ranks + dst rank -> link
+  std::map<std::pair<int, int>, int> gpu_link_;  // (GPU, GPU) -> link
   std::vector<Transfer> transfers_;
   std::vector<RankState> ranks_;
   std::vector<int> grad_count_;

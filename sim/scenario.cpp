@@ -74,6 +74,21 @@ Scenario resolve(const Scenario& in) {
   if (stages > s.model.num_layers())
     throw_bad_input("--pp x --vpp = {} stages but model '{}' has only {} layers; use fewer stages", stages, s.model.name,
                     s.model.num_layers());
+  if (!s.ranges.empty()) {
+    if (static_cast<int>(s.ranges.size()) != stages)
+      throw_bad_input("layer ranges: {} ranges for {} stages; give one range per stage", s.ranges.size(), stages);
+    int next = 0;
+    for (size_t i = 0; i < s.ranges.size(); ++i) {
+      if (s.ranges[i].first != next || s.ranges[i].last < s.ranges[i].first)
+        throw_bad_input("layer ranges: stage {} holds layers {}..{} but must start at layer {} and hold at least one; "
+                        "give contiguous ranges covering every layer",
+                        i, s.ranges[i].first, s.ranges[i].last, next);
+      next = s.ranges[i].last + 1;
+    }
+    if (next != s.model.num_layers())
+      throw_bad_input("layer ranges: they end at layer {} but model '{}' has {} layers; give ranges covering every layer",
+                      next - 1, s.model.name, s.model.num_layers());
+  }
   return s;
 }
 
@@ -93,7 +108,8 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
   const int stages = ev.schedule.num_stages();
 
   const std::vector<LayerRange> ranges =
-      split_layers(s.model, stages, s.split,
+      !s.ranges.empty() ? s.ranges
+                        : split_layers(s.model, stages, s.split,
                    s.split.empty() ? layer_step_costs(s.model, s.workload, pc, s.cluster, cost) : std::vector<double>{});
   std::vector<int> stage_gpu(static_cast<size_t>(stages));
   for (int st = 0; st < stages; ++st) stage_gpu[st] = pipeline_rank_gpu(pc, ev.schedule.placement.rank_of(st));

@@ -25,6 +25,7 @@ struct Scenario {
   std::string schedule = "1f1b";
   int group_size = 0;            // interleaved micro-batch group size (0: p)
   std::vector<int> split;        // transformer blocks per stage (per chunk with vpp); empty: balanced
+  std::vector<LayerRange> ranges;  // exact layer ranges per stage (the planner's); win over `split`
 };
 
 // Throws BadInput naming the option and the fix: GPUs the cluster cannot hold, tp outside a node or not

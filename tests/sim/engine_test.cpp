@@ -97,71 +97,93 @@ TEST_CASE("fifo lane runs one job at a time in push order", "[engine]") {
 }
 
 namespace {
-// Runs flows to completion; returns each flow's completion time and counts stale events.
+// Runs flows to completion: events of kind 0 belong to the links, kind 1 starts a flow of 100 B on link 0
+// whose tag is the event's target. Returns each tag's arrival time and counts the events that brought none.
 struct FlowRun {
   std::vector<double> done;
-  int stale = 0;
+  int other = 0;
 };
 
 FlowRun run_flows(FluidLinks& links, Engine& engine, std::size_t flows) {
   FlowRun r;
   r.done.assign(flows, -1);
   engine.run([&](const EngineEvent& e) {
-    if (e.kind == 1) {  // a delayed start: target = flow, link 0, 100 bytes
-      links.start(engine, e.target, 0, 100, 0);
+    if (e.kind == 1) {
+      links.start(engine, 0, 100, 0, e.target);
       return;
     }
-    if (links.finish(engine, e))
-      r.done[e.target] = engine.now();
+    std::uint32_t tag = 0;
+    if (links.finish(engine, e, tag))
+      r.done[tag] = engine.now();
     else
-      ++r.stale;
+      ++r.other;
   });
   return r;
 }
 }  // namespace
 
-TEST_CASE("a flow alone on a link takes bytes / bandwidth", "[engine]") {
-  // 100 B at 10 B/s started at t = 0: done at 10 s.
+TEST_CASE("a flow alone on a link takes bytes / bandwidth + latency, in one event", "[engine]") {
+  // 100 B at 10 B/s started at t = 0: through at 10 s, plus 2 s latency: arrives at 12 s.
   Engine engine;
   FluidLinks links;
-  int link = links.add_link(10);
-  links.resize_flows(1);
-  links.start(engine, 0, link, 100, 0);
+  int link = links.add_link(10, 2);
+  links.start(engine, link, 100, 0, 0);
   FlowRun r = run_flows(links, engine, 1);
-  CHECK(r.done[0] == 10.0);
-  CHECK(r.stale == 0);
+  CHECK(r.done[0] == 12.0);
+  CHECK(r.other == 0);
+  CHECK(engine.processed() == 1);
 }
 
 TEST_CASE("two flows on one link at once take twice as long", "[engine]") {
-  // Each gets 10/2 = 5 B/s for its 100 B: both done at 20 s instead of 10 s.
+  // Each gets 10/2 = 5 B/s for its 100 B: both through at 20 s instead of 10 s, then 2 s latency.
   Engine engine;
   FluidLinks links;
-  int link = links.add_link(10);
-  links.resize_flows(2);
-  links.start(engine, 0, link, 100, 0);
-  links.start(engine, 1, link, 100, 0);
+  int link = links.add_link(10, 2);
+  links.start(engine, link, 100, 0, 0);
+  links.start(engine, link, 100, 0, 1);
   CHECK(links.active(link) == 2);
   FlowRun r = run_flows(links, engine, 2);
-  CHECK(r.done[0] == 20.0);
-  CHECK(r.done[1] == 20.0);
-  CHECK(r.stale == 1);  // flow 0's first completion (at 10 s, alone) was superseded
+  CHECK(r.done[0] == 22.0);
+  CHECK(r.done[1] == 22.0);
+  // Flow 0's first event (alone: 12 s) was superseded; each left the shared link at 20 s (one event
+  // each) and arrived at 22 s.
+  CHECK(r.other == 3);
   CHECK(links.active(link) == 0);
 }
 
 TEST_CASE("a flow joining later re-times the one already on the link", "[engine]") {
-  // Link 10 B/s. Flow 0 (100 B) starts at 0, alone until 5 s: 50 B left. Flow 1 (100 B) joins at 5 s:
-  // both at 5 B/s; flow 0 ends at 5 + 50/5 = 15 s, when flow 1 has 100 - 50 = 50 B left, now alone at
-  // 10 B/s: ends at 15 + 50/10 = 20 s.
+  // Link 10 B/s, no latency. Flow 0 (100 B) starts at 0, alone until 5 s: 50 B left. Flow 1 (100 B)
+  // joins at 5 s: both at 5 B/s; flow 0 ends at 5 + 50/5 = 15 s, when flow 1 has 100 - 50 = 50 B left,
+  // now alone at 10 B/s: ends at 15 + 50/10 = 20 s.
   Engine engine;
   FluidLinks links;
   links.add_link(10);
-  links.resize_flows(2);
-  links.start(engine, 0, 0, 100, 0);
+  links.start(engine, 0, 100, 0, 0);
   engine.at(5.0, 1, 1);
   FlowRun r = run_flows(links, engine, 2);
   CHECK(r.done[0] == Approx(15.0).epsilon(1e-12));
   CHECK(r.done[1] == Approx(20.0).epsilon(1e-12));
-  CHECK(r.stale == 2);  // flow 0's event at 10 s and flow 1's at 25 s
+  CHECK(r.other == 2);  // flow 0's event at 10 s and flow 1's at 25 s
+  CHECK(links.flow_slots() == 2);
+}
+
+TEST_CASE("a flow in its latency no longer shares the link", "[engine]") {
+  // Link 10 B/s, 5 s latency. Flow 0 (100 B) is through at 10 s and arrives at 15 s. Flow 1 starts at
+  // 12 s and has the bandwidth to itself: through at 22 s, arrives at 27 s. Flow slots are reused.
+  Engine engine;
+  FluidLinks links;
+  links.add_link(10, 5);
+  links.start(engine, 0, 100, 0, 0);
+  engine.at(12.0, 1, 1);
+  FlowRun r = run_flows(links, engine, 2);
+  CHECK(r.done[0] == 15.0);
+  CHECK(r.done[1] == 27.0);
+  CHECK(r.other == 0);
+  CHECK(links.flow_slots() == 2);  // flow 0 was still arriving when flow 1 started
+  engine.at(30.0, 1, 0);
+  r = run_flows(links, engine, 1);
+  CHECK(r.done[0] == 45.0);
+  CHECK(links.flow_slots() == 2);
 }
 
 TEST_CASE("flows on different links do not share", "[engine]") {
@@ -169,35 +191,35 @@ TEST_CASE("flows on different links do not share", "[engine]") {
   FluidLinks links;
   int a = links.add_link(10);
   int b = links.add_link(20);
-  links.resize_flows(2);
-  links.start(engine, 0, a, 100, 0);
-  links.start(engine, 1, b, 100, 0);
+  links.start(engine, a, 100, 0, 0);
+  links.start(engine, b, 100, 0, 1);
   FlowRun r = run_flows(links, engine, 2);
   CHECK(r.done[0] == 10.0);
   CHECK(r.done[1] == 5.0);
 }
 
-TEST_CASE("an infinite link or an empty flow completes at once", "[engine]") {
+TEST_CASE("an infinite link or an empty flow takes the latency only", "[engine]") {
   Engine engine;
   FluidLinks links;
   int fast = links.add_link(std::numeric_limits<double>::infinity());
-  int slow = links.add_link(1);
-  links.resize_flows(2);
+  int slow = links.add_link(1, 0.5);
   engine.at(3.0, 2, 0);
+  std::vector<double> done(2, -1);
   engine.run([&](const EngineEvent& e) {
     if (e.kind == 2) {
-      links.start(engine, 0, fast, 1e12, 0);
-      links.start(engine, 1, slow, 0, 0);
+      links.start(engine, fast, 1e12, 0, 0);
+      links.start(engine, slow, 0, 0, 1);
       return;
     }
-    REQUIRE(links.finish(engine, e));
-    CHECK(engine.now() == 3.0);
+    std::uint32_t tag = 9;
+    REQUIRE(links.finish(engine, e, tag));
+    done[tag] = engine.now();
   });
-  CHECK(engine.processed() == 3);
+  CHECK(done == std::vector<double>{3.0, 3.5});
   CHECK(links.active(slow) == 0);
 }
 
-TEST_CASE("a link needs a positive bandwidth", "[engine]") {
+TEST_CASE("a link needs a positive bandwidth and a latency >= 0", "[engine]") {
   FluidLinks links;
   try {
     links.add_link(0);
@@ -205,5 +227,11 @@ TEST_CASE("a link needs a positive bandwidth", "[engine]") {
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::BadInput);
     CHECK(std::string(e.what()) == "link bandwidth 0 B/s: must be > 0 (give the link a positive bandwidth)");
+  }
+  try {
+    links.add_link(1, -1);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "link latency -1 s: must be a finite number >= 0");
   }
 }

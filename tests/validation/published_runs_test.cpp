@@ -84,6 +84,7 @@ Prediction predict(const nlohmann::json& run, const CostModel& cost) {
   s.workload.seq_len = run.at("seq_len");
   s.workload.sequence_parallel = run.at("sequence_parallel");
   s.workload.recompute = recompute_from_string(run.at("recompute").get<std::string>().c_str());
+  s.workload.flash_attention = run.value("flash_attention", false);
   s.global_batch_size = run.at("global_batch_size");
   s.schedule = run.at("schedule");
   if (run.contains("split")) s.split = run.at("split").get<std::vector<int>>();
