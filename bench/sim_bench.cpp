@@ -2,8 +2,9 @@
 // actions), against a bare longest-path pass over the same dependency graph with Boost.Graph.
 //
 //   BM_Simulate          simulate() on the lowered schedule (lowering not timed), no observer.
-//   BM_LongestPathBuild  building the Boost.Graph DAG (timed separately).
-//   BM_LongestPath       topological sort + relaxation on the built DAG.
+//   BM_LongestPathBuild  building the Boost.Graph DAG (adjacency_list), timed apart from the pass.
+//   BM_LongestPath       topological sort + relaxation on that adjacency_list (built beforehand).
+//   BM_LongestPathCsr    the same pass on a compressed_sparse_row_graph (contiguous edges).
 //
 // The DAG: one node per lowered action; edges along each rank's order (weight: the action's compute
 // time; a send or receive does not hold the stream) and from each send to its receive (weight: latency
@@ -12,6 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/graph/topological_sort.hpp>
 
 #include <algorithm>
@@ -46,8 +48,8 @@ const Setup& setup() {
     spec.chunks = kChunks;
     Setup out;
     out.input.schedule = lower(make_schedule(spec));
-    // Per rank: F 4 ms, B 4 ms, W 4 ms, split over v chunks; 16 MB boundary tensors (45 us... 645 us on
-    // the link alone), 1 GB of activations per micro-batch and chunk.
+    // Per rank: F 4 ms, B 4 ms, W 4 ms, split over v chunks; 16 MB boundary tensors (5 us + 640 us on
+    // the link alone); 1 GB of activations per micro-batch and rank.
     StageCost c;
     c.forward_s = 4e-3 / kChunks;
     c.backward_input_s = 4e-3 / kChunks;
@@ -70,20 +72,24 @@ const Setup& setup() {
   return s;
 }
 
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-                                    boost::property<boost::edge_weight_t, double>>;
-
-struct Dag {
-  Graph graph;
+// The dependency graph as an edge list: one node per lowered action.
+struct EdgeList {
+  std::size_t nodes = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> edges;
+  std::vector<double> weights;
   std::vector<double> tail;  // a node's own compute time, added after its last incoming edge
 };
 
-Dag build_dag(const SimInput& in) {
+EdgeList dependency_edges(const SimInput& in) {
   const Schedule& s = in.schedule;
   const int stages = s.num_stages(), m = s.microbatches;
   std::vector<std::size_t> offset(s.ranks.size() + 1, 0);
   for (std::size_t r = 0; r < s.ranks.size(); ++r) offset[r + 1] = offset[r] + s.ranks[r].size();
-  Dag dag{Graph(offset.back()), std::vector<double>(offset.back(), 0.0)};
+  EdgeList out;
+  out.nodes = offset.back();
+  out.tail.assign(out.nodes, 0.0);
+  out.edges.reserve(out.nodes * 4 / 3);
+  out.weights.reserve(out.nodes * 4 / 3);
   auto duration = [&](const Action& a) {
     const StageCost& c = in.stages[static_cast<size_t>(a.stage)];
     switch (a.op) {
@@ -107,34 +113,58 @@ Dag build_dag(const SimInput& in) {
     for (std::size_t i = 0; i < s.ranks[r].size(); ++i) {
       const Action& a = s.ranks[r][i];
       const std::size_t node = offset[r] + i;
-      dag.tail[node] = duration(a);
-      if (i + 1 < s.ranks[r].size()) boost::add_edge(node, node + 1, dag.tail[node], dag.graph);
+      out.tail[node] = duration(a);
+      if (i + 1 < s.ranks[r].size()) {
+        out.edges.emplace_back(node, node + 1);
+        out.weights.push_back(out.tail[node]);
+      }
       if (a.op == Op::RecvF || a.op == Op::RecvB) {
         const int from = a.op == Op::RecvF ? a.stage - 1 : a.stage + 1;
         const std::int64_t sender =
             (a.op == Op::RecvF ? send_f : send_b)[static_cast<size_t>(from) * m + a.microbatch];
         const double bytes = in.stages[static_cast<size_t>(std::min(a.stage, from))].output_bytes;
-        boost::add_edge(static_cast<std::size_t>(sender), node, kLatency + bytes / kBandwidth, dag.graph);
+        out.edges.emplace_back(static_cast<std::size_t>(sender), node);
+        out.weights.push_back(kLatency + bytes / kBandwidth);
       }
     }
-  return dag;
+  return out;
+}
+
+using AdjacencyGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                             boost::property<boost::edge_weight_t, double>>;
+struct Weight {
+  double w = 0;
+};
+using CsrGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, Weight>;
+
+AdjacencyGraph adjacency_graph(const EdgeList& el) {
+  AdjacencyGraph g(el.nodes);
+  for (std::size_t e = 0; e < el.edges.size(); ++e)
+    boost::add_edge(el.edges[e].first, el.edges[e].second, el.weights[e], g);
+  return g;
+}
+
+CsrGraph csr_graph(const EdgeList& el) {
+  std::vector<Weight> w(el.weights.size());
+  for (std::size_t e = 0; e < w.size(); ++e) w[e].w = el.weights[e];
+  return CsrGraph(boost::edges_are_unsorted_multi_pass, el.edges.begin(), el.edges.end(), w.begin(), el.nodes);
 }
 
 // Longest path from time 0: topological order, then relax every edge once.
-double longest_path(const Dag& dag) {
-  std::vector<Graph::vertex_descriptor> order;
-  order.reserve(boost::num_vertices(dag.graph));
-  boost::topological_sort(dag.graph, std::back_inserter(order));  // reverse topological order
-  std::vector<double> start(boost::num_vertices(dag.graph), 0.0);
-  const auto weight = boost::get(boost::edge_weight, dag.graph);
+template <class Graph, class WeightMap>
+double longest_path(const Graph& g, WeightMap weight, const std::vector<double>& tail) {
+  std::vector<typename boost::graph_traits<Graph>::vertex_descriptor> order;
+  order.reserve(boost::num_vertices(g));
+  boost::topological_sort(g, std::back_inserter(order));  // reverse topological order
+  std::vector<double> start(boost::num_vertices(g), 0.0);
   double makespan = 0;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const auto u = *it;
-    for (auto [e, end] = boost::out_edges(u, dag.graph); e != end; ++e) {
-      const auto v = boost::target(*e, dag.graph);
-      start[v] = std::max(start[v], start[u] + weight[*e]);
+    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
+      const auto v = boost::target(*e, g);
+      start[v] = std::max(start[v], start[u] + boost::get(weight, *e));
     }
-    makespan = std::max(makespan, start[u] + dag.tail[u]);
+    makespan = std::max(makespan, start[u] + tail[u]);
   }
   return makespan;
 }
@@ -157,8 +187,8 @@ BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 void BM_LongestPathBuild(benchmark::State& state) {
   const Setup& s = setup();
   for (auto _ : state) {
-    Dag dag = build_dag(s.input);
-    benchmark::DoNotOptimize(dag.tail.data());
+    AdjacencyGraph g = adjacency_graph(dependency_edges(s.input));
+    benchmark::DoNotOptimize(&g);
   }
   state.counters["nodes"] = static_cast<double>(s.actions);
 }
@@ -166,19 +196,37 @@ BENCHMARK(BM_LongestPathBuild)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void BM_LongestPath(benchmark::State& state) {
   const Setup& s = setup();
-  const Dag dag = build_dag(s.input);
+  const EdgeList el = dependency_edges(s.input);
+  const AdjacencyGraph g = adjacency_graph(el);
   double makespan = 0;
   for (auto _ : state) {
-    makespan = longest_path(dag);
+    makespan = longest_path(g, boost::get(boost::edge_weight, g), el.tail);
     benchmark::DoNotOptimize(makespan);
   }
-  state.counters["nodes"] = static_cast<double>(boost::num_vertices(dag.graph));
-  state.counters["edges"] = static_cast<double>(boost::num_edges(dag.graph));
+  state.counters["nodes"] = static_cast<double>(boost::num_vertices(g));
+  state.counters["edges"] = static_cast<double>(boost::num_edges(g));
   state.counters["actions_per_s"] =
       benchmark::Counter(static_cast<double>(s.actions), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["makespan_s"] = makespan;
 }
 BENCHMARK(BM_LongestPath)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void BM_LongestPathCsr(benchmark::State& state) {
+  const Setup& s = setup();
+  const EdgeList el = dependency_edges(s.input);
+  const CsrGraph g = csr_graph(el);
+  double makespan = 0;
+  for (auto _ : state) {
+    makespan = longest_path(g, boost::get(&Weight::w, g), el.tail);
+    benchmark::DoNotOptimize(makespan);
+  }
+  state.counters["nodes"] = static_cast<double>(boost::num_vertices(g));
+  state.counters["edges"] = static_cast<double>(boost::num_edges(g));
+  state.counters["actions_per_s"] =
+      benchmark::Counter(static_cast<double>(s.actions), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["makespan_s"] = makespan;
+}
+BENCHMARK(BM_LongestPathCsr)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 }  // namespace
 

@@ -21,8 +21,11 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     runners[app.get_subcommands({}).back()] = std::move(runner);
   };
   add(add_simulate_command);
+  add(add_plan_command);
   add(add_models_command);
   add(add_clusters_command);
+  add(add_run_command);
+  add(add_profile_command);
   try {
     app.parse(argc, argv);
     for (auto& [sub, runner] : runners)

@@ -10,7 +10,10 @@ namespace pw {
 using CommandRunner = std::function<void(std::ostream& out)>;
 
 CommandRunner add_simulate_command(CLI::App& app);
+CommandRunner add_plan_command(CLI::App& app);
 CommandRunner add_models_command(CLI::App& app);
 CommandRunner add_clusters_command(CLI::App& app);
+CommandRunner add_run_command(CLI::App& app);
+CommandRunner add_profile_command(CLI::App& app);
 
 }  // namespace pw

@@ -29,7 +29,7 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   const Scenario& s = ev.scenario;
   const ParallelConfig& pc = s.parallel;
   const Metrics& m = ev.metrics;
-  out << fmt::format("{} on {}: {} GPUs (tp {}, pp {}, dp {}{}), schedule {}\n", s.model.name, s.cluster.name, pc.gpus(),
+  out << fmt::format("{} on {}: {} GPU{} (tp {}, pp {}, dp {}{}), schedule {}\n", s.model.name, s.cluster.name, pc.gpus(), pc.gpus() == 1 ? "" : "s",
                      pc.tp, pc.pp, pc.dp, pc.vpp > 1 ? fmt::format(", vpp {}", pc.vpp) : "", s.schedule);
   // Explicit-cost models have no sequence length of their own unless --seq-len gives one.
   const std::string tokens = s.workload.seq_len > 1 ? fmt::format(" of {} tokens", s.workload.seq_len) : "";

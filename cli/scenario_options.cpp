@@ -6,10 +6,14 @@
 
 namespace pw {
 
-void ScenarioOptions::add_to(CLI::App& cmd) {
-  cmd.add_option("--model", model, "Model preset (see `pipewright models`), Hugging Face config.json or pipewright model JSON")
-      ->required();
-  cmd.add_option("--cluster", cluster, "Cluster preset (see `pipewright clusters`) or cluster JSON")->required();
+void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
+  auto* model_opt = cmd.add_option(
+      "--model", model, "Model preset (see `pipewright models`), Hugging Face config.json or pipewright model JSON");
+  auto* cluster_opt = cmd.add_option("--cluster", cluster, "Cluster preset (see `pipewright clusters`) or cluster JSON");
+  if (model_and_cluster_required) {
+    model_opt->required();
+    cluster_opt->required();
+  }
   cmd.add_option("--tp", tp, "Tensor-parallel degree (inside a node)");
   cmd.add_option("--pp", pp, "Pipeline-parallel degree (ranks)");
   cmd.add_option("--dp", dp, "Data-parallel degree");
@@ -24,6 +28,7 @@ void ScenarioOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
   cmd.add_flag("--flash-attention", flash_attention, "Fused attention: no s x s scores stored (FlashAttention)");
+  cmd.add_option("--cost-param", cost_params, "Override a cost-model parameter, NAME=VALUE (docs/cost-model.md); repeatable");
   cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
 }
 
@@ -58,7 +63,15 @@ auto load_for_option(const char* option, const std::string& value, Loader load) 
 
 }  // namespace
 
+AnalyticCostModel ScenarioOptions::cost_model() const {
+  AnalyticCostParams params;
+  for (const std::string& assignment : cost_params) set_param(params, assignment);
+  return AnalyticCostModel(params);
+}
+
 Scenario ScenarioOptions::to_scenario() const {
+  if (model.empty()) throw_bad_input("--model: give a model preset, config.json or pipewright model JSON");
+  if (cluster.empty()) throw_bad_input("--cluster: give a cluster preset or cluster JSON");
   Scenario s;
   s.model = load_for_option("--model", model, load_model);
   s.cluster = load_for_option("--cluster", cluster, load_cluster);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "core/analytic_cost_model.hpp"
 #include "sim/scenario.hpp"
 
 namespace pw {
@@ -24,10 +25,15 @@ struct ScenarioOptions {
   bool no_sequence_parallel = false;
   bool flash_attention = false;
   int group_size = 0;
+  std::vector<std::string> cost_params;  // NAME=VALUE overrides of the analytic cost model
 
-  void add_to(CLI::App& cmd);
+  // `model_and_cluster_required` false: --model and --cluster may be left out (another option, such as
+  // simulate --plan, gives the scenario); to_scenario() then asks for them.
+  void add_to(CLI::App& cmd, bool model_and_cluster_required = true);
   // Loads the model and cluster and parses the split; BadInput on anything wrong.
   Scenario to_scenario() const;
+  // The analytic cost model with the --cost-param overrides applied.
+  AnalyticCostModel cost_model() const;
 };
 
 // "24,24,24,24" -> {24, 24, 24, 24}; BadInput naming --split otherwise.

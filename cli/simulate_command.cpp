@@ -4,9 +4,11 @@
 
 #include "cli/commands.hpp"
 #include "cli/evaluation_report.hpp"
+#include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
+#include "planner/plan_file.hpp"
 #include "sim/chrome_trace.hpp"
 #include "sim/event_recorder.hpp"
 #include "sim/timeline.hpp"
@@ -20,16 +22,33 @@ struct SimulateOptions {
   bool timeline = false;
   int timeline_width = 100;
   std::string trace;
+  std::string plan;  // a plan file (pipewright plan --out) instead of the scenario options
 };
 
-// An output path must not be one of the user's inputs.
-void check_output_path(const std::string& out, const ScenarioOptions& o, const char* option) {
-  namespace fs = std::filesystem;
-  for (const std::string& in : {o.model, o.cluster}) {
-    std::error_code ec;
-    if (fs::exists(in, ec) && fs::exists(out, ec) && fs::equivalent(in, out, ec))
-      throw_bad_input("{}: '{}' is an input of this command; write the output to another file", option, out);
-  }
+// The scenario options a plan file replaces; giving one with --plan would be ambiguous.
+constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--pp", "--dp", "--vpp", "--microbatches",
+                                      "--global-batch-size", "--micro-batch-size", "--seq-len", "--schedule", "--split",
+                                      "--recompute", "--no-sequence-parallel", "--flash-attention", "--group-size"};
+
+// The plan's scenario and cost model (its overrides, then the command line's); BadInput when the plan's
+// action lists are not what this pipewright generates for its schedule (the metrics would not match).
+Scenario scenario_from_plan(const SimulateOptions& o, AnalyticCostParams& params) {
+  const PlanDocument doc = load_plan(o.plan);
+  for (const std::string& assignment : doc.cost_overrides) set_param(params, assignment);
+  for (const std::string& assignment : o.scenario.cost_params) set_param(params, assignment);
+  const Scenario resolved = resolve(doc.scenario);
+  ScheduleSpec spec;
+  spec.name = resolved.schedule;
+  spec.ranks = resolved.parallel.pp;
+  spec.microbatches = resolved.parallel.microbatches;
+  spec.chunks = chunks_per_rank(resolved.schedule, resolved.parallel.vpp);
+  spec.group_size = resolved.group_size;
+  const Schedule generated = make_schedule(spec);
+  if (generated.ranks != doc.schedule.ranks || generated.placement.stage_rank != doc.schedule.placement.stage_rank)
+    throw_bad_input("--plan: {} was written by pipewright {} and its {} action lists differ from what this pipewright "
+                    "generates; plan again",
+                    o.plan, doc.pipewright_version, resolved.schedule);
+  return doc.scenario;
 }
 
 // Observers the command needs at once.
@@ -57,9 +76,10 @@ class FanOut : public SimObserver {
 };
 
 void run_simulate(const SimulateOptions& o, std::ostream& out) {
-  const Scenario scenario = o.scenario.to_scenario();
-  if (!o.trace.empty()) check_output_path(o.trace, o.scenario, "--trace");
-  const AnalyticCostModel cost;
+  AnalyticCostParams params;
+  const Scenario scenario = o.plan.empty() ? o.scenario.to_scenario() : scenario_from_plan(o, params);
+  if (!o.trace.empty()) check_output_path(o.trace, {o.scenario.model, o.scenario.cluster, o.plan}, "--trace");
+  const AnalyticCostModel cost = o.plan.empty() ? o.scenario.cost_model() : AnalyticCostModel(params);
 
   std::unique_ptr<ChromeTraceWriter> trace;
   std::unique_ptr<EventRecorder> recorder;
@@ -92,12 +112,19 @@ void run_simulate(const SimulateOptions& o, std::ostream& out) {
 CommandRunner add_simulate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("simulate", "Simulate one training iteration of a configuration");
   auto opts = std::make_shared<SimulateOptions>();
-  opts->scenario.add_to(*cmd);
+  opts->scenario.add_to(*cmd, /*model_and_cluster_required=*/false);
+  cmd->add_option("--plan", opts->plan, "Simulate the plan in this file (pipewright plan --out) instead of --model, ...");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
   cmd->add_option("--trace", opts->trace, "Write a Chrome trace / Perfetto JSON timeline to this file");
   cmd->add_flag("--timeline", opts->timeline, "Print the schedule's timeline in the terminal");
   cmd->add_option("--timeline-width", opts->timeline_width, "Columns of the terminal timeline")->check(CLI::Range(20, 1000));
-  return [opts](std::ostream& out) { run_simulate(*opts, out); };
+  return [opts, cmd](std::ostream& out) {
+    if (!opts->plan.empty())
+      for (const char* name : kPlanFixes)
+        if (cmd->get_option(name)->count() > 0)
+          throw_bad_input("--plan: the plan file gives the scenario; drop {} (only --cost-param adds to a plan)", name);
+    run_simulate(*opts, out);
+  };
 }
 
 }  // namespace pw

@@ -40,6 +40,56 @@ void validate(const AnalyticCostParams& p) {
   check_non_negative("memory_reserve_bytes", p.memory_reserve_bytes);
 }
 
+namespace {
+
+struct ParamField {
+  const char* name;
+  double AnalyticCostParams::*field;
+};
+
+constexpr ParamField kParamFields[] = {
+    {"gemm_efficiency", &AnalyticCostParams::gemm_efficiency},
+    {"attention_efficiency", &AnalyticCostParams::attention_efficiency},
+    {"memory_efficiency", &AnalyticCostParams::memory_efficiency},
+    {"kernel_overhead_s", &AnalyticCostParams::kernel_overhead_s},
+    {"collective_efficiency", &AnalyticCostParams::collective_efficiency},
+    {"p2p_efficiency", &AnalyticCostParams::p2p_efficiency},
+    {"tp_overlap", &AnalyticCostParams::tp_overlap},
+    {"optimizer_bytes_per_parameter", &AnalyticCostParams::optimizer_bytes_per_parameter},
+    {"weight_bytes_per_parameter", &AnalyticCostParams::weight_bytes_per_parameter},
+    {"grad_bytes_per_parameter", &AnalyticCostParams::grad_bytes_per_parameter},
+    {"optimizer_state_bytes_per_parameter", &AnalyticCostParams::optimizer_state_bytes_per_parameter},
+    {"memory_reserve_bytes", &AnalyticCostParams::memory_reserve_bytes},
+};
+
+}  // namespace
+
+void set_param(AnalyticCostParams& params, const std::string& name, double value) {
+  std::string known;
+  for (const ParamField& f : kParamFields) {
+    if (name == f.name) {
+      params.*f.field = value;
+      return;
+    }
+    known += known.empty() ? f.name : std::string(", ") + f.name;
+  }
+  throw_bad_input("--cost-param: unknown parameter '{}'; known: {}", name, known);
+}
+
+void set_param(AnalyticCostParams& params, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  double value = 0;
+  size_t used = 0;
+  try {
+    if (eq != std::string::npos) value = std::stod(assignment.substr(eq + 1), &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (eq == std::string::npos || eq == 0 || used == 0 || used != assignment.size() - eq - 1)
+    throw_bad_input("--cost-param: '{}' is not NAME=VALUE; for example gemm_efficiency=0.65", assignment);
+  set_param(params, assignment.substr(0, eq), value);
+}
+
 AnalyticCostModel::AnalyticCostModel(AnalyticCostParams params) : params_(params) { validate(params_); }
 
 double AnalyticCostModel::compute_time(const PhaseWork& work, const GpuSpec& gpu) const {

@@ -37,6 +37,12 @@ struct AnalyticCostParams {
   double memory_reserve_bytes = 3e9;
 };
 
+// Sets one parameter by its field name ("gemm_efficiency", ...): the form `--cost-param NAME=VALUE` takes.
+// Throws BadInput naming the known fields for an unknown one.
+void set_param(AnalyticCostParams& params, const std::string& name, double value);
+// "name=value" -> set_param; BadInput when the text is not of that form.
+void set_param(AnalyticCostParams& params, const std::string& assignment);
+
 class AnalyticCostModel : public CostModel {
  public:
   explicit AnalyticCostModel(AnalyticCostParams params = {});

@@ -1,5 +1,6 @@
 #include "core/cluster.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -76,6 +77,23 @@ double read_quantity(const JsonFields& f, const std::string& key) {
   return x;
 }
 
+GpuSpec read_gpu(const JsonFields& g) {
+  g.reject_unknown({"name", "peak_tflops", "memory_bytes", "hbm_bytes_per_s"});
+  GpuSpec gpu;
+  gpu.name = g.string("name");
+  gpu.peak_flops = g.positive_number("peak_tflops") * 1e12;
+  gpu.memory_bytes = read_quantity(g, "memory_bytes");
+  gpu.hbm_bytes_per_s = read_quantity(g, "hbm_bytes_per_s");
+  return gpu;
+}
+
+nlohmann::ordered_json gpu_json(const GpuSpec& gpu) {
+  return {{"name", gpu.name},
+          {"peak_tflops", gpu.peak_flops / 1e12},
+          {"memory_bytes", number_json(gpu.memory_bytes)},
+          {"hbm_bytes_per_s", number_json(gpu.hbm_bytes_per_s)}};
+}
+
 LinkSpec read_link(const JsonFields& parent, const std::string& key) {
   const JsonFields f = parent.object(key);
   f.reject_unknown({"bandwidth_bytes_per_s", "latency_s"});
@@ -119,7 +137,25 @@ LinkSpec Cluster::link(int a, int b) const {
   return node_of(a) == node_of(b) ? intra_node : inter_node;
 }
 
-double Cluster::memory_limit() const { return ideal ? kInf : gpu.memory_bytes; }
+const GpuSpec& Cluster::gpu_at(int global_rank) const {
+  if (node_groups.empty()) return gpu;
+  int node = node_of(global_rank);
+  if (global_rank >= 0)
+    for (const NodeGroup& g : node_groups) {
+      if (node < g.nodes) return g.gpu;
+      node -= g.nodes;
+    }
+  throw_runtime("cluster '{}': GPU {} is outside its {} nodes of {} GPUs", name, global_rank, nodes, gpus_per_node);
+}
+
+double Cluster::memory_limit() const {
+  if (ideal) return kInf;
+  double limit = gpu.memory_bytes;
+  for (const NodeGroup& g : node_groups) limit = std::min(limit, g.gpu.memory_bytes);
+  return limit;
+}
+
+double Cluster::memory_limit_at(int global_rank) const { return ideal ? kInf : gpu_at(global_rank).memory_bytes; }
 
 void Cluster::check_capacity(int gpus) const {
   if (nodes <= 0) return;
@@ -146,20 +182,42 @@ Cluster cluster_preset(const std::string& name) {
   return it->second;
 }
 
+// A mixed cluster lists its node groups in node order instead of one "gpu":
+//   "node_groups": [{"nodes": 2, "gpu": {...A100...}}, {"nodes": 2, "gpu": {...H100...}}]
+// (nodes 0-1 hold A100s, nodes 2-3 H100s). "nodes" may then be left out; given, it must be their sum.
 Cluster cluster_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json j = parse_json_text(text, source);
   const JsonFields f(j, source);
-  f.reject_unknown({"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "ideal", "measured_links"});
+  f.reject_unknown({"name", "nodes", "gpus_per_node", "gpu", "node_groups", "intra_node", "inter_node", "ideal",
+                    "measured_links"});
   Cluster c;
   c.name = f.string("name");
-  c.nodes = static_cast<int>(f.non_negative_integer("nodes"));
   c.gpus_per_node = f.positive_int("gpus_per_node");
-  const JsonFields g = f.object("gpu");
-  g.reject_unknown({"name", "peak_tflops", "memory_bytes", "hbm_bytes_per_s"});
-  c.gpu.name = g.string("name");
-  c.gpu.peak_flops = g.positive_number("peak_tflops") * 1e12;
-  c.gpu.memory_bytes = read_quantity(g, "memory_bytes");
-  c.gpu.hbm_bytes_per_s = read_quantity(g, "hbm_bytes_per_s");
+  if (f.has("node_groups")) {
+    if (f.has("gpu"))
+      throw_bad_input("{}: give either \"gpu\" (one GPU type) or \"node_groups\" (mixed types), not both", source);
+    const nlohmann::json& groups = f.required("node_groups");
+    if (!groups.is_array() || groups.empty())
+      f.fail("node_groups", "must be a non-empty array of {\"nodes\": N, \"gpu\": {...}} objects");
+    int total = 0;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const JsonFields gf(groups[i], source, fmt::format("node_groups[{}].", i));
+      gf.reject_unknown({"nodes", "gpu"});
+      NodeGroup group;
+      group.nodes = gf.positive_int("nodes");
+      group.gpu = read_gpu(gf.object("gpu"));
+      total += group.nodes;
+      c.node_groups.push_back(group);
+    }
+    c.nodes = total;
+    if (f.has("nodes") && f.non_negative_integer("nodes") != total)
+      f.fail("nodes", fmt::format("is {} but the node groups hold {} nodes; give {} or leave it out",
+                                  f.non_negative_integer("nodes"), total, total));
+    c.gpu = c.node_groups.front().gpu;
+  } else {
+    c.nodes = static_cast<int>(f.non_negative_integer("nodes"));
+    c.gpu = read_gpu(f.object("gpu"));
+  }
   c.intra_node = read_link(f, "intra_node");
   c.inter_node = read_link(f, "inter_node");
   c.ideal = f.boolean("ideal", false);
@@ -178,10 +236,13 @@ std::string cluster_to_json_text(const Cluster& c) {
   j["name"] = c.name;
   j["nodes"] = c.nodes;
   j["gpus_per_node"] = c.gpus_per_node;
-  j["gpu"] = {{"name", c.gpu.name},
-              {"peak_tflops", c.gpu.peak_flops / 1e12},
-              {"memory_bytes", number_json(c.gpu.memory_bytes)},
-              {"hbm_bytes_per_s", number_json(c.gpu.hbm_bytes_per_s)}};
+  if (c.node_groups.empty()) {
+    j["gpu"] = gpu_json(c.gpu);
+  } else {
+    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+    for (const NodeGroup& g : c.node_groups) groups.push_back({{"nodes", g.nodes}, {"gpu", gpu_json(g.gpu)}});
+    j["node_groups"] = groups;
+  }
   const auto link = [](const LinkSpec& l) {
     return nlohmann::ordered_json{{"bandwidth_bytes_per_s", number_json(l.bandwidth_bytes_per_s)},
                                   {"latency_s", l.latency_s}};

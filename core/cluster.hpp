@@ -14,6 +14,12 @@ struct GpuSpec {
   double hbm_bytes_per_s = 0;
 };
 
+// A run of consecutive nodes with one GPU type: a mixed cluster is a list of them, in node order.
+struct NodeGroup {
+  int nodes = 0;
+  GpuSpec gpu;
+};
+
 struct LinkSpec {
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
@@ -35,12 +41,21 @@ struct Cluster {
   LinkSpec inter_node;
   bool ideal = false;  // free, instant communication and no memory limit
   std::optional<LinkMatrix> measured;
+  // Mixed GPU types (the cluster JSON's "node_groups" instead of "gpu"): node 0 onwards, group by
+  // group. Empty: every node has `gpu`. When set, `nodes` is their sum and `gpu` the first group's
+  // GPU, for code that reads one GPU type (such code should use gpu_at).
+  std::vector<NodeGroup> node_groups;
 
   int node_of(int global_rank) const { return global_rank / gpus_per_node; }
+  // The GPU type at a global rank. Throws a runtime error for a rank past the node groups
+  // (check_capacity() rejects such configurations first).
+  const GpuSpec& gpu_at(int global_rank) const;
   // The link between two GPUs (global ranks); the measured matrix wins where it covers both.
   LinkSpec link(int a, int b) const;
-  // Memory limit of a GPU; infinity for the ideal cluster.
+  // Memory limit of a GPU; infinity for the ideal cluster. With node groups, the smallest of theirs.
   double memory_limit() const;
+  // Memory limit of the GPU at a global rank (its own type's memory); infinity for the ideal cluster.
+  double memory_limit_at(int global_rank) const;
   // Throws BadInput when `gpus` GPUs do not fit (fixed node count too small).
   void check_capacity(int gpus) const;
 };

@@ -52,10 +52,25 @@ struct Layer {
   std::optional<ExplicitCosts> explicit_costs;  // set iff kind == Explicit
 };
 
+// An extra data edge of a layer graph, besides the chain i -> i + 1: layer `to` also reads the output
+// of layer `from` (a skip connection, an encoder output that every decoder layer reads). A pipeline
+// relays the tensor through the stages in between, so it crosses every stage boundary between `from`
+// and `to`. Edges without bytes carry `from`'s own output, which crosses a boundary once however many
+// of them need it there (an encoder output read by every decoder layer is relayed once); an edge with
+// bytes is a tensor of its own.
+struct LayerEdge {
+  int from = 0;
+  int to = 0;
+  std::optional<double> bytes;  // what `to` receives per micro-batch (per tp rank); absent: from's output
+
+  friend bool operator==(const LayerEdge&, const LayerEdge&) = default;
+};
+
 struct Model {
   std::string name;
   std::optional<TransformerConfig> transformer;  // absent when every layer is Explicit
   std::vector<Layer> layers;
+  std::vector<LayerEdge> edges;  // empty: a chain (the common case)
 
   int num_layers() const { return static_cast<int>(layers.size()); }
   // Number of transformer blocks (the layers --split counts); every layer for explicit models.
@@ -74,7 +89,9 @@ std::vector<std::string> model_preset_names();
 Model model_preset(const std::string& name);
 
 // Reads a Hugging Face config.json (llama, mistral, qwen2, gpt2, gpt_neox) or a pipewright
-// model JSON ({"name", "layers": [...]} or {"name", "transformer": {...}}) from text.
+// model JSON ({"name", "layers": [...]} or {"name", "transformer": {...}}) from text. A pipewright
+// model JSON may add "edges": [[from, to], [from, to, bytes], ...] (layer indices, from < to): a layer
+// graph's data edges besides the chain (see LayerEdge).
 // `source` names the file in error messages.
 Model model_from_json_text(const std::string& text, const std::string& source);
 // A preset name, a path to a JSON file, or a folder holding a config.json (a Hugging Face snapshot).

@@ -1,4 +1,6 @@
 // pipewright's own model JSON: a transformer shape, or a list of layers with explicit costs.
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -63,23 +65,55 @@ Layer read_explicit_layer(const nlohmann::json& j, const std::string& source, si
   return Layer{f.optional_string("name").value_or(fmt::format("layer{}", i)), LayerKind::Explicit, c};
 }
 
+// "edges": [[from, to], [from, to, bytes], ...]; indices into the layer list, from < to.
+std::vector<LayerEdge> read_edges(const nlohmann::json& edges, const std::string& source, int layers) {
+  if (!edges.is_array())
+    throw_bad_input("{}: edges must be an array of [from, to] or [from, to, bytes] layer pairs", source);
+  std::vector<LayerEdge> out;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const nlohmann::json& e = edges[i];
+    const bool shape = e.is_array() && (e.size() == 2 || e.size() == 3) && e[0].is_number_integer() &&
+                       e[1].is_number_integer() && (e.size() == 2 || e[2].is_number());
+    if (!shape)
+      throw_bad_input("{}: edges[{}] is {}; give [from, to] or [from, to, bytes] with layer indices", source, i, e.dump());
+    LayerEdge edge;
+    const long from = e[0].get<long>(), to = e[1].get<long>();
+    if (from < 0 || to >= layers || from >= to)
+      throw_bad_input("{}: edges[{}] is [{}, {}]; give layer indices with 0 <= from < to < {} (data flows forward)",
+                      source, i, from, to, layers);
+    edge.from = static_cast<int>(from);
+    edge.to = static_cast<int>(to);
+    if (e.size() == 3) {
+      const double bytes = e[2].get<double>();
+      if (!(bytes >= 0) || !std::isfinite(bytes))
+        throw_bad_input("{}: edges[{}] has bytes {}; give a number >= 0", source, i, bytes);
+      edge.bytes = bytes;
+    }
+    out.push_back(edge);
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace detail {
 Model model_from_pipewright_json(const nlohmann::json& j, const std::string& source) {
   const JsonFields top(j, source);
-  top.reject_unknown({"name", "layers", "transformer"});
+  top.reject_unknown({"name", "layers", "transformer", "edges"});
   const std::string name = top.optional_string("name").value_or(model_name_from_source(source));
   if (top.has("layers") && top.has("transformer"))
     throw_bad_input("{}: give either \"layers\" or \"transformer\", not both", source);
-  if (top.has("transformer")) return make_transformer_model(name, read_transformer(top.object("transformer")));
-
-  const nlohmann::json& layers = top.required("layers");
-  if (!layers.is_array() || layers.empty())
-    throw_bad_input("{}: layers must be a non-empty array of layer objects", source);
   Model m;
-  m.name = name;
-  for (size_t i = 0; i < layers.size(); ++i) m.layers.push_back(read_explicit_layer(layers[i], source, i));
+  if (top.has("transformer")) {
+    m = make_transformer_model(name, read_transformer(top.object("transformer")));
+  } else {
+    const nlohmann::json& layers = top.required("layers");
+    if (!layers.is_array() || layers.empty())
+      throw_bad_input("{}: layers must be a non-empty array of layer objects", source);
+    m.name = name;
+    for (size_t i = 0; i < layers.size(); ++i) m.layers.push_back(read_explicit_layer(layers[i], source, i));
+  }
+  if (top.has("edges")) m.edges = read_edges(top.required("edges"), source, m.num_layers());
   return m;
 }
 }  // namespace detail
@@ -122,6 +156,15 @@ std::string model_to_json_text(const Model& model) {
       layers.push_back(o);
     }
     j["layers"] = layers;
+  }
+  if (!model.edges.empty()) {
+    nlohmann::ordered_json edges = nlohmann::ordered_json::array();
+    for (const LayerEdge& e : model.edges) {
+      nlohmann::ordered_json pair = nlohmann::ordered_json::array({e.from, e.to});
+      if (e.bytes) pair.push_back(*e.bytes);
+      edges.push_back(pair);
+    }
+    j["edges"] = edges;
   }
   return j.dump(2) + "\n";
 }

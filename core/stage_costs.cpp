@@ -139,13 +139,14 @@ LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {
 std::vector<double> layer_step_costs(const Model& model, const Workload& w, const ParallelConfig& pc,
                                      const Cluster& cluster, const CostModel& cost, int first_gpu) {
   const LinkSpec tp_link = group_link(cluster, first_gpu, 1, pc.tp);
+  const GpuSpec& gpu = cluster.gpu_at(first_gpu);
   std::vector<double> out;
   out.reserve(model.layers.size());
   for (const Layer& layer : model.layers) {
     const LayerWork work = layer_work(model, layer, w);
     double t = 0;
     for (Phase ph : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
-      t += cost.phase_time(layer, work, ph, cluster.gpu, tp_link, pc.tp);
+      t += cost.phase_time(layer, work, ph, gpu, tp_link, pc.tp);
     out.push_back(t);
   }
   return out;
@@ -170,17 +171,32 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     StageCost& sc = out[s];
     sc.layers = r;
     const LinkSpec tp_link = group_link(cluster, stage_gpu[s], 1, pc.tp);
+    const GpuSpec& gpu = cluster.gpu_at(stage_gpu[s]);  // mixed clusters: this stage's own GPU type
     for (int i = r.first; i <= r.last; ++i) {
       const Layer& layer = model.layers[i];
       const LayerWork& lw = work[i];
-      sc.forward_s += cost.phase_time(layer, lw, Phase::Forward, cluster.gpu, tp_link, pc.tp);
-      sc.backward_input_s += cost.phase_time(layer, lw, Phase::BackwardInput, cluster.gpu, tp_link, pc.tp);
-      sc.backward_weight_s += cost.phase_time(layer, lw, Phase::BackwardWeight, cluster.gpu, tp_link, pc.tp);
+      sc.forward_s += cost.phase_time(layer, lw, Phase::Forward, gpu, tp_link, pc.tp);
+      sc.backward_input_s += cost.phase_time(layer, lw, Phase::BackwardInput, gpu, tp_link, pc.tp);
+      sc.backward_weight_s += cost.phase_time(layer, lw, Phase::BackwardWeight, gpu, tp_link, pc.tp);
       sc.activation_bytes += lw.activation_bytes;
       sc.weight_grad_bytes += lw.weight_grad_bytes;
       sc.parameters += lw.parameters;
     }
     sc.output_bytes = work[r.last].output_bytes;
+    // A layer graph's edges that cross this boundary are relayed through it: each source's output once
+    // (edges without bytes carry it; the last layer's own is counted above), each edge with bytes apart.
+    if (r.last + 1 < model.num_layers()) {
+      std::vector<int> relayed;
+      for (const LayerEdge& e : model.edges) {
+        if (e.from > r.last || e.to <= r.last) continue;
+        if (e.bytes) {
+          sc.output_bytes += *e.bytes;
+        } else if (e.from != r.last && std::find(relayed.begin(), relayed.end(), e.from) == relayed.end()) {
+          relayed.push_back(e.from);
+          sc.output_bytes += work[e.from].output_bytes;
+        }
+      }
+    }
     sc.reserved_bytes = s < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0;  // ideal: no memory overheads
     sc.model_state_bytes = sc.parameters * state_per_param + sc.reserved_bytes;
 
@@ -190,10 +206,10 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     if (pc.distributed_optimizer) {
       sc.grad_reduce_s = cost.collective_time(CollectiveKind::ReduceScatter, grads, pc.dp, dp_link) +
                          cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, pc.dp, dp_link);
-      sc.optimizer_s = cost.optimizer_step_time(sc.parameters / std::max(pc.dp, 1), cluster.gpu);
+      sc.optimizer_s = cost.optimizer_step_time(sc.parameters / std::max(pc.dp, 1), gpu);
     } else {
       sc.grad_reduce_s = cost.collective_time(CollectiveKind::AllReduce, grads, pc.dp, dp_link);
-      sc.optimizer_s = cost.optimizer_step_time(sc.parameters, cluster.gpu);
+      sc.optimizer_s = cost.optimizer_step_time(sc.parameters, gpu);
     }
   }
   return out;

@@ -12,24 +12,57 @@ namespace pw {
 
 namespace {
 
+enum class Chunks {
+  One,  // one stage per rank
+  Vpp,  // --vpp stages per rank, loop placement
+  Two,  // two stages per rank in V order
+};
+
 struct Family {
   const char* name;
   Schedule (*build)(const ScheduleSpec&);
-  bool chunked;  // uses --vpp chunks per rank
+  Chunks chunks;
 };
 
 // Sorted by name: schedule_names() and the unknown-name message list them in this order.
 constexpr Family kFamilies[] = {
-    {"1f1b", make_1f1b, false},
-    {"gpipe", make_gpipe, false},
-    {"interleaved", make_interleaved, true},
-    {"zb-h1", make_zb_h1, false},
+    {"1f1b", make_1f1b, Chunks::One},
+    {"bfs", make_bfs, Chunks::Vpp},
+    {"dualpipev", make_dualpipev, Chunks::Two},
+    {"gpipe", make_gpipe, Chunks::One},
+    {"interleaved", make_interleaved, Chunks::Vpp},
+    {"v-half", make_v_half, Chunks::Two},
+    {"v-min", make_v_min, Chunks::Two},
+    {"zb-auto", make_zb_auto, Chunks::One},
+    {"zb-h1", make_zero_bubble, Chunks::One},
+    {"zb-h2", make_zero_bubble, Chunks::One},
+    {"zb-v", make_zb_v, Chunks::Two},
 };
 
 const Family& find_family(const std::string& name) {
   for (const Family& f : kFamilies)
     if (name == f.name) return f;
   throw_bad_input("--schedule: unknown schedule '{}'; known: {}", name, fmt::join(schedule_names(), ", "));
+}
+
+bool is_zero_bubble_h(const std::string& name) { return name == "zb-h1" || name == "zb-h2"; }
+
+// The chunk count the family runs, or BadInput when --vpp asks for something else.
+int checked_chunks(const Family& family, int vpp) {
+  switch (family.chunks) {
+    case Chunks::Vpp: return vpp;
+    case Chunks::Two:
+      if (vpp != 1 && vpp != 2)
+        throw_bad_input("--vpp: {} runs exactly 2 chunks per rank in V order, got {}; omit --vpp or use --vpp 2",
+                        family.name, vpp);
+      return 2;
+    case Chunks::One:
+      if (vpp != 1)
+        throw_bad_input("--vpp: {} runs one chunk per rank, got {}; use --schedule interleaved for --vpp {}",
+                        family.name, vpp, vpp);
+      return 1;
+  }
+  return 1;
 }
 
 }  // namespace
@@ -41,7 +74,12 @@ std::vector<std::string> schedule_names() {
   return names;
 }
 
-int chunks_per_rank(const std::string& name, int vpp) { return find_family(name).chunked ? vpp : 1; }
+int chunks_per_rank(const std::string& name, int vpp) {
+  const Family& family = find_family(name);
+  // A loop family given --vpp 2 or more is the caller's to report: 1 tells it the family is unchunked.
+  if (family.chunks == Chunks::One) return 1;
+  return checked_chunks(family, vpp);
+}
 
 Schedule empty_schedule(const ScheduleSpec& spec, int chunks) {
   Schedule s;
@@ -52,18 +90,22 @@ Schedule empty_schedule(const ScheduleSpec& spec, int chunks) {
   return s;
 }
 
+Schedule empty_v_schedule(const ScheduleSpec& spec) {
+  Schedule s = empty_schedule(spec, 2);
+  s.placement = Placement::v(spec.ranks);
+  return s;
+}
+
 Schedule make_schedule(const ScheduleSpec& spec) {
   const Family& family = find_family(spec.name);
   if (spec.ranks < 1) throw_bad_input("--pp: needs at least 1 pipeline rank, got {}", spec.ranks);
   if (spec.microbatches < 1) throw_bad_input("--microbatches: needs at least 1 micro-batch, got {}", spec.microbatches);
-  if (!family.chunked && spec.chunks != 1)
-    throw_bad_input("--vpp: {} runs one chunk per rank, got {}; use --schedule interleaved for --vpp {}", spec.name,
-                    spec.chunks, spec.chunks);
-  if (!family.chunked && spec.group_size != 0)
-    throw_bad_input("--group-size: only interleaved groups micro-batches; omit it for --schedule {}",
+  checked_chunks(family, spec.chunks);
+  if (spec.name != "interleaved" && spec.group_size != 0)
+    throw_bad_input("--group-size: only interleaved groups micro-batches; omit it for --schedule {}", spec.name);
+  if (spec.max_pending != 0 && !is_zero_bubble_h(spec.name))
+    throw_bad_input("--max-pending: only zb-h1 and zb-h2 limit pending backward passes; omit it for --schedule {}",
                     spec.name);
-  if (spec.max_pending != 0 && spec.name != "zb-h1")
-    throw_bad_input("--max-pending: only zb-h1 limits pending backward passes; omit it for --schedule {}", spec.name);
   return family.build(spec);
 }
 

@@ -70,7 +70,7 @@ void ChromeTraceWriter::on_event(const SimEvent& e) {
                      {"cat", to_string(e.lane)},
                      {"ph", "X"},
                      {"ts", ts},
-                     {"dur", micros(e.end_s) - ts},
+                     {"dur", std::round((micros(e.end_s) - ts) * 1e3) / 1e3},
                      {"pid", e.rank},
                      {"tid", tid_of(e.lane)},
                      {"args", std::move(args)}});

@@ -1,6 +1,8 @@
 #include "sim/engine.hpp"
 
+#include <bit>
 #include <cmath>
+#include <algorithm>
 #include <utility>
 
 #include "core/error.hpp"
@@ -8,50 +10,47 @@
 namespace pw {
 namespace {
 
-inline bool earlier(const EngineEvent& a, const EngineEvent& b) {
-  return a.time < b.time || (a.time == b.time && a.seq < b.seq);
+inline std::uint64_t key_of(double time) { return std::bit_cast<std::uint64_t>(time); }
+
+inline int bucket_of(std::uint64_t key, std::uint64_t last) {
+  return key == last ? 0 : 64 - std::countl_zero(key ^ last);
 }
 
 }  // namespace
 
-void EventQueue::push(double time, std::uint32_t kind, std::uint32_t target, std::uint32_t version) {
-  EngineEvent e{time, next_seq_++, kind, target, version};
-  // Sift up with a hole instead of swaps: one copy per level.
-  std::size_t i = heap_.size();
-  heap_.push_back(e);
-  EngineEvent* h = heap_.data();
-  while (i > 0) {
-    std::size_t parent = (i - 1) / 2;
-    if (!earlier(e, h[parent])) break;
-    h[i] = h[parent];
-    i = parent;
-  }
-  h[i] = e;
+void EventQueue::refuse(double time) const {
+  throw_runtime("simulator: event at {} s pushed before the last one taken ({} s)", time,
+                std::bit_cast<double>(last_));
 }
 
 EngineEvent EventQueue::pop() {
-  EngineEvent out = heap_.front();
-  EngineEvent last = heap_.back();
-  heap_.pop_back();
-  const std::size_t n = heap_.size();
-  if (n == 0) return out;
-  EngineEvent* h = heap_.data();
-  std::size_t i = 0;
-  for (;;) {
-    std::size_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && earlier(h[child + 1], h[child])) ++child;
-    if (!earlier(h[child], last)) break;
-    h[i] = h[child];
-    i = child;
+  std::vector<EngineEvent>& zero = buckets_[0];
+  if (head0_ == zero.size()) {
+    zero.clear();
+    head0_ = 0;
+    const int b = 1 + std::countr_zero(occupied_);
+    occupied_ &= ~(std::uint64_t{1} << (b - 1));
+    std::vector<EngineEvent>& from = buckets_[b];
+    last_ = least_[b];
+    least_[b] = ~std::uint64_t{0};
+    // In order, so that equal times keep their push order.
+    for (const EngineEvent& e : from) {
+      const std::uint64_t key = key_of(e.time);
+      const int to = bucket_of(key, last_);
+      buckets_[to].push_back(e);
+      if (to > 0) {
+        occupied_ |= std::uint64_t{1} << (to - 1);
+        least_[to] = std::min(least_[to], key);
+      }
+    }
+    from.clear();
   }
-  h[i] = last;
-  return out;
+  --size_;
+  return zero[head0_++];
 }
 
-void Engine::at(double time, std::uint32_t kind, std::uint32_t target, std::uint32_t version) {
-  if (!(time >= now_)) throw_runtime("simulator: event at {} s scheduled in the past (now {} s)", time, now_);
-  queue_.push(time, kind, target, version);
+void Engine::refuse(double time) const {
+  throw_runtime("simulator: event at {} s scheduled in the past (now {} s)", time, now_);
 }
 
 bool FifoLane::try_start(std::uint32_t& job) {

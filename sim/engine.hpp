@@ -4,49 +4,81 @@
 // lanes (one job at a time, FIFO) and links whose bandwidth is shared equally by the flows on them.
 // Events are small PODs, dispatched by a handler the model passes to run() as a template argument, so
 // the hot path has no std::function, no virtual call and no allocation per event.
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 namespace pw {
 
 // What happens (kind, target) is the model's business. `version` lets the model recognise an event that
-// a later re-timing superseded. `seq` is the order of scheduling: among events at the same time the
-// earlier scheduled runs first, so a run is deterministic.
+// a later re-timing superseded. Among events at the same time the earlier scheduled runs first, so a run
+// is deterministic.
 struct EngineEvent {
   double time = 0;
-  std::uint64_t seq = 0;
   std::uint32_t kind = 0;
   std::uint32_t target = 0;
   std::uint32_t version = 0;
 };
 
-// Binary min-heap on (time, seq).
+// A monotone priority queue on (time, order of pushing): a radix heap on the bits of the time (for
+// doubles >= 0 the bit patterns order like the values). A simulation never schedules before the event it
+// is handling, so pushes are O(1) and a pop moves each event down a few of 65 buckets over its life.
+// Events with equal times come out in push order. Pushing a time earlier than the last popped one throws
+// Runtime; so does a negative or NaN time.
 class EventQueue {
  public:
-  void reserve(std::size_t n) { heap_.reserve(n); }
-  void push(double time, std::uint32_t kind, std::uint32_t target, std::uint32_t version = 0);
+  EventQueue() { std::fill(std::begin(least_), std::end(least_), ~std::uint64_t{0}); }
+  void reserve(std::size_t n) { buckets_[0].reserve(n); }
+  void push(double time, std::uint32_t kind, std::uint32_t target, std::uint32_t version = 0) {
+    time += 0.0;  // -0 becomes +0
+    const std::uint64_t key = std::bit_cast<std::uint64_t>(time);
+    if (!(time >= 0) || key < last_) [[unlikely]]
+      refuse(time);
+    const int b = key == last_ ? 0 : 64 - std::countl_zero(key ^ last_);
+    buckets_[b].push_back(EngineEvent{time, kind, target, version});
+    if (b > 0) {
+      occupied_ |= std::uint64_t{1} << (b - 1);
+      least_[b] = std::min(least_[b], key);
+    }
+    ++size_;
+    ++pushed_;
+  }
   EngineEvent pop();  // the earliest; the queue must not be empty
-  const EngineEvent& top() const { return heap_.front(); }
-  bool empty() const { return heap_.empty(); }
-  std::size_t size() const { return heap_.size(); }
-  std::uint64_t pushed() const { return next_seq_; }
+  bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
+  std::uint64_t pushed() const { return pushed_; }
 
  private:
-  std::vector<EngineEvent> heap_;
-  std::uint64_t next_seq_ = 0;
+  [[noreturn]] void refuse(double time) const;
+  static constexpr int kBuckets = 65;
+  // Bucket 0 holds the events at the last popped time (a FIFO from head0_); bucket b > 0 those whose
+  // highest bit differing from it is bit b - 1.
+  std::vector<EngineEvent> buckets_[kBuckets];
+  std::uint64_t occupied_ = 0;  // bit b - 1: bucket b > 0 holds events
+  std::uint64_t least_[kBuckets];  // smallest key in bucket b > 0; all ones when it is empty
+  std::size_t head0_ = 0;
+  std::uint64_t last_ = 0;
+  std::size_t size_ = 0;
+  std::uint64_t pushed_ = 0;
 };
 
 class Engine {
  public:
   double now() const { return now_; }
   // Schedules an event at `time`; a time before now() throws Runtime (the clock never runs backwards).
-  void at(double time, std::uint32_t kind, std::uint32_t target, std::uint32_t version = 0);
+  void at(double time, std::uint32_t kind, std::uint32_t target, std::uint32_t version = 0) {
+    if (!(time >= now_)) [[unlikely]]
+      refuse(time);
+    queue_.push(time, kind, target, version);
+  }
   void after(double delay, std::uint32_t kind, std::uint32_t target, std::uint32_t version = 0) {
     at(now_ + delay, kind, target, version);
   }
-  // Runs events in (time, seq) order until none is left; the clock is at the event's time when
-  // handler(const EngineEvent&) is called, and the handler may schedule more.
+  // Runs events in (time, order of scheduling) order until none is left; the clock is at the event's
+  // time when handler(const EngineEvent&) is called, and the handler may schedule more.
   template <class Handler>
   void run(Handler&& handler) {
     while (!queue_.empty()) {
@@ -62,6 +94,7 @@ class Engine {
   void reserve(std::size_t events) { queue_.reserve(events); }
 
  private:
+  [[noreturn]] void refuse(double time) const;
   EventQueue queue_;
   double now_ = 0;
   std::uint64_t processed_ = 0;

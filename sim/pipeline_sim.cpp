@@ -43,20 +43,20 @@ constexpr int kOpsPerStage = 4;  // F, B, W, BW: ComputeCost index stage * 4 + o
 
 // One entry of a rank's lowered list: 8 bytes, so that the hot loop streams through them.
 struct Step {
-  std::uint32_t index = 0;  // Compute: into the compute costs; Send/Recv: into the transfers
+  std::uint32_t index = 0;  // Compute: into the compute costs; Send/Recv: the transfer id
   StepKind kind = StepKind::Compute;
 };
 
-struct Transfer {
-  double start = 0;
+// A stage boundary in one direction: the tensor that crosses it, and the ranks and link it crosses.
+// Transfers are numbered by the sender's (stage, micro-batch), forward ones first, so that a receive
+// finds its send without a search and the per-transfer state is one byte.
+struct Boundary {
   double bytes = 0;
-  std::int32_t src = 0;
-  std::int32_t dst = 0;
-  std::int32_t link = 0;
-  std::uint32_t send_step = 0;     // index in the sender's list
-  std::uint32_t recv_step = kNone; // index in the receiver's list
-  bool arrived = false;
+  std::int32_t src = -1;
+  std::int32_t dst = -1;
+  std::int32_t link = -1;
 };
+enum TransferFlag : std::uint8_t { kSent = 1, kReceived = 2, kArrived = 4 };
 
 struct RankState {
   const Step* steps = nullptr;
@@ -66,6 +66,7 @@ struct RankState {
   double wait_since = 0;
   double compute_start = 0;
   double collective_start = 0;
+  double send_start = 0;  // of the transfer on the send lane (one at a time)
   double bytes = 0;
   double peak_bytes = 0;
   int held = 0;
@@ -78,7 +79,7 @@ struct RankState {
   FifoLane collective;
 };
 
-bool valid_time(double s) { return std::isfinite(s) && s >= 0; }
+bool finite_non_negative(double s) { return std::isfinite(s) && s >= 0; }
 
 void check_stage_costs(const std::vector<StageCost>& stages) {
   for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -89,7 +90,7 @@ void check_stage_costs(const std::vector<StageCost>& stages) {
         {"optimizer_s", c.optimizer_s},     {"activation_bytes", c.activation_bytes},
         {"weight_grad_bytes", c.weight_grad_bytes}, {"output_bytes", c.output_bytes}};
     for (const auto& [name, value] : fields)
-      if (!valid_time(value))
+      if (!finite_non_negative(value))
         throw_bad_input("stage costs: stage {} {} is {}; it must be a finite number >= 0", s, name, value);
     if (c.weight_grad_bytes > c.activation_bytes)
       throw_bad_input("stage costs: stage {} weight_grad_bytes ({}) exceeds activation_bytes ({}); it is the part of "
@@ -144,17 +145,34 @@ class PipelineSimulation {
       for (Op op : {Op::F, Op::B, Op::W, Op::BW}) costs_.push_back(cost_of(op, s));
 
     const auto um = static_cast<std::size_t>(m_);
-    const std::size_t keys = static_cast<std::size_t>(num_stages_) * um;
-    std::vector<std::uint32_t> send_f(keys, kNone), send_b(keys, kNone);  // by the sender's (stage, mb)
-    std::vector<std::uint8_t> done(keys, 0);  // bit 0: forward output computed, bit 1: input gradient
+    keys_ = static_cast<std::size_t>(num_stages_) * um;
+    if (2 * keys_ >= kNone) throw_bad_input("schedule {}: too many stages x micro-batches", schedule_.name);
+    flags_.assign(2 * keys_, 0);
+    pair_link_.assign(static_cast<std::size_t>(num_ranks_) * static_cast<std::size_t>(num_ranks_), -1);
+    boundaries_.assign(2 * static_cast<std::size_t>(num_stages_), Boundary{});
+    for (int s = 0; s < num_stages_; ++s) {
+      for (bool fwd : {true, false}) {
+        const int to = fwd ? s + 1 : s - 1;
+        if (to < 0 || to >= num_stages_) continue;
+        Boundary& b = boundaries_[boundary_index(fwd, s)];
+        b.src = schedule_.placement.rank_of(s);
+        b.dst = schedule_.placement.rank_of(to);
+        // The tensor between stages s and s+1 has the shape of stage s's output, in both directions
+        // (the gradient of stage s+1's input is the size of that input).
+        b.bytes = in_.stages[static_cast<std::size_t>(fwd ? s : to)].output_bytes;
+        if (b.src != b.dst) b.link = link_between(b.src, b.dst);
+      }
+    }
+    std::vector<std::uint8_t> done(keys_, 0);  // bit 0: forward output computed, bit 1: input gradient
+    std::vector<std::size_t> sends(static_cast<std::size_t>(num_ranks_), 0);
+    std::size_t num_sends = 0, num_recvs = 0;
 
     offsets_.assign(static_cast<std::size_t>(num_ranks_) + 1, 0);
     for (int r = 0; r < num_ranks_; ++r)
       offsets_[static_cast<std::size_t>(r) + 1] =
           offsets_[static_cast<std::size_t>(r)] + schedule_.ranks[static_cast<std::size_t>(r)].size();
-    steps_.resize(offsets_.back());
     if (offsets_.back() >= kNone) throw_bad_input("schedule {}: too many actions", schedule_.name);
-    pair_link_.assign(static_cast<std::size_t>(num_ranks_) * static_cast<std::size_t>(num_ranks_), -1);
+    steps_.resize(offsets_.back());
 
     for (int r = 0; r < num_ranks_; ++r) {
       const auto& list = schedule_.ranks[static_cast<std::size_t>(r)];
@@ -202,66 +220,38 @@ class PipelineSimulation {
             if (!(done[key] & (fwd ? 1 : 2)))
               throw_bad_input("schedule {}: rank {} has {} before the action that computes its tensor", schedule_.name,
                               r, to_text(a));
-            auto& slot = fwd ? send_f[key] : send_b[key];
-            if (slot != kNone) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
-            const int dst = schedule_.placement.rank_of(to_stage);
-            if (dst == r)
+            if (schedule_.placement.rank_of(to_stage) == r)
               throw_bad_input("schedule {}: rank {} has {}, but stages {} and {} are both on it; no send is needed",
                               schedule_.name, r, to_text(a), a.stage, to_stage);
-            slot = static_cast<std::uint32_t>(transfers_.size());
-            Transfer t;
-            t.src = r;
-            t.dst = dst;
-            // The boundary tensor between stages s and s+1 has the shape of stage s's output, in both
-            // directions (the gradient of stage s+1's input is the size of that input).
-            t.bytes = in_.stages[static_cast<std::size_t>(fwd ? a.stage : to_stage)].output_bytes;
-            t.link = link_between(r, dst);
-            t.send_step = static_cast<std::uint32_t>(i);
+            const std::uint32_t id = transfer_id(fwd, a.stage, a.microbatch);
+            if (flags_[id] & kSent) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
+            flags_[id] |= kSent;
             st.kind = StepKind::Send;
-            st.index = slot;
-            transfers_.push_back(t);
+            st.index = id;
+            ++sends[static_cast<std::size_t>(r)];
+            ++num_sends;
             break;
           }
           case Op::RecvF:
-          case Op::RecvB:
-            st.kind = StepKind::Recv;  // matched below, once every send is known
+          case Op::RecvB: {
+            const bool fwd = a.op == Op::RecvF;
+            const int from_stage = fwd ? a.stage - 1 : a.stage + 1;
+            if (from_stage < 0 || from_stage >= num_stages_)
+              throw_bad_input("schedule {}: rank {} has {} but no rank sends it", schedule_.name, r, to_text(a));
+            const std::uint32_t id = transfer_id(fwd, from_stage, a.microbatch);
+            if (flags_[id] & kReceived) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
+            flags_[id] |= kReceived;  // the placement puts the receiving stage on r
+            st.kind = StepKind::Recv;
+            st.index = id;
+            ++num_recvs;
             break;
+          }
         }
       }
     }
-
-    for (int r = 0; r < num_ranks_; ++r) {
-      const auto& list = schedule_.ranks[static_cast<std::size_t>(r)];
-      Step* steps = steps_.data() + offsets_[static_cast<std::size_t>(r)];
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        if (steps[i].kind != StepKind::Recv) continue;
-        const Action& a = list[i];
-        const bool fwd = a.op == Op::RecvF;
-        const int from_stage = fwd ? a.stage - 1 : a.stage + 1;
-        std::uint32_t id = kNone;
-        if (from_stage >= 0 && from_stage < num_stages_) {
-          const std::size_t key = static_cast<std::size_t>(from_stage) * um + static_cast<std::size_t>(a.microbatch);
-          id = fwd ? send_f[key] : send_b[key];
-        }
-        if (id == kNone)
-          throw_bad_input("schedule {}: rank {} has {} but no rank sends it", schedule_.name, r, to_text(a));
-        Transfer& t = transfers_[id];
-        if (t.recv_step != kNone) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
-        if (t.dst != r)
-          throw_bad_input("schedule {}: rank {} has {}, but stage {} is on rank {}", schedule_.name, r, to_text(a),
-                          a.stage, t.dst);
-        t.recv_step = static_cast<std::uint32_t>(i);
-        steps[i].index = id;
-      }
-    }
-    for (const Transfer& t : transfers_)
-      if (t.recv_step == kNone)
-        throw_bad_input("schedule {}: rank {} has {} but rank {} never receives it", schedule_.name, t.src,
-                        to_text(schedule_.ranks[static_cast<std::size_t>(t.src)][t.send_step]), t.dst);
+    if (num_sends != num_recvs || !all_matched()) report_unmatched();
 
     ranks_.assign(static_cast<std::size_t>(num_ranks_), RankState{});
-    std::vector<std::size_t> sends(static_cast<std::size_t>(num_ranks_), 0);
-    for (const Transfer& t : transfers_) ++sends[static_cast<std::size_t>(t.src)];
     for (int r = 0; r < num_ranks_; ++r) {
       RankState& R = ranks_[static_cast<std::size_t>(r)];
       R.steps = steps_.data() + offsets_[static_cast<std::size_t>(r)];
@@ -271,6 +261,52 @@ class PipelineSimulation {
     }
     grad_count_.assign(static_cast<std::size_t>(num_stages_), 0);
     engine_.reserve(static_cast<std::size_t>(num_ranks_) * 4 + 64);
+  }
+
+  std::size_t boundary_index(bool fwd, int from_stage) const {
+    return (fwd ? 0 : static_cast<std::size_t>(num_stages_)) + static_cast<std::size_t>(from_stage);
+  }
+  std::uint32_t transfer_id(bool fwd, int from_stage, int mb) const {
+    const std::size_t within = static_cast<std::size_t>(from_stage) * static_cast<std::size_t>(m_) +
+                               static_cast<std::size_t>(mb);
+    return static_cast<std::uint32_t>((fwd ? 0 : keys_) + within);
+  }
+  struct TransferKey {
+    bool fwd;
+    int from_stage;
+    int mb;
+  };
+  TransferKey decode(std::uint32_t id) const {
+    const bool fwd = id < keys_;
+    const auto rest = static_cast<std::uint32_t>(fwd ? id : id - keys_);
+    const auto um = static_cast<std::uint32_t>(m_);
+    return {fwd, static_cast<int>(rest / um), static_cast<int>(rest % um)};
+  }
+  const Boundary& boundary_of(const TransferKey& k) const { return boundaries_[boundary_index(k.fwd, k.from_stage)]; }
+  static Action send_action(const TransferKey& k) { return Action{k.fwd ? Op::SendF : Op::SendB, k.from_stage, k.mb}; }
+
+  // Every send has its receive when each transfer has both or neither.
+  bool all_matched() const {
+    for (std::uint8_t f : flags_)
+      if (((f & kSent) != 0) != ((f & kReceived) != 0)) return false;
+    return true;
+  }
+
+  [[noreturn]] void report_unmatched() const {
+    for (std::uint32_t id = 0; id < flags_.size(); ++id) {
+      if ((flags_[id] & (kSent | kReceived)) != kReceived) continue;
+      const TransferKey k = decode(id);
+      const int to = k.fwd ? k.from_stage + 1 : k.from_stage - 1;
+      throw_bad_input("schedule {}: rank {} has {} but no rank sends it", schedule_.name, boundary_of(k).dst,
+                      to_text(Action{k.fwd ? Op::RecvF : Op::RecvB, to, k.mb}));
+    }
+    for (std::uint32_t id = 0; id < flags_.size(); ++id) {
+      if ((flags_[id] & (kSent | kReceived)) != kSent) continue;
+      const TransferKey k = decode(id);
+      throw_bad_input("schedule {}: rank {} has {} but rank {} never receives it", schedule_.name, boundary_of(k).src,
+                      to_text(send_action(k)), boundary_of(k).dst);
+    }
+    throw_runtime("schedule {}: sends and receives do not pair up", schedule_.name);
   }
 
   static int op_slot(Op op) { return op == Op::F ? 0 : op == Op::B ? 1 : op == Op::W ? 2 : 3; }
@@ -341,7 +377,7 @@ class PipelineSimulation {
           throw_bad_input("cluster {}: the link from GPU {} to GPU {} has bandwidth {} B/s; give it a positive "
                           "bandwidth_bytes_per_s",
                           in_.cluster.name, ga, gb, spec.bandwidth_bytes_per_s);
-        if (!valid_time(spec.latency_s))
+        if (!finite_non_negative(spec.latency_s))
           throw_bad_input("cluster {}: the link from GPU {} to GPU {} has latency {} s; give it a latency_s >= 0",
                           in_.cluster.name, ga, gb, spec.latency_s);
       }
@@ -391,17 +427,15 @@ class PipelineSimulation {
           try_send(r);
           ++R.pc;
           break;
-        case StepKind::Recv: {
-          const Transfer& t = transfers_[st.index];
-          if (!t.arrived) {
+        case StepKind::Recv:
+          if (!(flags_[st.index] & kArrived)) {
             R.blocked = true;
             R.wait_since = now;
             return;
           }
-          if (observer_) emit(r, Lane::Recv, R.pc, now, now, t.bytes, st.index);
+          if (observer_) emit(r, Lane::Recv, R.pc, now, now, boundary_of(decode(st.index)).bytes, st.index);
           ++R.pc;
           break;
-        }
       }
     }
   }
@@ -431,26 +465,29 @@ class PipelineSimulation {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     std::uint32_t id;
     if (!R.send.try_start(id)) return;
-    Transfer& t = transfers_[id];
-    t.start = engine_.now();
-    R.p2p_sent += t.bytes;
-    links_.start(engine_, t.link, t.bytes, kFlow, id);
+    const Boundary& b = boundary_of(decode(id));
+    R.send_start = engine_.now();
+    R.p2p_sent += b.bytes;
+    links_.start(engine_, b.link, b.bytes, kFlow, id);
   }
 
   void transfer_done(std::uint32_t id) {
-    Transfer& t = transfers_[id];
+    const TransferKey k = decode(id);
+    const Boundary& b = boundary_of(k);
     const double now = engine_.now();
-    t.arrived = true;
+    flags_[id] |= kArrived;
     last_arrival_ = std::max(last_arrival_, now);
-    if (observer_) emit(t.src, Lane::Send, t.send_step, t.start, now, t.bytes, id);
-    ranks_[static_cast<std::size_t>(t.src)].send.finish();
-    try_send(t.src);
-    RankState& D = ranks_[static_cast<std::size_t>(t.dst)];
-    if (D.blocked && D.pc == t.recv_step) {
+    RankState& S = ranks_[static_cast<std::size_t>(b.src)];
+    const double start = S.send_start;  // this transfer's: the lane runs one at a time
+    if (observer_) emit(b.src, Lane::Send, send_action(k), start, now, b.bytes, id);
+    S.send.finish();
+    try_send(b.src);
+    RankState& D = ranks_[static_cast<std::size_t>(b.dst)];
+    if (D.blocked && D.steps[D.pc].index == id) {
       D.blocked = false;
-      if (observer_) emit(t.dst, Lane::Recv, D.pc, std::max(D.wait_since, t.start), now, t.bytes, id);
+      if (observer_) emit(b.dst, Lane::Recv, D.pc, std::max(D.wait_since, start), now, b.bytes, id);
       ++D.pc;
-      advance(t.dst);
+      advance(b.dst);
     }
   }
 
@@ -480,10 +517,14 @@ class PipelineSimulation {
   }
 
   void emit(int r, Lane lane, std::uint32_t index, double start, double end, double bytes, long flow) {
+    emit(r, lane, schedule_.ranks[static_cast<std::size_t>(r)][index], start, end, bytes, flow);
+  }
+
+  void emit(int r, Lane lane, const Action& action, double start, double end, double bytes, long flow) {
     SimEvent e;
     e.rank = r;
     e.lane = lane;
-    e.action = schedule_.ranks[static_cast<std::size_t>(r)][index];
+    e.action = action;
     e.start_s = start;
     e.end_s = end;
     e.bytes = bytes;
@@ -559,7 +600,9 @@ class PipelineSimulation {
   std::vector<Step> steps_;
   std::vector<int> pair_link_;                 // src rank * ranks + dst rank -> link
   std::map<std::pair<int, int>, int> gpu_link_;  // (GPU, GPU) -> link
-  std::vector<Transfer> transfers_;
+  std::size_t keys_ = 0;                 // stages x micro-batches
+  std::vector<Boundary> boundaries_;     // forward from stage s at s, backward from s at stages + s
+  std::vector<std::uint8_t> flags_;      // per transfer: TransferFlag bits
   std::vector<RankState> ranks_;
   std::vector<int> grad_count_;
   double last_arrival_ = 0;

@@ -17,17 +17,22 @@ namespace pw {
 enum class Lane { Compute, Send, Recv, Collective };
 const char* to_string(Lane lane);
 
-// One thing that took time in the simulated world.
+// One thing that took time in the simulated world. By lane:
+//   Compute     one compute action, from its start to its end.
+//   Send        one transfer, from its start on the rank's send lane until it arrives (its bytes cross
+//               the link at a share of the bandwidth, then its latency passes).
+//   Recv        one receive, from when the compute stream is at it and the transfer has started until
+//               the stream can go on: the wait it causes (zero long when the data came first).
+//   Collective  one stage's data-parallel gradient reduction: action op BW, stage = the reduced stage,
+//               microbatch -1 (all of them).
 struct SimEvent {
   int rank = 0;
   Lane lane = Lane::Compute;
-  Action action;          // compute or comm action; for Collective lane: op BW, stage = the reduced stage,
-                          // microbatch -1 (all of them)
-  double start_s = 0;     // Send lane: the transfer starts (the link's latency, then its bytes) ... arrives at
-  double end_s = 0;       // end_s. Recv lane: from when the compute stream is at the receive and the transfer
-                          // has started, until the stream can go on (zero long when the data came first)
-  double bytes = 0;       // transfers and collectives
-  long flow_id = -1;      // links a send to its receive (same id on both)
+  Action action;
+  double start_s = 0;
+  double end_s = 0;
+  double bytes = 0;   // Send/Recv: the tensor's bytes; 0 otherwise (a stage cost gives a reduction's time only)
+  long flow_id = -1;  // links a send to its receive (same id on both)
 
   friend bool operator==(const SimEvent&, const SimEvent&) = default;
 };

@@ -144,14 +144,19 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
     m.throughput_tokens_per_s = m.tokens_per_iteration / m.step_time_s;
     m.model_tflops_per_gpu = m.model_flops_per_iteration / m.step_time_s / gpus / 1e12;
     m.hardware_tflops_per_gpu = m.hardware_flops_per_iteration / m.step_time_s / gpus / 1e12;
-    m.mfu = m.model_tflops_per_gpu * 1e12 / s.cluster.gpu.peak_flops;
-    m.hfu = m.hardware_tflops_per_gpu * 1e12 / s.cluster.gpu.peak_flops;
+    // Mixed clusters: utilisation is against the mean peak of the GPUs in use (every replica repeats
+    // the pipeline's GPU types).
+    double peak = 0;
+    for (int r = 0; r < pc.pp; ++r) peak += s.cluster.gpu_at(pipeline_rank_gpu(pc, r)).peak_flops;
+    peak /= pc.pp;
+    m.mfu = m.model_tflops_per_gpu * 1e12 / peak;
+    m.hfu = m.hardware_tflops_per_gpu * 1e12 / peak;
   }
   m.memory_limit_bytes = s.cluster.memory_limit();
   for (const RankStats& r : ev.sim.ranks) {
     m.peak_memory_bytes = std::max(m.peak_memory_bytes, r.peak_memory_bytes);
-    if (r.peak_memory_bytes > m.memory_limit_bytes)
-      m.overflows.push_back(Overflow{r.rank, r.peak_memory_bytes, m.memory_limit_bytes});
+    const double limit = s.cluster.memory_limit_at(pipeline_rank_gpu(pc, r.rank));
+    if (r.peak_memory_bytes > limit) m.overflows.push_back(Overflow{r.rank, r.peak_memory_bytes, limit});
   }
   return ev;
 }

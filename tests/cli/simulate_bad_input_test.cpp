@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cli_test_util.hpp"
+#include "schedules/generators.hpp"
 
 namespace {
 
@@ -23,6 +24,13 @@ std::string temp_file(const std::string& name, const std::string& text) {
   return path;
 }
 
+// The generators' names, comma-separated, as the message lists them.
+std::string known_schedules() {
+  std::string out;
+  for (const std::string& name : pw::schedule_names()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("an unknown preset names the option and lists the presets") {
@@ -34,7 +42,7 @@ TEST_CASE("an unknown preset names the option and lists the presets") {
               "--cluster: unknown cluster 'dgx-h10'; known clusters: dgx-a100-40gb, dgx-a100-80gb, dgx-h100, hgx-h200, "
               "ideal (or give a path to a cluster JSON file)");
   check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--schedule", "foo", "--microbatches", "8"},
-              "--schedule: unknown schedule 'foo'; known: 1f1b, gpipe, interleaved, zb-h1");
+              "--schedule: unknown schedule 'foo'; known: " + known_schedules());
 }
 
 TEST_CASE("malformed JSON names the file and the byte") {

@@ -197,3 +197,29 @@ TEST_CASE("a GPU without a peak cannot run FLOPs") {
     CHECK(std::string(e.what()) == "gpu blank: peak_flops is 0; give a positive value in the cluster's gpu");
   }
 }
+
+TEST_CASE("cost parameters are set by name, and unknown names or malformed text are refused") {
+  AnalyticCostParams p;
+  set_param(p, "gemm_efficiency=0.65");
+  CHECK(p.gemm_efficiency == 0.65);
+  set_param(p, "memory_reserve_bytes", 2e9);
+  CHECK(p.memory_reserve_bytes == 2e9);
+  try {
+    set_param(p, "gemm=0.5");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          "--cost-param: unknown parameter 'gemm'; known: gemm_efficiency, attention_efficiency, memory_efficiency, "
+          "kernel_overhead_s, collective_efficiency, p2p_efficiency, tp_overlap, optimizer_bytes_per_parameter, "
+          "weight_bytes_per_parameter, grad_bytes_per_parameter, optimizer_state_bytes_per_parameter, "
+          "memory_reserve_bytes");
+  }
+  for (const char* bad : {"gemm_efficiency", "gemm_efficiency=", "=0.5", "gemm_efficiency=0.5x"}) {
+    try {
+      set_param(p, bad);
+      FAIL("no error for " << bad);
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()) == fmt::format("--cost-param: '{}' is not NAME=VALUE; for example gemm_efficiency=0.65", bad));
+    }
+  }
+}

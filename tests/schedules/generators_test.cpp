@@ -32,12 +32,27 @@ ScheduleSpec interleaved(int p, int m, int v, int n = 0) {
 }  // namespace
 
 TEST_CASE("schedule names are sorted and unknown names list them") {
-  CHECK(schedule_names() == std::vector<std::string>{"1f1b", "gpipe", "interleaved", "zb-h1"});
-  CHECK(error_of({"x", 4, 8}) == "--schedule: unknown schedule 'x'; known: 1f1b, gpipe, interleaved, zb-h1");
+  CHECK(schedule_names() == std::vector<std::string>{"1f1b", "bfs", "dualpipev", "gpipe", "interleaved", "v-half",
+                                                     "v-min", "zb-auto", "zb-h1", "zb-h2", "zb-v"});
+  CHECK(error_of({"x", 4, 8}) ==
+        "--schedule: unknown schedule 'x'; known: 1f1b, bfs, dualpipev, gpipe, interleaved, v-half, v-min, zb-auto, "
+        "zb-h1, zb-h2, zb-v");
   CHECK(chunks_per_rank("interleaved", 3) == 3);
+  CHECK(chunks_per_rank("bfs", 4) == 4);
   CHECK(chunks_per_rank("1f1b", 3) == 1);
   CHECK(chunks_per_rank("zb-h1", 2) == 1);
   CHECK(chunks_per_rank("gpipe", 1) == 1);
+  for (const char* v_family : {"zb-v", "v-half", "v-min", "dualpipev"}) {
+    INFO(v_family);
+    CHECK(chunks_per_rank(v_family, 1) == 2);
+    CHECK(chunks_per_rank(v_family, 2) == 2);
+  }
+  try {
+    chunks_per_rank("v-half", 3);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "--vpp: v-half runs exactly 2 chunks per rank in V order, got 3; omit --vpp or use --vpp 2");
+  }
 }
 
 TEST_CASE("spec errors name the flag and the fix") {
@@ -59,12 +74,67 @@ TEST_CASE("spec errors name the flag and the fix") {
   grouped.group_size = 4;
   CHECK(error_of(grouped) == "--group-size: only interleaved groups micro-batches; omit it for --schedule 1f1b");
   ScheduleSpec pending{"zb-h1", 4, 8};
-  pending.max_pending = 8;
-  CHECK(error_of(pending) == "--max-pending: zb-h1 keeps at most --pp (4) backward passes pending; omit it or use 4");
-  pending.max_pending = 4;
-  CHECK_NOTHROW(make_schedule(pending));
+  pending.max_pending = 9;
+  CHECK(error_of(pending) ==
+        "--max-pending: zb-h1 keeps from --pp (4) to 2 x --pp (8) backward passes pending, got 9; use a value in 4..8");
+  pending.name = "zb-h2";
+  pending.max_pending = 3;
+  CHECK(error_of(pending) ==
+        "--max-pending: zb-h2 keeps from --pp (4) to 2 x --pp (8) backward passes pending, got 3; use a value in 4..8");
+  for (int k = 4; k <= 8; ++k) {
+    pending.max_pending = k;
+    CHECK_NOTHROW(make_schedule(pending));
+  }
   pending.name = "gpipe";
-  CHECK(error_of(pending) == "--max-pending: only zb-h1 limits pending backward passes; omit it for --schedule gpipe");
+  CHECK(error_of(pending) ==
+        "--max-pending: only zb-h1 and zb-h2 limit pending backward passes; omit it for --schedule gpipe");
+}
+
+TEST_CASE("constraints of the new families are checked up front, naming the option and the fix") {
+  CHECK(error_of({"bfs", 4, 8}) ==
+        "--vpp: bfs needs at least 2 chunks per rank, got 1; use --vpp 2 or more, or --schedule gpipe");
+  CHECK(error_of({"bfs", 4, 3, 2}) ==
+        "--microbatches: bfs needs at least as many micro-batches as --pp (4), got 3; use 4 or more");
+  CHECK(error_of({"dualpipev", 4, 7}) ==
+        "--microbatches: dualpipev needs at least 2 x --pp (8) micro-batches, got 7; use 8 or more");
+  CHECK_NOTHROW(make_schedule({"dualpipev", 4, 8}));
+  CHECK(error_of({"zb-v", 4, 8, 3}) ==
+        "--vpp: zb-v runs exactly 2 chunks per rank in V order, got 3; omit --vpp or use --vpp 2");
+  CHECK(error_of({"v-min", 4, 8, 4}) ==
+        "--vpp: v-min runs exactly 2 chunks per rank in V order, got 4; omit --vpp or use --vpp 2");
+  CHECK(make_schedule({"v-min", 4, 8, 2}).ranks == make_schedule({"v-min", 4, 8, 1}).ranks);
+  CHECK(error_of({"zb-h2", 4, 8, 2}) ==
+        "--vpp: zb-h2 runs one chunk per rank, got 2; use --schedule interleaved for --vpp 2");
+  ScheduleSpec grouped{"bfs", 4, 8, 2};
+  grouped.group_size = 4;
+  CHECK(error_of(grouped) == "--group-size: only interleaved groups micro-batches; omit it for --schedule bfs");
+
+  ScheduleSpec aut{"zb-auto", 3, 6};
+  aut.stage_f = {1, 2};
+  CHECK(error_of(aut) == "stage_f: zb-auto needs one value per stage (3 with --pp 3), got 2");
+  aut.stage_f = {1, -2, 1};
+  CHECK(error_of(aut) == "stage_f: zb-auto needs finite values >= 0, got -2");
+  aut.stage_f = {};
+  aut.comm_s = {0.1, 0.1, 0.1};
+  CHECK(error_of(aut) == "comm_s: zb-auto needs one time per stage boundary (2 with --pp 3), got 3");
+  aut.comm_s = {};
+  aut.memory_limit_microbatches = {3, 0.5, 3};
+  CHECK(error_of(aut) ==
+        "memory_limit_microbatches: a stage must hold at least 1 micro-batch's activations, got 0.5; raise the limit");
+  aut.memory_limit_microbatches = {};
+  aut.stage_w_held = {0.5, 1.5, 1};
+  CHECK(error_of(aut) == "stage_w_held: a fraction of the activations, from 0 to 1, got 1.5");
+}
+
+TEST_CASE("the V family places rank r's chunks on stages r and 2p - 1 - r") {
+  for (const char* name : {"zb-v", "v-half", "v-min", "dualpipev"}) {
+    INFO(name);
+    const Schedule s = make_schedule({name, 3, 6});
+    CHECK(s.name == name);
+    CHECK_FALSE(s.lowered);
+    CHECK(s.placement.kind == PlacementKind::V);
+    CHECK(s.placement.stage_rank == std::vector<int>{0, 1, 2, 2, 1, 0});
+  }
 }
 
 TEST_CASE("generators emit compute-only IR with loop placement") {
@@ -139,6 +209,161 @@ TEST_CASE("invariants over many (p, m): valid, valid once lowered, activations h
           // Megatron's bound on outstanding backwards: the warm-up forwards plus one.
           const std::vector<int> held = peak_in_flight(s);
           for (int r = 0; r < p; ++r) CHECK(held[r] == std::min((p - r - 1) * 2 + (v - 1) * n + 1, m * v));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("bfs is interleaved with group size m: every micro-batch through chunk c before chunk c + 1") {
+  for (int p = 1; p <= 5; ++p) {
+    for (int m = p; m <= 3 * p; ++m) {
+      for (int v = 2; v <= 3; ++v) {
+        INFO("p" << p << " m" << m << " v" << v);
+        const Schedule bfs = make_schedule({"bfs", p, m, v});
+        CHECK(bfs.name == "bfs");
+        CHECK(bfs.ranks == make_schedule(interleaved(p, m, v, m)).ranks);
+        // Breadth-first: on every rank the forwards of chunk c all come before those of chunk c + 1.
+        for (const auto& list : bfs.ranks) {
+          int last_chunk = 0;
+          for (const Action& a : list) {
+            if (a.op != Op::F) continue;
+            CHECK(a.stage / p >= last_chunk);
+            last_chunk = a.stage / p;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("zb-h1 and zb-h2 are one generator: max-pending k caps the micro-batches awaiting W") {
+  // Rank r runs at most min(2(p - r) - 1, k - r) forwards ahead of its B and holds at most
+  // min(k, 2p - 1) micro-batches until their W. k = p is ZB-H1 (1F1B's p on every rank), k = 2p is
+  // ZB-H2 (2p - 1: the warm-up fills the time until the first B with forwards).
+  for (int p = 1; p <= 6; ++p) {
+    for (int m = 1; m <= 4 * p; ++m) {
+      for (int k = p; k <= 2 * p; ++k) {
+        INFO("p" << p << " m" << m << " k" << k);
+        ScheduleSpec spec{"zb-h2", p, m};
+        spec.max_pending = k;
+        const Schedule s = make_schedule(spec);
+        spec.name = "zb-h1";
+        CHECK(make_schedule(spec).ranks == s.ranks);
+        CHECK_NOTHROW(validate(s));
+        CHECK_NOTHROW(validate(lower(s)));
+        const std::vector<int> held = peak_in_flight(s);
+        const std::vector<int> until_b = peak_in_flight(s, HeldUntil::InputGrad);
+        for (int r = 0; r < p; ++r) {
+          CHECK(held[r] <= std::min(k, 2 * p - 1));
+          CHECK(until_b[r] <= std::min(2 * (p - r) - 1, k - r));
+        }
+        if (m >= 2 * p) CHECK(held[0] == std::min(k, 2 * p - 1));
+      }
+      CHECK(make_schedule({"zb-h2", p, m}).ranks == [&] {
+        ScheduleSpec spec{"zb-h1", p, m};
+        spec.max_pending = 2 * p;
+        return make_schedule(spec).ranks;
+      }());
+    }
+  }
+}
+
+TEST_CASE("zb-h2 on 4 ranks: 7 forwards before rank 0's first B, the Ws fill the cool-down") {
+  const Schedule s = make_schedule({"zb-h2", 4, 12});
+  const std::vector<std::string> rank0 = texts(s.ranks[0]);
+  CHECK(std::vector<std::string>(rank0.begin(), rank0.begin() + 9) ==
+        std::vector<std::string>{"0F0", "0F1", "0F2", "0F3", "0F4", "0F5", "0F6", "0B0", "0W0"});
+  // The last rank alternates F and B and defers its Ws into the bubbles it would otherwise have.
+  const std::vector<std::string> last = texts(s.ranks[3]);
+  CHECK(std::vector<std::string>(last.begin(), last.begin() + 4) == std::vector<std::string>{"3F0", "3B0", "3F1", "3B1"});
+  CHECK(std::vector<std::string>(last.end() - 3, last.end()) == std::vector<std::string>{"3W9", "3W10", "3W11"});
+}
+
+TEST_CASE("dualpipev follows PyTorch's ScheduleDualPipeV order") {
+  // Derived by hand from ScheduleDualPipeV._calculate_single_rank_operations for 2 ranks and 4
+  // micro-batches: rank 0 (stages 0 and 3) warms up with 2 chunk-0 forwards, a forward pair, one
+  // zero-bubble round (3I0, 3W0, 3F1), one main-phase pair of composites, one drain round, then
+  // splits its last chunk-0 backwards into B and W. Rank 1 (stages 1 and 2) holds the turn of the V:
+  // its first chunk-1 backward cannot overlap the forward it depends on.
+  const Schedule s = make_schedule({"dualpipev", 2, 4});
+  CHECK(texts(s.ranks[0]) == std::vector<std::string>{"0F0", "0F1", "0F2", "3F0", "3B0", "3W0", "3F1", "0F3&3BW1",
+                                                      "3F2&0BW0", "3BW2", "3F3&0BW1", "3BW3", "0B2", "0W2", "0B3",
+                                                      "0W3"});
+  CHECK(texts(s.ranks[1]) == std::vector<std::string>{"1F0", "2F0", "1F1", "2F1", "1F2", "2BW0", "2F2&1BW0",
+                                                      "1F3&2BW1", "2F3&1BW1", "2BW2", "1BW2", "2B3", "1B3", "2W3",
+                                                      "1W3"});
+  validate(s);
+  validate(lower(s));
+}
+
+TEST_CASE("V family and dualpipev: valid, valid once lowered, activations as published") {
+  // Peak activation sets per rank, in chunk micro-batches (one chunk is half a rank's layers, so a
+  // rank's whole-model micro-batch is 2 of them; 1F1B holds p of those on rank 0):
+  //   zb-v       2p:                p micro-batches, 1F1B's worst rank (Qi et al. 2023, section 6)
+  //   v-half     2 floor((p+2)/2):  (p + 2)/2 for even p, (p + 1)/2 for odd p (Qi et al. 2024)
+  //   v-min      2 floor((p+4)/3):  (p + 4)/3 rounded down
+  //   dualpipev  2p + 1:            p + 1/2; a composite's forward allocates before its backward frees
+  // once m is large enough to reach the steady state (m >= p; dualpipev needs m >= 2p anyway), and no
+  // more than that for smaller m.
+  for (int p = 1; p <= 7; ++p) {
+    for (int m = 1; m <= 3 * p + 2; ++m) {
+      for (const std::string name : {"zb-v", "v-half", "v-min", "dualpipev"}) {
+        if (name == "dualpipev" && m < 2 * p) continue;
+        INFO(name << " p" << p << " m" << m);
+        const Schedule s = make_schedule({name, p, m});
+        CHECK_NOTHROW(validate(s));
+        CHECK_NOTHROW(validate(lower(s)));
+        const int published = name == "zb-v"     ? 2 * p
+                              : name == "v-half" ? 2 * ((p + 2) / 2)
+                              : name == "v-min"  ? 2 * ((p + 4) / 3)
+                                                 : 2 * p + 1;
+        const std::vector<int> held = peak_in_flight(s);
+        const int worst = *std::max_element(held.begin(), held.end());
+        CHECK(worst <= published);
+        if (m >= p) CHECK(worst == published);
+      }
+    }
+  }
+}
+
+TEST_CASE("dualpipev: F&B composites fill the main phase") {
+  // Rank r runs 2(m - 2p + r + 1) composites in the main phase (the last rank one fewer: the turn of
+  // the V) and p - r - 1 more in the drain.
+  for (int p = 1; p <= 6; ++p) {
+    for (int m = 2 * p; m <= 4 * p; ++m) {
+      const Schedule s = make_schedule({"dualpipev", p, m});
+      for (int r = 0; r < p; ++r) {
+        INFO("p" << p << " m" << m << " r" << r);
+        const auto composites = std::count_if(s.ranks[r].begin(), s.ranks[r].end(), [](const Action& a) { return a.op == Op::FB; });
+        CHECK(composites == 2 * (m - 2 * p + r + 1) - (r == p - 1 ? 1 : 0) + (p - r - 1));
+      }
+    }
+  }
+}
+
+TEST_CASE("zb-auto keeps each stage within its memory limit") {
+  // A stage's F allocates one activation set; B frees 1 - w_held of it and W the rest.
+  for (int p = 1; p <= 6; ++p) {
+    for (int m = 1; m <= 3 * p; ++m) {
+      for (const double limit : {1.0, 2.0, 2.5, static_cast<double>(p), 2.0 * p}) {
+        INFO("p" << p << " m" << m << " limit " << limit);
+        ScheduleSpec spec{"zb-auto", p, m};
+        spec.memory_limit_microbatches.assign(p, limit);
+        const Schedule s = make_schedule(spec);
+        CHECK_NOTHROW(validate(s));
+        CHECK_NOTHROW(validate(lower(s)));
+        for (const int held : peak_in_flight(s)) CHECK(held <= limit);
+        spec.stage_w_held.assign(p, 0.25);
+        const Schedule partial = make_schedule(spec);
+        CHECK_NOTHROW(validate(partial));
+        for (const auto& list : partial.ranks) {
+          double held = 0, peak = 0;
+          for (const Action& a : list) {
+            held += a.op == Op::F ? 1.0 : a.op == Op::B ? -0.75 : a.op == Op::W ? -0.25 : -1.0;
+            peak = std::max(peak, held);
+          }
+          CHECK(peak <= limit + 1e-9);
         }
       }
     }

@@ -68,7 +68,8 @@ TEST_CASE("a transfer takes latency + bytes / bandwidth", "[sim][comm]") {
 TEST_CASE("the cost model's p2p link replaces the nominal one", "[sim][comm]") {
   // HalfLinkCost: bandwidth 25/2 GB/s, latency 10 us: c = 10 us + 80 us = 90 us per transfer.
   const double f = 1e-3, bytes = 1e6;
-  SimInput in = sim_input(generated("gpipe", 2, 1), uniform_costs(2, f, f, 0, 0, 0, bytes), one_node_cluster(25e9, 5e-6));
+  SimInput in =
+      sim_input(generated("gpipe", 2, 1), uniform_costs(2, f, f, 0, 0, 0, bytes), one_node_cluster(25e9, 5e-6));
   HalfLinkCost cost;
   in.cost = &cost;
   const double c = 10e-6 + bytes / 12.5e9;

@@ -26,7 +26,7 @@ TEST_CASE("event queue pops by time, then by scheduling order", "[engine]") {
 
 TEST_CASE("event queue sorts many events like a stable sort on time", "[engine]") {
   // A linear congruential sequence of times with many repeats; the expected order is a stable sort of
-  // (time, index), which is exactly (time, seq).
+  // (time, index), which is exactly (time, push order).
   EventQueue q;
   std::vector<std::pair<double, std::uint32_t>> expected;
   std::uint32_t x = 12345;
@@ -44,6 +44,40 @@ TEST_CASE("event queue sorts many events like a stable sort on time", "[engine]"
     REQUIRE(e.target == i);
   }
   CHECK(q.empty());
+}
+
+TEST_CASE("event queue refuses a time before the last one taken", "[engine]") {
+  // It is a monotone queue (a radix heap): what a simulation is, since no event is scheduled in the past.
+  EventQueue q;
+  q.push(2.0, 0, 0);
+  CHECK(q.pop().time == 2.0);
+  q.push(2.0, 0, 1);  // the same time is fine
+  try {
+    q.push(1.0, 0, 2);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Runtime);
+    CHECK(std::string(e.what()) == "simulator: event at 1 s pushed before the last one taken (2 s)");
+  }
+  CHECK(q.size() == 1);
+}
+
+TEST_CASE("event queue keeps push order among equal times across refills", "[engine]") {
+  // Interleave pushes and pops: events at equal times, pushed before and after the queue moved on to
+  // that time, still come out in push order.
+  EventQueue q;
+  q.push(1.0, 0, 0);
+  q.push(5.0, 0, 1);
+  q.push(3.0, 0, 2);
+  CHECK(q.pop().target == 0u);
+  q.push(3.0, 0, 3);
+  q.push(5.0, 0, 4);
+  CHECK(q.pop().target == 2u);
+  q.push(3.0, 0, 5);
+  q.push(5.0, 0, 6);
+  std::vector<std::uint32_t> rest;
+  while (!q.empty()) rest.push_back(q.pop().target);
+  CHECK(rest == std::vector<std::uint32_t>{3, 5, 1, 4, 6});
 }
 
 TEST_CASE("engine advances the clock and lets handlers schedule more", "[engine]") {

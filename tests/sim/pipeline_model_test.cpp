@@ -188,7 +188,7 @@ TEST_CASE("a compute-only schedule is lowered first; the result is the same", "[
 }
 
 TEST_CASE("two runs give identical event lists", "[sim][determinism]") {
-  // Shared links (ranks on GPUs {0, 1, 0, 1}), many equal-time events: the (time, sequence) order makes
+  // Shared links (ranks on GPUs {0, 1, 0, 1}), many equal-time events: the (time, push order) rule makes
   // the runs identical, events and memory samples alike.
   SimInput in = sim_input(generated("interleaved", 4, 8, 2), uniform_costs(8, 1e-3, 1e-3, 1e-3, 10, 4, 2e6),
                           one_node_cluster(1e9, 2e-6));
@@ -219,12 +219,14 @@ TEST_CASE("inconsistent input is refused with the field and the fix", "[sim][err
   in = one_f_one_b();
   in.cluster = one_node_cluster(0, 0);
   CHECK(error_of(in) ==
-        "cluster test-node: the link from GPU 0 to GPU 1 has bandwidth 0 B/s; give it a positive bandwidth_bytes_per_s");
+        "cluster test-node: the link from GPU 0 to GPU 1 has bandwidth 0 B/s; give it a positive "
+        "bandwidth_bytes_per_s");
 
   const auto two = uniform_costs(2, 1, 1, 1);
-  in = sim_input(hand_schedule(1, {0, 1},
-                               {{"0RECV_B0", "0F0", "0SEND_F0", "0BW0"}, {"1RECV_F0", "1F0", "1BW0", "1SEND_B0"}}, true),
-                 two, ideal_cluster());
+  in = sim_input(
+      hand_schedule(1, {0, 1}, {{"0RECV_B0", "0F0", "0SEND_F0", "0BW0"}, {"1RECV_F0", "1F0", "1BW0", "1SEND_B0"}},
+                    true),
+      two, ideal_cluster());
   CHECK(error_of(in) ==
         "schedule hand: deadlock: rank 0 at 0RECV_B0, rank 1 at 1RECV_F0 wait for data no rank can send; reorder the "
         "sends and receives");

@@ -27,7 +27,8 @@ TEST_CASE("timeline of GPipe p = 2, m = 2 (golden)", "[sim][timeline]") {
   // Rank 0: F0 F1 [0,2], idle while rank 1 runs both backwards' first half, BW0 BW1 [5,9].
   // Rank 1: idle [0,1], F0 F1 [1,3], BW0 BW1 [3,7], idle [7,9].
   Recorder rec;
-  const SimResult r = simulate(sim_input(generated("gpipe", 2, 2), uniform_costs(2, 1, 1.5, 0.5), ideal_cluster()), &rec);
+  const SimResult r =
+      simulate(sim_input(generated("gpipe", 2, 2), uniform_costs(2, 1, 1.5, 0.5), ideal_cluster()), &rec);
   REQUIRE(r.step_time_s == 9);
   const std::string expected =
       "rank 0 |FFFF......bbbbbbbb|\n"

@@ -1,0 +1,347 @@
+// `pipewright plan`: the best configurations for a model, a cluster, a GPU count and a global batch,
+// found by the configuration search (planner/search.hpp), as a table, JSON, a plan file or exports.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.hpp"
+#include "cli/output_path.hpp"
+#include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "planner/exports.hpp"
+#include "planner/plan_file.hpp"
+#include "planner/progress.hpp"
+#include "planner/search.hpp"
+#include "schedules/generators.hpp"
+
+namespace pw {
+namespace {
+
+struct PlanOptions {
+  std::string model, cluster;
+  int gpus = 0;
+  int global_batch_size = 0;
+  int seq_len = 0;
+  std::string schedules;  // comma-separated
+  std::optional<int> tp, pp, dp, vpp, micro_batch_size, max_tp;
+  std::string schedule, recompute;
+  int top = 5;
+  int threads = 0;
+  bool json = false;
+  bool stats = false;
+  std::string out_path;
+  std::string export_target;
+  std::string export_dir = ".";
+  bool no_sequence_parallel = false;
+  bool flash_attention = false;
+  std::vector<std::string> cost_params;
+};
+
+template <typename Loader>
+auto load_for_option(const char* option, const std::string& value, Loader load) {
+  try {
+    return load(value);
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("{}: {}", option, e.what()));
+  }
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = std::min(text.find(',', pos), text.size());
+    out.push_back(text.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// Transformer blocks per stage with runs folded: "11,12x6,11".
+std::string split_text(const Evaluation& ev) {
+  std::vector<int> blocks;
+  for (const StageReport& st : ev.stages) {
+    int n = 0;
+    for (int i = st.layers.first; i <= st.layers.last; ++i)
+      if (ev.scenario.model.layers[static_cast<size_t>(i)].kind == LayerKind::Block ||
+          ev.scenario.model.layers[static_cast<size_t>(i)].kind == LayerKind::Explicit)
+        ++n;
+    blocks.push_back(n);
+  }
+  std::string out;
+  for (size_t i = 0; i < blocks.size();) {
+    size_t j = i;
+    while (j + 1 < blocks.size() && blocks[j + 1] == blocks[i]) ++j;
+    const size_t run = j - i + 1;
+    out += (out.empty() ? "" : ",") + (run > 1 ? fmt::format("{}x{}", blocks[i], run) : std::to_string(blocks[i]));
+    i = j + 1;
+  }
+  return out;
+}
+
+std::vector<int> blocks_per_stage(const Evaluation& ev) {
+  std::vector<int> out;
+  for (const StageReport& st : ev.stages) {
+    int n = 0;
+    for (int i = st.layers.first; i <= st.layers.last; ++i)
+      if (ev.scenario.model.layers[static_cast<size_t>(i)].kind != LayerKind::Embedding &&
+          ev.scenario.model.layers[static_cast<size_t>(i)].kind != LayerKind::Head)
+        ++n;
+    out.push_back(n);
+  }
+  return out;
+}
+
+// What the plan gains over another split of the same configuration: its step time / the plan's - 1.
+std::string gain_text(const Evaluation& plan, const Evaluation& other) {
+  if (!other.metrics.overflows.empty()) return "OOM";
+  return fmt::format("{:+.1f}%", (other.metrics.step_time_s / plan.metrics.step_time_s - 1) * 100);
+}
+
+nlohmann::ordered_json gain_json(const Evaluation& plan, const Evaluation& other) {
+  return {{"step_time_s", other.metrics.step_time_s},
+          {"fits", other.metrics.overflows.empty()},
+          {"peak_memory_bytes", other.metrics.peak_memory_bytes},
+          {"gain", other.metrics.step_time_s / plan.metrics.step_time_s - 1}};
+}
+
+std::string tokens_rate(double t) {
+  if (t >= 1e6) return fmt::format("{:.2f} M", t / 1e6);
+  if (t >= 1e3) return fmt::format("{:.1f} k", t / 1e3);
+  return fmt::format("{:.1f}", t);
+}
+
+std::string with_commas(long n) {
+  std::string s = std::to_string(n), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+void print_table(std::ostream& out, const Scenario& base, int gpus, const SearchResult& r,
+                 const std::vector<SplitComparison>& cmp) {
+  const Scenario& s0 = r.plans.front().evaluation.scenario;
+  const double limit = s0.cluster.memory_limit();
+  const std::string tokens = s0.workload.seq_len > 1 ? fmt::format(" of {} tokens", s0.workload.seq_len) : "";
+  out << fmt::format("{} on {}: {} GPUs, global batch {} sequences{}\n", base.model.name, base.cluster.name, gpus,
+                     base.global_batch_size, tokens);
+  out << fmt::format("searched {} configurations; the {} fastest that fit{}:\n\n", with_commas(r.stats.candidates),
+                     r.plans.size(), std::isinf(limit) ? "" : fmt::format(" in {} per GPU", format_bytes(limit)));
+  std::vector<std::string> splits;
+  size_t split_width = 5;
+  for (const Plan& p : r.plans) {
+    splits.push_back(split_text(p.evaluation));
+    split_width = std::max(split_width, splits.back().size());
+  }
+  const std::string row = "{:>3}  {:>2}  {:>3}  {:>4}  {:>3}  {:>3}  {:>5}  {:<11}  {:<9}  {:<{}}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
+  out << fmt::format(fmt::runtime(row), "#", "tp", "pp", "dp", "vpp", "mbs", "m", "schedule", "recompute", "split",
+                     split_width, "step time", "tokens/s", "MFU", "bubble", "peak mem", "vs uniform", "vs params");
+  for (size_t i = 0; i < r.plans.size(); ++i) {
+    const Plan& p = r.plans[i];
+    const Evaluation& ev = p.evaluation;
+    const Metrics& m = ev.metrics;
+    out << fmt::format(fmt::runtime(row), i + 1, p.config.tp, p.config.pp, p.config.dp, p.config.vpp,
+                       p.config.micro_batch_size, p.config.microbatches, p.config.schedule, to_string(p.config.recompute),
+                       splits[i], split_width, format_seconds(m.step_time_s), tokens_rate(m.throughput_tokens_per_s),
+                       m.model_flops_per_iteration > 0 ? format_percent(m.mfu) : "-", format_percent(m.bubble_fraction),
+                       format_bytes(m.peak_memory_bytes), gain_text(ev, cmp[i].uniform), gain_text(ev, cmp[i].parameters));
+  }
+  out << "\nsplit: transformer layers per stage (per chunk with vpp > 1; NxK: K stages of N), the embedding on the\n"
+         "first stage and the head on the last. vs uniform / vs params: how much longer a step takes with the same\n"
+         "configuration split evenly by layers (Megatron-LM's default) or by parameters (DeepSpeed's\n"
+         "partition_method=\"parameters\"); OOM: that split does not fit.\n";
+}
+
+nlohmann::ordered_json plans_json(const Scenario& base, int gpus, const SearchResult& r,
+                                  const std::vector<SplitComparison>& cmp) {
+  nlohmann::ordered_json plans = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < r.plans.size(); ++i) {
+    const Plan& p = r.plans[i];
+    const Evaluation& ev = p.evaluation;
+    const Metrics& m = ev.metrics;
+    nlohmann::ordered_json ranges = nlohmann::ordered_json::array();
+    for (const StageReport& st : ev.stages) ranges.push_back({st.layers.first, st.layers.last});
+    plans.push_back({{"tp", p.config.tp},
+                     {"pp", p.config.pp},
+                     {"dp", p.config.dp},
+                     {"vpp", p.config.vpp},
+                     {"micro_batch_size", p.config.micro_batch_size},
+                     {"microbatches", p.config.microbatches},
+                     {"schedule", p.config.schedule},
+                     {"recompute", to_string(p.config.recompute)},
+                     {"split", blocks_per_stage(ev)},
+                     {"layer_ranges", ranges},
+                     {"step_time_s", m.step_time_s},
+                     {"throughput_tokens_per_s", m.throughput_tokens_per_s},
+                     {"mfu", m.mfu},
+                     {"bubble_fraction", m.bubble_fraction},
+                     {"peak_memory_bytes", m.peak_memory_bytes},
+                     {"vs_uniform", gain_json(ev, cmp[i].uniform)},
+                     {"vs_parameters", gain_json(ev, cmp[i].parameters)}});
+  }
+  return {{"model", base.model.name},
+          {"cluster", base.cluster.name},
+          {"gpus", gpus},
+          {"global_batch_size", base.global_batch_size},
+          {"configurations", r.stats.candidates},
+          {"plans", plans}};
+}
+
+// --schedules / --schedule / --recompute narrowed to what the export target runs; BadInput when the user
+// asked for something it cannot run.
+void restrict_to_target(ExportTarget target, SearchSpace& space) {
+  const std::vector<std::string> runs = export_schedules(target);
+  if (space.schedules.empty()) {
+    space.schedules = runs;
+  } else {
+    for (const std::string& s : space.schedules)
+      if (std::find(runs.begin(), runs.end(), s) == runs.end())
+        throw_bad_input("--export {}: it cannot run schedule {}; use --schedules {}", to_string(target), s,
+                        fmt::format("{}", fmt::join(runs, ",")));
+  }
+  const std::vector<Recompute> rc = export_recomputes(target);
+  if (space.recomputes.empty()) {
+    space.recomputes = rc;
+  } else {
+    for (Recompute r : space.recomputes)
+      if (std::find(rc.begin(), rc.end(), r) == rc.end())
+        throw_bad_input("--export {}: it has no {} recompute; use --recompute none or full", to_string(target), to_string(r));
+  }
+}
+
+void write_file(const std::string& path, const std::string& text, const char* option) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw_bad_input("{}: cannot write '{}'; check that its folder exists and is writable", option, path);
+  f << text;
+  if (!f) throw_runtime("{}: writing '{}' failed", option, path);
+}
+
+void run_plan(const PlanOptions& o, std::ostream& out) {
+  // Validate what does not need the model first, so that typos fail fast.
+  std::optional<ExportTarget> target;
+  if (!o.export_target.empty()) target = export_target_from_string(o.export_target);
+  if (o.top < 1) throw_bad_input("--top: must be at least 1, got {}", o.top);
+  if (o.threads < 0) throw_bad_input("--threads: must be 0 (all cores) or more, got {}", o.threads);
+  if (o.gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", o.gpus);
+  if (o.global_batch_size < 1) throw_bad_input("--global-batch-size: must be at least 1, got {}", o.global_batch_size);
+  if (o.seq_len < 0) throw_bad_input("--seq-len: must be positive, got {}", o.seq_len);
+  if (o.max_tp && *o.max_tp < 1) throw_bad_input("--max-tp: must be at least 1, got {}", *o.max_tp);
+  for (const auto& [name, value] : {std::pair{"--tp", o.tp}, {"--pp", o.pp}, {"--dp", o.dp}, {"--vpp", o.vpp},
+                                    {"--micro-batch-size", o.micro_batch_size}})
+    if (value && *value < 1) throw_bad_input("{}: must be at least 1, got {}", name, *value);
+
+  SearchSpace space;
+  space.gpus = o.gpus;
+  space.tp = o.tp;
+  space.pp = o.pp;
+  space.dp = o.dp;
+  space.vpp = o.vpp;
+  space.micro_batch_size = o.micro_batch_size;
+  space.max_tp = o.max_tp.value_or(0);
+  if (!o.schedule.empty() && !o.schedules.empty())
+    throw_bad_input("--schedule: fixes one schedule and --schedules lists several; give one of them");
+  const std::string listed = !o.schedule.empty() ? o.schedule : o.schedules;
+  for (const std::string& s : listed.empty() ? std::vector<std::string>{} : split_list(listed)) {
+    if (s.empty()) throw_bad_input("--schedules: an empty name; list schedules such as 1f1b,interleaved");
+    chunks_per_rank(s, 1);  // BadInput listing the known schedules
+    if (std::find(space.schedules.begin(), space.schedules.end(), s) == space.schedules.end()) space.schedules.push_back(s);
+  }
+  if (!o.recompute.empty()) space.recomputes = {recompute_from_string(o.recompute.c_str())};
+  if (target) restrict_to_target(*target, space);
+
+  AnalyticCostParams params;
+  for (const std::string& a : o.cost_params) set_param(params, a);
+  const AnalyticCostModel cost(params);
+
+  Scenario base;
+  base.model = load_for_option("--model", o.model, load_model);
+  base.cluster = load_for_option("--cluster", o.cluster, load_cluster);
+  base.global_batch_size = o.global_batch_size;
+  base.workload.seq_len = o.seq_len;
+  base.workload.sequence_parallel = !o.no_sequence_parallel;
+  base.workload.flash_attention = o.flash_attention;
+  const std::vector<std::string> inputs{o.model, o.cluster};
+  if (!o.out_path.empty()) check_output_path(o.out_path, inputs, "--out");
+
+  ProgressBar bar(std::cerr, stderr_is_terminal());
+  SearchOptions so;
+  so.top = o.top;
+  so.threads = o.threads;
+  so.progress = [&bar](long done, long total) { bar.update(done, total); };
+  const SearchResult result = search_plans(base, space, cost, so);
+  bar.finish();
+  const std::vector<SplitComparison> cmp = compare_splits(result.plans, cost, o.threads);
+
+  if (o.json)
+    out << plans_json(base, o.gpus, result, cmp).dump(2) << "\n";
+  else
+    print_table(out, base, o.gpus, result, cmp);
+  if (o.stats)
+    out << fmt::format("\nsearch: {} configurations, {} over memory by bound, {} dropped by step-time bound, {} invalid, "
+                       "{} simulated, {} over memory when scored, {:.2f} s\n",
+                       result.stats.candidates, result.stats.memory_pruned, result.stats.bound_pruned, result.stats.invalid,
+                       result.stats.simulated, result.stats.over_memory, result.stats.seconds);
+
+  const Evaluation& best = result.plans.front().evaluation;
+  if (!o.out_path.empty()) {
+    PlanExtras extras;
+    extras.cost_overrides = o.cost_params;
+    extras.baselines = {{"uniform", gain_json(best, cmp.front().uniform)},
+                        {"parameters", gain_json(best, cmp.front().parameters)}};
+    write_file(o.out_path, plan_to_json_text(best, extras), "--out");
+    if (!o.json) out << fmt::format("\nwrote plan 1 to {}\n", o.out_path);
+  }
+  if (target) {
+    const std::vector<ExportFile> files = export_plan(*target, best, o.export_dir);
+    for (const ExportFile& f : files) {
+      const std::string path = (std::filesystem::path(o.export_dir) / f.name).string();
+      check_output_path(path, inputs, "--export-dir");
+      write_file(path, f.text, "--export-dir");
+      if (!o.json) out << fmt::format("\n--- {} ---\n{}", path, f.text);
+    }
+  }
+}
+
+}  // namespace
+
+CommandRunner add_plan_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("plan", "Find the fastest configurations that fit: degrees, batch, schedule, recompute, split");
+  auto o = std::make_shared<PlanOptions>();
+  cmd->add_option("--model", o->model, "Model preset (see `pipewright models`), Hugging Face config.json or pipewright model JSON")
+      ->required();
+  cmd->add_option("--cluster", o->cluster, "Cluster preset (see `pipewright clusters`) or cluster JSON")->required();
+  cmd->add_option("--gpus", o->gpus, "GPUs to use: tp x pp x dp")->required();
+  cmd->add_option("--global-batch-size", o->global_batch_size, "Sequences per iteration over all replicas")->required();
+  cmd->add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
+  cmd->add_option("--schedules", o->schedules, "Schedules to search, comma-separated (default: all)");
+  cmd->add_option("--max-tp", o->max_tp, "Largest tensor-parallel degree to search (default: the GPUs of a node)");
+  cmd->add_option("--top", o->top, "Plans to print")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads for the search (default: all cores)");
+  cmd->add_flag("--json", o->json, "Print JSON instead of the table");
+  cmd->add_option("--out", o->out_path, "Write the best plan to this file (docs/plan-format.md)");
+  cmd->add_option("--export", o->export_target, "Export the best plan: megatron, deepspeed or torchtitan");
+  cmd->add_option("--export-dir", o->export_dir, "Folder for the exported files")->capture_default_str();
+  cmd->add_option("--tp", o->tp, "Fix the tensor-parallel degree");
+  cmd->add_option("--pp", o->pp, "Fix the pipeline-parallel degree");
+  cmd->add_option("--dp", o->dp, "Fix the data-parallel degree");
+  cmd->add_option("--vpp", o->vpp, "Fix the model chunks per pipeline rank");
+  cmd->add_option("--micro-batch-size", o->micro_batch_size, "Fix the micro-batch size");
+  cmd->add_option("--schedule", o->schedule, "Fix the schedule");
+  cmd->add_option("--recompute", o->recompute, "Fix the recompute mode: none, selective or full");
+  cmd->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "Turn off sequence parallelism");
+  cmd->add_flag("--flash-attention", o->flash_attention, "Fused attention: no s x s scores stored (FlashAttention)");
+  cmd->add_option("--cost-param", o->cost_params, "Override a cost-model parameter, NAME=VALUE; repeatable");
+  cmd->add_flag("--stats", o->stats, "Print how many configurations the bounds dropped and how many were simulated");
+  return [o](std::ostream& out) { run_plan(*o, out); };
+}
+
+}  // namespace pw

@@ -1,0 +1,98 @@
+// `pipewright profile`: measures a model's layers, the optimizer and the rank-to-rank link on this machine's
+// CPU and writes the profile that `run --profile` predicts with.
+#include <fstream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/output_path.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "core/version.hpp"
+#include "profiler/cpu_profiler.hpp"
+
+namespace pw {
+namespace {
+
+struct ProfileCommandOptions {
+  std::string backend = "cpu";
+  std::string model;
+  std::vector<int> micro_batch_sizes{1};
+  int seq_len = 0;
+  std::string out;
+  double min_time_s = 0.2;
+  int link_repetitions = 5;
+};
+
+std::string timing_text(const PhaseTiming& t) {
+  const double spread = t.median_s > 0 ? (t.p90_s - t.p10_s) / t.median_s * 100 : 0;
+  return fmt::format("{} ±{:.0f}%", format_seconds(t.median_s), spread / 2);
+}
+
+void print_profile(std::ostream& out, const Profile& p, const std::string& model) {
+  out << fmt::format("{} on {} ({} cores), {} thread per rank\n\n", model, p.machine.device, p.machine.cores,
+                     p.machine.threads_per_rank);
+  out << fmt::format("  {:<10} {:>3} {:>5}  {:>16} {:>16} {:>16}  {:>11} {:>11} {:>10}\n", "layer", "b", "s", "F", "B",
+                     "W", "activations", "kept for W", "output");
+  for (const LayerProfile& l : p.layers)
+    out << fmt::format("  {:<10} {:>3} {:>5}  {:>16} {:>16} {:>16}  {:>11} {:>11} {:>10}\n", l.kind, l.micro_batch_size,
+                       l.seq_len, timing_text(l.forward), timing_text(l.backward_input), timing_text(l.backward_weight),
+                       format_bytes(l.activation_bytes), format_bytes(l.weight_grad_bytes), format_bytes(l.output_bytes));
+  out << "\n  F, B, W: median over the repetitions, ± half the p10..p90 range\n";
+  out << fmt::format("  optimizer (Adam): {} per million parameters\n\n", format_seconds(p.optimizer_s_per_parameter * 1e6));
+  for (const LinkProfile& l : p.links) {
+    out << fmt::format("  link rank {} -> rank {} (threads, one copy per message)\n", l.src, l.dst);
+    out << fmt::format("  {:>10} {:>12} {:>12}\n", "size", "time", "bandwidth");
+    for (const LinkSample& s : l.samples)
+      out << fmt::format("  {:>10} {:>12} {:>12}\n", format_bytes(s.bytes), format_seconds(s.time_s),
+                         format_rate(s.time_s > 0 ? s.bytes / s.time_s : 0));
+    out << fmt::format("  fit: latency {} + size / {}\n", format_seconds(l.latency_s), format_rate(l.bandwidth_bytes_per_s));
+  }
+}
+
+void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
+  if (o.backend != "cpu") throw_bad_input("--backend: unknown backend '{}'; use cpu", o.backend);
+  if (!(o.min_time_s >= 0)) throw_bad_input("--min-time: must be 0 or more seconds, got {}", o.min_time_s);
+  if (o.link_repetitions < 1) throw_bad_input("--link-repetitions: must be at least 1, got {}", o.link_repetitions);
+  Model model;
+  try {
+    model = load_model(o.model);
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("--model: {}", e.what()));
+  }
+  if (!o.out.empty()) check_output_path(o.out, {o.model}, "--out");
+  ProfileOptions options;
+  options.min_time_s = o.min_time_s;
+  Profile p;
+  p.tool = fmt::format("pipewright {} profiler (cpu)", kVersion);
+  p.machine = cpu_machine_info();
+  const int seq = o.seq_len > 0 ? o.seq_len : model.default_seq_len();
+  p.layers = profile_cpu_layers(model, o.micro_batch_sizes, seq, options);
+  p.optimizer_s_per_parameter = profile_cpu_optimizer(model, options);
+  p.links.push_back(profile_thread_link(default_link_sizes(), o.link_repetitions));
+  print_profile(out, p, model.name);
+  if (!o.out.empty()) {
+    std::ofstream file(o.out, std::ios::binary | std::ios::trunc);
+    file << profile_to_json_text(p);
+    if (!file) throw_runtime("cannot write '{}'", o.out);
+    out << fmt::format("\nwrote {}\n", o.out);
+  }
+}
+
+}  // namespace
+
+CommandRunner add_profile_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("profile", "Measure a model's layers and the rank-to-rank link on this machine");
+  auto opts = std::make_shared<ProfileCommandOptions>();
+  cmd->add_option("--backend", opts->backend, "Backend to profile: cpu")->capture_default_str();
+  cmd->add_option("--model", opts->model, "Model preset or model JSON (transformer form)")->required();
+  cmd->add_option("--micro-batch-size", opts->micro_batch_sizes, "Micro-batch sizes to profile (several allowed)")
+      ->capture_default_str();
+  cmd->add_option("--seq-len", opts->seq_len, "Sequence length (default: the model's)");
+  cmd->add_option("--out", opts->out, "Write the profile JSON here");
+  cmd->add_option("--min-time", opts->min_time_s, "Seconds of timed runs per layer and micro-batch size")
+      ->capture_default_str();
+  cmd->add_option("--link-repetitions", opts->link_repetitions, "Round trips per message size")->capture_default_str();
+  return [opts](std::ostream& out) { run_profile(*opts, out); };
+}
+
+}  // namespace pw

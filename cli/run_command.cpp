@@ -1,0 +1,268 @@
+// `pipewright run`: executes a scenario's schedule for real on the cpu backend (ranks as threads) and
+// holds the simulator's prediction for the same configuration against what was measured.
+#include <algorithm>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/output_path.hpp"
+#include "cli/scenario_options.hpp"
+#include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "core/version.hpp"
+#include "executor/cpu_backend.hpp"
+#include "executor/measured_trace.hpp"
+#include "executor/runtime.hpp"
+#include "executor/sleep_backend.hpp"
+#include "profiler/profiled_cost_model.hpp"
+#include "sim/chrome_trace.hpp"
+
+namespace pw {
+namespace {
+
+struct RunCommandOptions {
+  ScenarioOptions scenario;
+  std::string backend = "cpu";
+  std::string compute = "real";
+  int iterations = 5;
+  int warmup = 1;
+  double timeout_s = 60;
+  std::string trace;
+  bool json = false;
+  std::string optimizer = "adam";
+  double lr = 1e-3;
+  std::uint64_t seed = 1;
+  std::string profile;         // measured layer times and link; empty: the analytic cost model alone
+  std::string inject_failure;  // "RANK:ACTION", a test hook
+};
+
+struct Summary {
+  std::vector<double> step_times;  // measured iterations, in order
+  double median = 0, min = 0, max = 0, spread_pct = 0;
+  const IterationRecord* typical = nullptr;  // the measured iteration closest to the median
+};
+
+Summary summarise(const RunResult& r) {
+  Summary s;
+  std::vector<const IterationRecord*> measured;
+  for (const IterationRecord& it : r.iterations)
+    if (!it.warmup) measured.push_back(&it);
+  for (const IterationRecord* it : measured) s.step_times.push_back(it->step_time_s);
+  std::vector<double> sorted = s.step_times;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  s.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  s.min = sorted.front();
+  s.max = sorted.back();
+  s.spread_pct = s.median > 0 ? (s.max - s.min) / s.median * 100 : 0;
+  s.typical = *std::min_element(measured.begin(), measured.end(), [&](const IterationRecord* a, const IterationRecord* b) {
+    return std::abs(a->step_time_s - s.median) < std::abs(b->step_time_s - s.median);
+  });
+  return s;
+}
+
+void check_options(const RunCommandOptions& o, const Scenario& sc) {
+  if (o.backend != "cpu") throw_bad_input("--backend: unknown backend '{}'; use cpu", o.backend);
+  if (o.compute != "real" && o.compute != "sleep")
+    throw_bad_input("--compute: must be real or sleep, got '{}'", o.compute);
+  if (sc.parallel.tp != 1)
+    throw_bad_input("--tp: the cpu backend runs pipeline parallelism only, got --tp {}; use --tp 1", sc.parallel.tp);
+  if (sc.parallel.dp != 1)
+    throw_bad_input("--dp: the cpu backend runs one pipeline, got --dp {}; use --dp 1", sc.parallel.dp);
+  if (o.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", o.iterations);
+  if (o.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", o.warmup);
+  if (!(o.timeout_s > 0)) throw_bad_input("--timeout: must be a positive number of seconds, got {}", o.timeout_s);
+  if (!(o.lr > 0)) throw_bad_input("--lr: must be a positive learning rate, got {}", o.lr);
+  optimizer_from_string(o.optimizer);
+  if (o.compute == "real" && sc.workload.recompute != Recompute::None)
+    throw_bad_input("--recompute: the cpu backend keeps every activation; use --recompute none or --compute sleep");
+  if (!o.trace.empty()) check_output_path(o.trace, {o.scenario.model, o.scenario.cluster}, "--trace");
+}
+
+// "RANK:ACTION" -> a hook that throws at that action of that rank.
+std::function<void(int, int, const Action&)> failure_hook(const std::string& spec) {
+  if (spec.empty()) return {};
+  const size_t colon = spec.find(':');
+  int rank = -1;
+  try {
+    rank = colon == std::string::npos ? -1 : std::stoi(spec.substr(0, colon));
+  } catch (const std::exception&) {
+  }
+  if (rank < 0) throw_bad_input("--inject-failure: '{}' is not RANK:ACTION such as 1:1F2", spec);
+  const Action action = action_from_text(spec.substr(colon + 1));
+  return [rank, action](int r, int, const Action& a) {
+    if (r == rank && a == action) throw std::runtime_error("injected failure (--inject-failure)");
+  };
+}
+
+std::string stage_list(const Evaluation& ev, int rank) {
+  std::string out;
+  for (const StageReport& st : ev.stages)
+    if (st.rank == rank) out += fmt::format("{}{}", out.empty() ? "" : ",", st.stage);
+  return out;
+}
+
+double error_pct(double predicted, double measured) { return measured > 0 ? (predicted - measured) / measured * 100 : 0; }
+
+void print_report(std::ostream& out, const RunCommandOptions& o, const Evaluation& ev, const RunResult& r,
+                  const Summary& s, const std::vector<double>& losses) {
+  const Scenario& sc = ev.scenario;
+  out << fmt::format("{} on {}: pp {}{}, schedule {}, {} micro-batches of {} x {} tokens\n", sc.model.name, sc.cluster.name,
+                     sc.parallel.pp, sc.parallel.vpp > 1 ? fmt::format(", vpp {}", sc.parallel.vpp) : "", sc.schedule,
+                     sc.parallel.microbatches, sc.workload.micro_batch_size, sc.workload.seq_len);
+  out << fmt::format("backend {}, {} compute, ranks as threads, {} iteration{} after {} warm-up\n\n", o.backend, o.compute,
+                     o.iterations, o.iterations == 1 ? "" : "s", o.warmup);
+  auto row = [&](const char* label, const std::string& value) { out << fmt::format("  {:<22}{}\n", label, value); };
+  row("measured step time", fmt::format("{} (median of {}; min {}, max {}, spread {:.1f}%)", format_seconds(s.median),
+                                        s.step_times.size(), format_seconds(s.min), format_seconds(s.max), s.spread_pct));
+  row("predicted step time",
+      fmt::format("{} ({})", format_seconds(ev.sim.step_time_s),
+                  o.profile.empty() ? fmt::format("analytic cost model on {}", sc.cluster.name)
+                                    : fmt::format("profile {}, links and the rest from {}", o.profile, sc.cluster.name)));
+  row("error", fmt::format("{:+.1f}% (predicted vs measured)", error_pct(ev.sim.step_time_s, s.median)));
+  if (!losses.empty()) row("loss", fmt::format("{:.4f} (first iteration) -> {:.4f} (last)", losses.front(), losses.back()));
+  out << "\n";
+  out << fmt::format("  {:>4}  {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>12} {:>12}\n", "rank", "stages", "busy",
+                     "busy cpu", "idle", "pred busy", "pred idle", "act. peak", "pred peak");
+  for (const RankStats& p : ev.sim.ranks) {
+    const RankIteration& m = s.typical->ranks[static_cast<size_t>(p.rank)];
+    out << fmt::format("  {:>4}  {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>12} {:>12}\n", p.rank, stage_list(ev, p.rank),
+                       format_seconds(m.busy_s), format_seconds(m.busy_cpu_s), format_seconds(s.typical->step_time_s - m.busy_s),
+                       format_seconds(p.busy_s), format_seconds(p.idle_s),
+                       format_bytes(r.activation_peak_bytes[static_cast<size_t>(p.rank)]),
+                       format_bytes(p.activation_peak_bytes));
+  }
+  out << "\n  busy, busy cpu (the rank thread's CPU time in its compute; less than busy when other threads shared\n"
+         "  its core) and idle: the iteration whose step time is closest to the median; act. peak: activation bytes\n"
+         "  held at once, measured over every iteration (pred: the simulator's, from the cost model's accounting)\n";
+}
+
+nlohmann::json report_json(const RunCommandOptions& o, const Evaluation& ev, const RunResult& r, const Summary& s,
+                           const std::vector<double>& losses) {
+  using nlohmann::json;
+  const Scenario& sc = ev.scenario;
+  json ranks = json::array();
+  for (const RankStats& p : ev.sim.ranks) {
+    const RankIteration& m = s.typical->ranks[static_cast<size_t>(p.rank)];
+    json stages = json::array();
+    for (const StageReport& st : ev.stages)
+      if (st.rank == p.rank) stages.push_back(st.stage);
+    ranks.push_back({{"rank", p.rank},
+                     {"stages", stages},
+                     {"busy_s", m.busy_s},
+                     {"busy_cpu_s", m.busy_cpu_s},
+                     {"idle_s", s.typical->step_time_s - m.busy_s},
+                     {"predicted_busy_s", p.busy_s},
+                     {"predicted_idle_s", p.idle_s},
+                     {"activation_peak_bytes", r.activation_peak_bytes[static_cast<size_t>(p.rank)]},
+                     {"predicted_activation_peak_bytes", p.activation_peak_bytes}});
+  }
+  return json{{"pipewright_version", kVersion},
+              {"model", sc.model.name},
+              {"cluster", sc.cluster.name},
+              {"schedule", sc.schedule},
+              {"backend", o.backend},
+              {"compute", o.compute},
+              {"pp", sc.parallel.pp},
+              {"vpp", sc.parallel.vpp},
+              {"microbatches", sc.parallel.microbatches},
+              {"micro_batch_size", sc.workload.micro_batch_size},
+              {"seq_len", sc.workload.seq_len},
+              {"iterations", o.iterations},
+              {"warmup", o.warmup},
+              {"measured_step_time_s", s.median},
+              {"measured_step_times_s", s.step_times},
+              {"measured_min_s", s.min},
+              {"measured_max_s", s.max},
+              {"spread_pct", s.spread_pct},
+              {"predicted_step_time_s", ev.sim.step_time_s},
+              {"cost_model", o.profile.empty() ? "analytic" : "profiled"},
+              {"error_pct", error_pct(ev.sim.step_time_s, s.median)},
+              {"losses", losses},
+              {"ranks", ranks}};
+}
+
+void run_run(const RunCommandOptions& o, std::ostream& out) {
+  if (!o.trace.empty() && !o.profile.empty()) check_output_path(o.trace, {o.profile}, "--trace");
+  const Scenario scenario = o.scenario.to_scenario();
+  check_options(o, scenario);
+  const std::function<void(int, int, const Action&)> hook = failure_hook(o.inject_failure);
+  const AnalyticCostModel analytic;
+  std::unique_ptr<ProfiledCostModel> profiled;
+  if (!o.profile.empty()) {
+    try {
+      profiled = std::make_unique<ProfiledCostModel>(load_profile(o.profile), scenario.model, scenario.workload, analytic);
+    } catch (const Error& e) {
+      throw Error(e.kind(), fmt::format("--profile: {}", e.what()));
+    }
+  }
+  const Evaluation ev = evaluate(scenario, profiled ? static_cast<const CostModel&>(*profiled) : analytic);
+  std::vector<LayerRange> ranges;
+  std::vector<StageCost> costs;
+  for (const StageReport& st : ev.stages) {
+    ranges.push_back(st.layers);
+    costs.push_back(st.cost);
+  }
+
+  std::unique_ptr<Backend> backend;
+  CpuBackend* cpu = nullptr;
+  if (o.compute == "real") {
+    CpuBackendConfig config;
+    config.micro_batch_size = ev.scenario.workload.micro_batch_size;
+    config.seq_len = ev.scenario.workload.seq_len;
+    config.seed = o.seed;
+    config.optimizer.kind = optimizer_from_string(o.optimizer);
+    config.optimizer.lr = o.lr;
+    auto b = std::make_unique<CpuBackend>(ev.scenario.model, ranges, config);
+    cpu = b.get();
+    backend = std::move(b);
+  } else {
+    backend = std::make_unique<SleepBackend>(costs);
+  }
+  RunOptions options;
+  options.iterations = o.iterations;
+  options.warmup = o.warmup;
+  options.timeout_s = o.timeout_s;
+  options.before_action = hook;
+  const RunResult result = run_schedule(ev.schedule, *backend, options);
+  const Summary summary = summarise(result);
+  const std::vector<double> losses = cpu ? cpu->losses() : std::vector<double>{};
+
+  if (o.json)
+    out << report_json(o, ev, result, summary, losses).dump(2) << "\n";
+  else
+    print_report(out, o, ev, result, summary, losses);
+  if (!o.trace.empty()) {
+    nlohmann::json other = {{"model", ev.scenario.model.name}, {"cluster", ev.scenario.cluster.name},
+                            {"schedule", ev.scenario.schedule}, {"compute", o.compute},
+                            {"predicted_step_time_s", ev.sim.step_time_s}};
+    write_json_file(o.trace, measured_trace(*summary.typical, costs, backend->name(), std::move(other)));
+  }
+}
+
+}  // namespace
+
+CommandRunner add_run_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("run", "Run a configuration for real and compare the measured step with the prediction");
+  auto opts = std::make_shared<RunCommandOptions>();
+  opts->scenario.add_to(*cmd);
+  cmd->add_option("--backend", opts->backend, "Execution backend: cpu")->capture_default_str();
+  cmd->add_option("--compute", opts->compute, "real: run the layers; sleep: wait each action's predicted time")
+      ->capture_default_str();
+  cmd->add_option("--iterations", opts->iterations, "Measured iterations (the median is reported)")->capture_default_str();
+  cmd->add_option("--warmup", opts->warmup, "Iterations run first and not measured")->capture_default_str();
+  cmd->add_option("--timeout", opts->timeout_s, "Seconds a rank waits for a message or the other ranks before the run fails")
+      ->capture_default_str();
+  cmd->add_option("--trace", opts->trace, "Write the measured iteration as a Chrome trace / Perfetto JSON timeline");
+  cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
+  cmd->add_option("--optimizer", opts->optimizer, "sgd or adam (real compute)")->capture_default_str();
+  cmd->add_option("--lr", opts->lr, "Learning rate (real compute)")->capture_default_str();
+  cmd->add_option("--profile", opts->profile, "Profile JSON from `pipewright profile`: measured layer times, link, optimizer");
+  cmd->add_option("--seed", opts->seed, "Seed of the initial weights and the synthetic batches")->capture_default_str();
+  cmd->add_option("--inject-failure", opts->inject_failure, "Test hook: RANK:ACTION throws there, e.g. 1:1F2")->group("");
+  return [opts](std::ostream& out) { run_run(*opts, out); };
+}
+
+}  // namespace pw

@@ -1,0 +1,100 @@
+#pragma once
+// What the runtime asks of a backend: the compute of one rank's stages (F, B, W, BW, FB of a stage for a
+// micro-batch, the optimizer step) and the tensors it hands between stages. The runtime owns the schedule:
+// a backend only computes what it is told, in the order it is told.
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "schedules/ir.hpp"
+
+namespace pw {
+
+// A tensor that crosses a stage boundary: a stage's output going forward or its input gradient going back.
+class Tensor {
+ public:
+  virtual ~Tensor() = default;
+  virtual double bytes() const = 0;
+  // A copy the receiver owns (what a transport delivers).
+  virtual std::shared_ptr<Tensor> clone() const = 0;
+};
+using TensorPtr = std::shared_ptr<Tensor>;
+
+// Thrown inside a rank when another rank has stopped the run; the rank ends quietly.
+struct RunAborted : std::exception {
+  const char* what() const noexcept override { return "run aborted by another rank"; }
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Activation bytes a rank holds: every change is stamped with the time since the iteration began.
+struct MemorySample {
+  double time_s = 0;
+  double bytes = 0;
+};
+
+class MemoryTracker {
+ public:
+  // Allocation (delta > 0) or release (delta < 0).
+  void add(double delta);
+  double current() const { return current_; }
+  double peak() const { return peak_; }                      // over the whole run
+  double iteration_peak() const { return iteration_peak_; }  // since begin_iteration
+  // Starts a new iteration's samples and peak; bytes still held carry over.
+  void begin_iteration(Clock::time_point origin);
+  const std::vector<MemorySample>& samples() const { return samples_; }
+
+ private:
+  double current_ = 0;
+  double peak_ = 0;
+  double iteration_peak_ = 0;
+  Clock::time_point origin_{};
+  std::vector<MemorySample> samples_;
+};
+
+// The part of the run a rank's compute sees.
+struct RankSetup {
+  int rank = 0;
+  std::vector<int> stages;  // the stages this rank holds, ascending
+  int num_stages = 0;
+  MemoryTracker* memory = nullptr;
+  const std::atomic<bool>* stop = nullptr;  // set when the run is stopping; long waits should end (RunAborted)
+};
+
+class RankCompute {
+ public:
+  virtual ~RankCompute() = default;
+  virtual void begin_iteration(int iteration, int microbatches) {}
+  virtual void end_iteration() {}
+  // F of (stage, mb): `input` is the previous stage's output (null for stage 0). Returns the output for the
+  // next stage (null for the last stage).
+  virtual TensorPtr forward(int stage, int mb, TensorPtr input) = 0;
+  // B of (stage, mb): `grad_output` is the gradient of the stage's output (null for the last stage).
+  // Returns the gradient of its input (null for stage 0).
+  virtual TensorPtr backward_input(int stage, int mb, TensorPtr grad_output) = 0;
+  // W of (stage, mb): the weight gradients B left.
+  virtual void backward_weight(int stage, int mb) = 0;
+  // BW: B then W unless the backend has a fused kernel.
+  virtual TensorPtr backward(int stage, int mb, TensorPtr grad_output);
+  // The composite F of (fb.stage, fb.microbatch) with BW of (fb.stage2, fb.microbatch2): F then BW unless the
+  // backend registers a fused kernel by overriding this. Returns {F's output, BW's input gradient}.
+  struct FbResult {
+    TensorPtr output;
+    TensorPtr input_grad;
+  };
+  virtual FbResult forward_backward(const Action& fb, TensorPtr input, TensorPtr grad_output);
+  virtual void optimizer_step() = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Called on the rank's own thread before its first action.
+  virtual std::unique_ptr<RankCompute> make_rank(const RankSetup& setup) = 0;
+};
+
+}  // namespace pw

@@ -1,0 +1,75 @@
+#pragma once
+// The layers of a decoder-only transformer on the CPU, in float32: embedding, block, head (final norm,
+// LM head and cross-entropy). Each layer runs forward (F), backward-input (B) and hands its
+// weight-gradient work to a sink: run at once (fused BW) or kept in the layer's context until the
+// backward-weight (W) of that micro-batch.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/model.hpp"
+#include "executor/cpu_ops.hpp"
+#include "executor/cpu_tensor.hpp"
+
+namespace pw {
+
+// One micro-batch of token ids: `batch` sequences of `seq` tokens, and the token that follows each.
+struct MicroBatch {
+  int batch = 0;
+  int seq = 0;
+  std::vector<int> tokens;   // batch x seq, sequence-major
+  std::vector<int> targets;  // the next token of each position
+};
+
+// The weight-gradient work of one parameterised op of one micro-batch: what B leaves for W.
+struct WeightGradTerm {
+  enum class Kind { Linear, Norm, Embedding };
+  Kind kind = Kind::Linear;
+  Mat input;                // Linear: the op's input; Norm: the normalised input (x-hat)
+  Mat grad;                 // gradient of the op's output
+  std::vector<int> tokens;  // Embedding: the token id of each row of `grad`
+  int seq = 0;              // Embedding: sequence length (row r is position r % seq)
+  Param* weight = nullptr;  // Linear: w; Norm: gamma; Embedding: the token table
+  Param* bias = nullptr;    // Linear: b; Norm: beta; Embedding: the position table; null when absent
+
+  double bytes() const { return bytes_of(input) + bytes_of(grad) + 4.0 * static_cast<double>(tokens.size()); }
+};
+
+// Adds the term's weight gradients into its parameters' `grad`.
+void apply(const WeightGradTerm& term);
+
+// What a layer keeps from F for its B (`saved`, by the layer's own slots) and from B for its W.
+struct LayerContext {
+  std::vector<Mat> saved;
+  std::vector<int> tokens;
+  std::vector<WeightGradTerm> pending;
+
+  double bytes() const;
+};
+
+// Receives each weight-gradient term as B produces it.
+using GradSink = std::function<void(WeightGradTerm&&)>;
+
+class CpuLayer {
+ public:
+  virtual ~CpuLayer() = default;
+  // `x` is the previous layer's output (ignored by the embedding). Returns this layer's output; the
+  // head returns a 1 x 1 matrix holding the micro-batch's mean cross-entropy.
+  virtual Mat forward(const Mat& x, const MicroBatch& batch, LayerContext& ctx) = 0;
+  // `dy` is the gradient of the output (ignored by the head, which starts from its loss scaled by
+  // `loss_scale`). Returns the gradient of the input (empty for the embedding). Frees what only B
+  // needed and gives the weight-gradient work to `sink`.
+  virtual Mat backward_input(const Mat& dy, LayerContext& ctx, double loss_scale, const GradSink& sink) = 0;
+  virtual std::vector<Param*> params() = 0;
+};
+
+// Builds the layer for model.layers[index] with its initial weights: matrices from N(0, 0.02) drawn
+// from `seed` and the parameter's name, norm scales 1, biases 0.
+std::unique_ptr<CpuLayer> make_cpu_layer(const Model& model, int index, std::uint64_t seed);
+
+// The model shapes the CPU backend runs: a transformer with untied embeddings and an even head size
+// (rotary positions need pairs). Throws BadInput naming the field and the fix otherwise.
+void check_cpu_model(const Model& model);
+
+}  // namespace pw

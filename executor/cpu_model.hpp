@@ -1,0 +1,69 @@
+#pragma once
+// A whole transformer's layers on the CPU and the stage-level F, B, W over a range of them; the
+// optimizers; the synthetic token batches every run (and its single-rank reference) trains on.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model.hpp"
+#include "core/stage_costs.hpp"
+#include "executor/cpu_layers.hpp"
+
+namespace pw {
+
+// Everything one stage keeps for one micro-batch between its F, B and W: one context per layer.
+struct StageContext {
+  std::vector<LayerContext> layers;
+  double bytes() const;
+};
+
+class CpuModel {
+ public:
+  // Every layer of `model` with weights drawn from `seed` (BadInput for models the CPU cannot run).
+  CpuModel(const Model& model, std::uint64_t seed);
+
+  const Model& model() const { return model_; }
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+
+  // F of layers [range.first, range.last]. `input` is the previous stage's output (ignored when the range
+  // starts at the embedding). Returns the output; a range ending at the head returns the 1 x 1 mean loss.
+  Mat forward(const LayerRange& range, const Mat& input, const MicroBatch& mb, StageContext& ctx);
+  // B of the range: `grad_output` is the gradient of its output (ignored when it ends at the head, whose
+  // loss is scaled by `loss_scale`). Returns the gradient of its input (empty when it starts at the
+  // embedding). `defer_weights`: keep the weight-gradient work in `ctx` for backward_weight; otherwise
+  // apply it now (the fused BW).
+  Mat backward_input(const LayerRange& range, const Mat& grad_output, StageContext& ctx, double loss_scale,
+                     bool defer_weights);
+  // W: applies what B kept and empties `ctx`.
+  void backward_weight(StageContext& ctx);
+
+  std::vector<Param*> params(const LayerRange& range);
+  std::vector<Param*> params();
+
+ private:
+  Model model_;
+  std::vector<std::unique_ptr<CpuLayer>> layers_;
+};
+
+// Micro-batch `microbatch` of iteration `iteration`: each sequence starts at a random token and follows
+// t -> (5 t + 3) mod vocab, so that a model can learn it and the loss falls. Deterministic in all inputs.
+MicroBatch synthetic_microbatch(std::uint64_t seed, int iteration, int microbatch, int batch, int seq, long vocab);
+
+enum class OptimizerKind { Sgd, Adam };
+// "sgd" or "adam"; BadInput naming --optimizer otherwise.
+OptimizerKind optimizer_from_string(const std::string& text);
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::Adam;
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+// One step over `params` from their accumulated gradients (SGD: w -= lr g; Adam with bias correction),
+// then zeroes the gradients.
+void optimizer_step(const OptimizerConfig& config, const std::vector<Param*>& params);
+
+}  // namespace pw

@@ -1,0 +1,314 @@
+#include "executor/runtime.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <time.h>
+
+#include "core/error.hpp"
+#include "schedules/validate.hpp"
+
+namespace pw {
+namespace {
+
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// CPU time of the calling thread.
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+Clock::time_point deadline_after(double timeout_s) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+}
+
+// All ranks meet here; returns when the last one arrived. Stoppable, and bounded by a deadline.
+class Barrier {
+ public:
+  explicit Barrier(int n) : n_(n) {}
+
+  Clock::time_point arrive_and_wait(Clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    if (aborted_) throw RunAborted();
+    const long generation = generation_;
+    if (++arrived_ == n_) {
+      arrived_ = 0;
+      ++generation_;
+      released_ = Clock::now();
+      all_.notify_all();
+      return released_;
+    }
+    if (!all_.wait_until(lock, deadline, [&] { return aborted_ || generation_ != generation; })) throw RecvTimeout();
+    if (aborted_) throw RunAborted();
+    return released_;
+  }
+
+  void abort() {
+    {
+      std::lock_guard lock(mutex_);
+      aborted_ = true;
+    }
+    all_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable all_;
+  int n_;
+  int arrived_ = 0;
+  long generation_ = 0;
+  bool aborted_ = false;
+  Clock::time_point released_{};
+};
+
+using Key = std::pair<int, int>;  // (stage, micro-batch)
+
+struct Shared {
+  Shared(const Schedule& s, Backend& b, const RunOptions& o, Transport& t, int ranks)
+      : schedule(s), backend(b), options(o), transport(t), barrier(ranks) {}
+
+  const Schedule& schedule;
+  Backend& backend;
+  const RunOptions& options;
+  Transport& transport;
+  Barrier barrier;
+  std::atomic<bool> stop{false};
+  std::mutex failure_mutex;
+  std::optional<std::string> failure;
+
+  void fail(int rank, const std::string& where, const std::string& what) {
+    {
+      std::lock_guard lock(failure_mutex);
+      if (!failure) failure = fmt::format("rank {} failed at {}: {}", rank, where, what);
+    }
+    stop = true;
+    transport.abort();
+    barrier.abort();
+  }
+};
+
+template <typename Map>
+TensorPtr take(Map& map, const Key& key, const char* what, const Action& a) {
+  auto it = map.find(key);
+  if (it == map.end())
+    throw_runtime("{} of stage {} micro-batch {} is not here; the schedule runs {} before it arrives", what, key.first,
+                  key.second, to_text(a));
+  TensorPtr t = std::move(it->second);
+  map.erase(it);
+  return t;
+}
+
+class RankRunner {
+ public:
+  RankRunner(Shared& shared, int rank, int total_iterations, std::vector<IterationRecord>& records)
+      : sh_(shared), rank_(rank), total_(total_iterations), records_(records) {}
+
+  double run_peak() const { return memory_.peak(); }
+
+  void run() {
+    std::string where = "the start";
+    try {
+      RankSetup setup;
+      setup.rank = rank_;
+      for (int s = 0; s < sh_.schedule.num_stages(); ++s)
+        if (sh_.schedule.placement.rank_of(s) == rank_) setup.stages.push_back(s);
+      setup.num_stages = sh_.schedule.num_stages();
+      setup.memory = &memory_;
+      setup.stop = &sh_.stop;
+      compute_ = sh_.backend.make_rank(setup);
+      for (int it = 0; it < total_; ++it) iteration(it, where);
+    } catch (const RunAborted&) {
+      // Another rank failed first; its error is the run's.
+    } catch (const RecvTimeout&) {
+      sh_.fail(rank_, where, timeout_reason_);
+    } catch (const std::exception& e) {
+      sh_.fail(rank_, where, e.what());
+    }
+  }
+
+ private:
+  void iteration(int it, std::string& where) {
+    where = "the start of an iteration";
+    const Clock::time_point origin = meet();
+    origin_ = origin;
+    memory_.begin_iteration(origin);
+    RankIteration& rec = records_[static_cast<size_t>(it)].ranks[static_cast<size_t>(rank_)];
+    compute_->begin_iteration(it, sh_.schedule.microbatches);
+    for (const Action& a : sh_.schedule.ranks[static_cast<size_t>(rank_)]) {
+      where = to_text(a);
+      if (sh_.stop) throw RunAborted();
+      if (sh_.options.before_action) sh_.options.before_action(rank_, it, a);
+      step(a, it, rec);
+    }
+    compute_->end_iteration();
+    if (!fwd_in_.empty() || !grad_in_.empty() || !fwd_out_.empty() || !grad_out_.empty())
+      throw_runtime("the iteration ended with tensors no action consumed");
+    where = "the end of the iteration";
+    meet();
+    where = "the optimizer step";
+    if (sh_.options.optimizer_step) compute_->optimizer_step();
+    rec.end_s = since_origin(Clock::now());
+    rec.activation_peak_bytes = memory_.iteration_peak();
+    rec.memory = memory_.samples();
+  }
+
+  // Waits for every rank at the barrier; returns when the last one arrived.
+  Clock::time_point meet() {
+    timeout_reason_ = fmt::format("the other ranks did not arrive within {:g} s", sh_.options.timeout_s);
+    return sh_.barrier.arrive_and_wait(deadline_after(sh_.options.timeout_s));
+  }
+
+  double since_origin(Clock::time_point t) const { return seconds_between(origin_, t); }
+
+  int rank_of(int stage) const { return sh_.schedule.placement.rank_of(stage); }
+  bool has_stage(int stage) const { return stage >= 0 && stage < sh_.schedule.num_stages(); }
+
+  // Where a forward output goes: the next stage's input here, or the outbox for its SEND_F.
+  void route_forward(int stage, int mb, TensorPtr out) {
+    if (!has_stage(stage + 1)) return;  // the last stage's output is its loss
+    if (rank_of(stage + 1) == rank_)
+      fwd_in_[{stage + 1, mb}] = std::move(out);
+    else
+      fwd_out_[{stage, mb}] = std::move(out);
+  }
+  void route_backward(int stage, int mb, TensorPtr grad) {
+    if (!has_stage(stage - 1)) return;
+    if (rank_of(stage - 1) == rank_)
+      grad_in_[{stage - 1, mb}] = std::move(grad);
+    else
+      grad_out_[{stage, mb}] = std::move(grad);
+  }
+  TensorPtr forward_input(int stage, int mb, const Action& a) {
+    return stage == 0 ? nullptr : take(fwd_in_, {stage, mb}, "the forward input", a);
+  }
+  TensorPtr backward_input(int stage, int mb, const Action& a) {
+    return has_stage(stage + 1) ? take(grad_in_, {stage, mb}, "the output gradient", a) : nullptr;
+  }
+
+  long flow_id(bool forward, int sending_stage, int mb) const {
+    const long stages = sh_.schedule.num_stages(), m = sh_.schedule.microbatches;
+    return (forward ? 0 : stages * m) + sending_stage * m + mb;
+  }
+
+  void step(const Action& a, int it, RankIteration& rec) {
+    const double cpu_start = is_compute(a.op) ? thread_cpu_s() : 0;
+    const Clock::time_point start = Clock::now();
+    SimEvent e;
+    e.rank = rank_;
+    e.action = a;
+    switch (a.op) {
+      case Op::F:
+        route_forward(a.stage, a.microbatch, compute_->forward(a.stage, a.microbatch, forward_input(a.stage, a.microbatch, a)));
+        break;
+      case Op::B:
+        route_backward(a.stage, a.microbatch,
+                       compute_->backward_input(a.stage, a.microbatch, backward_input(a.stage, a.microbatch, a)));
+        break;
+      case Op::W: compute_->backward_weight(a.stage, a.microbatch); break;
+      case Op::BW:
+        route_backward(a.stage, a.microbatch,
+                       compute_->backward(a.stage, a.microbatch, backward_input(a.stage, a.microbatch, a)));
+        break;
+      case Op::FB: {
+        TensorPtr in = forward_input(a.stage, a.microbatch, a);
+        TensorPtr grad = backward_input(a.stage2, a.microbatch2, a);
+        RankCompute::FbResult r = compute_->forward_backward(a, std::move(in), std::move(grad));
+        route_forward(a.stage, a.microbatch, std::move(r.output));
+        route_backward(a.stage2, a.microbatch2, std::move(r.input_grad));
+        break;
+      }
+      case Op::SendF:
+      case Op::SendB: {
+        const bool fwd = a.op == Op::SendF;
+        TensorPtr t = take(fwd ? fwd_out_ : grad_out_, {a.stage, a.microbatch}, fwd ? "the forward output" : "the input gradient", a);
+        e.lane = Lane::Send;
+        e.bytes = t ? t->bytes() : 0;
+        e.flow_id = flow_id(fwd, a.stage, a.microbatch);
+        sh_.transport.send(rank_, rank_of(fwd ? a.stage + 1 : a.stage - 1), MessageKey{it, a.op, a.stage, a.microbatch},
+                           Message{std::move(t), start, e.flow_id});
+        break;
+      }
+      case Op::RecvF:
+      case Op::RecvB: {
+        const bool fwd = a.op == Op::RecvF;
+        const int from_stage = fwd ? a.stage - 1 : a.stage + 1;
+        const Op send_op = fwd ? Op::SendF : Op::SendB;
+        const int src = rank_of(from_stage);
+        timeout_reason_ = fmt::format("no message from rank {} ({}) within {:g} s", src,
+                                      to_text(Action{send_op, from_stage, a.microbatch}), sh_.options.timeout_s);
+        Message m = sh_.transport.recv(rank_, src, MessageKey{it, send_op, from_stage, a.microbatch},
+                                       deadline_after(sh_.options.timeout_s));
+        e.lane = Lane::Recv;
+        e.bytes = m.tensor ? m.tensor->bytes() : 0;
+        e.flow_id = m.flow_id;
+        // As the simulator counts it: from when both the stream is here and the data was sent.
+        e.start_s = since_origin(std::max(start, m.sent));
+        (fwd ? fwd_in_ : grad_in_)[{a.stage, a.microbatch}] = std::move(m.tensor);
+        break;
+      }
+    }
+    const Clock::time_point end = Clock::now();
+    if (e.lane != Lane::Recv) e.start_s = since_origin(start);
+    e.end_s = std::max(e.start_s, since_origin(end));
+    if (is_compute(a.op)) {
+      rec.busy_s += e.end_s - e.start_s;
+      rec.busy_cpu_s += thread_cpu_s() - cpu_start;
+    }
+    rec.events.push_back(e);
+  }
+
+  Shared& sh_;
+  int rank_;
+  int total_;
+  std::vector<IterationRecord>& records_;
+  std::unique_ptr<RankCompute> compute_;
+  MemoryTracker memory_;
+  Clock::time_point origin_{};
+  std::string timeout_reason_;
+  std::map<Key, TensorPtr> fwd_in_, grad_in_;    // inputs waiting for their F / B, by the consuming stage
+  std::map<Key, TensorPtr> fwd_out_, grad_out_;  // outputs waiting for their SEND, by the producing stage
+};
+
+}  // namespace
+
+RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, Transport* transport) {
+  if (options.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", options.iterations);
+  if (options.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", options.warmup);
+  if (!(options.timeout_s > 0)) throw_bad_input("--timeout: must be a positive number of seconds, got {}", options.timeout_s);
+  const Schedule lowered = schedule.lowered ? schedule : lower(schedule);
+  validate(lowered);
+  const int ranks = lowered.num_ranks();
+  std::optional<ThreadTransport> threads;
+  if (!transport) transport = &threads.emplace(ranks);
+
+  const int total = options.warmup + options.iterations;
+  RunResult result;
+  result.iterations.resize(static_cast<size_t>(total));
+  for (int it = 0; it < total; ++it) {
+    result.iterations[static_cast<size_t>(it)].iteration = it;
+    result.iterations[static_cast<size_t>(it)].warmup = it < options.warmup;
+    result.iterations[static_cast<size_t>(it)].ranks.resize(static_cast<size_t>(ranks));
+  }
+
+  Shared shared(lowered, backend, options, *transport, ranks);
+  std::vector<std::unique_ptr<RankRunner>> runners;
+  for (int r = 0; r < ranks; ++r) runners.push_back(std::make_unique<RankRunner>(shared, r, total, result.iterations));
+  {
+    std::vector<std::jthread> threads_of_ranks;
+    for (auto& runner : runners) threads_of_ranks.emplace_back([&runner] { runner->run(); });
+  }
+  if (shared.failure) throw_runtime("{}", *shared.failure);
+
+  for (IterationRecord& rec : result.iterations)
+    for (const RankIteration& r : rec.ranks) rec.step_time_s = std::max(rec.step_time_s, r.end_s);
+  for (auto& runner : runners) result.activation_peak_bytes.push_back(runner->run_peak());
+  return result;
+}
+
+}  // namespace pw

@@ -1,0 +1,55 @@
+#pragma once
+// Runs a schedule for real: one thread per rank executes the rank's lowered action list exactly in order
+// (the IR the simulator times). Compute actions call the backend; sends and receives move the tensors
+// through a transport; tensors between stages on the same rank are handed over locally. An iteration
+// starts with all ranks together and ends, after every rank's list, with a synchronised optimizer step.
+#include <functional>
+#include <vector>
+
+#include "executor/backend.hpp"
+#include "executor/transport.hpp"
+#include "schedules/ir.hpp"
+#include "sim/pipeline_sim.hpp"
+
+namespace pw {
+
+struct RunOptions {
+  int iterations = 1;   // measured
+  int warmup = 0;       // run first, not measured
+  double timeout_s = 60;  // longest wait for a receive or for the other ranks
+  bool optimizer_step = true;
+  // Called on the rank's thread before each action; a test hook (throwing stops the run like a failing
+  // kernel would).
+  std::function<void(int rank, int iteration, const Action& action)> before_action;
+};
+
+// One rank in one iteration. Times are seconds since the iteration began (all ranks together).
+struct RankIteration {
+  double busy_s = 0;                 // compute actions, wall clock
+  double busy_cpu_s = 0;             // the rank thread's CPU time in them (less than busy_s when the OS ran
+                                     // other threads on its core meanwhile)
+  double end_s = 0;                  // the optimizer step done
+  double activation_peak_bytes = 0;
+  std::vector<SimEvent> events;      // compute, send and receive lanes, as the simulator reports them
+  std::vector<MemorySample> memory;  // activation bytes in use after each change
+};
+
+struct IterationRecord {
+  int iteration = 0;
+  bool warmup = false;
+  double step_time_s = 0;  // the last rank's optimizer step done
+  std::vector<RankIteration> ranks;
+};
+
+struct RunResult {
+  std::vector<IterationRecord> iterations;     // warm-up ones first
+  std::vector<double> activation_peak_bytes;   // per rank, over the whole run
+};
+
+// Validates the schedule (lowering it first when it is compute-only; BadInput before anything runs), then
+// runs warmup + iterations iterations. A rank that throws, or a wait longer than timeout_s, stops every rank
+// and throws Runtime "rank <r> failed at <action>: <reason>". `transport` null: threads in this process.
+RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options = {},
+                       Transport* transport = nullptr);
+
+}  // namespace pw

@@ -1,0 +1,67 @@
+#pragma once
+// Moves tensors between ranks. A message is keyed by the action that sends it (SEND_F or SEND_B of a stage
+// and micro-batch, in an iteration), so a receive can only match its own send.
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "executor/backend.hpp"
+
+namespace pw {
+
+struct MessageKey {
+  int iteration = 0;
+  Op op = Op::SendF;  // SendF or SendB
+  int stage = 0;      // the sending stage
+  int microbatch = 0;
+
+  friend auto operator<=>(const MessageKey&, const MessageKey&) = default;
+};
+
+struct Message {
+  TensorPtr tensor;
+  Clock::time_point sent{};  // when the sender handed it over
+  long flow_id = -1;         // ties the send to its receive in the trace
+};
+
+// A receive waited past its deadline.
+struct RecvTimeout : std::exception {
+  const char* what() const noexcept override { return "receive timed out"; }
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Never blocks: the message waits at the destination until received.
+  virtual void send(int src, int dst, const MessageKey& key, Message message) = 0;
+  // Blocks until the message from `src` with this key arrives. Throws RecvTimeout after `deadline` and
+  // RunAborted once abort() is called.
+  virtual Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) = 0;
+  // Wakes every waiting receive (they throw RunAborted) and fails every later one.
+  virtual void abort() = 0;
+};
+
+// Ranks as threads of one process: a mailbox per rank guarded by a mutex and a condition variable. A sent
+// tensor is copied into the mailbox, so the sender may reuse or free its own at once.
+class ThreadTransport : public Transport {
+ public:
+  explicit ThreadTransport(int ranks);
+  void send(int src, int dst, const MessageKey& key, Message message) override;
+  Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) override;
+  void abort() override;
+
+ private:
+  struct Mailbox {
+    std::mutex mutex;
+    std::condition_variable arrived;
+    std::map<std::tuple<int, MessageKey>, Message> messages;  // (src, key)
+  };
+  std::vector<Mailbox> boxes_;
+  std::mutex abort_mutex_;
+  bool aborted_ = false;
+};
+
+}  // namespace pw

@@ -1,0 +1,104 @@
+#include "planner/export_deepspeed.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "core/version.hpp"
+#include "planner/baseline_splits.hpp"
+
+namespace pw {
+
+bool deepspeed_uniform(const Model& model, const std::vector<LayerRange>& ranges) {
+  return parts_from_ranges(ranges) ==
+         deepspeed_partition_uniform(model.num_layers(), static_cast<int>(ranges.size()));
+}
+
+std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
+  const Scenario& s = plan.scenario;
+  const ParallelConfig& pc = s.parallel;
+  if (s.schedule != "1f1b")
+    throw_bad_input("--export deepspeed: DeepSpeed's pipeline engine runs its own 1F1B order, not {}; plan with "
+                    "--schedules 1f1b",
+                    s.schedule);
+  if (s.workload.recompute == Recompute::Selective)
+    throw_bad_input("--export deepspeed: DeepSpeed checkpoints whole layers (activation_checkpoint_interval), not "
+                    "selectively; plan with --recompute none or full");
+  std::vector<LayerRange> ranges;
+  for (const StageReport& st : plan.stages) ranges.push_back(st.layers);
+  const bool uniform = deepspeed_uniform(s.model, ranges);
+  const std::vector<int> parts = parts_from_ranges(ranges);
+  const bool full = s.workload.recompute == Recompute::Full;
+
+  nlohmann::ordered_json config;
+  config["train_batch_size"] = s.global_batch_size;
+  config["train_micro_batch_size_per_gpu"] = s.workload.micro_batch_size;
+  config["gradient_accumulation_steps"] = pc.microbatches;
+  config["bf16"] = {{"enabled", true}};
+  config["zero_optimization"] = {{"stage", pc.distributed_optimizer ? 1 : 0}};
+  nlohmann::ordered_json pipeline;
+  pipeline["stages"] = pc.pp;
+  if (uniform)
+    pipeline["partition"] = "uniform";
+  else
+    pipeline["partition"] = parts;
+  pipeline["activation_checkpoint_interval"] = full ? 1 : 0;
+  config["pipeline"] = pipeline;
+  config["activation_checkpointing"] = {{"partition_activations", full && pc.tp > 1},
+                                        {"cpu_checkpointing", false},
+                                        {"contiguous_memory_optimization", false},
+                                        {"synchronize_checkpoint_boundary", false}};
+  std::vector<ExportFile> files{ExportFile{"ds_config.json", config.dump(2) + "\n"}};
+  if (uniform) return files;
+
+  std::string layer_list;
+  for (size_t i = 0; i < s.model.layers.size(); ++i) {
+    const Layer& l = s.model.layers[i];
+    // Name the ends and the blocks as a range, so that the comment stays short for deep models.
+    if (i == 0 || i + 1 == s.model.layers.size() || l.kind != LayerKind::Block)
+      layer_list += fmt::format("#   {:>4}: {}\n", i, l.name);
+    else if (i == 1 || s.model.layers[i - 1].kind != LayerKind::Block)
+      layer_list += fmt::format("#   {:>4}..{}: {} .. {}\n", i, s.model.num_layers() - 2, l.name,
+                                s.model.layers[static_cast<size_t>(s.model.num_layers() - 2)].name);
+  }
+  std::string text = fmt::format(
+      "# pipewright {}: {} on {}, {} GPUs (tp {}, pp {}, dp {}); predicted {} per step, {} peak memory.\n"
+      "#\n"
+      "# DeepSpeed's PipelineModule takes partition_method 'uniform', 'parameters' or 'type:<regex>'; none of\n"
+      "# them takes per-stage bounds. This subclass sets the plan's bounds where PipelineModule computes its\n"
+      "# own (_partition_layers in deepspeed/runtime/pipe/module.py): stage s builds layers\n"
+      "# PARTS[s] .. PARTS[s + 1] - 1 of the `layers` list. The list must be pipewright's, one entry per layer:\n"
+      "{}"
+      "# If your list has extra entries (a lambda, a separate final norm), shift the bounds after them.\n"
+      "# Tensor parallelism (tp {}) comes from your model code's mpu, e.g. Megatron-DeepSpeed's\n"
+      "# --tensor-model-parallel-size {}, with topology=PipeModelDataParallelTopology(num_pp={}, num_mp={}, num_dp={}).\n"
+      "#\n"
+      "#   from pipewright_partition import PipewrightPipelineModule\n"
+      "#   model = PipewrightPipelineModule(layers=layers, num_stages={}, activation_checkpoint_interval={}, ...)\n"
+      "from deepspeed.pipe import PipelineModule\n"
+      "\n"
+      "PARTS = [{}]\n"
+      "\n"
+      "\n"
+      "class PipewrightPipelineModule(PipelineModule):\n"
+      "    def _partition_layers(self, method=\"pipewright\"):\n"
+      "        num_stages = self._topo.get_dim(\"pipe\")\n"
+      "        if len(PARTS) != num_stages + 1 or PARTS[-1] != len(self._layer_specs):\n"
+      "            raise RuntimeError(\n"
+      "                f\"pipewright partition: {{len(PARTS) - 1}} stages over {{PARTS[-1]}} layers, but the module has \"\n"
+      "                f\"{{num_stages}} stages and {{len(self._layer_specs)}} layers\"\n"
+      "            )\n"
+      "        self.parts = list(PARTS)\n"
+      "        stage_id = self._topo.get_coord(self.global_rank).pipe\n"
+      "        self._set_bounds(start=self.parts[stage_id], stop=self.parts[stage_id + 1])\n",
+      kVersion, s.model.name, s.cluster.name, pc.gpus(), pc.tp, pc.pp, pc.dp, format_seconds(plan.metrics.step_time_s),
+      format_bytes(plan.metrics.peak_memory_bytes), layer_list, pc.tp, pc.tp, pc.pp, pc.tp, pc.dp, pc.pp, full ? 1 : 0,
+      fmt::join(parts, ", "));
+  files.push_back(ExportFile{"pipewright_partition.py", text});
+  return files;
+}
+
+}  // namespace pw

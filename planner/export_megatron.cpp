@@ -1,0 +1,249 @@
+#include "planner/export_megatron.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "core/version.hpp"
+#include "schedules/generators.hpp"
+
+namespace pw {
+namespace {
+
+void check_layer_kinds(const Model& model, const char* what) {
+  const int n = model.num_layers();
+  bool ok = n >= 3 && model.layers.front().kind == LayerKind::Embedding && model.layers.back().kind == LayerKind::Head;
+  for (int i = 1; ok && i + 1 < n; ++i) ok = model.layers[static_cast<size_t>(i)].kind == LayerKind::Block;
+  if (!ok)
+    throw_bad_input("{}: model '{}' is not an embedding, transformer layers and a head; Megatron-LM's layout names "
+                    "only those (E, t, L)",
+                    what, model.name);
+}
+
+std::string stage_token(const Model& model, const LayerRange& r) {
+  const int n = model.num_layers();
+  std::string out;
+  if (r.first == 0) out += "E";
+  const int blocks = std::min(r.last, n - 2) - std::max(r.first, 1) + 1;
+  if (blocks >= 4)  // "t*k" is shorter than k t's from k = 4 on
+    out += fmt::format("t*{}", blocks);
+  else if (blocks > 0)
+    out += std::string(static_cast<size_t>(blocks), 't');
+  if (r.last == n - 1) out += "L";
+  return out;
+}
+
+// Unrolls every match of "(...)*k" (group 1 repeated) or "x*k", left to right without overlap, as
+// Python's re.sub does for Megatron's two patterns.
+std::string unroll(const std::string& text, bool parenthesised) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t body_begin = 0, body_end = 0, star = 0;
+    bool match = false;
+    if (parenthesised && text[i] == '(') {
+      const size_t close = text.find(')', i + 1);
+      if (close != std::string::npos && close > i + 1 && close + 1 < text.size() && text[close + 1] == '*') {
+        body_begin = i + 1;
+        body_end = close;
+        star = close + 1;
+        match = true;
+      }
+    } else if (!parenthesised && i + 1 < text.size() && text[i + 1] == '*') {
+      body_begin = i;
+      body_end = i + 1;
+      star = i + 1;
+      match = true;
+    }
+    size_t digits_end = star + 1;
+    if (match) {
+      while (digits_end < text.size() && std::isdigit(static_cast<unsigned char>(text[digits_end]))) ++digits_end;
+      match = digits_end > star + 1;
+    }
+    if (!match) {
+      out += text[i++];
+      continue;
+    }
+    const int k = std::stoi(text.substr(star + 1, digits_end - star - 1));
+    for (int r = 0; r < k; ++r) out.append(text, body_begin, body_end - body_begin);
+    i = digits_end;
+  }
+  return out;
+}
+
+bool same_ranges(const std::vector<LayerRange>& a, const std::vector<LayerRange>& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const LayerRange& x, const LayerRange& y) {
+           return x.first == y.first && x.last == y.last;
+         });
+}
+
+// Megatron's split without a layout: the same number of transformer layers on every (virtual) stage.
+std::vector<LayerRange> uniform_blocks(const Model& model, int stages) {
+  return split_layers(model, stages, std::vector<int>(static_cast<size_t>(stages), model.num_blocks() / stages));
+}
+
+}  // namespace
+
+std::vector<std::string> megatron_schedules() {
+  std::vector<std::string> out;
+  for (const std::string& s : schedule_names())
+    if (s == "1f1b" || s == "interleaved" || s == "bfs") out.push_back(s);
+  return out;
+}
+
+std::string megatron_layout(const Model& model, const std::vector<LayerRange>& ranges) {
+  check_layer_kinds(model, "--export megatron");
+  std::vector<std::string> tokens;
+  for (const LayerRange& r : ranges) tokens.push_back(stage_token(model, r));
+  std::string out;
+  const size_t n = tokens.size();
+  size_t i = 0;
+  // Every stage but the last is followed by "|"; a run of r equal such stages "X|X|...X|" becomes "(X|)*r"
+  // when that is shorter, with a cosmetic comma before what follows.
+  while (i < n) {
+    if (i + 1 == n) {
+      out += tokens[i];
+      break;
+    }
+    size_t j = i;
+    while (j + 1 < n - 1 && tokens[j + 1] == tokens[i]) ++j;
+    const size_t run = j - i + 1;  // stages i..j, all followed by "|"
+    const std::string unit = tokens[i] + "|";
+    const std::string grouped = fmt::format("({})*{}", unit, run);
+    if (run > 1 && grouped.size() < run * unit.size()) {
+      out += grouped;
+      if (j + 1 < n) out += ",";
+    } else {
+      for (size_t k = 0; k < run; ++k) out += unit;
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+std::vector<LayerRange> parse_megatron_layout(const std::string& layout, const Model& model) {
+  check_layer_kinds(model, "--pipeline-model-parallel-layout");
+  std::string text;
+  for (char c : layout)
+    if (c != ',' && !std::isspace(static_cast<unsigned char>(c))) text += c;
+  text = unroll(unroll(text, true), false);
+  const int n = model.num_layers();
+  std::vector<LayerRange> out;
+  int next = 0;  // the next pipewright layer
+  size_t begin = 0;
+  for (int stage = 0;; ++stage) {
+    const size_t end = std::min(text.find('|', begin), text.size());
+    const std::string part = text.substr(begin, end - begin);
+    if (part.empty())
+      throw_bad_input("--pipeline-model-parallel-layout '{}': stage {} is empty; pipewright stages hold at least one layer",
+                      layout, stage);
+    const int first = next;
+    for (char c : part) {
+      if (c == 'E') {
+        if (next != 0)
+          throw_bad_input("--pipeline-model-parallel-layout '{}': the embedding E must come first, found it in stage {}",
+                          layout, stage);
+        ++next;
+      } else if (c == 't') {
+        if (next == 0 || next >= n - 1)
+          throw_bad_input("--pipeline-model-parallel-layout '{}': {} transformer layers t; model '{}' has {} after the "
+                          "embedding",
+                          layout, std::count(text.begin(), text.end(), 't'), model.name, n - 2);
+        ++next;
+      } else if (c == 'L') {
+        if (next != n - 1)
+          throw_bad_input("--pipeline-model-parallel-layout '{}': the loss L must follow all {} transformer layers of '{}'",
+                          layout, n - 2, model.name);
+        ++next;
+      } else {
+        throw_bad_input("--pipeline-model-parallel-layout '{}': '{}' is not a layer; use E (embedding), t (transformer "
+                        "layer) or L (loss)",
+                        layout, c);
+      }
+    }
+    out.push_back(LayerRange{first, next - 1});
+    if (end == text.size()) break;
+    begin = end + 1;
+  }
+  if (next != n)
+    throw_bad_input("--pipeline-model-parallel-layout '{}': covers {} of the {} layers of '{}' (E, {} t, L)", layout, next,
+                    n, model.name, n - 2);
+  return out;
+}
+
+std::vector<std::string> megatron_arguments(const Evaluation& plan) {
+  const Scenario& s = plan.scenario;
+  const ParallelConfig& pc = s.parallel;
+  const std::vector<std::string> runs = megatron_schedules();
+  if (std::find(runs.begin(), runs.end(), s.schedule) == runs.end())
+    throw_bad_input("--export megatron: Megatron-LM runs 1f1b, interleaved and bfs, not {}; plan with --schedules "
+                    "1f1b,interleaved,bfs",
+                    s.schedule);
+  const int chunks = plan.schedule.num_stages() / pc.pp;
+  if (chunks > 1 && pc.pp < 2)
+    throw_bad_input("--export megatron: Megatron-LM's interleaved schedule needs --pp 2 or more, got pp 1 with vpp {}", chunks);
+  std::vector<LayerRange> ranges;
+  for (const StageReport& st : plan.stages) ranges.push_back(st.layers);
+  const Model& model = s.model;
+  check_layer_kinds(model, "--export megatron");
+
+  std::vector<std::string> a;
+  auto add = [&](std::string flag, std::string value = "") {
+    a.push_back(std::move(flag));
+    if (!value.empty()) a.push_back(std::move(value));
+  };
+  add("--tensor-model-parallel-size", std::to_string(pc.tp));
+  add("--pipeline-model-parallel-size", std::to_string(pc.pp));
+  if (pc.tp > 1 && s.workload.sequence_parallel) add("--sequence-parallel");
+  add("--num-layers", std::to_string(model.num_blocks()));
+  add("--seq-length", std::to_string(s.workload.seq_len));
+  add("--micro-batch-size", std::to_string(s.workload.micro_batch_size));
+  add("--global-batch-size", std::to_string(s.global_batch_size));
+  // Megatron's own split: L / (pp x vpp) layers per stage, the embedding first and the loss last.
+  const int stages = static_cast<int>(ranges.size());
+  const bool even = model.num_blocks() % stages == 0 && same_ranges(ranges, uniform_blocks(model, stages));
+  if (!even && stages > 1)
+    add("--pipeline-model-parallel-layout", megatron_layout(model, ranges));
+  else if (chunks > 1)
+    add("--num-virtual-stages-per-pipeline-rank", std::to_string(chunks));
+  if (chunks > 1) {
+    const int group = s.schedule == "bfs" ? pc.microbatches : (s.group_size > 0 ? s.group_size : pc.pp);
+    if (group != pc.pp) add("--microbatch-group-size-per-virtual-pipeline-stage", std::to_string(group));
+  }
+  if (s.workload.recompute == Recompute::Selective) add("--recompute-granularity", "selective");
+  if (s.workload.recompute == Recompute::Full) {
+    add("--recompute-granularity", "full");
+    add("--recompute-method", "uniform");
+    add("--recompute-num-layers", "1");
+  }
+  if (pc.distributed_optimizer && pc.dp > 1) add("--use-distributed-optimizer");
+  return a;
+}
+
+ExportFile megatron_export(const Evaluation& plan) {
+  const std::vector<std::string> args = megatron_arguments(plan);
+  const Scenario& s = plan.scenario;
+  std::string text = fmt::format(
+      "# pipewright {}: {} on {}, {} GPUs, {} schedule; predicted {} per step, {} peak memory.\n"
+      "# Megatron-LM arguments (megatron/training/arguments.py). Use them as\n"
+      "#   source megatron_args.sh && torchrun ... pretrain_gpt.py \"${{PIPEWRIGHT_MEGATRON_ARGS[@]}}\" <model, data, "
+      "optimizer arguments>\n"
+      "PIPEWRIGHT_MEGATRON_ARGS=(\n",
+      kVersion, s.model.name, s.cluster.name, s.parallel.gpus(), s.schedule, format_seconds(plan.metrics.step_time_s),
+      format_bytes(plan.metrics.peak_memory_bytes));
+  for (size_t i = 0; i < args.size(); ++i) {
+    text += "  " + args[i];
+    if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+      const std::string& v = args[++i];
+      const bool quote = v.find_first_of("|*()") != std::string::npos;
+      text += quote ? " '" + v + "'" : " " + v;
+    }
+    text += "\n";
+  }
+  text += ")\n";
+  return ExportFile{"megatron_args.sh", text};
+}
+
+}  // namespace pw

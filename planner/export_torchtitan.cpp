@@ -1,0 +1,138 @@
+#include "planner/export_torchtitan.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "core/version.hpp"
+
+namespace pw {
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string torch_schedule_name(const Scenario& s) {
+  const int group = s.group_size > 0 ? s.group_size : s.parallel.pp;
+  if (s.schedule == "gpipe") return "GPipe";
+  if (s.schedule == "1f1b") return "1F1B";
+  if (s.schedule == "interleaved" && group == s.parallel.pp) return "Interleaved1F1B";
+  if (s.schedule == "zb-v") return "ZBVZeroBubble";
+  if (s.schedule == "dualpipev") return "DualPipeV";
+  return "";
+}
+
+std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model, const std::vector<LayerRange>& ranges) {
+  if (!model.transformer)
+    throw_bad_input("--export torchtitan: model '{}' gives explicit layer costs; torchtitan's module names "
+                    "(tok_embeddings, layers.N, norm, output) need a transformer",
+                    model.name);
+  std::vector<std::vector<std::string>> out;
+  for (const LayerRange& r : ranges) {
+    std::vector<std::string> names;
+    for (int i = r.first; i <= r.last; ++i) {
+      const Layer& l = model.layers[static_cast<size_t>(i)];
+      if (l.kind == LayerKind::Embedding) names.push_back("tok_embeddings");
+      if (l.kind == LayerKind::Block) names.push_back(fmt::format("layers.{}", i - 1));
+      if (l.kind == LayerKind::Head) {
+        names.push_back("norm");
+        names.push_back("output");
+      }
+    }
+    out.push_back(std::move(names));
+  }
+  return out;
+}
+
+std::string torch_schedule_csv(const Schedule& s) {
+  std::string out;
+  for (const auto& list : s.ranks) {
+    std::string row;
+    auto add = [&](int stage, char op, int mb) { row += fmt::format("{}{}{}{}", row.empty() ? "" : ",", stage, op, mb); };
+    for (const Action& a : list) {
+      switch (a.op) {
+        case Op::F: add(a.stage, 'F', a.microbatch); break;
+        case Op::B: add(a.stage, 'I', a.microbatch); break;
+        case Op::W: add(a.stage, 'W', a.microbatch); break;
+        case Op::BW: add(a.stage, 'B', a.microbatch); break;
+        case Op::FB:
+          add(a.stage, 'F', a.microbatch);
+          add(a.stage2, 'B', a.microbatch2);
+          break;
+        default: break;  // communication: left for the runtime to insert
+      }
+    }
+    out += row + "\n";
+  }
+  return out;
+}
+
+std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::string& dir) {
+  const Scenario& s = plan.scenario;
+  const ParallelConfig& pc = s.parallel;
+  std::vector<LayerRange> ranges;
+  for (const StageReport& st : plan.stages) ranges.push_back(st.layers);
+  const auto fqns = torchtitan_module_fqns(s.model, ranges);
+  const std::string name = torch_schedule_name(s);
+  const std::string csv_path = (std::filesystem::path(dir) / "pipewright_schedule.csv").generic_string();
+
+  std::string t = fmt::format(
+      "# pipewright {}: {} on {}, {} GPUs, {} schedule; predicted {} per step, {} peak memory.\n"
+      "# Keys of torchtitan's ParallelismConfig (torchtitan/config/parallelism.py) and TrainingConfig\n"
+      "# (torchtitan/config/training.py), the generation with pipeline_parallel_module_fqns_per_model_part and\n"
+      "# num_pp_microbatches; older releases name the split module_fqns_per_model_part or\n"
+      "# pipeline_parallel_split_points.\n"
+      "[parallelism]\n",
+      kVersion, s.model.name, s.cluster.name, pc.gpus(), s.schedule, format_seconds(plan.metrics.step_time_s),
+      format_bytes(plan.metrics.peak_memory_bytes));
+  t += "# pipewright counted dp as replicas with a sharded optimizer (ZeRO-1); torchtitan's FSDP\n"
+       "# (data_parallel_shard_degree) shards weights too and needs less memory than predicted.\n";
+  t += fmt::format("data_parallel_replicate_degree = {}\n", pc.dp);
+  t += "data_parallel_shard_degree = 1\n";
+  t += fmt::format("tensor_parallel_degree = {}\n", pc.tp);
+  t += fmt::format("enable_sequence_parallel = {}\n", pc.tp > 1 && s.workload.sequence_parallel ? "true" : "false");
+  t += fmt::format("pipeline_parallel_degree = {}\n", pc.pp);
+  if (name.empty()) {
+    t += fmt::format("# PyTorch has no schedule class for pipewright's {}: its order is in the CSV.\n", s.schedule);
+    t += "pipeline_parallel_schedule = \"PipelineScheduleMulti\"\n";
+    t += fmt::format("pipeline_parallel_schedule_csv = {}\n", quoted(csv_path));
+  } else {
+    t += fmt::format("pipeline_parallel_schedule = {}\n", quoted(name));
+  }
+  t += fmt::format("num_pp_microbatches = {}\n", pc.microbatches);
+  t += "pipeline_parallel_module_fqns_per_model_part = [\n";
+  for (const auto& stage : fqns) {
+    t += "  [";
+    for (size_t i = 0; i < stage.size(); ++i) t += (i ? ", " : "") + quoted(stage[i]);
+    t += "],\n";
+  }
+  t += "]\n\n[training]\n";
+  t += fmt::format("num_tokens_per_microbatch_per_dp_rank = {}\n",
+                   static_cast<long>(s.workload.micro_batch_size) * s.workload.seq_len);
+  t += fmt::format("num_tokens_per_train_step = {}\n", static_cast<long>(s.global_batch_size) * s.workload.seq_len);
+  t += fmt::format("max_context_length = {}\n", s.workload.seq_len);
+  t += "\n[activation_checkpoint]\n";
+  switch (s.workload.recompute) {
+    case Recompute::None: t += "mode = \"none\"\n"; break;
+    case Recompute::Selective:
+      t += "# torchtitan's op-level selective checkpointing is the closest to recomputing the attention core.\n"
+           "mode = \"selective\"\nselective_ac_option = \"op\"\n";
+      break;
+    case Recompute::Full: t += "mode = \"full\"\n"; break;
+  }
+  std::vector<ExportFile> files{ExportFile{"torchtitan.toml", t}};
+  if (name.empty()) files.push_back(ExportFile{"pipewright_schedule.csv", torch_schedule_csv(plan.schedule)});
+  return files;
+}
+
+}  // namespace pw

@@ -1,0 +1,31 @@
+#pragma once
+// Exporting a plan to the frameworks people train with: Megatron-LM (command-line arguments), DeepSpeed
+// (ds_config JSON and a PipelineModule subclass holding the split) and torchtitan (the [parallelism] TOML
+// section and, for schedules PyTorch has no class for, the schedule as CSV). Each target runs only some
+// schedules and recompute modes; the search is restricted to them when an export is asked for.
+#include <string>
+#include <vector>
+
+#include "core/workload.hpp"
+#include "sim/scenario.hpp"
+
+namespace pw {
+
+enum class ExportTarget { Megatron, DeepSpeed, Torchtitan };
+ExportTarget export_target_from_string(const std::string& text);  // BadInput naming --export otherwise
+const char* to_string(ExportTarget t);
+
+struct ExportFile {
+  std::string name;  // file name inside the export folder
+  std::string text;
+};
+
+// The schedules (among schedule_names()) and recompute modes the target can run.
+std::vector<std::string> export_schedules(ExportTarget t);
+std::vector<Recompute> export_recomputes(ExportTarget t);
+
+// BadInput "--export <target>: ..." when the plan uses something the target cannot run.
+// `dir` is the folder the files will be written to (files may name each other by path).
+std::vector<ExportFile> export_plan(ExportTarget t, const Evaluation& plan, const std::string& dir);
+
+}  // namespace pw

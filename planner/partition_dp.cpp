@@ -1,0 +1,205 @@
+#include "planner/partition_dp.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace pw {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<LayerRange> backtrack(const std::vector<int>& arg, int stages, int layers) {
+  const size_t width = static_cast<size_t>(layers) + 1;
+  std::vector<LayerRange> ranges(static_cast<size_t>(stages));
+  int end = layers;
+  for (int k = stages; k >= 1; --k) {
+    const int start = arg[static_cast<size_t>(k) * width + static_cast<size_t>(end)];
+    ranges[static_cast<size_t>(k) - 1] = LayerRange{start, end - 1};
+    end = start;
+  }
+  return ranges;
+}
+
+// The first start j to try for stage k - 1 (of k) ending at i: the stage starts right before i, except
+// the first, which starts at 0.
+int first_start(int k, int i) { return k == 1 ? 0 : i - 1; }
+int last_start(int k) { return k == 1 ? 0 : k - 1; }
+
+}  // namespace
+
+std::vector<double> rank_caps(const PartitionProblem& p) {
+  std::vector<double> cap;
+  for (int s = 0; s < p.stages; ++s) cap.push_back(p.rank_limit[static_cast<size_t>(p.stage_rank[static_cast<size_t>(s)])]);
+  return cap;
+}
+
+Split min_bottleneck(const PartitionProblem& p, const std::vector<double>& cap) {
+  const int n = p.layers, S = p.stages;
+  const size_t width = static_cast<size_t>(n) + 1;
+  std::vector<double> best((static_cast<size_t>(S) + 1) * width, kInf);
+  std::vector<int> arg(best.size(), -1);
+  best[0] = 0;
+  for (int k = 1; k <= S; ++k) {
+    const int s = k - 1;
+    const std::vector<double>& tp = p.time_prefix[static_cast<size_t>(p.stage_class[static_cast<size_t>(s)])];
+    const double* prev = &best[static_cast<size_t>(k - 1) * width];
+    for (int i = k; i <= n - (S - k); ++i) {
+      const double xfer = p.transfer_time(s, i);
+      double b = kInf;
+      int a = -1;
+      for (int j = first_start(k, i); j >= last_start(k); --j) {
+        const double t = (tp[static_cast<size_t>(i)] - tp[static_cast<size_t>(j)]) + xfer;
+        if (t >= b) break;  // larger stages only get slower
+        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;  // and fuller
+        if (prev[j] == kInf) continue;
+        const double c = std::max(prev[j], t);
+        if (c < b) {
+          b = c;
+          a = j;
+        }
+      }
+      best[static_cast<size_t>(k) * width + static_cast<size_t>(i)] = b;
+      arg[static_cast<size_t>(k) * width + static_cast<size_t>(i)] = a;
+    }
+  }
+  Split out;
+  out.value = best[static_cast<size_t>(S) * width + static_cast<size_t>(n)];
+  if (out.value < kInf) out.ranges = backtrack(arg, S, n);
+  return out;
+}
+
+std::vector<double> suffix_bottlenecks(const PartitionProblem& p, const std::vector<double>& cap) {
+  const int n = p.layers, S = p.stages;
+  const size_t width = static_cast<size_t>(n) + 1;
+  std::vector<double> suffix((static_cast<size_t>(S) + 1) * width, kInf);
+  suffix[static_cast<size_t>(S) * width + static_cast<size_t>(n)] = 0;
+  for (int s = S - 1; s >= 0; --s) {
+    const double* next = &suffix[static_cast<size_t>(s + 1) * width];
+    for (int j = s; j <= n - (S - s); ++j) {
+      double b = kInf;
+      const int first = s == S - 1 ? n : j + 1;
+      for (int i = first; i <= n - (S - s - 1); ++i) {
+        const double t = p.stage_time(s, j, i);
+        if (p.compute_time(s, j, i) >= b) break;  // the transfer varies with i; the compute only grows
+        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;
+        if (next[i] == kInf) continue;
+        b = std::min(b, std::max(next[i], t));
+      }
+      suffix[static_cast<size_t>(s) * width + static_cast<size_t>(j)] = b;
+    }
+  }
+  return suffix;
+}
+
+std::vector<std::vector<LayerRange>> best_splits_within(const PartitionProblem& p, const std::vector<double>& cap,
+                                                        double limit, int k_best, double* count) {
+  struct Entry {
+    double sum, squares;
+    int start, index;  // the previous stage's list: at (k - 1, start), entry `index`
+  };
+  const auto before = [](const Entry& a, const Entry& b) {
+    if (a.sum != b.sum) return a.sum < b.sum;
+    if (a.squares != b.squares) return a.squares < b.squares;
+    if (a.start != b.start) return a.start > b.start;
+    return a.index < b.index;
+  };
+  const int n = p.layers, S = p.stages;
+  const size_t width = static_cast<size_t>(n) + 1;
+  const size_t keep = static_cast<size_t>(std::max(k_best, 1));
+  // finish[k][i]: stages k .. S - 1 can cover layers [i, n) within the limit and caps. Prefixes that
+  // cannot finish are never kept, so every list holds only prefixes of complete splits.
+  std::vector<char> finish((static_cast<size_t>(S) + 1) * width, 0);
+  finish[static_cast<size_t>(S) * width + static_cast<size_t>(n)] = 1;
+  for (int s = S - 1; s >= 0; --s)
+    for (int j = s; j <= n - (S - s); ++j) {
+      char ok = 0;
+      for (int i = s == S - 1 ? n : j + 1; i <= n - (S - s - 1) && !ok; ++i) {
+        if (p.compute_time(s, j, i) > limit) break;
+        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;
+        ok = p.stage_time(s, j, i) <= limit && finish[static_cast<size_t>(s + 1) * width + static_cast<size_t>(i)];
+      }
+      finish[static_cast<size_t>(s) * width + static_cast<size_t>(j)] = ok;
+    }
+
+  std::vector<std::vector<Entry>> lists((static_cast<size_t>(S) + 1) * width);
+  std::vector<double> counts(lists.size(), 0.0);
+  lists[0].push_back(Entry{0, 0, -1, -1});
+  counts[0] = 1;
+  std::vector<Entry> candidates;
+  for (int k = 1; k <= S; ++k) {
+    const int s = k - 1;
+    for (int i = k; i <= n - (S - k); ++i) {
+      if (!finish[static_cast<size_t>(k) * width + static_cast<size_t>(i)]) continue;
+      candidates.clear();
+      double ways = 0;
+      for (int j = first_start(k, i); j >= last_start(k); --j) {
+        const double t = p.stage_time(s, j, i);
+        if (t > limit) break;
+        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;
+        const size_t from = static_cast<size_t>(k - 1) * width + static_cast<size_t>(j);
+        ways += counts[from];
+        const std::vector<Entry>& prev = lists[from];
+        for (size_t e = 0; e < prev.size(); ++e)
+          candidates.push_back(Entry{prev[e].sum + t, prev[e].squares + t * t, j, static_cast<int>(e)});
+      }
+      if (candidates.size() > keep) {
+        std::nth_element(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
+                         before);
+        candidates.resize(keep);
+      }
+      std::sort(candidates.begin(), candidates.end(), before);
+      const size_t here = static_cast<size_t>(k) * width + static_cast<size_t>(i);
+      lists[here] = candidates;
+      counts[here] = ways;
+    }
+  }
+  const size_t last = static_cast<size_t>(S) * width + static_cast<size_t>(n);
+  if (count) *count = counts[last];
+  std::vector<std::vector<LayerRange>> out;
+  for (const Entry& top : lists[last]) {
+    std::vector<LayerRange> ranges(static_cast<size_t>(S));
+    Entry e = top;
+    int end = n;
+    for (int k = S; k >= 1; --k) {
+      ranges[static_cast<size_t>(k) - 1] = LayerRange{e.start, end - 1};
+      end = e.start;
+      if (k > 1) e = lists[static_cast<size_t>(k - 1) * width + static_cast<size_t>(e.start)][static_cast<size_t>(e.index)];
+    }
+    out.push_back(std::move(ranges));
+  }
+  return out;
+}
+
+Split min_memory_excess(const PartitionProblem& p, const std::vector<double>& cap) {
+  const int n = p.layers, S = p.stages;
+  const size_t width = static_cast<size_t>(n) + 1;
+  std::vector<double> best((static_cast<size_t>(S) + 1) * width, kInf);
+  std::vector<int> arg(best.size(), -1);
+  best[0] = -kInf;
+  for (int k = 1; k <= S; ++k) {
+    const int s = k - 1;
+    const double* prev = &best[static_cast<size_t>(k - 1) * width];
+    for (int i = k; i <= n - (S - k); ++i) {
+      double b = kInf;
+      int a = -1;
+      for (int j = first_start(k, i); j >= last_start(k); --j) {
+        const double excess = p.stage_memory(s, j, i) - cap[static_cast<size_t>(s)];
+        if (excess >= b) break;  // larger stages only need more
+        if (prev[j] == kInf) continue;
+        const double c = std::max(prev[j], excess);
+        if (c < b) {
+          b = c;
+          a = j;
+        }
+      }
+      best[static_cast<size_t>(k) * width + static_cast<size_t>(i)] = b;
+      arg[static_cast<size_t>(k) * width + static_cast<size_t>(i)] = a;
+    }
+  }
+  Split out;
+  out.value = best[static_cast<size_t>(S) * width + static_cast<size_t>(n)];
+  out.ranges = backtrack(arg, S, n);
+  return out;
+}
+
+}  // namespace pw

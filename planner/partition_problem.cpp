@@ -1,0 +1,264 @@
+#include "planner/partition_problem.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "core/layer_work.hpp"
+#include "planner/layer_graph.hpp"
+
+namespace pw {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// h covers g when it holds at least as much for every choice of sizes with A_c >= WG_c >= 0: at least
+// as many full sets in every chunk, and at least as many sets of either kind.
+bool covers(const Holding& h, const Holding& g) {
+  for (size_t c = 0; c < h.full.size(); ++c)
+    if (h.full[c] < g.full[c] || h.full[c] + h.partial[c] < g.full[c] + g.partial[c]) return false;
+  return true;
+}
+
+template <typename T, typename Covers>
+std::vector<T> pareto(std::vector<T> items, Covers&& cover) {
+  std::vector<T> kept;
+  for (size_t i = 0; i < items.size(); ++i) {
+    bool dominated = false;
+    for (size_t j = 0; j < items.size() && !dominated; ++j) {
+      if (i == j || !cover(items[j], items[i])) continue;
+      // Of two equal holdings, keep the first.
+      dominated = !cover(items[i], items[j]) || j < i;
+    }
+    if (!dominated) kept.push_back(items[i]);
+  }
+  return kept;
+}
+
+bool same_link(const LinkSpec& a, const LinkSpec& b) {
+  return a.bandwidth_bytes_per_s == b.bandwidth_bytes_per_s && a.latency_s == b.latency_s;
+}
+
+bool same_gpu(const GpuSpec& a, const GpuSpec& b) {
+  return a.name == b.name && a.peak_flops == b.peak_flops && a.memory_bytes == b.memory_bytes &&
+         a.hbm_bytes_per_s == b.hbm_bytes_per_s;
+}
+
+double one_way(const LinkSpec& l, double bytes) { return l.latency_s + bytes / l.bandwidth_bytes_per_s; }
+
+}  // namespace
+
+std::vector<std::vector<Holding>> activation_holdings(const Schedule& schedule) {
+  const int ranks = schedule.num_ranks();
+  std::vector<std::vector<int>> rank_stages(static_cast<size_t>(ranks));
+  for (int s = 0; s < schedule.num_stages(); ++s) rank_stages[schedule.placement.rank_of(s)].push_back(s);
+  std::vector<std::vector<Holding>> out(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    const std::vector<int>& mine = rank_stages[static_cast<size_t>(r)];
+    auto chunk = [&](int stage) {
+      return static_cast<int>(std::lower_bound(mine.begin(), mine.end(), stage) - mine.begin());
+    };
+    Holding now{std::vector<int>(mine.size(), 0), std::vector<int>(mine.size(), 0)};
+    std::vector<Holding> points;
+    auto backward = [&](Op op, int stage) {
+      const int c = chunk(stage);
+      if (op == Op::B) {
+        --now.full[c];
+        ++now.partial[c];
+      } else if (op == Op::W) {
+        --now.partial[c];
+      } else {  // BW
+        --now.full[c];
+      }
+    };
+    for (const Action& a : schedule.ranks[static_cast<size_t>(r)]) {
+      if (!is_compute(a.op)) continue;
+      if (a.op == Op::F || a.op == Op::FB) {
+        ++now.full[chunk(a.stage)];
+        const bool repeat = !points.empty() && points.back().full == now.full && points.back().partial == now.partial;
+        if (!repeat) points.push_back(now);
+        if (a.op == Op::FB) backward(Op::BW, a.stage2);
+      } else {
+        backward(a.op, a.stage);
+      }
+    }
+    // Steady states repeat one holding many times: keep each once, in order of first appearance.
+    std::vector<Holding> distinct;
+    std::vector<size_t> order(points.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto key = [&](size_t i) { return std::tie(points[i].full, points[i].partial); };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+    std::vector<size_t> firsts;
+    for (size_t k = 0; k < order.size(); ++k)
+      if (k == 0 || key(order[k]) != key(order[k - 1])) firsts.push_back(order[k]);
+    std::sort(firsts.begin(), firsts.end());
+    for (size_t i : firsts) distinct.push_back(points[i]);
+    out[static_cast<size_t>(r)] = pareto(std::move(distinct), covers);
+  }
+  return out;
+}
+
+PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost, const Schedule& schedule) {
+  PartitionProblem P;
+  const ParallelConfig& pc = s.parallel;
+  const Cluster& cluster = s.cluster;
+  P.layers = s.model.num_layers();
+  P.stages = schedule.num_stages();
+  P.ranks = schedule.num_ranks();
+  if (P.ranks != pc.pp) throw_runtime("partitioner: schedule has {} ranks, pp is {}", P.ranks, pc.pp);
+  if (P.stages > P.layers)
+    throw_bad_input("--pp x --vpp = {} stages but model '{}' has only {} layers; use fewer stages", P.stages,
+                    s.model.name, P.layers);
+  const size_t n = static_cast<size_t>(P.layers);
+
+  P.stage_rank.resize(static_cast<size_t>(P.stages));
+  P.stage_chunk.resize(static_cast<size_t>(P.stages));
+  std::vector<int> seen(static_cast<size_t>(P.ranks), 0);
+  for (int st = 0; st < P.stages; ++st) {
+    const int r = schedule.placement.rank_of(st);
+    P.stage_rank[static_cast<size_t>(st)] = r;
+    P.stage_chunk[static_cast<size_t>(st)] = seen[static_cast<size_t>(r)]++;
+    P.max_chunks = std::max(P.max_chunks, seen[static_cast<size_t>(r)]);
+  }
+  for (int r = 0; r < P.ranks; ++r) P.rank_gpu.push_back(pipeline_rank_gpu(pc, r));
+
+  std::vector<LayerWork>& work = P.work;
+  work.reserve(n);
+  for (const Layer& layer : s.model.layers) work.push_back(layer_work(s.model, layer, s.workload));
+
+  // Layer times per GPU type and tp link: one prefix-sum row per distinct pair among the ranks.
+  struct Class {
+    const GpuSpec* gpu;
+    LinkSpec tp_link;
+  };
+  std::vector<Class> classes;
+  std::vector<int> rank_class(static_cast<size_t>(P.ranks));
+  for (int r = 0; r < P.ranks; ++r) {
+    const int g = P.rank_gpu[static_cast<size_t>(r)];
+    const Class c{&cluster.gpu_at(g), group_link(cluster, g, 1, pc.tp)};
+    size_t k = 0;
+    while (k < classes.size() && !(same_gpu(*classes[k].gpu, *c.gpu) && same_link(classes[k].tp_link, c.tp_link))) ++k;
+    if (k == classes.size()) classes.push_back(c);
+    rank_class[static_cast<size_t>(r)] = static_cast<int>(k);
+  }
+  for (const Class& c : classes) {
+    std::vector<double> prefix(n + 1, 0.0);
+    for (size_t i = 0; i < n; ++i) {
+      const Layer& layer = s.model.layers[i];
+      double t = 0;  // summed as layer_step_costs sums it
+      for (Phase ph : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
+        t += cost.phase_time(layer, work[i], ph, *c.gpu, c.tp_link, pc.tp);
+      prefix[i + 1] = prefix[i] + t;
+    }
+    P.time_prefix.push_back(std::move(prefix));
+  }
+  for (int st = 0; st < P.stages; ++st)
+    P.stage_class.push_back(rank_class[static_cast<size_t>(P.stage_rank[static_cast<size_t>(st)])]);
+
+  P.param_prefix.assign(n + 1, 0.0);
+  P.act_prefix.assign(n + 1, 0.0);
+  P.wg_prefix.assign(n + 1, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    P.param_prefix[i + 1] = P.param_prefix[i] + work[i].parameters;
+    P.act_prefix[i + 1] = P.act_prefix[i] + work[i].activation_bytes;
+    P.wg_prefix[i + 1] = P.wg_prefix[i] + work[i].weight_grad_bytes;
+  }
+  P.cut = boundary_bytes(s.model, work);
+
+  for (int st = 0; st + 1 < P.stages; ++st) {
+    const int ra = P.stage_rank[static_cast<size_t>(st)], rb = P.stage_rank[static_cast<size_t>(st) + 1];
+    const bool remote = ra != rb && !cluster.ideal;
+    LinkSpec fwd{kInf, 0}, bwd{kInf, 0};
+    if (remote) {
+      const int ga = P.rank_gpu[static_cast<size_t>(ra)], gb = P.rank_gpu[static_cast<size_t>(rb)];
+      fwd = cost.p2p_link(cluster.link(ga, gb));
+      bwd = cost.p2p_link(cluster.link(gb, ga));
+    }
+    P.remote.push_back(remote);
+    P.forward_link.push_back(fwd);
+    P.backward_link.push_back(bwd);
+  }
+
+  P.state_per_parameter = cost.model_state_bytes_per_parameter(pc.dp, pc.distributed_optimizer);
+  for (int st = 0; st < P.stages; ++st)  // as stage_costs() charges it
+    P.stage_reserve.push_back(st < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0.0);
+  for (int r = 0; r < P.ranks; ++r) P.rank_limit.push_back(cluster.memory_limit_at(P.rank_gpu[static_cast<size_t>(r)]));
+
+  P.holdings = activation_holdings(schedule);
+  P.chunk_holdings.resize(static_cast<size_t>(P.ranks));
+  for (int r = 0; r < P.ranks; ++r) {
+    const std::vector<Holding>& hs = P.holdings[static_cast<size_t>(r)];
+    const size_t chunks = static_cast<size_t>(seen[static_cast<size_t>(r)]);
+    auto& per_chunk = P.chunk_holdings[static_cast<size_t>(r)];
+    per_chunk.resize(chunks);
+    for (size_t c = 0; c < chunks; ++c) {
+      std::vector<std::pair<int, int>> pairs;
+      for (const Holding& h : hs) pairs.emplace_back(h.full[c], h.partial[c]);
+      per_chunk[c] = pareto(std::move(pairs), [](const std::pair<int, int>& a, const std::pair<int, int>& b) {
+        return a.first >= b.first && a.first + a.second >= b.first + b.second;
+      });
+    }
+  }
+  return P;
+}
+
+double PartitionProblem::compute_time(int s, int begin, int end) const {
+  const std::vector<double>& p = time_prefix[static_cast<size_t>(stage_class[static_cast<size_t>(s)])];
+  return p[static_cast<size_t>(end)] - p[static_cast<size_t>(begin)];
+}
+
+double PartitionProblem::transfer_time(int s, int end) const {
+  if (s + 1 >= stages || !remote[static_cast<size_t>(s)]) return 0;
+  const double bytes = cut[static_cast<size_t>(end) - 1];
+  return one_way(forward_link[static_cast<size_t>(s)], bytes) + one_way(backward_link[static_cast<size_t>(s)], bytes);
+}
+
+double PartitionProblem::stage_time(int s, int begin, int end) const {
+  return compute_time(s, begin, end) + transfer_time(s, end);
+}
+
+double PartitionProblem::state_bytes(int s, int begin, int end) const {
+  return (param_prefix[static_cast<size_t>(end)] - param_prefix[static_cast<size_t>(begin)]) * state_per_parameter +
+         stage_reserve[static_cast<size_t>(s)];
+}
+
+double PartitionProblem::chunk_peak(int s, int begin, int end) const {
+  const double a = act_prefix[static_cast<size_t>(end)] - act_prefix[static_cast<size_t>(begin)];
+  const double wg = wg_prefix[static_cast<size_t>(end)] - wg_prefix[static_cast<size_t>(begin)];
+  const auto& pairs = chunk_holdings[static_cast<size_t>(stage_rank[static_cast<size_t>(s)])]
+                                    [static_cast<size_t>(stage_chunk[static_cast<size_t>(s)])];
+  double peak = 0;
+  for (const auto& [full, partial] : pairs) peak = std::max(peak, full * a + partial * wg);
+  return peak;
+}
+
+double PartitionProblem::rank_memory(int r, const std::vector<LayerRange>& ranges) const {
+  double state = 0;
+  std::vector<double> a, wg;
+  for (int st = 0; st < stages; ++st) {
+    if (stage_rank[static_cast<size_t>(st)] != r) continue;
+    const LayerRange& lr = ranges[static_cast<size_t>(st)];
+    state += state_bytes(st, lr.first, lr.last + 1);
+    a.push_back(act_prefix[static_cast<size_t>(lr.last) + 1] - act_prefix[static_cast<size_t>(lr.first)]);
+    wg.push_back(wg_prefix[static_cast<size_t>(lr.last) + 1] - wg_prefix[static_cast<size_t>(lr.first)]);
+  }
+  double peak = 0;
+  for (const Holding& h : holdings[static_cast<size_t>(r)]) {
+    double bytes = 0;
+    for (size_t c = 0; c < a.size(); ++c) bytes += h.full[c] * a[c] + h.partial[c] * wg[c];
+    peak = std::max(peak, bytes);
+  }
+  return state + peak;
+}
+
+double PartitionProblem::bottleneck(const std::vector<LayerRange>& ranges) const {
+  double worst = 0;
+  for (int st = 0; st < stages; ++st) {
+    const LayerRange& lr = ranges[static_cast<size_t>(st)];
+    worst = std::max(worst, stage_time(st, lr.first, lr.last + 1));
+  }
+  return worst;
+}
+
+}  // namespace pw

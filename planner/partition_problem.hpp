@@ -1,0 +1,77 @@
+#pragma once
+// The numbers the partitioner optimises over, taken once from a resolved scenario: prefix sums of each
+// layer's F + B + W time per GPU type, of parameters and activation bytes, the bytes crossing each
+// layer boundary (graph edges included), the links between neighbouring stages, and each rank's
+// activation profile from the schedule. With them, any stage's time and memory cost O(1).
+#include <vector>
+
+#include "core/cluster.hpp"
+#include "core/cost_model.hpp"
+#include "core/layer_work.hpp"
+#include "core/stage_costs.hpp"
+#include "schedules/ir.hpp"
+#include "sim/scenario.hpp"
+
+namespace pw {
+
+// A rank's activation holdings at one allocation point of its action order: per chunk (the rank's
+// stages in stage order), how many micro-batches hold their whole activations (F done, B not) and
+// how many hold only the W inputs (B done, W not). The rank's activation bytes there are
+// sum_c full[c] A_c + partial[c] WG_c, A_c and WG_c the chunk's activation and weight-gradient bytes.
+struct Holding {
+  std::vector<int> full;
+  std::vector<int> partial;
+};
+
+struct PartitionProblem {
+  int layers = 0;
+  int stages = 0;
+  int ranks = 0;
+  std::vector<int> stage_rank;   // stage -> pipeline rank
+  std::vector<int> stage_chunk;  // stage -> its index among its rank's stages
+  std::vector<int> rank_gpu;     // pipeline rank -> global GPU (pipeline_rank_gpu)
+
+  // Per distinct (GPU type, tp link): prefix sums of each layer's F + B + W seconds.
+  std::vector<std::vector<double>> time_prefix;
+  std::vector<int> stage_class;  // stage -> index into time_prefix
+  std::vector<double> param_prefix, act_prefix, wg_prefix;  // per tp rank
+  std::vector<double> cut;  // bytes crossing the boundary after layer i (i < layers - 1)
+  // Boundary s -> s + 1 (s < stages - 1): the activation's link and the gradient's way back; false
+  // `remote` when both stages are on one rank (no transfer).
+  std::vector<LinkSpec> forward_link, backward_link;
+  std::vector<bool> remote;
+
+  double state_per_parameter = 0;
+  std::vector<double> stage_reserve;  // the GPU's fixed reserve, on each rank's first stage
+  std::vector<double> rank_limit;     // memory of each rank's GPU (infinity: ideal cluster)
+  std::vector<std::vector<Holding>> holdings;  // per rank, Pareto-maximal holdings only
+  // Per rank and chunk, the Pareto-maximal (full, partial) pairs of that chunk alone.
+  std::vector<std::vector<std::vector<std::pair<int, int>>>> chunk_holdings;
+  int max_chunks = 1;
+  std::vector<LayerWork> work;  // each layer's, for stage_costs()
+
+  // Layers [begin, end) on stage s: F + B + W on the stage's GPU plus, except on the last stage, the
+  // activation sent to stage s + 1 and its gradient coming back (latency + bytes / bandwidth each).
+  double stage_time(int s, int begin, int end) const;
+  double compute_time(int s, int begin, int end) const;
+  double transfer_time(int s, int end) const;  // of the boundary after layer end - 1
+  double state_bytes(int s, int begin, int end) const;  // model state + the stage's reserve share
+  // The stage's own most demanding activation holding: exact for a one-chunk rank; with several
+  // chunks, a lower bound of what it adds to its rank's peak (at the rank's peak it holds at most this).
+  double chunk_peak(int s, int begin, int end) const;
+  // state_bytes + chunk_peak: the rank's exact peak memory for one-chunk ranks.
+  double stage_memory(int s, int begin, int end) const { return state_bytes(s, begin, end) + chunk_peak(s, begin, end); }
+  // A rank's exact peak (model state + activation peak) under a split; what the simulator reports.
+  double rank_memory(int r, const std::vector<LayerRange>& ranges) const;
+  // The split's slowest stage_time.
+  double bottleneck(const std::vector<LayerRange>& ranges) const;
+};
+
+// `schedule`: the compute-only schedule of the scenario (make_schedule of its spec).
+PartitionProblem make_partition_problem(const Scenario& resolved, const CostModel& cost, const Schedule& schedule);
+
+// The holdings of every rank at each allocation point of its order (F, or the F of a composite),
+// Pareto-maximal only: what bounds the activation peak for every choice of per-chunk sizes.
+std::vector<std::vector<Holding>> activation_holdings(const Schedule& schedule);
+
+}  // namespace pw

@@ -1,0 +1,240 @@
+#include "planner/partitioner.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "planner/partition_dp.hpp"
+#include "planner/partition_problem.hpp"
+#include "planner/partition_search.hpp"
+#include "schedules/generators.hpp"
+#include "sim/pipeline_sim.hpp"
+
+namespace pw {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Splits whose bottleneck is within this fraction of the optimum tie with it: identical blocks summed
+// from different prefix offsets differ in their last bits.
+constexpr double kTieTolerance = 1e-9;
+
+double tie_limit(double t) { return t + kTieTolerance * std::fabs(t); }
+
+Schedule scenario_schedule(const Scenario& s) {
+  ScheduleSpec spec;
+  spec.name = s.schedule;
+  spec.ranks = s.parallel.pp;
+  spec.microbatches = s.parallel.microbatches;
+  spec.chunks = chunks_per_rank(s.schedule, s.parallel.vpp);
+  spec.group_size = s.group_size;
+  return make_schedule(spec);
+}
+
+bool fits_exactly(const PartitionProblem& p, const std::vector<LayerRange>& ranges) {
+  for (int r = 0; r < p.ranks; ++r)
+    if (p.rank_memory(r, ranges) > p.rank_limit[static_cast<size_t>(r)]) return false;
+  return true;
+}
+
+// Splits of the rank's memory among its chunks, each giving per-stage caps under which any split
+// fits (the chunks' own peaks and states sum to at least the rank's peak): equal shares, shares by
+// each chunk's most held micro-batches, and the shares a reference split uses.
+std::vector<std::vector<double>> budget_caps(const PartitionProblem& p, const std::vector<LayerRange>& reference) {
+  std::vector<std::vector<double>> out;
+  std::vector<double> equal, by_holding, by_use;
+  std::vector<double> rank_use(static_cast<size_t>(p.ranks), 0.0), rank_holding(static_cast<size_t>(p.ranks), 0.0);
+  std::vector<double> use(static_cast<size_t>(p.stages)), holding(static_cast<size_t>(p.stages));
+  for (int s = 0; s < p.stages; ++s) {
+    const int r = p.stage_rank[static_cast<size_t>(s)];
+    const auto& pairs = p.chunk_holdings[static_cast<size_t>(r)][static_cast<size_t>(p.stage_chunk[static_cast<size_t>(s)])];
+    int most = 1;
+    for (const auto& pr : pairs) most = std::max(most, pr.first + pr.second);
+    holding[static_cast<size_t>(s)] = most;
+    use[static_cast<size_t>(s)] = reference.empty() ? 1.0
+                                  : p.stage_memory(s, reference[static_cast<size_t>(s)].first, reference[static_cast<size_t>(s)].last + 1);
+    rank_holding[static_cast<size_t>(r)] += holding[static_cast<size_t>(s)];
+    rank_use[static_cast<size_t>(r)] += use[static_cast<size_t>(s)];
+  }
+  for (int s = 0; s < p.stages; ++s) {
+    const size_t r = static_cast<size_t>(p.stage_rank[static_cast<size_t>(s)]);
+    const double limit = p.rank_limit[r];
+    const int chunks = static_cast<int>(p.chunk_holdings[r].size());
+    equal.push_back(limit / chunks);
+    by_holding.push_back(limit * holding[static_cast<size_t>(s)] / rank_holding[r]);
+    by_use.push_back(rank_use[r] > 0 ? limit * use[static_cast<size_t>(s)] / rank_use[r] : limit / chunks);
+  }
+  out.push_back(std::move(by_use));
+  out.push_back(std::move(by_holding));
+  out.push_back(std::move(equal));
+  return out;
+}
+
+double worst_excess(const PartitionProblem& p, const std::vector<LayerRange>& ranges) {
+  double worst = -kInf;
+  for (int r = 0; r < p.ranks; ++r) worst = std::max(worst, p.rank_memory(r, ranges) - p.rank_limit[static_cast<size_t>(r)]);
+  return worst;
+}
+
+// The split whose fullest rank is least over its GPU. One chunk per rank: the DP, exact. Several: the
+// budget-split DPs give splits (upper bounds), the chunks judged alone a lower bound, and the branch and
+// bound closes the gap within its budget.
+struct LeastMemory {
+  MemoryNeed need;
+  std::vector<LayerRange> ranges;
+};
+
+LeastMemory least_memory(const PartitionProblem& p, long node_budget) {
+  MemoryNeed need;
+  const Split alone = min_memory_excess(p, rank_caps(p));  // exact for one chunk per rank, else a lower bound
+  std::vector<LayerRange> ranges = alone.ranges;
+  if (p.max_chunks > 1) {
+    const double lower = alone.value;
+    double best = kInf;
+    for (const std::vector<double>& budget : budget_caps(p, ranges)) {
+      const std::vector<LayerRange> r = min_memory_excess(p, budget).ranges;
+      const double e = worst_excess(p, r);
+      if (e < best) {
+        best = e;
+        ranges = r;
+      }
+    }
+    if (best > lower) {
+      const SearchOutcome o = min_rank_excess(p, best, node_budget);
+      need.exact = o.complete;
+      if (!o.splits.empty()) ranges = o.splits.front();
+    }
+  }
+  double worst = -kInf;
+  for (int r = 0; r < p.ranks; ++r) {
+    const double m = p.rank_memory(r, ranges), limit = p.rank_limit[static_cast<size_t>(r)];
+    if (m - limit > worst) {
+      worst = m - limit;
+      need.rank = r;
+      need.need_bytes = m;
+      need.limit_bytes = limit;
+    }
+  }
+  return LeastMemory{need, ranges};
+}
+
+bool fits(const MemoryNeed& need) { return need.need_bytes <= need.limit_bytes; }
+
+[[noreturn]] void throw_no_fit(const Scenario& s, const MemoryNeed& need) {
+  throw Error(ErrorKind::BadInput, memory_need_message(s, need));
+}
+
+struct Choice {
+  std::vector<LayerRange> ranges;
+  double step_time_s = 0;
+  bool fits = true;
+};
+
+// Ranks the candidates by simulated step time (the first wins ties), as evaluate() would simulate each.
+Choice simulate_best(const Scenario& s, const CostModel& cost, const PartitionProblem& p, const Schedule& schedule,
+                     const std::vector<std::vector<LayerRange>>& candidates) {
+  SimInput in;
+  in.schedule = lower(schedule);
+  in.rank_gpu = p.rank_gpu;
+  in.cluster = s.cluster;
+  in.cost = &cost;
+  std::vector<int> stage_gpu;
+  for (int st = 0; st < p.stages; ++st) stage_gpu.push_back(p.rank_gpu[static_cast<size_t>(p.stage_rank[static_cast<size_t>(st)])]);
+  Choice best;
+  best.step_time_s = kInf;
+  for (const std::vector<LayerRange>& ranges : candidates) {
+    in.stages = stage_costs(s.model, p.work, ranges, s.parallel, s.cluster, cost, stage_gpu);
+    const SimResult r = simulate(in);
+    if (r.step_time_s < best.step_time_s) {
+      best.ranges = ranges;
+      best.step_time_s = r.step_time_s;
+      best.fits = true;
+      for (const RankStats& rs : r.ranks)
+        if (rs.peak_memory_bytes > p.rank_limit[static_cast<size_t>(rs.rank)]) best.fits = false;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string memory_need_message(const Scenario& s, const MemoryNeed& need) {
+  const ParallelConfig& pc = s.parallel;
+  const bool full = s.workload.recompute == Recompute::Full;
+  return fmt::format("the smallest stage needs {} with tp={}, pp={}{} and recompute {}; the GPU has {}; use a larger "
+                     "--tp or --pp{}, or GPUs with more memory",
+                     format_bytes(need.need_bytes), pc.tp, pc.pp, pc.vpp > 1 ? fmt::format(", vpp={}", pc.vpp) : "",
+                     to_string(s.workload.recompute), format_bytes(need.limit_bytes),
+                     full ? "" : ", --recompute full");
+}
+
+MemoryNeed smallest_memory_need(const Scenario& s, const CostModel& cost, const PartitionOptions& options) {
+  const Schedule schedule = options.schedule ? *options.schedule : scenario_schedule(s);
+  return least_memory(make_partition_problem(s, cost, schedule), options.search_nodes).need;
+}
+
+PartitionResult best_partition(const Scenario& s, const CostModel& cost) { return best_partition(s, cost, PartitionOptions{}); }
+
+PartitionResult best_partition(const Scenario& s, const CostModel& cost, const PartitionOptions& options) {
+  if (options.max_ties < 1) throw_runtime("best_partition: max_ties is {}; it must be at least 1", options.max_ties);
+  const Schedule schedule = options.schedule ? *options.schedule : scenario_schedule(s);
+  const PartitionProblem p = make_partition_problem(s, cost, schedule);
+  const std::vector<double> caps = rank_caps(p);
+
+  PartitionResult result;
+  // Each chunk judged alone: exact with one chunk per rank, a relaxation (a lower bound) with several.
+  const Split relaxed = min_bottleneck(p, caps);
+  if (relaxed.ranges.empty()) throw_no_fit(s, least_memory(p, options.search_nodes).need);
+  result.lower_bound_s = relaxed.value;
+
+  double optimum = relaxed.value;
+  std::vector<std::vector<LayerRange>> tied;
+  for (std::vector<LayerRange>& r : best_splits_within(p, caps, tie_limit(optimum), options.max_ties, &result.tied_splits))
+    if (p.max_chunks == 1 || fits_exactly(p, r)) tied.push_back(std::move(r));
+
+  if (tied.empty()) {
+    // Several chunks per rank, and their sum binds: find splits that fit, then the best.
+    std::vector<LayerRange> incumbent;
+    double bound = kInf;
+    for (const std::vector<double>& budget : budget_caps(p, relaxed.ranges)) {
+      const Split b = min_bottleneck(p, budget);
+      if (!b.ranges.empty() && b.value < bound && fits_exactly(p, b.ranges)) {
+        bound = b.value;
+        incumbent = b.ranges;
+      }
+    }
+    if (incumbent.empty()) {
+      // No budget split fits: the split that needs the least memory either fits (and starts the search)
+      // or shows that none does.
+      const LeastMemory least = least_memory(p, options.search_nodes);
+      if (!fits(least.need)) throw_no_fit(s, least.need);
+      incumbent = least.ranges;
+      bound = p.bottleneck(incumbent);
+    }
+    const SearchOutcome better = improve_bottleneck(p, bound, options.search_nodes);
+    if (!better.splits.empty()) {
+      bound = better.value;
+      incumbent = better.splits.front();
+    }
+    result.proven_optimal = better.complete || bound <= tie_limit(result.lower_bound_s);
+    optimum = bound;
+    tied = enumerate_within(p, tie_limit(optimum), options.max_ties, options.search_nodes).splits;
+    if (tied.empty()) tied.push_back(incumbent);
+    best_splits_within(p, caps, tie_limit(optimum), 1, &result.tied_splits);
+  }
+
+  result.candidates = static_cast<int>(tied.size());
+  if (options.simulate) {
+    const Choice c = simulate_best(s, cost, p, schedule, tied);
+    result.ranges = c.ranges;
+    result.step_time_s = c.step_time_s;
+    result.fits = c.fits;
+  } else {
+    result.ranges = tied.front();
+    result.fits = fits_exactly(p, result.ranges);
+  }
+  result.bottleneck_s = p.bottleneck(result.ranges);
+  return result;
+}
+
+}  // namespace pw

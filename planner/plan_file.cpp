@@ -1,0 +1,192 @@
+#include "planner/plan_file.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+#include "core/version.hpp"
+#include "schedules/generators.hpp"
+
+namespace pw {
+namespace {
+
+constexpr const char* kFormat = "pipewright-plan";
+constexpr int kPlanVersion = 1;
+
+using ojson = nlohmann::ordered_json;
+
+ojson number_or_null(double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); }
+
+ojson predicted_json(const Evaluation& ev) {
+  const Metrics& m = ev.metrics;
+  ojson ranks = ojson::array();
+  for (const RankStats& r : ev.sim.ranks)
+    ranks.push_back({{"rank", r.rank},
+                     {"busy_s", r.busy_s},
+                     {"idle_s", r.idle_s},
+                     {"activation_peak_bytes", r.activation_peak_bytes},
+                     {"model_state_bytes", r.model_state_bytes},
+                     {"peak_memory_bytes", r.peak_memory_bytes},
+                     {"peak_inflight_microbatches", r.peak_inflight_microbatches}});
+  return ojson{{"step_time_s", m.step_time_s},
+               {"bubble_fraction", m.bubble_fraction},
+               {"tokens_per_iteration", m.tokens_per_iteration},
+               {"throughput_tokens_per_s", m.throughput_tokens_per_s},
+               {"model_tflops_per_gpu", m.model_tflops_per_gpu},
+               {"hardware_tflops_per_gpu", m.hardware_tflops_per_gpu},
+               {"mfu", m.mfu},
+               {"hfu", m.hfu},
+               {"peak_memory_bytes", m.peak_memory_bytes},
+               {"memory_limit_bytes", number_or_null(m.memory_limit_bytes)},
+               {"fits", m.overflows.empty()},
+               {"ranks", ranks}};
+}
+
+std::vector<LayerRange> read_stages(const JsonFields& f, const std::string& key) {
+  const nlohmann::json& v = f.required(key);
+  if (!v.is_array() || v.empty()) f.fail(key, "must be a non-empty list of stages");
+  std::vector<LayerRange> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_object()) f.fail(key, fmt::format("entry {} must be an object", i));
+    JsonFields s(v[i], f.source(), f.name(key) + fmt::format("[{}].", i));
+    const nlohmann::json& layers = s.required("layers");
+    if (!layers.is_array() || layers.size() != 2 || !layers[0].is_number_integer() || !layers[1].is_number_integer())
+      s.fail("layers", fmt::format("must be [first, last] layer indices, got {}", layers.dump()));
+    out.push_back(LayerRange{layers[0].get<int>(), layers[1].get<int>()});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<PlacedRank> placement(const ParallelConfig& pc, const Cluster& cluster) {
+  std::vector<PlacedRank> out;
+  const int per_node = cluster.gpus_per_node > 0 ? cluster.gpus_per_node : 1;
+  for (int d = 0; d < pc.dp; ++d)
+    for (int p = 0; p < pc.pp; ++p)
+      for (int t = 0; t < pc.tp; ++t) {
+        const int g = d * pc.pp * pc.tp + p * pc.tp + t;
+        out.push_back(PlacedRank{g, g / per_node, g % per_node, t, p, d});
+      }
+  return out;
+}
+
+std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
+  const Scenario& s = ev.scenario;
+  const ParallelConfig& pc = s.parallel;
+  ojson stages = ojson::array();
+  for (const StageReport& st : ev.stages)
+    stages.push_back({{"stage", st.stage},
+                      {"rank", st.rank},
+                      {"layers", {st.layers.first, st.layers.last}},
+                      {"first_layer", s.model.layers[static_cast<size_t>(st.layers.first)].name},
+                      {"last_layer", s.model.layers[static_cast<size_t>(st.layers.last)].name}});
+  ojson gpus = ojson::array();
+  for (const PlacedRank& p : placement(pc, s.cluster))
+    gpus.push_back({{"rank", p.rank}, {"node", p.node}, {"gpu", p.local_gpu}, {"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}});
+
+  ojson j;
+  j["format"] = kFormat;
+  j["version"] = kPlanVersion;
+  j["pipewright_version"] = kVersion;
+  j["model"] = ojson::parse(model_to_json_text(s.model));
+  j["cluster"] = ojson::parse(cluster_to_json_text(s.cluster));
+  j["gpus"] = pc.gpus();
+  j["parallel"] = {{"tp", pc.tp},
+                   {"pp", pc.pp},
+                   {"dp", pc.dp},
+                   {"vpp", pc.vpp},
+                   {"microbatches", pc.microbatches},
+                   {"distributed_optimizer", pc.distributed_optimizer}};
+  j["workload"] = {{"micro_batch_size", s.workload.micro_batch_size},
+                   {"seq_len", s.workload.seq_len},
+                   {"sequence_parallel", s.workload.sequence_parallel},
+                   {"recompute", to_string(s.workload.recompute)},
+                   {"flash_attention", s.workload.flash_attention}};
+  j["global_batch_size"] = s.global_batch_size;
+  j["schedule"] = {{"name", s.schedule},
+                   {"group_size", s.group_size},
+                   {"actions", ojson::parse(schedule_to_json_text(ev.schedule))}};
+  j["split"] = {{"method", extras.split_method}, {"stages", stages}};
+  j["placement"] = {{"order", "tp-pp-dp"}, {"gpus", gpus}};
+  j["cost_model"] = {{"name", "analytic"}, {"overrides", extras.cost_overrides}};
+  j["predicted"] = predicted_json(ev);
+  if (!extras.baselines.is_null()) j["baselines"] = extras.baselines;
+  return j.dump(2) + "\n";
+}
+
+PlanDocument plan_from_json_text(const std::string& text, const std::string& source) {
+  const nlohmann::json doc = parse_json_text(text, source);
+  if (!doc.is_object()) throw_bad_input("{}: a plan file holds one JSON object, got {}", source, doc.type_name());
+  JsonFields f(doc, source);
+  const std::string format = f.string("format");
+  if (format != kFormat)
+    f.fail("format", fmt::format("is \"{}\"; a plan file says \"{}\" (write one with pipewright plan --out)", format, kFormat));
+  const long version = f.positive_integer("version");
+  if (version != kPlanVersion)
+    f.fail("version", fmt::format("is {}; this pipewright reads version {} (pipewright {})", version, kPlanVersion, kVersion));
+  f.reject_unknown({"format", "version", "pipewright_version", "model", "cluster", "gpus", "parallel", "workload",
+                    "global_batch_size", "schedule", "split", "placement", "cost_model", "predicted", "baselines"});
+
+  PlanDocument out;
+  out.pipewright_version = f.optional_string("pipewright_version").value_or("");
+  Scenario& s = out.scenario;
+  if (!f.required("model").is_object()) f.fail("model", "must be an embedded model object");
+  if (!f.required("cluster").is_object()) f.fail("cluster", "must be an embedded cluster object");
+  s.model = model_from_json_text(f.required("model").dump(), source + ": model");
+  s.cluster = cluster_from_json_text(f.required("cluster").dump(), source + ": cluster");
+
+  const JsonFields p = f.object("parallel");
+  s.parallel.tp = p.positive_int("tp");
+  s.parallel.pp = p.positive_int("pp");
+  s.parallel.dp = p.positive_int("dp");
+  s.parallel.vpp = p.positive_int("vpp");
+  s.parallel.microbatches = p.positive_int("microbatches");
+  s.parallel.distributed_optimizer = p.boolean("distributed_optimizer", true);
+  if (f.positive_integer("gpus") != s.parallel.gpus())
+    f.fail("gpus", fmt::format("is {} but tp x pp x dp = {}", f.positive_integer("gpus"), s.parallel.gpus()));
+
+  const JsonFields w = f.object("workload");
+  s.workload.micro_batch_size = w.positive_int("micro_batch_size");
+  s.workload.seq_len = w.positive_int("seq_len");
+  s.workload.tp = s.parallel.tp;
+  s.workload.sequence_parallel = w.boolean("sequence_parallel", true);
+  s.workload.flash_attention = w.boolean("flash_attention", false);
+  const std::string recompute = w.string("recompute");
+  try {
+    s.workload.recompute = recompute_from_string(recompute.c_str());
+  } catch (const Error& e) {
+    w.fail("recompute", e.what());
+  }
+  s.global_batch_size = f.positive_int("global_batch_size");
+  if (s.global_batch_size != s.parallel.microbatches * s.workload.micro_batch_size * s.parallel.dp)
+    f.fail("global_batch_size", fmt::format("is {} but microbatches x micro_batch_size x dp = {}", s.global_batch_size,
+                                            s.parallel.microbatches * s.workload.micro_batch_size * s.parallel.dp));
+
+  const JsonFields sch = f.object("schedule");
+  s.schedule = sch.string("name");
+  s.group_size = static_cast<int>(sch.non_negative_integer("group_size"));
+  out.schedule = schedule_from_json_text(sch.required("actions").dump(), source + ": schedule.actions");
+
+  const JsonFields split = f.object("split");
+  out.split_method = split.string("method");
+  s.ranges = read_stages(split, "stages");
+
+  if (const nlohmann::json* cm = f.find("cost_model")) {
+    JsonFields c(*cm, source, "cost_model.");
+    if (c.string("name") != "analytic") c.fail("name", fmt::format("is \"{}\"; this pipewright has the \"analytic\" model", c.string("name")));
+    if (const nlohmann::json* o = c.find("overrides")) {
+      if (!o->is_array()) c.fail("overrides", "must be a list of \"NAME=VALUE\" strings");
+      for (const auto& x : *o) {
+        if (!x.is_string()) c.fail("overrides", "must be a list of \"NAME=VALUE\" strings");
+        out.cost_overrides.push_back(x.get<std::string>());
+      }
+    }
+  }
+  if (const nlohmann::json* pr = f.find("predicted")) out.predicted = *pr;
+  return out;
+}
+
+PlanDocument load_plan(const std::string& path) { return plan_from_json_text(read_text_file(path, "plan"), path); }
+
+}  // namespace pw

@@ -1,0 +1,666 @@
+#include "planner/search.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <future>
+#include <memory>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "planner/baseline_splits.hpp"
+#include "planner/partitioner.hpp"
+#include "planner/search_bounds.hpp"
+#include "schedules/generators.hpp"
+
+namespace pw {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+auto config_key(const Candidate& c) {
+  return std::tie(c.tp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute);
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+bool tp_shards_model(const Model& model, int tp) {
+  if (!model.transformer) return tp == 1;
+  const TransformerConfig& t = *model.transformer;
+  return t.heads % tp == 0 && (t.kv_heads % tp == 0 || tp % t.kv_heads == 0);
+}
+
+std::string join_ints(const std::vector<int>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
+
+// The vpp values a schedule can run with pp ranks and `layers` layers: 1 for one chunk per rank, the
+// schedule's own chunk count for the V family, 2 .. layers / pp for the looped ones that take --vpp.
+// Several chunks on a single rank pipeline nothing (Megatron-LM rejects it), so those need pp >= 2.
+std::vector<int> vpp_options(const std::string& schedule, int pp, int layers, const std::optional<int>& fixed) {
+  const int at1 = chunks_per_rank(schedule, 1);
+  const int at2 = chunks_per_rank(schedule, 2);
+  std::vector<int> out;
+  if (at1 == 1 && at2 == 1) {
+    out.push_back(1);
+  } else if (at1 == at2) {  // a fixed chunk count (the V family)
+    if (pp >= 2 && pp * at1 <= layers) out.push_back(at1);
+  } else if (pp >= 2) {
+    for (int v = 2; pp * v <= layers; ++v) out.push_back(v);
+  }
+  if (fixed) {
+    // A fixed --vpp 1 also selects the V family's default (it accepts 1 or 2 and runs 2).
+    std::erase_if(out, [&](int v) { return v != *fixed && !(at1 == at2 && at1 > 1 && *fixed == 1); });
+  }
+  return out;
+}
+
+}  // namespace
+
+bool config_less(const Candidate& a, const Candidate& b) { return config_key(a) < config_key(b); }
+
+std::string describe(const Candidate& c) {
+  return fmt::format("tp={}, pp={}, dp={}{}, micro-batch size {}, {} and {} recompute", c.tp, c.pp, c.dp,
+                     c.vpp > 1 ? fmt::format(", vpp={}", c.vpp) : "", c.micro_batch_size, c.schedule,
+                     c.recompute == Recompute::None ? "no" : to_string(c.recompute));
+}
+
+const char* to_string(SplitMethod m) {
+  switch (m) {
+    case SplitMethod::Best: return "best";
+    case SplitMethod::Uniform: return "uniform";
+    case SplitMethod::Parameters: return "parameters";
+  }
+  return "?";
+}
+
+Scenario candidate_scenario(const Scenario& base, const Candidate& c) {
+  Scenario s = base;
+  s.parallel.tp = c.tp;
+  s.parallel.pp = c.pp;
+  s.parallel.dp = c.dp;
+  s.parallel.vpp = c.vpp;
+  s.parallel.microbatches = c.microbatches;
+  s.global_batch_size = c.microbatches * c.micro_batch_size * c.dp;
+  s.workload.micro_batch_size = c.micro_batch_size;
+  s.workload.tp = c.tp;
+  s.workload.recompute = c.recompute;
+  s.schedule = c.schedule;
+  s.split.clear();
+  s.ranges.clear();
+  return s;
+}
+
+std::vector<LayerRange> split_for(const Scenario& resolved, const CostModel& cost, SplitMethod method) {
+  const int stages = resolved.parallel.pp * chunks_per_rank(resolved.schedule, resolved.parallel.vpp);
+  switch (method) {
+    case SplitMethod::Uniform: return uniform_split(resolved.model, stages);
+    case SplitMethod::Parameters: return parameters_split(resolved.model, stages);
+    case SplitMethod::Best: break;
+  }
+  return best_partition(resolved, cost).ranges;
+}
+
+std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space) {
+  const int n = space.gpus;
+  if (n < 1) throw_bad_input("--gpus: must be at least 1, got {}", n);
+  base.cluster.check_capacity(n);
+  const int G = base.global_batch_size;
+  if (G < 1) throw_bad_input("--global-batch-size: must be at least 1, got {}", G);
+  const Model& model = base.model;
+  const int layers = model.num_layers();
+
+  // tp: powers of two inside a node that shard the model and divide the GPUs.
+  const int node = base.cluster.ideal ? n : base.cluster.gpus_per_node;
+  const int max_tp = space.max_tp > 0 ? std::min(space.max_tp, node) : node;
+  std::vector<int> tps;
+  if (space.tp) {
+    const int t = *space.tp;
+    if (t < 1) throw_bad_input("--tp: must be at least 1, got {}", t);
+    if (!base.cluster.ideal && t > node)
+      throw_bad_input("--tp: {} exceeds the {} GPUs of a node in cluster '{}'; tensor parallelism stays inside a node",
+                      t, node, base.cluster.name);
+    if (!tp_shards_model(model, t))
+      throw_bad_input("--tp: {} cannot shard model '{}' (attention heads, key/value heads or explicit costs); use --tp 1 "
+                      "or a divisor of the head count",
+                      t, model.name);
+    if (n % t != 0) throw_bad_input("--gpus: {} is not a multiple of --tp {}", n, t);
+    tps.push_back(t);
+  } else {
+    for (int t = 1; t <= max_tp; t *= 2)
+      if (n % t == 0 && (base.cluster.ideal || node % t == 0) && tp_shards_model(model, t)) tps.push_back(t);
+    if (tps.empty()) throw_bad_input("--max-tp: no tensor-parallel degree up to {} shards model '{}' and divides {} GPUs",
+                                     max_tp, model.name, n);
+  }
+
+  std::vector<std::string> schedules = space.schedules.empty() ? schedule_names() : space.schedules;
+  for (const std::string& s : schedules) chunks_per_rank(s, 1);  // BadInput naming --schedule for unknown names
+  std::vector<Recompute> recomputes = space.recomputes;
+  if (recomputes.empty()) recomputes = {Recompute::None, Recompute::Selective, Recompute::Full};
+
+  std::vector<Candidate> out;
+  bool any_pp = false, any_dp_match = false, any_dp = false, any_mbs = false, any_vpp = false;
+  for (int tp : tps) {
+    for (int pp : divisors(n / tp)) {
+      if (space.pp && pp != *space.pp) continue;
+      if (pp > layers) continue;
+      any_pp = true;
+      const int dp = n / (tp * pp);
+      if (space.dp && dp != *space.dp) continue;
+      any_dp_match = true;
+      if (G % dp != 0) continue;
+      any_dp = true;
+      for (int mbs : divisors(G / dp)) {
+        if (space.micro_batch_size && mbs != *space.micro_batch_size) continue;
+        any_mbs = true;
+        const int m = G / (dp * mbs);
+        for (const std::string& schedule : schedules)
+          for (int vpp : vpp_options(schedule, pp, layers, space.vpp)) {
+            any_vpp = true;
+            for (Recompute rc : recomputes)
+              out.push_back(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc});
+          }
+      }
+    }
+  }
+  if (out.empty()) {
+    if (!any_pp)
+      throw_bad_input("--pp: no pipeline degree dividing {} GPUs / tp ({}) is at most the {} layers of '{}'{}", n,
+                      join_ints(tps), layers, model.name, space.pp ? fmt::format(" and equal to {}", *space.pp) : "");
+    if (!any_dp_match)
+      throw_bad_input("--dp: tp x pp x {} is never {} GPUs with tp in {{{}}} and pp at most the {} layers of '{}'",
+                      *space.dp, n, join_ints(tps), layers, model.name);
+    if (!any_dp) {
+      if (space.dp)
+        throw_bad_input("--global-batch-size: {} is not a multiple of --dp {}; use {} or {}", G, *space.dp,
+                        std::max(*space.dp, G / *space.dp * *space.dp), (G / *space.dp + 1) * *space.dp);
+      throw_bad_input("--global-batch-size: {} is not a multiple of the data-parallel degree of any tp x pp x dp = {}; use "
+                      "a multiple of {}",
+                      G, n, n);
+    }
+    if (!any_mbs)
+      throw_bad_input("--micro-batch-size: {} x dp does not divide the global batch {} for any dp; use a divisor of {}",
+                      space.micro_batch_size.value_or(0), G, G);
+    if (!any_vpp) {
+      if (space.vpp)
+        throw_bad_input("--vpp: {} fits none of the schedules ({}) with the model's {} layers; use --vpp 1 or a looped "
+                        "schedule with pp >= 2 and pp x vpp <= {}",
+                        *space.vpp, fmt::join(schedules, ", "), layers, layers);
+      throw_bad_input("--schedules: {} run several model chunks per rank, which needs pp >= 2 and pp x 2 <= {} layers; "
+                      "add a schedule such as 1f1b or allow more pipeline ranks",
+                      fmt::join(schedules, ", "), layers);
+    }
+    throw_bad_input("the search space is empty; relax --tp, --pp, --dp, --vpp, --micro-batch-size or --schedules");
+  }
+  std::sort(out.begin(), out.end(), config_less);
+  return out;
+}
+
+namespace {
+
+// A generated schedule and what its order means for memory, shared by every candidate with the same
+// (schedule, pp, chunks, micro-batches): tp, micro-batch size and recompute do not change the order.
+struct CachedSchedule {
+  std::shared_ptr<const Schedule> schedule;  // null when the cache was full (regenerate on demand)
+  ScheduleSummary summary;
+  std::string error;  // the generator's BadInput message; the rest is empty then
+};
+
+// Schedules are generated once per key and kept while they fit a budget of actions; some generators
+// (the controllable-memory V schedules) take far longer than the simulation of their result.
+class ScheduleCache {
+ public:
+  std::shared_ptr<const CachedSchedule> get(const ScheduleSpec& spec) {
+    const Key key{spec.name, spec.ranks, spec.chunks, spec.microbatches, spec.group_size};
+    std::shared_future<std::shared_ptr<const CachedSchedule>> future;
+    std::promise<std::shared_ptr<const CachedSchedule>> promise;
+    bool mine = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = entries_.find(key);
+      if (it == entries_.end()) {
+        future = promise.get_future().share();
+        entries_.emplace(key, future);
+        mine = true;
+      } else {
+        future = it->second;
+      }
+    }
+    if (mine) {
+      auto entry = std::make_shared<CachedSchedule>();
+      try {
+        Schedule s = make_schedule(spec);
+        entry->summary = summarize(s);
+        long actions = 0;
+        for (const auto& list : s.ranks) actions += static_cast<long>(list.size());
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (actions_ + actions <= kMaxActions) {
+          actions_ += actions;
+          entry->schedule = std::make_shared<const Schedule>(std::move(s));
+        }
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::BadInput) {
+          promise.set_exception(std::current_exception());
+          throw;
+        }
+        entry->error = e.what();
+      }
+      promise.set_value(entry);
+    }
+    return future.get();
+  }
+
+ private:
+  using Key = std::tuple<std::string, int, int, int, int>;
+  static constexpr long kMaxActions = 20'000'000;  // about 400 MB of actions
+  std::mutex mutex_;
+  std::map<Key, std::shared_future<std::shared_ptr<const CachedSchedule>>> entries_;
+  long actions_ = 0;
+};
+
+ScheduleSpec spec_of(const Scenario& resolved) {
+  ScheduleSpec spec;
+  spec.name = resolved.schedule;
+  spec.ranks = resolved.parallel.pp;
+  spec.microbatches = resolved.parallel.microbatches;
+  spec.chunks = chunks_per_rank(resolved.schedule, resolved.parallel.vpp);
+  spec.group_size = resolved.group_size;
+  return spec;
+}
+
+// Everything one search shares between its threads.
+class Searcher {
+ public:
+  Searcher(const Scenario& base, const SearchSpace& space, const CostModel& cost, const SearchOptions& options)
+      : base_(base), space_(space), cost_(cost), options_(options) {}
+
+  SearchResult run() {
+    const auto t0 = std::chrono::steady_clock::now();
+    candidates_ = enumerate_candidates(base_, space_);
+    stats_.candidates = static_cast<long>(candidates_.size());
+    prepare();
+    work();
+    if (top_.empty()) explain_failure();
+    refine();
+    SearchResult result;
+    for (auto& s : top_) result.plans.push_back(Plan{s.config, std::move(s.evaluation)});
+    stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    result.stats = stats_;
+    return result;
+  }
+
+ private:
+  struct Scored {
+    double time = 0;
+    Candidate config;
+    Evaluation evaluation;
+  };
+  struct Entry {
+    size_t index = 0;      // into candidates_
+    double time_lb = 0;    // seconds
+    double memory_lb = 0;  // bytes
+  };
+  // A candidate up to its split: resolved scenario, schedule (shared) and memory bound over all splits.
+  struct Prepared {
+    Scenario scenario;
+    std::shared_ptr<const CachedSchedule> cached;
+    double memory_lb = 0;
+    double limit = 0;  // the loosest memory limit of the GPUs the candidate uses
+  };
+
+  static constexpr long kScreenNodes = 500;
+  static constexpr long kRefineNodes = 5000;
+  static constexpr int kRefineTies = 16;
+
+  static auto table_key(const Candidate& c) { return std::make_tuple(c.tp, c.micro_batch_size, c.recompute); }
+
+  double state_per_parameter(const Candidate& c) const {
+    return cost_.model_state_bytes_per_parameter(c.dp, base_.parallel.distributed_optimizer);
+  }
+
+  void prepare() {
+    const int n = space_.gpus;
+    reserve_ = base_.cluster.ideal ? 0.0 : cost_.memory_reserve_bytes();
+    for (const Candidate& c : candidates_) {
+      auto key = table_key(c);
+      if (tables_.count(key)) continue;
+      std::vector<int> groups;
+      for (int g = 0; g < n; g += c.tp) groups.push_back(g);
+      // The workload resolve() makes (the sequence length defaulted, no sequence parallelism at tp 1).
+      Workload w = base_.workload;
+      w.micro_batch_size = c.micro_batch_size;
+      w.recompute = c.recompute;
+      w.tp = c.tp;
+      if (w.seq_len == 0) w.seq_len = base_.model.default_seq_len();
+      if (w.seq_len <= 0) w.seq_len = 1;
+      if (c.tp == 1) w.sequence_parallel = false;
+      tables_.emplace(key, make_layer_table(base_.model, w, c.tp, base_.cluster, cost_, groups));
+    }
+    // The loosest memory limit of any GPU in use: what a bound over all ranks is held against.
+    loosest_ = 0;
+    const int per_node = base_.cluster.gpus_per_node > 0 ? base_.cluster.gpus_per_node : n;
+    for (int g = 0; g < n; g += per_node) loosest_ = std::max(loosest_, base_.cluster.memory_limit_at(g));
+    if (base_.cluster.ideal) loosest_ = kInf;
+
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      const Candidate& c = candidates_[i];
+      const LayerTable& t = tables_.at(table_key(c));
+      Entry e;
+      e.index = i;
+      e.time_lb = step_time_bound(t, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
+      e.memory_lb = memory_bound(t, c.pp, state_per_parameter(c), reserve_);
+      if (options_.prune && !fits(e.memory_lb, loosest_)) {
+        ++stats_.memory_pruned;
+        memory_dropped_.push_back(e);
+        continue;
+      }
+      queue_.push_back(e);
+    }
+    std::sort(queue_.begin(), queue_.end(), [&](const Entry& a, const Entry& b) {
+      if (a.time_lb != b.time_lb) return a.time_lb < b.time_lb;
+      return config_less(candidates_[a.index], candidates_[b.index]);
+    });
+  }
+
+  static bool fits(double need, double limit) { return need <= limit * (1 + 1e-9); }
+
+  // Resolves the candidate and finds its schedule and memory bound (BadInput: the candidate is invalid).
+  Prepared prepare_candidate(const Candidate& c) {
+    Prepared p;
+    p.scenario = resolve(candidate_scenario(base_, c));
+    p.cached = cache_.get(spec_of(p.scenario));
+    if (!p.cached->error.empty()) throw Error(ErrorKind::BadInput, p.cached->error);
+    p.memory_lb = memory_bound(tables_.at(table_key(c)), p.cached->summary, state_per_parameter(c), reserve_);
+    const ParallelConfig& pc = p.scenario.parallel;
+    for (int g = 0; g < pc.gpus(); g += pc.tp) p.limit = std::max(p.limit, p.scenario.cluster.memory_limit_at(g));
+    return p;
+  }
+
+  std::shared_ptr<const Schedule> schedule_of(const Prepared& p) {
+    if (p.cached->schedule) return p.cached->schedule;
+    return std::make_shared<const Schedule>(make_schedule(spec_of(p.scenario)));
+  }
+
+  // The partitioner's split. `simulate` false: the first bottleneck-optimal split in its secondary order
+  // (the search ranks candidates by it); true: the best of the tied splits by simulation (the reported
+  // plans). BadInput from it means that no split fits in memory.
+  // With several chunks per rank and memory binding, the partitioner's branch and bound gets a node
+  // budget (deterministic: the same split whatever the threads do); the reported plans get a larger one.
+  std::vector<LayerRange> best_split(const Scenario& resolved, const Schedule& schedule, bool simulate) {
+    PartitionOptions po;
+    po.simulate = simulate;
+    po.schedule = &schedule;
+    po.search_nodes = simulate ? kRefineNodes : kScreenNodes;
+    po.max_ties = simulate ? kRefineTies : 1;  // 1: the first tied split in the partitioner's secondary order
+    return best_partition(resolved, cost_, po).ranges;
+  }
+
+  void work() {
+    const long total = static_cast<long>(queue_.size()) + stats_.memory_pruned;
+    done_ = stats_.memory_pruned;
+    int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
+    threads = std::max(1, std::min(threads, static_cast<int>(std::max<size_t>(queue_.size(), 1))));
+    auto worker = [&] {
+      try {
+        for (;;) {
+          const size_t i = next_.fetch_add(1);
+          if (i >= queue_.size() || stop_) break;
+          process(queue_[i]);
+          report(1, total);
+        }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+        stop_ = true;
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    if (error_) std::rethrow_exception(error_);
+    // Those the stop left in the queue were dropped by the bound.
+    stats_.bound_pruned += static_cast<long>(queue_.size()) - attempted_.load();
+    report(total - done_, total);
+  }
+
+  void report(long add, long total) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ += add;
+    if (options_.progress) options_.progress(std::min(done_, total), total);
+  }
+
+  void count(long SearchStats::*field) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++(stats_.*field);
+  }
+
+  void process(const Entry& e) {
+    const Candidate& c = candidates_[e.index];
+    if (options_.prune && exceeds(e.time_lb, threshold_.load())) {
+      // The queue is sorted by this bound and the threshold only falls: nothing after this can enter.
+      stop_ = true;
+      return;
+    }
+    ++attempted_;
+    Prepared p;
+    try {
+      p = prepare_candidate(c);
+    } catch (const Error& err) {
+      if (err.kind() != ErrorKind::BadInput) throw;
+      note_invalid(c, err.what());
+      return;
+    }
+    if (options_.prune && !fits(p.memory_lb, p.limit)) {
+      count(&SearchStats::over_memory);
+      return;
+    }
+    const std::shared_ptr<const Schedule> schedule = schedule_of(p);
+    try {
+      p.scenario.ranges = best_split(p.scenario, *schedule, false);
+    } catch (const Error& err) {
+      if (err.kind() != ErrorKind::BadInput) throw;
+      count(&SearchStats::over_memory);  // no split fits
+      return;
+    }
+    if (options_.prune) {
+      const ParallelConfig& pc = p.scenario.parallel;
+      std::vector<int> stage_gpu, rank_gpu;
+      for (int st = 0; st < schedule->num_stages(); ++st)
+        stage_gpu.push_back(pipeline_rank_gpu(pc, schedule->placement.rank_of(st)));
+      for (int r = 0; r < pc.pp; ++r) rank_gpu.push_back(pipeline_rank_gpu(pc, r));
+      const std::vector<StageCost> costs = stage_costs(p.scenario.model, tables_.at(table_key(c)).work, p.scenario.ranges,
+                                                       pc, p.scenario.cluster, cost_, stage_gpu);
+      if (exceeds(step_time_bound(*schedule, costs, rank_gpu, p.scenario.cluster, cost_), threshold_.load())) {
+        count(&SearchStats::bound_pruned);
+        return;
+      }
+    }
+    Evaluation ev;
+    try {
+      ev = evaluate(p.scenario, cost_);
+    } catch (const Error& err) {
+      if (err.kind() != ErrorKind::BadInput) throw;
+      note_invalid(c, err.what());
+      return;
+    }
+    count(&SearchStats::simulated);
+    if (!ev.metrics.overflows.empty()) {
+      count(&SearchStats::over_memory);
+      return;
+    }
+    insert(Scored{ev.metrics.step_time_s, c, std::move(ev)});
+  }
+
+  void note_invalid(const Candidate& c, const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.invalid;
+    if (!first_invalid_ || config_less(c, first_invalid_->first)) first_invalid_ = std::make_pair(c, why);
+  }
+
+  static bool better(const Scored& a, const Scored& b) {
+    if (a.time != b.time) return a.time < b.time;
+    return config_less(a.config, b.config);
+  }
+
+  void insert(Scored s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    top_.insert(std::upper_bound(top_.begin(), top_.end(), s, better), std::move(s));
+    const size_t k = static_cast<size_t>(std::max(options_.top, 1));
+    if (top_.size() > k) top_.resize(k);
+    if (top_.size() == k) threshold_ = top_.back().time;
+  }
+
+  // The reported plans take the best of the partitioner's tied splits by simulation, which can only
+  // shorten their step (the search's split is the first of them), then are ranked again.
+  void refine() {
+    for (Scored& s : top_) {
+      Scenario resolved = s.evaluation.scenario;
+      const Schedule& schedule = s.evaluation.schedule;
+      std::vector<LayerRange> ranges;
+      try {
+        ranges = best_split(resolved, schedule, true);
+      } catch (const Error& err) {
+        if (err.kind() != ErrorKind::BadInput) throw;
+        continue;  // the larger search found nothing better that fits: keep the screened split
+      }
+      bool same = ranges.size() == resolved.ranges.size();
+      for (size_t i = 0; same && i < ranges.size(); ++i)
+        same = ranges[i].first == resolved.ranges[i].first && ranges[i].last == resolved.ranges[i].last;
+      if (same) continue;
+      resolved.ranges = ranges;
+      Evaluation ev = evaluate(resolved, cost_);
+      if (ev.metrics.overflows.empty() && ev.metrics.step_time_s < s.time) {
+        s.time = ev.metrics.step_time_s;
+        s.evaluation = std::move(ev);
+      }
+    }
+    std::sort(top_.begin(), top_.end(), better);
+  }
+
+  // No plan: say which constraint binds. Memory first (the common case): the candidate closest to
+  // fitting, by the partitioner's smallest need over all splits, searched in order of the memory bound
+  // and stopped once no bound can beat the closest.
+  [[noreturn]] void explain_failure() {
+    std::vector<Entry> all = memory_dropped_;
+    all.insert(all.end(), queue_.begin(), queue_.end());
+    std::sort(all.begin(), all.end(), [&](const Entry& a, const Entry& b) {
+      if (a.memory_lb != b.memory_lb) return a.memory_lb < b.memory_lb;
+      return config_less(candidates_[a.index], candidates_[b.index]);
+    });
+    struct Closest {
+      Candidate config;
+      Scenario scenario;
+      MemoryNeed need;
+    };
+    std::optional<Closest> closest;
+    auto excess = [](const MemoryNeed& n) { return n.need_bytes - n.limit_bytes; };
+    for (const Entry& e : all) {
+      if (closest && e.memory_lb - loosest_ > excess(closest->need)) break;
+      const Candidate& c = candidates_[e.index];
+      try {
+        Prepared p = prepare_candidate(c);
+        if (closest && p.memory_lb - p.limit > excess(closest->need)) continue;
+        const std::shared_ptr<const Schedule> schedule = schedule_of(p);
+        PartitionOptions po;
+        po.schedule = schedule.get();
+        po.search_nodes = kRefineNodes;
+        const MemoryNeed need = smallest_memory_need(p.scenario, cost_, po);
+        if (!closest || excess(need) < excess(closest->need) ||
+            (excess(need) == excess(closest->need) && config_less(c, closest->config)))
+          closest = Closest{c, p.scenario, need};
+      } catch (const Error& err) {
+        if (err.kind() != ErrorKind::BadInput) throw;
+      }
+    }
+    if (closest && excess(closest->need) > 0) {
+      const MemoryNeed& n = closest->need;
+      throw_bad_input("no configuration of {} GPUs fits in memory: the smallest stage needs {} with {}; the GPU has {} "
+                      "({} short); use more GPUs or GPUs with more memory",
+                      space_.gpus, format_bytes(n.need_bytes), describe(closest->config), format_bytes(n.limit_bytes),
+                      format_bytes(n.need_bytes - n.limit_bytes));
+    }
+    if (first_invalid_)
+      throw_bad_input("no configuration is valid; the first, {}, fails: {}", describe(first_invalid_->first),
+                      first_invalid_->second);
+    throw_bad_input("no configuration fits; relax --tp, --pp, --dp, --vpp, --micro-batch-size or --schedules");
+  }
+
+  const Scenario& base_;
+  const SearchSpace& space_;
+  const CostModel& cost_;
+  const SearchOptions& options_;
+
+  std::vector<Candidate> candidates_;
+  std::map<std::tuple<int, int, Recompute>, LayerTable> tables_;
+  ScheduleCache cache_;
+  double reserve_ = 0;
+  double loosest_ = 0;
+  std::vector<Entry> queue_;
+  std::vector<Entry> memory_dropped_;
+
+  std::mutex mutex_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<long> attempted_{0};
+  std::atomic<double> threshold_{kInf};
+  long done_ = 0;
+  std::vector<Scored> top_;
+  SearchStats stats_;
+  std::optional<std::pair<Candidate, std::string>> first_invalid_;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+SearchResult search_plans(const Scenario& base, const SearchSpace& space, const CostModel& cost,
+                          const SearchOptions& options) {
+  Searcher s(base, space, cost, options);
+  return s.run();
+}
+
+std::vector<SplitComparison> compare_splits(const std::vector<Plan>& plans, const CostModel& cost, int threads) {
+  std::vector<SplitComparison> out(plans.size());
+  const size_t tasks = 2 * plans.size();
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex mutex;
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < tasks;) {
+      try {
+        const Plan& p = plans[i / 2];
+        const SplitMethod method = i % 2 == 0 ? SplitMethod::Uniform : SplitMethod::Parameters;
+        Scenario s = p.evaluation.scenario;
+        s.ranges = split_for(s, cost, method);
+        Evaluation ev = evaluate(s, cost);
+        (i % 2 == 0 ? out[i / 2].uniform : out[i / 2].parameters) = std::move(ev);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  n = std::max(1, std::min<int>(n, static_cast<int>(tasks)));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+}  // namespace pw

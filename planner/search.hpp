@@ -1,0 +1,100 @@
+#pragma once
+// The configuration search: every (tp, pp, dp, vpp, micro-batch size, schedule, recompute) that uses the
+// given GPUs and global batch, split by the partitioner, scored by the discrete-event simulator
+// (evaluate()), under the GPU memory limit. Sound lower bounds (planner/search_bounds.hpp) drop
+// candidates that cannot enter the top K, so that the result equals exhaustive scoring; threads share a
+// queue of candidates ordered by bound, and the result does not depend on their number.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cost_model.hpp"
+#include "core/workload.hpp"
+#include "sim/scenario.hpp"
+
+namespace pw {
+
+// What to search. An empty optional or list searches that dimension; a value fixes it.
+struct SearchSpace {
+  int gpus = 0;  // tp x pp x dp
+  std::optional<int> tp, pp, dp, vpp, micro_batch_size;
+  std::vector<std::string> schedules;  // empty: every schedule_names()
+  std::vector<Recompute> recomputes;   // empty: none, selective, full
+  int max_tp = 0;                      // 0: the GPUs of a node
+};
+
+// One point of the space. Ties in step time are broken by this order (tp, pp, dp, vpp, micro-batch size,
+// schedule, recompute), so that the result is the same whatever the threads did first.
+struct Candidate {
+  int tp = 1, pp = 1, dp = 1, vpp = 1;
+  int micro_batch_size = 1;
+  int microbatches = 1;  // from the global batch: G / (micro-batch size x dp)
+  std::string schedule;
+  Recompute recompute = Recompute::None;
+
+  friend bool operator==(const Candidate&, const Candidate&) = default;
+};
+bool config_less(const Candidate& a, const Candidate& b);
+// "tp=8, pp=16, dp=8, vpp=3, micro-batch size 1, interleaved and selective recompute" ("no recompute" for none)
+std::string describe(const Candidate& c);
+
+// The base scenario (model, cluster, workload, global batch) with one candidate's degrees and schedule.
+Scenario candidate_scenario(const Scenario& base, const Candidate& c);
+
+// How a plan's layers are split over its stages.
+enum class SplitMethod {
+  Best,        // the partitioner's (best_partition)
+  Uniform,     // the same number of transformer blocks per stage (Megatron's default)
+  Parameters,  // DeepSpeed's partition_method="parameters" (planner/baseline_splits.hpp)
+};
+const char* to_string(SplitMethod m);
+
+// The layer ranges a method gives for a resolved scenario.
+std::vector<LayerRange> split_for(const Scenario& resolved, const CostModel& cost, SplitMethod method);
+
+struct Plan {
+  Candidate config;
+  Evaluation evaluation;  // evaluation.scenario.ranges holds the split
+};
+
+struct SearchStats {
+  long candidates = 0;      // points of the space with valid degrees
+  long memory_pruned = 0;   // dropped because a memory lower bound exceeds the GPU
+  long bound_pruned = 0;    // dropped because a step-time lower bound exceeds the K-th best
+  long invalid = 0;         // rejected by the schedule generator or the scenario checks
+  long simulated = 0;       // scored by evaluate()
+  long over_memory = 0;     // scored, or checked exactly, and over the memory limit
+  double seconds = 0;
+};
+
+struct SearchOptions {
+  int top = 5;
+  int threads = 0;     // 0: std::thread::hardware_concurrency()
+  bool prune = true;   // false: score every candidate (the exhaustive reference)
+  // Called from the worker threads (serialised) with candidates done and the total.
+  std::function<void(long done, long total)> progress;
+};
+
+struct SearchResult {
+  std::vector<Plan> plans;  // best first, at most `top`
+  SearchStats stats;
+};
+
+// Throws BadInput when the space is empty (naming the constraint that empties it) or when no candidate
+// fits in memory (naming the configuration that comes closest, what it needs and what the GPU has).
+SearchResult search_plans(const Scenario& base, const SearchSpace& space, const CostModel& cost,
+                          const SearchOptions& options = {});
+
+// Each plan re-evaluated with the uniform and the parameters split (what the plan gains over them),
+// `threads` at once (0: hardware_concurrency).
+struct SplitComparison {
+  Evaluation uniform;
+  Evaluation parameters;
+};
+std::vector<SplitComparison> compare_splits(const std::vector<Plan>& plans, const CostModel& cost, int threads = 0);
+
+// The candidates of a space, in config order; BadInput as search_plans when there are none.
+std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space);
+
+}  // namespace pw

@@ -1,0 +1,282 @@
+#include "planner/search_bounds.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "schedules/timing.hpp"
+
+namespace pw {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Stages needed to hold the layers in order with no stage above `cap` (greedy: each stage takes as many
+// layers as fit, which is optimal for a chain; a layer above `cap` makes it impossible).
+int stages_needed(const std::vector<double>& cost, double cap) {
+  int stages = 1;
+  double load = 0;
+  for (double c : cost) {
+    if (c > cap) return std::numeric_limits<int>::max();
+    if (load + c > cap) {
+      ++stages;
+      load = 0;
+    }
+    load += c;
+  }
+  return stages;
+}
+
+}  // namespace
+
+LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp, const Cluster& cluster,
+                            const CostModel& cost, const std::vector<int>& tp_group_gpus) {
+  LayerTable t;
+  for (const Layer& layer : model.layers) t.work.push_back(layer_work(model, layer, resolved));
+  for (const LayerWork& w : t.work) {
+    t.parameters += w.parameters;
+    t.activations += w.activation_bytes;
+  }
+  // The (GPU type, tp link) classes in use: a layer costs at least its time on the fastest of them.
+  using Key = std::tuple<std::string, double, double, double, double, double>;
+  std::vector<Key> seen;
+  t.fastest.assign(model.layers.size(), kInf);
+  t.fastest_fb.assign(model.layers.size(), kInf);
+  for (int first : tp_group_gpus) {
+    const GpuSpec& gpu = cluster.gpu_at(first);
+    const LinkSpec link = group_link(cluster, first, 1, tp);
+    Key key{gpu.name, gpu.peak_flops, gpu.hbm_bytes_per_s, gpu.memory_bytes, link.bandwidth_bytes_per_s, link.latency_s};
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    for (size_t i = 0; i < model.layers.size(); ++i) {
+      const double f = cost.phase_time(model.layers[i], t.work[i], Phase::Forward, gpu, link, tp);
+      const double b = cost.phase_time(model.layers[i], t.work[i], Phase::BackwardInput, gpu, link, tp);
+      const double w = cost.phase_time(model.layers[i], t.work[i], Phase::BackwardWeight, gpu, link, tp);
+      t.fastest[i] = std::min(t.fastest[i], f + b + w);
+      t.fastest_fb[i] = std::min(t.fastest_fb[i], f + b);
+    }
+  }
+  for (double c : t.fastest) {
+    t.total_time += c;
+    t.max_time = std::max(t.max_time, c);
+  }
+  return t;
+}
+
+namespace {
+
+// Bisection for the smallest cap that `fits` accepts, from below: returns a value no split reaches
+// (or `lo` itself), so that it stays a lower bound however the last comparisons round.
+template <typename Fits>
+double smallest_cap(double lo, double hi, Fits fits) {
+  if (!(hi > lo)) return lo;
+  for (int i = 0; i < 100 && hi - lo > 1e-12 * hi; ++i) {
+    const double mid = lo + (hi - lo) / 2;
+    if (fits(mid))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+// Proof of the busy part. The simulator's busy time of rank r is m x the sum over its stages of F + B + W
+// (every compute action of a stage runs once per micro-batch; an F&B composite costs its halves), and
+// its step time is at least the last compute end of every rank, hence at least every rank's busy time.
+// A stage's F + B + W is the sum over its layers of their times on the stage's GPU, each at least the
+// layer's `fastest`. With one stage per rank the busiest rank therefore carries at least the largest
+// stage sum of `fastest`, which is at least the minimum over all contiguous splits (stages_needed packs
+// greedily, which is optimal for a chain). With several chunks per rank, the busiest rank carries at
+// least the average of all work over pp ranks and at least the largest layer.
+//
+// Proof of the fill part. Take any stage k. Its first action is an F (a B needs its F), which needs the
+// forward of that micro-batch through stages 0 .. k-1 first: it starts no earlier than their F times.
+// Its m F and m B run on one rank, one at a time, so its last B ends at least m (F_k + B_k) later. That
+// last B's input gradient then still has to pass B of stages k-1 .. 0. So the step takes at least
+// P(<k) + m seg_k, with P the F + B of the earlier stages' layers and seg_k stage k's. Any split has such
+// a k for every stage, so the step is at least the minimum over splits of the largest of these; the
+// bisection finds it with empty stages allowed (no constraint), which can only lower it. A greedy pass
+// that gives each stage as many layers as fit is optimal: consuming more layers earlier only raises the
+// next stage's allowance, P (1 - 1/m) + C / m.
+double step_time_bound(const LayerTable& t, int pp, int chunks, int microbatches) {
+  const double m = microbatches;
+  double busy = std::max(t.total_time / pp, t.max_time);
+  if (chunks == 1 && pp > 1)
+    busy = smallest_cap(busy, t.total_time, [&](double cap) { return stages_needed(t.fastest, cap) <= pp; });
+
+  const int stages = pp * chunks;
+  double total_fb = 0, max_fb = 0;
+  for (double c : t.fastest_fb) {
+    total_fb += c;
+    max_fb = std::max(max_fb, c);
+  }
+  auto fill_fits = [&](double cap) {
+    size_t i = 0;
+    double before = 0;
+    for (int k = 0; k < stages && i < t.fastest_fb.size(); ++k) {
+      double seg = 0;
+      while (i < t.fastest_fb.size() && before + m * (seg + t.fastest_fb[i]) <= cap) seg += t.fastest_fb[i++];
+      before += seg;
+    }
+    return i == t.fastest_fb.size();
+  };
+  const double fill = smallest_cap(std::max(total_fb, m * max_fb), m * total_fb, fill_fits);
+  return std::max(m * busy, fill);
+}
+
+// Proof. A rank's simulated peak is its model state (parameters x bytes per parameter, plus the reserve on
+// its first stage) plus its activation peak. Take micro-batch 0 and the rank's highest stage k: when F(k, 0)
+// starts, F(s, 0) has run on every lower stage s of the rank, and no B(s, 0) has (it needs the gradient of
+// the last stage, whose F follows F(k, 0)); so the rank holds one micro-batch of activations of all its
+// stages at once, and its peak is at least their sum. The worst rank holds at least the average over pp
+// ranks of these sums, which is (total state + total activations) / pp, each rank's reserve counted once.
+double memory_bound(const LayerTable& t, int pp, double state_per_parameter, double reserve_bytes) {
+  return (t.parameters * state_per_parameter + t.activations) / pp + reserve_bytes;
+}
+
+ScheduleSummary summarize(const Schedule& s) {
+  ScheduleSummary out;
+  out.placement = s.placement;
+  const int stages = s.num_stages();
+  out.max_full.assign(static_cast<size_t>(stages), 0);
+  std::vector<int> full(static_cast<size_t>(stages), 0);
+  for (const auto& list : s.ranks)
+    for (const Action& a : list) {
+      const auto st = static_cast<size_t>(a.stage);
+      switch (a.op) {
+        case Op::F:
+        case Op::FB:
+          // An allocation point: every count of the rank is at its value here.
+          out.max_full[st] = std::max(out.max_full[st], ++full[st]);
+          if (a.op == Op::FB) --full[static_cast<size_t>(a.stage2)];
+          break;
+        case Op::B:
+        case Op::BW: --full[st]; break;
+        default: break;
+      }
+    }
+  return out;
+}
+
+// Proof. Every stage holds max_full of its micro-batches in full at one allocation point of its rank (an F
+// of that stage: the count only rises at its own F), so that rank's peak is at least the stage's full
+// activations there (partial holdings and other chunks add bytes, never remove them) plus the rank's model
+// state, which includes the stage's parameters and the
+// GPU's reserve. The worst rank is therefore at least the largest of these per-stage sums, for the split
+// used, hence at least their minimum over splits; stages_fit packs greedily, which is optimal because a
+// stage's allowance does not depend on the layers before it.
+double memory_bound(const LayerTable& t, const ScheduleSummary& s, double state_per_parameter, double reserve_bytes) {
+  const double average = memory_bound(t, s.placement.ranks, state_per_parameter, reserve_bytes);
+  const int stages = static_cast<int>(s.max_full.size());
+  auto fits = [&](double cap) {
+    size_t i = 0;
+    for (int k = 0; k < stages && i < t.work.size(); ++k) {
+      const double h = std::max(s.max_full[static_cast<size_t>(k)], 1);
+      double used = reserve_bytes;
+      while (i < t.work.size()) {
+        const double add = t.work[i].parameters * state_per_parameter + h * t.work[i].activation_bytes;
+        if (used + add > cap) break;
+        used += add;
+        ++i;
+      }
+    }
+    return i == t.work.size();
+  };
+  double hi = reserve_bytes + t.parameters * state_per_parameter;
+  for (int h : s.max_full) hi = std::max(hi, reserve_bytes + t.parameters * state_per_parameter + h * t.activations);
+  return std::max(average, smallest_cap(reserve_bytes, hi, fits));
+}
+
+std::vector<double> rank_peak_memory(const Schedule& s, const std::vector<StageCost>& stages) {
+  const int ranks = s.num_ranks();
+  std::vector<double> state(static_cast<size_t>(ranks), 0.0);
+  for (int st = 0; st < s.num_stages(); ++st)
+    state[static_cast<size_t>(s.placement.rank_of(st))] += stages[static_cast<size_t>(st)].model_state_bytes;
+  std::vector<double> out(static_cast<size_t>(ranks), 0.0);
+  for (int r = 0; r < ranks; ++r) {
+    // The simulator's order of additions and subtractions, so that the peak is the same number.
+    double bytes = 0, peak = 0;
+    for (const Action& a : s.ranks[static_cast<size_t>(r)]) {
+      const StageCost& c = stages[static_cast<size_t>(a.stage)];
+      switch (a.op) {
+        case Op::F:
+        case Op::FB:
+          bytes += c.activation_bytes;
+          peak = std::max(peak, bytes);
+          if (a.op == Op::FB) bytes -= stages[static_cast<size_t>(a.stage2)].activation_bytes;
+          break;
+        case Op::B: bytes -= c.activation_bytes - c.weight_grad_bytes; break;
+        case Op::W: bytes -= c.weight_grad_bytes; break;
+        case Op::BW: bytes -= c.activation_bytes; break;
+        default: break;
+      }
+    }
+    out[static_cast<size_t>(r)] = state[static_cast<size_t>(r)] + peak;
+  }
+  return out;
+}
+
+// Proof. The simulator runs each rank's list in order, starting an action when the rank is free and its
+// inputs have arrived; a transfer starts no earlier than its producer ends (later when the rank's send lane
+// is busy) and takes at least latency + bytes / bandwidth (sharing a link only slows it). asap_timing runs
+// the same orders under the same rules with every transfer at exactly that minimum, so by induction over
+// the actions every start and end it computes is no later than the simulator's. The simulator starts a
+// stage's gradient reduction when its last weight gradient is done and runs a rank's reductions one after
+// another; the end of such a queue, max over k of (k-th arrival + the durations arriving from then on),
+// does not decrease when arrivals come later. The flush ends no earlier than the last compute and the last
+// reduction, and the synchronous optimizer step then takes the slowest rank's optimizer time.
+double step_time_bound(const Schedule& s, const std::vector<StageCost>& stages, const std::vector<int>& rank_gpu,
+                       const Cluster& cluster, const CostModel& cost) {
+  const int n = s.num_stages();
+  StageTimes times;
+  for (const StageCost& c : stages) {
+    times.f.push_back(c.forward_s);
+    times.b.push_back(c.backward_input_s);
+    times.w.push_back(c.backward_weight_s);
+  }
+  auto alone = [&](int from_rank, int to_rank, double bytes) {
+    if (cluster.ideal) return 0.0;
+    LinkSpec l = cluster.link(rank_gpu[static_cast<size_t>(from_rank)], rank_gpu[static_cast<size_t>(to_rank)]);
+    l = cost.p2p_link(l);
+    return bytes / l.bandwidth_bytes_per_s + l.latency_s;
+  };
+  for (int st = 0; st + 1 < n; ++st) {
+    const int a = s.placement.rank_of(st), b = s.placement.rank_of(st + 1);
+    const double bytes = stages[static_cast<size_t>(st)].output_bytes;
+    times.comm.push_back(a == b ? 0.0 : std::min(alone(a, b, bytes), alone(b, a, bytes)));
+  }
+  const ScheduleTiming timing = asap_timing(s, times);
+
+  std::vector<double> grad_done(static_cast<size_t>(n), 0.0);
+  double flush = timing.makespan;
+  for (size_t r = 0; r < s.ranks.size(); ++r)
+    for (size_t i = 0; i < s.ranks[r].size(); ++i) {
+      const Action& a = s.ranks[r][i];
+      int stage = -1;
+      if (a.op == Op::W || a.op == Op::BW) stage = a.stage;
+      if (a.op == Op::FB) stage = a.stage2;
+      if (stage >= 0) grad_done[static_cast<size_t>(stage)] = std::max(grad_done[static_cast<size_t>(stage)], timing.end[r][i]);
+    }
+  double optimizer = 0;
+  for (int r = 0; r < s.num_ranks(); ++r) {
+    std::vector<std::pair<double, double>> queue;  // (arrival, duration)
+    double opt = 0;
+    for (int st = 0; st < n; ++st) {
+      if (s.placement.rank_of(st) != r) continue;
+      const StageCost& c = stages[static_cast<size_t>(st)];
+      opt += c.optimizer_s;
+      if (c.grad_reduce_s > 0) queue.emplace_back(grad_done[static_cast<size_t>(st)], c.grad_reduce_s);
+    }
+    std::sort(queue.begin(), queue.end());
+    double t = 0;
+    for (const auto& [arrival, duration] : queue) t = std::max(t, arrival) + duration;
+    flush = std::max(flush, t);
+    optimizer = std::max(optimizer, opt);
+  }
+  return flush + optimizer;
+}
+
+}  // namespace pw

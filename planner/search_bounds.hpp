@@ -1,0 +1,71 @@
+#pragma once
+// Lower bounds on what evaluate() reports, for pruning the configuration search. Each bound is derived
+// from quantities the simulator also uses and never exceeds the simulated value (the proofs are in the
+// comments of search_bounds.cpp), so a candidate whose bound is worse than the K-th best plan found can
+// be dropped without changing the result. The split-independent bounds hold for every contiguous split,
+// so they can drop a candidate before the partitioner runs.
+#include <vector>
+
+#include "core/cluster.hpp"
+#include "core/cost_model.hpp"
+#include "core/layer_work.hpp"
+#include "core/model.hpp"
+#include "core/stage_costs.hpp"
+#include "schedules/ir.hpp"
+
+namespace pw {
+
+// Per (tp, micro-batch size, recompute): what every layer costs, whatever the split and placement.
+struct LayerTable {
+  std::vector<LayerWork> work;       // per layer, per tp rank (layer_work of the resolved workload)
+  std::vector<double> fastest;       // per layer: F + B + W seconds on the fastest (GPU, tp link) class in use
+  std::vector<double> fastest_fb;    // per layer: F + B seconds, likewise
+  double total_time = 0;             // sum of `fastest`
+  double max_time = 0;               // largest entry of `fastest`
+  double parameters = 0;             // sum of work[i].parameters
+  double activations = 0;            // sum of work[i].activation_bytes (one micro-batch)
+};
+
+// `tp_group_gpus`: the first GPU of every tp group the configurations may use (global ranks).
+LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp, const Cluster& cluster,
+                            const CostModel& cost, const std::vector<int>& tp_group_gpus);
+
+// Step time, over every contiguous split into pp x chunks stages and every schedule: the larger of
+//   m x the busiest rank's F + B + W (for one chunk per rank the smallest possible largest stage;
+//   otherwise the average over pp ranks or the largest layer), and
+//   the fill and drain around any one stage k: its first F waits for F of every earlier stage, its m F
+//   and m B follow one another on its rank, and its last B is followed by B of every earlier stage.
+double step_time_bound(const LayerTable& t, int pp, int chunks, int microbatches);
+
+// Memory, over every split and schedule: model state plus one micro-batch of activations of every
+// stage, averaged over the pp ranks, plus the GPU's reserve.
+double memory_bound(const LayerTable& t, int pp, double state_per_parameter, double reserve_bytes);
+
+// What a schedule's order means for memory, whatever the split: per stage, the most micro-batches whose
+// activations it holds in full at once (F done, its input gradient not yet).
+struct ScheduleSummary {
+  Placement placement;
+  std::vector<int> max_full;
+};
+ScheduleSummary summarize(const Schedule& compute_only);
+
+// Memory over every split for this schedule: the largest stage's model state and reserve plus its most
+// fully held micro-batches of activations, minimised over contiguous splits (bisection; empty stages
+// allowed, which only lowers the bound), and never below memory_bound.
+double memory_bound(const LayerTable& t, const ScheduleSummary& s, double state_per_parameter, double reserve_bytes);
+
+// Each pipeline rank's peak memory for given stage costs, walking the order as the simulator does:
+// model state plus the peak of the activations allocated at F and freed at B, W and BW.
+std::vector<double> rank_peak_memory(const Schedule& compute_only, const std::vector<StageCost>& stages);
+
+// Step time for a given split: the schedule timed as soon as possible with each transfer alone on its
+// link (latency + bytes / bandwidth), then each rank's gradient reductions in arrival order after its
+// stages' last weight gradients, then the slowest rank's optimizer step.
+double step_time_bound(const Schedule& compute_only, const std::vector<StageCost>& stages,
+                       const std::vector<int>& rank_gpu, const Cluster& cluster, const CostModel& cost);
+
+// Candidates are dropped only when their bound exceeds the threshold by more than rounding: the bound
+// and the simulator add the same numbers in different orders.
+inline bool exceeds(double bound, double threshold) { return bound * (1 - 1e-9) > threshold; }
+
+}  // namespace pw

@@ -1,0 +1,211 @@
+#include "profiler/cpu_profiler.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include "core/error.hpp"
+#include "executor/cpu_model.hpp"
+#include "executor/host_tensor.hpp"
+#include "executor/transport.hpp"
+
+namespace pw {
+namespace {
+
+using ProfClock = std::chrono::steady_clock;
+
+double seconds(ProfClock::time_point a, ProfClock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+Mat random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
+  Rng rng(seed);
+  Mat m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.normal());
+  return m;
+}
+
+// Repeats `once` (which returns the seconds of each phase it timed) past the warm-up until enough runs and
+// enough time have passed.
+template <typename Once>
+std::vector<std::vector<double>> repeat(const ProfileOptions& o, int phases, Once once) {
+  for (int i = 0; i < o.warmup; ++i) once();
+  std::vector<std::vector<double>> samples(static_cast<size_t>(phases));
+  double total = 0;
+  for (int i = 0; i < o.max_repetitions && (i < o.min_repetitions || total < o.min_time_s); ++i) {
+    const std::vector<double> t = once();
+    for (int k = 0; k < phases; ++k) {
+      samples[static_cast<size_t>(k)].push_back(t[static_cast<size_t>(k)]);
+      total += t[static_cast<size_t>(k)];
+    }
+  }
+  return samples;
+}
+
+// The model cut to one block: the distinct layers, without the memory of every other block.
+Model one_block(const Model& model) {
+  check_cpu_model(model);
+  TransformerConfig c = *model.transformer;
+  c.layers = 1;
+  return make_transformer_model(model.name, c);
+}
+
+}  // namespace
+
+PhaseTiming timing_of(std::vector<double>& s) {
+  PhaseTiming t;
+  if (s.empty()) return t;
+  std::sort(s.begin(), s.end());
+  auto at = [&](double q) { return s[static_cast<size_t>(std::lround(q * static_cast<double>(s.size() - 1)))]; };
+  const size_t n = s.size();
+  t.median_s = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  t.p10_s = at(0.1);
+  t.p90_s = at(0.9);
+  t.repetitions = static_cast<int>(n);
+  return t;
+}
+
+std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vector<int>& micro_batch_sizes, int seq_len,
+                                             const ProfileOptions& options) {
+  const Model small = one_block(model);
+  const TransformerConfig& c = *small.transformer;
+  if (seq_len < 1) throw_bad_input("--seq-len: must be at least 1, got {}", seq_len);
+  if (c.learned_positions && seq_len > c.max_seq_len)
+    throw_bad_input("--seq-len: {} exceeds the {} learned positions of '{}'; use --seq-len {} or less", seq_len,
+                    c.max_seq_len, model.name, c.max_seq_len);
+  CpuModel m(small, 1);
+  std::vector<LayerProfile> out;
+  for (int b : micro_batch_sizes) {
+    if (b < 1) throw_bad_input("--micro-batch-size: must be at least 1, got {}", b);
+    const MicroBatch mb = synthetic_microbatch(1, 0, 0, b, seq_len, c.vocab);
+    const Eigen::Index n = static_cast<Eigen::Index>(b) * seq_len;
+    const Mat x = random_matrix(n, c.hidden, 2);
+    const Mat dy = random_matrix(n, c.hidden, 3);
+    for (int i = 0; i < small.num_layers(); ++i) {
+      const LayerRange range{i, i};
+      const LayerKind kind = small.layers[static_cast<size_t>(i)].kind;
+      LayerProfile p;
+      p.kind = layer_kind_name(kind);
+      p.shape = layer_shape(c, kind);
+      p.micro_batch_size = b;
+      p.seq_len = seq_len;
+      auto samples = repeat(options, 3, [&] {
+        StageContext ctx;
+        const auto t0 = ProfClock::now();
+        const Mat y = m.forward(range, x, mb, ctx);
+        const auto t1 = ProfClock::now();
+        p.activation_bytes = ctx.bytes();
+        p.output_bytes = kind == LayerKind::Head ? 0 : bytes_of(y);
+        m.backward_input(range, dy, ctx, 1.0, /*defer_weights=*/true);
+        const auto t2 = ProfClock::now();
+        p.weight_grad_bytes = ctx.bytes();
+        m.backward_weight(ctx);
+        const auto t3 = ProfClock::now();
+        return std::vector<double>{seconds(t0, t1), seconds(t1, t2), seconds(t2, t3)};
+      });
+      p.forward = timing_of(samples[0]);
+      p.backward_input = timing_of(samples[1]);
+      p.backward_weight = timing_of(samples[2]);
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+double profile_cpu_optimizer(const Model& model, const ProfileOptions& options) {
+  const Model small = one_block(model);
+  CpuModel m(small, 1);
+  const std::vector<Param*> params = m.params(LayerRange{1, 1});
+  double count = 0;
+  for (const Param* p : params) count += static_cast<double>(p->value.size());
+  const OptimizerConfig adam{OptimizerKind::Adam, 1e-6};
+  auto samples = repeat(options, 1, [&] {
+    const auto t0 = ProfClock::now();
+    optimizer_step(adam, params);
+    return std::vector<double>{seconds(t0, ProfClock::now())};
+  });
+  return timing_of(samples[0]).median_s / count;
+}
+
+std::vector<double> default_link_sizes() {
+  std::vector<double> sizes;
+  for (double s = 1024; s <= 64.0 * 1024 * 1024; s *= 4) sizes.push_back(s);
+  return sizes;
+}
+
+void fit_link(LinkProfile& link) {
+  if (link.samples.size() < 2) throw_bad_input("link fit: needs samples at 2 message sizes or more, got {}", link.samples.size());
+  // Weighted normal equations for t = a + b x with weights 1 / t^2.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const LinkSample& s : link.samples) {
+    const double w = 1.0 / std::max(s.time_s * s.time_s, 1e-30);
+    sw += w;
+    sx += w * s.bytes;
+    sy += w * s.time_s;
+    sxx += w * s.bytes * s.bytes;
+    sxy += w * s.bytes * s.time_s;
+  }
+  const double det = sw * sxx - sx * sx;
+  double slope = det != 0 ? (sw * sxy - sx * sy) / det : 0;
+  double latency = sw != 0 ? (sy - slope * sx) / sw : 0;
+  if (latency < 0) {  // through the origin instead
+    latency = 0;
+    slope = sxx > 0 ? sxy / sxx : 0;
+  }
+  link.latency_s = latency;
+  link.bandwidth_bytes_per_s = slope > 0 ? 1.0 / slope : std::numeric_limits<double>::infinity();
+}
+
+LinkProfile profile_thread_link(const std::vector<double>& sizes, int repetitions) {
+  LinkProfile link;
+  link.src = 0;
+  link.dst = 1;
+  ThreadTransport transport(2);
+  const auto deadline = [] { return Clock::now() + std::chrono::seconds(60); };
+  int key = 0;
+  for (double bytes : sizes) {
+    const auto floats = static_cast<Eigen::Index>(std::ceil(bytes / 4.0));
+    const TensorPtr tensor = std::make_shared<HostTensor>(Mat::Zero(1, floats));
+    std::vector<double> one_way;
+    const int first = key;
+    const int rounds = repetitions + 1;  // the first round trip warms the pages up
+    std::thread echo([&] {
+      for (int i = 0; i < rounds; ++i) {
+        Message m = transport.recv(1, 0, MessageKey{first + i, Op::SendF, 0, 0}, deadline());
+        transport.send(1, 0, MessageKey{first + i, Op::SendB, 1, 0}, std::move(m));
+      }
+    });
+    for (int i = 0; i < rounds; ++i) {
+      const auto t0 = ProfClock::now();
+      transport.send(0, 1, MessageKey{first + i, Op::SendF, 0, 0}, Message{tensor, Clock::now(), -1});
+      transport.recv(0, 1, MessageKey{first + i, Op::SendB, 1, 0}, deadline());
+      if (i > 0) one_way.push_back(seconds(t0, ProfClock::now()) / 2);
+    }
+    echo.join();
+    key += rounds;
+    link.samples.push_back({static_cast<double>(floats) * 4.0, timing_of(one_way).median_s});
+  }
+  fit_link(link);
+  return link;
+}
+
+MachineInfo cpu_machine_info() {
+  MachineInfo m;
+  m.backend = "cpu";
+  m.cores = static_cast<int>(std::thread::hardware_concurrency());
+  m.threads_per_rank = 1;
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      const size_t start = colon == std::string::npos ? std::string::npos : line.find_first_not_of(' ', colon + 1);
+      if (start != std::string::npos) m.device = line.substr(start);
+      break;
+    }
+  if (m.device.empty()) m.device = "unknown CPU";
+  return m;
+}
+
+}  // namespace pw

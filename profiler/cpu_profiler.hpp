@@ -1,0 +1,44 @@
+#pragma once
+// The CPU profiler: times each distinct layer's F, B and W on the real float32 kernels (one thread), the
+// optimizer step, and the rank-to-rank transfer of the thread transport over message sizes.
+#include <vector>
+
+#include "core/model.hpp"
+#include "profiler/profile.hpp"
+
+namespace pw {
+
+struct ProfileOptions {
+  int warmup = 3;               // runs before timing
+  int min_repetitions = 10;     // timed runs, at least ...
+  int max_repetitions = 1000;   // ... and at most
+  double min_time_s = 0.2;      // timed runs continue until this much time passed (per layer and shape)
+};
+
+// Median and p10/p90 of `samples` (which it sorts).
+PhaseTiming timing_of(std::vector<double>& samples);
+
+// The embedding, one block and the head of `model` at each micro-batch size: F, B (keeping the weight
+// gradient work) and W timed apart, with the bytes F keeps, B keeps for W, and the output's bytes.
+// BadInput for models the CPU backend cannot run.
+std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vector<int>& micro_batch_sizes, int seq_len,
+                                             const ProfileOptions& options);
+
+// Seconds per parameter of one Adam step, over the parameters of one block.
+double profile_cpu_optimizer(const Model& model, const ProfileOptions& options);
+
+// One-way times between two rank threads over the thread transport (the median of `repetitions` round
+// trips, halved) for each message size, and the fit time = latency + bytes / bandwidth.
+LinkProfile profile_thread_link(const std::vector<double>& sizes_bytes, int repetitions);
+
+// 1 KiB, 4 KiB, ..., 64 MiB.
+std::vector<double> default_link_sizes();
+
+// Least squares on relative error (each sample weighted by 1 / time^2, so small and large messages count
+// alike) of time = latency + bytes / bandwidth; latency is kept >= 0. BadInput with fewer than 2 sizes.
+void fit_link(LinkProfile& link);
+
+// "cpu: <model name> (<cores> cores)" from /proc/cpuinfo where there is one.
+MachineInfo cpu_machine_info();
+
+}  // namespace pw

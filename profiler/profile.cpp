@@ -1,0 +1,170 @@
+#include "profiler/profile.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+
+namespace pw {
+
+const LayerProfile* Profile::find(const std::string& kind, const std::string& shape, int micro_batch_size,
+                                  int seq_len) const {
+  for (const LayerProfile& l : layers)
+    if (l.kind == kind && l.shape == shape && l.micro_batch_size == micro_batch_size && l.seq_len == seq_len) return &l;
+  return nullptr;
+}
+
+std::string layer_kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Embedding: return "embedding";
+    case LayerKind::Block: return "block";
+    case LayerKind::Head: return "head";
+    case LayerKind::Explicit: break;
+  }
+  throw_bad_input("explicit layers carry their own costs and have no profile; use a transformer model");
+}
+
+std::string layer_shape(const TransformerConfig& c, LayerKind kind) {
+  const char* norm = c.norm == NormKind::RmsNorm ? "rmsnorm" : "layernorm";
+  const char* positions = c.learned_positions ? "learned" : "rotary";
+  switch (kind) {
+    case LayerKind::Embedding: return fmt::format("hidden={} vocab={} positions={}", c.hidden, c.vocab, positions);
+    case LayerKind::Head: return fmt::format("hidden={} vocab={} norm={}", c.hidden, c.vocab, norm);
+    case LayerKind::Block:
+      return fmt::format("hidden={} heads={} kv_heads={} head_dim={} ffn={} mlp={} norm={} bias={} positions={}",
+                         c.hidden, c.heads, c.kv_heads, c.head_dim, c.ffn, c.mlp == MlpKind::SwiGlu ? "swiglu" : "gelu",
+                         norm, c.bias ? "all" : c.qkv_bias ? "qkv" : "none", positions);
+    case LayerKind::Explicit: break;
+  }
+  return layer_kind_name(kind);
+}
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json timing_json(const PhaseTiming& t) {
+  return {{"median_s", t.median_s}, {"p10_s", t.p10_s}, {"p90_s", t.p90_s}, {"repetitions", t.repetitions}};
+}
+
+PhaseTiming read_timing(const JsonFields& f) {
+  f.reject_unknown({"median_s", "p10_s", "p90_s", "repetitions"});
+  PhaseTiming t;
+  t.median_s = f.non_negative_number("median_s");
+  t.p10_s = f.non_negative_number("p10_s", t.median_s);
+  t.p90_s = f.non_negative_number("p90_s", t.median_s);
+  t.repetitions = static_cast<int>(f.non_negative_integer("repetitions"));
+  return t;
+}
+
+}  // namespace
+
+std::string profile_to_json_text(const Profile& p) {
+  ordered_json j;
+  j["format"] = "pipewright-profile";
+  j["version"] = 1;
+  j["tool"] = p.tool;
+  j["machine"] = {{"backend", p.machine.backend},
+                  {"device", p.machine.device},
+                  {"cores", p.machine.cores},
+                  {"threads_per_rank", p.machine.threads_per_rank}};
+  ordered_json layers = ordered_json::array();
+  for (const LayerProfile& l : p.layers)
+    layers.push_back({{"kind", l.kind},
+                      {"shape", l.shape},
+                      {"micro_batch_size", l.micro_batch_size},
+                      {"seq_len", l.seq_len},
+                      {"forward", timing_json(l.forward)},
+                      {"backward_input", timing_json(l.backward_input)},
+                      {"backward_weight", timing_json(l.backward_weight)},
+                      {"activation_bytes", l.activation_bytes},
+                      {"weight_grad_bytes", l.weight_grad_bytes},
+                      {"output_bytes", l.output_bytes}});
+  j["layers"] = layers;
+  ordered_json links = ordered_json::array();
+  for (const LinkProfile& l : p.links) {
+    ordered_json samples = ordered_json::array();
+    for (const LinkSample& s : l.samples) samples.push_back({{"bytes", s.bytes}, {"time_s", s.time_s}});
+    links.push_back({{"src", l.src},
+                     {"dst", l.dst},
+                     {"latency_s", l.latency_s},
+                     {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
+                     {"samples", samples}});
+  }
+  j["links"] = links;
+  j["optimizer_s_per_parameter"] = p.optimizer_s_per_parameter;
+  return j.dump(2) + "\n";
+}
+
+Profile profile_from_json_text(const std::string& text, const std::string& source) {
+  const nlohmann::json j = parse_json_text(text, source);
+  const JsonFields top(j, source);
+  top.reject_unknown({"format", "version", "tool", "machine", "layers", "links", "optimizer_s_per_parameter"});
+  if (top.string("format") != "pipewright-profile")
+    top.fail("format", "must be \"pipewright-profile\"; is this a profile written by `pipewright profile`?");
+  if (top.positive_integer("version") != 1) top.fail("version", "must be 1, the only version this pipewright reads");
+  Profile p;
+  p.tool = top.optional_string("tool").value_or("");
+  if (top.has("machine")) {
+    const JsonFields m = top.object("machine");
+    m.reject_unknown({"backend", "device", "cores", "threads_per_rank"});
+    p.machine.backend = m.optional_string("backend").value_or("");
+    p.machine.device = m.optional_string("device").value_or("");
+    p.machine.cores = m.has("cores") ? static_cast<int>(m.non_negative_integer("cores")) : 0;
+    p.machine.threads_per_rank = m.has("threads_per_rank") ? m.positive_int("threads_per_rank") : 1;
+  }
+  const nlohmann::json& layers = top.required("layers");
+  if (!layers.is_array()) top.fail("layers", "must be an array of layer entries");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const JsonFields f(layers[i], source, fmt::format("layers[{}].", i));
+    f.reject_unknown({"kind", "shape", "micro_batch_size", "seq_len", "forward", "backward_input", "backward_weight",
+                      "activation_bytes", "weight_grad_bytes", "output_bytes"});
+    LayerProfile l;
+    l.kind = f.string("kind");
+    if (l.kind != "embedding" && l.kind != "block" && l.kind != "head")
+      f.fail("kind", fmt::format("must be \"embedding\", \"block\" or \"head\", got \"{}\"", l.kind));
+    l.shape = f.string("shape");
+    l.micro_batch_size = f.positive_int("micro_batch_size");
+    l.seq_len = f.positive_int("seq_len");
+    l.forward = read_timing(f.object("forward"));
+    l.backward_input = read_timing(f.object("backward_input"));
+    l.backward_weight = read_timing(f.object("backward_weight"));
+    l.activation_bytes = f.non_negative_number("activation_bytes", 0.0);
+    l.weight_grad_bytes = f.non_negative_number("weight_grad_bytes", 0.0);
+    l.output_bytes = f.non_negative_number("output_bytes", 0.0);
+    p.layers.push_back(l);
+  }
+  if (top.has("links")) {
+    const nlohmann::json& links = top.required("links");
+    if (!links.is_array()) top.fail("links", "must be an array of link entries");
+    for (size_t i = 0; i < links.size(); ++i) {
+      const JsonFields f(links[i], source, fmt::format("links[{}].", i));
+      f.reject_unknown({"src", "dst", "latency_s", "bandwidth_bytes_per_s", "samples"});
+      LinkProfile l;
+      l.src = static_cast<int>(f.non_negative_integer("src"));
+      l.dst = static_cast<int>(f.non_negative_integer("dst"));
+      l.latency_s = f.non_negative_number("latency_s");
+      l.bandwidth_bytes_per_s = f.positive_number("bandwidth_bytes_per_s");
+      if (f.has("samples")) {
+        const nlohmann::json& samples = f.required("samples");
+        if (!samples.is_array()) f.fail("samples", "must be an array of {\"bytes\", \"time_s\"}");
+        for (size_t k = 0; k < samples.size(); ++k) {
+          const JsonFields s(samples[k], source, fmt::format("links[{}].samples[{}].", i, k));
+          s.reject_unknown({"bytes", "time_s"});
+          l.samples.push_back({s.non_negative_number("bytes"), s.non_negative_number("time_s")});
+        }
+      }
+      p.links.push_back(l);
+    }
+  }
+  p.optimizer_s_per_parameter = top.non_negative_number("optimizer_s_per_parameter", 0.0);
+  return p;
+}
+
+Profile load_profile(const std::string& path) {
+  return profile_from_json_text(read_text_file(path, "profile"), path);
+}
+
+}  // namespace pw

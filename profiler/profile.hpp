@@ -1,0 +1,76 @@
+#pragma once
+// A measured profile: per-layer F, B, W times keyed by layer kind, shape and micro-batch size; activation
+// bytes; the rank-to-rank links; the optimizer's rate; the machine. The CPU profiler writes it and the CUDA
+// profiler will write the same format (docs/profile-format.md).
+#include <string>
+#include <vector>
+
+#include "core/model.hpp"
+
+namespace pw {
+
+// A phase's time over repetitions: the median is the number used, p10..p90 its spread.
+struct PhaseTiming {
+  double median_s = 0;
+  double p10_s = 0;
+  double p90_s = 0;
+  int repetitions = 0;
+};
+
+struct LayerProfile {
+  std::string kind;   // "embedding", "block" or "head"
+  std::string shape;  // layer_shape(): the dimensions that set the layer's cost
+  int micro_batch_size = 1;
+  int seq_len = 1;
+  PhaseTiming forward, backward_input, backward_weight;
+  double activation_bytes = 0;   // kept from F for B and W
+  double weight_grad_bytes = 0;  // kept from B for W
+  double output_bytes = 0;       // sent to the next layer
+};
+
+struct LinkSample {
+  double bytes = 0;
+  double time_s = 0;  // one way, median
+};
+
+// time = latency_s + bytes / bandwidth_bytes_per_s, fitted to the samples.
+struct LinkProfile {
+  int src = 0;
+  int dst = 1;
+  double latency_s = 0;
+  double bandwidth_bytes_per_s = 0;
+  std::vector<LinkSample> samples;
+};
+
+struct MachineInfo {
+  std::string backend;  // "cpu"
+  std::string device;   // e.g. the CPU model name
+  int cores = 0;
+  int threads_per_rank = 1;
+};
+
+struct Profile {
+  std::string tool;  // "pipewright <version> profiler (<backend>)"
+  MachineInfo machine;
+  std::vector<LayerProfile> layers;
+  std::vector<LinkProfile> links;
+  double optimizer_s_per_parameter = 0;  // one optimizer step (Adam) per parameter
+
+  // The entry for a layer kind, shape and micro-batch shape, or null.
+  const LayerProfile* find(const std::string& kind, const std::string& shape, int micro_batch_size, int seq_len) const;
+};
+
+// "embedding", "block", "head" (BadInput for explicit layers, which carry their own costs).
+std::string layer_kind_name(LayerKind kind);
+// The dimensions that set a layer's cost, as text: "hidden=64 heads=4 kv_heads=2 head_dim=16 ffn=172
+// mlp=swiglu norm=rmsnorm bias=none positions=rotary" for a block; hidden, vocab and positions for the
+// embedding; hidden, vocab and norm for the head.
+std::string layer_shape(const TransformerConfig& config, LayerKind kind);
+
+// {"format": "pipewright-profile", "version": 1, ...} as docs/profile-format.md describes.
+std::string profile_to_json_text(const Profile& profile);
+// BadInput naming `source` and the field for anything malformed.
+Profile profile_from_json_text(const std::string& text, const std::string& source);
+Profile load_profile(const std::string& path);
+
+}  // namespace pw

@@ -1,0 +1,199 @@
+#include "schedules/pytorch_csv.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+
+#include "core/error.hpp"
+#include "schedules/validate.hpp"
+
+namespace pw {
+
+namespace {
+
+const char* pytorch_op(Op op) {
+  switch (op) {
+    case Op::F: return "F";
+    case Op::B: return "I";
+    case Op::W: return "W";
+    case Op::BW: return "B";
+    default: return to_string(op);  // SEND_F, RECV_F, SEND_B, RECV_B
+  }
+}
+
+std::string pytorch_text(const Action& a) {
+  if (a.op == Op::FB) return fmt::format("({}F{};{}B{})OVERLAP_F_B", a.stage, a.microbatch, a.stage2, a.microbatch2);
+  return fmt::format("{}{}{}", a.stage, pytorch_op(a.op), a.microbatch);
+}
+
+// One CSV line split into cells as Python's csv reader does for this format: commas separate, a
+// cell may be double-quoted with "" for a quote inside.
+std::vector<std::string> split_cells(const std::string& line, const std::string& where) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cells.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cells.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      cells.emplace_back();
+    } else {
+      cells.back() += c;
+    }
+  }
+  if (quoted) throw_bad_input("{}: a quoted cell is not closed; close it with \"", where);
+  return cells;
+}
+
+std::string trim(const std::string& s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
+
+bool parse_int(const std::string& digits, int& value) {
+  if (digits.empty() || digits.size() > 9) return false;
+  value = 0;
+  for (char c : digits) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    value = value * 10 + (c - '0');
+  }
+  return true;
+}
+
+[[noreturn]] void bad_cell(const std::string& where, const std::string& text) {
+  throw_bad_input(
+      "{}: '{}' is not a PyTorch action; expected <stage><op><micro-batch> with op F, I, W, B, SEND_F, RECV_F, "
+      "SEND_B or RECV_B (such as 2F0, 0I3, 3SEND_F1), or (<F action>;<B action>)OVERLAP_F_B",
+      where, text);
+}
+
+// A simple action; nothing for the skipped FSDP and gradient-reduction actions.
+std::optional<Action> parse_simple(const std::string& text, const std::string& where) {
+  size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  size_t j = i;
+  while (j < text.size() && (std::isupper(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+  const std::string op = text.substr(i, j - i);
+  int stage = 0;
+  if (!parse_int(text.substr(0, i), stage)) bad_cell(where, text);
+  if ((op == "UNSHARD" || op == "RESHARD" || op == "REDUCE_GRAD") && j == text.size()) return std::nullopt;
+  int mb = 0;
+  if (!parse_int(text.substr(j), mb)) bad_cell(where, text);
+  static constexpr Op kOps[] = {Op::F, Op::B, Op::W, Op::BW, Op::SendF, Op::RecvF, Op::SendB, Op::RecvB};
+  for (const Op candidate : kOps)
+    if (op == pytorch_op(candidate)) return Action{candidate, stage, mb};
+  bad_cell(where, text);
+}
+
+std::optional<Action> parse_cell(const std::string& text, const std::string& where) {
+  const std::string suffix = ")OVERLAP_F_B";
+  if (text.empty() || text.front() != '(') return parse_simple(text, where);
+  if (text.size() <= suffix.size() + 1 || text.compare(text.size() - suffix.size(), suffix.size(), suffix) != 0)
+    bad_cell(where, text);
+  const std::string inner = text.substr(1, text.size() - suffix.size() - 1);
+  const auto semicolon = inner.find(';');
+  if (semicolon == std::string::npos) bad_cell(where, text);
+  const auto f = parse_simple(trim(inner.substr(0, semicolon)), where);
+  const auto b = parse_simple(trim(inner.substr(semicolon + 1)), where);
+  if (!f || !b || f->op != Op::F || b->op != Op::BW)
+    throw_bad_input("{}: '{}': an OVERLAP_F_B here is one forward and one full backward, such as (0F1;1B0)OVERLAP_F_B",
+                    where, text);
+  return Action{Op::FB, f->stage, f->microbatch, b->stage, b->microbatch};
+}
+
+Placement detect_placement(const std::vector<std::vector<Action>>& ranks, const std::string& source) {
+  int stages = 0;
+  for (const auto& list : ranks)
+    for (const Action& a : list) stages = std::max({stages, a.stage + 1, a.op == Op::FB ? a.stage2 + 1 : 0});
+  if (stages == 0) throw_bad_input("{}: no actions; a schedule needs at least one row with actions", source);
+  const int p = static_cast<int>(ranks.size());
+  Placement placement;
+  placement.kind = PlacementKind::Explicit;
+  placement.ranks = p;
+  placement.stage_rank.assign(static_cast<size_t>(stages), -1);
+  for (int r = 0; r < p; ++r) {
+    for (const Action& a : ranks[static_cast<size_t>(r)]) {
+      for (const int stage : {a.stage, a.op == Op::FB ? a.stage2 : -1}) {
+        // The first rank a stage shows up on is its home; the validator marks any other.
+        if (stage >= 0 && placement.stage_rank[static_cast<size_t>(stage)] < 0 && is_compute(a.op))
+          placement.stage_rank[static_cast<size_t>(stage)] = r;
+      }
+    }
+  }
+  for (int st = 0; st < stages; ++st) {
+    if (placement.stage_rank[static_cast<size_t>(st)] < 0)
+      throw_bad_input("{}: stage {} has no compute action on any rank; every stage from 0 to {} needs its F", source,
+                      st, stages - 1);
+  }
+  if (stages % p == 0 && Placement::loop(p, stages / p).stage_rank == placement.stage_rank)
+    return Placement::loop(p, stages / p);
+  if (stages == 2 * p && Placement::v(p).stage_rank == placement.stage_rank) return Placement::v(p);
+  return placement;
+}
+
+}  // namespace
+
+std::string schedule_to_pytorch_csv(const Schedule& s) {
+  std::string out;
+  for (const auto& list : s.ranks) {
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (k > 0) out += ',';
+      out += pytorch_text(list[k]);
+    }
+    out += "\r\n";
+  }
+  return out;
+}
+
+Schedule schedule_from_pytorch_csv(const std::string& text, const std::string& source, int microbatches) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+    start = end + 1;
+  }
+  if (lines.empty()) throw_bad_input("{}: empty; a PyTorch schedule CSV has one row of actions per rank", source);
+
+  Schedule s;
+  s.name = source;
+  int largest_mb = -1;
+  for (size_t r = 0; r < lines.size(); ++r) {
+    const std::string row_name = fmt::format("{}: row {}", source, r + 1);
+    const std::vector<std::string> cells = split_cells(lines[r], row_name);
+    std::vector<Action> list;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const std::string cell = trim(cells[c]);
+      if (cell.empty()) continue;  // an idle step
+      const auto a = parse_cell(cell, fmt::format("{}, cell {}", row_name, c + 1));
+      if (!a) continue;
+      if (is_comm(a->op)) s.lowered = true;
+      largest_mb = std::max({largest_mb, a->microbatch, a->op == Op::FB ? a->microbatch2 : -1});
+      list.push_back(*a);
+    }
+    s.ranks.push_back(std::move(list));
+  }
+  s.placement = detect_placement(s.ranks, source);
+  if (microbatches < 0) throw_bad_input("{}: micro-batches must be positive, got {}", source, microbatches);
+  s.microbatches = microbatches > 0 ? microbatches : largest_mb + 1;
+  validate(s);
+  return s;
+}
+
+}  // namespace pw

@@ -1,0 +1,27 @@
+#pragma once
+// PyTorch pipelining's schedule CSV (torch.distributed.pipelining.schedules: _dump_csv/_load_csv;
+// torchtitan's pipeline_parallel_schedule_csv): one row per rank, one cell per action in execution
+// order, an action "<stage><op><micro-batch>". PyTorch's ops and ours:
+//   F -> F,  I (backward input) -> B,  W -> W,  B (full backward) -> BW,
+//   SEND_F / RECV_F / SEND_B / RECV_B -> the same communication ops,
+//   (<stage>F<mb>;<stage>B<mb>)OVERLAP_F_B -> FB (forward overlapped with a full backward).
+// PyTorch writes an idle step (None) as an empty cell and ends rows with "\r\n" (Python's csv
+// writer); empty cells are skipped on import. UNSHARD, RESHARD and REDUCE_GRAD (FSDP and data-parallel
+// bookkeeping, which the simulator models on its own) are skipped too.
+#include <string>
+
+#include "schedules/ir.hpp"
+
+namespace pw {
+
+// Compute-only schedules give PyTorch's "compute_only" format, lowered ones its "compute_comms".
+std::string schedule_to_pytorch_csv(const Schedule& s);
+
+// Reads a CSV into the IR and validates it (validate(): a broken schedule is a BadInput carrying the
+// grid with the offending cell marked). `source` names the text in messages and becomes the schedule's
+// name. The placement is detected: loop when stage s sits on rank s mod p, V when rank r holds stages
+// r and 2p - 1 - r, explicit otherwise. `microbatches` 0 means one more than the largest micro-batch
+// index found. The schedule is lowered when the file has communication actions.
+Schedule schedule_from_pytorch_csv(const std::string& text, const std::string& source, int microbatches = 0);
+
+}  // namespace pw

@@ -1,0 +1,31 @@
+#pragma once
+// A small as-soon-as-possible timer for compute orders, for schedule search (zb-auto) and quick
+// comparisons: each rank runs its list in order, an action starts when the rank is free and its
+// inputs are done; a tensor that crosses ranks arrives comm seconds after its producer ends. No
+// link contention and no memory: the simulator (sim/) is the full model.
+#include <vector>
+
+#include "schedules/ir.hpp"
+
+namespace pw {
+
+struct StageTimes {
+  std::vector<double> f, b, w;  // per stage: forward, input-gradient backward, weight-gradient backward
+  std::vector<double> comm;     // per boundary s -> s + 1 (stages - 1 values), both directions; empty: free
+  std::vector<double> fb;       // per stage: an F&B composite whose forward half is on this stage;
+                                // empty or 0: the halves' F + B + W
+  static StageTimes uniform(int stages, double f, double b, double w);
+};
+
+struct ScheduleTiming {
+  double makespan = 0;                     // the last action's end
+  std::vector<std::vector<double>> start;  // per rank, per list position (communication actions: 0 long)
+  std::vector<std::vector<double>> end;
+};
+
+// Throws BadInput when `times` does not have one value per stage (comm: per boundary), and Runtime
+// when the order cannot run to its end (validate() first for a readable message).
+ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times);
+double asap_makespan(const Schedule& s, const StageTimes& times);
+
+}  // namespace pw

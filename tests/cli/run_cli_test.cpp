@@ -1,0 +1,124 @@
+// `pipewright run`: the measured-vs-predicted report, the measured trace, bad input (exit 2, one line) and
+// runtime failures (exit 1, naming the rank and the action).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kSleepUniform = {"run", "--model", source_path("examples/tiny-uniform.json"), "--cluster",
+                                                "ideal", "--pp", "2", "--microbatches", "2", "--compute", "sleep",
+                                                "--iterations", "2", "--warmup", "0"};
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+void check_bad_input(const std::vector<std::string>& args, const std::string& message) {
+  const CliResult r = run_cli(args);
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "error: " + message + "\n");
+}
+
+}  // namespace
+
+TEST_CASE("run --json: measured against the simulator's prediction for the same configuration") {
+  const CliResult r = run_cli(with(kSleepUniform, {"--schedule", "gpipe", "--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  const CliResult sim = run_cli({"simulate", "--model", source_path("examples/tiny-uniform.json"), "--cluster", "ideal",
+                                 "--pp", "2", "--microbatches", "2", "--schedule", "gpipe", "--json"});
+  REQUIRE(sim.code == 0);
+  const json predicted = json::parse(sim.out);
+  CHECK(j["predicted_step_time_s"] == predicted["step_time_s"]);
+  // Sleep compute waits at least each predicted time: gpipe's (m + p - 1)(F + B + W) = 3 x 12 ms at least.
+  const double measured = j["measured_step_time_s"];
+  CHECK(measured >= 0.036);
+  CHECK(j["measured_step_times_s"].size() == 2);
+  CHECK(j["measured_min_s"].get<double>() <= measured);
+  CHECK(j["measured_max_s"].get<double>() >= measured);
+  CHECK(j["error_pct"].get<double>() ==
+        Approx((j["predicted_step_time_s"].get<double>() - measured) / measured * 100));
+  REQUIRE(j["ranks"].size() == 2);
+  for (const json& rank : j["ranks"]) {
+    // 4 layers of 1 ms F, B and W per stage, 2 micro-batches: 24 ms of compute.
+    CHECK(rank["predicted_busy_s"].get<double>() == Approx(0.024));
+    CHECK(rank["busy_s"].get<double>() >= 0.024);
+    // Busy and idle come from one measured iteration: they add up to its step time.
+    const double step = rank["busy_s"].get<double>() + rank["idle_s"].get<double>();
+    CHECK(step >= j["measured_min_s"].get<double>() - 1e-12);
+    CHECK(step <= j["measured_max_s"].get<double>() + 1e-12);
+    // The stage's activation deltas, replayed in the schedule's order, peak where the simulator's do.
+    CHECK(rank["activation_peak_bytes"] == rank["predicted_activation_peak_bytes"]);
+  }
+  CHECK(j["losses"].empty());
+}
+
+TEST_CASE("run with real compute prints the table with the loss and writes the measured trace") {
+  const std::string trace = std::string(PIPEWRIGHT_TEST_TMP) + "/run-trace.json";
+  std::remove(trace.c_str());
+  const CliResult r = run_cli({"run", "--model", source_path("examples/tiny-gpt.json"), "--cluster", "dgx-h100", "--pp",
+                               "3", "--microbatches", "3", "--schedule", "zb-h1", "--iterations", "1", "--warmup", "0",
+                               "--split", "3,2,1", "--trace", trace});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("tiny-gpt on dgx-h100: pp 3, schedule zb-h1, 3 micro-batches of 1 x 32 tokens\n") == 0);
+  CHECK(r.out.find("backend cpu, real compute, ranks as threads, 1 iteration after 0 warm-up\n") != std::string::npos);
+  for (const char* row : {"measured step time", "predicted step time", "error", "loss"})
+    CHECK(r.out.find(std::string("  ") + row) != std::string::npos);
+  CHECK(r.out.find("  rank  stages") != std::string::npos);
+  std::ifstream in(trace);
+  REQUIRE(in);
+  const json t = json::parse(in);
+  CHECK(t["otherData"]["tool"].get<std::string>().find("executor (cpu)") != std::string::npos);
+  CHECK(t["otherData"]["schedule"] == "zb-h1");
+  int computes = 0;
+  for (const json& e : t["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "compute") ++computes;
+  CHECK(computes == 3 * 3 * 3);  // F, B and W of 3 micro-batches on 3 ranks
+}
+
+TEST_CASE("run: bad input exits 2 with one line naming the option") {
+  check_bad_input(with(kSleepUniform, {"--backend", "cuda"}), "--backend: unknown backend 'cuda'; use cpu");
+  check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--microbatches", "2",
+                   "--compute", "fast"},
+                  "--compute: must be real or sleep, got 'fast'");
+  check_bad_input(with(kSleepUniform, {"--dp", "2"}), "--dp: the cpu backend runs one pipeline, got --dp 2; use --dp 1");
+  check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "dgx-h100", "--tp", "2",
+                   "--microbatches", "2"},
+                  "--tp: the cpu backend runs pipeline parallelism only, got --tp 2; use --tp 1");
+  check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--microbatches", "2",
+                   "--iterations", "0"},
+                  "--iterations: must be at least 1, got 0");
+  check_bad_input(with(kSleepUniform, {"--timeout", "0"}), "--timeout: must be a positive number of seconds, got 0");
+  check_bad_input(with(kSleepUniform, {"--optimizer", "lion"}), "--optimizer: unknown optimizer 'lion'; use sgd or adam");
+  check_bad_input({"run", "--model", source_path("examples/tiny-uniform.json"), "--cluster", "ideal", "--pp", "2",
+                   "--microbatches", "2"},
+                  "--model: 'tiny-uniform' gives explicit per-layer costs and has no layers to compute; use a "
+                  "transformer model (e.g. examples/tiny-llama.json) or --compute sleep");
+  check_bad_input({"run", "--model", source_path("examples/tiny-gpt.json"), "--cluster", "ideal", "--microbatches", "2",
+                   "--seq-len", "64"},
+                  "--seq-len: 64 exceeds the 32 learned positions of 'tiny-gpt'; use --seq-len 32 or less");
+  check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--microbatches", "2",
+                   "--recompute", "full"},
+                  "--recompute: the cpu backend keeps every activation; use --recompute none or --compute sleep");
+}
+
+TEST_CASE("run: a rank that fails ends the run with exit 1, naming the rank and the action") {
+  const CliResult r = run_cli({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--pp",
+                               "2", "--microbatches", "4", "--iterations", "1", "--warmup", "0", "--inject-failure",
+                               "1:1F2"});
+  CHECK(r.code == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err == "error: rank 1 failed at 1F2: injected failure (--inject-failure)\n");
+}

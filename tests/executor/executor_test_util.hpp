@@ -1,0 +1,80 @@
+#pragma once
+// Tiny models and the single-rank sequential reference the executor tests compare against.
+#include <vector>
+
+#include "core/model.hpp"
+#include "executor/cpu_model.hpp"
+
+namespace pw::test {
+
+// Llama style: RMSNorm, SwiGLU, grouped-query attention (4 heads, 2 KV heads), rotary positions, no biases.
+inline Model tiny_llama(int layers = 3) {
+  TransformerConfig c;
+  c.family = "llama";
+  c.hidden = 16;
+  c.layers = layers;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.head_dim = 4;
+  c.ffn = 24;
+  c.vocab = 32;
+  c.max_seq_len = 8;
+  c.mlp = MlpKind::SwiGlu;
+  c.norm = NormKind::RmsNorm;
+  return make_transformer_model("test-llama", c);
+}
+
+// GPT style: LayerNorm, GELU, multi-head attention, learned positions, biases everywhere.
+inline Model tiny_gpt(int layers = 3) {
+  TransformerConfig c;
+  c.family = "gpt";
+  c.hidden = 16;
+  c.layers = layers;
+  c.heads = 4;
+  c.kv_heads = 4;
+  c.head_dim = 4;
+  c.ffn = 64;
+  c.vocab = 32;
+  c.max_seq_len = 8;
+  c.mlp = MlpKind::Gelu;
+  c.norm = NormKind::LayerNorm;
+  c.learned_positions = true;
+  c.bias = true;
+  return make_transformer_model("test-gpt", c);
+}
+
+inline LayerRange whole(const CpuModel& m) { return LayerRange{0, m.num_layers() - 1}; }
+
+// Mean loss over the micro-batches (F only).
+inline double reference_loss(CpuModel& m, const std::vector<MicroBatch>& batches) {
+  double loss = 0;
+  for (const MicroBatch& mb : batches) {
+    StageContext ctx;
+    loss += m.forward(whole(m), Mat(), mb, ctx)(0, 0);
+  }
+  return loss / static_cast<double>(batches.size());
+}
+
+// One sequential iteration on one rank: each micro-batch's F then fused BW, gradients of the mean loss
+// accumulated in the parameters. Returns the mean loss.
+inline double reference_iteration(CpuModel& m, const std::vector<MicroBatch>& batches) {
+  double loss = 0;
+  const double scale = 1.0 / static_cast<double>(batches.size());
+  for (const MicroBatch& mb : batches) {
+    StageContext ctx;
+    loss += m.forward(whole(m), Mat(), mb, ctx)(0, 0);
+    m.backward_input(whole(m), Mat(), ctx, scale, /*defer_weights=*/false);
+  }
+  return loss * scale;
+}
+
+inline std::vector<MicroBatch> batches(const Model& model, int count, int iteration = 0, int batch = 2,
+                                       std::uint64_t seed = 7) {
+  std::vector<MicroBatch> out;
+  for (int i = 0; i < count; ++i)
+    out.push_back(synthetic_microbatch(seed, iteration, i, batch, model.transformer->max_seq_len,
+                                       model.transformer->vocab));
+  return out;
+}
+
+}  // namespace pw::test

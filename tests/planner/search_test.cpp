@@ -1,0 +1,309 @@
+// The configuration search: its best plans equal exhaustive scoring (pruning is sound), its result does
+// not depend on the thread count, every bound it prunes with stays below what evaluate() reports, and
+// its messages name the binding constraint.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
+#include "planner/baseline_splits.hpp"
+#include "planner/partitioner.hpp"
+#include "planner/search.hpp"
+#include "planner/search_bounds.hpp"
+#include "schedules/generators.hpp"
+
+using namespace pw;
+
+namespace {
+
+// Two nodes of four 24 GB GPUs: small enough that memory decides many candidates.
+Cluster small_cluster() {
+  return cluster_from_json_text(R"({"name": "4x24gb", "nodes": 2, "gpus_per_node": 4,
+      "gpu": {"name": "24GB", "peak_tflops": 300, "memory_bytes": 24e9, "hbm_bytes_per_s": 2e12},
+      "intra_node": {"bandwidth_bytes_per_s": 2e11, "latency_s": 3e-6},
+      "inter_node": {"bandwidth_bytes_per_s": 2.5e10, "latency_s": 8e-6}})",
+                                "small cluster");
+}
+
+Scenario base_scenario(const std::string& model, const Cluster& cluster, int global_batch, int seq_len = 1024) {
+  Scenario s;
+  s.model = model_preset(model);
+  s.cluster = cluster;
+  s.global_batch_size = global_batch;
+  s.workload.seq_len = seq_len;
+  return s;
+}
+
+SearchSpace small_space() {
+  SearchSpace space;
+  space.gpus = 8;
+  space.schedules = {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-v"};
+  return space;
+}
+
+std::string ranges_text(const Evaluation& ev) {
+  std::string out;
+  for (const StageReport& st : ev.stages) out += fmt::format("[{},{}]", st.layers.first, st.layers.last);
+  return out;
+}
+
+// Configs, step times (exactly) and splits, in order.
+void check_same_plans(const SearchResult& a, const SearchResult& b) {
+  REQUIRE(a.plans.size() == b.plans.size());
+  for (size_t i = 0; i < a.plans.size(); ++i) {
+    INFO("plan " << i + 1 << ": " << describe(a.plans[i].config) << " vs " << describe(b.plans[i].config));
+    CHECK(a.plans[i].config == b.plans[i].config);
+    CHECK(a.plans[i].evaluation.metrics.step_time_s == b.plans[i].evaluation.metrics.step_time_s);
+    CHECK(ranges_text(a.plans[i].evaluation) == ranges_text(b.plans[i].evaluation));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the search's best plans equal exhaustive scoring of the same space") {
+  const AnalyticCostModel cost;
+  const Scenario base = base_scenario("gpt3-1.3b", small_cluster(), 32);
+  for (int top : {1, 5}) {
+    SearchOptions pruned, exhaustive;
+    pruned.top = exhaustive.top = top;
+    exhaustive.prune = false;
+    const SearchResult fast = search_plans(base, small_space(), cost, pruned);
+    const SearchResult all = search_plans(base, small_space(), cost, exhaustive);
+    INFO("top " << top);
+    check_same_plans(fast, all);
+    CHECK(static_cast<int>(fast.plans.size()) == top);
+    // The exhaustive run scores every candidate that is valid and has a split that fits; the pruned one
+    // fewer, and memory decided some of them.
+    CHECK(all.stats.bound_pruned == 0);
+    CHECK(all.stats.memory_pruned == 0);
+    CHECK(fast.stats.simulated < all.stats.simulated);
+    CHECK(all.stats.over_memory > 0);
+  }
+}
+
+TEST_CASE("the result does not depend on the number of threads") {
+  const AnalyticCostModel cost;
+  const Scenario base = base_scenario("gpt3-1.3b", small_cluster(), 32);
+  SearchOptions one;
+  one.top = 4;
+  one.threads = 1;
+  const SearchResult reference = search_plans(base, small_space(), cost, one);
+  for (int threads : {2, 4}) {
+    SearchOptions o = one;
+    o.threads = threads;
+    INFO(threads << " threads");
+    check_same_plans(search_plans(base, small_space(), cost, o), reference);
+  }
+}
+
+TEST_CASE("every bound stays below what evaluate() reports") {
+  const AnalyticCostModel cost;
+  const Scenario base = base_scenario("gpt3-1.3b", small_cluster(), 16);
+  SearchSpace space = small_space();
+  space.schedules = schedule_names();
+  int checked = 0;
+  for (const Candidate& c : enumerate_candidates(base, space)) {
+    if (c.micro_batch_size > 2) continue;  // keep the test quick: the bounds do not depend on it
+    Scenario s;
+    Schedule schedule;
+    try {
+      s = resolve(candidate_scenario(base, c));
+      ScheduleSpec spec;
+      spec.name = s.schedule;
+      spec.ranks = s.parallel.pp;
+      spec.microbatches = s.parallel.microbatches;
+      spec.chunks = chunks_per_rank(s.schedule, s.parallel.vpp);
+      schedule = make_schedule(spec);
+      PartitionOptions po;
+      po.simulate = false;
+      po.schedule = &schedule;
+      s.ranges = best_partition(s, cost, po).ranges;
+    } catch (const Error& e) {
+      REQUIRE(e.kind() == ErrorKind::BadInput);
+      continue;  // invalid, or no split fits
+    }
+    const Evaluation ev = evaluate(s, cost);
+    const ParallelConfig& pc = s.parallel;
+    std::vector<int> groups;
+    for (int g = 0; g < pc.gpus(); g += pc.tp) groups.push_back(g);
+    const LayerTable t = make_layer_table(s.model, s.workload, pc.tp, s.cluster, cost, groups);
+    const double spp = cost.model_state_bytes_per_parameter(pc.dp, pc.distributed_optimizer);
+    const double reserve = cost.memory_reserve_bytes();
+    std::vector<int> rank_gpu;
+    for (int r = 0; r < pc.pp; ++r) rank_gpu.push_back(pipeline_rank_gpu(pc, r));
+    std::vector<StageCost> costs;
+    for (const StageReport& st : ev.stages) costs.push_back(st.cost);
+
+    INFO(describe(c));
+    const double step = ev.metrics.step_time_s;
+    CHECK(step_time_bound(t, pc.pp, schedule.num_stages() / pc.pp, pc.microbatches) <= step * (1 + 1e-9));
+    CHECK(step_time_bound(schedule, costs, rank_gpu, s.cluster, cost) <= step * (1 + 1e-9));
+    const double peak = ev.metrics.peak_memory_bytes;
+    CHECK(memory_bound(t, pc.pp, spp, reserve) <= peak * (1 + 1e-9));
+    CHECK(memory_bound(t, summarize(schedule), spp, reserve) <= peak * (1 + 1e-9));
+    // The walk adds and subtracts in the simulator's order: the same numbers, bit for bit.
+    const std::vector<double> walked = rank_peak_memory(schedule, costs);
+    for (const RankStats& r : ev.sim.ranks) CHECK(walked[static_cast<size_t>(r.rank)] == r.peak_memory_bytes);
+    ++checked;
+  }
+  CHECK(checked > 100);
+}
+
+TEST_CASE("the step-time bound of one chunk per rank is 1F1B's time when stages are equal") {
+  // Four identical layers of F + B + W = 3 (F = B = W = 1, no transfers) on pp = 4, m = 8: the busiest
+  // stage carries m x 3 = 24, and the fill around the last stage is P(<3) + m (F + B) = 3 x 2 + 8 x 2 = 22;
+  // 1F1B's step is (m + p - 1) x 3 = 33 with fused B and W, so the bound is 24 (zero-bubble schedules can
+  // approach it).
+  LayerTable t;
+  t.fastest = {3, 3, 3, 3};
+  t.fastest_fb = {2, 2, 2, 2};
+  t.total_time = 12;
+  t.max_time = 3;
+  CHECK(step_time_bound(t, 4, 1, 8) == Approx(24).epsilon(1e-9));
+  // m = 1: the busy part is 3, the fill around the last stage 3 x 2 + 1 x 2 = 8, the whole model's F + B.
+  CHECK(step_time_bound(t, 4, 1, 1) == Approx(8).epsilon(1e-9));
+  CHECK(step_time_bound(t, 4, 1, 1) <= 8);
+}
+
+TEST_CASE("candidates follow the degrees' rules") {
+  // An explicit-cost model runs at tp 1 only. 4 GPUs: pp in {1, 2, 4} (at most the 8 layers), dp = 4 / pp;
+  // global batch 8: micro-batch sizes divide 8 / dp: pp 1 (dp 4): {1, 2}; pp 2 (dp 2): {1, 2, 4};
+  // pp 4 (dp 1): {1, 2, 4, 8}. With 1f1b only (vpp 1) and one recompute mode: 2 + 3 + 4 = 9 candidates,
+  // in config order (tp, pp, dp, vpp, micro-batch size, schedule, recompute).
+  Scenario base;
+  base.model = load_model(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-uniform.json");
+  base.cluster = cluster_preset("ideal");
+  base.global_batch_size = 8;
+  SearchSpace space;
+  space.gpus = 4;
+  space.schedules = {"1f1b"};
+  space.recomputes = {Recompute::None};
+  const std::vector<Candidate> c = enumerate_candidates(base, space);
+  REQUIRE(c.size() == 9);
+  CHECK(c.front() == Candidate{1, 1, 4, 1, 1, 2, "1f1b", Recompute::None});
+  CHECK(c.back() == Candidate{1, 4, 1, 1, 8, 1, "1f1b", Recompute::None});
+  for (size_t i = 1; i < c.size(); ++i) CHECK(config_less(c[i - 1], c[i]));
+
+  // Looped schedules take vpp 2 .. layers / pp and need pp >= 2: pp 2 gives vpp 2, 3, 4; pp 4 gives vpp 2.
+  space.schedules = {"interleaved"};
+  space.micro_batch_size = 1;
+  std::vector<int> vpps;
+  for (const Candidate& x : enumerate_candidates(base, space)) vpps.push_back(x.pp * 10 + x.vpp);
+  CHECK(vpps == std::vector<int>{22, 23, 24, 42});
+
+  // Fixing a dimension keeps only it.
+  space.schedules = {"1f1b", "gpipe"};
+  space.pp = 2;
+  space.micro_batch_size = 4;
+  const std::vector<Candidate> fixed = enumerate_candidates(base, space);
+  REQUIRE(fixed.size() == 2);
+  CHECK(fixed[0] == Candidate{1, 2, 2, 1, 4, 1, "1f1b", Recompute::None});
+  CHECK(fixed[1] == Candidate{1, 2, 2, 1, 4, 1, "gpipe", Recompute::None});
+}
+
+TEST_CASE("tensor parallelism stays inside a node and shards the heads") {
+  // gpt3-1.3b has 16 heads; nodes of 4 GPUs: tp in {1, 2, 4}; --max-tp 2 leaves {1, 2}.
+  const Scenario base = base_scenario("gpt3-1.3b", small_cluster(), 8);
+  SearchSpace space;
+  space.gpus = 8;
+  space.schedules = {"1f1b"};
+  space.recomputes = {Recompute::None};
+  std::vector<int> tps;
+  for (const Candidate& c : enumerate_candidates(base, space))
+    if (tps.empty() || tps.back() != c.tp) tps.push_back(c.tp);
+  CHECK(tps == std::vector<int>{1, 2, 4});
+  space.max_tp = 2;
+  tps.clear();
+  for (const Candidate& c : enumerate_candidates(base, space))
+    if (tps.empty() || tps.back() != c.tp) tps.push_back(c.tp);
+  CHECK(tps == std::vector<int>{1, 2});
+}
+
+namespace {
+
+std::string search_error(const Scenario& base, const SearchSpace& space, const CostModel& cost) {
+  try {
+    search_plans(base, space, cost);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("no feasible plan names the binding constraint and by how much") {
+  // tiny-uniform: 8 layers of 1e6 parameters (2 MB of bf16 weights) and 4 MB of activations per
+  // micro-batch (explicit costs: the same whatever the micro-batch size). Two 20 MB GPUs, no reserve.
+  // pp 1 (dp 2): 8e6 parameters x (2 + 4 + 12 / 2) bytes = 96 MB. pp 2 (dp 1): 18 bytes a parameter, 18 MB a
+  // layer; the best split is 4 + 4 = 72 MB of state, plus the micro-batches held: with micro-batch size 2
+  // there is one micro-batch (m = 1), held once: 72 + 16 = 88 MB on both ranks; 68 MB more than 20 MB.
+  // Every schedule ties there; the first in config order is 1f1b with no recompute.
+  AnalyticCostParams params;
+  params.memory_reserve_bytes = 0;
+  const AnalyticCostModel cost(params);
+  Scenario base;
+  base.model = load_model(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-uniform.json");
+  base.cluster = cluster_from_json_text(R"({"name": "tiny", "nodes": 1, "gpus_per_node": 2,
+      "gpu": {"name": "20MB", "peak_tflops": 1, "memory_bytes": 2e7, "hbm_bytes_per_s": 1e12},
+      "intra_node": {"bandwidth_bytes_per_s": 1e11, "latency_s": 0},
+      "inter_node": {"bandwidth_bytes_per_s": 1e10, "latency_s": 0}})",
+                                        "tiny cluster");
+  base.global_batch_size = 2;
+  SearchSpace space;
+  space.gpus = 2;
+  CHECK(search_error(base, space, cost) ==
+        "no configuration of 2 GPUs fits in memory: the smallest stage needs 88.0 MB with tp=1, pp=2, dp=1, "
+        "micro-batch size 2, 1f1b and no recompute; the GPU has 20.0 MB (68.0 MB short); use more GPUs or GPUs "
+        "with more memory");
+}
+
+TEST_CASE("an empty space names the dimension that empties it") {
+  const AnalyticCostModel cost;
+  const Scenario base = base_scenario("gpt3-1.3b", cluster_preset("dgx-h100"), 64);
+  SearchSpace space;
+  space.gpus = 12;
+  space.tp = 8;
+  CHECK(search_error(base, space, cost) == "--gpus: 12 is not a multiple of --tp 8");
+  space = SearchSpace{};
+  space.gpus = 8;
+  space.tp = 16;
+  CHECK(search_error(base, space, cost) ==
+        "--tp: 16 exceeds the 8 GPUs of a node in cluster 'dgx-h100'; tensor parallelism stays inside a node");
+  space = SearchSpace{};
+  space.gpus = 8;
+  space.micro_batch_size = 3;
+  CHECK(search_error(base, space, cost) ==
+        "--micro-batch-size: 3 x dp does not divide the global batch 64 for any dp; use a divisor of 64");
+  Scenario odd = base;
+  odd.global_batch_size = 3;
+  space = SearchSpace{};
+  space.gpus = 8;
+  space.dp = 2;
+  CHECK(search_error(odd, space, cost) == "--global-batch-size: 3 is not a multiple of --dp 2; use 2 or 4");
+  space.dp = 16;
+  CHECK(search_error(base, space, cost) ==
+        "--dp: tp x pp x 16 is never 8 GPUs with tp in {1, 2, 4, 8} and pp at most the 26 layers of 'gpt3-1.3b'");
+  space = SearchSpace{};
+  space.gpus = 8;
+  space.schedules = {"interleaved"};
+  space.pp = 1;
+  CHECK(search_error(base, space, cost) ==
+        "--schedules: interleaved run several model chunks per rank, which needs pp >= 2 and pp x 2 <= 26 layers; add "
+        "a schedule such as 1f1b or allow more pipeline ranks");
+  space = SearchSpace{};
+  space.gpus = 8;
+  space.schedules = {"zigzag"};
+  CHECK(search_error(base, space, cost).rfind("--schedule: unknown schedule 'zigzag'", 0) == 0);
+}
+
+TEST_CASE("configurations are described in the planner's words") {
+  CHECK(describe(Candidate{8, 16, 8, 3, 1, 192, "interleaved", Recompute::Selective}) ==
+        "tp=8, pp=16, dp=8, vpp=3, micro-batch size 1, interleaved and selective recompute");
+  CHECK(describe(Candidate{2, 4, 1, 1, 2, 8, "1f1b", Recompute::None}) ==
+        "tp=2, pp=4, dp=1, micro-batch size 2, 1f1b and no recompute");
+}

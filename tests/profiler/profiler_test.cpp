@@ -1,0 +1,189 @@
+// The profile format, the link fit, the CPU layer profiler and the profiled cost model.
+#include <catch2/catch.hpp>
+
+#include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
+#include "profiler/cpu_profiler.hpp"
+#include "profiler/profile.hpp"
+#include "profiler/profiled_cost_model.hpp"
+#include "sim/scenario.hpp"
+
+using namespace pw;
+
+namespace {
+
+Model tiny(int layers = 2) {
+  TransformerConfig c;
+  c.hidden = 16;
+  c.layers = layers;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.head_dim = 4;
+  c.ffn = 24;
+  c.vocab = 32;
+  c.max_seq_len = 8;
+  c.mlp = MlpKind::SwiGlu;
+  c.norm = NormKind::RmsNorm;
+  return make_transformer_model("tiny", c);
+}
+
+PhaseTiming fixed(double s) { return PhaseTiming{s, s, s, 1}; }
+
+// Embedding free, each block F = 1 ms, B = 2 ms, W = 3 ms, head free; at micro-batch size 1, length 8.
+Profile uniform_profile(const Model& m) {
+  Profile p;
+  p.tool = "test";
+  p.machine = MachineInfo{"cpu", "test CPU", 2, 1};
+  for (LayerKind k : {LayerKind::Embedding, LayerKind::Block, LayerKind::Head}) {
+    LayerProfile l;
+    l.kind = layer_kind_name(k);
+    l.shape = layer_shape(*m.transformer, k);
+    l.micro_batch_size = 1;
+    l.seq_len = 8;
+    const bool block = k == LayerKind::Block;
+    l.forward = fixed(block ? 1e-3 : 0);
+    l.backward_input = fixed(block ? 2e-3 : 0);
+    l.backward_weight = fixed(block ? 3e-3 : 0);
+    l.activation_bytes = 100;
+    p.layers.push_back(l);
+  }
+  p.links.push_back(LinkProfile{0, 1, 1e-5, 1e9, {{1024, 1.1e-5}}});
+  p.optimizer_s_per_parameter = 1e-9;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a profile survives its JSON round trip") {
+  const Profile p = uniform_profile(tiny());
+  const Profile q = profile_from_json_text(profile_to_json_text(p), "p.json");
+  CHECK(profile_to_json_text(q) == profile_to_json_text(p));
+  REQUIRE(q.layers.size() == 3);
+  CHECK(q.layers[1].kind == "block");
+  CHECK(q.layers[1].shape ==
+        "hidden=16 heads=4 kv_heads=2 head_dim=4 ffn=24 mlp=swiglu norm=rmsnorm bias=none positions=rotary");
+  CHECK(q.layers[1].backward_weight.median_s == 3e-3);
+  CHECK(q.links[0].bandwidth_bytes_per_s == 1e9);
+  CHECK(q.find("block", q.layers[1].shape, 1, 8) == &q.layers[1]);
+  CHECK(q.find("block", q.layers[1].shape, 2, 8) == nullptr);
+}
+
+TEST_CASE("malformed profiles name the file and the field") {
+  auto error = [](const std::string& text) {
+    try {
+      profile_from_json_text(text, "p.json");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::BadInput);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error(R"({"format": "x", "version": 1, "layers": []})") ==
+        "p.json: format must be \"pipewright-profile\"; is this a profile written by `pipewright profile`?");
+  CHECK(error(R"({"format": "pipewright-profile", "version": 1, "layers": [{"kind": "mlp"}]})") ==
+        "p.json: layers[0].kind must be \"embedding\", \"block\" or \"head\", got \"mlp\"");
+}
+
+TEST_CASE("the link fit recovers latency and bandwidth") {
+  LinkProfile l;
+  for (double bytes : default_link_sizes()) l.samples.push_back({bytes, 5e-6 + bytes / 2e9});
+  fit_link(l);
+  CHECK(l.latency_s == Approx(5e-6).epsilon(1e-9));
+  CHECK(l.bandwidth_bytes_per_s == Approx(2e9).epsilon(1e-9));
+  // Samples that put the intercept below zero are fitted through the origin.
+  LinkProfile m;
+  m.samples = {{1000, 1e-7}, {2000, 3e-7}};
+  fit_link(m);
+  CHECK(m.latency_s == 0);
+  CHECK(m.bandwidth_bytes_per_s > 0);
+}
+
+TEST_CASE("median and spread of repeated timings") {
+  std::vector<double> s{5, 1, 4, 2, 3, 9, 7, 8, 6, 10, 11};
+  const PhaseTiming t = timing_of(s);
+  CHECK(t.median_s == 6);
+  CHECK(t.p10_s == 2);  // index round(0.1 x 10) = 1 of the sorted 1..11
+  CHECK(t.p90_s == 10);
+  CHECK(t.repetitions == 11);
+}
+
+TEST_CASE("the CPU profiler times every distinct layer and measures its bytes") {
+  ProfileOptions o;
+  o.warmup = 1;
+  o.min_repetitions = 3;
+  o.min_time_s = 0;
+  const std::vector<LayerProfile> layers = profile_cpu_layers(tiny(5), {1, 2}, 8, o);
+  REQUIRE(layers.size() == 6);
+  const double h = 16;
+  for (const LayerProfile& l : layers) {
+    INFO(l.kind << " b " << l.micro_batch_size);
+    CHECK(l.forward.repetitions == 3);
+    CHECK(l.forward.median_s > 0);
+    CHECK(l.backward_weight.median_s > 0);
+    const double n = 8.0 * l.micro_batch_size;
+    // The output is a float per token and hidden unit; the head's is its loss, not sent.
+    CHECK(l.output_bytes == (l.kind == "head" ? 0 : 4 * n * h));
+    if (l.kind == "embedding") CHECK(l.activation_bytes == 4 * n);  // the token ids W needs
+    if (l.kind == "block") CHECK(l.activation_bytes > l.output_bytes);
+  }
+  CHECK(layers[0].kind == "embedding");
+  CHECK(layers[1].kind == "block");
+  CHECK(layers[4].micro_batch_size == 2);
+  CHECK(layers[4].activation_bytes == 2 * layers[1].activation_bytes);  // everything a block keeps scales with b
+  CHECK(profile_cpu_optimizer(tiny(), o) > 0);
+}
+
+TEST_CASE("the thread link profile has one sample per size and a positive fit") {
+  const LinkProfile l = profile_thread_link({1024, 65536, 1 << 20}, 2);
+  REQUIRE(l.samples.size() == 3);
+  for (const LinkSample& s : l.samples) CHECK(s.time_s > 0);
+  CHECK(l.samples[2].bytes == 1 << 20);
+  CHECK(l.bandwidth_bytes_per_s > 0);
+  CHECK(l.latency_s >= 0);
+}
+
+TEST_CASE("the profiled cost model uses the profile where it matches and the fallback elsewhere") {
+  const Model m = tiny(4);
+  const AnalyticCostModel analytic;
+  Workload w;
+  w.micro_batch_size = 1;
+  w.seq_len = 8;
+  const ProfiledCostModel profiled(uniform_profile(m), m, w, analytic);
+  const Layer& block = m.layers[1];
+  const LayerWork work = layer_work(m, block, w);
+  GpuSpec gpu{"g", 1e15, 80e9, 3e12};
+  CHECK(profiled.phase_time(block, work, Phase::Forward, gpu, {}, 1) == 1e-3);
+  CHECK(profiled.phase_time(block, work, Phase::BackwardInput, gpu, {}, 1) == 2e-3);
+  CHECK(profiled.phase_time(block, work, Phase::BackwardWeight, gpu, {}, 1) == 3e-3);
+  CHECK(profiled.p2p_link(LinkSpec{5e11, 1e-6}).bandwidth_bytes_per_s == 1e9);
+  CHECK(profiled.optimizer_step_time(1e6, gpu) == Approx(1e-3));
+  // Another micro-batch size is not in the profile: the analytic model answers.
+  Workload w2 = w;
+  w2.micro_batch_size = 2;
+  const ProfiledCostModel other(uniform_profile(m), m, w2, analytic);
+  const LayerWork work2 = layer_work(m, block, w2);
+  CHECK(other.phase_time(block, work2, Phase::Forward, gpu, {}, 1) ==
+        analytic.phase_time(block, work2, Phase::Forward, gpu, {}, 1));
+  CHECK(other.entry_for(LayerKind::Block) == nullptr);
+}
+
+TEST_CASE("a scenario evaluated with the profile gets the profiled stage times") {
+  Scenario s;
+  s.model = tiny(4);
+  s.cluster = cluster_preset("ideal");
+  s.parallel.pp = 2;
+  s.parallel.microbatches = 2;
+  s.workload.seq_len = 8;
+  s.schedule = "gpipe";
+  s.split = {2, 2};
+  const AnalyticCostModel analytic;
+  const ProfiledCostModel profiled(uniform_profile(s.model), s.model, s.workload, analytic);
+  const Evaluation ev = evaluate(s, profiled);
+  for (const StageReport& st : ev.stages) {
+    CHECK(st.cost.forward_s == Approx(2e-3));  // two blocks of 1 ms
+    CHECK(st.cost.backward_input_s == Approx(4e-3));
+    CHECK(st.cost.backward_weight_s == Approx(6e-3));
+  }
+  // gpipe on the ideal cluster: (m + p - 1)(F + B + W) = 3 x 12 ms, plus the slowest optimizer step.
+  CHECK(ev.sim.step_time_s == Approx(0.036).epsilon(1e-3));
+}

@@ -1,0 +1,148 @@
+#include "schedules/pytorch_csv.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "core/error.hpp"
+#include "schedules/generators.hpp"
+
+using namespace pw;
+
+namespace {
+std::string error_of(const std::string& csv, const std::string& source = "s.csv") {
+  try {
+    schedule_from_pytorch_csv(csv, source);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    return e.what();
+  }
+  return "(no error)";
+}
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+}  // namespace
+
+TEST_CASE("csv export: PyTorch's letters, one \\r\\n-terminated row per rank") {
+  // PyTorch's I is our B (input gradient), its B our BW (full backward); composites are written as
+  // PyTorch writes OVERLAP_F_B with its sub-actions.
+  Schedule s;
+  s.name = "hand";
+  s.microbatches = 2;
+  s.placement = Placement::v(1);
+  s.ranks = {{action_from_text("0F0"), action_from_text("1F0"), action_from_text("1B0"), action_from_text("1W0"),
+              action_from_text("0F1&1BW1"), action_from_text("0BW0"), action_from_text("0BW1")}};
+  CHECK(schedule_to_pytorch_csv(s) == "0F0,1F0,1I0,1W0,(0F1;1B1)OVERLAP_F_B,0B0,0B1\r\n");
+  CHECK(schedule_to_pytorch_csv(lower(make_schedule({"1f1b", 2, 1}))) ==
+        "0F0,0SEND_F0,0RECV_B0,0B0\r\n1RECV_F0,1F0,1B0,1SEND_B0\r\n");
+}
+
+TEST_CASE("csv round trip: every family, compute-only and lowered") {
+  for (const std::string& name : schedule_names()) {
+    for (int p = 1; p <= 4; ++p) {
+      const int chunks = name == "interleaved" || name == "bfs" ? 2 : 1;
+      const Schedule s = make_schedule({name, p, 2 * p, chunks});
+      for (const Schedule& original : {s, lower(s)}) {
+        INFO(name << " p" << p << " lowered " << original.lowered);
+        const Schedule back = schedule_from_pytorch_csv(schedule_to_pytorch_csv(original), name + ".csv");
+        CHECK(back.name == name + ".csv");
+        CHECK(back.microbatches == original.microbatches);
+        // One rank has nothing to send, and its stages sit on it in loop and V order alike: the
+        // file cannot tell those apart, and neither matters to a run.
+        if (p > 1) CHECK(back.lowered == original.lowered);
+        if (p > 1) CHECK(back.placement.kind == original.placement.kind);
+        CHECK(back.placement.stage_rank == original.placement.stage_rank);
+        CHECK(back.ranks == original.ranks);
+      }
+    }
+  }
+}
+
+TEST_CASE("csv import: PyTorch's Schedule1F1B order on 3 ranks, 5 micro-batches") {
+  // Schedule1F1B._step_microbatches on stage r: min(m, p - r) forwards, then backward/forward pairs
+  // until the forwards run out, then the remaining backwards; _get_pipeline_order writes that order
+  // with a REDUCE_GRAD after each stage's last backward (_add_reduce_grad). (That function, in the
+  // version read, numbers the last rank's forwards from 1; its runtime runs them from 0, as here.)
+  const std::string csv =
+      "0F0,0F1,0F2,0B0,0F3,0B1,0F4,0B2,0B3,0B4,0REDUCE_GRAD\r\n"
+      "1F0,1F1,1B0,1F2,1B1,1F3,1B2,1F4,1B3,1B4,1REDUCE_GRAD\r\n"
+      "2F0,2B0,2F1,2B1,2F2,2B2,2F3,2B3,2F4,2B4,2REDUCE_GRAD\r\n";
+  const Schedule s = schedule_from_pytorch_csv(csv, "1f1b.csv");
+  CHECK(s.microbatches == 5);
+  CHECK(s.placement.kind == PlacementKind::Loop);
+  CHECK_FALSE(s.lowered);
+  CHECK(s.ranks == make_schedule({"1f1b", 3, 5}).ranks);
+}
+
+TEST_CASE("csv import: PyTorch's ScheduleInterleaved1F1B order on 2 ranks, 4 micro-batches, 2 chunks") {
+  // _get_1f1b_rank_ops with 2 rounds of 2 micro-batches: rank r pads r idle steps, runs
+  // (v - 1) x 2 + 2(p - 1 - r) warm-up forwards, pads until its first backward can arrive
+  // (v p + 2(p - 1 - r) - warm-up - r steps), then forward/backward pairs, then idle/backward pairs.
+  // Forwards walk the chunks in rounds of 2 micro-batches; backwards walk them in reverse. Empty
+  // cells are PyTorch's None (idle) steps.
+  const std::string csv =
+      "0F0,0F1,2F0,2F1,,,0F2,2B0,0F3,2B1,2F2,0B0,2F3,0B1,,2B2,,2B3,,0B2,,0B3\r\n"
+      ",1F0,1F1,,3F0,3B0,3F1,3B1,1F2,1B0,1F3,1B1,3F2,3B2,3F3,3B3,,1B2,,1B3\r\n";
+  const Schedule s = schedule_from_pytorch_csv(csv, "interleaved.csv");
+  CHECK(s.placement.kind == PlacementKind::Loop);
+  CHECK(s.placement.stage_rank == std::vector<int>{0, 1, 0, 1});
+  CHECK(s.ranks == make_schedule({"interleaved", 2, 4, 2}).ranks);
+}
+
+TEST_CASE("csv import: PyTorch's ScheduleZBVZeroBubble order on 2 ranks, 4 micro-batches") {
+  // _calculate_single_rank_operations by hand: rank 0 (stages 0 and 3) runs 3 chunk-0 forwards, two
+  // rounds of 3F, 3I, 3W, the steady state (0F3, 0I0, 0W0, 3F2, ...), and a cool-down of 0I, 0W;
+  // rank 1 (stages 1 and 2) pads one idle step first. The stage pattern is detected as V.
+  const std::string csv =
+      "0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0F3,0I0,0W0,3F2,3I2,3W2,0I1,0W1,3F3,3I3,3W3,0I2,0W2,0I3,0W3\n"
+      ",1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1F3,1I1,1W1,2F3,2I2,2W2,1I2,2I3,1I3,1W2,2W3,1W3\n";
+  const Schedule s = schedule_from_pytorch_csv(csv, "zbv.csv");
+  CHECK(s.placement.kind == PlacementKind::V);
+  CHECK(s.ranks == make_schedule({"zb-v", 2, 4}).ranks);
+}
+
+TEST_CASE("csv import: PyTorch's lowered form, FSDP actions skipped, explicit placements") {
+  // compute_comms: a receive may sit well before its consumer (PyTorch puts it where the sender sends).
+  const Schedule lowered = schedule_from_pytorch_csv(
+      "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\r\n"
+      "1RECV_F0,1RECV_F1,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1\r\n",
+      "lowered.csv");
+  CHECK(lowered.lowered);
+  CHECK(lowered.microbatches == 2);
+  CHECK(lowered.ranks[0].size() == 8);
+  CHECK(to_text(lowered.ranks[1][1]) == "1RECV_F1");
+  // Stages 0 and 1 on rank 1, stage 2 on rank 0: neither loop nor V.
+  const Schedule odd = schedule_from_pytorch_csv("2F0,2B0\r\n0F0,1F0,1B0,0B0\r\n", "odd.csv");
+  CHECK(odd.placement.kind == PlacementKind::Explicit);
+  CHECK(odd.placement.stage_rank == std::vector<int>{1, 1, 0});
+  // A micro-batch count given explicitly must match the actions.
+  CHECK(schedule_from_pytorch_csv("0F0,0F1,0B0,0B1\r\n", "m.csv", 2).microbatches == 2);
+  try {
+    schedule_from_pytorch_csv("0F0,0F1,0B0,0B1\r\n", "m.csv", 3);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(first_line(e.what()) == "schedule m.csv: missing action: stage 0 (rank 0) has no F for micro-batch 2");
+  }
+}
+
+TEST_CASE("csv import errors name the file, row and cell, and broken schedules show the grid") {
+  CHECK(error_of("0F0,0X0\r\n") ==
+        "s.csv: row 1, cell 2: '0X0' is not a PyTorch action; expected <stage><op><micro-batch> with op F, I, W, B, "
+        "SEND_F, RECV_F, SEND_B or RECV_B (such as 2F0, 0I3, 3SEND_F1), or (<F action>;<B action>)OVERLAP_F_B");
+  CHECK(error_of("0F0\r\n1F0,(1F1;1I0)OVERLAP_F_B\r\n") ==
+        "s.csv: row 2, cell 2: '(1F1;1I0)OVERLAP_F_B': an OVERLAP_F_B here is one forward and one full backward, such "
+        "as (0F1;1B0)OVERLAP_F_B");
+  CHECK(error_of("0F0,\"0B0\r\n") == "s.csv: row 1: a quoted cell is not closed; close it with \"");
+  CHECK(error_of("") == "s.csv: empty; a PyTorch schedule CSV has one row of actions per rank");
+  CHECK(error_of(",,\r\n") == "s.csv: no actions; a schedule needs at least one row with actions");
+  CHECK(error_of("0F0,0B0,2F0,2B0\r\n") ==
+        "s.csv: stage 1 has no compute action on any rank; every stage from 0 to 2 needs its F");
+  // A backward before its forward: the validator's message with the grid, the cell marked.
+  const std::string broken = error_of("0F0,0B1,0F1,0B0\r\n1F0,1F1,1B0,1B1\r\n", "broken.csv");
+  // (The grid is in pipewright's notation: PyTorch's full backward B is BW there.)
+  CHECK(broken ==
+        "schedule broken.csv: out of order at rank 0, step 1: '0BW1' comes before its dependency '0F1' (step 2)\n"
+        "step   | 0      1      2      3\n"
+        "rank 0 | 0F0    [0BW1] 0F1    0BW0\n"
+        "rank 1 | 1F0    [1F1]  1BW0   1BW1");
+  // The same stage on two ranks.
+  CHECK(first_line(error_of("0F0,0B0\r\n0F1,0B1\r\n")) ==
+        "schedule s.csv: wrong rank at rank 1, step 0: '0F1' (the placement puts stage 0 on rank 0)");
+}
