@@ -21,6 +21,8 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     runners[app.get_subcommands({}).back()] = std::move(runner);
   };
   add(add_simulate_command);
+  add(add_show_command);
+  add(add_compare_command);
   add(add_plan_command);
   add(add_models_command);
   add(add_clusters_command);

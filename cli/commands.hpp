@@ -10,6 +10,8 @@ namespace pw {
 using CommandRunner = std::function<void(std::ostream& out)>;
 
 CommandRunner add_simulate_command(CLI::App& app);
+CommandRunner add_show_command(CLI::App& app);
+CommandRunner add_compare_command(CLI::App& app);
 CommandRunner add_plan_command(CLI::App& app);
 CommandRunner add_models_command(CLI::App& app);
 CommandRunner add_clusters_command(CLI::App& app);

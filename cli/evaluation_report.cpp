@@ -48,6 +48,8 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
     row("MFU", format_percent(m.mfu));
   }
   row("bubble", format_percent(m.bubble_fraction));
+  if (!s.synchronous_optimizer)
+    row("optimizer step", fmt::format("post-validated, steady state of {} iterations", ev.sim.iterations));
   const std::string limit = std::isinf(m.memory_limit_bytes) ? "no limit" : format_bytes(m.memory_limit_bytes);
   row("peak memory", fmt::format("{} of {}", format_bytes(m.peak_memory_bytes), limit));
   out << "\n";
@@ -116,6 +118,8 @@ nlohmann::json evaluation_to_json(const Evaluation& ev) {
               {"flash_attention", s.workload.flash_attention},
               {"step_time_s", m.step_time_s},
               {"bubble_fraction", m.bubble_fraction},
+              {"synchronous_optimizer", s.synchronous_optimizer},
+              {"iterations_simulated", ev.sim.iterations},
               {"throughput_tokens_per_s", m.throughput_tokens_per_s},
               {"model_tflops_per_gpu", m.model_tflops_per_gpu},
               {"hardware_tflops_per_gpu", m.hardware_tflops_per_gpu},

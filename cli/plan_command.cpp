@@ -286,10 +286,11 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   else
     print_table(out, base, o.gpus, result, cmp);
   if (o.stats)
-    out << fmt::format("\nsearch: {} configurations, {} over memory by bound, {} dropped by step-time bound, {} invalid, "
-                       "{} simulated, {} over memory when scored, {:.2f} s\n",
-                       result.stats.candidates, result.stats.memory_pruned, result.stats.bound_pruned, result.stats.invalid,
-                       result.stats.simulated, result.stats.over_memory, result.stats.seconds);
+    out << fmt::format("\nsearch: {} configurations, {} over memory by the first bound, {} invalid, {} over memory by the "
+                       "schedule's bounds, the partitioner or the simulator, {} dropped by step-time bounds, {} simulated, "
+                       "{:.2f} s\n",
+                       result.stats.candidates, result.stats.memory_pruned, result.stats.invalid, result.stats.over_memory,
+                       result.stats.bound_pruned, result.stats.simulated, result.stats.seconds);
 
   const Evaluation& best = result.plans.front().evaluation;
   if (!o.out_path.empty()) {

@@ -76,6 +76,8 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
   if (!(o.timeout_s > 0)) throw_bad_input("--timeout: must be a positive number of seconds, got {}", o.timeout_s);
   if (!(o.lr > 0)) throw_bad_input("--lr: must be a positive learning rate, got {}", o.lr);
   optimizer_from_string(o.optimizer);
+  if (!sc.synchronous_optimizer)
+    throw_bad_input("--no-sync-optimizer: the executor steps the optimizer after a barrier of all ranks; omit it");
   if (o.compute == "real" && sc.workload.recompute != Recompute::None)
     throw_bad_input("--recompute: the cpu backend keeps every activation; use --recompute none or --compute sleep");
   if (!o.trace.empty()) check_output_path(o.trace, {o.scenario.model, o.scenario.cluster}, "--trace");
@@ -91,7 +93,12 @@ std::function<void(int, int, const Action&)> failure_hook(const std::string& spe
   } catch (const std::exception&) {
   }
   if (rank < 0) throw_bad_input("--inject-failure: '{}' is not RANK:ACTION such as 1:1F2", spec);
-  const Action action = action_from_text(spec.substr(colon + 1));
+  Action action;
+  try {
+    action = action_from_text(spec.substr(colon + 1));
+  } catch (const Error& e) {
+    throw_bad_input("--inject-failure: {}", e.what());
+  }
   return [rank, action](int r, int, const Action& a) {
     if (r == rank && a == action) throw std::runtime_error("injected failure (--inject-failure)");
   };
@@ -226,7 +233,9 @@ void run_run(const RunCommandOptions& o, std::ostream& out) {
   options.warmup = o.warmup;
   options.timeout_s = o.timeout_s;
   options.before_action = hook;
-  const RunResult result = run_schedule(ev.schedule, *backend, options);
+  // An imported schedule runs as given, its own communication order included: what the simulator timed.
+  const Schedule& schedule = ev.scenario.imported_schedule ? *ev.scenario.imported_schedule : ev.schedule;
+  const RunResult result = run_schedule(schedule, *backend, options);
   const Summary summary = summarise(result);
   const std::vector<double> losses = cpu ? cpu->losses() : std::vector<double>{};
 

@@ -1,5 +1,7 @@
 #include "cli/scenario_options.hpp"
 
+#include <fmt/ranges.h>
+
 #include <charconv>
 
 #include "core/error.hpp"
@@ -23,7 +25,10 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   m->excludes(g);
   cmd.add_option("--micro-batch-size", micro_batch_size, "Sequences per micro-batch");
   cmd.add_option("--seq-len", seq_len, "Sequence length (default: the model's)");
-  cmd.add_option("--schedule", schedule, "gpipe, 1f1b, interleaved or zb-h1")->capture_default_str();
+  cmd.add_option("--schedule", schedule, fmt::format("Pipeline schedule: {}", fmt::join(schedule_names(), ", ")))
+      ->capture_default_str();
+  cmd.add_option("--max-pending", max_pending,
+                 "zb-h1/zb-h2: most micro-batches awaiting their W per rank, from pp (zb-h1) to 2 pp (zb-h2)");
   cmd.add_option("--split", split, "Transformer layers per stage (per chunk with --vpp), e.g. 24,24,24,24");
   cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
@@ -95,6 +100,7 @@ Scenario ScenarioOptions::to_scenario() const {
   s.workload.recompute = recompute_from_string(recompute.c_str());
   s.schedule = schedule;
   s.group_size = group_size;
+  s.max_pending = max_pending;
   if (!split.empty()) s.split = parse_split(split);
   return s;
 }

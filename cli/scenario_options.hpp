@@ -25,6 +25,7 @@ struct ScenarioOptions {
   bool no_sequence_parallel = false;
   bool flash_attention = false;
   int group_size = 0;
+  int max_pending = 0;
   std::vector<std::string> cost_params;  // NAME=VALUE overrides of the analytic cost model
 
   // `model_and_cluster_required` false: --model and --cluster may be left out (another option, such as

@@ -6,6 +6,7 @@
 #include "cli/evaluation_report.hpp"
 #include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/schedule_options.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "planner/plan_file.hpp"
@@ -23,31 +24,20 @@ struct SimulateOptions {
   int timeline_width = 100;
   std::string trace;
   std::string plan;  // a plan file (pipewright plan --out) instead of the scenario options
+  ScheduleFileOptions files;
 };
 
 // The scenario options a plan file replaces; giving one with --plan would be ambiguous.
 constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--pp", "--dp", "--vpp", "--microbatches",
-                                      "--global-batch-size", "--micro-batch-size", "--seq-len", "--schedule", "--split",
-                                      "--recompute", "--no-sequence-parallel", "--flash-attention", "--group-size"};
+                                      "--global-batch-size", "--micro-batch-size", "--seq-len", "--schedule",
+                                      "--schedule-csv", "--max-pending", "--split", "--recompute",
+                                      "--no-sequence-parallel", "--flash-attention", "--group-size"};
 
-// The plan's scenario and cost model (its overrides, then the command line's); BadInput when the plan's
-// action lists are not what this pipewright generates for its schedule (the metrics would not match).
+// The plan's scenario (with its own action lists) and cost model (its overrides, then the command line's).
 Scenario scenario_from_plan(const SimulateOptions& o, AnalyticCostParams& params) {
   const PlanDocument doc = load_plan(o.plan);
   for (const std::string& assignment : doc.cost_overrides) set_param(params, assignment);
   for (const std::string& assignment : o.scenario.cost_params) set_param(params, assignment);
-  const Scenario resolved = resolve(doc.scenario);
-  ScheduleSpec spec;
-  spec.name = resolved.schedule;
-  spec.ranks = resolved.parallel.pp;
-  spec.microbatches = resolved.parallel.microbatches;
-  spec.chunks = chunks_per_rank(resolved.schedule, resolved.parallel.vpp);
-  spec.group_size = resolved.group_size;
-  const Schedule generated = make_schedule(spec);
-  if (generated.ranks != doc.schedule.ranks || generated.placement.stage_rank != doc.schedule.placement.stage_rank)
-    throw_bad_input("--plan: {} was written by pipewright {} and its {} action lists differ from what this pipewright "
-                    "generates; plan again",
-                    o.plan, doc.pipewright_version, resolved.schedule);
   return doc.scenario;
 }
 
@@ -77,7 +67,8 @@ class FanOut : public SimObserver {
 
 void run_simulate(const SimulateOptions& o, std::ostream& out) {
   AnalyticCostParams params;
-  const Scenario scenario = o.plan.empty() ? o.scenario.to_scenario() : scenario_from_plan(o, params);
+  Scenario scenario = o.plan.empty() ? o.scenario.to_scenario() : scenario_from_plan(o, params);
+  o.files.apply(scenario);
   if (!o.trace.empty()) check_output_path(o.trace, {o.scenario.model, o.scenario.cluster, o.plan}, "--trace");
   const AnalyticCostModel cost = o.plan.empty() ? o.scenario.cost_model() : AnalyticCostModel(params);
 
@@ -101,10 +92,11 @@ void run_simulate(const SimulateOptions& o, std::ostream& out) {
   }
   if (o.timeline) {
     out << "\n"
-        << render_timeline(recorder->events(), ev.scenario.parallel.pp, ev.sim.step_time_s, o.timeline_width,
+        << render_timeline(recorder->events(), ev.scenario.parallel.pp, ev.sim.simulated_time_s, o.timeline_width,
                            /*color=*/false);
   }
   if (trace) trace->write(o.trace);
+  o.files.export_schedule(ev);
 }
 
 }  // namespace
@@ -118,11 +110,13 @@ CommandRunner add_simulate_command(CLI::App& app) {
   cmd->add_option("--trace", opts->trace, "Write a Chrome trace / Perfetto JSON timeline to this file");
   cmd->add_flag("--timeline", opts->timeline, "Print the schedule's timeline in the terminal");
   cmd->add_option("--timeline-width", opts->timeline_width, "Columns of the terminal timeline")->check(CLI::Range(20, 1000));
+  opts->files.add_to(*cmd, /*with_files=*/true);
   return [opts, cmd](std::ostream& out) {
     if (!opts->plan.empty())
       for (const char* name : kPlanFixes)
         if (cmd->get_option(name)->count() > 0)
           throw_bad_input("--plan: the plan file gives the scenario; drop {} (only --cost-param adds to a plan)", name);
+    opts->files.prepare(*cmd, opts->scenario);
     run_simulate(*opts, out);
   };
 }

@@ -23,6 +23,10 @@ struct StageCost {
   double forward_s = 0;
   double backward_input_s = 0;   // recomputation included
   double backward_weight_s = 0;
+  // An F&B composite whose forward half is this stage (DualPipe's overlapped pair: this stage's forward
+  // of one micro-batch with the full backward of the rank's other chunk for another), measured as one
+  // kernel; 0: the halves' sum, F + B + W, as if they ran one after the other.
+  double overlapped_fb_s = 0;
   double activation_bytes = 0;   // allocated at F, per micro-batch
   double weight_grad_bytes = 0;  // of activation_bytes, freed at W (the rest is freed at B)
   double output_bytes = 0;       // activation sent to the next stage (and its gradient sent back)

@@ -64,6 +64,16 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
       layer_list += fmt::format("#   {:>4}..{}: {} .. {}\n", i, s.model.num_layers() - 2, l.name,
                                 s.model.layers[static_cast<size_t>(s.model.num_layers() - 2)].name);
   }
+  // With tensor parallelism the module needs the three-axis topology; without, num_stages makes one.
+  const std::string tp_note =
+      pc.tp > 1 ? fmt::format("# Tensor parallelism (tp {}) comes from your model code's mpu (e.g. Megatron-DeepSpeed's\n"
+                              "# --tensor-model-parallel-size {}) and the topology below.\n"
+                              "#   from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology\n",
+                              pc.tp, pc.tp)
+                : "";
+  const std::string stages_arg =
+      pc.tp > 1 ? fmt::format("topology=PipeModelDataParallelTopology(num_pp={}, num_mp={}, num_dp={})", pc.pp, pc.tp, pc.dp)
+                : fmt::format("num_stages={}", pc.pp);
   std::string text = fmt::format(
       "# pipewright {}: {} on {}, {} GPUs (tp {}, pp {}, dp {}); predicted {} per step, {} peak memory.\n"
       "#\n"
@@ -73,11 +83,10 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
       "# PARTS[s] .. PARTS[s + 1] - 1 of the `layers` list. The list must be pipewright's, one entry per layer:\n"
       "{}"
       "# If your list has extra entries (a lambda, a separate final norm), shift the bounds after them.\n"
-      "# Tensor parallelism (tp {}) comes from your model code's mpu, e.g. Megatron-DeepSpeed's\n"
-      "# --tensor-model-parallel-size {}, with topology=PipeModelDataParallelTopology(num_pp={}, num_mp={}, num_dp={}).\n"
+      "{}"
       "#\n"
       "#   from pipewright_partition import PipewrightPipelineModule\n"
-      "#   model = PipewrightPipelineModule(layers=layers, num_stages={}, activation_checkpoint_interval={}, ...)\n"
+      "#   model = PipewrightPipelineModule(layers=layers, {}, activation_checkpoint_interval={}, ...)\n"
       "from deepspeed.pipe import PipelineModule\n"
       "\n"
       "PARTS = [{}]\n"
@@ -95,8 +104,7 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
       "        stage_id = self._topo.get_coord(self.global_rank).pipe\n"
       "        self._set_bounds(start=self.parts[stage_id], stop=self.parts[stage_id + 1])\n",
       kVersion, s.model.name, s.cluster.name, pc.gpus(), pc.tp, pc.pp, pc.dp, format_seconds(plan.metrics.step_time_s),
-      format_bytes(plan.metrics.peak_memory_bytes), layer_list, pc.tp, pc.tp, pc.pp, pc.tp, pc.dp, pc.pp, full ? 1 : 0,
-      fmt::join(parts, ", "));
+      format_bytes(plan.metrics.peak_memory_bytes), layer_list, tp_note, stages_arg, full ? 1 : 0, fmt::join(parts, ", "));
   files.push_back(ExportFile{"pipewright_partition.py", text});
   return files;
 }

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
+#include "schedules/pytorch_csv.hpp"
 
 namespace pw {
 namespace {
@@ -50,29 +51,6 @@ std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model,
       }
     }
     out.push_back(std::move(names));
-  }
-  return out;
-}
-
-std::string torch_schedule_csv(const Schedule& s) {
-  std::string out;
-  for (const auto& list : s.ranks) {
-    std::string row;
-    auto add = [&](int stage, char op, int mb) { row += fmt::format("{}{}{}{}", row.empty() ? "" : ",", stage, op, mb); };
-    for (const Action& a : list) {
-      switch (a.op) {
-        case Op::F: add(a.stage, 'F', a.microbatch); break;
-        case Op::B: add(a.stage, 'I', a.microbatch); break;
-        case Op::W: add(a.stage, 'W', a.microbatch); break;
-        case Op::BW: add(a.stage, 'B', a.microbatch); break;
-        case Op::FB:
-          add(a.stage, 'F', a.microbatch);
-          add(a.stage2, 'B', a.microbatch2);
-          break;
-        default: break;  // communication: left for the runtime to insert
-      }
-    }
-    out += row + "\n";
   }
   return out;
 }
@@ -131,7 +109,7 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
     case Recompute::Full: t += "mode = \"full\"\n"; break;
   }
   std::vector<ExportFile> files{ExportFile{"torchtitan.toml", t}};
-  if (name.empty()) files.push_back(ExportFile{"pipewright_schedule.csv", torch_schedule_csv(plan.schedule)});
+  if (name.empty()) files.push_back(ExportFile{"pipewright_schedule.csv", schedule_to_pytorch_csv(plan.schedule)});
   return files;
 }
 

@@ -19,11 +19,8 @@ std::string torch_schedule_name(const Scenario& s);
 // The module FQNs of each stage.
 std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model, const std::vector<LayerRange>& ranges);
 
-// The schedule in PyTorch's CSV form: one row per rank, actions "<stage><op><micro-batch>" with F, I (input
-// gradient), W (weight gradient), B (full backward); an F&B composite is written as its F then its B.
-std::string torch_schedule_csv(const Schedule& compute_only);
-
-// torchtitan.toml, plus pipewright_schedule.csv (referenced as `dir`/pipewright_schedule.csv) when needed.
+// torchtitan.toml, plus pipewright_schedule.csv (PyTorch's compute_only CSV, schedules/pytorch_csv.hpp;
+// referenced as `dir`/pipewright_schedule.csv) when PyTorch has no class for the schedule.
 std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::string& dir);
 
 }  // namespace pw

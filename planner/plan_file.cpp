@@ -106,7 +106,9 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
   j["global_batch_size"] = s.global_batch_size;
   j["schedule"] = {{"name", s.schedule},
                    {"group_size", s.group_size},
+                   {"max_pending", s.max_pending},
                    {"actions", ojson::parse(schedule_to_json_text(ev.schedule))}};
+  j["optimizer"] = {{"synchronous", s.synchronous_optimizer}, {"async_iterations", s.async_iterations}};
   j["split"] = {{"method", extras.split_method}, {"stages", stages}};
   j["placement"] = {{"order", "tp-pp-dp"}, {"gpus", gpus}};
   j["cost_model"] = {{"name", "analytic"}, {"overrides", extras.cost_overrides}};
@@ -126,7 +128,8 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   if (version != kPlanVersion)
     f.fail("version", fmt::format("is {}; this pipewright reads version {} (pipewright {})", version, kPlanVersion, kVersion));
   f.reject_unknown({"format", "version", "pipewright_version", "model", "cluster", "gpus", "parallel", "workload",
-                    "global_batch_size", "schedule", "split", "placement", "cost_model", "predicted", "baselines"});
+                    "global_batch_size", "schedule", "optimizer", "split", "placement", "cost_model", "predicted",
+                    "baselines"});
 
   PlanDocument out;
   out.pipewright_version = f.optional_string("pipewright_version").value_or("");
@@ -166,7 +169,15 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   const JsonFields sch = f.object("schedule");
   s.schedule = sch.string("name");
   s.group_size = static_cast<int>(sch.non_negative_integer("group_size"));
+  if (sch.has("max_pending")) s.max_pending = static_cast<int>(sch.non_negative_integer("max_pending"));
   out.schedule = schedule_from_json_text(sch.required("actions").dump(), source + ": schedule.actions");
+  // The plan's own order is what gets simulated, whatever this version's generators would build.
+  s.imported_schedule = out.schedule;
+  if (const nlohmann::json* o = f.find("optimizer")) {
+    JsonFields opt(*o, source, "optimizer.");
+    s.synchronous_optimizer = opt.boolean("synchronous", true);
+    if (opt.has("async_iterations")) s.async_iterations = opt.positive_int("async_iterations");
+  }
 
   const JsonFields split = f.object("split");
   out.split_method = split.string("method");

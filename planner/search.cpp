@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -149,7 +150,10 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   std::vector<std::string> schedules = space.schedules.empty() ? schedule_names() : space.schedules;
   for (const std::string& s : schedules) chunks_per_rank(s, 1);  // BadInput naming --schedule for unknown names
   std::vector<Recompute> recomputes = space.recomputes;
-  if (recomputes.empty()) recomputes = {Recompute::None, Recompute::Selective, Recompute::Full};
+  // Explicit layer costs are used as given, recomputation included or not: one mode is enough.
+  if (recomputes.empty())
+    recomputes = model.transformer ? std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full}
+                                   : std::vector<Recompute>{Recompute::None};
 
   std::vector<Candidate> out;
   bool any_pp = false, any_dp_match = false, any_dp = false, any_mbs = false, any_vpp = false;
@@ -165,6 +169,8 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
       any_dp = true;
       for (int mbs : divisors(G / dp)) {
         if (space.micro_batch_size && mbs != *space.micro_batch_size) continue;
+        // Explicit layer costs are per micro-batch as given, whatever its size: a larger one would look free.
+        if (!model.transformer && !space.micro_batch_size && mbs != 1) continue;
         any_mbs = true;
         const int m = G / (dp * mbs);
         for (const std::string& schedule : schedules)
@@ -212,7 +218,8 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
 namespace {
 
 // A generated schedule and what its order means for memory, shared by every candidate with the same
-// (schedule, pp, chunks, micro-batches): tp, micro-batch size and recompute do not change the order.
+// (schedule, pp, chunks, micro-batches, group size, pending limit): tp, micro-batch size and recompute do
+// not change the order.
 struct CachedSchedule {
   std::shared_ptr<const Schedule> schedule;  // null when the cache was full (regenerate on demand)
   ScheduleSummary summary;
@@ -224,7 +231,7 @@ struct CachedSchedule {
 class ScheduleCache {
  public:
   std::shared_ptr<const CachedSchedule> get(const ScheduleSpec& spec) {
-    const Key key{spec.name, spec.ranks, spec.chunks, spec.microbatches, spec.group_size};
+    const Key key{spec.name, spec.ranks, spec.chunks, spec.microbatches, spec.group_size, spec.max_pending};
     std::shared_future<std::shared_ptr<const CachedSchedule>> future;
     std::promise<std::shared_ptr<const CachedSchedule>> promise;
     bool mine = false;
@@ -264,12 +271,38 @@ class ScheduleCache {
   }
 
  private:
-  using Key = std::tuple<std::string, int, int, int, int>;
+  using Key = std::tuple<std::string, int, int, int, int, int>;
   static constexpr long kMaxActions = 20'000'000;  // about 400 MB of actions
   std::mutex mutex_;
   std::map<Key, std::shared_future<std::shared_ptr<const CachedSchedule>>> entries_;
   long actions_ = 0;
 };
+
+// Whether a schedule family emits F&B composites: its smallest instances are looked at (a family none
+// of whose small instances can be built counts as one that does, which only costs pruning).
+bool uses_composites(const std::string& name) {
+  for (int m : {4, 8, 16}) {
+    ScheduleSpec spec;
+    spec.name = name;
+    spec.ranks = 2;
+    spec.microbatches = m;
+    spec.chunks = chunks_per_rank(name, 2);
+    try {
+      const Schedule s = make_schedule(spec);
+      for (const auto& list : s.ranks)
+        for (const Action& a : list)
+          if (a.op == Op::FB) return true;
+      return false;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::BadInput) throw;
+    }
+  }
+  return true;
+}
+
+// evaluate() builds zb-auto's order from the candidate's stage costs (its memory limits and times), so
+// the order generated here from the name alone is not the one simulated: bounds that read the order skip it.
+bool order_from_costs(const std::string& name) { return name == "zb-auto"; }
 
 ScheduleSpec spec_of(const Scenario& resolved) {
   ScheduleSpec spec;
@@ -278,6 +311,7 @@ ScheduleSpec spec_of(const Scenario& resolved) {
   spec.microbatches = resolved.parallel.microbatches;
   spec.chunks = chunks_per_rank(resolved.schedule, resolved.parallel.vpp);
   spec.group_size = resolved.group_size;
+  spec.max_pending = resolved.max_pending;
   return spec;
 }
 
@@ -333,20 +367,34 @@ class Searcher {
 
   void prepare() {
     const int n = space_.gpus;
+    // The step-time bounds are about one synchronous iteration; with the optimizer's post-validation the
+    // simulator reports a steady state of overlapping iterations, so only memory prunes then.
+    prune_time_ = options_.prune && base_.synchronous_optimizer;
     reserve_ = base_.cluster.ideal ? 0.0 : cost_.memory_reserve_bytes();
+    // The workload of a (tp, micro-batch size, recompute) is the one resolve() makes for any candidate
+    // with them (the sequence length defaulted, no sequence parallelism at tp 1, ...): the bounds must
+    // use the layer work evaluate() will use.
+    std::map<std::tuple<int, int, Recompute>, Workload> workloads;
+    for (const Candidate& c : candidates_) {
+      auto key = table_key(c);
+      if (workloads.count(key)) continue;
+      try {
+        workloads.emplace(key, resolve(candidate_scenario(base_, c)).workload);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::BadInput) throw;
+      }
+    }
     for (const Candidate& c : candidates_) {
       auto key = table_key(c);
       if (tables_.count(key)) continue;
       std::vector<int> groups;
       for (int g = 0; g < n; g += c.tp) groups.push_back(g);
-      // The workload resolve() makes (the sequence length defaulted, no sequence parallelism at tp 1).
+      // No candidate with these values resolves: they are all invalid, and the table only orders them.
       Workload w = base_.workload;
       w.micro_batch_size = c.micro_batch_size;
       w.recompute = c.recompute;
       w.tp = c.tp;
-      if (w.seq_len == 0) w.seq_len = base_.model.default_seq_len();
-      if (w.seq_len <= 0) w.seq_len = 1;
-      if (c.tp == 1) w.sequence_parallel = false;
+      if (auto it = workloads.find(key); it != workloads.end()) w = it->second;
       tables_.emplace(key, make_layer_table(base_.model, w, c.tp, base_.cluster, cost_, groups));
     }
     // The loosest memory limit of any GPU in use: what a bound over all ranks is held against.
@@ -355,12 +403,29 @@ class Searcher {
     for (int g = 0; g < n; g += per_node) loosest_ = std::max(loosest_, base_.cluster.memory_limit_at(g));
     if (base_.cluster.ideal) loosest_ = kInf;
 
+    // The split-independent step bound charges an F&B composite its halves' sum, as the simulator does
+    // unless the cost model gives the overlapped pair its own time; then schedules with composites go
+    // without it (the bound after the split uses the composite's own time).
+    std::set<std::tuple<int, int, Recompute>> overlapped;
+    for (const auto& [key, table] : tables_) {
+      ParallelConfig pc;
+      pc.tp = std::get<0>(key);
+      const std::vector<StageCost> whole = stage_costs(base_.model, table.work, {LayerRange{0, base_.model.num_layers() - 1}},
+                                                       pc, base_.cluster, cost_, {0});
+      if (whole.front().overlapped_fb_s > 0) overlapped.insert(key);
+    }
+    std::map<std::string, bool> composites;
+    for (const Candidate& c : candidates_)
+      if (!composites.count(c.schedule)) composites[c.schedule] = uses_composites(c.schedule);
+
     for (size_t i = 0; i < candidates_.size(); ++i) {
       const Candidate& c = candidates_[i];
       const LayerTable& t = tables_.at(table_key(c));
       Entry e;
       e.index = i;
-      e.time_lb = step_time_bound(t, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
+      e.time_lb = composites.at(c.schedule) && overlapped.count(table_key(c))
+                      ? 0.0
+                      : step_time_bound(t, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
       e.memory_lb = memory_bound(t, c.pp, state_per_parameter(c), reserve_);
       if (options_.prune && !fits(e.memory_lb, loosest_)) {
         ++stats_.memory_pruned;
@@ -383,7 +448,9 @@ class Searcher {
     p.scenario = resolve(candidate_scenario(base_, c));
     p.cached = cache_.get(spec_of(p.scenario));
     if (!p.cached->error.empty()) throw Error(ErrorKind::BadInput, p.cached->error);
-    p.memory_lb = memory_bound(tables_.at(table_key(c)), p.cached->summary, state_per_parameter(c), reserve_);
+    const LayerTable& t = tables_.at(table_key(c));
+    p.memory_lb = order_from_costs(c.schedule) ? memory_bound(t, c.pp, state_per_parameter(c), reserve_)
+                                               : memory_bound(t, p.cached->summary, state_per_parameter(c), reserve_);
     const ParallelConfig& pc = p.scenario.parallel;
     for (int g = 0; g < pc.gpus(); g += pc.tp) p.limit = std::max(p.limit, p.scenario.cluster.memory_limit_at(g));
     return p;
@@ -450,7 +517,7 @@ class Searcher {
 
   void process(const Entry& e) {
     const Candidate& c = candidates_[e.index];
-    if (options_.prune && exceeds(e.time_lb, threshold_.load())) {
+    if (prune_time_ && exceeds(e.time_lb, threshold_.load())) {
       // The queue is sorted by this bound and the threshold only falls: nothing after this can enter.
       stop_ = true;
       return;
@@ -476,7 +543,7 @@ class Searcher {
       count(&SearchStats::over_memory);  // no split fits
       return;
     }
-    if (options_.prune) {
+    if (prune_time_ && !order_from_costs(c.schedule)) {
       const ParallelConfig& pc = p.scenario.parallel;
       std::vector<int> stage_gpu, rank_gpu;
       for (int st = 0; st < schedule->num_stages(); ++st)
@@ -609,6 +676,7 @@ class Searcher {
   ScheduleCache cache_;
   double reserve_ = 0;
   double loosest_ = 0;
+  bool prune_time_ = true;
   std::vector<Entry> queue_;
   std::vector<Entry> memory_dropped_;
 

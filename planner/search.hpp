@@ -1,9 +1,11 @@
 #pragma once
 // The configuration search: every (tp, pp, dp, vpp, micro-batch size, schedule, recompute) that uses the
-// given GPUs and global batch, split by the partitioner, scored by the discrete-event simulator
-// (evaluate()), under the GPU memory limit. Sound lower bounds (planner/search_bounds.hpp) drop
-// candidates that cannot enter the top K, so that the result equals exhaustive scoring; threads share a
-// queue of candidates ordered by bound, and the result does not depend on their number.
+// given GPUs and global batch, split by the partitioner (the first of its bottleneck-optimal splits),
+// scored by the discrete-event simulator (evaluate()), under the GPU memory limit. Sound lower bounds
+// (planner/search_bounds.hpp) drop candidates that cannot enter the top K, so that the result equals
+// exhaustive scoring; threads share a queue of candidates ordered by bound, and the result does not depend
+// on their number. The K plans found then take the best of the partitioner's tied splits by simulation.
+// docs/planning.md has the whole story.
 #include <functional>
 #include <optional>
 #include <string>
@@ -18,9 +20,9 @@ namespace pw {
 // What to search. An empty optional or list searches that dimension; a value fixes it.
 struct SearchSpace {
   int gpus = 0;  // tp x pp x dp
-  std::optional<int> tp, pp, dp, vpp, micro_batch_size;
+  std::optional<int> tp, pp, dp, vpp, micro_batch_size;  // explicit-cost models search micro-batch size 1 only
   std::vector<std::string> schedules;  // empty: every schedule_names()
-  std::vector<Recompute> recomputes;   // empty: none, selective, full
+  std::vector<Recompute> recomputes;   // empty: none, selective, full (explicit-cost models: none)
   int max_tp = 0;                      // 0: the GPUs of a node
 };
 
@@ -61,10 +63,12 @@ struct Plan {
 struct SearchStats {
   long candidates = 0;      // points of the space with valid degrees
   long memory_pruned = 0;   // dropped because a memory lower bound exceeds the GPU
-  long bound_pruned = 0;    // dropped because a step-time lower bound exceeds the K-th best
+  long bound_pruned = 0;    // dropped because a step-time lower bound exceeds the K-th best (the count
+                            // depends on the thread count; the plans do not)
   long invalid = 0;         // rejected by the schedule generator or the scenario checks
   long simulated = 0;       // scored by evaluate()
-  long over_memory = 0;     // scored, or checked exactly, and over the memory limit
+  long over_memory = 0;     // over memory by a bound that reads the schedule, by the partitioner (no split
+                            // fits) or by the simulation
   double seconds = 0;
 };
 

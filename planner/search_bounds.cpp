@@ -142,23 +142,66 @@ ScheduleSummary summarize(const Schedule& s) {
   out.placement = s.placement;
   const int stages = s.num_stages();
   out.max_full.assign(static_cast<size_t>(stages), 0);
+  out.point_full.assign(static_cast<size_t>(stages), 0);
+  std::vector<std::vector<int>> rank_stages(static_cast<size_t>(s.num_ranks()));
+  for (int st = 0; st < stages; ++st) rank_stages[static_cast<size_t>(s.placement.rank_of(st))].push_back(st);
   std::vector<int> full(static_cast<size_t>(stages), 0);
-  for (const auto& list : s.ranks)
-    for (const Action& a : list) {
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    int total = 0, best = 0;  // micro-batches the rank holds in full over all its stages, now and at most
+    for (const Action& a : s.ranks[r]) {
       const auto st = static_cast<size_t>(a.stage);
       switch (a.op) {
         case Op::F:
         case Op::FB:
           // An allocation point: every count of the rank is at its value here.
           out.max_full[st] = std::max(out.max_full[st], ++full[st]);
-          if (a.op == Op::FB) --full[static_cast<size_t>(a.stage2)];
+          if (++total > best) {
+            best = total;
+            for (int own : rank_stages[r]) out.point_full[static_cast<size_t>(own)] = full[static_cast<size_t>(own)];
+          }
+          if (a.op == Op::FB) {
+            --full[static_cast<size_t>(a.stage2)];
+            --total;
+          }
           break;
         case Op::B:
-        case Op::BW: --full[st]; break;
+        case Op::BW:
+          --full[st];
+          --total;
+          break;
         default: break;
       }
     }
+  }
   return out;
+}
+
+// Proof. At its point_full allocation point a rank holds point_full[s] micro-batches of every one of its
+// stages s in full, so its peak is at least its model state and reserve plus the sum of point_full[s]
+// times the stage's activations; the worst rank is at least the average of these over the ranks, which
+// is (all parameters x bytes per parameter + sum over layers of point_full[stage of the layer] x its
+// activations) / ranks + reserve. The split decides which stage each layer is in; the dynamic programme
+// takes the smallest sum over contiguous splits with every stage non-empty.
+static double held_average_bound(const LayerTable& t, const ScheduleSummary& s, double state_per_parameter,
+                                 double reserve_bytes) {
+  const int n = static_cast<int>(t.work.size()), stages = static_cast<int>(s.point_full.size());
+  if (stages < 1 || stages > n) return 0;
+  std::vector<double> act(static_cast<size_t>(n) + 1, 0.0);
+  for (int i = 0; i < n; ++i) act[static_cast<size_t>(i) + 1] = act[static_cast<size_t>(i)] + t.work[static_cast<size_t>(i)].activation_bytes;
+  // best[i]: the least held activation bytes with layers [0, i) in stages 0 .. k, stage k ending at i.
+  std::vector<double> best(static_cast<size_t>(n) + 1, kInf), next(static_cast<size_t>(n) + 1, kInf);
+  for (int i = 1; i <= n; ++i) best[static_cast<size_t>(i)] = s.point_full[0] * act[static_cast<size_t>(i)];
+  for (int k = 1; k < stages; ++k) {
+    const double h = s.point_full[static_cast<size_t>(k)];
+    double lowest = kInf;  // min over j < i of best[j] - h act[j], j >= k (stages 0 .. k-1 non-empty)
+    std::fill(next.begin(), next.end(), kInf);
+    for (int i = k + 1; i <= n; ++i) {
+      lowest = std::min(lowest, best[static_cast<size_t>(i - 1)] - h * act[static_cast<size_t>(i - 1)]);
+      next[static_cast<size_t>(i)] = lowest + h * act[static_cast<size_t>(i)];
+    }
+    std::swap(best, next);
+  }
+  return (t.parameters * state_per_parameter + best[static_cast<size_t>(n)]) / s.placement.ranks + reserve_bytes;
 }
 
 // Proof. Every stage holds max_full of its micro-batches in full at one allocation point of its rank (an F
@@ -169,7 +212,8 @@ ScheduleSummary summarize(const Schedule& s) {
 // used, hence at least their minimum over splits; stages_fit packs greedily, which is optimal because a
 // stage's allowance does not depend on the layers before it.
 double memory_bound(const LayerTable& t, const ScheduleSummary& s, double state_per_parameter, double reserve_bytes) {
-  const double average = memory_bound(t, s.placement.ranks, state_per_parameter, reserve_bytes);
+  const double average = std::max(memory_bound(t, s.placement.ranks, state_per_parameter, reserve_bytes),
+                                  held_average_bound(t, s, state_per_parameter, reserve_bytes));
   const int stages = static_cast<int>(s.max_full.size());
   auto fits = [&](double cap) {
     size_t i = 0;
@@ -236,6 +280,7 @@ double step_time_bound(const Schedule& s, const std::vector<StageCost>& stages, 
     times.f.push_back(c.forward_s);
     times.b.push_back(c.backward_input_s);
     times.w.push_back(c.backward_weight_s);
+    times.fb.push_back(c.overlapped_fb_s);  // 0: the halves' sum, as the simulator charges it
   }
   auto alone = [&](int from_rank, int to_rank, double bytes) {
     if (cluster.ideal) return 0.0;

@@ -46,12 +46,17 @@ double memory_bound(const LayerTable& t, int pp, double state_per_parameter, dou
 struct ScheduleSummary {
   Placement placement;
   std::vector<int> max_full;
+  // Per stage: how many micro-batches it holds in full at one allocation point of its rank, the point
+  // where the rank holds the most in full over all its stages (several chunks are held at once there).
+  std::vector<int> point_full;
 };
 ScheduleSummary summarize(const Schedule& compute_only);
 
-// Memory over every split for this schedule: the largest stage's model state and reserve plus its most
-// fully held micro-batches of activations, minimised over contiguous splits (bisection; empty stages
-// allowed, which only lowers the bound), and never below memory_bound.
+// Memory over every split for this schedule, the largest of: memory_bound; the largest stage's model
+// state and reserve plus its most fully held micro-batches of activations, minimised over contiguous
+// splits (bisection; empty stages allowed, which only lowers the bound); and the average over ranks of
+// state plus the activations held at each rank's point_full, minimised over contiguous splits (dynamic
+// programme over layers and stages).
 double memory_bound(const LayerTable& t, const ScheduleSummary& s, double state_per_parameter, double reserve_bytes);
 
 // Each pipeline rank's peak memory for given stage costs, walking the order as the simulator does:

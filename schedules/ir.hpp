@@ -51,6 +51,10 @@ struct Placement {
   static Placement v(int ranks);                 // rank r holds stages r and 2 ranks - 1 - r
 };
 const char* to_string(PlacementKind kind);  // "loop", "v", "explicit"
+// The placement the per-rank lists imply: each stage on the rank whose compute actions name it first;
+// loop when that is stage s on rank s mod p, V when rank r holds stages r and 2p - 1 - r, explicit
+// otherwise. BadInput naming `source` when there are no actions or a stage below the largest has none.
+Placement detect_placement(const std::vector<std::vector<Action>>& ranks, const std::string& source);
 
 struct Schedule {
   std::string name;  // generator name, e.g. "1f1b"

@@ -114,36 +114,6 @@ std::optional<Action> parse_cell(const std::string& text, const std::string& whe
   return Action{Op::FB, f->stage, f->microbatch, b->stage, b->microbatch};
 }
 
-Placement detect_placement(const std::vector<std::vector<Action>>& ranks, const std::string& source) {
-  int stages = 0;
-  for (const auto& list : ranks)
-    for (const Action& a : list) stages = std::max({stages, a.stage + 1, a.op == Op::FB ? a.stage2 + 1 : 0});
-  if (stages == 0) throw_bad_input("{}: no actions; a schedule needs at least one row with actions", source);
-  const int p = static_cast<int>(ranks.size());
-  Placement placement;
-  placement.kind = PlacementKind::Explicit;
-  placement.ranks = p;
-  placement.stage_rank.assign(static_cast<size_t>(stages), -1);
-  for (int r = 0; r < p; ++r) {
-    for (const Action& a : ranks[static_cast<size_t>(r)]) {
-      for (const int stage : {a.stage, a.op == Op::FB ? a.stage2 : -1}) {
-        // The first rank a stage shows up on is its home; the validator marks any other.
-        if (stage >= 0 && placement.stage_rank[static_cast<size_t>(stage)] < 0 && is_compute(a.op))
-          placement.stage_rank[static_cast<size_t>(stage)] = r;
-      }
-    }
-  }
-  for (int st = 0; st < stages; ++st) {
-    if (placement.stage_rank[static_cast<size_t>(st)] < 0)
-      throw_bad_input("{}: stage {} has no compute action on any rank; every stage from 0 to {} needs its F", source,
-                      st, stages - 1);
-  }
-  if (stages % p == 0 && Placement::loop(p, stages / p).stage_rank == placement.stage_rank)
-    return Placement::loop(p, stages / p);
-  if (stages == 2 * p && Placement::v(p).stage_rank == placement.stage_rank) return Placement::v(p);
-  return placement;
-}
-
 }  // namespace
 
 std::string schedule_to_pytorch_csv(const Schedule& s) {

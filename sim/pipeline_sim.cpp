@@ -24,7 +24,7 @@ const char* to_string(Lane lane) {
 
 namespace {
 
-enum EventKind : std::uint32_t { kComputeDone = 0, kFlow = 1, kCollectiveDone = 2 };
+enum EventKind : std::uint32_t { kComputeDone = 0, kFlow = 1, kCollectiveDone = 2, kOptimizerDone = 3 };
 enum class StepKind : std::uint8_t { Compute, Send, Recv };
 constexpr std::uint32_t kNone = 0xffffffffu;
 
@@ -77,6 +77,13 @@ struct RankState {
   double p2p_sent = 0;
   FifoLane send;
   FifoLane collective;
+  // Several iterations back to back: the next iteration starts after the rank's own optimizer step,
+  // which waits for the rank's gradient reductions of the iteration before.
+  std::uint32_t iteration_length = 0;  // steps per iteration
+  int iterations_passed = 0;           // optimizer steps taken between iterations
+  int reductions_done = 0;
+  bool waiting_reductions = false;
+  bool stepping = false;
 };
 
 bool finite_non_negative(double s) { return std::isfinite(s) && s >= 0; }
@@ -88,7 +95,8 @@ void check_stage_costs(const std::vector<StageCost>& stages) {
         {"forward_s", c.forward_s},         {"backward_input_s", c.backward_input_s},
         {"backward_weight_s", c.backward_weight_s}, {"grad_reduce_s", c.grad_reduce_s},
         {"optimizer_s", c.optimizer_s},     {"activation_bytes", c.activation_bytes},
-        {"weight_grad_bytes", c.weight_grad_bytes}, {"output_bytes", c.output_bytes}};
+        {"weight_grad_bytes", c.weight_grad_bytes}, {"output_bytes", c.output_bytes},
+        {"overlapped_fb_s", c.overlapped_fb_s}};
     for (const auto& [name, value] : fields)
       if (!finite_non_negative(value))
         throw_bad_input("stage costs: stage {} {} is {}; it must be a finite number >= 0", s, name, value);
@@ -101,8 +109,10 @@ void check_stage_costs(const std::vector<StageCost>& stages) {
 
 class PipelineSimulation {
  public:
-  PipelineSimulation(const SimInput& in, const Schedule& schedule, SimObserver* observer)
-      : in_(in), schedule_(schedule), observer_(observer) {
+  // `iterations` > 1: `schedule` holds that many copies of one iteration's lists back to back (the
+  // micro-batches of copy k numbered from k m), and ranks step their optimizer between them.
+  PipelineSimulation(const SimInput& in, const Schedule& schedule, int iterations, SimObserver* observer)
+      : in_(in), schedule_(schedule), observer_(observer), iterations_(iterations) {
     setup();
   }
 
@@ -193,12 +203,13 @@ class PipelineSimulation {
             if (a.op == Op::B || a.op == Op::BW) done[key] |= 2;
             break;
           case Op::FB: {
-            // Charged as the forward of one plus the full backward of the other, as if run one after
-            // the other: StageCost has no measured cost of the overlapped pair yet.
+            // The overlapped pair's own time when the forward half's stage gives one; otherwise the
+            // forward of one plus the full backward of the other, as if run one after the other.
             const ComputeCost& f = costs_[static_cast<std::size_t>(a.stage * kOpsPerStage + op_slot(Op::F))];
             const ComputeCost& b = costs_[static_cast<std::size_t>(a.stage2 * kOpsPerStage + op_slot(Op::BW))];
+            const double overlapped = in_.stages[static_cast<std::size_t>(a.stage)].overlapped_fb_s;
             ComputeCost fb = f;
-            fb.duration = f.duration + b.duration;
+            fb.duration = overlapped > 0 ? overlapped : f.duration + b.duration;
             fb.release = b.release;
             fb.held_end = b.held_end;
             fb.grad_stage = b.grad_stage;
@@ -260,6 +271,16 @@ class PipelineSimulation {
       R.send.reserve(sends[static_cast<std::size_t>(r)]);
     }
     grad_count_.assign(static_cast<std::size_t>(num_stages_), 0);
+    iteration_m_ = m_ / iterations_;
+    optimizer_s_.assign(static_cast<std::size_t>(num_ranks_), 0.0);
+    reducing_stages_.assign(static_cast<std::size_t>(num_ranks_), 0);
+    for (int s = 0; s < num_stages_; ++s) {
+      const auto r = static_cast<std::size_t>(schedule_.placement.rank_of(s));
+      optimizer_s_[r] += in_.stages[static_cast<std::size_t>(s)].optimizer_s;
+      if (in_.stages[static_cast<std::size_t>(s)].grad_reduce_s > 0) ++reducing_stages_[r];
+    }
+    for (RankState& R : ranks_) R.iteration_length = R.size / static_cast<std::uint32_t>(iterations_);
+    iteration_end_.assign(static_cast<std::size_t>(iterations_), 0.0);
     engine_.reserve(static_cast<std::size_t>(num_ranks_) * 4 + 64);
   }
 
@@ -398,15 +419,22 @@ class PipelineSimulation {
         break;
       }
       case kCollectiveDone: collective_done(static_cast<int>(e.target)); break;
+      case kOptimizerDone: optimizer_done(static_cast<int>(e.target)); break;
       default: break;
     }
   }
 
-  // Runs the rank's list from its current position until a compute step starts or a receive blocks.
+  // Runs the rank's list from its current position until a compute step starts, a receive blocks or
+  // the rank reaches the end of an iteration (its optimizer step, when several run back to back).
   void advance(int r) {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     const double now = engine_.now();
     while (R.pc < R.size) {
+      if (R.iterations_passed + 1 < iterations_ &&
+          R.pc == R.iteration_length * static_cast<std::uint32_t>(R.iterations_passed + 1)) {
+        if (!R.stepping) try_optimizer(r);
+        return;
+      }
       const Step st = R.steps[R.pc];
       switch (st.kind) {
         case StepKind::Compute: {
@@ -452,7 +480,7 @@ class PipelineSimulation {
     }
     R.held += c.held_end;
     if (observer_) emit(r, Lane::Compute, R.pc, R.compute_start, now, 0, -1);
-    if (c.grad_stage >= 0 && ++grad_count_[static_cast<std::size_t>(c.grad_stage)] == m_ &&
+    if (c.grad_stage >= 0 && ++grad_count_[static_cast<std::size_t>(c.grad_stage)] % iteration_m_ == 0 &&
         in_.stages[static_cast<std::size_t>(c.grad_stage)].grad_reduce_s > 0) {
       R.collective.push(static_cast<std::uint32_t>(c.grad_stage));
       try_collective(r);
@@ -499,10 +527,31 @@ class PipelineSimulation {
     engine_.at(R.collective_start + in_.stages[stage].grad_reduce_s, kCollectiveDone, static_cast<std::uint32_t>(r));
   }
 
+  // The rank's optimizer step between two iterations, once its reductions of the first are done.
+  void try_optimizer(int r) {
+    RankState& R = ranks_[static_cast<std::size_t>(r)];
+    const int needed = (R.iterations_passed + 1) * reducing_stages_[static_cast<std::size_t>(r)];
+    R.waiting_reductions = R.reductions_done < needed;
+    if (R.waiting_reductions) return;
+    R.stepping = true;
+    engine_.at(engine_.now() + optimizer_s_[static_cast<std::size_t>(r)], kOptimizerDone, static_cast<std::uint32_t>(r));
+  }
+
+  void optimizer_done(int r) {
+    RankState& R = ranks_[static_cast<std::size_t>(r)];
+    double& end = iteration_end_[static_cast<std::size_t>(R.iterations_passed)];
+    end = std::max(end, engine_.now());
+    R.stepping = false;
+    ++R.iterations_passed;
+    advance(r);
+  }
+
   void collective_done(int r) {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     const double now = engine_.now();
     R.collective_end = now;
+    ++R.reductions_done;
+    if (R.waiting_reductions) try_optimizer(r);
     if (observer_) {
       SimEvent e;
       e.rank = r;
@@ -548,37 +597,40 @@ class PipelineSimulation {
   SimResult result() const {
     SimResult out;
     double flush_end = last_arrival_;
-    std::vector<double> optimizer(static_cast<std::size_t>(num_ranks_), 0.0);
     std::vector<double> state(static_cast<std::size_t>(num_ranks_), 0.0);
-    for (int s = 0; s < num_stages_; ++s) {
-      const auto r = static_cast<std::size_t>(schedule_.placement.rank_of(s));
-      optimizer[r] += in_.stages[static_cast<std::size_t>(s)].optimizer_s;
-      state[r] += in_.stages[static_cast<std::size_t>(s)].model_state_bytes;
-    }
-    double max_optimizer = 0;
-    double async_end = 0;
+    for (int s = 0; s < num_stages_; ++s)
+      state[static_cast<std::size_t>(schedule_.placement.rank_of(s))] +=
+          in_.stages[static_cast<std::size_t>(s)].model_state_bytes;
+    double max_optimizer = 0, async_end = 0, last_compute = 0;
     for (int r = 0; r < num_ranks_; ++r) {
       const RankState& R = ranks_[static_cast<std::size_t>(r)];
-      out.pipeline_time_s = std::max(out.pipeline_time_s, R.last_compute_end);
+      last_compute = std::max(last_compute, R.last_compute_end);
       const double rank_end = std::max(R.last_compute_end, R.collective_end);
       flush_end = std::max(flush_end, rank_end);
-      max_optimizer = std::max(max_optimizer, optimizer[static_cast<std::size_t>(r)]);
-      async_end = std::max(async_end, rank_end + optimizer[static_cast<std::size_t>(r)]);
+      max_optimizer = std::max(max_optimizer, optimizer_s_[static_cast<std::size_t>(r)]);
+      async_end = std::max(async_end, rank_end + optimizer_s_[static_cast<std::size_t>(r)]);
     }
     // Synchronous: every rank waits for the whole flush (the global gradient norm) before stepping.
-    out.step_time_s = in_.synchronous_optimizer ? flush_end + max_optimizer : std::max(async_end, flush_end);
+    const double end = in_.synchronous_optimizer ? flush_end + max_optimizer : std::max(async_end, flush_end);
+    out.iterations = iterations_;
+    out.iteration_end_s.assign(iteration_end_.begin(), iteration_end_.end() - 1);
+    out.iteration_end_s.push_back(end);
+    out.simulated_time_s = end;
+    const double previous = iterations_ > 1 ? out.iteration_end_s[static_cast<std::size_t>(iterations_ - 2)] : 0.0;
+    out.step_time_s = end - previous;
+    out.pipeline_time_s = last_compute - previous;
     double idle = 0;
     for (int r = 0; r < num_ranks_; ++r) {
       const RankState& R = ranks_[static_cast<std::size_t>(r)];
       RankStats st;
       st.rank = r;
-      st.busy_s = R.busy;
-      st.idle_s = out.step_time_s - R.busy;
+      st.busy_s = R.busy / iterations_;
+      st.idle_s = out.step_time_s - st.busy_s;
       st.activation_peak_bytes = R.peak_bytes;
       st.model_state_bytes = state[static_cast<std::size_t>(r)];
       st.peak_memory_bytes = st.model_state_bytes + st.activation_peak_bytes;
       st.peak_inflight_microbatches = R.peak_held;
-      st.p2p_bytes_sent = R.p2p_sent;
+      st.p2p_bytes_sent = R.p2p_sent / iterations_;
       idle += st.idle_s;
       out.ranks.push_back(st);
     }
@@ -606,16 +658,47 @@ class PipelineSimulation {
   std::vector<RankState> ranks_;
   std::vector<int> grad_count_;
   double last_arrival_ = 0;
+  int iterations_ = 1;
+  int iteration_m_ = 0;                  // micro-batches per iteration
+  std::vector<double> optimizer_s_;      // per rank: its stages' optimizer steps
+  std::vector<int> reducing_stages_;     // per rank: its stages with a gradient reduction
+  std::vector<double> iteration_end_;    // per iteration but the last: the last rank's optimizer step end
   Engine engine_;
   FluidLinks links_;
 };
 
 }  // namespace
 
+namespace {
+
+// `iterations` copies of one iteration's lists, one after the other on every rank; copy k's
+// micro-batches are numbered from k m.
+Schedule back_to_back(const Schedule& one, int iterations) {
+  Schedule out = one;
+  out.microbatches = one.microbatches * iterations;
+  for (size_t r = 0; r < one.ranks.size(); ++r) {
+    auto& list = out.ranks[r];
+    list.clear();
+    for (int k = 0; k < iterations; ++k) {
+      for (Action a : one.ranks[r]) {
+        a.microbatch += k * one.microbatches;
+        if (a.op == Op::FB) a.microbatch2 += k * one.microbatches;
+        list.push_back(a);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 SimResult simulate(const SimInput& in, SimObserver* observer) {
-  if (in.schedule.lowered) return PipelineSimulation(in, in.schedule, observer).run();
-  const Schedule lowered = lower(in.schedule);
-  return PipelineSimulation(in, lowered, observer).run();
+  if (in.iterations < 1) throw_bad_input("iterations: must be at least 1, got {}", in.iterations);
+  const int iterations = in.synchronous_optimizer ? 1 : in.iterations;
+  if (in.schedule.lowered && iterations == 1) return PipelineSimulation(in, in.schedule, 1, observer).run();
+  const Schedule lowered = in.schedule.lowered ? in.schedule : lower(in.schedule);
+  if (iterations == 1) return PipelineSimulation(in, lowered, 1, observer).run();
+  return PipelineSimulation(in, back_to_back(lowered, iterations), iterations, observer).run();
 }
 
 }  // namespace pw

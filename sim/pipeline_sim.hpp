@@ -53,7 +53,13 @@ struct SimInput {
   std::vector<int> rank_gpu;         // pipeline rank -> global GPU index (for links); empty: rank r -> r
   Cluster cluster;
   const CostModel* cost = nullptr;   // for p2p link efficiency; null: links as given
+  // true: every rank waits for the whole flush (the global gradient check) before its optimizer step.
+  // false: each rank steps as soon as its own work and gradient reductions are done; with iterations
+  // > 1 that many iterations run back to back, each rank starting the next one right after its own
+  // step, as with zero-bubble's optimizer post-validation, and the result is the steady state (the
+  // last iteration). With the synchronous step every iteration is alike and one is simulated.
   bool synchronous_optimizer = true;
+  int iterations = 1;
 };
 
 struct RankStats {
@@ -68,8 +74,12 @@ struct RankStats {
 };
 
 struct SimResult {
-  double step_time_s = 0;
-  double pipeline_time_s = 0;  // until the last compute action ends
+  double step_time_s = 0;      // with several iterations: the last one's, from the end of the one before
+  double pipeline_time_s = 0;  // until the last compute action ends (several iterations: of the last one,
+                               // from the end of the one before)
+  int iterations = 1;          // simulated back to back; per-rank busy, idle and p2p bytes are per iteration
+  std::vector<double> iteration_end_s;  // when the last rank finished each iteration's optimizer step
+  double simulated_time_s = 0;          // the end of the last iteration: the span of the observed events
   double bubble_fraction = 0;  // idle compute time / (ranks x step time)
   std::vector<RankStats> ranks;
   long actions = 0;            // actions simulated (compute + comm)

@@ -19,6 +19,54 @@ void check_positive(int value, const char* option) {
 
 int pipeline_rank_gpu(const ParallelConfig& pc, int rank) { return rank * pc.tp; }
 
+namespace {
+
+// zb-auto's inputs from the stage costs: F, B and W per stage; per boundary the time the stage's output
+// takes over the link between the two ranks; per stage the activation sets that fit next to the model
+// state in the GPU's memory (at most 2p: ZB-H2's level, beyond which the paper finds no gain), and the
+// part of them held until W.
+ScheduleSpec zb_auto_spec(ScheduleSpec spec, const Scenario& s, const std::vector<StageCost>& costs,
+                          const CostModel& cost) {
+  const ParallelConfig& pc = s.parallel;
+  const double most = 2.0 * pc.pp;
+  for (int r = 0; r < pc.pp; ++r) {
+    const StageCost& c = costs[static_cast<size_t>(r)];
+    spec.stage_f.push_back(c.forward_s);
+    spec.stage_b.push_back(c.backward_input_s);
+    spec.stage_w.push_back(c.backward_weight_s);
+    const double limit = s.cluster.memory_limit_at(pipeline_rank_gpu(pc, r));
+    const double fits = c.activation_bytes > 0 && std::isfinite(limit)
+                            ? std::floor((limit - c.model_state_bytes) / c.activation_bytes)
+                            : most;
+    spec.memory_limit_microbatches.push_back(std::clamp(fits, 1.0, most));
+    spec.stage_w_held.push_back(c.activation_bytes > 0 ? c.weight_grad_bytes / c.activation_bytes : 1.0);
+    if (r + 1 == pc.pp) continue;
+    double comm = 0;
+    if (!s.cluster.ideal) {
+      const LinkSpec link =
+          cost.p2p_link(s.cluster.link(pipeline_rank_gpu(pc, r), pipeline_rank_gpu(pc, r + 1)));
+      comm = link.latency_s + c.output_bytes / link.bandwidth_bytes_per_s;
+    }
+    spec.comm_s.push_back(comm);
+  }
+  return spec;
+}
+
+}  // namespace
+
+Schedule evaluated_schedule(const Scenario& s, const std::vector<StageCost>& costs, const CostModel& cost) {
+  if (s.imported_schedule) return strip_comm(*s.imported_schedule);
+  ScheduleSpec spec;
+  spec.name = s.schedule;
+  spec.ranks = s.parallel.pp;
+  spec.microbatches = s.parallel.microbatches;
+  spec.chunks = chunks_per_rank(s.schedule, s.parallel.vpp);
+  spec.group_size = s.group_size;
+  spec.max_pending = s.max_pending;
+  if (s.schedule == "zb-auto" && !costs.empty()) spec = zb_auto_spec(spec, s, costs, cost);
+  return make_schedule(spec);
+}
+
 Scenario resolve(const Scenario& in) {
   Scenario s = in;
   ParallelConfig& pc = s.parallel;
@@ -67,10 +115,30 @@ Scenario resolve(const Scenario& in) {
   check_positive(pc.microbatches, "--microbatches");
   s.global_batch_size = pc.microbatches * s.workload.micro_batch_size * pc.dp;
 
-  const int chunks = chunks_per_rank(s.schedule, pc.vpp);
-  if (chunks == 1 && pc.vpp > 1)
-    throw_bad_input("--vpp: schedule '{}' runs one model chunk per rank; use --vpp 1 or --schedule interleaved", s.schedule);
-  const int stages = pc.pp * chunks;
+  if (s.async_iterations < 2)
+    throw_bad_input("async iterations: {} back to back is too few for a steady state; use 2 or more",
+                    s.async_iterations);
+  int stages = 0;
+  if (s.imported_schedule) {
+    const Schedule& imported = *s.imported_schedule;
+    if (imported.num_ranks() != pc.pp)
+      throw_bad_input("--pp: {} but schedule {} has {} ranks (rows); use --pp {}", pc.pp, imported.name,
+                      imported.num_ranks(), imported.num_ranks());
+    if (imported.microbatches != pc.microbatches)
+      throw_bad_input("--microbatches: {} but schedule {} has {} micro-batches; use --microbatches {}", pc.microbatches,
+                      imported.name, imported.microbatches, imported.microbatches);
+    s.schedule = imported.name;
+    stages = imported.num_stages();
+    if (pc.vpp > 1 && pc.vpp * pc.pp != stages)
+      throw_bad_input("--vpp: {} but schedule {} has {} stages on {} ranks; omit --vpp", pc.vpp, imported.name, stages,
+                      pc.pp);
+  } else {
+    const int chunks = chunks_per_rank(s.schedule, pc.vpp);
+    if (chunks == 1 && pc.vpp > 1)
+      throw_bad_input("--vpp: schedule '{}' runs one model chunk per rank; use --vpp 1 or --schedule interleaved",
+                      s.schedule);
+    stages = pc.pp * chunks;
+  }
   if (stages > s.model.num_layers())
     throw_bad_input("--pp x --vpp = {} stages but model '{}' has only {} layers; use fewer stages", stages, s.model.name,
                     s.model.num_layers());
@@ -98,13 +166,8 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
   const Scenario& s = ev.scenario;
   const ParallelConfig& pc = s.parallel;
 
-  ScheduleSpec spec;
-  spec.name = s.schedule;
-  spec.ranks = pc.pp;
-  spec.microbatches = pc.microbatches;
-  spec.chunks = chunks_per_rank(s.schedule, pc.vpp);
-  spec.group_size = s.group_size;
-  ev.schedule = make_schedule(spec);
+  // The placement, which the stage costs need, never depends on the costs.
+  ev.schedule = evaluated_schedule(s, {}, cost);
   const int stages = ev.schedule.num_stages();
 
   const std::vector<LayerRange> ranges =
@@ -114,9 +177,12 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
   std::vector<int> stage_gpu(static_cast<size_t>(stages));
   for (int st = 0; st < stages; ++st) stage_gpu[st] = pipeline_rank_gpu(pc, ev.schedule.placement.rank_of(st));
   const std::vector<StageCost> costs = stage_costs(s.model, ranges, s.workload, pc, s.cluster, cost, stage_gpu);
+  if (!s.imported_schedule && s.schedule == "zb-auto") ev.schedule = evaluated_schedule(s, costs, cost);
 
   SimInput in;
-  in.schedule = ev.schedule;
+  in.schedule = s.imported_schedule ? *s.imported_schedule : ev.schedule;
+  in.synchronous_optimizer = s.synchronous_optimizer;
+  in.iterations = s.synchronous_optimizer ? 1 : s.async_iterations;
   in.stages = costs;
   in.rank_gpu.resize(static_cast<size_t>(pc.pp));
   for (int r = 0; r < pc.pp; ++r) in.rank_gpu[r] = pipeline_rank_gpu(pc, r);

@@ -24,8 +24,17 @@ struct Scenario {
   int global_batch_size = 0;     // sequences per iteration over all replicas; 0: use parallel.microbatches
   std::string schedule = "1f1b";
   int group_size = 0;            // interleaved micro-batch group size (0: p)
+  int max_pending = 0;           // zb-h1/zb-h2: micro-batches awaiting W per rank (0: the schedule's own)
   std::vector<int> split;        // transformer blocks per stage (per chunk with vpp); empty: balanced
   std::vector<LayerRange> ranges;  // exact layer ranges per stage (the planner's); win over `split`
+  // Optimizer post-validation (--no-sync-optimizer): no global barrier before the optimizer step, so the
+  // next iteration overlaps this one's tail; `async_iterations` run back to back and the last one is
+  // reported (the steady state).
+  bool synchronous_optimizer = true;
+  int async_iterations = 4;
+  // A schedule read from a file (--schedule-csv) instead of generated from `schedule`: pp must be its
+  // rank count and microbatches its micro-batch count. A lowered one keeps its own communication order.
+  std::optional<Schedule> imported_schedule;
 };
 
 // Throws BadInput naming the option and the fix: GPUs the cluster cannot hold, tp outside a node or not
@@ -64,7 +73,7 @@ struct Metrics {
 
 struct Evaluation {
   Scenario scenario;  // resolved
-  Schedule schedule;  // compute-only, as generated
+  Schedule schedule;  // compute-only, as generated (or imported, without its communication)
   std::vector<StageReport> stages;
   SimResult sim;
   Metrics metrics;
@@ -75,5 +84,11 @@ struct Evaluation {
 int pipeline_rank_gpu(const ParallelConfig& pc, int rank);
 
 Evaluation evaluate(const Scenario& s, const CostModel& cost, SimObserver* observer = nullptr);
+
+// The compute-only schedule evaluate() simulates for a resolved scenario with these stage costs: the
+// imported one, or the generated one; zb-auto's order is searched on the costs (stage times, the link
+// time of each stage's output, the activation sets that fit next to the model state), and without
+// costs it is zb-auto's order for uniform stages. The placement never depends on the costs.
+Schedule evaluated_schedule(const Scenario& resolved, const std::vector<StageCost>& costs, const CostModel& cost);
 
 }  // namespace pw

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#include "core/model.hpp"
+#include "profiler/profile.hpp"
 
 namespace {
 
@@ -88,6 +90,37 @@ TEST_CASE("run with real compute prints the table with the loss and writes the m
   CHECK(computes == 3 * 3 * 3);  // F, B and W of 3 micro-batches on 3 ranks
 }
 
+TEST_CASE("run --profile predicts with the measured layer times") {
+  // Every block of tiny-llama takes F = 1 ms, B = 2 ms, W = 3 ms; embedding, head and optimizer are free.
+  const pw::Model model = pw::load_model(source_path("examples/tiny-llama.json"));
+  pw::Profile p;
+  for (pw::LayerKind k : {pw::LayerKind::Embedding, pw::LayerKind::Block, pw::LayerKind::Head}) {
+    pw::LayerProfile l;
+    l.kind = pw::layer_kind_name(k);
+    l.shape = pw::layer_shape(*model.transformer, k);
+    l.seq_len = 32;
+    const double scale = k == pw::LayerKind::Block ? 1e-3 : 0;
+    l.forward.median_s = scale;
+    l.backward_input.median_s = 2 * scale;
+    l.backward_weight.median_s = 3 * scale;
+    p.layers.push_back(l);
+  }
+  p.optimizer_s_per_parameter = 1e-15;
+  const std::string path = std::string(PIPEWRIGHT_TEST_TMP) + "/uniform-profile.json";
+  std::ofstream(path) << pw::profile_to_json_text(p);
+  const CliResult r = run_cli({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--pp",
+                               "2", "--microbatches", "2", "--schedule", "gpipe", "--split", "4,4", "--iterations", "1",
+                               "--warmup", "0", "--compute", "sleep", "--profile", path, "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["cost_model"] == "profiled");
+  // gpipe on the ideal cluster, 4 blocks per stage: (m + p - 1)(F + B + W) = 3 x 24 ms.
+  CHECK(j["predicted_step_time_s"].get<double>() == Approx(0.072).epsilon(1e-6));
+  CHECK(j["measured_step_time_s"].get<double>() >= 0.072);
+  CHECK(j["ranks"][0]["predicted_busy_s"].get<double>() == Approx(0.048));
+}
+
 TEST_CASE("run: bad input exits 2 with one line naming the option") {
   check_bad_input(with(kSleepUniform, {"--backend", "cuda"}), "--backend: unknown backend 'cuda'; use cpu");
   check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--microbatches", "2",
@@ -109,6 +142,8 @@ TEST_CASE("run: bad input exits 2 with one line naming the option") {
   check_bad_input({"run", "--model", source_path("examples/tiny-gpt.json"), "--cluster", "ideal", "--microbatches", "2",
                    "--seq-len", "64"},
                   "--seq-len: 64 exceeds the 32 learned positions of 'tiny-gpt'; use --seq-len 32 or less");
+  check_bad_input(with(kSleepUniform, {"--profile", "/nonexistent/profile.json"}),
+                  "--profile: profile file '/nonexistent/profile.json' not found");
   check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--microbatches", "2",
                    "--recompute", "full"},
                   "--recompute: the cpu backend keeps every activation; use --recompute none or --compute sleep");

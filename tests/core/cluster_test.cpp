@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "../error_text.hpp"
+
 #include <cmath>
 #include <string>
 
@@ -9,16 +11,6 @@
 using namespace pw;
 
 namespace {
-
-template <typename F>
-std::string bad_input(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind() == ErrorKind::BadInput ? std::string(e.what()) : "runtime error: " + std::string(e.what());
-  }
-  return "no error";
-}
 
 // A valid 2 x 4 cluster whose intra-node bandwidth is the given JSON text, with `extra` fields appended.
 std::string cluster_text(const std::string& intra_bandwidth = "450e9", const std::string& extra = "") {

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "../error_text.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,16 +14,6 @@
 using namespace pw;
 
 namespace {
-
-template <typename F>
-std::string bad_input(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind() == ErrorKind::BadInput ? std::string(e.what()) : "runtime error: " + std::string(e.what());
-  }
-  return "no error";
-}
 
 // GPT-2 small's config.json as published (openai-community/gpt2), trimmed of generation settings.
 const char* kGpt2 = R"({

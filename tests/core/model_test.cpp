@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "../error_text.hpp"
+
 #include <cstdint>
 #include <string>
 
@@ -9,16 +11,6 @@
 using namespace pw;
 
 namespace {
-
-template <typename F>
-std::string bad_input(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind() == ErrorKind::BadInput ? std::string(e.what()) : "runtime error: " + std::string(e.what());
-  }
-  return "no error";
-}
 
 std::string example(const char* name) { return std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/" + name; }
 

@@ -136,16 +136,18 @@ TEST_CASE("every bound stays below what evaluate() reports") {
     for (int r = 0; r < pc.pp; ++r) rank_gpu.push_back(pipeline_rank_gpu(pc, r));
     std::vector<StageCost> costs;
     for (const StageReport& st : ev.stages) costs.push_back(st.cost);
+    // The order simulated (zb-auto builds its order from the stage costs).
+    const Schedule& simulated = ev.schedule;
 
     INFO(describe(c));
     const double step = ev.metrics.step_time_s;
-    CHECK(step_time_bound(t, pc.pp, schedule.num_stages() / pc.pp, pc.microbatches) <= step * (1 + 1e-9));
-    CHECK(step_time_bound(schedule, costs, rank_gpu, s.cluster, cost) <= step * (1 + 1e-9));
+    CHECK(step_time_bound(t, pc.pp, simulated.num_stages() / pc.pp, pc.microbatches) <= step * (1 + 1e-9));
+    CHECK(step_time_bound(simulated, costs, rank_gpu, s.cluster, cost) <= step * (1 + 1e-9));
     const double peak = ev.metrics.peak_memory_bytes;
     CHECK(memory_bound(t, pc.pp, spp, reserve) <= peak * (1 + 1e-9));
-    CHECK(memory_bound(t, summarize(schedule), spp, reserve) <= peak * (1 + 1e-9));
+    CHECK(memory_bound(t, summarize(simulated), spp, reserve) <= peak * (1 + 1e-9));
     // The walk adds and subtracts in the simulator's order: the same numbers, bit for bit.
-    const std::vector<double> walked = rank_peak_memory(schedule, costs);
+    const std::vector<double> walked = rank_peak_memory(simulated, costs);
     for (const RankStats& r : ev.sim.ranks) CHECK(walked[static_cast<size_t>(r.rank)] == r.peak_memory_bytes);
     ++checked;
   }
@@ -169,16 +171,17 @@ TEST_CASE("the step-time bound of one chunk per rank is 1F1B's time when stages 
 }
 
 TEST_CASE("candidates follow the degrees' rules") {
-  // An explicit-cost model runs at tp 1 only. 4 GPUs: pp in {1, 2, 4} (at most the 8 layers), dp = 4 / pp;
-  // global batch 8: micro-batch sizes divide 8 / dp: pp 1 (dp 4): {1, 2}; pp 2 (dp 2): {1, 2, 4};
-  // pp 4 (dp 1): {1, 2, 4, 8}. With 1f1b only (vpp 1) and one recompute mode: 2 + 3 + 4 = 9 candidates,
-  // in config order (tp, pp, dp, vpp, micro-batch size, schedule, recompute).
+  // gpt3-1.3b (16 heads, 26 layers) on the ideal cluster (no node limit), 4 GPUs, --max-tp 1: pp in
+  // {1, 2, 4}, dp = 4 / pp; global batch 8: micro-batch sizes divide 8 / dp: pp 1 (dp 4): {1, 2}; pp 2
+  // (dp 2): {1, 2, 4}; pp 4 (dp 1): {1, 2, 4, 8}. With 1f1b only (vpp 1) and one recompute mode:
+  // 2 + 3 + 4 = 9 candidates, in config order (tp, pp, dp, vpp, micro-batch size, schedule, recompute).
   Scenario base;
-  base.model = load_model(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-uniform.json");
+  base.model = model_preset("gpt3-1.3b");
   base.cluster = cluster_preset("ideal");
   base.global_batch_size = 8;
   SearchSpace space;
   space.gpus = 4;
+  space.max_tp = 1;
   space.schedules = {"1f1b"};
   space.recomputes = {Recompute::None};
   const std::vector<Candidate> c = enumerate_candidates(base, space);
@@ -187,14 +190,31 @@ TEST_CASE("candidates follow the degrees' rules") {
   CHECK(c.back() == Candidate{1, 4, 1, 1, 8, 1, "1f1b", Recompute::None});
   for (size_t i = 1; i < c.size(); ++i) CHECK(config_less(c[i - 1], c[i]));
 
-  // Looped schedules take vpp 2 .. layers / pp and need pp >= 2: pp 2 gives vpp 2, 3, 4; pp 4 gives vpp 2.
-  space.schedules = {"interleaved"};
-  space.micro_batch_size = 1;
+  // An explicit-cost model (tiny-uniform, 8 layers) runs at tp 1, micro-batch size 1 and no recompute
+  // (its costs are per micro-batch as given): pp 1, 2, 4, one candidate each.
+  Scenario explicit_base = base;
+  explicit_base.model = load_model(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-uniform.json");
+  SearchSpace all;
+  all.gpus = 4;
+  all.schedules = {"1f1b"};
+  std::vector<int> pps;
+  for (const Candidate& x : enumerate_candidates(explicit_base, all)) {
+    CHECK(x.tp == 1);
+    CHECK(x.micro_batch_size == 1);
+    CHECK(x.recompute == Recompute::None);
+    pps.push_back(x.pp);
+  }
+  CHECK(pps == std::vector<int>{1, 2, 4});
+
+  // Looped schedules take vpp 2 .. layers / pp and need pp >= 2: with the 8 layers of tiny-uniform, pp 2
+  // gives vpp 2, 3, 4 and pp 4 gives vpp 2.
+  all.schedules = {"interleaved"};
   std::vector<int> vpps;
-  for (const Candidate& x : enumerate_candidates(base, space)) vpps.push_back(x.pp * 10 + x.vpp);
+  for (const Candidate& x : enumerate_candidates(explicit_base, all)) vpps.push_back(x.pp * 10 + x.vpp);
   CHECK(vpps == std::vector<int>{22, 23, 24, 42});
 
   // Fixing a dimension keeps only it.
+  space.max_tp = 1;
   space.schedules = {"1f1b", "gpipe"};
   space.pp = 2;
   space.micro_batch_size = 4;
@@ -238,11 +258,12 @@ std::string search_error(const Scenario& base, const SearchSpace& space, const C
 
 TEST_CASE("no feasible plan names the binding constraint and by how much") {
   // tiny-uniform: 8 layers of 1e6 parameters (2 MB of bf16 weights) and 4 MB of activations per
-  // micro-batch (explicit costs: the same whatever the micro-batch size). Two 20 MB GPUs, no reserve.
-  // pp 1 (dp 2): 8e6 parameters x (2 + 4 + 12 / 2) bytes = 96 MB. pp 2 (dp 1): 18 bytes a parameter, 18 MB a
-  // layer; the best split is 4 + 4 = 72 MB of state, plus the micro-batches held: with micro-batch size 2
-  // there is one micro-batch (m = 1), held once: 72 + 16 = 88 MB on both ranks; 68 MB more than 20 MB.
-  // Every schedule ties there; the first in config order is 1f1b with no recompute.
+  // micro-batch (explicit costs: searched at micro-batch size 1 only). Two 20 MB GPUs, no reserve; global
+  // batch 2; 1f1b and gpipe. pp 1 (dp 2, m 1): 8e6 parameters x (2 + 4 + 12 / 2) bytes + 8 x 4 MB = 128 MB.
+  // pp 2 (dp 1, m 2): 18 bytes a parameter, 18 MB a layer; both schedules hold 2 micro-batches on rank 0
+  // (1F1B: min(p, m) = 2), so with a layers there rank 0 needs 18a + 2 x 4a = 26a MB and rank 1 at least
+  // 22 (8 - a) MB: the best is a = 4, 104 MB, 84 MB more than 20 MB. 1f1b and gpipe tie; 1f1b comes first
+  // in config order.
   AnalyticCostParams params;
   params.memory_reserve_bytes = 0;
   const AnalyticCostModel cost(params);
@@ -256,9 +277,10 @@ TEST_CASE("no feasible plan names the binding constraint and by how much") {
   base.global_batch_size = 2;
   SearchSpace space;
   space.gpus = 2;
+  space.schedules = {"1f1b", "gpipe"};
   CHECK(search_error(base, space, cost) ==
-        "no configuration of 2 GPUs fits in memory: the smallest stage needs 88.0 MB with tp=1, pp=2, dp=1, "
-        "micro-batch size 2, 1f1b and no recompute; the GPU has 20.0 MB (68.0 MB short); use more GPUs or GPUs "
+        "no configuration of 2 GPUs fits in memory: the smallest stage needs 104 MB with tp=1, pp=2, dp=1, "
+        "micro-batch size 1, 1f1b and no recompute; the GPU has 20.0 MB (84.0 MB short); use more GPUs or GPUs "
         "with more memory");
 }
 

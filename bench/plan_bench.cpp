@@ -1,0 +1,68 @@
+// The planner's speed target (docs/benchmarks.md, "Planner"): GPT-3 175B on 1024 A100-80GB GPUs, global
+// batch 1536, the full space (tp 1..8, every pp and dp, every micro-batch size dividing the batch, every
+// schedule and vpp, three recompute modes), top 5.
+//
+//   BM_Search       search_plans() alone, with 1 and 2 threads.
+//   BM_PlanCommand  `pipewright plan` as a user runs it: the search, the uniform and parameters splits of
+//                   the five plans, and the table (written to a discarded stream), with 2 threads.
+//
+// Counters: configurations in the space, how many the simulator scored, and the best step time found
+// (the same for every thread count).
+#include <benchmark/benchmark.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "core/analytic_cost_model.hpp"
+#include "planner/search.hpp"
+
+namespace {
+
+using namespace pw;
+
+Scenario gpt3_base() {
+  Scenario s;
+  s.model = model_preset("gpt3-175b");
+  s.cluster = cluster_preset("dgx-a100-80gb");
+  s.global_batch_size = 1536;
+  return s;
+}
+
+void BM_Search(benchmark::State& state) {
+  const Scenario base = gpt3_base();
+  SearchSpace space;
+  space.gpus = 1024;
+  const AnalyticCostModel cost;
+  SearchOptions options;
+  options.top = 5;
+  options.threads = static_cast<int>(state.range(0));
+  SearchResult result;
+  for (auto _ : state) {
+    result = search_plans(base, space, cost, options);
+    benchmark::DoNotOptimize(result.plans.data());
+  }
+  state.counters["configurations"] = static_cast<double>(result.stats.candidates);
+  state.counters["simulated"] = static_cast<double>(result.stats.simulated);
+  state.counters["best_step_s"] = result.plans.front().evaluation.metrics.step_time_s;
+}
+BENCHMARK(BM_Search)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(3);
+
+void BM_PlanCommand(benchmark::State& state) {
+  std::vector<std::string> args{"pipewright", "plan", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb",
+                                "--gpus", "1024", "--global-batch-size", "1536", "--threads", "2"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  for (auto _ : state) {
+    std::ostringstream out, err;
+    const int code = cli_main(static_cast<int>(argv.size()), argv.data(), out, err);
+    if (code != 0) state.SkipWithError(err.str().c_str());
+    benchmark::DoNotOptimize(out.str().size());
+  }
+}
+BENCHMARK(BM_PlanCommand)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(3);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,162 @@
+// `pipewright plan`: the table, --json, --out read back by `simulate --plan`, exports, and bad input
+// (exit 2 and one line naming the option and the fix).
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli_test_util.hpp"
+
+namespace {
+
+const std::vector<std::string> kSmall = {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
+                                         "--global-batch-size", "16", "--seq-len", "1024", "--schedules",
+                                         "1f1b,interleaved,zb-h1", "--top", "3"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::string tmp(const std::string& name) { return std::string(PIPEWRIGHT_TEST_TMP) + "/" + name; }
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void check_error(const std::vector<std::string>& args, const std::string& message) {
+  const CliResult r = run_cli(args);
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "error: " + message + "\n");
+}
+
+}  // namespace
+
+TEST_CASE("plan prints the best configurations as a table") {
+  const CliResult r = run_cli(kSmall);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.empty());
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<std::string> all;
+  while (std::getline(lines, line)) all.push_back(line);
+  REQUIRE(all.size() > 7);
+  CHECK(all[0] == "gpt3-1.3b on dgx-h100: 8 GPUs, global batch 16 sequences of 1024 tokens");
+  CHECK(all[1].rfind("searched ", 0) == 0);
+  CHECK(all[1].find("configurations; the 3 fastest that fit in 80.0 GB per GPU:") != std::string::npos);
+  CHECK(all[3].rfind("  #  tp   pp    dp  vpp  mbs      m  schedule     recompute  split", 0) == 0);
+  CHECK(all[4].rfind("  1 ", 0) == 0);
+  CHECK(all[5].rfind("  2 ", 0) == 0);
+  CHECK(all[6].rfind("  3 ", 0) == 0);
+  CHECK(all[7].empty());
+}
+
+TEST_CASE("plan --json lists the plans best first") {
+  const CliResult r = run_cli(with(kSmall, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const auto& plans = j.at("plans");
+  REQUIRE(plans.size() == 3);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const auto& p = plans[i];
+    for (const char* key : {"tp", "pp", "dp", "vpp", "micro_batch_size", "microbatches", "schedule", "recompute", "split",
+                            "step_time_s", "throughput_tokens_per_s", "mfu", "peak_memory_bytes", "vs_uniform",
+                            "vs_parameters"})
+      CHECK(p.contains(key));
+    // 8 GPUs, 16 sequences of 1024 tokens.
+    CHECK(p.at("tp").get<int>() * p.at("pp").get<int>() * p.at("dp").get<int>() == 8);
+    CHECK(p.at("micro_batch_size").get<int>() * p.at("microbatches").get<int>() * p.at("dp").get<int>() == 16);
+    CHECK(p.at("throughput_tokens_per_s").get<double>() == Approx(16 * 1024 / p.at("step_time_s").get<double>()));
+    if (i > 0) CHECK(plans[i - 1].at("step_time_s").get<double>() <= p.at("step_time_s").get<double>());
+  }
+}
+
+TEST_CASE("plan --out writes a plan that simulate --plan reproduces") {
+  const std::string path = tmp("plan-cli.json");
+  std::filesystem::remove(path);
+  const CliResult plan = run_cli(with(kSmall, {"--json", "--out", path}));
+  INFO(plan.err);
+  REQUIRE(plan.code == 0);
+  const nlohmann::json best = nlohmann::json::parse(plan.out).at("plans")[0];
+  const CliResult sim = run_cli({"simulate", "--plan", path, "--json"});
+  INFO(sim.err);
+  REQUIRE(sim.code == 0);
+  const nlohmann::json again = nlohmann::json::parse(sim.out);
+  CHECK(again.at("step_time_s").get<double>() == best.at("step_time_s").get<double>());
+  CHECK(again.at("peak_memory_bytes").get<double>() == best.at("peak_memory_bytes").get<double>());
+  CHECK(again.at("schedule") == best.at("schedule"));
+  CHECK(again.at("tp") == best.at("tp"));
+  CHECK(again.at("pp") == best.at("pp"));
+
+  check_error({"simulate", "--plan", path, "--tp", "2"},
+              "--plan: the plan file gives the scenario; drop --tp (only --cost-param adds to a plan)");
+}
+
+TEST_CASE("plan --export writes the files and prints them") {
+  const std::string dir = tmp("plan-export");
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir + "/megatron_args.sh");
+  const CliResult r = run_cli({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
+                               "--global-batch-size", "16", "--seq-len", "1024", "--schedules", "1f1b,interleaved",
+                               "--top", "1", "--export", "megatron", "--export-dir", dir});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string text = read(dir + "/megatron_args.sh");
+  CHECK(text.find("PIPEWRIGHT_MEGATRON_ARGS=(") != std::string::npos);
+  CHECK(r.out.find("--- " + dir + "/megatron_args.sh ---\n" + text) != std::string::npos);
+}
+
+TEST_CASE("plan: bad input is one line naming the option and the fix") {
+  check_error(with(kSmall, {"--export", "nemo"}), "--export: unknown target 'nemo'; use megatron, deepspeed or torchtitan");
+  check_error(with(kSmall, {"--export", "megatron"}),
+              "--export megatron: it cannot run schedule zb-h1; use --schedules 1f1b,bfs,interleaved");
+  check_error(with(kSmall, {"--threads", "-1"}), "--threads: must be 0 (all cores) or more, got -1");
+  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+               "--top", "0"},
+              "--top: must be at least 1, got 0");
+  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+               "--schedules", "1f1b,,gpipe"},
+              "--schedules: an empty name; list schedules such as 1f1b,interleaved");
+  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+               "--export", "deepspeed", "--schedule", "interleaved"},
+              "--export deepspeed: it cannot run schedule interleaved; use --schedules 1f1b");
+  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+               "--export", "deepspeed", "--recompute", "selective"},
+              "--export deepspeed: it has no selective recompute; use --recompute none or full");
+  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "12", "--global-batch-size", "16",
+               "--tp", "8"},
+              "--gpus: 12 is not a multiple of --tp 8");
+  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--global-batch-size", "16"},
+              "--gpus is required");
+
+  // The model file itself is not an output.
+  const std::string model = std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-uniform.json";
+  check_error({"plan", "--model", model, "--cluster", "dgx-h100", "--gpus", "2", "--global-batch-size", "2", "--out",
+               model},
+              "--out: '" + model + "' is an input of this command; write the output to another file");
+}
+
+TEST_CASE("plan: no configuration fits, and the message says by how much") {
+  // tiny-uniform on two 20 MB GPUs with no reserve (planner/search_test.cpp derives the 104 MB).
+  const std::string cluster = tmp("tiny-20mb.json");
+  std::ofstream(cluster) << R"({"name": "tiny", "nodes": 1, "gpus_per_node": 2,
+      "gpu": {"name": "20MB", "peak_tflops": 1, "memory_bytes": 2e7, "hbm_bytes_per_s": 1e12},
+      "intra_node": {"bandwidth_bytes_per_s": 1e11, "latency_s": 0},
+      "inter_node": {"bandwidth_bytes_per_s": 1e10, "latency_s": 0}})";
+  check_error({"plan", "--model", std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-uniform.json", "--cluster", cluster,
+               "--gpus", "2", "--global-batch-size", "2", "--schedules", "1f1b,gpipe", "--cost-param",
+               "memory_reserve_bytes=0"},
+              "no configuration of 2 GPUs fits in memory: the smallest stage needs 104 MB with tp=1, pp=2, dp=1, "
+              "micro-batch size 1, 1f1b and no recompute; the GPU has 20.0 MB (84.0 MB short); use more GPUs or GPUs "
+              "with more memory");
+}

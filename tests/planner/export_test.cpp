@@ -1,0 +1,228 @@
+// Exports of a plan to Megatron-LM, DeepSpeed and torchtitan: compared with hand-checked golden files
+// (tests/golden/exports/), and the Megatron layout read back gives the same split.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "planner/baseline_splits.hpp"
+#include "planner/export_deepspeed.hpp"
+#include "planner/export_megatron.hpp"
+#include "planner/export_torchtitan.hpp"
+#include "planner/exports.hpp"
+#include "schedules/generators.hpp"
+
+using namespace pw;
+
+namespace {
+
+// A plan as the search returns it, with fixed predictions so that the goldens do not move with the cost
+// model: llama3-8b (embedding, 32 blocks, head) on H100 nodes, the given transformer blocks per stage.
+Evaluation plan_of(int tp, int pp, int dp, int vpp, const std::string& schedule, int mbs, int global_batch,
+                   Recompute recompute, const std::vector<int>& blocks) {
+  Scenario s;
+  s.model = model_preset("llama3-8b");
+  s.cluster = cluster_preset("dgx-h100");
+  s.parallel.tp = tp;
+  s.parallel.pp = pp;
+  s.parallel.dp = dp;
+  s.parallel.vpp = vpp;
+  s.schedule = schedule;
+  s.workload.micro_batch_size = mbs;
+  s.workload.recompute = recompute;
+  s.global_batch_size = global_batch;
+  Evaluation ev;
+  ev.scenario = resolve(s);
+  ScheduleSpec spec;
+  spec.name = schedule;
+  spec.ranks = pp;
+  spec.microbatches = ev.scenario.parallel.microbatches;
+  spec.chunks = chunks_per_rank(schedule, vpp);
+  ev.schedule = make_schedule(spec);
+  ev.scenario.ranges = split_layers(s.model, ev.schedule.num_stages(), blocks);
+  for (int st = 0; st < ev.schedule.num_stages(); ++st)
+    ev.stages.push_back(StageReport{st, ev.schedule.placement.rank_of(st), ev.scenario.ranges[static_cast<size_t>(st)], {}});
+  ev.metrics.step_time_s = 12.5;
+  ev.metrics.peak_memory_bytes = 71.2e9;
+  return ev;
+}
+
+// PIPEWRIGHT_UPDATE_GOLDEN=1 rewrites the file; read a rewritten one against the comments here before
+// accepting it.
+void check_golden(const std::string& name, const std::string& text) {
+  const std::string path = std::string(PIPEWRIGHT_SOURCE_DIR) + "/tests/golden/exports/" + name;
+  if (std::getenv("PIPEWRIGHT_UPDATE_GOLDEN")) std::ofstream(path, std::ios::binary) << text;
+  std::ifstream in(path, std::ios::binary);
+  INFO(path);
+  REQUIRE(in.good());
+  std::stringstream golden;
+  golden << in.rdbuf();
+  CHECK(text == golden.str());
+}
+
+std::string ranges_text(const std::vector<LayerRange>& r) {
+  std::string out;
+  for (const LayerRange& x : r) out += fmt::format("[{},{}]", x.first, x.last);
+  return out;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("Megatron-LM arguments for an interleaved plan with an uneven split") {
+  // pp 4 x vpp 2 = 8 stages of 3, 4, 4, 5, 4, 4, 4, 4 blocks: entry i of the layout is stage i (virtual
+  // stage i / 4 of pipeline rank i mod 4). The first holds the embedding ("Ettt"), the last the head
+  // ("t*4L"); three equal middle stages "t*4|" fold into "(t*4|)*3" (8 characters instead of 12).
+  // tp 2 with sequence parallelism; 64 sequences = micro-batch 1 x 32 micro-batches x dp 2; selective
+  // recompute; the distributed optimizer (ZeRO-1 over dp 2). The group size is Megatron's default (pp).
+  const Evaluation ev = plan_of(2, 4, 2, 2, "interleaved", 1, 64, Recompute::Selective, {3, 4, 4, 5, 4, 4, 4, 4});
+  CHECK(megatron_layout(ev.scenario.model, ev.scenario.ranges) == "Ettt|t*4|t*4|t*5|(t*4|)*3,t*4L");
+  const ExportFile f = megatron_export(ev);
+  CHECK(f.name == "megatron_args.sh");
+  check_golden("megatron_interleaved.sh", f.text);
+}
+
+TEST_CASE("Megatron-LM's own even split needs no layout; breadth-first sets the group size") {
+  // 32 blocks over 4 x 2 stages, 4 each: Megatron's default split, so --num-virtual-stages-per-pipeline-rank
+  // 2 instead of a layout; bfs is interleaved with a group of all m = 16 micro-batches; full recompute is
+  // --recompute-granularity full --recompute-method uniform --recompute-num-layers 1.
+  const Evaluation ev = plan_of(8, 4, 1, 2, "bfs", 2, 32, Recompute::Full, {4, 4, 4, 4, 4, 4, 4, 4});
+  check_golden("megatron_bfs_even.sh", megatron_export(ev).text);
+  CHECK(error_of([] { megatron_export(plan_of(1, 4, 1, 1, "zb-h1", 1, 8, Recompute::None, {8, 8, 8, 8})); }) ==
+        "--export megatron: Megatron-LM runs 1f1b, interleaved and bfs, not zb-h1; plan with --schedules "
+        "1f1b,interleaved,bfs");
+}
+
+TEST_CASE("Megatron-LM layouts read back to the same split") {
+  const Model model = model_preset("llama3-8b");  // 34 layers: embedding, 32 blocks, head
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int stages = 1 + static_cast<int>(rng() % 34);
+    // A random contiguous split: stages - 1 distinct cut points among the 33 boundaries.
+    std::vector<int> cuts;
+    for (int b = 1; b < 34; ++b) cuts.push_back(b);
+    std::shuffle(cuts.begin(), cuts.end(), rng);
+    cuts.resize(static_cast<size_t>(stages - 1));
+    std::sort(cuts.begin(), cuts.end());
+    cuts.insert(cuts.begin(), 0);
+    cuts.push_back(34);
+    const std::vector<LayerRange> ranges = ranges_from_parts(cuts);
+    const std::string layout = megatron_layout(model, ranges);
+    INFO(layout);
+    CHECK(ranges_text(parse_megatron_layout(layout, model)) == ranges_text(ranges));
+  }
+}
+
+TEST_CASE("Megatron-LM layouts are read as Megatron reads them") {
+  // Megatron's own example shapes (docs of --pipeline-model-parallel-layout): "Et*3|(tt|)*29,m|L" has an
+  // MTP layer, which pipewright models do not have; without it, "Et*3|(tt|)*29,t|L" is 32 stages of a
+  // 62-block model: 3 blocks and the embedding, then 29 stages of 2, then 1 block, then the loss alone.
+  TransformerConfig c = model_preset("llama3-8b").transformer.value();
+  c.layers = 62;
+  const Model model = make_transformer_model("deep", c);
+  const std::vector<LayerRange> r = parse_megatron_layout("Et*3|(tt|)*29,t|L", model);
+  REQUIRE(r.size() == 32);
+  CHECK(r[0].first == 0);
+  CHECK(r[0].last == 3);
+  CHECK(r[1].first == 4);
+  CHECK(r[1].last == 5);
+  CHECK(r[30].first == 62);
+  CHECK(r[30].last == 62);
+  CHECK(r[31].first == 63);
+  CHECK(r[31].last == 63);
+  CHECK(error_of([&] { parse_megatron_layout("Et*3|(tt|)*29,m|L", model); }) ==
+        "--pipeline-model-parallel-layout 'Et*3|(tt|)*29,m|L': 'm' is not a layer; use E (embedding), t "
+        "(transformer layer) or L (loss)");
+  CHECK(error_of([&] { parse_megatron_layout("Et*3||t*59L", model); }) ==
+        "--pipeline-model-parallel-layout 'Et*3||t*59L': stage 1 is empty; pipewright stages hold at least one layer");
+  CHECK(error_of([&] { parse_megatron_layout("Et*3|t*58L", model); }) ==
+        "--pipeline-model-parallel-layout 'Et*3|t*58L': the loss L must follow all 62 transformer layers of 'deep'");
+}
+
+TEST_CASE("DeepSpeed: ds_config and, for an uneven split, the PipelineModule subclass") {
+  // 1f1b on pp 4 with 6 + 9 + 9 + 8 blocks: stages start at layers 0, 7, 16, 25 (PARTS, with the 34
+  // layers at the end); DeepSpeed's uniform over 34 layers would be 9, 9, 8, 8 layers (0, 9, 18, 26, 34),
+  // so the bounds are exported. 128 sequences = micro-batch 2 x 16 steps of gradient accumulation x dp 4.
+  const Evaluation ev = plan_of(2, 4, 4, 1, "1f1b", 2, 128, Recompute::Full, {6, 9, 9, 8});
+  const std::vector<ExportFile> files = deepspeed_export(ev);
+  REQUIRE(files.size() == 2);
+  CHECK(files[0].name == "ds_config.json");
+  CHECK(files[1].name == "pipewright_partition.py");
+  check_golden("ds_config_custom.json", files[0].text);
+  check_golden("pipewright_partition.py", files[1].text);
+}
+
+TEST_CASE("DeepSpeed: a split that partition_method=\"uniform\" gives is exported as \"uniform\"") {
+  // 34 layers over 4 stages uniformly: 9, 9, 8, 8 layers = the embedding and 8 blocks, 9, 8, 7 and the head.
+  CHECK(deepspeed_partition_uniform(34, 4) == std::vector<int>{0, 9, 18, 26, 34});
+  const Evaluation ev = plan_of(1, 4, 2, 1, "1f1b", 1, 16, Recompute::None, {8, 9, 8, 7});
+  CHECK(deepspeed_uniform(ev.scenario.model, ev.scenario.ranges));
+  const std::vector<ExportFile> files = deepspeed_export(ev);
+  REQUIRE(files.size() == 1);
+  check_golden("ds_config_uniform.json", files[0].text);
+  CHECK(error_of([] { deepspeed_export(plan_of(1, 4, 2, 2, "interleaved", 1, 16, Recompute::None, {4, 4, 4, 4, 4, 4, 4, 4})); }) ==
+        "--export deepspeed: DeepSpeed's pipeline engine runs its own 1F1B order, not interleaved; plan with "
+        "--schedules 1f1b");
+  CHECK(error_of([] { deepspeed_export(plan_of(1, 4, 2, 1, "1f1b", 1, 16, Recompute::Selective, {8, 8, 8, 8})); }) ==
+        "--export deepspeed: DeepSpeed checkpoints whole layers (activation_checkpoint_interval), not selectively; "
+        "plan with --recompute none or full");
+}
+
+TEST_CASE("DeepSpeed's partition methods, as its code computes them") {
+  // partition_uniform(10, 4): 2 each, the first 10 - 8 = 2 parts one more: 3, 3, 2, 2.
+  CHECK(deepspeed_partition_uniform(10, 4) == std::vector<int>{0, 3, 6, 8, 10});
+  CHECK(deepspeed_partition_uniform(3, 5) == std::vector<int>{0, 1, 2, 3, 3, 3});
+  // partition_balanced (the linear-partition DP on heaviest minus lightest part, later cut on ties),
+  // values from running DeepSpeed's function: [10 | 1 x 8 | 10] is 10, 8, 10; [5 | 1 x 5] is 5, 5.
+  CHECK(deepspeed_partition_balanced({10, 1, 1, 1, 1, 1, 1, 1, 1, 10}, 3) == std::vector<int>{0, 1, 9, 10});
+  CHECK(deepspeed_partition_balanced({5, 1, 1, 1, 1, 1}, 2) == std::vector<int>{0, 1, 6});
+  CHECK(deepspeed_partition_balanced({1, 2, 3, 4, 5, 6}, 3) == std::vector<int>{0, 3, 5, 6});
+  CHECK(deepspeed_partition_balanced({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, 4) == std::vector<int>{0, 5, 6, 8, 10});
+  // Fewer layers than stages: uniform.
+  CHECK(deepspeed_partition_balanced({1, 1}, 3) == std::vector<int>{0, 1, 2, 2});
+}
+
+TEST_CASE("torchtitan: the [parallelism] section with module names per stage") {
+  // Interleaved with Megatron's group size is PyTorch's Interleaved1F1B; stage i's modules: tok_embeddings
+  // first, layers.N for block N, norm and output with the head.
+  const Evaluation ev = plan_of(2, 4, 2, 2, "interleaved", 1, 64, Recompute::Selective, {3, 4, 4, 5, 4, 4, 4, 4});
+  CHECK(torch_schedule_name(ev.scenario) == "Interleaved1F1B");
+  const std::vector<ExportFile> files = torchtitan_export(ev, "out");
+  REQUIRE(files.size() == 1);
+  check_golden("torchtitan_interleaved.toml", files[0].text);
+}
+
+TEST_CASE("torchtitan: a schedule PyTorch has no class for ships as a CSV") {
+  // zb-h1 on pp 2 with m = 4: PipelineScheduleMulti loads pipewright's order from the CSV (one row per
+  // rank; I is the input-gradient backward, W the weight-gradient one).
+  const Evaluation ev = plan_of(1, 2, 1, 1, "zb-h1", 1, 4, Recompute::None, {16, 16});
+  CHECK(torch_schedule_name(ev.scenario).empty());
+  const std::vector<ExportFile> files = torchtitan_export(ev, "exports");
+  REQUIRE(files.size() == 2);
+  check_golden("torchtitan_zb_h1.toml", files[0].text);
+  CHECK(files[1].name == "pipewright_schedule.csv");
+  check_golden("pipewright_schedule_zb_h1.csv", files[1].text);
+}
+
+TEST_CASE("export targets are named and checked") {
+  CHECK(export_target_from_string("megatron") == ExportTarget::Megatron);
+  CHECK(error_of([] { export_target_from_string("nemo"); }) ==
+        "--export: unknown target 'nemo'; use megatron, deepspeed or torchtitan");
+  CHECK(export_schedules(ExportTarget::DeepSpeed) == std::vector<std::string>{"1f1b"});
+  CHECK(export_schedules(ExportTarget::Megatron) == std::vector<std::string>{"1f1b", "bfs", "interleaved"});
+  CHECK(export_recomputes(ExportTarget::DeepSpeed) == std::vector<Recompute>{Recompute::None, Recompute::Full});
+}

@@ -1,0 +1,126 @@
+// The plan file (docs/plan-format.md): written from a plan and read back, it gives the same scenario and,
+// simulated again, the same metrics; bad files are named with the field and the fix.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "planner/plan_file.hpp"
+#include "planner/search.hpp"
+
+using namespace pw;
+
+namespace {
+
+// A plan with an uneven split: gpt3-1.3b (26 layers) on two H100 nodes, tp 2, pp 2, dp 4, vpp 2.
+Evaluation sample_plan(const std::string& schedule, int vpp, const CostModel& cost) {
+  Scenario s;
+  s.model = model_preset("gpt3-1.3b");
+  s.cluster = cluster_preset("dgx-h100");
+  s.parallel.tp = 2;
+  s.parallel.pp = 2;
+  s.parallel.dp = 4;
+  s.parallel.vpp = vpp;
+  s.schedule = schedule;
+  s.global_batch_size = 32;
+  s.workload.seq_len = 1024;
+  s.workload.recompute = Recompute::Selective;
+  const int stages = 2 * vpp;
+  std::vector<int> blocks(static_cast<size_t>(stages), 24 / stages);
+  blocks.front() -= 1;
+  blocks.back() += 1;
+  s.ranges = split_layers(s.model, stages, blocks);
+  return evaluate(s, cost);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    plan_from_json_text(text, "p.json");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("a plan file reads back to the same scenario and simulates to the same metrics") {
+  const AnalyticCostModel cost;
+  for (const auto& [schedule, vpp] : {std::pair<std::string, int>{"interleaved", 2}, {"zb-auto", 1}, {"1f1b", 1}}) {
+    INFO(schedule);
+    const Evaluation ev = sample_plan(schedule, vpp, cost);
+    PlanExtras extras;
+    extras.cost_overrides = {"gemm_efficiency=0.7"};
+    const std::string text = plan_to_json_text(ev, extras);
+    const PlanDocument doc = plan_from_json_text(text, "plan.json");
+    const Scenario& s = doc.scenario;
+    CHECK(s.model.name == "gpt3-1.3b");
+    CHECK(s.cluster.name == "dgx-h100");
+    CHECK(s.parallel.tp == 2);
+    CHECK(s.parallel.pp == 2);
+    CHECK(s.parallel.dp == 4);
+    CHECK(s.parallel.vpp == vpp);
+    CHECK(s.parallel.microbatches == ev.scenario.parallel.microbatches);
+    CHECK(s.workload.micro_batch_size == 1);
+    CHECK(s.workload.seq_len == 1024);
+    CHECK(s.workload.recompute == Recompute::Selective);
+    CHECK(s.global_batch_size == 32);
+    CHECK(s.schedule == schedule);
+    REQUIRE(s.ranges.size() == ev.stages.size());
+    for (size_t i = 0; i < s.ranges.size(); ++i) {
+      CHECK(s.ranges[i].first == ev.stages[i].layers.first);
+      CHECK(s.ranges[i].last == ev.stages[i].layers.last);
+    }
+    CHECK(doc.schedule.ranks == ev.schedule.ranks);
+    CHECK(doc.cost_overrides == std::vector<std::string>{"gemm_efficiency=0.7"});
+    CHECK(doc.pipewright_version == kVersion);
+    CHECK(doc.predicted.at("step_time_s").get<double>() == ev.metrics.step_time_s);
+
+    // Simulated again from the file alone (its embedded model, cluster and action lists): the same numbers.
+    const Evaluation again = evaluate(s, cost);
+    CHECK(again.metrics.step_time_s == ev.metrics.step_time_s);
+    CHECK(again.metrics.peak_memory_bytes == ev.metrics.peak_memory_bytes);
+    CHECK(again.metrics.mfu == ev.metrics.mfu);
+  }
+}
+
+TEST_CASE("the plan file holds the placement of every GPU and the format's header") {
+  const AnalyticCostModel cost;
+  const Evaluation ev = sample_plan("interleaved", 2, cost);
+  const nlohmann::json j = nlohmann::json::parse(plan_to_json_text(ev, {}));
+  CHECK(j.at("format") == "pipewright-plan");
+  CHECK(j.at("version") == 1);
+  // 16 GPUs, tp innermost, then pp, then dp; nodes of 8: global rank 13 is dp 3, pp 0, tp 1 on node 1, GPU 5.
+  const auto& gpus = j.at("placement").at("gpus");
+  REQUIRE(gpus.size() == 16);
+  CHECK(gpus[13] == nlohmann::json{{"rank", 13}, {"node", 1}, {"gpu", 5}, {"tp", 1}, {"pp", 0}, {"dp", 3}});
+  CHECK(j.at("split").at("stages").size() == 4);
+  CHECK(j.at("split").at("stages")[0].at("first_layer") == "embedding");
+  CHECK(j.at("schedule").at("actions").at("format") == "pipewright-schedule");
+}
+
+TEST_CASE("bad plan files name the field and the fix") {
+  CHECK(error_of("{\"format\": \"pipewright-plan\", ") ==
+        "p.json: malformed JSON at byte 31: syntax error while parsing object key - unexpected end of input; expected "
+        "string literal");
+  CHECK(error_of("[1, 2]") == "p.json: a plan file holds one JSON object, got array");
+  CHECK(error_of(R"({"format": "pipewright-schedule", "version": 1})") ==
+        "p.json: format is \"pipewright-schedule\"; a plan file says \"pipewright-plan\" (write one with pipewright "
+        "plan --out)");
+  CHECK(error_of(R"({"format": "pipewright-plan", "version": 2})") ==
+        std::string("p.json: version is 2; this pipewright reads version 1 (pipewright ") + kVersion + ")");
+
+  const AnalyticCostModel cost;
+  nlohmann::json j = nlohmann::json::parse(plan_to_json_text(sample_plan("1f1b", 1, cost), {}));
+  j["colour"] = "blue";
+  CHECK(error_of(j.dump()).rfind("p.json: unknown field 'colour'; known fields: format, version, ", 0) == 0);
+  j.erase("colour");
+  j["global_batch_size"] = 30;
+  CHECK(error_of(j.dump()) == "p.json: global_batch_size is 30 but microbatches x micro_batch_size x dp = 32");
+  j["global_batch_size"] = 32;
+  j["split"]["stages"][0]["layers"] = "0-12";
+  CHECK(error_of(j.dump()) == "p.json: split.stages[0].layers must be [first, last] layer indices, got \"0-12\"");
+}
