@@ -7,25 +7,14 @@
 #include "profiler/profile.hpp"
 #include "profiler/profiled_cost_model.hpp"
 #include "sim/scenario.hpp"
+#include "../executor/executor_test_util.hpp"
 
 using namespace pw;
 
 namespace {
 
-Model tiny(int layers = 2) {
-  TransformerConfig c;
-  c.hidden = 16;
-  c.layers = layers;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.head_dim = 4;
-  c.ffn = 24;
-  c.vocab = 32;
-  c.max_seq_len = 8;
-  c.mlp = MlpKind::SwiGlu;
-  c.norm = NormKind::RmsNorm;
-  return make_transformer_model("tiny", c);
-}
+// The executor tests' Llama-style model: what the profiler times is what the executor runs.
+Model tiny(int layers = 2) { return test::tiny_llama(layers); }
 
 PhaseTiming fixed(double s) { return PhaseTiming{s, s, s, 1}; }
 
