@@ -32,6 +32,7 @@ void validate(const AnalyticCostParams& p) {
   check_fraction("collective_efficiency", p.collective_efficiency);
   check_fraction("p2p_efficiency", p.p2p_efficiency);
   if (!(p.tp_overlap >= 0 && p.tp_overlap <= 1)) throw_bad_input("cost model: tp_overlap = {} is not in [0, 1]; give the hidden fraction of tp collectives", p.tp_overlap);
+  if (!(p.fb_overlap >= 0 && p.fb_overlap <= 1)) throw_bad_input("cost model: fb_overlap = {} is not in [0, 1]; give the hidden fraction of the shorter half of an F&B", p.fb_overlap);
   check_non_negative("kernel_overhead_s", p.kernel_overhead_s);
   check_non_negative("optimizer_bytes_per_parameter", p.optimizer_bytes_per_parameter);
   check_non_negative("weight_bytes_per_parameter", p.weight_bytes_per_parameter);
@@ -60,6 +61,7 @@ constexpr ParamField kParamFields[] = {
     {"grad_bytes_per_parameter", &AnalyticCostParams::grad_bytes_per_parameter},
     {"optimizer_state_bytes_per_parameter", &AnalyticCostParams::optimizer_state_bytes_per_parameter},
     {"memory_reserve_bytes", &AnalyticCostParams::memory_reserve_bytes},
+    {"fb_overlap", &AnalyticCostParams::fb_overlap},
 };
 
 }  // namespace
@@ -145,6 +147,11 @@ double AnalyticCostModel::collective_time(CollectiveKind kind, double bytes, int
 
 LinkSpec AnalyticCostModel::p2p_link(const LinkSpec& nominal) const {
   return LinkSpec{nominal.bandwidth_bytes_per_s * params_.p2p_efficiency, nominal.latency_s};
+}
+
+double AnalyticCostModel::overlapped_fb_time(double forward_s, double backward_s) const {
+  if (params_.fb_overlap == 0) return 0;
+  return forward_s + backward_s - params_.fb_overlap * std::min(forward_s, backward_s);
 }
 
 double AnalyticCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu) const {

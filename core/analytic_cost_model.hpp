@@ -35,6 +35,10 @@ struct AnalyticCostParams {
   // Bytes each GPU loses before any tensor: CUDA context, NCCL buffers, cuBLAS workspaces and
   // allocator fragmentation.
   double memory_reserve_bytes = 3e9;
+  // Fraction of the shorter of F and B + W hidden when a forward and a backward of two micro-batches run
+  // overlapped (DualPipe's F&B composite: one's communication and bubbles hide behind the other's compute).
+  // 0 until measured: the composite then costs F + B + W.
+  double fb_overlap = 0.0;
 };
 
 // Sets one parameter by its field name ("gemm_efficiency", ...): the form `--cost-param NAME=VALUE` takes.
@@ -55,6 +59,7 @@ class AnalyticCostModel : public CostModel {
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
   double model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const override;
   double memory_reserve_bytes() const override { return params_.memory_reserve_bytes; }
+  double overlapped_fb_time(double forward_s, double backward_s) const override;
 
   // Seconds for one phase's work without its collectives (compute, memory traffic and launches).
   double compute_time(const PhaseWork& work, const GpuSpec& gpu) const;

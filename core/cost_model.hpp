@@ -37,6 +37,11 @@ class CostModel {
   // Bytes each GPU loses before any tensor (CUDA context, communication buffers, workspaces,
   // fragmentation). stage_costs() adds it once per GPU, to the first chunk each rank holds.
   virtual double memory_reserve_bytes() const { return 0; }
+
+  // Seconds of one forward overlapped with one full backward (B + W) of another micro-batch, DualPipe's
+  // F&B composite, given the two halves' own times. Its own cost: 0 means "no overlap measured", and the
+  // simulator then charges forward_s + backward_s.
+  virtual double overlapped_fb_time(double forward_s, double backward_s) const { return 0; }
 };
 
 }  // namespace pw

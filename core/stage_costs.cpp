@@ -182,6 +182,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.weight_grad_bytes += lw.weight_grad_bytes;
       sc.parameters += lw.parameters;
     }
+    sc.overlapped_fb_s = cost.overlapped_fb_time(sc.forward_s, sc.backward_input_s + sc.backward_weight_s);
     sc.output_bytes = work[r.last].output_bytes;
     // A layer graph's edges that cross this boundary are relayed through it: each source's output once
     // (edges without bytes carry it; the last layer's own is counted above), each edge with bytes apart.
