@@ -7,6 +7,7 @@
 
 #include "core/units.hpp"
 #include "core/version.hpp"
+#include "sim/evaluation_json.hpp"
 
 namespace pw {
 namespace {
@@ -76,60 +77,43 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   if (!m.overflows.empty()) out << "\n";
 }
 
-nlohmann::json evaluation_to_json(const Evaluation& ev) {
-  using nlohmann::json;
+nlohmann::ordered_json evaluation_to_json(const Evaluation& ev) {
+  using nlohmann::ordered_json;
   const Scenario& s = ev.scenario;
-  const Metrics& m = ev.metrics;
-  json stages = json::array();
+  const ParallelConfig& pc = s.parallel;
+  ordered_json stages = ordered_json::array();
   for (const StageReport& st : ev.stages) {
-    const RankStats& r = ev.sim.ranks[static_cast<size_t>(st.rank)];
-    stages.push_back({{"stage", st.stage},
-                      {"rank", st.rank},
-                      {"layers", {st.layers.first, st.layers.last}},
-                      {"forward_s", st.cost.forward_s},
-                      {"backward_input_s", st.cost.backward_input_s},
-                      {"backward_weight_s", st.cost.backward_weight_s},
-                      {"busy_s", r.busy_s},
-                      {"idle_s", r.idle_s},
-                      {"activation_peak_bytes", r.activation_peak_bytes},
-                      {"model_state_bytes", r.model_state_bytes},
-                      {"peak_memory_bytes", r.peak_memory_bytes},
-                      {"peak_inflight_microbatches", r.peak_inflight_microbatches}});
+    ordered_json stage = {{"stage", st.stage},
+                          {"layers", {st.layers.first, st.layers.last}},
+                          {"forward_s", st.cost.forward_s},
+                          {"backward_input_s", st.cost.backward_input_s},
+                          {"backward_weight_s", st.cost.backward_weight_s}};
+    stage.update(rank_stats_json(ev.sim.ranks[static_cast<size_t>(st.rank)]));  // the stage's rank
+    stages.push_back(stage);
   }
-  json overflows = json::array();
-  for (const Overflow& o : m.overflows)
+  ordered_json overflows = ordered_json::array();
+  for (const Overflow& o : ev.metrics.overflows)
     overflows.push_back({{"rank", o.rank}, {"need_bytes", o.need_bytes}, {"limit_bytes", o.limit_bytes},
                          {"over_bytes", o.need_bytes - o.limit_bytes}});
-  const ParallelConfig& pc = s.parallel;
-  return json{{"pipewright_version", kVersion},
-              {"model", s.model.name},
-              {"cluster", s.cluster.name},
-              {"schedule", s.schedule},
-              {"tp", pc.tp},
-              {"pp", pc.pp},
-              {"dp", pc.dp},
-              {"vpp", pc.vpp},
-              {"micro_batch_size", s.workload.micro_batch_size},
-              {"microbatches", pc.microbatches},
-              {"global_batch_size", s.global_batch_size},
-              {"seq_len", s.workload.seq_len},
-              {"recompute", to_string(s.workload.recompute)},
-              {"sequence_parallel", s.workload.sequence_parallel},
-              {"flash_attention", s.workload.flash_attention},
-              {"step_time_s", m.step_time_s},
-              {"bubble_fraction", m.bubble_fraction},
-              {"synchronous_optimizer", s.synchronous_optimizer},
-              {"iterations_simulated", ev.sim.iterations},
-              {"throughput_tokens_per_s", m.throughput_tokens_per_s},
-              {"model_tflops_per_gpu", m.model_tflops_per_gpu},
-              {"hardware_tflops_per_gpu", m.hardware_tflops_per_gpu},
-              {"mfu", m.mfu},
-              {"hfu", m.hfu},
-              {"peak_memory_bytes", m.peak_memory_bytes},
-              {"memory_limit_bytes", std::isinf(m.memory_limit_bytes) ? json(nullptr) : json(m.memory_limit_bytes)},
-              {"fits", m.overflows.empty()},
-              {"overflows", overflows},
-              {"stages", stages}};
+  ordered_json out = {{"pipewright_version", kVersion},
+                      {"model", s.model.name},
+                      {"cluster", s.cluster.name},
+                      {"schedule", s.schedule},
+                      {"tp", pc.tp},
+                      {"pp", pc.pp},
+                      {"dp", pc.dp},
+                      {"vpp", pc.vpp},
+                      {"micro_batch_size", s.workload.micro_batch_size},
+                      {"microbatches", pc.microbatches},
+                      {"global_batch_size", s.global_batch_size},
+                      {"seq_len", s.workload.seq_len},
+                      {"recompute", to_string(s.workload.recompute)},
+                      {"sequence_parallel", s.workload.sequence_parallel},
+                      {"flash_attention", s.workload.flash_attention}};
+  out.update(metrics_json(ev.metrics));
+  out["overflows"] = overflows;
+  out["stages"] = stages;
+  return out;
 }
 
 }  // namespace pw

@@ -9,6 +9,6 @@
 namespace pw {
 
 void print_evaluation(std::ostream& out, const Evaluation& ev);
-nlohmann::json evaluation_to_json(const Evaluation& ev);
+nlohmann::ordered_json evaluation_to_json(const Evaluation& ev);
 
 }  // namespace pw

@@ -6,6 +6,7 @@
 #include "core/json_text.hpp"
 #include "core/version.hpp"
 #include "schedules/generators.hpp"
+#include "sim/evaluation_json.hpp"
 
 namespace pw {
 namespace {
@@ -15,31 +16,12 @@ constexpr int kPlanVersion = 1;
 
 using ojson = nlohmann::ordered_json;
 
-ojson number_or_null(double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); }
-
 ojson predicted_json(const Evaluation& ev) {
-  const Metrics& m = ev.metrics;
   ojson ranks = ojson::array();
-  for (const RankStats& r : ev.sim.ranks)
-    ranks.push_back({{"rank", r.rank},
-                     {"busy_s", r.busy_s},
-                     {"idle_s", r.idle_s},
-                     {"activation_peak_bytes", r.activation_peak_bytes},
-                     {"model_state_bytes", r.model_state_bytes},
-                     {"peak_memory_bytes", r.peak_memory_bytes},
-                     {"peak_inflight_microbatches", r.peak_inflight_microbatches}});
-  return ojson{{"step_time_s", m.step_time_s},
-               {"bubble_fraction", m.bubble_fraction},
-               {"tokens_per_iteration", m.tokens_per_iteration},
-               {"throughput_tokens_per_s", m.throughput_tokens_per_s},
-               {"model_tflops_per_gpu", m.model_tflops_per_gpu},
-               {"hardware_tflops_per_gpu", m.hardware_tflops_per_gpu},
-               {"mfu", m.mfu},
-               {"hfu", m.hfu},
-               {"peak_memory_bytes", m.peak_memory_bytes},
-               {"memory_limit_bytes", number_or_null(m.memory_limit_bytes)},
-               {"fits", m.overflows.empty()},
-               {"ranks", ranks}};
+  for (const RankStats& r : ev.sim.ranks) ranks.push_back(rank_stats_json(r));
+  ojson out = metrics_json(ev.metrics);
+  out["ranks"] = ranks;
+  return out;
 }
 
 std::vector<LayerRange> read_stages(const JsonFields& f, const std::string& key) {
