@@ -145,7 +145,7 @@ Choice simulate_best(const Scenario& s, const CostModel& cost, const PartitionPr
   for (const std::vector<LayerRange>& ranges : candidates) {
     in.stages = stage_costs(s.model, p.work, ranges, s.parallel, s.cluster, cost, stage_gpu);
     // zb-auto searches its order on the stage costs: each split gets the order evaluate() would run.
-    if (s.schedule == "zb-auto" && !s.imported_schedule) in.schedule = lower(evaluated_schedule(s, in.stages, cost));
+    if (order_from_costs(s.schedule) && !s.imported_schedule) in.schedule = lower(evaluated_schedule(s, in.stages, cost));
     const SimResult r = simulate(in);
     if (r.step_time_s < best.step_time_s) {
       best.ranges = ranges;

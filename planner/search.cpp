@@ -300,10 +300,9 @@ bool uses_composites(const std::string& name) {
   return true;
 }
 
-// evaluate() builds zb-auto's order from the candidate's stage costs (its memory limits and times), so
-// the order generated here from the name alone is not the one simulated: bounds that read the order skip it.
-bool order_from_costs(const std::string& name) { return name == "zb-auto"; }
-
+// Where order_from_costs() holds (zb-auto), evaluate() builds the order from the candidate's stage costs
+// (its memory limits and times), so the order generated here from the name alone is not the one
+// simulated: bounds that read the order skip it.
 ScheduleSpec spec_of(const Scenario& resolved) {
   ScheduleSpec spec;
   spec.name = resolved.schedule;

@@ -22,6 +22,7 @@ struct Family {
   const char* name;
   Schedule (*build)(const ScheduleSpec&);
   Chunks chunks;
+  bool order_from_costs = false;  // the order is searched on the stage costs (ScheduleSpec.stage_f, ...)
 };
 
 // Sorted by name: schedule_names() and the unknown-name message list them in this order.
@@ -33,7 +34,7 @@ constexpr Family kFamilies[] = {
     {"interleaved", make_interleaved, Chunks::Vpp},
     {"v-half", make_v_half, Chunks::Two},
     {"v-min", make_v_min, Chunks::Two},
-    {"zb-auto", make_zb_auto, Chunks::One},
+    {"zb-auto", make_zb_auto, Chunks::One, true},
     {"zb-h1", make_zero_bubble, Chunks::One},
     {"zb-h2", make_zero_bubble, Chunks::One},
     {"zb-v", make_zb_v, Chunks::Two},
@@ -73,6 +74,8 @@ std::vector<std::string> schedule_names() {
   std::sort(names.begin(), names.end());
   return names;
 }
+
+bool order_from_costs(const std::string& name) { return find_family(name).order_from_costs; }
 
 int chunks_per_rank(const std::string& name, int vpp) {
   const Family& family = find_family(name);

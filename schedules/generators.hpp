@@ -51,5 +51,8 @@ Schedule make_schedule(const ScheduleSpec& spec);
 // Number of model chunks per rank the named schedule uses for a given --vpp: --vpp for interleaved
 // and bfs, 2 for the V family (which rejects a --vpp other than 1 or 2), 1 for the others.
 int chunks_per_rank(const std::string& name, int vpp);
+// Whether the named generator searches its order on the stage costs (zb-auto), so that every layer split
+// needs its own order; BadInput for an unknown name.
+bool order_from_costs(const std::string& name);
 
 }  // namespace pw

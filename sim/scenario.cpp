@@ -63,7 +63,7 @@ Schedule evaluated_schedule(const Scenario& s, const std::vector<StageCost>& cos
   spec.chunks = chunks_per_rank(s.schedule, s.parallel.vpp);
   spec.group_size = s.group_size;
   spec.max_pending = s.max_pending;
-  if (s.schedule == "zb-auto" && !costs.empty()) spec = zb_auto_spec(spec, s, costs, cost);
+  if (order_from_costs(s.schedule) && !costs.empty()) spec = zb_auto_spec(spec, s, costs, cost);
   return make_schedule(spec);
 }
 
@@ -177,7 +177,7 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
   std::vector<int> stage_gpu(static_cast<size_t>(stages));
   for (int st = 0; st < stages; ++st) stage_gpu[st] = pipeline_rank_gpu(pc, ev.schedule.placement.rank_of(st));
   const std::vector<StageCost> costs = stage_costs(s.model, ranges, s.workload, pc, s.cluster, cost, stage_gpu);
-  if (!s.imported_schedule && s.schedule == "zb-auto") ev.schedule = evaluated_schedule(s, costs, cost);
+  if (!s.imported_schedule && order_from_costs(s.schedule)) ev.schedule = evaluated_schedule(s, costs, cost);
 
   SimInput in;
   in.schedule = s.imported_schedule ? *s.imported_schedule : ev.schedule;
