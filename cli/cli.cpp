@@ -28,6 +28,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(add_clusters_command);
   add(add_run_command);
   add(add_profile_command);
+  add(add_calibrate_command);
   try {
     app.parse(argc, argv);
     for (auto& [sub, runner] : runners)

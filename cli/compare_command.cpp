@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/cost_model_chain.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/schedule_options.hpp"
 #include "core/error.hpp"
@@ -65,10 +66,16 @@ Scenario for_schedule(Scenario base, const std::string& name) {
   return base;
 }
 
-std::vector<Row> evaluate_all(const CompareOptions& o) {
+// `cost_lines`: what predicted the rows, when a profile took part (empty otherwise).
+std::vector<Row> evaluate_all(const CompareOptions& o, std::vector<std::string>& cost_lines) {
   Scenario base = o.scenario.to_scenario();
   o.files.apply(base);
-  const AnalyticCostModel cost = o.scenario.cost_model();
+  const CostModelChain chain = o.scenario.cost_models(base.model);
+  const CostModel& cost = chain.model();
+  if (chain.profiled()) {
+    cost_lines.push_back("cost model: " + chain.description());
+    for (const std::string& line : chain.coverage_lines(base.model, {base.workload})) cost_lines.push_back("  " + line);
+  }
   std::vector<Row> rows;
   for (const std::string& name : parse_list(o.schedules)) {
     Row row;
@@ -160,6 +167,7 @@ CommandRunner add_compare_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("compare", "Simulate several schedules on one configuration and compare them");
   auto opts = std::make_shared<CompareOptions>();
   opts->scenario.add_to(*cmd);
+  opts->scenario.add_profile_option(*cmd);
   opts->files.add_to(*cmd, /*with_files=*/false);
   cmd->add_option("--schedules", opts->schedules, "Schedules to compare, separated by commas, e.g. 1f1b,zb-h1,zb-v")
       ->required();
@@ -167,11 +175,15 @@ CommandRunner add_compare_command(CLI::App& app) {
   return [opts, cmd](std::ostream& out) {
     if (cmd->get_option("--schedule")->count() > 0)
       throw_bad_input("--schedule: compare runs the list in --schedules; drop --schedule");
-    const std::vector<Row> rows = evaluate_all(*opts);
-    if (opts->json)
+    std::vector<std::string> cost_lines;
+    const std::vector<Row> rows = evaluate_all(*opts, cost_lines);
+    if (opts->json) {
       out << rows_to_json(rows).dump(2) << "\n";
-    else
+    } else {
       print_table(out, rows);
+      if (!cost_lines.empty()) out << "\n";
+      for (const std::string& line : cost_lines) out << line << "\n";
+    }
   };
 }
 

@@ -24,19 +24,27 @@ std::string tokens_rate(double tokens_per_s) {
   return fmt::format("{:.1f} tokens/s", tokens_per_s);
 }
 
+// "per stage: full, full, none, none".
+std::string stage_recompute_text(const std::vector<Recompute>& levels) {
+  std::string out = "per stage: ";
+  for (size_t i = 0; i < levels.size(); ++i) out += (i ? ", " : "") + std::string(to_string(levels[i]));
+  return out;
+}
+
 }  // namespace
 
 void print_evaluation(std::ostream& out, const Evaluation& ev) {
   const Scenario& s = ev.scenario;
   const ParallelConfig& pc = s.parallel;
   const Metrics& m = ev.metrics;
-  out << fmt::format("{} on {}: {} GPU{} (tp {}, pp {}, dp {}{}), schedule {}\n", s.model.name, s.cluster.name, pc.gpus(), pc.gpus() == 1 ? "" : "s",
-                     pc.tp, pc.pp, pc.dp, pc.vpp > 1 ? fmt::format(", vpp {}", pc.vpp) : "", s.schedule);
+  out << fmt::format("{} on {}: {} GPU{} (tp {}, pp {}, dp {}{}{}), schedule {}\n", s.model.name, s.cluster.name, pc.gpus(),
+                     pc.gpus() == 1 ? "" : "s", pc.tp, pc.pp, pc.dp, pc.vpp > 1 ? fmt::format(", vpp {}", pc.vpp) : "",
+                     pc.pp > 1 && pc.dp > 1 ? fmt::format(", order {}", to_string(pc.order)) : "", s.schedule);
   // Explicit-cost models have no sequence length of their own unless --seq-len gives one.
   const std::string tokens = s.workload.seq_len > 1 ? fmt::format(" of {} tokens", s.workload.seq_len) : "";
   out << fmt::format("micro-batch size {} x {} micro-batches x dp {} = global batch {} sequences{}, recompute {}{}\n\n",
                      s.workload.micro_batch_size, pc.microbatches, pc.dp, s.global_batch_size, tokens,
-                     to_string(s.workload.recompute),
+                     s.stage_recompute.empty() ? to_string(s.workload.recompute) : stage_recompute_text(s.stage_recompute),
                      std::string(pc.tp > 1 ? (s.workload.sequence_parallel ? ", sequence parallel" : ", no sequence parallel") : "") +
                          (s.workload.flash_attention ? ", flash attention" : ""));
 
@@ -71,6 +79,8 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
       first = false;
     }
   }
+  if (ev.replica > 0)
+    out << fmt::format("\n  data-parallel replica {} shown: the slowest, on the cluster's mixed GPUs or links\n", ev.replica);
   for (const Overflow& o : m.overflows)
     out << fmt::format("\n  does not fit: rank {} needs {}, {} more than the GPU's {}", o.rank, format_bytes(o.need_bytes),
                        format_bytes(o.need_bytes - o.limit_bytes), format_bytes(o.limit_bytes));
@@ -88,6 +98,7 @@ nlohmann::ordered_json evaluation_to_json(const Evaluation& ev) {
                           {"forward_s", st.cost.forward_s},
                           {"backward_input_s", st.cost.backward_input_s},
                           {"backward_weight_s", st.cost.backward_weight_s}};
+    if (!s.stage_recompute.empty()) stage["recompute"] = to_string(s.stage_recompute[static_cast<size_t>(st.stage)]);
     stage.update(rank_stats_json(ev.sim.ranks[static_cast<size_t>(st.rank)]));  // the stage's rank
     stages.push_back(stage);
   }
@@ -109,7 +120,11 @@ nlohmann::ordered_json evaluation_to_json(const Evaluation& ev) {
                       {"seq_len", s.workload.seq_len},
                       {"recompute", to_string(s.workload.recompute)},
                       {"sequence_parallel", s.workload.sequence_parallel},
-                      {"flash_attention", s.workload.flash_attention}};
+                      {"flash_attention", s.workload.flash_attention},
+                      {"synchronous_optimizer", s.synchronous_optimizer},
+                      {"iterations_simulated", ev.sim.iterations},
+                      {"rank_order", to_string(pc.order)},
+                      {"replica", ev.replica}};
   out.update(metrics_json(ev.metrics));
   out["overflows"] = overflows;
   out["stages"] = stages;

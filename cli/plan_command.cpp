@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/cost_model_chain.hpp"
 #include "cli/output_path.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
@@ -31,7 +32,8 @@ struct PlanOptions {
   int seq_len = 0;
   std::string schedules;  // comma-separated
   std::optional<int> tp, pp, dp, vpp, micro_batch_size, max_tp;
-  std::string schedule, recompute;
+  std::string schedule, recompute, rank_order;
+  std::string calibration;
   int top = 5;
   int threads = 0;
   bool json = false;
@@ -42,6 +44,7 @@ struct PlanOptions {
   bool no_sequence_parallel = false;
   bool flash_attention = false;
   std::vector<std::string> cost_params;
+  std::string profile;
 };
 
 template <typename Loader>
@@ -81,6 +84,23 @@ std::string split_text(const Evaluation& ev) {
     while (j + 1 < blocks.size() && blocks[j + 1] == blocks[i]) ++j;
     const size_t run = j - i + 1;
     out += (out.empty() ? "" : ",") + (run > 1 ? fmt::format("{}x{}", blocks[i], run) : std::to_string(blocks[i]));
+    i = j + 1;
+  }
+  return out;
+}
+
+// Each stage's recompute level with runs folded, as the split: "Fx2,N" (full on two stages, then none);
+// one mode's name when every stage shares it.
+std::string recompute_text(const Evaluation& ev) {
+  const std::vector<Recompute>& levels = ev.scenario.stage_recompute;
+  if (levels.empty()) return to_string(ev.scenario.workload.recompute);
+  auto letter = [](Recompute r) { return r == Recompute::Full ? "F" : r == Recompute::Selective ? "S" : "N"; };
+  std::string out;
+  for (size_t i = 0; i < levels.size();) {
+    size_t j = i;
+    while (j + 1 < levels.size() && levels[j + 1] == levels[i]) ++j;
+    const size_t run = j - i + 1;
+    out += (out.empty() ? "" : ",") + (run > 1 ? fmt::format("{}x{}", letter(levels[i]), run) : std::string(letter(levels[i])));
     i = j + 1;
   }
   return out;
@@ -136,29 +156,45 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
                      base.global_batch_size, tokens);
   out << fmt::format("searched {} configurations; the {} fastest that fit{}:\n\n", with_commas(r.stats.candidates),
                      r.plans.size(), std::isinf(limit) ? "" : fmt::format(" in {} per GPU", format_bytes(limit)));
-  std::vector<std::string> splits;
-  size_t split_width = 5;
+  std::vector<std::string> splits, recomputes;
+  size_t split_width = 5, recompute_width = 9;
+  bool per_stage = false;
   for (const Plan& p : r.plans) {
     splits.push_back(split_text(p.evaluation));
     split_width = std::max(split_width, splits.back().size());
+    recomputes.push_back(recompute_text(p.evaluation));
+    recompute_width = std::max(recompute_width, recomputes.back().size());
+    per_stage = per_stage || !p.evaluation.scenario.stage_recompute.empty();
   }
-  const std::string row = "{:>3}  {:>2}  {:>3}  {:>4}  {:>3}  {:>3}  {:>5}  {:<11}  {:<9}  {:<{}}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
-  out << fmt::format(fmt::runtime(row), "#", "tp", "pp", "dp", "vpp", "mbs", "m", "schedule", "recompute", "split",
-                     split_width, "step time", "tokens/s", "MFU", "bubble", "peak mem", "vs uniform", "vs params");
+  const std::string row = "{:>3}  {:>2}  {:>3}  {:>4}  {:>3}  {:>3}  {:>5}  {:<11}  {:<{}}  {:<{}}  {:<8}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
+  out << fmt::format(fmt::runtime(row), "#", "tp", "pp", "dp", "vpp", "mbs", "m", "schedule", "recompute", recompute_width,
+                     "split", split_width, "order", "step time", "tokens/s", "MFU", "bubble", "peak mem", "vs uniform",
+                     "vs params");
   for (size_t i = 0; i < r.plans.size(); ++i) {
     const Plan& p = r.plans[i];
     const Evaluation& ev = p.evaluation;
     const Metrics& m = ev.metrics;
     out << fmt::format(fmt::runtime(row), i + 1, p.config.tp, p.config.pp, p.config.dp, p.config.vpp,
-                       p.config.micro_batch_size, p.config.microbatches, p.config.schedule, to_string(p.config.recompute),
-                       splits[i], split_width, format_seconds(m.step_time_s), tokens_rate(m.throughput_tokens_per_s),
+                       p.config.micro_batch_size, p.config.microbatches, p.config.schedule, recomputes[i], recompute_width,
+                       splits[i], split_width, to_string(ev.scenario.parallel.order), format_seconds(m.step_time_s), tokens_rate(m.throughput_tokens_per_s),
                        m.model_flops_per_iteration > 0 ? format_percent(m.mfu) : "-", format_percent(m.bubble_fraction),
                        format_bytes(m.peak_memory_bytes), gain_text(ev, cmp[i].uniform), gain_text(ev, cmp[i].parameters));
   }
   out << "\nsplit: transformer layers per stage (per chunk with vpp > 1; NxK: K stages of N), the embedding on the\n"
          "first stage and the head on the last. vs uniform / vs params: how much longer a step takes with the same\n"
          "configuration split evenly by layers (Megatron-LM's default) or by parameters (DeepSpeed's\n"
-         "partition_method=\"parameters\"); OOM: that split does not fit.\n";
+         "partition_method=\"parameters\"); OOM: that split does not fit. order: where ranks sit, tp innermost;\n"
+         "tp-pp-dp keeps pipeline neighbours in a node, tp-dp-pp keeps data-parallel peers (--out lists every GPU).\n";
+  if (per_stage)
+    out << "recompute per stage: F full, S selective, N none (NxK: K stages), the lightest that fits each stage.\n";
+}
+
+std::vector<std::string> stage_recompute_names(const Evaluation& ev) {
+  std::vector<std::string> out;
+  for (const StageReport& st : ev.stages)
+    out.push_back(to_string(ev.scenario.stage_recompute.empty() ? ev.scenario.workload.recompute
+                                                                : ev.scenario.stage_recompute[static_cast<size_t>(st.stage)]));
+  return out;
 }
 
 nlohmann::ordered_json plans_json(const Scenario& base, int gpus, const SearchResult& r,
@@ -178,6 +214,8 @@ nlohmann::ordered_json plans_json(const Scenario& base, int gpus, const SearchRe
                      {"microbatches", p.config.microbatches},
                      {"schedule", p.config.schedule},
                      {"recompute", to_string(p.config.recompute)},
+                     {"stage_recompute", stage_recompute_names(ev)},
+                     {"rank_order", to_string(ev.scenario.parallel.order)},
                      {"split", blocks_per_stage(ev)},
                      {"layer_ranges", ranges},
                      {"step_time_s", m.step_time_s},
@@ -196,7 +234,15 @@ nlohmann::ordered_json plans_json(const Scenario& base, int gpus, const SearchRe
           {"plans", plans}};
 }
 
-// --schedules / --schedule / --recompute narrowed to what the export target runs; BadInput when the user
+// "none, selective or full".
+std::string choices_text(const std::vector<Recompute>& modes) {
+  std::string out;
+  for (size_t i = 0; i < modes.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == modes.size() ? " or " : ", ") + std::string(to_string(modes[i]));
+  return out;
+}
+
+// --schedules / --schedule / --recompute / --rank-order narrowed to what the export target runs; BadInput when the user
 // asked for something it cannot run.
 void restrict_to_target(ExportTarget target, SearchSpace& space) {
   const std::vector<std::string> runs = export_schedules(target);
@@ -214,7 +260,14 @@ void restrict_to_target(ExportTarget target, SearchSpace& space) {
   } else {
     for (Recompute r : space.recomputes)
       if (std::find(rc.begin(), rc.end(), r) == rc.end())
-        throw_bad_input("--export {}: it has no {} recompute; use --recompute none or full", to_string(target), to_string(r));
+        throw_bad_input("--export {}: it has no {} recompute; use --recompute {}", to_string(target), to_string(r),
+                        choices_text(rc));
+  }
+  if (const std::optional<RankOrder> fixed = export_rank_order(target)) {
+    if (space.order && *space.order != *fixed)
+      throw_bad_input("--export {}: it places ranks {}, not {}; use --rank-order {}", to_string(target), to_string(*fixed),
+                      to_string(*space.order), to_string(*fixed));
+    space.order = fixed;
   }
 }
 
@@ -256,20 +309,22 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     if (std::find(space.schedules.begin(), space.schedules.end(), s) == space.schedules.end()) space.schedules.push_back(s);
   }
   if (!o.recompute.empty()) space.recomputes = {recompute_from_string(o.recompute.c_str())};
+  if (!o.rank_order.empty()) space.order = rank_order_from_string(o.rank_order);
   if (target) restrict_to_target(*target, space);
 
-  AnalyticCostParams params;
-  for (const std::string& a : o.cost_params) set_param(params, a);
-  const AnalyticCostModel cost(params);
+  CostModelChain chain(o.cost_params);
 
   Scenario base;
   base.model = load_for_option("--model", o.model, load_model);
   base.cluster = load_for_option("--cluster", o.cluster, load_cluster);
+  if (!o.profile.empty()) chain.add_profile_file(o.profile, base.model);
+  add_calibration(chain, o.calibration);
+  const CostModel& cost = chain.model();
   base.global_batch_size = o.global_batch_size;
   base.workload.seq_len = o.seq_len;
   base.workload.sequence_parallel = !o.no_sequence_parallel;
   base.workload.flash_attention = o.flash_attention;
-  const std::vector<std::string> inputs{o.model, o.cluster};
+  const std::vector<std::string> inputs{o.model, o.cluster, o.profile, o.calibration};
   if (!o.out_path.empty()) check_output_path(o.out_path, inputs, "--out");
 
   ProgressBar bar(std::cerr, stderr_is_terminal());
@@ -281,10 +336,20 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   bar.finish();
   const std::vector<SplitComparison> cmp = compare_splits(result.plans, cost, o.threads);
 
-  if (o.json)
-    out << plans_json(base, o.gpus, result, cmp).dump(2) << "\n";
-  else
+  // Which layers of the plans shown the profile timed, per micro-batch shape.
+  std::vector<Workload> shown;
+  for (const Plan& p : result.plans) shown.push_back(p.evaluation.scenario.workload);
+  if (o.json) {
+    nlohmann::ordered_json j = plans_json(base, o.gpus, result, cmp);
+    j["cost_model"] = chain.to_json(base.model, shown);
+    out << j.dump(2) << "\n";
+  } else {
     print_table(out, base, o.gpus, result, cmp);
+    if (chain.profiled()) {
+      out << fmt::format("\ncost model: {}\n", chain.description());
+      for (const std::string& line : chain.coverage_lines(base.model, shown)) out << "  " << line << "\n";
+    }
+  }
   if (o.stats)
     out << fmt::format("\nsearch: {} configurations, {} over memory by the first bound, {} invalid, {} over memory by the "
                        "schedule's bounds, the partitioner or the simulator, {} dropped by step-time bounds, {} simulated, "
@@ -296,6 +361,8 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   if (!o.out_path.empty()) {
     PlanExtras extras;
     extras.cost_overrides = o.cost_params;
+    if (const std::optional<ProfileOrigin>& origin = chain.profile_origin())
+      extras.profile = PlanProfile{origin->path, origin->tool, origin->machine};
     extras.baselines = {{"uniform", gain_json(best, cmp.front().uniform)},
                         {"parameters", gain_json(best, cmp.front().parameters)}};
     write_file(o.out_path, plan_to_json_text(best, extras), "--out");
@@ -337,10 +404,15 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--vpp", o->vpp, "Fix the model chunks per pipeline rank");
   cmd->add_option("--micro-batch-size", o->micro_batch_size, "Fix the micro-batch size");
   cmd->add_option("--schedule", o->schedule, "Fix the schedule");
-  cmd->add_option("--recompute", o->recompute, "Fix the recompute mode: none, selective or full");
+  cmd->add_option("--recompute", o->recompute, "Fix the recompute mode: none, selective, full or per-stage");
+  cmd->add_option("--rank-order", o->rank_order, "Fix where ranks sit: tp-pp-dp or tp-dp-pp (tp innermost)");
   cmd->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "Turn off sequence parallelism");
   cmd->add_flag("--flash-attention", o->flash_attention, "Fused attention: no s x s scores stored (FlashAttention)");
   cmd->add_option("--cost-param", o->cost_params, "Override a cost-model parameter, NAME=VALUE; repeatable");
+  cmd->add_option("--profile", o->profile,
+                  "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the analytic "
+                  "ones where present (other micro-batch sizes: analytic)");
+  add_calibration_option(*cmd, o->calibration);
   cmd->add_flag("--stats", o->stats, "Print how many configurations the bounds dropped and how many were simulated");
   return [o](std::ostream& out) { run_plan(*o, out); };
 }

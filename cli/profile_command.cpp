@@ -1,5 +1,6 @@
 // `pipewright profile`: measures a model's layers, the optimizer and the rank-to-rank link on this machine's
-// CPU and writes the profile that `run --profile` predicts with.
+// CPU (or, with --backend cuda, its GPUs and NCCL links) and writes the profile that `run --profile` predicts
+// with.
 #include <fstream>
 #include <memory>
 
@@ -7,8 +8,8 @@
 #include "cli/output_path.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "core/version.hpp"
 #include "profiler/cpu_profiler.hpp"
+#include "profiler/cuda/host/cuda_profiler_api.hpp"
 
 namespace pw {
 namespace {
@@ -21,6 +22,11 @@ struct ProfileCommandOptions {
   std::string out;
   double min_time_s = 0.2;
   int link_repetitions = 5;
+  // --backend cuda
+  std::string dtype = "bf16";
+  bool links = false;
+  int tp = 0, dp = 0;
+  std::string cluster_out;
 };
 
 std::string timing_text(const PhaseTiming& t) {
@@ -29,8 +35,8 @@ std::string timing_text(const PhaseTiming& t) {
 }
 
 void print_profile(std::ostream& out, const Profile& p, const std::string& model) {
-  out << fmt::format("{} on {} ({} cores), {} thread per rank\n\n", model, p.machine.device, p.machine.cores,
-                     p.machine.threads_per_rank);
+  out << fmt::format("{} on {} ({} {}), {} thread per rank\n\n", model, p.machine.device, p.machine.cores,
+                     p.machine.backend == "cuda" ? "SMs" : "cores", p.machine.threads_per_rank);
   out << fmt::format("  {:<10} {:>3} {:>5}  {:>16} {:>16} {:>16}  {:>11} {:>11} {:>10}\n", "layer", "b", "s", "F", "B",
                      "W", "activations", "kept for W", "output");
   for (const LayerProfile& l : p.layers)
@@ -39,6 +45,8 @@ void print_profile(std::ostream& out, const Profile& p, const std::string& model
                        format_bytes(l.activation_bytes), format_bytes(l.weight_grad_bytes), format_bytes(l.output_bytes));
   out << "\n  F, B, W: median over the repetitions, ± half the p10..p90 range\n";
   out << fmt::format("  optimizer (Adam): {} per million parameters\n\n", format_seconds(p.optimizer_s_per_parameter * 1e6));
+  // The CUDA profiler's report names its links itself (NCCL or a device copy).
+  if (p.machine.backend == "cuda") return;
   for (const LinkProfile& l : p.links) {
     out << fmt::format("  link rank {} -> rank {} (threads, one copy per message)\n", l.src, l.dst);
     out << fmt::format("  {:>10} {:>12} {:>12}\n", "size", "time", "bandwidth");
@@ -50,7 +58,11 @@ void print_profile(std::ostream& out, const Profile& p, const std::string& model
 }
 
 void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
-  if (o.backend != "cpu") throw_bad_input("--backend: unknown backend '{}'; use cpu", o.backend);
+  if (o.backend != "cpu" && o.backend != "cuda") throw_bad_input("--backend: unknown backend '{}'; use cpu or cuda", o.backend);
+  if (o.backend == "cuda" && !cuda_built()) throw_bad_input("{}", cuda_not_built_text());
+  if (o.backend == "cpu" && o.links) throw_bad_input("--links: measures NCCL links between GPUs; use it with --backend cuda");
+  if (!o.cluster_out.empty() && !o.links) throw_bad_input("--cluster-out: the measured matrix needs --links");
+  const DType dtype = dtype_from_text(o.dtype);
   if (!(o.min_time_s >= 0)) throw_bad_input("--min-time: must be 0 or more seconds, got {}", o.min_time_s);
   if (o.link_repetitions < 1) throw_bad_input("--link-repetitions: must be at least 1, got {}", o.link_repetitions);
   Model model;
@@ -60,16 +72,38 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
     throw Error(e.kind(), fmt::format("--model: {}", e.what()));
   }
   if (!o.out.empty()) check_output_path(o.out, {o.model}, "--out");
-  ProfileOptions options;
-  options.min_time_s = o.min_time_s;
+  if (!o.cluster_out.empty()) check_output_path(o.cluster_out, {o.model, o.out}, "--cluster-out");
   Profile p;
-  p.tool = fmt::format("pipewright {} profiler (cpu)", kVersion);
-  p.machine = cpu_machine_info();
-  const int seq = o.seq_len > 0 ? o.seq_len : model.default_seq_len();
-  p.layers = profile_cpu_layers(model, o.micro_batch_sizes, seq, options);
-  p.optimizer_s_per_parameter = profile_cpu_optimizer(model, options);
-  p.links.push_back(profile_thread_link(default_link_sizes(), o.link_repetitions));
+  CudaProfileResult gpu;
+  if (o.backend == "cuda") {
+    CudaProfileRequest request;
+    request.micro_batch_sizes = o.micro_batch_sizes;
+    request.seq_len = o.seq_len;
+    request.dtype = dtype;
+    request.options.min_time_s = o.min_time_s;
+    request.links = o.links;
+    request.link_repetitions = o.link_repetitions;
+    request.tp = o.tp;
+    request.dp = o.dp;
+    gpu = profile_cuda(model, request);
+    p = gpu.profile;
+  } else {
+    CpuProfileRequest request;
+    request.micro_batch_sizes = o.micro_batch_sizes;
+    request.seq_len = o.seq_len;
+    request.options.min_time_s = o.min_time_s;
+    request.link_repetitions = o.link_repetitions;
+    p = profile_cpu(model, request);
+  }
   print_profile(out, p, model.name);
+  out << gpu.report;
+  if (!o.cluster_out.empty()) {
+    if (!gpu.cluster) throw_runtime("--cluster-out: one GPU has no links to put in a measured matrix; run on 2 GPUs or more");
+    std::ofstream file(o.cluster_out, std::ios::binary | std::ios::trunc);
+    file << cluster_to_json_text(*gpu.cluster);
+    if (!file) throw_runtime("cannot write '{}'", o.cluster_out);
+    out << fmt::format("\nwrote {}\n", o.cluster_out);
+  }
   if (!o.out.empty()) {
     std::ofstream file(o.out, std::ios::binary | std::ios::trunc);
     file << profile_to_json_text(p);
@@ -83,7 +117,7 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
 CommandRunner add_profile_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("profile", "Measure a model's layers and the rank-to-rank link on this machine");
   auto opts = std::make_shared<ProfileCommandOptions>();
-  cmd->add_option("--backend", opts->backend, "Backend to profile: cpu")->capture_default_str();
+  cmd->add_option("--backend", opts->backend, "Backend to profile: cpu or cuda")->capture_default_str();
   cmd->add_option("--model", opts->model, "Model preset or model JSON (transformer form)")->required();
   cmd->add_option("--micro-batch-size", opts->micro_batch_sizes, "Micro-batch sizes to profile (several allowed)")
       ->capture_default_str();
@@ -92,6 +126,13 @@ CommandRunner add_profile_command(CLI::App& app) {
   cmd->add_option("--min-time", opts->min_time_s, "Seconds of timed runs per layer and micro-batch size")
       ->capture_default_str();
   cmd->add_option("--link-repetitions", opts->link_repetitions, "Round trips per message size")->capture_default_str();
+  cmd->add_option("--dtype", opts->dtype, "cuda: bf16 or fp32 layers")->capture_default_str();
+  cmd->add_flag("--links", opts->links,
+                "cuda: every GPU pair's NCCL link (1 KiB to 1 GiB), collectives over the tp and dp groups, the GEMM "
+                "slowdown beside NCCL traffic");
+  cmd->add_option("--tp", opts->tp, "cuda --links: tensor-parallel group size for the collectives (0: every GPU)");
+  cmd->add_option("--dp", opts->dp, "cuda --links: data-parallel group size for the collectives (0: 1)");
+  cmd->add_option("--cluster-out", opts->cluster_out, "cuda --links: write this node as a cluster JSON with its measured matrix");
   return [opts](std::ostream& out) { run_profile(*opts, out); };
 }
 

@@ -1,21 +1,29 @@
-// `pipewright run`: executes a scenario's schedule for real on the cpu backend (ranks as threads) and
-// holds the simulator's prediction for the same configuration against what was measured.
+// `pipewright run`: executes a scenario's schedule for real on the cpu backend (ranks as threads, or as
+// processes under mpirun) and holds the simulator's prediction for the same configuration against what
+// was measured.
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/output_path.hpp"
+#include "cli/run_processes.hpp"
 #include "cli/scenario_options.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "executor/cpu_backend.hpp"
+#include "executor/cuda/host/cuda_api.hpp"
 #include "executor/measured_trace.hpp"
 #include "executor/runtime.hpp"
 #include "executor/sleep_backend.hpp"
+#include "planner/plan_file.hpp"
+#include "profiler/cpu_profiler.hpp"
 #include "profiler/profiled_cost_model.hpp"
 #include "sim/chrome_trace.hpp"
 
@@ -32,10 +40,13 @@ struct RunCommandOptions {
   std::string trace;
   bool json = false;
   std::string optimizer = "adam";
+  std::string dtype = "bf16";        // --backend cuda
+  std::string transport = "auto";    // --backend cuda: auto, nccl or local
   double lr = 1e-3;
   std::uint64_t seed = 1;
-  std::string profile;         // measured layer times and link; empty: the analytic cost model alone
+  bool no_profile = false;     // predict with the analytic model instead of profiling first
   std::string inject_failure;  // "RANK:ACTION", a test hook
+  std::string ranks_as = "threads";  // or "processes under <launcher>" (cli/run_processes.hpp)
 };
 
 struct Summary {
@@ -64,13 +75,23 @@ Summary summarise(const RunResult& r) {
 }
 
 void check_options(const RunCommandOptions& o, const Scenario& sc) {
-  if (o.backend != "cpu") throw_bad_input("--backend: unknown backend '{}'; use cpu", o.backend);
+  if (o.backend != "cpu" && o.backend != "cuda") throw_bad_input("--backend: unknown backend '{}'; use cpu or cuda", o.backend);
+  if (o.backend == "cuda") {
+    if (!cuda_built()) throw_bad_input("{}", cuda_not_built_text());
+    if (o.compute != "real") throw_bad_input("--compute: the cuda backend runs the layers; use --compute real");
+    if (sc.workload.recompute != Recompute::None)
+      throw_bad_input("--recompute: the cuda backend keeps every activation; use --recompute none");
+    for (Recompute r : sc.stage_recompute)
+      if (r != Recompute::None)
+        throw_bad_input("--stage-recompute: the cuda backend keeps every activation; leave it out");
+    dtype_from_text(o.dtype);
+  }
   if (o.compute != "real" && o.compute != "sleep")
     throw_bad_input("--compute: must be real or sleep, got '{}'", o.compute);
   if (sc.parallel.tp != 1)
-    throw_bad_input("--tp: the cpu backend runs pipeline parallelism only, got --tp {}; use --tp 1", sc.parallel.tp);
+    throw_bad_input("--tp: the {} backend runs pipeline parallelism only, got --tp {}; use --tp 1", o.backend, sc.parallel.tp);
   if (sc.parallel.dp != 1)
-    throw_bad_input("--dp: the cpu backend runs one pipeline, got --dp {}; use --dp 1", sc.parallel.dp);
+    throw_bad_input("--dp: the {} backend runs one pipeline, got --dp {}; use --dp 1", o.backend, sc.parallel.dp);
   if (o.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", o.iterations);
   if (o.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", o.warmup);
   if (!(o.timeout_s > 0)) throw_bad_input("--timeout: must be a positive number of seconds, got {}", o.timeout_s);
@@ -78,8 +99,8 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
   optimizer_from_string(o.optimizer);
   if (!sc.synchronous_optimizer)
     throw_bad_input("--no-sync-optimizer: the executor steps the optimizer after a barrier of all ranks; omit it");
-  if (o.compute == "real" && sc.workload.recompute != Recompute::None)
-    throw_bad_input("--recompute: the cpu backend keeps every activation; use --recompute none or --compute sleep");
+  if (o.no_profile && !o.scenario.profile.empty())
+    throw_bad_input("--no-profile: it drops the profile that --profile gives; keep one of them");
   if (!o.trace.empty()) check_output_path(o.trace, {o.scenario.model, o.scenario.cluster}, "--trace");
 }
 
@@ -93,14 +114,23 @@ std::function<void(int, int, const Action&)> failure_hook(const std::string& spe
   } catch (const std::exception&) {
   }
   if (rank < 0) throw_bad_input("--inject-failure: '{}' is not RANK:ACTION such as 1:1F2", spec);
+  // RANK:ACTION:exit ends the rank's whole process there without a word, as a crash would; RANK:ACTION:stall
+  // hangs the rank there, as a deadlocked kernel would (for ranks as processes: the others' timeout ends the
+  // job, and the launcher tears the stalled process down).
+  std::string action_text = spec.substr(colon + 1);
+  const bool exits = action_text.ends_with(":exit"), stalls = action_text.ends_with(":stall");
+  if (exits || stalls) action_text.resize(action_text.rfind(':'));
   Action action;
   try {
-    action = action_from_text(spec.substr(colon + 1));
+    action = action_from_text(action_text);
   } catch (const Error& e) {
     throw_bad_input("--inject-failure: {}", e.what());
   }
-  return [rank, action](int r, int, const Action& a) {
-    if (r == rank && a == action) throw std::runtime_error("injected failure (--inject-failure)");
+  return [rank, action, exits, stalls](int r, int, const Action& a) {
+    if (r != rank || a != action) return;
+    if (exits) std::_Exit(9);
+    if (stalls) std::this_thread::sleep_for(std::chrono::hours(1));
+    throw std::runtime_error("injected failure (--inject-failure)");
   };
 }
 
@@ -113,21 +143,38 @@ std::string stage_list(const Evaluation& ev, int rank) {
 
 double error_pct(double predicted, double measured) { return measured > 0 ? (predicted - measured) / measured * 100 : 0; }
 
-void print_report(std::ostream& out, const RunCommandOptions& o, const Evaluation& ev, const RunResult& r,
-                  const Summary& s, const std::vector<double>& losses) {
+// "profiled tiny-llama on this machine first (0.41 s): ..." when run measured its own profile.
+std::string self_profile_line(const CostModelChain& chain, const Scenario& sc) {
+  const std::optional<ProfileOrigin>& origin = chain.profile_origin();
+  if (!origin || !origin->path.empty()) return "";
+  return fmt::format("profiled {} on this machine first ({:.2f} s, micro-batch {} x {} tokens); --profile FILE reuses a "
+                     "saved profile, --no-profile predicts with the analytic model\n",
+                     sc.model.name, origin->measured_s, sc.workload.micro_batch_size, sc.workload.seq_len);
+}
+
+// What predicted the step: the chain, or why no profile was measured.
+std::string predicted_by(const CostModelChain& chain, const RunCommandOptions& o, const Scenario& sc) {
+  if (chain.profiled()) return fmt::format("{}; tp links and memory from {}", chain.description(), sc.cluster.name);
+  const char* why = o.no_profile                                                  ? "--no-profile"
+                    : !sc.model.transformer || sc.model.has_explicit_costs() ? "explicit per-layer costs, nothing to profile"
+                                                                              : "processes profile only with --profile FILE";
+  return fmt::format("{} on {} ({})", chain.description(), sc.cluster.name, why);
+}
+
+void print_report(std::ostream& out, const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
+                  const RunResult& r, const Summary& s, const std::vector<double>& losses) {
   const Scenario& sc = ev.scenario;
   out << fmt::format("{} on {}: pp {}{}, schedule {}, {} micro-batches of {} x {} tokens\n", sc.model.name, sc.cluster.name,
                      sc.parallel.pp, sc.parallel.vpp > 1 ? fmt::format(", vpp {}", sc.parallel.vpp) : "", sc.schedule,
                      sc.parallel.microbatches, sc.workload.micro_batch_size, sc.workload.seq_len);
-  out << fmt::format("backend {}, {} compute, ranks as threads, {} iteration{} after {} warm-up\n\n", o.backend, o.compute,
-                     o.iterations, o.iterations == 1 ? "" : "s", o.warmup);
+  out << fmt::format("backend {}, {} compute, ranks as {}, {} iteration{} after {} warm-up\n", o.backend, o.compute,
+                     o.ranks_as, o.iterations, o.iterations == 1 ? "" : "s", o.warmup);
+  out << self_profile_line(chain, sc) << "\n";
   auto row = [&](const char* label, const std::string& value) { out << fmt::format("  {:<22}{}\n", label, value); };
   row("measured step time", fmt::format("{} (median of {}; min {}, max {}, spread {:.1f}%)", format_seconds(s.median),
                                         s.step_times.size(), format_seconds(s.min), format_seconds(s.max), s.spread_pct));
-  row("predicted step time",
-      fmt::format("{} ({})", format_seconds(ev.sim.step_time_s),
-                  o.profile.empty() ? fmt::format("analytic cost model on {}", sc.cluster.name)
-                                    : fmt::format("profile {}, links and the rest from {}", o.profile, sc.cluster.name)));
+  row("predicted step time", fmt::format("{} ({})", format_seconds(ev.sim.step_time_s), predicted_by(chain, o, sc)));
+  for (const std::string& line : chain.coverage_lines(sc.model, {sc.workload})) row("", line);
   row("error", fmt::format("{:+.1f}% (predicted vs measured)", error_pct(ev.sim.step_time_s, s.median)));
   if (!losses.empty()) row("loss", fmt::format("{:.4f} (first iteration) -> {:.4f} (last)", losses.front(), losses.back()));
   out << "\n";
@@ -146,8 +193,8 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const Evaluatio
          "  held at once, measured over every iteration (pred: the simulator's, from the cost model's accounting)\n";
 }
 
-nlohmann::json report_json(const RunCommandOptions& o, const Evaluation& ev, const RunResult& r, const Summary& s,
-                           const std::vector<double>& losses) {
+nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
+                           const RunResult& r, const Summary& s, const std::vector<double>& losses) {
   using nlohmann::json;
   const Scenario& sc = ev.scenario;
   json ranks = json::array();
@@ -185,27 +232,45 @@ nlohmann::json report_json(const RunCommandOptions& o, const Evaluation& ev, con
               {"measured_max_s", s.max},
               {"spread_pct", s.spread_pct},
               {"predicted_step_time_s", ev.sim.step_time_s},
-              {"cost_model", o.profile.empty() ? "analytic" : "profiled"},
+              {"cost_model", chain.model().name()},
+              {"cost_model_chain", chain.to_json(sc.model, {sc.workload})},
               {"error_pct", error_pct(ev.sim.step_time_s, s.median)},
               {"losses", losses},
-              {"ranks", ranks}};
+              {"ranks", ranks},
+              // The whole scenario in the plan-file form, so that `calibrate` can simulate the run again.
+              {"scenario", json::parse(plan_to_json_text(ev, PlanExtras{"run", o.scenario.cost_params, {}, std::nullopt}))}};
 }
 
-void run_run(const RunCommandOptions& o, std::ostream& out) {
-  if (!o.trace.empty() && !o.profile.empty()) check_output_path(o.trace, {o.profile}, "--trace");
+// Without --profile (and without --no-profile), a model the cpu backend can run is profiled here first,
+// quickly, at the run's own micro-batch shape: the prediction then uses this machine's speed. Not under a
+// launcher: each process would measure its own profile (and predict with it) while the others run.
+void profile_first(const RunCommandOptions& o, const Scenario& scenario, CostModelChain& chain, bool launched) {
+  if (!o.scenario.profile.empty() || !o.scenario.calibration.empty() || o.no_profile || launched ||
+      !scenario.model.transformer ||
+      scenario.model.has_explicit_costs())
+    return;
+  // A CPU profile says nothing about a GPU: `profile --backend cuda` makes the profile to pass with --profile.
+  if (o.backend == "cuda") return;
+  const auto start = std::chrono::steady_clock::now();
+  Profile profile = profile_cpu(scenario.model,
+                                quick_profile_request(scenario.workload.micro_batch_size, scenario.workload.seq_len));
+  ProfileOrigin origin;
+  origin.tool = profile.tool;
+  origin.machine = machine_text(profile.machine);
+  origin.measured_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  chain.add_profile(std::move(profile), scenario.model, std::move(origin));
+}
+
+// `launched`: this process is one rank of a launched job; null: every rank is a thread here.
+void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRun* launched) {
+  if (!o.trace.empty() && !o.scenario.profile.empty()) check_output_path(o.trace, {o.scenario.profile}, "--trace");
   const Scenario scenario = o.scenario.to_scenario();
   check_options(o, scenario);
+  if (launched) launched->check_ranks(scenario.parallel.pp);
   const std::function<void(int, int, const Action&)> hook = failure_hook(o.inject_failure);
-  const AnalyticCostModel analytic;
-  std::unique_ptr<ProfiledCostModel> profiled;
-  if (!o.profile.empty()) {
-    try {
-      profiled = std::make_unique<ProfiledCostModel>(load_profile(o.profile), scenario.model, scenario.workload, analytic);
-    } catch (const Error& e) {
-      throw Error(e.kind(), fmt::format("--profile: {}", e.what()));
-    }
-  }
-  const Evaluation ev = evaluate(scenario, profiled ? static_cast<const CostModel&>(*profiled) : analytic);
+  CostModelChain chain = o.scenario.cost_models(scenario.model);
+  profile_first(o, scenario, chain, launched != nullptr);
+  const Evaluation ev = evaluate(scenario, chain.model());
   std::vector<LayerRange> ranges;
   std::vector<StageCost> costs;
   for (const StageReport& st : ev.stages) {
@@ -213,15 +278,34 @@ void run_run(const RunCommandOptions& o, std::ostream& out) {
     costs.push_back(st.cost);
   }
 
+  // An imported schedule runs as given, its own communication order included: what the simulator timed.
+  const Schedule& schedule = ev.scenario.imported_schedule ? *ev.scenario.imported_schedule : ev.schedule;
   std::unique_ptr<Backend> backend;
   CpuBackend* cpu = nullptr;
-  if (o.compute == "real") {
+  CudaBackend* gpu = nullptr;
+  if (o.backend == "cuda") {
+    if (launched) throw_bad_input("--backend: the cuda backend runs its ranks as threads of one process; start it without a launcher");
+    CudaBackendConfig config;
+    config.micro_batch_size = ev.scenario.workload.micro_batch_size;
+    config.seq_len = ev.scenario.workload.seq_len;
+    config.seed = o.seed;
+    config.optimizer.kind = optimizer_from_string(o.optimizer);
+    config.optimizer.lr = o.lr;
+    config.dtype = dtype_from_text(o.dtype);
+    config.transport = o.transport;
+    config.timeout_s = o.timeout_s;
+    auto b = make_cuda_backend(ev.scenario.model, ranges, schedule, config);
+    gpu = b.get();
+    backend = std::move(b);
+  } else if (o.compute == "real") {
     CpuBackendConfig config;
     config.micro_batch_size = ev.scenario.workload.micro_batch_size;
     config.seq_len = ev.scenario.workload.seq_len;
     config.seed = o.seed;
     config.optimizer.kind = optimizer_from_string(o.optimizer);
     config.optimizer.lr = o.lr;
+    config.recompute = ev.scenario.workload.recompute;
+    config.stage_recompute = ev.scenario.stage_recompute;
     auto b = std::make_unique<CpuBackend>(ev.scenario.model, ranges, config);
     cpu = b.get();
     backend = std::move(b);
@@ -233,16 +317,19 @@ void run_run(const RunCommandOptions& o, std::ostream& out) {
   options.warmup = o.warmup;
   options.timeout_s = o.timeout_s;
   options.before_action = hook;
-  // An imported schedule runs as given, its own communication order included: what the simulator timed.
-  const Schedule& schedule = ev.scenario.imported_schedule ? *ev.scenario.imported_schedule : ev.schedule;
-  const RunResult result = run_schedule(schedule, *backend, options);
+  const RunResult result = launched ? launched->run(schedule, *backend, options)
+                                    : run_schedule(schedule, *backend, options, gpu ? &gpu->transport() : nullptr);
   const Summary summary = summarise(result);
-  const std::vector<double> losses = cpu ? cpu->losses() : std::vector<double>{};
+  std::vector<double> losses = cpu ? cpu->losses() : gpu ? gpu->losses() : std::vector<double>{};
+  if (launched) {
+    losses = launched->losses(losses);
+    if (!launched->reports()) return;
+  }
 
   if (o.json)
-    out << report_json(o, ev, result, summary, losses).dump(2) << "\n";
+    out << report_json(o, chain, ev, result, summary, losses).dump(2) << "\n";
   else
-    print_report(out, o, ev, result, summary, losses);
+    print_report(out, o, chain, ev, result, summary, losses);
   if (!o.trace.empty()) {
     nlohmann::json other = {{"model", ev.scenario.model.name}, {"cluster", ev.scenario.cluster.name},
                             {"schedule", ev.scenario.schedule}, {"compute", o.compute},
@@ -251,13 +338,28 @@ void run_run(const RunCommandOptions& o, std::ostream& out) {
   }
 }
 
+// Under a launcher (mpirun -np N pipewright run ...) this process runs one rank (cli/run_processes.hpp).
+void run_run(const RunCommandOptions& o, std::ostream& out) {
+  const LaunchEnv launch = launch_env_from_process();
+  if (launch.launcher == "none") return run_configuration(o, out, nullptr);
+  run_launched(launch, o.timeout_s, out, [&](LaunchedRun& launched) {
+    RunCommandOptions as_process = o;
+    as_process.ranks_as = launched.ranks_as();
+    run_configuration(as_process, out, &launched);
+  });
+}
+
 }  // namespace
 
 CommandRunner add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a configuration for real and compare the measured step with the prediction");
   auto opts = std::make_shared<RunCommandOptions>();
   opts->scenario.add_to(*cmd);
-  cmd->add_option("--backend", opts->backend, "Execution backend: cpu")->capture_default_str();
+  cmd->add_option("--backend", opts->backend, "Execution backend: cpu or cuda")->capture_default_str();
+  cmd->add_option("--dtype", opts->dtype, "cuda: bf16 or fp32 activations and GEMM inputs")->capture_default_str();
+  cmd->add_option("--transport", opts->transport,
+                  "cuda: auto (NCCL when each rank has a GPU, else device-to-device copies), nccl or local")
+      ->capture_default_str();
   cmd->add_option("--compute", opts->compute, "real: run the layers; sleep: wait each action's predicted time")
       ->capture_default_str();
   cmd->add_option("--iterations", opts->iterations, "Measured iterations (the median is reported)")->capture_default_str();
@@ -268,9 +370,12 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
   cmd->add_option("--optimizer", opts->optimizer, "sgd or adam (real compute)")->capture_default_str();
   cmd->add_option("--lr", opts->lr, "Learning rate (real compute)")->capture_default_str();
-  cmd->add_option("--profile", opts->profile, "Profile JSON from `pipewright profile`: measured layer times, link, optimizer");
+  opts->scenario.add_profile_option(*cmd);
+  cmd->add_flag("--no-profile", opts->no_profile,
+                "Predict with the analytic model; without it and without --profile, run profiles this machine first");
   cmd->add_option("--seed", opts->seed, "Seed of the initial weights and the synthetic batches")->capture_default_str();
-  cmd->add_option("--inject-failure", opts->inject_failure, "Test hook: RANK:ACTION throws there, e.g. 1:1F2")->group("");
+  cmd->add_option("--inject-failure", opts->inject_failure, "Test hook: RANK:ACTION throws there, e.g. 1:1F2; RANK:ACTION:exit ends the process, "
+                  "RANK:ACTION:stall hangs it")->group("");
   return [opts](std::ostream& out) { run_run(*opts, out); };
 }
 

@@ -30,6 +30,8 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_option("--max-pending", max_pending,
                  "zb-h1/zb-h2: most micro-batches awaiting their W per rank, from pp (zb-h1) to 2 pp (zb-h2)");
   cmd.add_option("--split", split, "Transformer layers per stage (per chunk with --vpp), e.g. 24,24,24,24");
+  cmd.add_option("--stage-recompute", stage_recompute, "Each stage's recompute level, e.g. full,full,none,none (per-stage)");
+  cmd.add_option("--rank-order", rank_order, "Where ranks sit: tp-pp-dp (default) or tp-dp-pp (tp innermost)");
   cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
   cmd.add_flag("--flash-attention", flash_attention, "Fused attention: no s x s scores stored (FlashAttention)");
@@ -68,6 +70,20 @@ auto load_for_option(const char* option, const std::string& value, Loader load) 
 
 }  // namespace
 
+void ScenarioOptions::add_profile_option(CLI::App& cmd) {
+  cmd.add_option("--profile", profile,
+                 "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the "
+                 "analytic ones where present");
+  add_calibration_option(cmd, calibration);
+}
+
+CostModelChain ScenarioOptions::cost_models(const Model& m) const {
+  CostModelChain chain(cost_params);
+  if (!profile.empty()) chain.add_profile_file(profile, m);
+  add_calibration(chain, calibration);
+  return chain;
+}
+
 AnalyticCostModel ScenarioOptions::cost_model() const {
   AnalyticCostParams params;
   for (const std::string& assignment : cost_params) set_param(params, assignment);
@@ -102,6 +118,18 @@ Scenario ScenarioOptions::to_scenario() const {
   s.group_size = group_size;
   s.max_pending = max_pending;
   if (!split.empty()) s.split = parse_split(split);
+  if (!stage_recompute.empty()) {
+    size_t pos = 0;
+    while (pos <= stage_recompute.size()) {
+      const size_t comma = std::min(stage_recompute.find(',', pos), stage_recompute.size());
+      const std::string level = stage_recompute.substr(pos, comma - pos);
+      if (level != "none" && level != "selective" && level != "full")
+        throw_bad_input("--stage-recompute: '{}' is not a level; give none, selective or full per stage, e.g. full,none", level);
+      s.stage_recompute.push_back(recompute_from_string(level.c_str()));
+      pos = comma + 1;
+    }
+  }
+  if (!rank_order.empty()) s.parallel.order = rank_order_from_string(rank_order);
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/cost_model_chain.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "sim/scenario.hpp"
 
@@ -21,20 +22,28 @@ struct ScenarioOptions {
   int seq_len = 0;
   std::string schedule = "1f1b";
   std::string split;
+  std::string stage_recompute;  // one level per stage, comma-separated
+  std::string rank_order;
   std::string recompute = "none";
   bool no_sequence_parallel = false;
   bool flash_attention = false;
   int group_size = 0;
   int max_pending = 0;
   std::vector<std::string> cost_params;  // NAME=VALUE overrides of the analytic cost model
+  std::string profile;                   // --profile: measured layer times, link and optimizer (add_profile_option)
+  std::string calibration;               // --calibration: a fitted cost model on top (add_profile_option)
 
   // `model_and_cluster_required` false: --model and --cluster may be left out (another option, such as
   // simulate --plan, gives the scenario); to_scenario() then asks for them.
   void add_to(CLI::App& cmd, bool model_and_cluster_required = true);
   // Loads the model and cluster and parses the split; BadInput on anything wrong.
   Scenario to_scenario() const;
+  // --profile and --calibration, for the commands that predict with measurements.
+  void add_profile_option(CLI::App& cmd);
   // The analytic cost model with the --cost-param overrides applied.
   AnalyticCostModel cost_model() const;
+  // The chain analytic (--cost-param) <- profiled (--profile, when given) for `model`'s layers.
+  CostModelChain cost_models(const Model& model) const;
 };
 
 // "24,24,24,24" -> {24, 24, 24, 24}; BadInput naming --split otherwise.

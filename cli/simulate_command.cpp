@@ -1,8 +1,10 @@
 // `pipewright simulate`: one scenario through the discrete-event simulator.
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/cost_model_chain.hpp"
 #include "cli/evaluation_report.hpp"
 #include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
@@ -33,12 +35,34 @@ constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--pp", "-
                                       "--schedule-csv", "--max-pending", "--split", "--recompute",
                                       "--no-sequence-parallel", "--flash-attention", "--group-size"};
 
-// The plan's scenario (with its own action lists) and cost model (its overrides, then the command line's).
-Scenario scenario_from_plan(const SimulateOptions& o, AnalyticCostParams& params) {
-  const PlanDocument doc = load_plan(o.plan);
-  for (const std::string& assignment : doc.cost_overrides) set_param(params, assignment);
-  for (const std::string& assignment : o.scenario.cost_params) set_param(params, assignment);
-  return doc.scenario;
+// The plan's profile again, read from where the plan recorded it; BadInput telling to pass --profile when it
+// is gone or is now another machine's.
+void add_plan_profile(CostModelChain& chain, const std::string& plan, const PlanProfile& recorded, const Model& model) {
+  const std::string made_with = fmt::format("the profile '{}' ({} on {})", recorded.path, recorded.tool, recorded.machine);
+  try {
+    chain.add_profile_file(recorded.path, model, "");
+  } catch (const Error& e) {
+    throw_bad_input("--plan: {} was made with {}, which cannot be read now: {}; pass --profile FILE again", plan,
+                    made_with, e.what());
+  }
+  const ProfileOrigin& now = *chain.profile_origin();
+  if (now.tool != recorded.tool || now.machine != recorded.machine)
+    throw_bad_input("--plan: {} was made with {}, but that file now holds {} on {}; pass --profile FILE again", plan,
+                    made_with, now.tool, now.machine);
+}
+
+// The cost models: the plan's overrides, then the command line's; --profile, or else the plan's own profile.
+CostModelChain cost_models(const SimulateOptions& o, const PlanDocument* doc, const Model& model) {
+  if (!doc) return o.scenario.cost_models(model);
+  std::vector<std::string> overrides = doc->cost_overrides;
+  overrides.insert(overrides.end(), o.scenario.cost_params.begin(), o.scenario.cost_params.end());
+  CostModelChain chain(overrides);
+  if (!o.scenario.profile.empty())
+    chain.add_profile_file(o.scenario.profile, model);
+  else if (doc->profile)
+    add_plan_profile(chain, o.plan, *doc->profile, model);
+  add_calibration(chain, o.scenario.calibration);
+  return chain;
 }
 
 // Observers the command needs at once.
@@ -66,11 +90,14 @@ class FanOut : public SimObserver {
 };
 
 void run_simulate(const SimulateOptions& o, std::ostream& out) {
-  AnalyticCostParams params;
-  Scenario scenario = o.plan.empty() ? o.scenario.to_scenario() : scenario_from_plan(o, params);
+  std::optional<PlanDocument> doc;
+  if (!o.plan.empty()) doc = load_plan(o.plan);
+  Scenario scenario = doc ? doc->scenario : o.scenario.to_scenario();
   o.files.apply(scenario);
-  if (!o.trace.empty()) check_output_path(o.trace, {o.scenario.model, o.scenario.cluster, o.plan}, "--trace");
-  const AnalyticCostModel cost = o.plan.empty() ? o.scenario.cost_model() : AnalyticCostModel(params);
+  if (!o.trace.empty())
+    check_output_path(o.trace, {o.scenario.model, o.scenario.cluster, o.plan, o.scenario.profile}, "--trace");
+  const CostModelChain chain = cost_models(o, doc ? &*doc : nullptr, scenario.model);
+  const CostModel& cost = chain.model();
 
   std::unique_ptr<ChromeTraceWriter> trace;
   std::unique_ptr<EventRecorder> recorder;
@@ -86,9 +113,16 @@ void run_simulate(const SimulateOptions& o, std::ostream& out) {
   const Evaluation ev = evaluate(scenario, cost, observers.empty() ? nullptr : &observers);
 
   if (o.json) {
-    out << evaluation_to_json(ev).dump(2) << "\n";
+    nlohmann::ordered_json j = evaluation_to_json(ev);
+    j["cost_model"] = chain.to_json(ev.scenario.model, {ev.scenario.workload});
+    out << j.dump(2) << "\n";
   } else {
     print_evaluation(out, ev);
+    if (chain.profiled()) {
+      out << fmt::format("\ncost model: {}\n", chain.description());
+      for (const std::string& line : chain.coverage_lines(ev.scenario.model, {ev.scenario.workload}))
+        out << "  " << line << "\n";
+    }
   }
   if (o.timeline) {
     out << "\n"
@@ -105,6 +139,7 @@ CommandRunner add_simulate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("simulate", "Simulate one training iteration of a configuration");
   auto opts = std::make_shared<SimulateOptions>();
   opts->scenario.add_to(*cmd, /*model_and_cluster_required=*/false);
+  opts->scenario.add_profile_option(*cmd);
   cmd->add_option("--plan", opts->plan, "Simulate the plan in this file (pipewright plan --out) instead of --model, ...");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
   cmd->add_option("--trace", opts->trace, "Write a Chrome trace / Perfetto JSON timeline to this file");

@@ -42,6 +42,11 @@ class CostModel {
   // F&B composite, given the two halves' own times. Its own cost: 0 means "no overlap measured", and the
   // simulator then charges forward_s + backward_s.
   virtual double overlapped_fb_time(double forward_s, double backward_s) const { return 0; }
+
+  // Seconds of fixed cost per phase of a compute action, beyond its layers' times: an executor's dispatch
+  // overhead (a calibrated model fits it to runs; 0 for the others). stage_costs() adds it once to each
+  // stage's F, B and W, so an action that runs B and W together (BW) pays it twice.
+  virtual double action_overhead_s() const { return 0; }
 };
 
 }  // namespace pw

@@ -306,9 +306,15 @@ LayerWork explicit_work(const ExplicitCosts& c) {
 LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) {
   if (layer.kind == LayerKind::Explicit) {
     if (!layer.explicit_costs) throw_runtime("layer '{}' of model '{}' has no costs", layer.name, model.name);
-    return explicit_work(*layer.explicit_costs);
+    LayerWork lw = explicit_work(*layer.explicit_costs);
+    lw.micro_batch_size = w.micro_batch_size;
+    lw.seq_len = w.seq_len > 0 ? w.seq_len : model.default_seq_len();
+    lw.recompute_mode = w.recompute;
+    return lw;
   }
   if (!model.transformer) throw_runtime("layer '{}' of model '{}' has no transformer shape", layer.name, model.name);
+  if (w.recompute == Recompute::PerStage)
+    throw_runtime("layer_work: per-stage recompute needs the level of the stage holding layer '{}'", layer.name);
   const TransformerConfig& c = *model.transformer;
   const Dims d = dims_of(c, w, model.default_seq_len());
   LayerWork lw;
@@ -319,6 +325,9 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
   }
   if (layer.kind == LayerKind::Block) lw.output_bytes = kBf16 * d.n() * d.h / d.t;
   lw.parameters = transformer_layer_parameters(c, layer.kind, static_cast<int>(d.t));
+  lw.micro_batch_size = w.micro_batch_size;
+  lw.seq_len = static_cast<int>(d.s);
+  lw.recompute_mode = w.recompute;
   return lw;
 }
 

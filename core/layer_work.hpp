@@ -46,6 +46,12 @@ struct LayerWork {
 
   // Explicit layers carry their times; when set they replace the roofline.
   std::optional<double> forward_s, backward_input_s, backward_weight_s;
+
+  // The micro-batch this work is for, as layer_work() resolved it (seq_len: the workload's, or the model's
+  // default), and the recomputation it includes: a measured cost model looks its entry up by these.
+  int micro_batch_size = 1;
+  int seq_len = 0;
+  Recompute recompute_mode = Recompute::None;
 };
 
 LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w);

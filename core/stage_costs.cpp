@@ -182,6 +182,11 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.weight_grad_bytes += lw.weight_grad_bytes;
       sc.parameters += lw.parameters;
     }
+    // Once per stage and phase, not per layer: an action runs its stage's layers as one unit.
+    const double dispatch = cost.action_overhead_s();
+    sc.forward_s += dispatch;
+    sc.backward_input_s += dispatch;
+    sc.backward_weight_s += dispatch;
     sc.overlapped_fb_s = cost.overlapped_fb_time(sc.forward_s, sc.backward_input_s + sc.backward_weight_s);
     sc.output_bytes = work[r.last].output_bytes;
     // A layer graph's edges that cross this boundary are relayed through it: each source's output once
@@ -201,8 +206,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     sc.reserved_bytes = s < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0;  // ideal: no memory overheads
     sc.model_state_bytes = sc.parameters * state_per_param + sc.reserved_bytes;
 
-    // dp peers of a GPU are tp x pp ranks apart (rank order: tp innermost, then pp, then dp).
-    const LinkSpec dp_link = group_link(cluster, stage_gpu[s], pc.tp * pc.pp, pc.dp);
+    const LinkSpec dp_link = group_link(cluster, stage_gpu[s], dp_stride(pc), pc.dp);
     const double grads = sc.parameters * kGradBytes;
     if (pc.distributed_optimizer) {
       sc.grad_reduce_s = cost.collective_time(CollectiveKind::ReduceScatter, grads, pc.dp, dp_link) +
@@ -214,6 +218,22 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     }
   }
   return out;
+}
+
+std::vector<LayerWork> staged_layer_work(const Model& model, const Workload& w, const std::vector<LayerRange>& ranges,
+                                         const std::vector<Recompute>& stage_recompute) {
+  if (!stage_recompute.empty() && stage_recompute.size() != ranges.size())
+    throw_runtime("staged_layer_work: {} recompute levels for {} stages", stage_recompute.size(), ranges.size());
+  std::vector<LayerWork> work;
+  work.reserve(model.layers.size());
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    Workload level = w;
+    if (!stage_recompute.empty()) level.recompute = stage_recompute[s];
+    for (int i = ranges[s].first; i <= ranges[s].last; ++i) work.push_back(layer_work(model, model.layers[static_cast<size_t>(i)], level));
+  }
+  if (work.size() != model.layers.size())
+    throw_runtime("staged_layer_work: the ranges cover {} of {} layers", work.size(), model.layers.size());
+  return work;
 }
 
 std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerRange>& ranges, const Workload& w,

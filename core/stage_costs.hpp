@@ -61,6 +61,11 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
                                    const std::vector<LayerRange>& ranges, const ParallelConfig& pc,
                                    const Cluster& cluster, const CostModel& cost, const std::vector<int>& stage_gpu);
 
+// Each layer's work, at the recompute level of the stage that holds it when `stage_recompute` gives one
+// per stage (per-stage recompute), else at w.recompute.
+std::vector<LayerWork> staged_layer_work(const Model& model, const Workload& w, const std::vector<LayerRange>& ranges,
+                                         const std::vector<Recompute>& stage_recompute);
+
 // Each layer's F + B + W seconds for one micro-batch on the tp group whose first GPU is `first_gpu`:
 // the `layer_cost` that split_layers balances.
 std::vector<double> layer_step_costs(const Model& model, const Workload& w, const ParallelConfig& pc,

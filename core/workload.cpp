@@ -11,6 +11,7 @@ const char* to_string(Recompute r) {
     case Recompute::None: return "none";
     case Recompute::Selective: return "selective";
     case Recompute::Full: return "full";
+    case Recompute::PerStage: return "per-stage";
   }
   return "none";
 }
@@ -20,7 +21,15 @@ Recompute recompute_from_string(const char* text) {
   if (t == "none") return Recompute::None;
   if (t == "selective") return Recompute::Selective;
   if (t == "full") return Recompute::Full;
-  throw_bad_input("--recompute: unknown mode '{}'; use none, selective or full", t);
+  if (t == "per-stage") return Recompute::PerStage;
+  throw_bad_input("--recompute: unknown mode '{}'; use none, selective, full or per-stage", t);
 }
+
+int global_rank(const ParallelConfig& pc, RankOrder order, int tp_idx, int pp_idx, int dp_idx) {
+  if (order == RankOrder::TpPpDp) return (dp_idx * pc.pp + pp_idx) * pc.tp + tp_idx;
+  return (pp_idx * pc.dp + dp_idx) * pc.tp + tp_idx;
+}
+
+int dp_stride(const ParallelConfig& pc) { return pc.order == RankOrder::TpPpDp ? pc.tp * pc.pp : pc.tp; }
 
 }  // namespace pw

@@ -1,11 +1,15 @@
 #pragma once
 // What one pipeline step processes and how it is parallelised.
+#include "core/rank_order.hpp"
+
 namespace pw {
 
-enum class Recompute { None, Selective, Full };
+// PerStage: each stage (chunk) has its own level, Scenario::stage_recompute; the planner gives the stages
+// that need it for memory the level that fits and leaves the others none.
+enum class Recompute { None, Selective, Full, PerStage };
 
 const char* to_string(Recompute r);
-Recompute recompute_from_string(const char* text);  // "none", "selective", "full"; BadInput otherwise
+Recompute recompute_from_string(const char* text);  // "none", "selective", "full", "per-stage"; BadInput otherwise
 
 struct Workload {
   int micro_batch_size = 1;  // b
@@ -25,7 +29,13 @@ struct ParallelConfig {
   int vpp = 1;           // model chunks per pipeline rank
   int microbatches = 1;  // m per pipeline per iteration
   bool distributed_optimizer = true;  // ZeRO-1 over dp
+  RankOrder order = RankOrder::TpPpDp;  // where each (tp, pp, dp) rank sits in the cluster
   int gpus() const { return tp * pp * dp; }
 };
+
+// The global GPU index of a (tp, pp, dp) rank under an order.
+int global_rank(const ParallelConfig& pc, RankOrder order, int tp_idx, int pp_idx, int dp_idx);
+// Under the configuration's own order: how far apart two dp peers of one stage are.
+int dp_stride(const ParallelConfig& pc);
 
 }  // namespace pw

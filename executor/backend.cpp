@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+#include "executor/host_tensor.hpp"
+
 namespace pw {
 
 void MemoryTracker::add(double delta) {
@@ -16,6 +19,15 @@ void MemoryTracker::begin_iteration(Clock::time_point origin) {
   iteration_peak_ = current_;
   samples_.clear();
   samples_.push_back({0.0, current_});
+}
+
+void Tensor::append_wire(std::vector<std::byte>&) const {
+  throw_runtime("this backend's tensors cannot be sent to another process; run the ranks as threads");
+}
+
+TensorPtr Backend::tensor_from_wire(std::span<const std::byte> wire) const {
+  if (TensorPtr t = host_tensor_from_wire(wire)) return t;
+  throw_runtime("a tensor of {} bytes arrived in a form the {} backend cannot read", wire.size(), name());
 }
 
 TensorPtr RankCompute::backward(int stage, int mb, TensorPtr grad_output) {

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,10 @@ class Tensor {
   virtual double bytes() const = 0;
   // A copy the receiver owns (what a transport delivers).
   virtual std::shared_ptr<Tensor> clone() const = 0;
+  // Appends the bytes a transport between processes carries; the receiving process's
+  // Backend::tensor_from_wire rebuilds the tensor from them. Default: Runtime error (tensors that cannot
+  // leave their process).
+  virtual void append_wire(std::vector<std::byte>& out) const;
 };
 using TensorPtr = std::shared_ptr<Tensor>;
 
@@ -95,6 +101,10 @@ class Backend {
   virtual std::string name() const = 0;
   // Called on the rank's own thread before its first action.
   virtual std::unique_ptr<RankCompute> make_rank(const RankSetup& setup) = 0;
+  // Rebuilds a tensor another process's Tensor::append_wire wrote. The default reads host tensors (float32
+  // matrices, executor/host_tensor.hpp: the cpu and sleep backends' tensors); a backend whose tensors live
+  // elsewhere overrides it. Runtime error for bytes in a form it cannot read.
+  virtual std::shared_ptr<Tensor> tensor_from_wire(std::span<const std::byte> wire) const;
 };
 
 }  // namespace pw

@@ -1,5 +1,6 @@
 #include "executor/cpu_backend.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "core/error.hpp"
@@ -7,8 +8,27 @@
 
 namespace pw {
 
+namespace {
+
+// Each layer's recompute level: its stage's, or the one level for all.
+std::vector<Recompute> layer_levels(const Model& model, const std::vector<LayerRange>& stages, const CpuBackendConfig& c) {
+  std::vector<Recompute> levels(static_cast<size_t>(model.num_layers()), c.recompute);
+  if (c.stage_recompute.empty()) return levels;
+  if (c.stage_recompute.size() != stages.size())
+    throw_bad_input("--stage-recompute: {} levels for {} stages; give one level per stage", c.stage_recompute.size(),
+                    stages.size());
+  for (size_t s = 0; s < stages.size(); ++s)
+    for (int i = stages[s].first; i <= stages[s].last && i < model.num_layers(); ++i)
+      if (i >= 0) levels[static_cast<size_t>(i)] = c.stage_recompute[s];
+  return levels;
+}
+
+}  // namespace
+
 CpuBackend::CpuBackend(const Model& model, std::vector<LayerRange> stage_layers, const CpuBackendConfig& config)
-    : model_(model, config.seed), stage_layers_(std::move(stage_layers)), config_(config) {
+    : model_(model, config.seed, layer_levels(model, stage_layers, config)),
+      stage_layers_(std::move(stage_layers)),
+      config_(config) {
   const TransformerConfig& c = *model.transformer;
   if (config_.seq_len == 0) config_.seq_len = c.max_seq_len;
   if (config_.micro_batch_size < 1)
@@ -24,6 +44,46 @@ CpuBackend::CpuBackend(const Model& model, std::vector<LayerRange> stage_layers,
   }
   if (next != model.num_layers())
     throw_bad_input("layer ranges: they cover {} of the {} layers of '{}'", next, model.num_layers(), model.name);
+}
+
+void TiedGradientMeeting::meet(CpuModel& model, const std::atomic<bool>* stop) {
+  std::unique_lock lock(mutex_);
+  const long generation = generation_;
+  if (++arrived_ == 2) {
+    model.sum_tied_gradients();
+    arrived_ = 0;
+    ++generation_;
+    both_.notify_all();
+    return;
+  }
+  while (generation_ == generation) {
+    if (stop && *stop) {
+      --arrived_;
+      throw RunAborted();
+    }
+    both_.wait_for(lock, std::chrono::milliseconds(10));
+  }
+}
+
+void CpuBackend::sum_tied_gradients(const std::vector<int>& stages, const std::atomic<bool>* stop) {
+  if (!model_.tied_table()) return;
+  const int last = static_cast<int>(stage_layers_.size()) - 1;
+  const auto holds = [&](int stage) { return std::find(stages.begin(), stages.end(), stage) != stages.end(); };
+  const bool embedding = holds(0), head = holds(last);
+  if (embedding && head) {
+    model_.sum_tied_gradients();
+    return;
+  }
+  if (!embedding && !head) return;
+  const int other = embedding ? last : 0;
+  {
+    std::lock_guard lock(ranks_mutex_);
+    if (local_stages_.count(other) == 0)
+      throw_runtime("tied embeddings: stage {} holds the other copy of the shared matrix in another process; the cpu "
+                    "backend sums the two copies' gradients through memory, so run ranks as threads",
+                    other);
+  }
+  tied_.meet(model_, stop);
 }
 
 std::vector<double> CpuBackend::losses() const {
@@ -81,6 +141,7 @@ class CpuRank : public RankCompute {
   }
 
   void optimizer_step() override {
+    b_.sum_tied_gradients(setup_.stages, setup_.stop);
     std::vector<Param*> params;
     for (int s : setup_.stages)
       for (Param* p : b_.model_.params(b_.stage_layers_[static_cast<size_t>(s)])) params.push_back(p);
@@ -118,6 +179,10 @@ std::unique_ptr<RankCompute> CpuBackend::make_rank(const RankSetup& setup) {
   if (setup.num_stages != static_cast<int>(stage_layers_.size()))
     throw_bad_input("layer ranges: {} given for a schedule of {} stages; give one per stage", stage_layers_.size(),
                     setup.num_stages);
+  {
+    std::lock_guard lock(ranks_mutex_);
+    local_stages_.insert(setup.stages.begin(), setup.stages.end());
+  }
   return std::make_unique<CpuRank>(*this, setup);
 }
 

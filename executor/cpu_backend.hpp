@@ -1,8 +1,17 @@
 #pragma once
 // The CPU backend: real float32 layers (executor/cpu_model.hpp), one thread per rank, trained on the
-// synthetic micro-batches. Activation memory is what F keeps for B and B for W, counted as it changes.
+// synthetic micro-batches. Activation memory is what F keeps for B and B for W, counted as it changes
+// (tensors that live only inside one action, such as the activations B recomputes, are not counted).
+//
+// Tied embeddings: the embedding (stage 0) and the head (the last stage) each hold a copy of the shared
+// matrix and accumulate their own gradient. At the optimizer step a rank holding both sums them itself;
+// when two ranks hold them, both meet (TiedGradientMeeting, through the process's memory), the second to
+// arrive writes the sum into both copies, and each rank steps its copy: the same gradients and the same
+// optimizer state keep the copies equal.
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "core/stage_costs.hpp"
@@ -16,6 +25,22 @@ struct CpuBackendConfig {
   int seq_len = 0;  // 0: the model's
   std::uint64_t seed = 1;
   OptimizerConfig optimizer;
+  Recompute recompute = Recompute::None;  // of the blocks: none, selective or full (make_cpu_layer)
+  std::vector<Recompute> stage_recompute;  // one level per stage instead (per-stage recompute); empty: `recompute`
+};
+
+// Where the two ranks holding a tied matrix's copies meet once per optimizer step.
+class TiedGradientMeeting {
+ public:
+  // Returns when both copies hold the summed gradient (the second caller sums them); RunAborted when `stop`
+  // is set while waiting.
+  void meet(CpuModel& model, const std::atomic<bool>* stop);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable both_;
+  int arrived_ = 0;
+  long generation_ = 0;
 };
 
 class CpuBackend : public Backend {
@@ -33,11 +58,18 @@ class CpuBackend : public Backend {
 
  private:
   friend class CpuRank;
+  // Sums the tied gradients for the rank holding `stages`; Runtime error when the other copy's stage runs in
+  // no rank of this process (one process per rank).
+  void sum_tied_gradients(const std::vector<int>& stages, const std::atomic<bool>* stop);
+
   CpuModel model_;
   std::vector<LayerRange> stage_layers_;
   CpuBackendConfig config_;
   mutable std::mutex losses_mutex_;
   std::vector<double> losses_;
+  std::mutex ranks_mutex_;
+  std::set<int> local_stages_;  // the stages of the ranks made here
+  TiedGradientMeeting tied_;
 };
 
 }  // namespace pw

@@ -133,8 +133,9 @@ class Embedding : public CpuLayer {
 
 class Block : public CpuLayer {
  public:
-  Block(const std::string& name, const TransformerConfig& c, std::uint64_t seed)
+  Block(const std::string& name, const TransformerConfig& c, std::uint64_t seed, Recompute recompute)
       : c_(c),
+        recompute_(recompute),
         q_(c.heads * c.head_dim),
         kv_(c.kv_heads * c.head_dim),
         norm1_(name + ".norm1", c.norm, c.hidden, seed),
@@ -148,17 +149,54 @@ class Block : public CpuLayer {
   enum Slot { kXhat1, kRstd1, kN1, kQ, kK, kV, kProbs, kO, kXhat2, kRstd2, kN2, kU, kG, kSlots };
 
   Mat forward(const Mat& x, const MicroBatch& mb, LayerContext& ctx) override {
-    std::vector<Mat>& s = ctx.saved;
-    s.assign(kSlots, Mat());
     shape_ = {mb.batch, mb.seq, c_.heads, c_.kv_heads, c_.head_dim};
+    if (recompute_ == Recompute::Full) {
+      // Only the block's input stays; B rebuilds everything else from it.
+      std::vector<Mat> scratch;
+      Mat y = run_forward(x, scratch);
+      ctx.saved.assign(1, x);
+      return y;
+    }
+    Mat y = run_forward(x, ctx.saved);
+    // The softmax, the s x s part, is rebuilt in B from Q and K.
+    if (recompute_ == Recompute::Selective) ctx.saved[kProbs] = Mat();
+    return y;
+  }
+
+  Mat backward_input(const Mat& dy, LayerContext& ctx, double, const GradSink& sink) override {
+    std::vector<Mat>& s = ctx.saved;
+    if (recompute_ == Recompute::Full) {
+      const Mat x = std::move(s.front());
+      run_forward(x, s);
+    } else if (recompute_ == Recompute::Selective) {
+      s[kProbs] = ops::attention_probs(s[kQ], s[kK], shape_);
+    }
+    return run_backward(dy, s, sink);
+  }
+
+  std::vector<Param*> params() override {
+    std::vector<Param*> out;
+    norm1_.collect(out);
+    qkv_.collect(out);
+    out_.collect(out);
+    norm2_.collect(out);
+    up_.collect(out);
+    down_.collect(out);
+    return out;
+  }
+
+ private:
+  // F keeping every slot B needs in `s`. Recomputation runs it again, bit for bit, from the same input.
+  Mat run_forward(const Mat& x, std::vector<Mat>& s) const {
+    s.assign(kSlots, Mat());
     s[kN1] = norm1_.forward(x, s[kXhat1], s[kRstd1]);
     const Mat qkv = qkv_.forward(s[kN1]);
     s[kQ] = qkv.leftCols(q_);
     s[kK] = qkv.middleCols(q_, kv_);
     s[kV] = qkv.rightCols(kv_);
     if (!c_.learned_positions) {
-      ops::rotary(s[kQ], c_.heads, c_.head_dim, mb.seq, false);
-      ops::rotary(s[kK], c_.kv_heads, c_.head_dim, mb.seq, false);
+      ops::rotary(s[kQ], c_.heads, c_.head_dim, shape_.seq, false);
+      ops::rotary(s[kK], c_.kv_heads, c_.head_dim, shape_.seq, false);
     }
     s[kO] = ops::attention_forward(s[kQ], s[kK], s[kV], shape_, s[kProbs]);
     const Mat x1 = x + out_.forward(s[kO]);
@@ -168,8 +206,7 @@ class Block : public CpuLayer {
     return x1 + down_.forward(s[kG]);
   }
 
-  Mat backward_input(const Mat& dy, LayerContext& ctx, double, const GradSink& sink) override {
-    std::vector<Mat>& s = ctx.saved;
+  Mat run_backward(const Mat& dy, std::vector<Mat>& s, const GradSink& sink) {
     // MLP: y = x1 + down(act(up(norm2(x1)))).
     const Mat dg = down_.backward_input(dy);
     sink(down_.term(std::move(s[kG]), dy));
@@ -198,19 +235,8 @@ class Block : public CpuLayer {
     return dx;
   }
 
-  std::vector<Param*> params() override {
-    std::vector<Param*> out;
-    norm1_.collect(out);
-    qkv_.collect(out);
-    out_.collect(out);
-    norm2_.collect(out);
-    up_.collect(out);
-    down_.collect(out);
-    return out;
-  }
-
- private:
   TransformerConfig c_;
+  Recompute recompute_;
   int q_, kv_;
   Norm norm1_, norm2_;
   Linear qkv_, out_, up_, down_;
@@ -219,8 +245,12 @@ class Block : public CpuLayer {
 
 class Head : public CpuLayer {
  public:
-  Head(const std::string& name, const TransformerConfig& c, std::uint64_t seed)
-      : norm_(name + ".norm", c.norm, c.hidden, seed), lm_(name + ".lm", c.hidden, static_cast<int>(c.vocab), false, seed) {}
+  // `tied_table`: the embedding's token table parameter name when the embeddings are tied; the LM head then
+  // starts as its own copy of that table, transposed.
+  Head(const std::string& name, const TransformerConfig& c, std::uint64_t seed, const std::string& tied_table)
+      : norm_(name + ".norm", c.norm, c.hidden, seed), lm_(name + ".lm", c.hidden, static_cast<int>(c.vocab), false, seed) {
+    if (!tied_table.empty()) lm_.w.value = make_param(tied_table, c.vocab, c.hidden, 0.0, seed, true).value.transpose();
+  }
 
   enum Slot { kXhat, kRstd, kN, kProbs, kSlots };
 
@@ -267,20 +297,22 @@ void check_cpu_model(const Model& model) {
     throw_bad_input("--model: '{}' gives explicit per-layer costs and has no layers to compute; use a transformer "
                     "model (e.g. examples/tiny-llama.json) or --compute sleep",
                     model.name);
-  if (model.transformer->tied_embeddings)
-    throw_bad_input("--model: '{}' ties its embeddings, which the cpu backend does not run; set tied_embeddings "
-                    "to false",
-                    model.name);
 }
 
-std::unique_ptr<CpuLayer> make_cpu_layer(const Model& model, int index, std::uint64_t seed) {
+// The name the Embedding gives its token table: the tied head draws its initial copy from the same stream.
+static std::string tied_table_name(const Model& model) {
+  return model.layers.front().name + ".tokens";
+}
+
+std::unique_ptr<CpuLayer> make_cpu_layer(const Model& model, int index, std::uint64_t seed, Recompute recompute) {
   check_cpu_model(model);
   const Layer& layer = model.layers[static_cast<size_t>(index)];
   const TransformerConfig& c = *model.transformer;
   switch (layer.kind) {
     case LayerKind::Embedding: return std::make_unique<Embedding>(layer.name, c, seed);
-    case LayerKind::Block: return std::make_unique<Block>(layer.name, c, seed);
-    case LayerKind::Head: return std::make_unique<Head>(layer.name, c, seed);
+    case LayerKind::Block: return std::make_unique<Block>(layer.name, c, seed, recompute);
+    case LayerKind::Head:
+      return std::make_unique<Head>(layer.name, c, seed, c.tied_embeddings ? tied_table_name(model) : std::string());
     case LayerKind::Explicit: break;
   }
   throw_bad_input("--model: layer '{}' of '{}' has explicit costs; the cpu backend runs transformer layers only",

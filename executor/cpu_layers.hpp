@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/model.hpp"
+#include "core/workload.hpp"
 #include "executor/cpu_ops.hpp"
 #include "executor/cpu_tensor.hpp"
 
@@ -65,11 +66,16 @@ class CpuLayer {
 };
 
 // Builds the layer for model.layers[index] with its initial weights: matrices from N(0, 0.02) drawn
-// from `seed` and the parameter's name, norm scales 1, biases 0.
-std::unique_ptr<CpuLayer> make_cpu_layer(const Model& model, int index, std::uint64_t seed);
+// from `seed` and the parameter's name, norm scales 1, biases 0. With tied embeddings the head's LM weight
+// is its own copy of the embedding's token table (transposed), kept equal by summing the two copies'
+// gradients before each optimizer step (CpuModel::sum_tied_gradients).
+// `recompute` applies to blocks: Full keeps only the block's input at F and reruns the block's forward at
+// the start of B; Selective keeps all but the attention softmax, which B rebuilds from Q and K.
+std::unique_ptr<CpuLayer> make_cpu_layer(const Model& model, int index, std::uint64_t seed,
+                                         Recompute recompute = Recompute::None);
 
-// The model shapes the CPU backend runs: a transformer with untied embeddings and an even head size
-// (rotary positions need pairs). Throws BadInput naming the field and the fix otherwise.
+// The model shapes the CPU backend runs: a transformer (not explicit per-layer costs). Throws BadInput
+// naming the field and the fix otherwise.
 void check_cpu_model(const Model& model);
 
 }  // namespace pw

@@ -12,9 +12,28 @@ double StageContext::bytes() const {
   return total;
 }
 
-CpuModel::CpuModel(const Model& model, std::uint64_t seed) : model_(model) {
+CpuModel::CpuModel(const Model& model, std::uint64_t seed, Recompute recompute)
+    : CpuModel(model, seed, std::vector<Recompute>(static_cast<size_t>(model.num_layers()), recompute)) {}
+
+CpuModel::CpuModel(const Model& model, std::uint64_t seed, const std::vector<Recompute>& layer_recompute) : model_(model) {
   check_cpu_model(model);
-  for (int i = 0; i < model.num_layers(); ++i) layers_.push_back(make_cpu_layer(model, i, seed));
+  if (static_cast<int>(layer_recompute.size()) != model.num_layers())
+    throw_runtime("CpuModel: {} recompute levels for the {} layers of '{}'", layer_recompute.size(), model.num_layers(),
+                  model.name);
+  for (int i = 0; i < model.num_layers(); ++i)
+    layers_.push_back(make_cpu_layer(model, i, seed, layer_recompute[static_cast<size_t>(i)]));
+  if (model.transformer->tied_embeddings) {
+    // The embedding's first parameter is its token table; the head's last is the LM weight (no bias).
+    tied_table_ = layers_.front()->params().front();
+    tied_head_ = layers_.back()->params().back();
+  }
+}
+
+void CpuModel::sum_tied_gradients() {
+  if (!tied_table_) return;
+  const Mat sum = tied_table_->grad + tied_head_->grad.transpose();
+  tied_table_->grad = sum;
+  tied_head_->grad = sum.transpose();
 }
 
 Mat CpuModel::forward(const LayerRange& range, const Mat& input, const MicroBatch& mb, StageContext& ctx) {

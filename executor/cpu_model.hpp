@@ -20,11 +20,23 @@ struct StageContext {
 
 class CpuModel {
  public:
-  // Every layer of `model` with weights drawn from `seed` (BadInput for models the CPU cannot run).
-  CpuModel(const Model& model, std::uint64_t seed);
+  // Every layer of `model` with weights drawn from `seed` (BadInput for models the CPU cannot run); blocks
+  // recompute as `recompute` says (make_cpu_layer).
+  CpuModel(const Model& model, std::uint64_t seed, Recompute recompute = Recompute::None);
+  // Layer i recomputes as layer_recompute[i] says (one level per layer of the model).
+  CpuModel(const Model& model, std::uint64_t seed, const std::vector<Recompute>& layer_recompute);
 
   const Model& model() const { return model_; }
   int num_layers() const { return static_cast<int>(layers_.size()); }
+
+  // Tied embeddings: the embedding's token table (vocab x hidden) and the head's copy of it (hidden x
+  // vocab); null when the embeddings are not tied.
+  Param* tied_table() const { return tied_table_; }
+  Param* tied_head() const { return tied_head_; }
+  // The gradient of the shared matrix is the sum of both uses: adds the two copies' gradients and writes
+  // the sum into both (transposed for the head), so that the same optimizer step keeps them equal. Call it
+  // once per iteration, after every W and before the step. Nothing to do without tied embeddings.
+  void sum_tied_gradients();
 
   // F of layers [range.first, range.last]. `input` is the previous stage's output (ignored when the range
   // starts at the embedding). Returns the output; a range ending at the head returns the 1 x 1 mean loss.
@@ -44,6 +56,8 @@ class CpuModel {
  private:
   Model model_;
   std::vector<std::unique_ptr<CpuLayer>> layers_;
+  Param* tied_table_ = nullptr;
+  Param* tied_head_ = nullptr;
 };
 
 // Micro-batch `microbatch` of iteration `iteration`: each sequence starts at a random token and follows

@@ -129,17 +129,15 @@ void rotary(Mat& x, int heads, int head_dim, int seq, bool inverse) {
   }
 }
 
-Mat attention_forward(const Mat& q, const Mat& k, const Mat& v, const AttentionShape& sh, Mat& probs) {
+Mat attention_probs(const Mat& q, const Mat& k, const AttentionShape& sh) {
   const int s = sh.seq, hd = sh.head_dim, group = sh.heads / sh.kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  Mat out(q.rows(), q.cols());
-  probs.setZero(static_cast<Eigen::Index>(sh.batch) * sh.heads * s, s);
+  Mat probs = Mat::Zero(static_cast<Eigen::Index>(sh.batch) * sh.heads * s, s);
   for (int b = 0; b < sh.batch; ++b)
     for (int j = 0; j < sh.heads; ++j) {
       const int g = j / group;
       const auto Q = q.block(b * s, j * hd, s, hd);
       const auto K = k.block(b * s, g * hd, s, hd);
-      const auto V = v.block(b * s, g * hd, s, hd);
       auto P = probs.block((static_cast<Eigen::Index>(b) * sh.heads + j) * s, 0, s, s);
       const Mat scores = (Q * K.transpose()) * scale;
       for (int r = 0; r < s; ++r) {
@@ -149,6 +147,18 @@ Mat attention_forward(const Mat& q, const Mat& k, const Mat& v, const AttentionS
         for (int c = 0; c <= r; ++c) sum += (P(r, c) = std::exp(scores(r, c) - top));
         P.row(r).head(r + 1) /= sum;
       }
+    }
+  return probs;
+}
+
+Mat attention_forward(const Mat& q, const Mat& k, const Mat& v, const AttentionShape& sh, Mat& probs) {
+  const int s = sh.seq, hd = sh.head_dim, group = sh.heads / sh.kv_heads;
+  probs = attention_probs(q, k, sh);
+  Mat out(q.rows(), q.cols());
+  for (int b = 0; b < sh.batch; ++b)
+    for (int j = 0; j < sh.heads; ++j) {
+      const auto V = v.block(b * s, (j / group) * hd, s, hd);
+      const auto P = probs.block((static_cast<Eigen::Index>(b) * sh.heads + j) * s, 0, s, s);
       out.block(b * s, j * hd, s, hd).noalias() = P * V;
     }
   return out;

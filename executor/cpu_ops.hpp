@@ -41,8 +41,11 @@ struct AttentionShape {
 // (n x heads * head_dim); `inverse` rotates back, which is also the backward of the rotation.
 void rotary(Mat& x, int heads, int head_dim, int seq, bool inverse);
 
+// The causal softmax(q k^T / sqrt(head_dim)) of every sequence and head, (batch * heads * seq) x seq: what
+// the backward needs, and what selective recomputation rebuilds in B.
+Mat attention_probs(const Mat& q, const Mat& k, const AttentionShape& shape);
 // Causal softmax(q k^T / sqrt(head_dim)) v per sequence and head; `probs` keeps the softmax
-// ((batch * heads * seq) x seq) for the backward.
+// (attention_probs) for the backward.
 Mat attention_forward(const Mat& q, const Mat& k, const Mat& v, const AttentionShape& shape, Mat& probs);
 void attention_backward(const Mat& dout, const Mat& q, const Mat& k, const Mat& v, const Mat& probs,
                         const AttentionShape& shape, Mat& dq, Mat& dk, Mat& dv);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/error.hpp"
+#include "executor/record_wire.hpp"
 #include "schedules/validate.hpp"
 
 namespace pw {
@@ -28,12 +29,20 @@ Clock::time_point deadline_after(double timeout_s) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
 }
 
-// All ranks meet here; returns when the last one arrived. Stoppable, and bounded by a deadline.
-class Barrier {
+// Where all ranks meet: returns when the last one arrived. Stoppable, and bounded by a deadline.
+class Meeting {
+ public:
+  virtual ~Meeting() = default;
+  virtual Clock::time_point arrive_and_wait(Clock::time_point deadline) = 0;
+  virtual void abort() = 0;
+};
+
+// Ranks as threads of this process.
+class Barrier : public Meeting {
  public:
   explicit Barrier(int n) : n_(n) {}
 
-  Clock::time_point arrive_and_wait(Clock::time_point deadline) {
+  Clock::time_point arrive_and_wait(Clock::time_point deadline) override {
     std::unique_lock lock(mutex_);
     if (aborted_) throw RunAborted();
     const long generation = generation_;
@@ -49,7 +58,7 @@ class Barrier {
     return released_;
   }
 
-  void abort() {
+  void abort() override {
     {
       std::lock_guard lock(mutex_);
       aborted_ = true;
@@ -67,27 +76,49 @@ class Barrier {
   Clock::time_point released_{};
 };
 
+// Ranks as processes, one each: the group's barrier (its waits end on their own once the run stops).
+class ProcessMeeting : public Meeting {
+ public:
+  explicit ProcessMeeting(ProcessGroup& group) : group_(group) {}
+  Clock::time_point arrive_and_wait(Clock::time_point deadline) override { return group_.barrier(deadline); }
+  void abort() override {}
+
+ private:
+  ProcessGroup& group_;
+};
+
 using Key = std::pair<int, int>;  // (stage, micro-batch)
 
 struct Shared {
-  Shared(const Schedule& s, Backend& b, const RunOptions& o, Transport& t, int ranks)
-      : schedule(s), backend(b), options(o), transport(t), barrier(ranks) {}
+  Shared(const Schedule& s, Backend& b, const RunOptions& o, Transport& t, Meeting& m)
+      : schedule(s), backend(b), options(o), transport(t), barrier(m) {}
 
   const Schedule& schedule;
   Backend& backend;
   const RunOptions& options;
   Transport& transport;
-  Barrier barrier;
+  Meeting& barrier;
   std::atomic<bool> stop{false};
   std::mutex failure_mutex;
   std::optional<std::string> failure;
+  bool failed_elsewhere = false;  // another process's failure, which that process reports
 
   void fail(int rank, const std::string& where, const std::string& what) {
+    fail_with(fmt::format("rank {} failed at {}: {}", rank, where, what));
+  }
+
+  void fail_with(const std::string& message, bool elsewhere = false) {
+    bool first = false;
     {
       std::lock_guard lock(failure_mutex);
-      if (!failure) failure = fmt::format("rank {} failed at {}: {}", rank, where, what);
+      if (!failure) {
+        failure = message;
+        failed_elsewhere = elsewhere;
+        first = true;
+      }
     }
     stop = true;
+    if (first && !elsewhere) transport.announce_failure(message);
     transport.abort();
     barrier.abort();
   }
@@ -123,10 +154,15 @@ class RankRunner {
       setup.stop = &sh_.stop;
       compute_ = sh_.backend.make_rank(setup);
       for (int it = 0; it < total_; ++it) iteration(it, where);
+    } catch (const PeerFailed& e) {
+      sh_.fail_with(e.message, /*elsewhere=*/true);
     } catch (const RunAborted&) {
       // Another rank failed first; its error is the run's.
     } catch (const RecvTimeout&) {
       sh_.fail(rank_, where, timeout_reason_);
+    } catch (const PeerLost& e) {
+      sh_.fail_with(fmt::format("rank {} failed: its process ({}) ended while rank {} waited at {}", e.rank, e.process,
+                                rank_, where));
     } catch (const std::exception& e) {
       sh_.fail(rank_, where, e.what());
     }
@@ -275,18 +311,17 @@ class RankRunner {
   std::map<Key, TensorPtr> fwd_out_, grad_out_;  // outputs waiting for their SEND, by the producing stage
 };
 
-}  // namespace
-
-RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, Transport* transport) {
+// Options and schedule checked before anything runs; returns the lowered schedule.
+Schedule checked_schedule(const Schedule& schedule, const RunOptions& options) {
   if (options.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", options.iterations);
   if (options.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", options.warmup);
   if (!(options.timeout_s > 0)) throw_bad_input("--timeout: must be a positive number of seconds, got {}", options.timeout_s);
-  const Schedule lowered = schedule.lowered ? schedule : lower(schedule);
+  Schedule lowered = schedule.lowered ? schedule : lower(schedule);
   validate(lowered);
-  const int ranks = lowered.num_ranks();
-  std::optional<ThreadTransport> threads;
-  if (!transport) transport = &threads.emplace(ranks);
+  return lowered;
+}
 
+RunResult empty_result(const RunOptions& options, int ranks) {
   const int total = options.warmup + options.iterations;
   RunResult result;
   result.iterations.resize(static_cast<size_t>(total));
@@ -295,19 +330,91 @@ RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOpti
     result.iterations[static_cast<size_t>(it)].warmup = it < options.warmup;
     result.iterations[static_cast<size_t>(it)].ranks.resize(static_cast<size_t>(ranks));
   }
+  result.activation_peak_bytes.assign(static_cast<size_t>(ranks), 0.0);
+  return result;
+}
 
-  Shared shared(lowered, backend, options, *transport, ranks);
+// Runs `local` ranks as threads of this process into `result`; returns the failure, if any.
+std::optional<std::string> run_ranks(const Schedule& lowered, Backend& backend, const RunOptions& options,
+                                     Transport& transport, Meeting& meeting, const std::vector<int>& local,
+                                     RunResult& result, bool& failed_elsewhere) {
+  const int total = options.warmup + options.iterations;
+  Shared shared(lowered, backend, options, transport, meeting);
   std::vector<std::unique_ptr<RankRunner>> runners;
-  for (int r = 0; r < ranks; ++r) runners.push_back(std::make_unique<RankRunner>(shared, r, total, result.iterations));
+  for (int r : local) runners.push_back(std::make_unique<RankRunner>(shared, r, total, result.iterations));
   {
     std::vector<std::jthread> threads_of_ranks;
     for (auto& runner : runners) threads_of_ranks.emplace_back([&runner] { runner->run(); });
   }
-  if (shared.failure) throw_runtime("{}", *shared.failure);
+  for (size_t i = 0; i < local.size(); ++i)
+    result.activation_peak_bytes[static_cast<size_t>(local[i])] = runners[i]->run_peak();
+  failed_elsewhere = shared.failed_elsewhere;
+  return shared.failure;
+}
 
+void set_step_times(RunResult& result) {
   for (IterationRecord& rec : result.iterations)
     for (const RankIteration& r : rec.ranks) rec.step_time_s = std::max(rec.step_time_s, r.end_s);
-  for (auto& runner : runners) result.activation_peak_bytes.push_back(runner->run_peak());
+}
+
+}  // namespace
+
+RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, Transport* transport) {
+  const Schedule lowered = checked_schedule(schedule, options);
+  const int ranks = lowered.num_ranks();
+  std::optional<ThreadTransport> threads;
+  if (!transport) transport = &threads.emplace(ranks);
+  RunResult result = empty_result(options, ranks);
+  Barrier barrier(ranks);
+  std::vector<int> all(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) all[static_cast<size_t>(r)] = r;
+  bool elsewhere = false;
+  if (auto failure = run_ranks(lowered, backend, options, *transport, barrier, all, result, elsewhere))
+    throw_runtime("{}", *failure);
+  set_step_times(result);
+  return result;
+}
+
+RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, ProcessGroup& group) {
+  const Schedule lowered = checked_schedule(schedule, options);
+  const int ranks = lowered.num_ranks();
+  if (group.size() != ranks)
+    throw_bad_input("processes: {} were started for a schedule of {} ranks; start one process per rank", group.size(),
+                    ranks);
+  const int me = group.rank();
+  RunResult result = empty_result(options, ranks);
+  const std::unique_ptr<Transport> transport = group.transport_for(backend);
+  ProcessMeeting meeting(group);
+  bool elsewhere = false;
+  if (auto failure = run_ranks(lowered, backend, options, *transport, meeting, {me}, result, elsewhere)) {
+    if (elsewhere) throw RunFailedElsewhere(*failure);
+    throw_runtime("{}", *failure);
+  }
+
+  const std::string where = fmt::format("rank {} failed at the gathering of the records", me);
+  std::vector<std::vector<std::byte>> gathered;
+  try {
+    gathered = group.gather(rank_records_to_wire(me, result.iterations, result.activation_peak_bytes[static_cast<size_t>(me)]),
+                            Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                               std::chrono::duration<double>(options.timeout_s)));
+  } catch (const PeerFailed& e) {
+    throw RunFailedElsewhere(e.message);
+  } catch (const RecvTimeout&) {
+    const std::string message = fmt::format("{}: the other ranks' records did not arrive within {:g} s", where, options.timeout_s);
+    transport->announce_failure(message);
+    throw_runtime("{}", message);
+  } catch (const PeerLost& e) {
+    const std::string message =
+        fmt::format("rank {} failed: its process ({}) ended while rank {} waited at the gathering of the records", e.rank,
+                    e.process, me);
+    transport->announce_failure(message);
+    throw_runtime("{}", message);
+  }
+  for (size_t p = 1; p < gathered.size(); ++p) {
+    const RankRecordsHeader h = rank_records_from_wire(gathered[p], result.iterations);
+    result.activation_peak_bytes[static_cast<size_t>(h.rank)] = h.peak_bytes;
+  }
+  set_step_times(result);
   return result;
 }
 

@@ -3,10 +3,13 @@
 // (the IR the simulator times). Compute actions call the backend; sends and receives move the tensors
 // through a transport; tensors between stages on the same rank are handed over locally. An iteration
 // starts with all ranks together and ends, after every rank's list, with a synchronised optimizer step.
+// The ranks are threads of this process, or processes a launcher started, one rank each (ProcessGroup).
 #include <functional>
 #include <vector>
 
+#include "core/error.hpp"
 #include "executor/backend.hpp"
+#include "executor/process_group.hpp"
 #include "executor/transport.hpp"
 #include "schedules/ir.hpp"
 #include "sim/pipeline_sim.hpp"
@@ -51,5 +54,19 @@ struct RunResult {
 // and throws Runtime "rank <r> failed at <action>: <reason>". `transport` null: threads in this process.
 RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options = {},
                        Transport* transport = nullptr);
+
+// A run that failed in another process, which reports the error; this one has the same text and stays quiet.
+class RunFailedElsewhere : public Error {
+ public:
+  explicit RunFailedElsewhere(const std::string& message) : Error(ErrorKind::Runtime, message) {}
+};
+
+// Ranks as processes: this process runs rank group.rank() of the schedule, whose rank count must be the
+// group's size (BadInput otherwise). Iterations start and optimizer steps happen together across the group
+// (its barrier); every rank's records and activation peak are gathered at process 0, whose result is the
+// whole run's; another process's result holds its own rank's only (the others' stay empty, step times are
+// its rank's). Errors as above, plus RunFailedElsewhere when another process failed first. On any error the
+// caller ends the job (end_job_now): the other processes may still be waiting.
+RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, ProcessGroup& group);
 
 }  // namespace pw

@@ -32,16 +32,34 @@ struct RecvTimeout : std::exception {
   const char* what() const noexcept override { return "receive timed out"; }
 };
 
+// A rank in another process failed and said so (`message` is its error); this rank stops quietly.
+struct PeerFailed : RunAborted {
+  explicit PeerFailed(std::string message) : message(std::move(message)) {}
+  const char* what() const noexcept override { return message.c_str(); }
+  std::string message;
+};
+
+// The process hosting `rank` ended without a word (it crashed or was killed) while this one waited.
+struct PeerLost : std::exception {
+  PeerLost(int rank, std::string process) : rank(rank), process(std::move(process)) {}
+  const char* what() const noexcept override { return "a peer process ended"; }
+  int rank;
+  std::string process;  // "pid 1234 on host"
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
   // Never blocks: the message waits at the destination until received.
   virtual void send(int src, int dst, const MessageKey& key, Message message) = 0;
   // Blocks until the message from `src` with this key arrives. Throws RecvTimeout after `deadline` and
-  // RunAborted once abort() is called.
+  // RunAborted once abort() is called; between processes also PeerFailed and PeerLost.
   virtual Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) = 0;
   // Wakes every waiting receive (they throw RunAborted) and fails every later one.
   virtual void abort() = 0;
+  // Between processes: tells the others that this one's run failed with `message`, so that their waits end
+  // (PeerFailed) instead of running into the timeout. Ranks in one process share the failure directly.
+  virtual void announce_failure(const std::string& message) {}
 };
 
 // Ranks as threads of one process: a mailbox per rank guarded by a mutex and a condition variable. A sent

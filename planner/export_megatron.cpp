@@ -219,6 +219,8 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
     add("--recompute-num-layers", "1");
   }
   if (pc.distributed_optimizer && pc.dp > 1) add("--use-distributed-optimizer");
+  // Megatron-LM's default order is tp-cp-ep-dp-pp (pp outermost); this flag makes it tp-cp-ep-pp-dp.
+  if (pc.order == RankOrder::TpPpDp && pc.pp > 1 && pc.dp > 1) add("--use-tp-pp-dp-mapping");
   return a;
 }
 

@@ -107,6 +107,7 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
            "mode = \"selective\"\nselective_ac_option = \"op\"\n";
       break;
     case Recompute::Full: t += "mode = \"full\"\n"; break;
+    case Recompute::PerStage: break;  // export_plan() refuses it
   }
   std::vector<ExportFile> files{ExportFile{"torchtitan.toml", t}};
   if (name.empty()) files.push_back(ExportFile{"pipewright_schedule.csv", schedule_to_pytorch_csv(plan.schedule)});

@@ -38,7 +38,23 @@ std::vector<Recompute> export_recomputes(ExportTarget t) {
   return {Recompute::None, Recompute::Selective, Recompute::Full};
 }
 
+std::optional<RankOrder> export_rank_order(ExportTarget t) {
+  // Megatron-LM takes either (--use-tp-pp-dp-mapping); DeepSpeed's topology and torchtitan's device mesh
+  // put pp outermost.
+  if (t == ExportTarget::Megatron) return std::nullopt;
+  return RankOrder::TpDpPp;
+}
+
 std::vector<ExportFile> export_plan(ExportTarget t, const Evaluation& plan, const std::string& dir) {
+  const Scenario& s = plan.scenario;
+  if (s.workload.recompute == Recompute::PerStage)
+    throw_bad_input("--export {}: it applies one recompute mode to every stage, not a level per stage; plan with "
+                    "--recompute none, selective or full",
+                    to_string(t));
+  const std::optional<RankOrder> order = export_rank_order(t);
+  if (order && s.parallel.order != *order && s.parallel.pp > 1 && s.parallel.dp > 1)
+    throw_bad_input("--export {}: it places ranks {}, not {}; plan with --rank-order {}", to_string(t),
+                    to_string(*order), to_string(s.parallel.order), to_string(*order));
   switch (t) {
     case ExportTarget::Megatron: return {megatron_export(plan)};
     case ExportTarget::DeepSpeed: return deepspeed_export(plan);

@@ -3,6 +3,7 @@
 // (ds_config JSON and a PipelineModule subclass holding the split) and torchtitan (the [parallelism] TOML
 // section and, for schedules PyTorch has no class for, the schedule as CSV). Each target runs only some
 // schedules and recompute modes; the search is restricted to them when an export is asked for.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct ExportFile {
 // The schedules (among schedule_names()) and recompute modes the target can run.
 std::vector<std::string> export_schedules(ExportTarget t);
 std::vector<Recompute> export_recomputes(ExportTarget t);
+// The rank order the target places ranks in, when it has only one.
+std::optional<RankOrder> export_rank_order(ExportTarget t);
 
 // BadInput "--export <target>: ..." when the plan uses something the target cannot run.
 // `dir` is the folder the files will be written to (files may name each other by path).

@@ -41,16 +41,17 @@ Split min_bottleneck(const PartitionProblem& p, const std::vector<double>& cap) 
   best[0] = 0;
   for (int k = 1; k <= S; ++k) {
     const int s = k - 1;
-    const std::vector<double>& tp = p.time_prefix[static_cast<size_t>(p.stage_class[static_cast<size_t>(s)])];
     const double* prev = &best[static_cast<size_t>(k - 1) * width];
     for (int i = k; i <= n - (S - k); ++i) {
       const double xfer = p.transfer_time(s, i);
       double b = kInf;
       int a = -1;
       for (int j = first_start(k, i); j >= last_start(k); --j) {
-        const double t = (tp[static_cast<size_t>(i)] - tp[static_cast<size_t>(j)]) + xfer;
-        if (t >= b) break;  // larger stages only get slower
-        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;  // and fuller
+        // Larger stages only get slower (with per-stage recompute too: a larger stage keeps its level or
+        // needs a heavier one) and fuller (at the heaviest level, which decides whether any fits).
+        const double t = p.compute_time(s, j, i) + xfer;
+        if (t >= b) break;
+        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;
         if (prev[j] == kInf) continue;
         const double c = std::max(prev[j], t);
         if (c < b) {

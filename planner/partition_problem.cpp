@@ -123,9 +123,25 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   }
   for (int r = 0; r < P.ranks; ++r) P.rank_gpu.push_back(pipeline_rank_gpu(pc, r));
 
-  std::vector<LayerWork>& work = P.work;
-  work.reserve(n);
-  for (const Layer& layer : s.model.layers) work.push_back(layer_work(s.model, layer, s.workload));
+  if (s.workload.recompute == Recompute::PerStage) {
+    if (!s.model.transformer)
+      throw_bad_input("--recompute per-stage: model '{}' gives explicit per-layer costs; use --recompute none", s.model.name);
+    if (P.max_chunks > 1)
+      throw_bad_input("--recompute per-stage: schedule '{}' puts {} chunks on a rank, whose memory the chunks share; "
+                      "use a schedule with one chunk per rank or one recompute level",
+                      s.schedule, P.max_chunks);
+    P.levels = {Recompute::None, Recompute::Selective, Recompute::Full};
+  } else {
+    P.levels = {s.workload.recompute};
+  }
+  for (Recompute level : P.levels) {
+    Workload w = s.workload;
+    w.recompute = level;
+    std::vector<LayerWork> work;
+    work.reserve(n);
+    for (const Layer& layer : s.model.layers) work.push_back(layer_work(s.model, layer, w));
+    P.level_work.push_back(std::move(work));
+  }
 
   // Layer times per GPU type and tp link: one prefix-sum row per distinct pair among the ranks.
   struct Class {
@@ -142,28 +158,37 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     if (k == classes.size()) classes.push_back(c);
     rank_class[static_cast<size_t>(r)] = static_cast<int>(k);
   }
-  for (const Class& c : classes) {
-    std::vector<double> prefix(n + 1, 0.0);
-    for (size_t i = 0; i < n; ++i) {
-      const Layer& layer = s.model.layers[i];
-      double t = 0;  // summed as layer_step_costs sums it
-      for (Phase ph : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
-        t += cost.phase_time(layer, work[i], ph, *c.gpu, c.tp_link, pc.tp);
-      prefix[i + 1] = prefix[i] + t;
+  for (const std::vector<LayerWork>& work : P.level_work) {
+    std::vector<std::vector<double>> per_class;
+    for (const Class& c : classes) {
+      std::vector<double> prefix(n + 1, 0.0);
+      for (size_t i = 0; i < n; ++i) {
+        const Layer& layer = s.model.layers[i];
+        double t = 0;  // summed as layer_step_costs sums it
+        for (Phase ph : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
+          t += cost.phase_time(layer, work[i], ph, *c.gpu, c.tp_link, pc.tp);
+        prefix[i + 1] = prefix[i] + t;
+      }
+      per_class.push_back(std::move(prefix));
     }
-    P.time_prefix.push_back(std::move(prefix));
+    P.level_time_prefix.push_back(std::move(per_class));
+
+    std::vector<double> act(n + 1, 0.0), wg(n + 1, 0.0);
+    for (size_t i = 0; i < n; ++i) {
+      act[i + 1] = act[i] + work[i].activation_bytes;
+      wg[i + 1] = wg[i] + work[i].weight_grad_bytes;
+    }
+    P.level_act_prefix.push_back(std::move(act));
+    P.level_wg_prefix.push_back(std::move(wg));
   }
   for (int st = 0; st < P.stages; ++st)
     P.stage_class.push_back(rank_class[static_cast<size_t>(P.stage_rank[static_cast<size_t>(st)])]);
+  P.act_prefix = P.level_act_prefix.front();
+  P.wg_prefix = P.level_wg_prefix.front();
 
+  const std::vector<LayerWork>& work = P.level_work.front();
   P.param_prefix.assign(n + 1, 0.0);
-  P.act_prefix.assign(n + 1, 0.0);
-  P.wg_prefix.assign(n + 1, 0.0);
-  for (size_t i = 0; i < n; ++i) {
-    P.param_prefix[i + 1] = P.param_prefix[i] + work[i].parameters;
-    P.act_prefix[i + 1] = P.act_prefix[i] + work[i].activation_bytes;
-    P.wg_prefix[i + 1] = P.wg_prefix[i] + work[i].weight_grad_bytes;
-  }
+  for (size_t i = 0; i < n; ++i) P.param_prefix[i + 1] = P.param_prefix[i] + work[i].parameters;
   P.cut = boundary_bytes(s.model, work);
 
   for (int st = 0; st + 1 < P.stages; ++st) {
@@ -203,8 +228,55 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   return P;
 }
 
+namespace {
+
+double level_chunk_peak(const PartitionProblem& p, int level, int s, int begin, int end) {
+  const std::vector<double>& act = p.level_act_prefix[static_cast<size_t>(level)];
+  const std::vector<double>& wgp = p.level_wg_prefix[static_cast<size_t>(level)];
+  const double a = act[static_cast<size_t>(end)] - act[static_cast<size_t>(begin)];
+  const double wg = wgp[static_cast<size_t>(end)] - wgp[static_cast<size_t>(begin)];
+  const auto& pairs = p.chunk_holdings[static_cast<size_t>(p.stage_rank[static_cast<size_t>(s)])]
+                                      [static_cast<size_t>(p.stage_chunk[static_cast<size_t>(s)])];
+  double peak = 0;
+  for (const auto& [full, partial] : pairs) peak = std::max(peak, full * a + partial * wg);
+  return peak;
+}
+
+}  // namespace
+
+int PartitionProblem::level(int s, int begin, int end) const {
+  const int last = static_cast<int>(levels.size()) - 1;
+  if (last == 0) return 0;
+  // One chunk per rank here: the stage's state and holding are its rank's whole memory.
+  const double room = rank_limit[static_cast<size_t>(stage_rank[static_cast<size_t>(s)])] - state_bytes(s, begin, end);
+  for (int l = 0; l < last; ++l)
+    if (level_chunk_peak(*this, l, s, begin, end) <= room) return l;
+  return last;
+}
+
+std::vector<Recompute> PartitionProblem::stage_levels(const std::vector<LayerRange>& ranges) const {
+  std::vector<Recompute> out;
+  for (int st = 0; st < stages; ++st) {
+    const LayerRange& lr = ranges[static_cast<size_t>(st)];
+    out.push_back(levels[static_cast<size_t>(level(st, lr.first, lr.last + 1))]);
+  }
+  return out;
+}
+
+std::vector<LayerWork> PartitionProblem::work_for(const std::vector<LayerRange>& ranges) const {
+  std::vector<LayerWork> out;
+  out.reserve(static_cast<size_t>(layers));
+  for (int st = 0; st < stages; ++st) {
+    const LayerRange& lr = ranges[static_cast<size_t>(st)];
+    const std::vector<LayerWork>& work = level_work[static_cast<size_t>(level(st, lr.first, lr.last + 1))];
+    out.insert(out.end(), work.begin() + lr.first, work.begin() + lr.last + 1);
+  }
+  return out;
+}
+
 double PartitionProblem::compute_time(int s, int begin, int end) const {
-  const std::vector<double>& p = time_prefix[static_cast<size_t>(stage_class[static_cast<size_t>(s)])];
+  const std::vector<double>& p =
+      level_time_prefix[static_cast<size_t>(level(s, begin, end))][static_cast<size_t>(stage_class[static_cast<size_t>(s)])];
   return p[static_cast<size_t>(end)] - p[static_cast<size_t>(begin)];
 }
 
@@ -224,13 +296,7 @@ double PartitionProblem::state_bytes(int s, int begin, int end) const {
 }
 
 double PartitionProblem::chunk_peak(int s, int begin, int end) const {
-  const double a = act_prefix[static_cast<size_t>(end)] - act_prefix[static_cast<size_t>(begin)];
-  const double wg = wg_prefix[static_cast<size_t>(end)] - wg_prefix[static_cast<size_t>(begin)];
-  const auto& pairs = chunk_holdings[static_cast<size_t>(stage_rank[static_cast<size_t>(s)])]
-                                    [static_cast<size_t>(stage_chunk[static_cast<size_t>(s)])];
-  double peak = 0;
-  for (const auto& [full, partial] : pairs) peak = std::max(peak, full * a + partial * wg);
-  return peak;
+  return level_chunk_peak(*this, level(s, begin, end), s, begin, end);
 }
 
 double PartitionProblem::rank_memory(int r, const std::vector<LayerRange>& ranges) const {
@@ -239,9 +305,12 @@ double PartitionProblem::rank_memory(int r, const std::vector<LayerRange>& range
   for (int st = 0; st < stages; ++st) {
     if (stage_rank[static_cast<size_t>(st)] != r) continue;
     const LayerRange& lr = ranges[static_cast<size_t>(st)];
+    const size_t l = static_cast<size_t>(level(st, lr.first, lr.last + 1));
+    const std::vector<double>& act = level_act_prefix[l];
+    const std::vector<double>& wgp = level_wg_prefix[l];
     state += state_bytes(st, lr.first, lr.last + 1);
-    a.push_back(act_prefix[static_cast<size_t>(lr.last) + 1] - act_prefix[static_cast<size_t>(lr.first)]);
-    wg.push_back(wg_prefix[static_cast<size_t>(lr.last) + 1] - wg_prefix[static_cast<size_t>(lr.first)]);
+    a.push_back(act[static_cast<size_t>(lr.last) + 1] - act[static_cast<size_t>(lr.first)]);
+    wg.push_back(wgp[static_cast<size_t>(lr.last) + 1] - wgp[static_cast<size_t>(lr.first)]);
   }
   double peak = 0;
   for (const Holding& h : holdings[static_cast<size_t>(r)]) {

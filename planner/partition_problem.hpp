@@ -31,10 +31,16 @@ struct PartitionProblem {
   std::vector<int> stage_chunk;  // stage -> its index among its rank's stages
   std::vector<int> rank_gpu;     // pipeline rank -> global GPU (pipeline_rank_gpu)
 
-  // Per distinct (GPU type, tp link): prefix sums of each layer's F + B + W seconds.
-  std::vector<std::vector<double>> time_prefix;
-  std::vector<int> stage_class;  // stage -> index into time_prefix
-  std::vector<double> param_prefix, act_prefix, wg_prefix;  // per tp rank
+  // The recompute levels a stage may take: the workload's own, or with per-stage recompute none, selective
+  // and full, lightest first; a stage takes the lightest whose memory fits its GPU (one chunk per rank).
+  std::vector<Recompute> levels;
+  // Per level and distinct (GPU type, tp link): prefix sums of each layer's F + B + W seconds.
+  std::vector<std::vector<std::vector<double>>> level_time_prefix;
+  std::vector<int> stage_class;  // stage -> index into level_time_prefix[level]
+  std::vector<double> param_prefix;  // per tp rank
+  std::vector<std::vector<double>> level_act_prefix, level_wg_prefix;  // per level
+  // Level 0's (the only level unless per-stage recompute): what the several-chunk search reads.
+  std::vector<double> act_prefix, wg_prefix;
   std::vector<double> cut;  // bytes crossing the boundary after layer i (i < layers - 1)
   // Boundary s -> s + 1 (s < stages - 1): the activation's link and the gradient's way back; false
   // `remote` when both stages are on one rank (no transfer).
@@ -48,17 +54,23 @@ struct PartitionProblem {
   // Per rank and chunk, the Pareto-maximal (full, partial) pairs of that chunk alone.
   std::vector<std::vector<std::vector<std::pair<int, int>>>> chunk_holdings;
   int max_chunks = 1;
-  std::vector<LayerWork> work;  // each layer's, for stage_costs()
+  std::vector<std::vector<LayerWork>> level_work;  // per level, each layer's
+
+  // The level stage s takes with layers [begin, end): the lightest that fits, else the heaviest.
+  int level(int s, int begin, int end) const;
+  // Each stage's level under a split, and each layer's work at its stage's level (for stage_costs()).
+  std::vector<Recompute> stage_levels(const std::vector<LayerRange>& ranges) const;
+  std::vector<LayerWork> work_for(const std::vector<LayerRange>& ranges) const;
 
   // Layers [begin, end) on stage s: F + B + W on the stage's GPU plus, except on the last stage, the
   // activation sent to stage s + 1 and its gradient coming back (latency + bytes / bandwidth each).
   double stage_time(int s, int begin, int end) const;
-  double compute_time(int s, int begin, int end) const;
+  double compute_time(int s, int begin, int end) const;  // at the stage's level
   double transfer_time(int s, int end) const;  // of the boundary after layer end - 1
   double state_bytes(int s, int begin, int end) const;  // model state + the stage's reserve share
   // The stage's own most demanding activation holding: exact for a one-chunk rank; with several
   // chunks, a lower bound of what it adds to its rank's peak (at the rank's peak it holds at most this).
-  double chunk_peak(int s, int begin, int end) const;
+  double chunk_peak(int s, int begin, int end) const;  // at the stage's level
   // state_bytes + chunk_peak: the rank's exact peak memory for one-chunk ranks.
   double stage_memory(int s, int begin, int end) const { return state_bytes(s, begin, end) + chunk_peak(s, begin, end); }
   // A rank's exact peak (model state + activation peak) under a split; what the simulator reports.

@@ -28,6 +28,7 @@ Schedule scenario_schedule(const Scenario& s) {
   spec.microbatches = s.parallel.microbatches;
   spec.chunks = chunks_per_rank(s.schedule, s.parallel.vpp);
   spec.group_size = s.group_size;
+  spec.max_pending = s.max_pending;
   return make_schedule(spec);
 }
 
@@ -143,7 +144,7 @@ Choice simulate_best(const Scenario& s, const CostModel& cost, const PartitionPr
   Choice best;
   best.step_time_s = kInf;
   for (const std::vector<LayerRange>& ranges : candidates) {
-    in.stages = stage_costs(s.model, p.work, ranges, s.parallel, s.cluster, cost, stage_gpu);
+    in.stages = stage_costs(s.model, p.work_for(ranges), ranges, s.parallel, s.cluster, cost, stage_gpu);
     // zb-auto searches its order on the stage costs: each split gets the order evaluate() would run.
     if (order_from_costs(s.schedule) && !s.imported_schedule) in.schedule = lower(evaluated_schedule(s, in.stages, cost));
     const SimResult r = simulate(in);
@@ -173,6 +174,12 @@ std::string memory_need_message(const Scenario& s, const MemoryNeed& need) {
 MemoryNeed smallest_memory_need(const Scenario& s, const CostModel& cost, const PartitionOptions& options) {
   const Schedule schedule = options.schedule ? *options.schedule : scenario_schedule(s);
   return least_memory(make_partition_problem(s, cost, schedule), options.search_nodes).need;
+}
+
+std::vector<Recompute> stage_recompute_for(const Scenario& resolved, const CostModel& cost,
+                                           const std::vector<LayerRange>& ranges) {
+  if (resolved.workload.recompute != Recompute::PerStage) return {};
+  return make_partition_problem(resolved, cost, scenario_schedule(resolved)).stage_levels(ranges);
 }
 
 PartitionResult best_partition(const Scenario& s, const CostModel& cost) { return best_partition(s, cost, PartitionOptions{}); }
@@ -236,6 +243,7 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost, const P
     result.fits = fits_exactly(p, result.ranges);
   }
   result.bottleneck_s = p.bottleneck(result.ranges);
+  if (s.workload.recompute == Recompute::PerStage) result.stage_recompute = p.stage_levels(result.ranges);
   return result;
 }
 

@@ -47,6 +47,8 @@ struct PartitionResult {
   // How many splits reach the optimal bottleneck (a double: it can be huge). With several chunks per
   // rank, those whose chunks pass the memory test one by one: an upper bound.
   double tied_splits = 0;
+  // With per-stage recompute (workload.recompute PerStage): each stage's level, the lightest that fits.
+  std::vector<Recompute> stage_recompute;
 };
 
 struct PartitionOptions {
@@ -61,6 +63,11 @@ struct PartitionOptions {
 // stage's need and the GPU's memory.
 PartitionResult best_partition(const Scenario& resolved, const CostModel& cost);
 PartitionResult best_partition(const Scenario& resolved, const CostModel& cost, const PartitionOptions& options);
+
+// Per-stage recompute: each stage's level under a given split (the lightest whose memory fits its GPU, else
+// full); empty for any other recompute mode.
+std::vector<Recompute> stage_recompute_for(const Scenario& resolved, const CostModel& cost,
+                                           const std::vector<LayerRange>& ranges);
 
 // The least memory the fullest rank can need over all splits (need_bytes - limit_bytes is minimal), with
 // that rank's GPU memory: what the infeasibility message reports.

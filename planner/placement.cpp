@@ -20,21 +20,6 @@ double link_seconds(const Cluster& cluster, int from, int to, double bytes) {
 
 }  // namespace
 
-const char* to_string(RankOrder order) { return order == RankOrder::TpPpDp ? "tp-pp-dp" : "tp-dp-pp"; }
-
-RankOrder rank_order_from_string(const std::string& text) {
-  for (RankOrder o : rank_orders())
-    if (text == to_string(o)) return o;
-  throw_bad_input("--rank-order: '{}' is not a rank order; use tp-pp-dp or tp-dp-pp", text);
-}
-
-std::vector<RankOrder> rank_orders() { return {RankOrder::TpPpDp, RankOrder::TpDpPp}; }
-
-int global_rank(const ParallelConfig& pc, RankOrder order, int tp_idx, int pp_idx, int dp_idx) {
-  if (order == RankOrder::TpPpDp) return (dp_idx * pc.pp + pp_idx) * pc.tp + tp_idx;
-  return (pp_idx * pc.dp + dp_idx) * pc.tp + tp_idx;
-}
-
 std::vector<GpuPlace> place_ranks(const ParallelConfig& pc, const Cluster& cluster, RankOrder order) {
   cluster.check_capacity(pc.gpus());
   if (!tp_fits_nodes(pc, cluster))

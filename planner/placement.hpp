@@ -6,23 +6,12 @@
 #include <vector>
 
 #include "core/cluster.hpp"
+#include "core/rank_order.hpp"
 #include "core/stage_costs.hpp"
 #include "core/workload.hpp"
 #include "schedules/ir.hpp"
 
 namespace pw {
-
-// The nesting of the three dimensions in the global rank, innermost first. tp is always innermost,
-// so that a tp group is tp consecutive GPUs inside one node.
-enum class RankOrder {
-  TpPpDp,  // global = dp_idx (pp tp) + pp_idx tp + tp_idx: pipeline neighbours close (Megatron's default)
-  TpDpPp,  // global = pp_idx (dp tp) + dp_idx tp + tp_idx: data-parallel peers close
-};
-const char* to_string(RankOrder order);                    // "tp-pp-dp", "tp-dp-pp"
-RankOrder rank_order_from_string(const std::string& text);  // BadInput naming the choices otherwise
-std::vector<RankOrder> rank_orders();                       // the standard orders, default first
-
-int global_rank(const ParallelConfig& pc, RankOrder order, int tp_idx, int pp_idx, int dp_idx);
 
 struct GpuPlace {
   int global_rank = 0;

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/version.hpp"
+#include "planner/placement.hpp"
 #include "schedules/generators.hpp"
 #include "sim/evaluation_json.hpp"
 
@@ -41,18 +42,6 @@ std::vector<LayerRange> read_stages(const JsonFields& f, const std::string& key)
 
 }  // namespace
 
-std::vector<PlacedRank> placement(const ParallelConfig& pc, const Cluster& cluster) {
-  std::vector<PlacedRank> out;
-  const int per_node = cluster.gpus_per_node > 0 ? cluster.gpus_per_node : 1;
-  for (int d = 0; d < pc.dp; ++d)
-    for (int p = 0; p < pc.pp; ++p)
-      for (int t = 0; t < pc.tp; ++t) {
-        const int g = d * pc.pp * pc.tp + p * pc.tp + t;
-        out.push_back(PlacedRank{g, g / per_node, g % per_node, t, p, d});
-      }
-  return out;
-}
-
 std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
   const Scenario& s = ev.scenario;
   const ParallelConfig& pc = s.parallel;
@@ -64,8 +53,9 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                       {"first_layer", s.model.layers[static_cast<size_t>(st.layers.first)].name},
                       {"last_layer", s.model.layers[static_cast<size_t>(st.layers.last)].name}});
   ojson gpus = ojson::array();
-  for (const PlacedRank& p : placement(pc, s.cluster))
-    gpus.push_back({{"rank", p.rank}, {"node", p.node}, {"gpu", p.local_gpu}, {"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}});
+  for (const GpuPlace& p : place_ranks(pc, s.cluster, pc.order))
+    gpus.push_back({{"rank", p.global_rank}, {"node", p.node}, {"gpu", p.local_gpu}, {"tp", p.tp_idx}, {"pp", p.pp_idx},
+                    {"dp", p.dp_idx}});
 
   ojson j;
   j["format"] = kFormat;
@@ -85,6 +75,11 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"sequence_parallel", s.workload.sequence_parallel},
                    {"recompute", to_string(s.workload.recompute)},
                    {"flash_attention", s.workload.flash_attention}};
+  if (!s.stage_recompute.empty()) {
+    ojson levels = ojson::array();
+    for (Recompute r : s.stage_recompute) levels.push_back(to_string(r));
+    j["workload"]["stage_recompute"] = levels;
+  }
   j["global_batch_size"] = s.global_batch_size;
   j["schedule"] = {{"name", s.schedule},
                    {"group_size", s.group_size},
@@ -92,8 +87,11 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"actions", ojson::parse(schedule_to_json_text(ev.schedule))}};
   j["optimizer"] = {{"synchronous", s.synchronous_optimizer}, {"async_iterations", s.async_iterations}};
   j["split"] = {{"method", extras.split_method}, {"stages", stages}};
-  j["placement"] = {{"order", "tp-pp-dp"}, {"gpus", gpus}};
-  j["cost_model"] = {{"name", "analytic"}, {"overrides", extras.cost_overrides}};
+  j["placement"] = {{"order", to_string(pc.order)}, {"gpus", gpus}};
+  j["cost_model"] = {{"name", extras.profile ? "profiled" : "analytic"}, {"overrides", extras.cost_overrides}};
+  if (extras.profile)
+    j["cost_model"]["profile"] = {
+        {"path", extras.profile->path}, {"tool", extras.profile->tool}, {"machine", extras.profile->machine}};
   j["predicted"] = predicted_json(ev);
   if (!extras.baselines.is_null()) j["baselines"] = extras.baselines;
   return j.dump(2) + "\n";
@@ -143,6 +141,19 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   } catch (const Error& e) {
     w.fail("recompute", e.what());
   }
+  if (const nlohmann::json* levels = w.find("stage_recompute")) {
+    if (!levels->is_array()) w.fail("stage_recompute", "must be a list of levels, one per stage");
+    for (const auto& x : *levels) {
+      const std::string level = x.is_string() ? x.get<std::string>() : "";
+      try {
+        s.stage_recompute.push_back(recompute_from_string(level.c_str()));
+      } catch (const Error& e) {
+        w.fail("stage_recompute", e.what());
+      }
+    }
+  }
+  if (s.workload.recompute == Recompute::PerStage && s.stage_recompute.empty())
+    w.fail("stage_recompute", "is missing: recompute \"per-stage\" needs each stage's level");
   s.global_batch_size = f.positive_int("global_batch_size");
   if (s.global_batch_size != s.parallel.microbatches * s.workload.micro_batch_size * s.parallel.dp)
     f.fail("global_batch_size", fmt::format("is {} but microbatches x micro_batch_size x dp = {}", s.global_batch_size,
@@ -161,13 +172,32 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
     if (opt.has("async_iterations")) s.async_iterations = opt.positive_int("async_iterations");
   }
 
+  if (const nlohmann::json* pl = f.find("placement")) {
+    JsonFields place(*pl, source, "placement.");
+    if (place.has("order")) {
+      try {
+        s.parallel.order = rank_order_from_string(place.string("order"));
+      } catch (const Error& e) {
+        place.fail("order", e.what());
+      }
+    }
+  }
   const JsonFields split = f.object("split");
   out.split_method = split.string("method");
   s.ranges = read_stages(split, "stages");
 
   if (const nlohmann::json* cm = f.find("cost_model")) {
     JsonFields c(*cm, source, "cost_model.");
-    if (c.string("name") != "analytic") c.fail("name", fmt::format("is \"{}\"; this pipewright has the \"analytic\" model", c.string("name")));
+    const std::string name = c.string("name");
+    if (name != "analytic" && name != "profiled")
+      c.fail("name", fmt::format("is \"{}\"; this pipewright has the \"analytic\" and \"profiled\" models", name));
+    if (const nlohmann::json* pr = c.find("profile")) {
+      JsonFields p(*pr, source, "cost_model.profile.");
+      p.reject_unknown({"path", "tool", "machine"});
+      out.profile = PlanProfile{p.string("path"), p.optional_string("tool").value_or(""),
+                                p.optional_string("machine").value_or("")};
+    }
+    if (name == "profiled" && !out.profile) c.fail("profile", "is missing: a \"profiled\" plan names its profile file");
     if (const nlohmann::json* o = c.find("overrides")) {
       if (!o->is_array()) c.fail("overrides", "must be a list of \"NAME=VALUE\" strings");
       for (const auto& x : *o) {

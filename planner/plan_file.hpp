@@ -13,17 +13,19 @@
 
 namespace pw {
 
+// The measured profile a plan was predicted with (cost_model.profile), so that simulate --plan reads it again.
+struct PlanProfile {
+  std::string path;     // the profile file, absolute
+  std::string tool;     // its writer
+  std::string machine;  // where it was measured
+};
+
 struct PlanExtras {
   std::string split_method = "best";       // how the layer ranges were chosen
   std::vector<std::string> cost_overrides;  // NAME=VALUE overrides of the analytic cost model
   nlohmann::ordered_json baselines;         // optional: {"uniform": {...}, "parameters": {...}}
+  std::optional<PlanProfile> profile;       // the cost model is "profiled" when set
 };
-
-// One GPU of the configuration, in the rank order evaluate() simulates (tp innermost, then pp, then dp).
-struct PlacedRank {
-  int rank = 0, node = 0, local_gpu = 0, tp = 0, pp = 0, dp = 0;
-};
-std::vector<PlacedRank> placement(const ParallelConfig& pc, const Cluster& cluster);
 
 // `ev` must be the evaluation of a resolved scenario with explicit ranges (a search plan's).
 std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras);
@@ -35,6 +37,7 @@ struct PlanDocument {
   Schedule schedule;                        // the action lists as written
   nlohmann::json predicted;                 // the metrics as written
   std::string pipewright_version;           // of the writer
+  std::optional<PlanProfile> profile;       // cost_model.profile
 };
 
 // BadInput naming `source` and the field for anything missing or malformed, and for another format or a

@@ -30,7 +30,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 auto config_key(const Candidate& c) {
-  return std::tie(c.tp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute);
+  return std::tie(c.tp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute, c.order);
 }
 
 std::vector<int> divisors(int n) {
@@ -74,9 +74,10 @@ std::vector<int> vpp_options(const std::string& schedule, int pp, int layers, co
 bool config_less(const Candidate& a, const Candidate& b) { return config_key(a) < config_key(b); }
 
 std::string describe(const Candidate& c) {
-  return fmt::format("tp={}, pp={}, dp={}{}, micro-batch size {}, {} and {} recompute", c.tp, c.pp, c.dp,
+  return fmt::format("tp={}, pp={}, dp={}{}, micro-batch size {}, {} and {} recompute{}", c.tp, c.pp, c.dp,
                      c.vpp > 1 ? fmt::format(", vpp={}", c.vpp) : "", c.micro_batch_size, c.schedule,
-                     c.recompute == Recompute::None ? "no" : to_string(c.recompute));
+                     c.recompute == Recompute::None ? "no" : to_string(c.recompute),
+                     c.order == RankOrder::TpPpDp ? "" : fmt::format(", rank order {}", to_string(c.order)));
 }
 
 const char* to_string(SplitMethod m) {
@@ -99,9 +100,11 @@ Scenario candidate_scenario(const Scenario& base, const Candidate& c) {
   s.workload.micro_batch_size = c.micro_batch_size;
   s.workload.tp = c.tp;
   s.workload.recompute = c.recompute;
+  s.parallel.order = c.order;
   s.schedule = c.schedule;
   s.split.clear();
   s.ranges.clear();
+  s.stage_recompute.clear();
   return s;
 }
 
@@ -152,8 +155,11 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   std::vector<Recompute> recomputes = space.recomputes;
   // Explicit layer costs are used as given, recomputation included or not: one mode is enough.
   if (recomputes.empty())
-    recomputes = model.transformer ? std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full}
+    recomputes = model.transformer ? std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full,
+                                                            Recompute::PerStage}
                                    : std::vector<Recompute>{Recompute::None};
+
+  const std::vector<RankOrder> orders = space.order ? std::vector<RankOrder>{*space.order} : rank_orders();
 
   std::vector<Candidate> out;
   bool any_pp = false, any_dp_match = false, any_dp = false, any_mbs = false, any_vpp = false;
@@ -176,8 +182,14 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
         for (const std::string& schedule : schedules)
           for (int vpp : vpp_options(schedule, pp, layers, space.vpp)) {
             any_vpp = true;
-            for (Recompute rc : recomputes)
-              out.push_back(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc});
+            for (Recompute rc : recomputes) {
+              // Per-stage levels need each rank's memory to be one stage's (one chunk per rank).
+              if (rc == Recompute::PerStage && chunks_per_rank(schedule, vpp) > 1) continue;
+              for (RankOrder order : orders)
+                // Without pp or dp (or on the ideal cluster) the two orders place the same.
+                if (space.order || order == RankOrder::TpPpDp || (pp > 1 && dp > 1 && !base.cluster.ideal))
+                  out.push_back(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc, order});
+            }
           }
       }
     }
@@ -465,13 +477,16 @@ class Searcher {
   // plans). BadInput from it means that no split fits in memory.
   // With several chunks per rank and memory binding, the partitioner's branch and bound gets a node
   // budget (deterministic: the same split whatever the threads do); the reported plans get a larger one.
-  std::vector<LayerRange> best_split(const Scenario& resolved, const Schedule& schedule, bool simulate) {
+  // Sets the scenario's ranges (and per-stage recompute levels).
+  void best_split(Scenario& resolved, const Schedule& schedule, bool simulate) {
     PartitionOptions po;
     po.simulate = simulate;
     po.schedule = &schedule;
     po.search_nodes = simulate ? kRefineNodes : kScreenNodes;
     po.max_ties = simulate ? kRefineTies : 1;  // 1: the first tied split in the partitioner's secondary order
-    return best_partition(resolved, cost_, po).ranges;
+    PartitionResult r = best_partition(resolved, cost_, po);
+    resolved.ranges = std::move(r.ranges);
+    resolved.stage_recompute = std::move(r.stage_recompute);
   }
 
   void work() {
@@ -536,7 +551,7 @@ class Searcher {
     }
     const std::shared_ptr<const Schedule> schedule = schedule_of(p);
     try {
-      p.scenario.ranges = best_split(p.scenario, *schedule, false);
+      best_split(p.scenario, *schedule, false);
     } catch (const Error& err) {
       if (err.kind() != ErrorKind::BadInput) throw;
       count(&SearchStats::over_memory);  // no split fits
@@ -548,7 +563,12 @@ class Searcher {
       for (int st = 0; st < schedule->num_stages(); ++st)
         stage_gpu.push_back(pipeline_rank_gpu(pc, schedule->placement.rank_of(st)));
       for (int r = 0; r < pc.pp; ++r) rank_gpu.push_back(pipeline_rank_gpu(pc, r));
-      const std::vector<StageCost> costs = stage_costs(p.scenario.model, tables_.at(table_key(c)).work, p.scenario.ranges,
+      const Scenario& sc = p.scenario;
+      const std::vector<StageCost> costs = stage_costs(sc.model,
+                                                       c.recompute == Recompute::PerStage
+                                                           ? staged_layer_work(sc.model, sc.workload, sc.ranges, sc.stage_recompute)
+                                                           : tables_.at(table_key(c)).work,
+                                                       sc.ranges,
                                                        pc, p.scenario.cluster, cost_, stage_gpu);
       if (exceeds(step_time_bound(*schedule, costs, rank_gpu, p.scenario.cluster, cost_), threshold_.load())) {
         count(&SearchStats::bound_pruned);
@@ -596,18 +616,18 @@ class Searcher {
     for (Scored& s : top_) {
       Scenario resolved = s.evaluation.scenario;
       const Schedule& schedule = s.evaluation.schedule;
-      std::vector<LayerRange> ranges;
       try {
-        ranges = best_split(resolved, schedule, true);
+        best_split(resolved, schedule, true);
       } catch (const Error& err) {
         if (err.kind() != ErrorKind::BadInput) throw;
         continue;  // the larger search found nothing better that fits: keep the screened split
       }
-      bool same = ranges.size() == resolved.ranges.size();
+      const std::vector<LayerRange>& ranges = resolved.ranges;
+      const std::vector<LayerRange>& before = s.evaluation.scenario.ranges;
+      bool same = ranges.size() == before.size() && resolved.stage_recompute == s.evaluation.scenario.stage_recompute;
       for (size_t i = 0; same && i < ranges.size(); ++i)
-        same = ranges[i].first == resolved.ranges[i].first && ranges[i].last == resolved.ranges[i].last;
+        same = ranges[i].first == before[i].first && ranges[i].last == before[i].last;
       if (same) continue;
-      resolved.ranges = ranges;
       Evaluation ev = evaluate(resolved, cost_);
       if (ev.metrics.overflows.empty() && ev.metrics.step_time_s < s.time) {
         s.time = ev.metrics.step_time_s;
@@ -712,6 +732,8 @@ std::vector<SplitComparison> compare_splits(const std::vector<Plan>& plans, cons
         const SplitMethod method = i % 2 == 0 ? SplitMethod::Uniform : SplitMethod::Parameters;
         Scenario s = p.evaluation.scenario;
         s.ranges = split_for(s, cost, method);
+        // Per-stage recompute: the baseline split's stages take the levels they need, as the plan's do.
+        if (!s.stage_recompute.empty()) s.stage_recompute = stage_recompute_for(s, cost, s.ranges);
         Evaluation ev = evaluate(s, cost);
         (i % 2 == 0 ? out[i / 2].uniform : out[i / 2].parameters) = std::move(ev);
       } catch (...) {

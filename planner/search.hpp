@@ -22,18 +22,20 @@ struct SearchSpace {
   int gpus = 0;  // tp x pp x dp
   std::optional<int> tp, pp, dp, vpp, micro_batch_size;  // explicit-cost models search micro-batch size 1 only
   std::vector<std::string> schedules;  // empty: every schedule_names()
-  std::vector<Recompute> recomputes;   // empty: none, selective, full (explicit-cost models: none)
+  std::vector<Recompute> recomputes;   // empty: none, selective, full, per-stage (explicit-cost models: none)
+  std::optional<RankOrder> order;      // empty: both orders where they differ (pp > 1 and dp > 1)
   int max_tp = 0;                      // 0: the GPUs of a node
 };
 
 // One point of the space. Ties in step time are broken by this order (tp, pp, dp, vpp, micro-batch size,
-// schedule, recompute), so that the result is the same whatever the threads did first.
+// schedule, recompute, rank order), so that the result is the same whatever the threads did first.
 struct Candidate {
   int tp = 1, pp = 1, dp = 1, vpp = 1;
   int micro_batch_size = 1;
   int microbatches = 1;  // from the global batch: G / (micro-batch size x dp)
   std::string schedule;
-  Recompute recompute = Recompute::None;
+  Recompute recompute = Recompute::None;  // PerStage: the partitioner gives each stage its level
+  RankOrder order = RankOrder::TpPpDp;
 
   friend bool operator==(const Candidate&, const Candidate&) = default;
 };

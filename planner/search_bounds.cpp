@@ -32,6 +32,20 @@ int stages_needed(const std::vector<double>& cost, double cap) {
 
 LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp, const Cluster& cluster,
                             const CostModel& cost, const std::vector<int>& tp_group_gpus) {
+  if (resolved.recompute == Recompute::PerStage) {
+    // Every stage is at least as fast as without recompute and needs at least the memory of full
+    // recompute, whatever level it takes: times from the one, work (memory) from the other.
+    Workload w = resolved;
+    w.recompute = Recompute::None;
+    const LayerTable fast = make_layer_table(model, w, tp, cluster, cost, tp_group_gpus);
+    w.recompute = Recompute::Full;
+    LayerTable t = make_layer_table(model, w, tp, cluster, cost, tp_group_gpus);
+    t.fastest = fast.fastest;
+    t.fastest_fb = fast.fastest_fb;
+    t.total_time = fast.total_time;
+    t.max_time = fast.max_time;
+    return t;
+  }
   LayerTable t;
   for (const Layer& layer : model.layers) t.work.push_back(layer_work(model, layer, resolved));
   for (const LayerWork& w : t.work) {

@@ -17,7 +17,9 @@ namespace pw {
 
 // Per (tp, micro-batch size, recompute): what every layer costs, whatever the split and placement.
 struct LayerTable {
-  std::vector<LayerWork> work;       // per layer, per tp rank (layer_work of the resolved workload)
+  // Per layer, per tp rank (layer_work of the resolved workload; with per-stage recompute at full, the
+  // least memory any level needs, while the times below are those without recompute).
+  std::vector<LayerWork> work;
   std::vector<double> fastest;       // per layer: F + B + W seconds on the fastest (GPU, tp link) class in use
   std::vector<double> fastest_fb;    // per layer: F + B seconds, likewise
   double total_time = 0;             // sum of `fastest`

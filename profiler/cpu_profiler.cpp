@@ -7,7 +7,10 @@
 #include <limits>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "executor/cpu_model.hpp"
 #include "executor/host_tensor.hpp"
 #include "executor/transport.hpp"
@@ -49,6 +52,21 @@ Model one_block(const Model& model) {
   TransformerConfig c = *model.transformer;
   c.layers = 1;
   return make_transformer_model(model.name, c);
+}
+
+// The softmax rebuild a block's B starts with under selective recomputation, on random Q and K of the
+// block's shape.
+PhaseTiming time_selective_recompute(const TransformerConfig& c, int b, int seq, const ProfileOptions& options) {
+  const Eigen::Index n = static_cast<Eigen::Index>(b) * seq;
+  const Mat q = random_matrix(n, static_cast<Eigen::Index>(c.heads) * c.head_dim, 4);
+  const Mat k = random_matrix(n, static_cast<Eigen::Index>(c.kv_heads) * c.head_dim, 5);
+  const ops::AttentionShape shape{b, seq, c.heads, c.kv_heads, c.head_dim};
+  auto samples = repeat(options, 1, [&] {
+    const auto t0 = ProfClock::now();
+    const Mat probs = ops::attention_probs(q, k, shape);
+    return std::vector<double>{seconds(t0, ProfClock::now())};
+  });
+  return timing_of(samples[0]);
 }
 
 }  // namespace
@@ -107,6 +125,7 @@ std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vect
       p.forward = timing_of(samples[0]);
       p.backward_input = timing_of(samples[1]);
       p.backward_weight = timing_of(samples[2]);
+      if (kind == LayerKind::Block) p.selective_recompute = time_selective_recompute(c, b, seq_len, options);
       out.push_back(p);
     }
   }
@@ -206,6 +225,35 @@ MachineInfo cpu_machine_info() {
     }
   if (m.device.empty()) m.device = "unknown CPU";
   return m;
+}
+
+}  // namespace pw
+
+namespace pw {
+
+Profile profile_cpu(const Model& model, const CpuProfileRequest& r) {
+  Profile p;
+  p.tool = fmt::format("pipewright {} profiler (cpu)", kVersion);
+  p.machine = cpu_machine_info();
+  const int seq = r.seq_len > 0 ? r.seq_len : model.default_seq_len();
+  p.layers = profile_cpu_layers(model, r.micro_batch_sizes, seq, r.options);
+  p.optimizer_s_per_parameter = profile_cpu_optimizer(model, r.options);
+  p.links.push_back(profile_thread_link(r.link_sizes, r.link_repetitions));
+  return p;
+}
+
+CpuProfileRequest quick_profile_request(int micro_batch_size, int seq_len) {
+  CpuProfileRequest r;
+  r.micro_batch_sizes = {micro_batch_size};
+  r.seq_len = seq_len;
+  r.options.warmup = 1;
+  r.options.min_repetitions = 5;
+  r.options.max_repetitions = 200;
+  r.options.min_time_s = 0.02;
+  r.link_sizes.clear();
+  for (double s = 1024; s <= 1024.0 * 1024; s *= 4) r.link_sizes.push_back(s);
+  r.link_repetitions = 5;
+  return r;
 }
 
 }  // namespace pw

@@ -19,8 +19,9 @@ struct ProfileOptions {
 PhaseTiming timing_of(std::vector<double>& samples);
 
 // The embedding, one block and the head of `model` at each micro-batch size: F, B (keeping the weight
-// gradient work) and W timed apart, with the bytes F keeps, B keeps for W, and the output's bytes.
-// BadInput for models the CPU backend cannot run.
+// gradient work) and W timed apart, with the bytes F keeps, B keeps for W, and the output's bytes; for the
+// block also the softmax rebuild that selective recomputation adds to B. BadInput for models the CPU
+// backend cannot run.
 std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vector<int>& micro_batch_sizes, int seq_len,
                                              const ProfileOptions& options);
 
@@ -40,5 +41,22 @@ void fit_link(LinkProfile& link);
 
 // "cpu: <model name> (<cores> cores)" from /proc/cpuinfo where there is one.
 MachineInfo cpu_machine_info();
+
+// What a whole CPU profile measures and how long it tries.
+struct CpuProfileRequest {
+  std::vector<int> micro_batch_sizes{1};
+  int seq_len = 0;  // 0: the model's
+  ProfileOptions options;
+  std::vector<double> link_sizes = default_link_sizes();
+  int link_repetitions = 5;
+};
+
+// Layers, optimizer and the thread link, with the tool and the machine filled in.
+Profile profile_cpu(const Model& model, const CpuProfileRequest& request);
+
+// For `run` without --profile: one micro-batch shape, one warm-up, 5 to 200 repetitions or 20 ms per layer,
+// and the link at 1 KiB to 1 MiB (where stage outputs of CPU-sized models fall) with 5 round trips: well
+// under a second for the tiny examples.
+CpuProfileRequest quick_profile_request(int micro_batch_size, int seq_len);
 
 }  // namespace pw

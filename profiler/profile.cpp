@@ -71,17 +71,20 @@ std::string profile_to_json_text(const Profile& p) {
                   {"cores", p.machine.cores},
                   {"threads_per_rank", p.machine.threads_per_rank}};
   ordered_json layers = ordered_json::array();
-  for (const LayerProfile& l : p.layers)
-    layers.push_back({{"kind", l.kind},
+  for (const LayerProfile& l : p.layers) {
+    ordered_json e = {{"kind", l.kind},
                       {"shape", l.shape},
                       {"micro_batch_size", l.micro_batch_size},
                       {"seq_len", l.seq_len},
                       {"forward", timing_json(l.forward)},
                       {"backward_input", timing_json(l.backward_input)},
-                      {"backward_weight", timing_json(l.backward_weight)},
-                      {"activation_bytes", l.activation_bytes},
-                      {"weight_grad_bytes", l.weight_grad_bytes},
-                      {"output_bytes", l.output_bytes}});
+                      {"backward_weight", timing_json(l.backward_weight)}};
+    if (l.selective_recompute) e["selective_recompute"] = timing_json(*l.selective_recompute);
+    e["activation_bytes"] = l.activation_bytes;
+    e["weight_grad_bytes"] = l.weight_grad_bytes;
+    e["output_bytes"] = l.output_bytes;
+    layers.push_back(e);
+  }
   j["layers"] = layers;
   ordered_json links = ordered_json::array();
   for (const LinkProfile& l : p.links) {
@@ -120,7 +123,7 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
   for (size_t i = 0; i < layers.size(); ++i) {
     const JsonFields f(layers[i], source, fmt::format("layers[{}].", i));
     f.reject_unknown({"kind", "shape", "micro_batch_size", "seq_len", "forward", "backward_input", "backward_weight",
-                      "activation_bytes", "weight_grad_bytes", "output_bytes"});
+                      "selective_recompute", "activation_bytes", "weight_grad_bytes", "output_bytes"});
     LayerProfile l;
     l.kind = f.string("kind");
     if (l.kind != "embedding" && l.kind != "block" && l.kind != "head")
@@ -131,6 +134,7 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
     l.forward = read_timing(f.object("forward"));
     l.backward_input = read_timing(f.object("backward_input"));
     l.backward_weight = read_timing(f.object("backward_weight"));
+    if (f.has("selective_recompute")) l.selective_recompute = read_timing(f.object("selective_recompute"));
     l.activation_bytes = f.non_negative_number("activation_bytes", 0.0);
     l.weight_grad_bytes = f.non_negative_number("weight_grad_bytes", 0.0);
     l.output_bytes = f.non_negative_number("output_bytes", 0.0);

@@ -2,6 +2,7 @@
 // A measured profile: per-layer F, B, W times keyed by layer kind, shape and micro-batch size; activation
 // bytes; the rank-to-rank links; the optimizer's rate; the machine. The CPU profiler writes it and the CUDA
 // profiler will write the same format (docs/profile-format.md).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct LayerProfile {
   int micro_batch_size = 1;
   int seq_len = 1;
   PhaseTiming forward, backward_input, backward_weight;
+  // Blocks: what B adds with selective recomputation (rebuilding the attention softmax from Q and K). Absent
+  // when not measured: then the entry does not answer for selective recomputation.
+  std::optional<PhaseTiming> selective_recompute;
   double activation_bytes = 0;   // kept from F for B and W
   double weight_grad_bytes = 0;  // kept from B for W
   double output_bytes = 0;       // sent to the next layer

@@ -1,25 +1,61 @@
 #include "profiler/profiled_cost_model.hpp"
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 namespace pw {
 
-ProfiledCostModel::ProfiledCostModel(Profile profile, const Model& model, const Workload& workload,
-                                     const CostModel& fallback)
-    : profile_(std::move(profile)), config_(model.transformer), workload_(workload), fallback_(fallback) {}
+ProfiledCostModel::ProfiledCostModel(Profile profile, const Model& model, const CostModel& fallback)
+    : profile_(std::move(profile)), config_(model.transformer), fallback_(fallback) {}
 
-const LayerProfile* ProfiledCostModel::entry_for(LayerKind kind) const {
-  if (!config_ || kind == LayerKind::Explicit || workload_.tp > 1) return nullptr;
-  const int seq = workload_.seq_len > 0 ? workload_.seq_len : config_->max_seq_len;
-  return profile_.find(layer_kind_name(kind), layer_shape(*config_, kind), workload_.micro_batch_size, seq);
+const LayerProfile* ProfiledCostModel::entry_for(LayerKind kind, int micro_batch_size, int seq_len, Recompute recompute,
+                                                 int tp) const {
+  if (!config_ || kind == LayerKind::Explicit || tp > 1) return nullptr;
+  const LayerProfile* p = profile_.find(layer_kind_name(kind), layer_shape(*config_, kind), micro_batch_size, seq_len);
+  if (p && kind == LayerKind::Block && recompute == Recompute::Selective && !p->selective_recompute) return nullptr;
+  return p;
+}
+
+ProfileCoverage ProfiledCostModel::coverage(const Model& model, const Workload& w) const {
+  ProfileCoverage c;
+  const int seq = w.seq_len > 0 ? w.seq_len : model.default_seq_len();
+  bool selective_missing = false;
+  for (const Layer& layer : model.layers) {
+    const std::string kind = layer.kind == LayerKind::Explicit ? "explicit" : layer_kind_name(layer.kind);
+    if (std::count(c.profiled.begin(), c.profiled.end(), kind) || std::count(c.missing.begin(), c.missing.end(), kind))
+      continue;
+    const bool found = entry_for(layer.kind, w.micro_batch_size, seq, w.recompute, w.tp) != nullptr;
+    (found ? c.profiled : c.missing).push_back(kind);
+    if (!found && layer.kind == LayerKind::Block && w.recompute == Recompute::Selective && w.tp == 1 && config_ &&
+        profile_.find("block", layer_shape(*config_, LayerKind::Block), w.micro_batch_size, seq))
+      selective_missing = true;
+  }
+  if (c.missing.empty()) return c;
+  if (!config_)
+    c.reason = "explicit per-layer costs";
+  else if (w.tp > 1)
+    c.reason = fmt::format("tp {}: the profile is of one device", w.tp);
+  else if (selective_missing)
+    c.reason = "the profile has no selective-recompute time";
+  else
+    c.reason = fmt::format("the profile has no entry at micro-batch {} x {} tokens", w.micro_batch_size, seq);
+  return c;
 }
 
 double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                                      const LinkSpec& tp_link, int tp) const {
-  const LayerProfile* p = tp > 1 ? nullptr : entry_for(layer.kind);
+  const LayerProfile* p = entry_for(layer.kind, work.micro_batch_size, work.seq_len, work.recompute_mode, tp);
   if (!p) return fallback_.phase_time(layer, work, phase, gpu, tp_link, tp);
   switch (phase) {
     case Phase::Forward: return p->forward.median_s;
-    case Phase::BackwardInput:
-      return p->backward_input.median_s + (workload_.recompute == Recompute::Full ? p->forward.median_s : 0);
+    case Phase::BackwardInput: {
+      double recompute = 0;
+      if (layer.kind == LayerKind::Block && work.recompute_mode == Recompute::Full) recompute = p->forward.median_s;
+      if (layer.kind == LayerKind::Block && work.recompute_mode == Recompute::Selective)
+        recompute = p->selective_recompute->median_s;
+      return p->backward_input.median_s + recompute;
+    }
     case Phase::BackwardWeight: return p->backward_weight.median_s;
   }
   return 0;
@@ -45,5 +81,11 @@ double ProfiledCostModel::model_state_bytes_per_parameter(int dp, bool distribut
 }
 
 double ProfiledCostModel::memory_reserve_bytes() const { return fallback_.memory_reserve_bytes(); }
+
+double ProfiledCostModel::overlapped_fb_time(double forward_s, double backward_s) const {
+  return fallback_.overlapped_fb_time(forward_s, backward_s);
+}
+
+double ProfiledCostModel::action_overhead_s() const { return fallback_.action_overhead_s(); }
 
 }  // namespace pw

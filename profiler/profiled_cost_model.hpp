@@ -1,7 +1,9 @@
 #pragma once
 // A cost model that takes layer times, the link and the optimizer's rate from a measured profile where the
-// profile has them, and asks another cost model (the analytic one) for everything else.
+// profile has them, and asks another cost model (the one below it in the chain) for everything else.
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "core/cost_model.hpp"
 #include "core/workload.hpp"
@@ -9,15 +11,24 @@
 
 namespace pw {
 
+// Which of a model's distinct layers a profile answers for at one workload, and why the others are not.
+struct ProfileCoverage {
+  std::vector<std::string> profiled;  // layer kinds ("embedding", "block", "head") timed by the profile
+  std::vector<std::string> missing;   // layer kinds the next cost model answers for
+  std::string reason;                 // why they are missing (empty when none is)
+};
+
 class ProfiledCostModel : public CostModel {
  public:
-  // Layer times are looked up for `model`'s shape at `workload`'s micro-batch size and sequence length; with
-  // tp > 1 (not profiled) or no matching entry the fallback answers. `fallback` must outlive this model.
-  ProfiledCostModel(Profile profile, const Model& model, const Workload& workload, const CostModel& fallback);
+  // Layer times are looked up for `model`'s shapes at the micro-batch size, sequence length and recompute
+  // mode of the LayerWork asked about, so one profiled model serves every micro-batch size a search tries.
+  // `fallback` must outlive this model.
+  ProfiledCostModel(Profile profile, const Model& model, const CostModel& fallback);
 
   std::string name() const override { return "profiled"; }
-  // The profiled median of the phase; BackwardInput adds the forward with full recomputation (the CPU
-  // kernels recompute nothing themselves).
+  // The profiled median of the phase; BackwardInput adds the forward with full recomputation and the
+  // measured softmax rebuild with selective recomputation. tp > 1, explicit layers and shapes the profile
+  // lacks: the fallback.
   double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& tp_link,
                     int tp) const override;
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
@@ -26,14 +37,21 @@ class ProfiledCostModel : public CostModel {
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
   double model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const override;
   double memory_reserve_bytes() const override;
+  double overlapped_fb_time(double forward_s, double backward_s) const override;
+  double action_overhead_s() const override;
 
-  // The profile entry used for layers of this kind, or null when the fallback answers for them.
-  const LayerProfile* entry_for(LayerKind kind) const;
+  // The profile entry used for layers of this kind at this micro-batch, or null when the fallback answers
+  // (tp > 1: the profile is of one device; selective recomputation of a block without a measured rebuild).
+  const LayerProfile* entry_for(LayerKind kind, int micro_batch_size, int seq_len, Recompute recompute = Recompute::None,
+                                int tp = 1) const;
+  // The model's distinct layer kinds at `workload` (seq_len 0: the model's).
+  ProfileCoverage coverage(const Model& model, const Workload& workload) const;
+
+  const Profile& profile() const { return profile_; }
 
  private:
   Profile profile_;
   std::optional<TransformerConfig> config_;
-  Workload workload_;
   const CostModel& fallback_;
 };
 

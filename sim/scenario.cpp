@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/layer_work.hpp"
@@ -17,7 +19,7 @@ void check_positive(int value, const char* option) {
 
 }  // namespace
 
-int pipeline_rank_gpu(const ParallelConfig& pc, int rank) { return rank * pc.tp; }
+int pipeline_rank_gpu(const ParallelConfig& pc, int rank, int replica) { return global_rank(pc, pc.order, 0, rank, replica); }
 
 namespace {
 
@@ -142,6 +144,18 @@ Scenario resolve(const Scenario& in) {
   if (stages > s.model.num_layers())
     throw_bad_input("--pp x --vpp = {} stages but model '{}' has only {} layers; use fewer stages", stages, s.model.name,
                     s.model.num_layers());
+  if (!s.stage_recompute.empty()) {
+    if (static_cast<int>(s.stage_recompute.size()) != stages)
+      throw_bad_input("--stage-recompute: {} levels for {} stages; give one level per stage (none, selective or full)",
+                      s.stage_recompute.size(), stages);
+    for (Recompute r : s.stage_recompute)
+      if (r == Recompute::PerStage)
+        throw_bad_input("--stage-recompute: a stage's level is none, selective or full, not per-stage");
+    if (!s.model.transformer)
+      throw_bad_input("--stage-recompute: model '{}' gives explicit per-layer costs, which fix their own memory; omit it",
+                      s.model.name);
+    s.workload.recompute = Recompute::PerStage;
+  }
   if (!s.ranges.empty()) {
     if (static_cast<int>(s.ranges.size()) != stages)
       throw_bad_input("layer ranges: {} ranges for {} stages; give one range per stage", s.ranges.size(), stages);
@@ -160,38 +174,116 @@ Scenario resolve(const Scenario& in) {
   return s;
 }
 
+namespace {
+
+// What sets a replica's simulation apart from another's: each pipeline rank's GPU type, tp link and dp
+// link, and the link to the next rank. On a uniform cluster every replica has the same.
+using ReplicaKey = std::vector<std::tuple<std::string, double, double, double, double, double, double, double>>;
+
+ReplicaKey replica_key(const Scenario& s, int replica) {
+  const ParallelConfig& pc = s.parallel;
+  ReplicaKey key;
+  for (int r = 0; r < pc.pp; ++r) {
+    const int g = pipeline_rank_gpu(pc, r, replica);
+    const GpuSpec& gpu = s.cluster.gpu_at(g);
+    const LinkSpec tp_link = group_link(s.cluster, g, 1, pc.tp);
+    const LinkSpec next = r + 1 < pc.pp ? s.cluster.link(g, pipeline_rank_gpu(pc, r + 1, replica)) : LinkSpec{0, 0};
+    key.emplace_back(gpu.name, gpu.peak_flops, gpu.memory_bytes, tp_link.bandwidth_bytes_per_s, tp_link.latency_s,
+                     next.bandwidth_bytes_per_s, next.latency_s, s.cluster.memory_limit_at(g));
+  }
+  return key;
+}
+
+// The replicas whose simulations can differ, first of each kind. Every replica's dp ring is the same
+// ring, so its link does not tell them apart.
+std::vector<int> distinct_replicas(const Scenario& s) {
+  std::vector<int> out{0};
+  if (s.cluster.ideal || s.parallel.dp == 1) return out;
+  std::vector<ReplicaKey> seen{replica_key(s, 0)};
+  for (int d = 1; d < s.parallel.dp; ++d) {
+    ReplicaKey k = replica_key(s, d);
+    if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
+    seen.push_back(std::move(k));
+    out.push_back(d);
+  }
+  return out;
+}
+
+struct ReplicaRun {
+  int replica = 0;
+  Schedule schedule;
+  std::vector<StageCost> costs;
+  SimResult sim;
+};
+
+ReplicaRun simulate_replica(const Scenario& s, const Schedule& placement_schedule, const std::vector<LayerRange>& ranges,
+                            const std::vector<LayerWork>& work, const CostModel& cost, int replica, SimObserver* observer) {
+  const ParallelConfig& pc = s.parallel;
+  ReplicaRun run;
+  run.replica = replica;
+  run.schedule = placement_schedule;
+  const int stages = placement_schedule.num_stages();
+  std::vector<int> stage_gpu(static_cast<size_t>(stages));
+  for (int st = 0; st < stages; ++st) stage_gpu[st] = pipeline_rank_gpu(pc, placement_schedule.placement.rank_of(st), replica);
+  run.costs = stage_costs(s.model, work, ranges, pc, s.cluster, cost, stage_gpu);
+  if (!s.imported_schedule && order_from_costs(s.schedule)) run.schedule = evaluated_schedule(s, run.costs, cost);
+
+  SimInput in;
+  in.schedule = s.imported_schedule ? *s.imported_schedule : run.schedule;
+  in.synchronous_optimizer = s.synchronous_optimizer;
+  in.iterations = s.synchronous_optimizer ? 1 : s.async_iterations;
+  in.stages = run.costs;
+  in.rank_gpu.resize(static_cast<size_t>(pc.pp));
+  for (int r = 0; r < pc.pp; ++r) in.rank_gpu[r] = pipeline_rank_gpu(pc, r, replica);
+  in.cluster = s.cluster;
+  in.cost = &cost;
+  run.sim = simulate(in, observer);
+  return run;
+}
+
+}  // namespace
+
 Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* observer) {
   Evaluation ev;
   ev.scenario = resolve(input);
   const Scenario& s = ev.scenario;
   const ParallelConfig& pc = s.parallel;
+  if (s.workload.recompute == Recompute::PerStage && s.stage_recompute.empty())
+    throw_bad_input("--recompute per-stage: give each stage's level with --stage-recompute (pipewright plan chooses them)");
 
   // The placement, which the stage costs need, never depends on the costs.
-  ev.schedule = evaluated_schedule(s, {}, cost);
-  const int stages = ev.schedule.num_stages();
+  const Schedule placement_schedule = evaluated_schedule(s, {}, cost);
+  const int stages = placement_schedule.num_stages();
 
-  const std::vector<LayerRange> ranges =
-      !s.ranges.empty() ? s.ranges
-                        : split_layers(s.model, stages, s.split,
-                   s.split.empty() ? layer_step_costs(s.model, s.workload, pc, s.cluster, cost) : std::vector<double>{});
-  std::vector<int> stage_gpu(static_cast<size_t>(stages));
-  for (int st = 0; st < stages; ++st) stage_gpu[st] = pipeline_rank_gpu(pc, ev.schedule.placement.rank_of(st));
-  const std::vector<StageCost> costs = stage_costs(s.model, ranges, s.workload, pc, s.cluster, cost, stage_gpu);
-  if (!s.imported_schedule && order_from_costs(s.schedule)) ev.schedule = evaluated_schedule(s, costs, cost);
+  std::vector<LayerRange> ranges = s.ranges;
+  if (ranges.empty()) {
+    // Balanced on the heaviest level any stage uses: the split must exist before the levels apply.
+    Workload balance = s.workload;
+    if (!s.stage_recompute.empty()) balance.recompute = *std::max_element(s.stage_recompute.begin(), s.stage_recompute.end());
+    ranges = split_layers(s.model, stages, s.split,
+                          s.split.empty() ? layer_step_costs(s.model, balance, pc, s.cluster, cost) : std::vector<double>{});
+  }
+  const std::vector<LayerWork> work = staged_layer_work(s.model, s.workload, ranges, s.stage_recompute);
 
-  SimInput in;
-  in.schedule = s.imported_schedule ? *s.imported_schedule : ev.schedule;
-  in.synchronous_optimizer = s.synchronous_optimizer;
-  in.iterations = s.synchronous_optimizer ? 1 : s.async_iterations;
-  in.stages = costs;
-  in.rank_gpu.resize(static_cast<size_t>(pc.pp));
-  for (int r = 0; r < pc.pp; ++r) in.rank_gpu[r] = pipeline_rank_gpu(pc, r);
-  in.cluster = s.cluster;
-  in.cost = &cost;
-  ev.sim = simulate(in, observer);
-
+  // Every distinct replica is simulated and the slowest reported; the observer sees only that one.
+  const std::vector<int> replicas = distinct_replicas(s);
+  std::optional<ReplicaRun> slowest;
+  std::vector<Overflow> overflows;
+  for (int d : replicas) {
+    ReplicaRun run = simulate_replica(s, placement_schedule, ranges, work, cost, d, replicas.size() == 1 ? observer : nullptr);
+    for (const RankStats& r : run.sim.ranks) {
+      const double limit = s.cluster.memory_limit_at(pipeline_rank_gpu(pc, r.rank, d));
+      if (r.peak_memory_bytes > limit) overflows.push_back(Overflow{r.rank, r.peak_memory_bytes, limit});
+    }
+    if (!slowest || run.sim.step_time_s > slowest->sim.step_time_s) slowest = std::move(run);
+  }
+  if (replicas.size() > 1 && observer)
+    slowest = simulate_replica(s, placement_schedule, ranges, work, cost, slowest->replica, observer);
+  ev.replica = slowest->replica;
+  ev.schedule = std::move(slowest->schedule);
+  ev.sim = std::move(slowest->sim);
   for (int st = 0; st < stages; ++st)
-    ev.stages.push_back(StageReport{st, ev.schedule.placement.rank_of(st), ranges[st], costs[st]});
+    ev.stages.push_back(StageReport{st, ev.schedule.placement.rank_of(st), ranges[st], slowest->costs[st]});
 
   Metrics& m = ev.metrics;
   m.step_time_s = ev.sim.step_time_s;
@@ -203,27 +295,36 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
     whole.tp = 1;
     whole.sequence_parallel = false;
     const double sequences = s.global_batch_size / static_cast<double>(s.workload.micro_batch_size);
-    m.model_flops_per_iteration = model_flops_per_microbatch(s.model, whole) * sequences;
-    m.hardware_flops_per_iteration = hardware_flops_per_microbatch(s.model, whole) * sequences;
+    // Model FLOPs do not depend on recomputation; hardware FLOPs add each stage's own.
+    Workload plain = whole;
+    plain.recompute = Recompute::None;
+    m.model_flops_per_iteration = model_flops_per_microbatch(s.model, plain) * sequences;
+    double hardware = 0;
+    for (const LayerWork& lw : staged_layer_work(s.model, whole, ranges, s.stage_recompute))
+      hardware += lw.forward.flops() + lw.backward_input.flops() + lw.backward_weight.flops() + lw.recompute.flops();
+    m.hardware_flops_per_iteration = hardware * sequences;
   }
   if (m.step_time_s > 0) {
     m.throughput_tokens_per_s = m.tokens_per_iteration / m.step_time_s;
     m.model_tflops_per_gpu = m.model_flops_per_iteration / m.step_time_s / gpus / 1e12;
     m.hardware_tflops_per_gpu = m.hardware_flops_per_iteration / m.step_time_s / gpus / 1e12;
-    // Mixed clusters: utilisation is against the mean peak of the GPUs in use (every replica repeats
-    // the pipeline's GPU types).
+    // Mixed clusters: utilisation is against the mean peak of every GPU in use.
     double peak = 0;
-    for (int r = 0; r < pc.pp; ++r) peak += s.cluster.gpu_at(pipeline_rank_gpu(pc, r)).peak_flops;
-    peak /= pc.pp;
+    for (int d = 0; d < pc.dp; ++d)
+      for (int r = 0; r < pc.pp; ++r) peak += s.cluster.gpu_at(pipeline_rank_gpu(pc, r, d)).peak_flops;
+    peak /= pc.pp * pc.dp;
     m.mfu = m.model_tflops_per_gpu * 1e12 / peak;
     m.hfu = m.hardware_tflops_per_gpu * 1e12 / peak;
   }
   m.memory_limit_bytes = s.cluster.memory_limit();
-  for (const RankStats& r : ev.sim.ranks) {
-    m.peak_memory_bytes = std::max(m.peak_memory_bytes, r.peak_memory_bytes);
-    const double limit = s.cluster.memory_limit_at(pipeline_rank_gpu(pc, r.rank));
-    if (r.peak_memory_bytes > limit) m.overflows.push_back(Overflow{r.rank, r.peak_memory_bytes, limit});
-  }
+  for (const RankStats& r : ev.sim.ranks) m.peak_memory_bytes = std::max(m.peak_memory_bytes, r.peak_memory_bytes);
+  for (const Overflow& o : overflows) m.peak_memory_bytes = std::max(m.peak_memory_bytes, o.need_bytes);
+  // One entry per pipeline rank: the replica where it needs the most over its GPU.
+  std::sort(overflows.begin(), overflows.end(), [](const Overflow& a, const Overflow& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.need_bytes - a.limit_bytes > b.need_bytes - b.limit_bytes;
+  });
+  for (const Overflow& o : overflows)
+    if (m.overflows.empty() || m.overflows.back().rank != o.rank) m.overflows.push_back(o);
   return ev;
 }
 

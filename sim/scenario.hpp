@@ -27,6 +27,9 @@ struct Scenario {
   int max_pending = 0;           // zb-h1/zb-h2: micro-batches awaiting W per rank (0: the schedule's own)
   std::vector<int> split;        // transformer blocks per stage (per chunk with vpp); empty: balanced
   std::vector<LayerRange> ranges;  // exact layer ranges per stage (the planner's); win over `split`
+  // With workload.recompute PerStage: each stage's level (none, selective or full). Given alone, it sets
+  // workload.recompute to PerStage.
+  std::vector<Recompute> stage_recompute;
   // Optimizer post-validation (--no-sync-optimizer): no global barrier before the optimizer step, so the
   // next iteration overlaps this one's tail; `async_iterations` run back to back and the last one is
   // reported (the steady state).
@@ -73,15 +76,18 @@ struct Metrics {
 
 struct Evaluation {
   Scenario scenario;  // resolved
+  // The data-parallel replica reported: the slowest. Replicas differ only on clusters that mix GPU types or
+  // links (each distinct one is simulated; they all wait for the slowest at the gradient reduction).
+  int replica = 0;
   Schedule schedule;  // compute-only, as generated (or imported, without its communication)
   std::vector<StageReport> stages;
   SimResult sim;
   Metrics metrics;
 };
 
-// The global GPU index of pipeline rank r's first tp rank in data-parallel replica 0
-// (rank order: tp innermost, then pp, then dp).
-int pipeline_rank_gpu(const ParallelConfig& pc, int rank);
+// The global GPU index of pipeline rank r's first tp rank in data-parallel replica `replica`, under the
+// configuration's rank order.
+int pipeline_rank_gpu(const ParallelConfig& pc, int rank, int replica = 0);
 
 Evaluation evaluate(const Scenario& s, const CostModel& cost, SimObserver* observer = nullptr);
 

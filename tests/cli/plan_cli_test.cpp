@@ -160,3 +160,24 @@ TEST_CASE("plan: no configuration fits, and the message says by how much") {
               "micro-batch size 1, 1f1b and no recompute; the GPU has 20.0 MB (84.0 MB short); use more GPUs or GPUs "
               "with more memory");
 }
+
+TEST_CASE("plan: rank order and per-stage recompute can be fixed, and exports refuse what they cannot run") {
+  const std::vector<std::string> base = {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
+                                         "--global-batch-size", "16", "--seq-len", "1024", "--top", "3"};
+  const CliResult fixed =
+      run_cli(with(base, {"--rank-order", "tp-dp-pp", "--pp", "2", "--recompute", "per-stage", "--schedule", "1f1b", "--json"}));
+  INFO(fixed.err);
+  REQUIRE(fixed.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(fixed.out);
+  for (const auto& p : j.at("plans")) {
+    CHECK(p.at("rank_order") == "tp-dp-pp");
+    CHECK(p.at("recompute") == "per-stage");
+    CHECK(p.at("stage_recompute").size() == 2);
+  }
+  check_error(with(kSmall, {"--rank-order", "pp-first"}),
+              "--rank-order: 'pp-first' is not a rank order; use tp-pp-dp or tp-dp-pp");
+  check_error(with(base, {"--export", "deepspeed", "--rank-order", "tp-pp-dp", "--schedule", "1f1b"}),
+              "--export deepspeed: it places ranks tp-dp-pp, not tp-pp-dp; use --rank-order tp-dp-pp");
+  check_error(with(base, {"--export", "megatron", "--recompute", "per-stage"}),
+              "--export megatron: it has no per-stage recompute; use --recompute none, selective or full");
+}

@@ -28,9 +28,9 @@ TEST_CASE("profile prints the layer table and the link, and writes a profile tha
 }
 
 TEST_CASE("profile: bad input exits 2 with one line") {
-  const CliResult backend = run_cli({"profile", "--model", source_path("examples/tiny-gpt.json"), "--backend", "cuda"});
+  const CliResult backend = run_cli({"profile", "--model", source_path("examples/tiny-gpt.json"), "--backend", "tpu"});
   CHECK(backend.code == 2);
-  CHECK(backend.err == "error: --backend: unknown backend 'cuda'; use cpu\n");
+  CHECK(backend.err == "error: --backend: unknown backend 'tpu'; use cpu or cuda\n");
   const CliResult explicit_model = run_cli({"profile", "--model", source_path("examples/tiny-uniform.json")});
   CHECK(explicit_model.code == 2);
   CHECK(explicit_model.err ==

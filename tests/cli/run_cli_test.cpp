@@ -122,7 +122,7 @@ TEST_CASE("run --profile predicts with the measured layer times") {
 }
 
 TEST_CASE("run: bad input exits 2 with one line naming the option") {
-  check_bad_input(with(kSleepUniform, {"--backend", "cuda"}), "--backend: unknown backend 'cuda'; use cpu");
+  check_bad_input(with(kSleepUniform, {"--backend", "tpu"}), "--backend: unknown backend 'tpu'; use cpu or cuda");
   check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--microbatches", "2",
                    "--compute", "fast"},
                   "--compute: must be real or sleep, got 'fast'");
@@ -144,9 +144,8 @@ TEST_CASE("run: bad input exits 2 with one line naming the option") {
                   "--seq-len: 64 exceeds the 32 learned positions of 'tiny-gpt'; use --seq-len 32 or less");
   check_bad_input(with(kSleepUniform, {"--profile", "/nonexistent/profile.json"}),
                   "--profile: profile file '/nonexistent/profile.json' not found");
-  check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--microbatches", "2",
-                   "--recompute", "full"},
-                  "--recompute: the cpu backend keeps every activation; use --recompute none or --compute sleep");
+  check_bad_input(with(kSleepUniform, {"--no-profile", "--profile", "p.json"}),
+                  "--no-profile: it drops the profile that --profile gives; keep one of them");
 }
 
 TEST_CASE("run: a rank that fails ends the run with exit 1, naming the rank and the action") {

@@ -88,7 +88,7 @@ TEST_CASE("layers that cannot be split over the stages") {
 
 TEST_CASE("unknown modes and malformed numbers") {
   check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--microbatches", "8", "--recompute", "half"},
-              "--recompute: unknown mode 'half'; use none, selective or full");
+              "--recompute: unknown mode 'half'; use none, selective, full or per-stage");
   check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--microbatches", "8", "--tp", "x"},
               "Could not convert: --tp = x");
   check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--microbatches", "0"}, "--microbatches: must be at least 1, got 0");

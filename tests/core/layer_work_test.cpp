@@ -47,7 +47,7 @@ TEST_CASE("recompute modes read and print") {
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::BadInput);
-    CHECK(std::string(e.what()) == "--recompute: unknown mode 'some'; use none, selective or full");
+    CHECK(std::string(e.what()) == "--recompute: unknown mode 'some'; use none, selective, full or per-stage");
   }
 }
 

@@ -1,5 +1,6 @@
 // The key check: every schedule, run for real over p ranks with uneven stages, computes the loss and the
-// gradients of a single-rank sequential run of the same micro-batches.
+// gradients of a single-rank sequential run of the same micro-batches; also with tied embeddings and with
+// recomputation, whose pipelined runs are held to the plain sequential one.
 #include <catch2/catch.hpp>
 
 #include "core/error.hpp"
@@ -45,11 +46,20 @@ std::vector<LayerRange> uneven_ranges(int stages) {
 
 double relative(const Mat& got, const Mat& want) { return (got - want).norm() / std::max(want.norm(), 1e-30f); }
 
-void check_against_sequential(const Model& model, const Schedule& schedule) {
+// The Llama-style test model with its LM head tied to the token embedding.
+Model tied_llama(int layers) {
+  TransformerConfig c = *test::tiny_llama(layers).transformer;
+  c.tied_embeddings = true;
+  return make_transformer_model("test-llama-tied", c);
+}
+
+// `recompute`: of the pipelined run only; the reference keeps every activation.
+void check_against_sequential(const Model& model, const Schedule& schedule, Recompute recompute = Recompute::None) {
   const int m = schedule.microbatches;
   CpuBackendConfig config;
   config.micro_batch_size = 2;
   config.seed = 5;
+  config.recompute = recompute;
   CpuBackend backend(model, uneven_ranges(schedule.num_stages()), config);
   RunOptions options;
   options.optimizer_step = false;
@@ -63,7 +73,8 @@ void check_against_sequential(const Model& model, const Schedule& schedule) {
                                         model.transformer->vocab));
   const double want_loss = test::reference_iteration(reference, data);
 
-  INFO("schedule " << schedule.name << ", p = " << schedule.num_ranks() << ", m = " << m << ", model " << model.name);
+  INFO("schedule " << schedule.name << ", p = " << schedule.num_ranks() << ", m = " << m << ", model " << model.name
+                    << ", recompute " << to_string(recompute));
   REQUIRE(backend.losses().size() == 1);
   CHECK(std::abs(backend.losses()[0] - want_loss) <= 1e-5 * std::abs(want_loss));
   const std::vector<Param*> got = backend.model().params(), want = reference.params();
@@ -111,4 +122,69 @@ TEST_CASE("training steps on ranks match sequential training (1f1b over 3 ranks,
     CHECK(relative(got[k]->value, want[k]->value) < 1e-5);
   }
   CHECK(backend.losses()[2] < backend.losses()[0]);
+}
+
+TEST_CASE("tied embeddings: every schedule gives each copy the gradient of the sequential run (p = 2, 3)") {
+  // Each copy's gradient is its own use's; the optimizer step adds them (next test).
+  for (const std::string& name : schedule_names())
+    for (int p : {2, 3}) {
+      const Schedule schedule = schedule_for(name, p);
+      check_against_sequential(tied_llama(schedule.num_stages() + 1), schedule);
+    }
+}
+
+TEST_CASE("recomputation: every schedule gives the loss and gradients of the sequential run (p = 2, 3)") {
+  for (Recompute r : {Recompute::Selective, Recompute::Full})
+    for (const std::string& name : schedule_names())
+      for (int p : {2, 3}) {
+        const Schedule schedule = schedule_for(name, p);
+        const int blocks = schedule.num_stages() + 1;
+        check_against_sequential(p % 2 == 0 ? test::tiny_llama(blocks) : test::tiny_gpt(blocks), schedule, r);
+      }
+}
+
+TEST_CASE("tied embeddings: training on ranks matches sequential training, and the two copies stay equal") {
+  // 1f1b over 3 ranks: the embedding (rank 0) and the head (rank 2) meet to add their gradients; zb-v over 2
+  // ranks places stage 0 and the last stage on rank 0, which adds them itself. With full recomputation too.
+  struct Case {
+    std::string schedule;
+    int ranks;
+    Recompute recompute;
+  };
+  for (const Case& c : {Case{"1f1b", 3, Recompute::None}, Case{"zb-v", 2, Recompute::None},
+                        Case{"1f1b", 3, Recompute::Full}}) {
+    const Schedule schedule = schedule_for(c.schedule, c.ranks);
+    const Model model = tied_llama(schedule.num_stages() + 1);
+    const int m = schedule.microbatches;
+    CpuBackendConfig config;
+    config.seed = 8;
+    config.optimizer = OptimizerConfig{OptimizerKind::Adam, 1e-2};
+    config.recompute = c.recompute;
+    CpuBackend backend(model, uneven_ranges(schedule.num_stages()), config);
+    RunOptions options;
+    options.warmup = 1;
+    options.iterations = 2;
+    options.timeout_s = 20;
+    run_schedule(schedule, backend, options);
+
+    INFO(c.schedule << " over " << c.ranks << " ranks, recompute " << to_string(c.recompute));
+    CpuModel reference(model, config.seed);
+    for (int it = 0; it < 3; ++it) {
+      std::vector<MicroBatch> data;
+      for (int i = 0; i < m; ++i) data.push_back(synthetic_microbatch(config.seed, it, i, 1, 8, 32));
+      const double loss = test::reference_iteration(reference, data);
+      reference.sum_tied_gradients();
+      optimizer_step(config.optimizer, reference.params());
+      CHECK(backend.losses()[static_cast<size_t>(it)] == Approx(loss).epsilon(1e-5));
+    }
+    const std::vector<Param*> got = backend.model().params(), want = reference.params();
+    for (size_t k = 0; k < got.size(); ++k) {
+      INFO(got[k]->name);
+      CHECK(relative(got[k]->value, want[k]->value) < 1e-5);
+    }
+    // The same summed gradient and the same Adam state on both copies: equal to the last bit.
+    const Mat head_as_table = backend.model().tied_head()->value.transpose();
+    CHECK(backend.model().tied_table()->value == head_as_table);
+    CHECK(backend.losses()[2] < backend.losses()[0]);
+  }
 }

@@ -124,3 +124,35 @@ TEST_CASE("bad plan files name the field and the fix") {
   j["split"]["stages"][0]["layers"] = "0-12";
   CHECK(error_of(j.dump()) == "p.json: split.stages[0].layers must be [first, last] layer indices, got \"0-12\"");
 }
+
+TEST_CASE("a plan file keeps per-stage recompute levels and the rank order") {
+  const AnalyticCostModel cost;
+  Scenario s;
+  s.model = model_preset("gpt3-1.3b");
+  s.cluster = cluster_preset("dgx-h100");
+  s.parallel.tp = 2;
+  s.parallel.pp = 2;
+  s.parallel.dp = 4;
+  s.parallel.order = RankOrder::TpDpPp;
+  s.global_batch_size = 32;
+  s.workload.seq_len = 1024;
+  s.stage_recompute = {Recompute::Full, Recompute::None};
+  const Evaluation ev = evaluate(s, cost);
+  const std::string text = plan_to_json_text(ev, PlanExtras{});
+  const PlanDocument doc = plan_from_json_text(text, "plan.json");
+  CHECK(doc.scenario.workload.recompute == Recompute::PerStage);
+  CHECK(doc.scenario.stage_recompute == std::vector<Recompute>{Recompute::Full, Recompute::None});
+  CHECK(doc.scenario.parallel.order == RankOrder::TpDpPp);
+  // Rank 1 of replica 3 under tp-dp-pp sits at (pp_idx dp + dp_idx) tp = (1 x 4 + 3) x 2 = 14.
+  const nlohmann::json j = nlohmann::json::parse(text);
+  bool found = false;
+  for (const auto& g : j.at("placement").at("gpus"))
+    if (g.at("pp") == 1 && g.at("dp") == 3 && g.at("tp") == 0) found = g.at("rank") == 14;
+  CHECK(found);
+  CHECK(evaluate(doc.scenario, cost).metrics.step_time_s == ev.metrics.step_time_s);
+
+  nlohmann::json missing = j;
+  missing["workload"].erase("stage_recompute");
+  CHECK(error_of(missing.dump()) ==
+        "p.json: workload.stage_recompute is missing: recompute \"per-stage\" needs each stage's level");
+}

@@ -120,7 +120,9 @@ TEST_CASE("every bound stays below what evaluate() reports") {
       PartitionOptions po;
       po.simulate = false;
       po.schedule = &schedule;
-      s.ranges = best_partition(s, cost, po).ranges;
+      PartitionResult r = best_partition(s, cost, po);
+      s.ranges = r.ranges;
+      s.stage_recompute = r.stage_recompute;
     } catch (const Error& e) {
       REQUIRE(e.kind() == ErrorKind::BadInput);
       continue;  // invalid, or no split fits

@@ -114,6 +114,9 @@ TEST_CASE("the CPU profiler times every distinct layer and measures its bytes") 
     CHECK(l.output_bytes == (l.kind == "head" ? 0 : 4 * n * h));
     if (l.kind == "embedding") CHECK(l.activation_bytes == 4 * n);  // the token ids W needs
     if (l.kind == "block") CHECK(l.activation_bytes > l.output_bytes);
+    // The softmax rebuild of selective recomputation is a block's alone.
+    CHECK(l.selective_recompute.has_value() == (l.kind == "block"));
+    if (l.selective_recompute) CHECK(l.selective_recompute->median_s > 0);
   }
   CHECK(layers[0].kind == "embedding");
   CHECK(layers[1].kind == "block");
@@ -137,7 +140,7 @@ TEST_CASE("the profiled cost model uses the profile where it matches and the fal
   Workload w;
   w.micro_batch_size = 1;
   w.seq_len = 8;
-  const ProfiledCostModel profiled(uniform_profile(m), m, w, analytic);
+  const ProfiledCostModel profiled(uniform_profile(m), m, analytic);
   const Layer& block = m.layers[1];
   const LayerWork work = layer_work(m, block, w);
   GpuSpec gpu{"g", 1e15, 80e9, 3e12};
@@ -146,14 +149,17 @@ TEST_CASE("the profiled cost model uses the profile where it matches and the fal
   CHECK(profiled.phase_time(block, work, Phase::BackwardWeight, gpu, {}, 1) == 3e-3);
   CHECK(profiled.p2p_link(LinkSpec{5e11, 1e-6}).bandwidth_bytes_per_s == 1e9);
   CHECK(profiled.optimizer_step_time(1e6, gpu) == Approx(1e-3));
-  // Another micro-batch size is not in the profile: the analytic model answers.
+  // Another micro-batch size is not in the profile: the same model asks the analytic one for it.
   Workload w2 = w;
   w2.micro_batch_size = 2;
-  const ProfiledCostModel other(uniform_profile(m), m, w2, analytic);
   const LayerWork work2 = layer_work(m, block, w2);
-  CHECK(other.phase_time(block, work2, Phase::Forward, gpu, {}, 1) ==
+  CHECK(profiled.phase_time(block, work2, Phase::Forward, gpu, {}, 1) ==
         analytic.phase_time(block, work2, Phase::Forward, gpu, {}, 1));
-  CHECK(other.entry_for(LayerKind::Block) == nullptr);
+  CHECK(profiled.entry_for(LayerKind::Block, 2, 8) == nullptr);
+  CHECK(profiled.entry_for(LayerKind::Block, 1, 8) != nullptr);
+  // tp > 1: the profile is of one device.
+  CHECK(profiled.phase_time(block, work, Phase::Forward, gpu, LinkSpec{1e11, 1e-6}, 2) ==
+        analytic.phase_time(block, work, Phase::Forward, gpu, LinkSpec{1e11, 1e-6}, 2));
 }
 
 TEST_CASE("a scenario evaluated with the profile gets the profiled stage times") {
@@ -166,7 +172,7 @@ TEST_CASE("a scenario evaluated with the profile gets the profiled stage times")
   s.schedule = "gpipe";
   s.split = {2, 2};
   const AnalyticCostModel analytic;
-  const ProfiledCostModel profiled(uniform_profile(s.model), s.model, s.workload, analytic);
+  const ProfiledCostModel profiled(uniform_profile(s.model), s.model, analytic);
   const Evaluation ev = evaluate(s, profiled);
   for (const StageReport& st : ev.stages) {
     CHECK(st.cost.forward_s == Approx(2e-3));  // two blocks of 1 ms

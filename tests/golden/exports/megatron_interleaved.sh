@@ -12,4 +12,5 @@ PIPEWRIGHT_MEGATRON_ARGS=(
   --pipeline-model-parallel-layout 'Ettt|t*4|t*4|t*5|(t*4|)*3,t*4L'
   --recompute-granularity selective
   --use-distributed-optimizer
+  --use-tp-pp-dp-mapping
 )

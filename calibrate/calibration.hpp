@@ -1,0 +1,139 @@
+#pragma once
+// A calibration: the cost terms fitted to what one machine measured (a profile's layer times and link
+// samples, executor runs), what they were fitted on, and how well they fit. Written and read as
+// calibration.json ({"format": "pipewright-calibration", "version": 1}; docs/calibration.md).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibrate/fit.hpp"
+#include "core/cost_model.hpp"
+#include "profiler/profile.hpp"
+
+namespace pw {
+
+// One layer kind and phase: time = overhead_s + flops x s_per_flop + bytes x s_per_byte, where flops and
+// bytes are layer_work()'s for the layer's shape and micro-batch (PhaseWork::flops(), memory_bytes).
+// A coefficient of 0 means that term did not help the fit (the rate it stands for is then not known).
+struct LayerFit {
+  std::string kind;  // "embedding", "block", "head"
+  Phase phase = Phase::Forward;
+  double overhead_s = 0;
+  double s_per_flop = 0;
+  double s_per_byte = 0;
+  FitQuality quality;
+  std::vector<Residual> residuals;
+
+  double predict(const PhaseWork& work) const {
+    return overhead_s + s_per_flop * work.flops() + s_per_byte * work.memory_bytes;
+  }
+};
+
+// A profiled entry kept as measured: the calibrated model uses it as is for that exact layer and
+// micro-batch shape, and the fit everywhere else.
+struct MeasuredLayer {
+  std::string kind, shape;
+  int micro_batch_size = 1;
+  int seq_len = 1;
+  double forward_s = 0, backward_input_s = 0, backward_weight_s = 0;
+  std::optional<double> selective_recompute_s;  // blocks: what B adds with selective recomputation, if measured
+};
+
+// time = latency_s + bytes / bandwidth_bytes_per_s for one point-to-point transfer. src = dst = -1: every
+// measured pair pooled (what the model uses); otherwise one measured pair.
+struct LinkFit {
+  int src = -1, dst = -1;
+  double latency_s = 0;
+  double bandwidth_bytes_per_s = 0;
+  FitQuality quality;
+  std::vector<Residual> residuals;
+};
+
+// One measured ring collective: `bytes` is the array size (nccl-tests' convention) over `ranks` ranks whose
+// slowest link is `link`.
+struct CollectiveSample {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  int ranks = 2;
+  double bytes = 0;
+  double time_s = 0;
+  LinkSpec link;
+};
+
+// The bus bandwidth a collective of this kind reaches, as a fraction of its link's: time = steps x link
+// latency + traffic x bytes / (efficiency x link bandwidth), with the ring's steps and traffic
+// (all-reduce 2 (n-1) and 2 (n-1)/n; reduce-scatter and all-gather n-1 and (n-1)/n).
+struct CollectiveFit {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  double efficiency = 1;
+  FitQuality quality;
+  std::vector<Residual> residuals;
+};
+
+// The executor's costs beyond the layers' own times, fitted to runs. In the simulator: every compute
+// action's layer time x compute_scale, plus dispatch_s per phase it runs (F, B, W: 1; BW: 2; an F&B: 3),
+// and transfer_s on every point-to-point transfer. transfer_slowdown (compute runs 1 + transfer_slowdown
+// times longer while a transfer to or from its rank is in flight) is fitted from traces and reported;
+// the simulator does not charge it (docs/calibration.md).
+struct RunOverheads {
+  bool fitted = false;  // false: no runs; the defaults below change nothing
+  double compute_scale = 1;
+  double dispatch_s = 0;
+  double transfer_s = 0;
+  double transfer_slowdown = 0;
+  FitQuality compute_quality;  // per rank busy time (per action with a trace)
+  FitQuality step_quality;     // step times of the runs fitted on
+  std::vector<Residual> step_residuals;
+};
+
+// A run the calibration read.
+struct RunSource {
+  std::string path;
+  std::string trace;  // its --trace file, or empty
+  std::string model, schedule;
+  int pp = 1, vpp = 1, microbatches = 1, micro_batch_size = 1, seq_len = 1;
+  double measured_step_s = 0;
+  bool held_out = false;
+};
+
+// A prediction for something left out of the fit, before calibration and after. NaN: not available
+// (no GPU to evaluate the analytic defaults on; no profile entry for the run's shape).
+struct HeldOutPoint {
+  std::string what;   // "block forward b=8 s=32", a run's path
+  double measured_s = 0;
+  double analytic_s = 0;   // the analytic defaults
+  double profiled_s = 0;   // the profile alone (runs only)
+  double calibrated_s = 0;
+};
+
+struct Calibration {
+  std::string tool;  // "pipewright <version> calibrate"
+  MachineInfo machine;
+  std::string profile_path, profile_tool;
+  std::vector<RunSource> runs;
+  double holdout_fraction = 0;
+  std::string analytic_gpu;  // the GPU the held-out analytic errors were computed for, or empty
+
+  std::vector<LayerFit> layers;
+  std::vector<MeasuredLayer> measured;
+  double optimizer_s_per_parameter = 0;  // from the profile; 0: the base model's
+  std::optional<LinkFit> link;           // all pairs pooled
+  std::vector<LinkFit> link_pairs;
+  std::vector<CollectiveFit> collectives;
+  RunOverheads overheads;
+
+  std::vector<HeldOutPoint> held_out_layers;
+  std::vector<HeldOutPoint> held_out_runs;
+  std::vector<std::string> warnings;
+
+  const LayerFit* layer_fit(const std::string& kind, Phase phase) const;
+};
+
+const char* phase_name(Phase phase);  // "forward", "backward_input", "backward_weight"
+const char* collective_name(CollectiveKind kind);  // "all_reduce", "all_gather", "reduce_scatter"
+
+std::string calibration_to_json_text(const Calibration& c);
+// BadInput naming `source` and the field for anything missing, malformed, of another format or version.
+Calibration calibration_from_json_text(const std::string& text, const std::string& source);
+Calibration load_calibration(const std::string& path);
+
+}  // namespace pw

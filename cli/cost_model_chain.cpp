@@ -1,0 +1,137 @@
+#include "cli/cost_model_chain.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "calibrate/calibrated_cost_model.hpp"
+#include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
+
+namespace pw {
+
+std::string machine_text(const MachineInfo& m) {
+  std::string text = m.backend.empty() ? m.device : fmt::format("{}: {}", m.backend, m.device);
+  if (m.cores > 0) text += fmt::format(" ({} cores)", m.cores);
+  return text;
+}
+
+CostModelChain::CostModelChain(const std::vector<std::string>& cost_params) : overrides_(cost_params) {
+  AnalyticCostParams params;
+  for (const std::string& assignment : cost_params) set_param(params, assignment);
+  models_.push_back(std::make_unique<AnalyticCostModel>(params));
+  labels_.push_back(cost_params.empty() ? "analytic" : fmt::format("analytic [{}]", fmt::join(cost_params, ", ")));
+}
+
+void CostModelChain::add(const Maker& make, std::string label) {
+  models_.push_back(make(*models_.back()));
+  labels_.push_back(std::move(label));
+}
+
+void CostModelChain::add_profile(Profile profile, const Model& model, ProfileOrigin origin) {
+  const std::string source = origin.path.empty() ? fmt::format("measured here in {:.2f} s", origin.measured_s) : origin.path;
+  auto profiled = std::make_unique<ProfiledCostModel>(std::move(profile), model, *models_.back());
+  profiled_ = profiled.get();
+  models_.push_back(std::move(profiled));
+  labels_.push_back(fmt::format("profiled ({}: {} on {})", source, origin.tool.empty() ? "unknown tool" : origin.tool,
+                                origin.machine.empty() ? "an unknown machine" : origin.machine));
+  origin_ = std::move(origin);
+}
+
+void CostModelChain::add_profile_file(const std::string& path, const Model& model, const std::string& option) {
+  Profile profile;
+  try {
+    profile = load_profile(path);
+  } catch (const Error& e) {
+    if (option.empty()) throw;
+    throw Error(e.kind(), fmt::format("{}: {}", option, e.what()));
+  }
+  ProfileOrigin origin;
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  origin.path = ec ? path : absolute.lexically_normal().string();
+  origin.tool = profile.tool;
+  origin.machine = machine_text(profile.machine);
+  add_profile(std::move(profile), model, std::move(origin));
+}
+
+std::string CostModelChain::description() const { return fmt::format("{}", fmt::join(labels_, " <- ")); }
+
+namespace {
+
+std::string workload_text(const Workload& w, int seq) {
+  std::string text = fmt::format("micro-batch {} x {} tokens", w.micro_batch_size, seq);
+  if (w.tp > 1) text += fmt::format(", tp {}", w.tp);
+  if (w.recompute != Recompute::None) text += fmt::format(", {} recompute", to_string(w.recompute));
+  return text;
+}
+
+int resolved_seq(const Model& model, const Workload& w) { return w.seq_len > 0 ? w.seq_len : model.default_seq_len(); }
+
+// The model the profiled one falls back on: the one below it in the chain.
+std::string below_name(const std::vector<std::unique_ptr<CostModel>>& models, const CostModel* profiled) {
+  for (size_t i = 1; i < models.size(); ++i)
+    if (models[i].get() == profiled) return models[i - 1]->name();
+  return "analytic";
+}
+
+}  // namespace
+
+std::vector<std::string> CostModelChain::coverage_lines(const Model& model, const std::vector<Workload>& workloads) const {
+  std::vector<std::string> lines;
+  if (!profiled_) return lines;
+  const std::string below = below_name(models_, profiled_);
+  for (const Workload& w : workloads) {
+    const ProfileCoverage c = profiled_->coverage(model, w);
+    std::string line = workload_text(w, resolved_seq(model, w)) + ": ";
+    if (!c.profiled.empty()) line += fmt::format("{} from the profile", fmt::join(c.profiled, ", "));
+    if (!c.profiled.empty() && !c.missing.empty()) line += "; ";
+    if (!c.missing.empty()) line += fmt::format("{} from the {} model ({})", fmt::join(c.missing, ", "), below, c.reason);
+    if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
+  }
+  return lines;
+}
+
+nlohmann::ordered_json CostModelChain::to_json(const Model& model, const std::vector<Workload>& workloads) const {
+  nlohmann::ordered_json chain = nlohmann::ordered_json::array();
+  for (const auto& m : models_) chain.push_back(m->name());
+  nlohmann::ordered_json j = {{"name", models_.back()->name()}, {"chain", chain}, {"overrides", overrides_}};
+  if (origin_) {
+    j["profile"] = {{"source", origin_->path.empty() ? "measured by this command" : "file"},
+                    {"path", origin_->path.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(origin_->path)},
+                    {"tool", origin_->tool},
+                    {"machine", origin_->machine},
+                    {"measured_s", origin_->measured_s}};
+  } else {
+    j["profile"] = nullptr;
+  }
+  nlohmann::ordered_json coverage = nlohmann::ordered_json::array();
+  if (profiled_)
+    for (const Workload& w : workloads) {
+      const ProfileCoverage c = profiled_->coverage(model, w);
+      coverage.push_back({{"micro_batch_size", w.micro_batch_size},
+                          {"seq_len", resolved_seq(model, w)},
+                          {"tp", w.tp},
+                          {"recompute", to_string(w.recompute)},
+                          {"profiled", c.profiled},
+                          {"fallback", c.missing},
+                          {"reason", c.reason}});
+    }
+  j["coverage"] = coverage;
+  return j;
+}
+
+void add_calibration_option(CLI::App& cmd, std::string& path) {
+  cmd.add_option("--calibration", path,
+                 "Calibration JSON from `pipewright calibrate`: fitted layer, link and overhead costs on top of the rest");
+}
+
+void add_calibration(CostModelChain& chain, const std::string& path) {
+  if (path.empty()) return;
+  chain.add([path](const CostModel& below) { return load_calibrated_cost_model(path, below); },
+            fmt::format("calibrated ({})", path));
+}
+
+}  // namespace pw

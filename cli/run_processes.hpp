@@ -1,0 +1,45 @@
+#pragma once
+// `pipewright run` as one of the processes a launcher started (mpirun -np N pipewright run ...): every
+// process builds the same configuration, runs its own rank, and process 0 alone reports. Errors are printed
+// once and end the whole job: bad input every process meets alike by process 0, a run failure by the
+// process where it happened (the others learn of it and stay quiet); the exit status is the error's
+// (2 bad input, 1 runtime), and MPI_Abort makes the launcher tear the other processes down.
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "executor/launch_env.hpp"
+#include "executor/process_group.hpp"
+#include "executor/runtime.hpp"
+
+namespace pw {
+
+class LaunchedRun {
+ public:
+  LaunchedRun(const LaunchEnv& env, ProcessGroup& group, double timeout_s)
+      : env_(env), group_(group), timeout_s_(timeout_s) {}
+
+  // Only process 0 prints and writes files.
+  bool reports() const { return group_.rank() == 0; }
+  // "processes under openmpi": how the report's second line says the ranks ran.
+  std::string ranks_as() const { return "processes under " + env_.launcher; }
+  // BadInput naming --pp and the launcher's flag unless it started one process per pipeline rank.
+  void check_ranks(int ranks) const;
+  // This process's rank of the schedule; at process 0 every rank's records.
+  RunResult run(const Schedule& schedule, Backend& backend, const RunOptions& options);
+  // At process 0: the losses of the process that holds the last stage (`local` there); elsewhere `local`.
+  std::vector<double> losses(const std::vector<double>& local);
+
+ private:
+  LaunchEnv env_;
+  ProcessGroup& group_;
+  double timeout_s_;
+};
+
+// Joins the launched job (MPI) and runs `body` as this process's part of it; on any error prints it once as
+// "error: <message>" on stderr and ends the job (does not return). `out` is flushed before MPI finalises.
+void run_launched(const LaunchEnv& env, double timeout_s, std::ostream& out,
+                  const std::function<void(LaunchedRun&)>& body);
+
+}  // namespace pw

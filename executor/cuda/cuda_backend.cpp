@@ -1,0 +1,284 @@
+// The CUDA backend: RankCompute on GPU layers, the local or NCCL transport between the ranks.
+#include <map>
+#include <mutex>
+
+#include "core/error.hpp"
+#include "executor/cuda/cuda_check.hpp"
+#include "executor/cuda/cuda_layers.hpp"
+#include "executor/cuda/host/cuda_api.hpp"
+#include "executor/cuda/host/gpu_placement.hpp"
+#include "executor/cuda/local_transport.hpp"
+#include "executor/cuda/nccl_transport.hpp"
+
+namespace pw {
+
+GpuProbe probe_gpus() {
+  GpuProbe p;
+  const cudaError_t e = cudaGetDeviceCount(&p.count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    p.failed = true;
+    p.error = cudaGetErrorString(e);
+    p.count = 0;
+  }
+  return p;
+}
+
+namespace cuda {
+namespace {
+
+// What a rank keeps on its GPU. The backend owns it, not the RankCompute: tensors still held by the runtime
+// or a transport when the ranks end must find their allocator alive.
+struct RankGpu {
+  std::unique_ptr<GpuContext> gpu;
+  std::map<int, std::unique_ptr<GpuLayer>> layers;  // by layer index
+};
+
+class CudaBackendImpl;
+
+struct StageCtx {
+  std::vector<GpuLayerContext> layers;
+  double bytes() const {
+    double total = 0;
+    for (const GpuLayerContext& l : layers) total += l.bytes();
+    return total;
+  }
+};
+
+class CudaBackendImpl final : public CudaBackend {
+ public:
+  CudaBackendImpl(const Model& model, std::vector<LayerRange> stage_layers, const Schedule& schedule,
+                  const CudaBackendConfig& config);
+  ~CudaBackendImpl() override {
+    // Transports hold tensors of the ranks' allocators: they go first.
+    local_.reset();
+    nccl_.reset();
+    ranks_.clear();
+  }
+
+  std::string name() const override { return "cuda"; }
+  std::unique_ptr<RankCompute> make_rank(const RankSetup& setup) override;
+  Transport& transport() override {
+    if (local_) return *local_;
+    return *nccl_;
+  }
+  std::vector<double> losses() const override {
+    std::lock_guard lock(mutex_);
+    return losses_;
+  }
+  std::string placement_text() const override {
+    return fmt::format("{} ({})", pw::placement_text(placement_, devices_), device_name_);
+  }
+
+ private:
+  friend class CudaRank;
+  Model model_;
+  std::vector<LayerRange> stage_layers_;
+  CudaBackendConfig config_;
+  int devices_ = 0;
+  std::string device_name_;
+  GpuPlacement placement_;
+  UniqueIdBytes id_{};
+  std::unique_ptr<LocalTransport> local_;
+  std::unique_ptr<NcclTransport> nccl_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<RankGpu>> ranks_;
+  std::vector<double> losses_;
+};
+
+class CudaRank final : public RankCompute {
+ public:
+  CudaRank(CudaBackendImpl& backend, const RankSetup& setup, RankGpu& gpu) : b_(backend), setup_(setup), r_(gpu) {}
+
+  void begin_iteration(int iteration, int microbatches) override {
+    iteration_ = iteration;
+    m_ = microbatches;
+    loss_ = 0;
+    holds_head_ = false;
+  }
+
+  void end_iteration() override {
+    if (!holds_head_) return;
+    std::lock_guard lock(b_.mutex_);
+    b_.losses_.push_back(loss_);
+  }
+
+  TensorPtr forward(int stage, int mb, TensorPtr input) override {
+    GpuContext& g = *r_.gpu;
+    const LayerRange& range = b_.stage_layers_[static_cast<size_t>(stage)];
+    StageCtx& ctx = contexts_[{stage, mb}];
+    ctx.layers.assign(static_cast<size_t>(range.count()), GpuLayerContext{});
+    Buf x = as_buf(input);
+    const int last = b_.model_.num_layers() - 1;
+    GpuBatch batch;
+    if (range.first == 0 || range.last == last) {
+      const TransformerConfig& c = *b_.model_.transformer;
+      batch = upload_batch(g, synthetic_microbatch(b_.config_.seed, iteration_, mb, b_.config_.micro_batch_size,
+                                                   b_.config_.seq_len, c.vocab));
+    }
+    for (int i = range.first; i <= range.last; ++i)
+      x = r_.layers.at(i)->forward(x, batch, ctx.layers[static_cast<size_t>(i - range.first)]);
+    g.synchronize();
+    setup_.memory->add(ctx.bytes());
+    if (range.last == last) {
+      holds_head_ = true;
+      loss_ += download_f32(g, x).at(0) / static_cast<double>(m_);
+      return nullptr;
+    }
+    return std::make_shared<DeviceTensor>(x.block, x.dtype, x.rows, x.cols);
+  }
+
+  TensorPtr backward_input(int stage, int mb, TensorPtr grad_output) override {
+    return backward_pass(stage, mb, std::move(grad_output), true);
+  }
+
+  void backward_weight(int stage, int mb) override {
+    auto it = contexts_.find({stage, mb});
+    if (it == contexts_.end()) throw_runtime("W of stage {} micro-batch {} before its B", stage, mb);
+    const double before = it->second.bytes();
+    for (GpuLayerContext& lc : it->second.layers) {
+      for (const GpuWeightTerm& t : lc.pending) apply(*r_.gpu, t);
+      lc.pending.clear();
+    }
+    contexts_.erase(it);
+    r_.gpu->synchronize();
+    setup_.memory->add(-before);
+  }
+
+  TensorPtr backward(int stage, int mb, TensorPtr grad_output) override {
+    TensorPtr g = backward_pass(stage, mb, std::move(grad_output), false);
+    contexts_.erase({stage, mb});
+    return g;
+  }
+
+  void optimizer_step() override {
+    std::vector<GpuParam*> params;
+    for (int s : setup_.stages) {
+      const LayerRange& range = b_.stage_layers_[static_cast<size_t>(s)];
+      for (int i = range.first; i <= range.last; ++i)
+        for (GpuParam* p : r_.layers.at(i)->params()) params.push_back(p);
+    }
+    cuda::optimizer_step(*r_.gpu, b_.config_.optimizer, params);
+  }
+
+ private:
+  static Buf as_buf(const TensorPtr& t) {
+    if (!t) return Buf{};
+    const auto& d = static_cast<const DeviceTensor&>(*t);
+    return Buf{d.block(), d.dtype(), d.rows(), d.cols()};
+  }
+
+  TensorPtr backward_pass(int stage, int mb, TensorPtr grad_output, bool defer) {
+    auto it = contexts_.find({stage, mb});
+    if (it == contexts_.end()) throw_runtime("B of stage {} micro-batch {} before its F", stage, mb);
+    StageCtx& ctx = it->second;
+    const double before = ctx.bytes();
+    const LayerRange& range = b_.stage_layers_[static_cast<size_t>(stage)];
+    Buf g = as_buf(grad_output);
+    GpuContext& gpu = *r_.gpu;
+    for (int i = range.last; i >= range.first; --i) {
+      GpuLayerContext& lc = ctx.layers[static_cast<size_t>(i - range.first)];
+      const GpuSink sink = [&](GpuWeightTerm&& t) {
+        if (defer)
+          lc.pending.push_back(std::move(t));
+        else
+          apply(gpu, t);
+      };
+      g = r_.layers.at(i)->backward_input(g, lc, 1.0 / m_, sink);
+    }
+    gpu.synchronize();
+    setup_.memory->add(ctx.bytes() - before);
+    if (!g) return nullptr;
+    return std::make_shared<DeviceTensor>(g.block, g.dtype, g.rows, g.cols);
+  }
+
+  CudaBackendImpl& b_;
+  RankSetup setup_;
+  RankGpu& r_;
+  std::map<std::pair<int, int>, StageCtx> contexts_;
+  int iteration_ = 0;
+  int m_ = 1;
+  double loss_ = 0;
+  bool holds_head_ = false;
+};
+
+CudaBackendImpl::CudaBackendImpl(const Model& model, std::vector<LayerRange> stage_layers, const Schedule& schedule,
+                                 const CudaBackendConfig& config)
+    : model_(model), stage_layers_(std::move(stage_layers)), config_(config) {
+  check_gpu_model(model);
+  const TransformerConfig& c = *model.transformer;
+  if (config_.seq_len == 0) config_.seq_len = c.max_seq_len;
+  if (config_.micro_batch_size < 1)
+    throw_bad_input("--micro-batch-size: must be at least 1, got {}", config_.micro_batch_size);
+  if (config_.seq_len < 1) throw_bad_input("--seq-len: must be at least 1, got {}", config_.seq_len);
+  if (c.learned_positions && config_.seq_len > c.max_seq_len)
+    throw_bad_input("--seq-len: {} exceeds the {} learned positions of '{}'; use --seq-len {} or less", config_.seq_len,
+                    c.max_seq_len, model.name, c.max_seq_len);
+  int next = 0;
+  for (const LayerRange& r : stage_layers_) {
+    if (r.first != next || r.last < r.first) throw_bad_input("layer ranges: they must be contiguous and non-empty");
+    next = r.last + 1;
+  }
+  if (next != model.num_layers())
+    throw_bad_input("layer ranges: they cover {} of the {} layers of '{}'", next, model.num_layers(), model.name);
+  const GpuProbe probe = probe_gpus();
+  if (!gpu_present(probe)) throw_runtime("{}", no_gpu_text(probe));
+  devices_ = probe.count;
+  cudaDeviceProp prop{};
+  PW_CUDA(cudaGetDeviceProperties(&prop, 0));
+  device_name_ = prop.name;
+  const Schedule lowered = schedule.lowered ? schedule : lower(schedule);
+  placement_ = place_ranks(lowered.num_ranks(), devices_, config_.transport);
+  ranks_.resize(static_cast<size_t>(lowered.num_ranks()));
+  const long rows = static_cast<long>(config_.micro_batch_size) * config_.seq_len;
+  if (placement_.local_transport) {
+    local_ = std::make_unique<LocalTransport>(lowered.num_ranks());
+  } else {
+    nccl_ = std::make_unique<NcclTransport>(lowered, config_.dtype, rows, c.hidden);
+    id_ = nccl_unique_id();
+  }
+}
+
+std::unique_ptr<RankCompute> CudaBackendImpl::make_rank(const RankSetup& setup) {
+  if (setup.num_stages != static_cast<int>(stage_layers_.size()))
+    throw_bad_input("layer ranges: {} given for a schedule of {} stages; give one per stage", stage_layers_.size(),
+                    setup.num_stages);
+  {
+    std::lock_guard lock(mutex_);
+    if (ranks_.at(static_cast<size_t>(setup.rank))) throw_runtime("cuda backend: one backend runs one schedule");
+  }
+  const int device = placement_.device_of_rank.at(static_cast<size_t>(setup.rank));
+  PW_CUDA(cudaSetDevice(device));
+  auto rank = std::make_unique<RankGpu>();
+  rank->gpu = std::make_unique<GpuContext>(device, config_.dtype);
+  for (int s : setup.stages) {
+    const LayerRange& range = stage_layers_[static_cast<size_t>(s)];
+    for (int i = range.first; i <= range.last; ++i) {
+      const std::unique_ptr<CpuLayer> weights = make_cpu_layer(model_, i, config_.seed);
+      rank->layers[i] = make_gpu_layer(*rank->gpu, model_, i, *weights);
+    }
+  }
+  rank->gpu->synchronize();
+  RankGpu& ref = *rank;
+  {
+    std::lock_guard lock(mutex_);
+    ranks_[static_cast<size_t>(setup.rank)] = std::move(rank);
+  }
+  if (local_) {
+    local_->attach(setup.rank, ref.gpu->allocator);
+  } else {
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config_.timeout_s));
+    nccl_->connect(setup.rank, static_cast<int>(ranks_.size()), id_, ref.gpu->allocator, deadline, setup.stop);
+  }
+  return std::make_unique<CudaRank>(*this, setup, ref);
+}
+
+}  // namespace
+}  // namespace cuda
+
+std::unique_ptr<CudaBackend> make_cuda_backend(const Model& model, std::vector<LayerRange> stage_layers,
+                                               const Schedule& lowered, const CudaBackendConfig& config) {
+  return std::make_unique<cuda::CudaBackendImpl>(model, std::move(stage_layers), lowered, config);
+}
+
+}  // namespace pw

@@ -1,0 +1,74 @@
+#include "executor/cuda/host/nccl_bootstrap.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace pw {
+
+NcclBootstrap plan_bootstrap(const LaunchEnv& env, int schedule_ranks, int visible_gpus,
+                             const std::string& rendezvous_option) {
+  if (schedule_ranks < 1) throw_bad_input("--pp: the plan needs at least 1 rank, got {}", schedule_ranks);
+  if (visible_gpus < 1) throw_runtime("NCCL bootstrap: no GPU visible to this process");
+  NcclBootstrap b;
+  b.world_ranks = schedule_ranks;
+  if (env.launcher == "none") {
+    for (int r = 0; r < schedule_ranks; ++r) b.devices.push_back(r % visible_gpus);
+    return b;
+  }
+  const int processes = env.world_size;
+  if (schedule_ranks % processes != 0)
+    throw_bad_input("--pp: the plan has {} ranks for {} processes; start as many processes as ranks, or a divisor of "
+                    "them (one per node with a thread per GPU)",
+                    schedule_ranks, processes);
+  const int per_process = schedule_ranks / processes;
+  b.first_rank = env.rank * per_process;
+  const int node_needs = env.local_world_size * per_process;
+  int first_gpu = 0;
+  if (visible_gpus >= node_needs) {
+    first_gpu = env.local_rank * per_process;
+  } else if (visible_gpus != per_process) {
+    throw_bad_input("GPUs: {} process{} on this node with {} rank{} each need {} GPUs, {} visible; NCCL needs a GPU per "
+                    "rank",
+                    env.local_world_size, env.local_world_size == 1 ? "" : "es", per_process, per_process == 1 ? "" : "s",
+                    node_needs, visible_gpus);
+  }
+  for (int i = 0; i < per_process; ++i) b.devices.push_back(first_gpu + i);
+
+  if (!rendezvous_option.empty()) {
+    b.id_source = NcclBootstrap::IdSource::Rendezvous;
+    b.rendezvous = rendezvous_from_text(rendezvous_option);
+  } else if (env.launcher == "openmpi") {
+    b.id_source = NcclBootstrap::IdSource::Mpi;
+  } else {
+    if (env.master_addr.empty() || env.master_port == 0)
+      throw_bad_input("--rendezvous: {} set no MASTER_ADDR and MASTER_PORT; export them or give --rendezvous "
+                      "file:PATH or tcp:HOST:PORT",
+                      env.launcher);
+    b.id_source = NcclBootstrap::IdSource::Rendezvous;
+    b.rendezvous.kind = RendezvousSpec::Kind::Tcp;
+    b.rendezvous.host = env.master_addr;
+    b.rendezvous.port = env.launcher == "torchrun" ? env.master_port + 1 : env.master_port;
+    if (b.rendezvous.port > 65535)
+      throw_bad_input("--rendezvous: MASTER_PORT {} leaves no port above it for the NCCL id; give --rendezvous "
+                      "tcp:HOST:PORT",
+                      env.master_port);
+  }
+  return b;
+}
+
+std::string to_text(const NcclBootstrap& b) {
+  const int last = b.first_rank + static_cast<int>(b.devices.size()) - 1;
+  std::string gpus;
+  for (int d : b.devices) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", d);
+  const std::string ranks = b.first_rank == last ? fmt::format("rank {}", last) : fmt::format("ranks {}-{}", b.first_rank, last);
+  std::string id;
+  switch (b.id_source) {
+    case NcclBootstrap::IdSource::InProcess: id = "made in this process"; break;
+    case NcclBootstrap::IdSource::Mpi: id = "over MPI"; break;
+    case NcclBootstrap::IdSource::Rendezvous: id = "over " + to_text(b.rendezvous); break;
+  }
+  return fmt::format("{} of {} on GPU{} {}; NCCL id {}", ranks, b.world_ranks, b.devices.size() == 1 ? "" : "s", gpus, id);
+}
+
+}  // namespace pw

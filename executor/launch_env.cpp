@@ -1,0 +1,185 @@
+#include "executor/launch_env.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <vector>
+
+#include "core/error.hpp"
+
+extern char** environ;
+
+namespace pw {
+namespace {
+
+class Reader {
+ public:
+  Reader(const std::map<std::string, std::string>& env, std::string launcher_hint)
+      : env_(env), hint_(std::move(launcher_hint)) {}
+
+  bool has(const std::string& name) const { return env_.count(name) > 0; }
+
+  // A whole number >= `minimum`; the fix names the launcher that should have set it.
+  int number(const std::string& name, int minimum = 0) const {
+    const std::string& text = env_.at(name);
+    long long value = 0;
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    if (text.empty() || ec != std::errc() || ptr != end || value > 1'000'000'000LL || value < -1'000'000'000LL)
+      throw_bad_input("{}: '{}' is not a whole number; {}", name, text, hint_);
+    if (value < minimum)
+      throw_bad_input("{}: must be {} or more, got {}; {}", name, minimum, value, hint_);
+    return static_cast<int>(value);
+  }
+
+  int required(const std::string& name, const std::string& because, int minimum = 0) const {
+    if (!has(name)) throw_bad_input("{}: not set while {} is; {}", name, because, hint_);
+    return number(name, minimum);
+  }
+
+  int optional(const std::string& name, int fallback, int minimum = 0) const {
+    return has(name) ? number(name, minimum) : fallback;
+  }
+
+  const std::string& text(const std::string& name) const { return env_.at(name); }
+  const std::string& hint() const { return hint_; }
+
+ private:
+  const std::map<std::string, std::string>& env_;
+  std::string hint_;
+};
+
+void check_below(const Reader& r, const std::string& rank_name, int rank, const std::string& size_name, int size) {
+  if (rank >= size)
+    throw_bad_input("{}: {} is not below {} {}; {}", rank_name, rank, size_name, size, r.hint());
+}
+
+// "2(x3),1" -> {2, 2, 2, 1}.
+std::vector<int> expand_tasks_per_node(const std::string& name, const std::string& text, const Reader& r) {
+  std::vector<int> out;
+  size_t pos = 0;
+  const auto bad = [&] {
+    throw_bad_input("{}: '{}' is not Slurm's tasks-per-node list such as 2(x3),1; {}", name, text, r.hint());
+  };
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    int count = 0, repeat = 1;
+    const size_t paren = item.find("(x");
+    const std::string head = item.substr(0, paren);
+    auto parse = [&](const std::string& s, int& v) {
+      const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v < 1) bad();
+    };
+    parse(head, count);
+    if (paren != std::string::npos) {
+      if (item.back() != ')') bad();
+      parse(item.substr(paren + 2, item.size() - paren - 3), repeat);
+    }
+    out.insert(out.end(), static_cast<size_t>(repeat), count);
+    pos = end + 1;
+  }
+  if (out.empty()) bad();
+  return out;
+}
+
+LaunchEnv from_openmpi(const Reader& r) {
+  LaunchEnv e;
+  e.launcher = "openmpi";
+  const std::string because = "OMPI_COMM_WORLD_SIZE";
+  e.world_size = r.number("OMPI_COMM_WORLD_SIZE", 1);
+  e.rank = r.required("OMPI_COMM_WORLD_RANK", because);
+  check_below(r, "OMPI_COMM_WORLD_RANK", e.rank, "OMPI_COMM_WORLD_SIZE", e.world_size);
+  e.local_world_size = r.optional("OMPI_COMM_WORLD_LOCAL_SIZE", e.world_size, 1);
+  e.local_rank = r.optional("OMPI_COMM_WORLD_LOCAL_RANK", e.rank < e.local_world_size ? e.rank : 0);
+  check_below(r, "OMPI_COMM_WORLD_LOCAL_RANK", e.local_rank, "OMPI_COMM_WORLD_LOCAL_SIZE", e.local_world_size);
+  return e;
+}
+
+LaunchEnv from_torchrun(const Reader& r) {
+  LaunchEnv e;
+  e.launcher = "torchrun";
+  const std::string because = "WORLD_SIZE";
+  e.world_size = r.number("WORLD_SIZE", 1);
+  e.rank = r.required("RANK", because);
+  check_below(r, "RANK", e.rank, "WORLD_SIZE", e.world_size);
+  e.local_world_size = r.optional("LOCAL_WORLD_SIZE", e.world_size, 1);
+  e.local_rank = r.optional("LOCAL_RANK", e.rank < e.local_world_size ? e.rank : 0);
+  check_below(r, "LOCAL_RANK", e.local_rank, "LOCAL_WORLD_SIZE", e.local_world_size);
+  return e;
+}
+
+LaunchEnv from_slurm(const Reader& r) {
+  LaunchEnv e;
+  e.launcher = "slurm";
+  const std::string because = "SLURM_PROCID";
+  e.rank = r.number("SLURM_PROCID");
+  e.world_size = r.required("SLURM_NTASKS", because, 1);
+  check_below(r, "SLURM_PROCID", e.rank, "SLURM_NTASKS", e.world_size);
+  std::string local_size_name = "SLURM_NTASKS";
+  if (r.has("SLURM_NTASKS_PER_NODE")) {
+    local_size_name = "SLURM_NTASKS_PER_NODE";
+    e.local_world_size = r.number(local_size_name, 1);
+  } else {
+    const std::string list = r.has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
+    if (r.has(list)) {
+      const std::vector<int> per_node = expand_tasks_per_node(list, r.text(list), r);
+      const int node = r.optional("SLURM_NODEID", 0);
+      if (node >= static_cast<int>(per_node.size()))
+        throw_bad_input("SLURM_NODEID: {} is not below the {} nodes of {} '{}'; {}", node, per_node.size(), list,
+                        r.text(list), r.hint());
+      e.local_world_size = per_node[static_cast<size_t>(node)];
+      local_size_name = fmt::format("this node's {} entry", list);
+    } else {
+      e.local_world_size = e.world_size;
+    }
+  }
+  e.local_rank = r.optional("SLURM_LOCALID", e.rank < e.local_world_size ? e.rank : 0);
+  check_below(r, "SLURM_LOCALID", e.local_rank, local_size_name, e.local_world_size);
+  return e;
+}
+
+}  // namespace
+
+LaunchEnv launch_env_from(const std::map<std::string, std::string>& env) {
+  LaunchEnv e;
+  const bool slurm_step = env.count("SLURM_PROCID") && (env.count("SLURM_STEP_ID") || env.count("SLURM_STEPID"));
+  if (env.count("OMPI_COMM_WORLD_SIZE"))
+    e = from_openmpi(Reader(env, "mpirun sets it; start with mpirun -np N, or unset it to run as one process"));
+  else if (env.count("WORLD_SIZE"))
+    e = from_torchrun(Reader(env, "torchrun sets it; start with torchrun --nproc_per_node N, or unset it to run as one process"));
+  else if (slurm_step)
+    e = from_slurm(Reader(env, "srun sets it; start with srun -n N, or unset it to run as one process"));
+
+  // A single process has no rank 0 to meet: stray values must not stop it.
+  if (e.launcher == "none") return e;
+  const Reader any(env, "set it to where rank 0 listens, or unset it");
+  if (env.count("MASTER_ADDR")) {
+    e.master_addr = env.at("MASTER_ADDR");
+    if (e.master_addr.empty()) throw_bad_input("MASTER_ADDR: empty; {}", any.hint());
+  }
+  if (env.count("MASTER_PORT")) {
+    e.master_port = any.number("MASTER_PORT", 1);
+    if (e.master_port > 65535) throw_bad_input("MASTER_PORT: {} is not a port (1 to 65535); {}", e.master_port, any.hint());
+  }
+  return e;
+}
+
+LaunchEnv launch_env_from_process() {
+  std::map<std::string, std::string> env;
+  for (char** p = environ; p && *p; ++p) {
+    const std::string entry = *p;
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return launch_env_from(env);
+}
+
+std::string world_size_flag(const LaunchEnv& env) {
+  if (env.launcher == "openmpi") return "mpirun -np";
+  if (env.launcher == "slurm") return "srun -n";
+  if (env.launcher == "torchrun") return "torchrun --nproc_per_node";
+  return "";
+}
+
+}  // namespace pw

@@ -1,0 +1,125 @@
+// The process group over MPI (built with PIPEWRIGHT_HAVE_MPI only; process_group.cpp stands in otherwise).
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <thread>
+
+#include "core/error.hpp"
+#include "executor/mpi_transport.hpp"
+#include "executor/mpi_world.hpp"
+#include "executor/process_group.hpp"
+
+namespace pw {
+namespace {
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+class MpiProcessGroup : public ProcessGroup {
+ public:
+  MpiProcessGroup(double timeout_s) : timeout_s_(timeout_s), world_(timeout_s) {}
+
+  // Every process meets once more before MPI_Finalize: none ends while another still waits on it, so a
+  // process that is gone is always one that failed.
+  // Left by an exception (join_launched_processes refusing the world): the caller ends the job, MPI stays up.
+  ~MpiProcessGroup() override {
+    if (std::uncaught_exceptions() > 0) {
+      world_.leave_without_finalize();
+      return;
+    }
+    const int me = world_.rank();
+    // One write, then a moment for the launcher to pass the line on before its abort banner.
+    const auto report = [](const std::string& line) {
+      std::cerr << line;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      end_job_now(1);
+    };
+    try {
+      barrier(after(timeout_s_));
+    } catch (const PeerFailed&) {
+      std::this_thread::sleep_for(std::chrono::seconds(10));  // the failing process reports and ends the job
+      end_job_now(1);
+    } catch (const PeerLost& e) {
+      report(fmt::format("error: rank {} failed: its process ({}) ended while rank {} waited at the end of the run\n",
+                         e.rank, e.process, me));
+    } catch (const RecvTimeout&) {
+      report(fmt::format("error: rank {} failed at the end of the run: the other ranks did not arrive within {:g} s\n", me,
+                         timeout_s_));
+    } catch (const std::exception& e) {
+      report(fmt::format("error: rank {} failed at the end of the run: {}\n", me, e.what()));
+    }
+  }
+
+  int rank() const override { return world_.rank(); }
+  int size() const override { return world_.size(); }
+
+  std::unique_ptr<Transport> transport_for(const Backend& backend) override {
+    return std::make_unique<MpiTransport>(world_, backend);
+  }
+
+  Clock::time_point barrier(Clock::time_point deadline) override {
+    MPI_Request request = MPI_REQUEST_NULL;
+    {
+      std::lock_guard lock(world_.mutex());
+      mpi_check(MPI_Ibarrier(world_.comm(), &request), "MPI_Ibarrier");
+    }
+    world_.wait(deadline, [&] {
+      int done = 0;
+      mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      return done != 0;
+    });
+    const Clock::time_point now = Clock::now();
+    world_.set_last_meeting(now);
+    return now;
+  }
+
+  std::vector<std::vector<std::byte>> gather(std::vector<std::byte> bytes, Clock::time_point deadline) override {
+    std::vector<std::vector<std::byte>> out;
+    if (world_.rank() != 0) {
+      world_.send(0, kGatherTag, std::move(bytes));
+      return out;
+    }
+    out.resize(static_cast<size_t>(world_.size()));
+    out[0] = std::move(bytes);
+    for (int r = 1; r < world_.size(); ++r) {
+      MpiBytes received;
+      world_.wait(deadline, [&] { return world_.try_receive(r, kGatherTag, received); });
+      out[static_cast<size_t>(r)].assign(received.data.get(), received.data.get() + received.size);
+    }
+    return out;
+  }
+
+ private:
+  double timeout_s_;
+  MpiWorld world_;
+};
+
+}  // namespace
+
+bool built_with_mpi() { return true; }
+
+std::unique_ptr<ProcessGroup> join_launched_processes(const LaunchEnv& env, double timeout_s) {
+  if (env.launcher != "openmpi" && env.launcher != "slurm")
+    throw_bad_input("{}: ranks as processes talk over MPI, which {} does not start; launch with mpirun -np N (or srun "
+                    "-n N), or run one process (ranks as threads)",
+                    env.launcher == "none" ? "launcher" : env.launcher, env.launcher == "none" ? "nothing" : env.launcher);
+  auto group = std::make_unique<MpiProcessGroup>(timeout_s);
+  if (group->size() != env.world_size || group->rank() != env.rank)
+    throw_bad_input("{}: the launcher says rank {} of {}, MPI says rank {} of {}; start the processes with the "
+                    "launcher of the MPI this pipewright was built with",
+                    env.launcher, env.rank, env.world_size, group->rank(), group->size());
+  return group;
+}
+
+void end_job_now(int code) {
+  std::fflush(nullptr);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace pw

@@ -1,0 +1,47 @@
+#pragma once
+// The processes of one run that a launcher (mpirun, srun) started, one pipeline rank each (the process's
+// index is its rank): what the runtime needs of them besides moving tensors: meeting, gathering every rank's
+// records at process 0, ending the whole job. Every wait is bounded by a deadline and ends early when
+// another process announces a failure (PeerFailed) or, on the same host, when a peer's process is gone
+// (PeerLost, raised by the lowest-numbered live process only, so that one process reports it; "same host":
+// the same boot id and pid namespace, where a peer's pid can be looked up).
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/launch_env.hpp"
+#include "executor/transport.hpp"
+
+namespace pw {
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Moves tensors between the processes (its ranks are the processes' indices); `backend` rebuilds the
+  // tensors that arrive and outlives the transport.
+  virtual std::unique_ptr<Transport> transport_for(const Backend& backend) = 0;
+  // Returns when every process has arrived, at the local time this one learnt so. RecvTimeout past
+  // `deadline`; PeerFailed, PeerLost and RunAborted as the transport's receive.
+  virtual Clock::time_point barrier(Clock::time_point deadline) = 0;
+  // Process 0 gets every process's bytes in process order (its own included); the others get nothing back.
+  // Waits as barrier() does.
+  virtual std::vector<std::vector<std::byte>> gather(std::vector<std::byte> bytes, Clock::time_point deadline) = 0;
+};
+
+// Whether this build can join processes (PIPEWRIGHT_HAVE_MPI).
+bool built_with_mpi();
+
+// Joins the processes `env`'s launcher started: initialises MPI (call it only under an MPI launcher) and
+// learns where the others run, waiting at most `timeout_s` for them. One group per process, for its whole
+// life: destroying it finalises MPI. BadInput when the launcher is not an MPI one (torchrun, none), when
+// this build has no MPI, or when MPI's world disagrees with the launcher's variables.
+std::unique_ptr<ProcessGroup> join_launched_processes(const LaunchEnv& env, double timeout_s);
+
+// Ends this process with exit status `code` at once and, once MPI is up, every process of the job with it
+// (MPI_Abort: the launcher tears the rest down).
+[[noreturn]] void end_job_now(int code);
+
+}  // namespace pw

@@ -1,0 +1,34 @@
+#pragma once
+// The pieces of the CUDA profiler: layers and the optimizer timed with CUDA events on GPU 0; NCCL links,
+// collectives and the GEMM slowdown beside NCCL traffic across the GPUs of this process.
+#include <string>
+#include <vector>
+
+#include "core/cluster.hpp"
+#include "executor/cuda/cuda_layers.hpp"
+#include "profiler/cuda/host/collectives.hpp"
+#include "profiler/cuda/host/cuda_profiler_api.hpp"
+
+namespace pw::cuda {
+
+// F, B (keeping the weight-gradient work) and W of the embedding, one block and the head of `model`, each
+// timed apart with CUDA events; the bytes F keeps and B keeps for W (rounded device blocks), and F's
+// high-water mark above what was in use before it, appended to `report`.
+std::vector<LayerProfile> profile_gpu_layers(GpuContext& g, const Model& model, const CudaProfileRequest& request,
+                                             std::string& report);
+// Seconds per parameter of one Adam step over one block's parameters.
+double profile_gpu_optimizer(GpuContext& g, const Model& model, const CudaProfileRequest& request);
+
+// One-way times: ping-pong between two GPUs over NCCL (halved round trips), or on one GPU a device-to-device
+// copy (the local transport's link). Fitted as latency + bytes / bandwidth.
+std::vector<LinkProfile> profile_gpu_links(int devices, const std::vector<double>& sizes, int repetitions, bool all_pairs,
+                                           std::string& report);
+// All-reduce, all-gather and reduce-scatter over each group (GPU ids), nccl-tests' way: warm-up, then the
+// mean of back-to-back iterations. Returns the tables.
+std::string profile_gpu_collectives(const std::vector<std::vector<int>>& groups, const std::string& kind,
+                                    const std::vector<double>& sizes, int repetitions, DType dtype);
+// A large GEMM on GPU 0 alone and with all-reduces running on every GPU beside it; also what GPU 0 reaches
+// alone (FLOP/s, into `gpu`) and its memory bandwidth (a large device-to-device copy).
+std::string profile_gemm_overlap(int devices, GpuSpec& gpu);
+
+}  // namespace pw::cuda

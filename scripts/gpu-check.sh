@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The CUDA backend on a machine with NVIDIA GPUs, in one go (about 5 minutes, at most 8):
+#   1. builds pipewright and test_cuda with CUDA and NCCL (-DPIPEWRIGHT_CUDA=ON);
+#   2. the numerical check of the GPU layers against the CPU backend (bf16 within 2e-2, fp32 within 1e-4;
+#      forward and all gradients) and the other GPU tests (test_cuda "[gpu]");
+#   3. profiles examples/tiny-llama.json on the GPU, then the links (--links: NCCL between GPU pairs, or a
+#      device-to-device copy on one GPU), the collectives and the GEMM slowdown beside NCCL traffic;
+#   4. runs a 4-stage plan with 1f1b and zb-h1 on whatever GPUs are here (on one GPU through the local
+#      transport) and prints the predicted-vs-measured table.
+# Usage: scripts/gpu-check.sh [BUILD_DIR]   (default: build-gpu in the repository). Everything it writes goes
+# to BUILD_DIR/gpu-check/. Exit status: 0 when every step passed, 1 otherwise (the summary names the steps).
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$root/build-gpu}
+out=$build/gpu-check
+model=$root/examples/tiny-llama.json
+jobs=$(nproc 2>/dev/null || echo 4)
+failed=()
+
+step() { printf '\n== %s  [%d s]\n' "$1" "$SECONDS"; }
+# run NAME SECONDS COMMAND...: runs it under a time limit, output to the terminal and to $out/NAME.log.
+run() {
+  local name=$1 limit=$2
+  shift 2
+  timeout "$limit" "$@" 2>&1 | tee "$out/$name.log"
+  local status=${PIPESTATUS[0]}
+  if [ "$status" -ne 0 ]; then
+    [ "$status" -eq 124 ] && echo "gpu-check: $name ran past $limit s"
+    failed+=("$name (exit $status)")
+  fi
+  return "$status"
+}
+
+mkdir -p "$out"
+step "GPUs"
+if command -v nvidia-smi > /dev/null; then
+  nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader
+  gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+else
+  echo "gpu-check: nvidia-smi is not here; the GPU tests will say whether CUDA sees a GPU"
+  gpus=1
+  gpu_name=unknown
+fi
+case "$gpu_name" in
+  *H200*) cluster=hgx-h200 ;;
+  *A100*40GB*) cluster=dgx-a100-40gb ;;
+  *A100*) cluster=dgx-a100-80gb ;;
+  *) cluster=dgx-h100 ;;
+esac
+
+step "configure and build ($jobs jobs)"
+if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPEWRIGHT_CUDA=ON -DPIPEWRIGHT_BUILD_BENCH=OFF \
+  > "$out/configure.log" 2>&1; then
+  tail -30 "$out/configure.log"
+  echo "gpu-check: configure failed (CUDA 13 nvcc and NCCL needed; see $out/configure.log)"
+  exit 1
+fi
+grep "pipewright: CUDA parts" "$out/configure.log"
+if ! timeout 300 cmake --build "$build" -j "$jobs" --target pipewright test_cuda > "$out/build.log" 2>&1; then
+  grep -E "error|Error" "$out/build.log" | head -30
+  echo "gpu-check: build failed (see $out/build.log)"
+  exit 1
+fi
+echo "built in $SECONDS s"
+pw=$build/cli/pipewright
+
+step "numerical check and GPU tests (test_cuda \"[gpu]\")"
+run gpu-tests 150 "$build/tests/test_cuda" "[gpu]"
+
+step "profile tiny-llama on the GPU (bf16)"
+run profile 90 "$pw" profile --backend cuda --model "$model" --micro-batch-size 1 2 --min-time 0.1 \
+  --out "$out/profile.json"
+
+step "profile the links, collectives and GEMM overlap"
+links=("$pw" profile --backend cuda --model "$model" --min-time 0.02 --links --link-repetitions 5
+  --out "$out/profile-links.json")
+[ "$gpus" -ge 2 ] && links+=(--cluster-out "$out/cluster.json")
+run links 120 "${links[@]}"
+
+step "4-stage plan, 1f1b and zb-h1, predicted (from the profile) vs measured"
+declare -A predicted measured error
+for schedule in 1f1b zb-h1; do
+  if run "run-$schedule" 90 "$pw" run --backend cuda --model "$model" --cluster "$cluster" --pp 4 --microbatches 8 \
+    --micro-batch-size 2 --schedule "$schedule" --profile "$out/profile.json" --iterations 5 --warmup 2 \
+    --json; then
+    field() { sed -n "s/^ *\"$1\": \([-0-9.eE+]*\),\{0,1\}$/\1/p" "$out/run-$schedule.log" | head -1; }
+    predicted[$schedule]=$(field predicted_step_time_s)
+    measured[$schedule]=$(field measured_step_time_s)
+    error[$schedule]=$(field error_pct)
+  fi
+done
+
+step "summary"
+printf '%s\n' "tiny-llama, pp 4, 8 micro-batches of 2 x 32 tokens, bf16, $gpus GPU(s): $gpu_name"
+printf '%-8s %16s %16s %10s\n' schedule "predicted (ms)" "measured (ms)" error
+for schedule in 1f1b zb-h1; do
+  if [ -n "${measured[$schedule]:-}" ]; then
+    awk -v s="$schedule" -v p="${predicted[$schedule]}" -v m="${measured[$schedule]}" -v e="${error[$schedule]}" \
+      'BEGIN { printf "%-8s %16.3f %16.3f %+9.1f%%\n", s, p * 1000, m * 1000, e }'
+  else
+    printf '%-8s %16s %16s %10s\n' "$schedule" - "failed" -
+  fi
+done
+grep -h "numerical check (" "$out/gpu-tests.log" 2>/dev/null
+echo "logs and profiles: $out  [$SECONDS s in all]"
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'gpu-check: FAILED: %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "gpu-check: all steps passed"

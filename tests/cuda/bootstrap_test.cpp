@@ -1,0 +1,73 @@
+// Ranks, GPUs and the NCCL id's way for processes started by mpirun, srun or torchrun.
+#include <catch2/catch.hpp>
+
+#include "../error_text.hpp"
+#include "executor/cuda/host/nccl_bootstrap.hpp"
+
+using namespace pw;
+
+namespace {
+
+LaunchEnv launched(const std::string& launcher, int rank, int world, int local_rank, int local_world,
+                   const std::string& addr = "", int port = 0) {
+  LaunchEnv e;
+  e.launcher = launcher;
+  e.rank = rank;
+  e.world_size = world;
+  e.local_rank = local_rank;
+  e.local_world_size = local_world;
+  e.master_addr = addr;
+  e.master_port = port;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("without a launcher every rank is a thread here, round the GPUs", "[cuda][host]") {
+  const NcclBootstrap b = plan_bootstrap(LaunchEnv{}, 4, 2, "");
+  CHECK(b.world_ranks == 4);
+  CHECK(b.first_rank == 0);
+  CHECK(b.devices == std::vector<int>{0, 1, 0, 1});
+  CHECK(b.id_source == NcclBootstrap::IdSource::InProcess);
+  CHECK(to_text(b) == "ranks 0-3 of 4 on GPUs 0,1,0,1; NCCL id made in this process");
+}
+
+TEST_CASE("one process per GPU: torchrun on 2 nodes of 4", "[cuda][host]") {
+  // Global rank 6 is local rank 2 of node 1; every process sees the node's 4 GPUs.
+  const NcclBootstrap b = plan_bootstrap(launched("torchrun", 6, 8, 2, 4, "node-001", 29500), 8, 4, "");
+  CHECK(b.first_rank == 6);
+  CHECK(b.devices == std::vector<int>{2});
+  CHECK(b.id_source == NcclBootstrap::IdSource::Rendezvous);
+  // torchrun's agent holds MASTER_PORT itself: the id travels on the port above it.
+  CHECK(to_text(b.rendezvous) == "tcp:node-001:29501");
+  CHECK(to_text(b) == "rank 6 of 8 on GPU 2; NCCL id over tcp:node-001:29501");
+  // Under srun the exported MASTER_PORT is free for us.
+  CHECK(plan_bootstrap(launched("slurm", 1, 2, 1, 2, "n1", 29500), 2, 2, "").rendezvous.port == 29500);
+}
+
+TEST_CASE("one process per node with a thread per GPU; CUDA_VISIBLE_DEVICES narrowing a process to its GPU", "[cuda][host]") {
+  // mpirun -np 2 (one per node), 8 ranks: 4 threads per process on GPUs 0-3; the id over MPI.
+  const NcclBootstrap node = plan_bootstrap(launched("openmpi", 1, 2, 0, 1), 8, 4, "");
+  CHECK(node.first_rank == 4);
+  CHECK(node.devices == std::vector<int>{0, 1, 2, 3});
+  CHECK(node.id_source == NcclBootstrap::IdSource::Mpi);
+  CHECK(to_text(node) == "ranks 4-7 of 8 on GPUs 0,1,2,3; NCCL id over MPI");
+  // Slurm's --gpus-per-task leaves each task only its GPU, as device 0.
+  const NcclBootstrap narrowed = plan_bootstrap(launched("slurm", 3, 4, 3, 4, "n1", 1234), 4, 1, "file:/shared/id");
+  CHECK(narrowed.devices == std::vector<int>{0});
+  CHECK(narrowed.rendezvous.kind == RendezvousSpec::Kind::File);
+  CHECK(narrowed.rendezvous.path == "/shared/id");
+}
+
+TEST_CASE("bootstrap errors name what to change", "[cuda][host]") {
+  CHECK(bad_input([] { plan_bootstrap(launched("openmpi", 0, 3, 0, 3), 4, 8, ""); }) ==
+        "--pp: the plan has 4 ranks for 3 processes; start as many processes as ranks, or a divisor of them (one per "
+        "node with a thread per GPU)");
+  CHECK(bad_input([] { plan_bootstrap(launched("torchrun", 0, 8, 0, 8, "a", 1), 8, 4, ""); }) ==
+        "GPUs: 8 processes on this node with 1 rank each need 8 GPUs, 4 visible; NCCL needs a GPU per rank");
+  CHECK(bad_input([] { plan_bootstrap(launched("slurm", 0, 2, 0, 2), 2, 2, ""); }) ==
+        "--rendezvous: slurm set no MASTER_ADDR and MASTER_PORT; export them or give --rendezvous file:PATH or "
+        "tcp:HOST:PORT");
+  CHECK(bad_input([] { plan_bootstrap(launched("torchrun", 0, 2, 0, 2, "a", 65535), 2, 2, ""); }) ==
+        "--rendezvous: MASTER_PORT 65535 leaves no port above it for the NCCL id; give --rendezvous tcp:HOST:PORT");
+}

@@ -1,0 +1,249 @@
+// `mpirun -np N pipewright run ...`: the processes compute what the threads compute, process 0 alone
+// reports, and a rank that throws or a process that dies ends the whole job in time, with the rank named and
+// no pipewright process left behind. Skipped (with a message) without MPI or mpirun.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "executor/process_group.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+#ifndef PIPEWRIGHT_BINARY
+#define PIPEWRIGHT_BINARY ""
+#endif
+#ifndef PIPEWRIGHT_MPIRUN
+#define PIPEWRIGHT_MPIRUN ""
+#endif
+
+// Why the process tests cannot run here, or "" when they can.
+std::string why_skipped() {
+  if (!pw::built_with_mpi()) return "built without MPI (PIPEWRIGHT_MPI)";
+  if (std::string(PIPEWRIGHT_MPIRUN).empty() || access(PIPEWRIGHT_MPIRUN, X_OK) != 0) return "no mpirun found";
+  if (access(PIPEWRIGHT_BINARY, X_OK) != 0) return "no pipewright binary";
+  return "";
+}
+
+#define SKIP_WITHOUT_MPI()                                              \
+  do {                                                                  \
+    if (const std::string why = why_skipped(); !why.empty()) {          \
+      WARN("skipped: " << why);                                         \
+      return;                                                           \
+    }                                                                   \
+  } while (false)
+
+struct Job {
+  int code = -1;
+  std::string out, err;
+  double seconds = 0;
+};
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs the command line with a hard stop at 120 s (a hang fails the test instead of stalling the suite).
+Job run_job(const std::vector<std::string>& args, const std::string& name) {
+  const std::string base = std::string(PIPEWRIGHT_TEST_TMP) + "/mpi-" + name;
+  std::string cmd = "timeout -k 5 120";
+  // Appended piecewise: GCC 12 misreads `"literal" + std::string&&` as an overlapping copy (-Wrestrict).
+  for (const std::string& a : args) cmd.append(" ").append(quoted(a));
+  cmd.append(" >").append(quoted(base + ".out")).append(" 2>").append(quoted(base + ".err"));
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system(cmd.c_str());
+  Job j;
+  j.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  j.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  j.out = slurp(base + ".out");
+  j.err = slurp(base + ".err");
+  return j;
+}
+
+// mpirun as root (CI) needs both variables; --oversubscribe lets 2 or 3 ranks share 2 cores.
+std::vector<std::string> mpirun(int np, const std::vector<std::string>& mpirun_extra = {}) {
+  std::vector<std::string> a = {"env", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", PIPEWRIGHT_MPIRUN,
+                                "--oversubscribe", "-np", std::to_string(np)};
+  a.insert(a.end(), mpirun_extra.begin(), mpirun_extra.end());
+  return a;
+}
+
+// The tiny Llama over 2 stages, real compute, no profiling first (each process would profile).
+std::vector<std::string> tiny_run(const std::string& tag, const std::vector<std::string>& more = {}) {
+  std::vector<std::string> a = {PIPEWRIGHT_BINARY, "run", "--model", std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-llama.json",
+                                "--cluster", "ideal", "--pp", "2", "--microbatches", "4", "--schedule", "1f1b",
+                                "--iterations", "2", "--warmup", "0", "--no-profile", "--seed", tag};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Live (not zombie) processes whose command line is this binary run with `--seed tag`.
+std::set<int> survivors(const std::string& tag) {
+  std::set<int> found;
+  DIR* proc = opendir("/proc");
+  if (!proc) return found;
+  while (dirent* d = readdir(proc)) {
+    const int pid = std::atoi(d->d_name);
+    if (pid <= 0) continue;
+    std::string cmdline = slurp("/proc/" + std::string(d->d_name) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(PIPEWRIGHT_BINARY) != 0 || cmdline.find(" --seed " + tag + " ") == std::string::npos) continue;
+    const std::string stat = slurp("/proc/" + std::string(d->d_name) + "/stat");
+    const size_t paren = stat.rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') continue;
+    found.insert(pid);
+  }
+  closedir(proc);
+  return found;
+}
+
+// Every process of the job is gone (mpirun reaps them; a moment's grace for the last to be reaped).
+bool none_survive(const std::string& tag) {
+  for (int i = 0; i < 40; ++i) {
+    if (survivors(tag).empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// A seed no other test uses, so that survivors() finds this job's processes only.
+std::string unique_tag(int k) { return std::to_string(900000 + 10 * (getpid() % 10000) + k); }
+
+}  // namespace
+
+TEST_CASE("mpirun -np 2: the processes train to the threads run's losses, and process 0 alone reports") {
+  SKIP_WITHOUT_MPI();
+  const Job threads = run_job(tiny_run("11", {"--json"}), "threads");
+  INFO(threads.err);
+  REQUIRE(threads.code == 0);
+  const Job processes = run_job(mpirun(2) + tiny_run("11", {"--json"}), "processes");
+  INFO(processes.err);
+  REQUIRE(processes.code == 0);
+  const json t = json::parse(threads.out);
+  const json p = json::parse(processes.out);  // one JSON document: the other process printed nothing
+  REQUIRE(t["losses"].size() == 2);
+  CHECK(p["losses"] == t["losses"]);  // bit for bit: same seed, same floats, same order
+  REQUIRE(p["ranks"].size() == 2);
+  for (size_t r = 0; r < 2; ++r) {
+    // Rank 1's numbers reached process 0; activation bytes follow the schedule, not the timing.
+    CHECK(p["ranks"][r]["busy_s"].get<double>() > 0);
+    CHECK(p["ranks"][r]["activation_peak_bytes"] == t["ranks"][r]["activation_peak_bytes"]);
+  }
+
+  const std::string trace = std::string(PIPEWRIGHT_TEST_TMP) + "/mpi-trace.json";
+  std::remove(trace.c_str());
+  const Job table = run_job(mpirun(2) + tiny_run("11", {"--trace", trace}), "table");
+  INFO(table.err);
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("tiny-llama on ideal: pp 2, schedule 1f1b, 4 micro-batches of 1 x 32 tokens\n") == 0);
+  CHECK(count(table.out, "backend cpu, real compute, ranks as processes under openmpi, 2 iterations after 0 warm-up\n") == 1);
+  CHECK(count(table.out, "measured step time") == 1);
+  std::set<int> pids;
+  const json written = json::parse(slurp(trace));
+  for (const json& e : written["traceEvents"])
+    if (e["ph"] == "X") pids.insert(e["pid"].get<int>());
+  CHECK(pids == std::set<int>{0, 1});  // both ranks' slices, written by process 0
+}
+
+TEST_CASE("mpirun: a rank that throws ends the whole job with exit 1 and its error printed once") {
+  SKIP_WITHOUT_MPI();
+  const std::string tag = unique_tag(1);
+  const Job j = run_job(mpirun(2) + tiny_run(tag, {"--timeout", "20", "--inject-failure", "1:1F2"}), "throws");
+  INFO(j.err);
+  CHECK(j.code == 1);
+  CHECK(count(j.err, "error: rank 1 failed at 1F2: injected failure (--inject-failure)\n") == 1);
+  CHECK(count(j.err, "error: ") == 1);
+  CHECK(j.out.empty());
+  CHECK(j.seconds < 10);  // the others were told at once, not left to their 20 s timeout
+  CHECK(none_survive(tag));
+  WARN("rank throws under mpirun: ended in " << j.seconds << " s");
+}
+
+TEST_CASE("mpirun: a process that dies ends the whole job within the timeout, naming the rank") {
+  SKIP_WITHOUT_MPI();
+  // Left to itself, mpirun ends the job as soon as a process exits with a non-zero status, and exits with
+  // that status (9 here), naming the process itself.
+  std::string tag = unique_tag(2);
+  Job j = run_job(mpirun(2) + tiny_run(tag, {"--timeout", "10", "--inject-failure", "1:1F2:exit"}), "dies");
+  INFO(j.err);
+  CHECK(j.code == 9);
+  CHECK(j.seconds < 10);
+  CHECK(none_survive(tag));
+  WARN("process dies under mpirun: ended in " << j.seconds << " s");
+
+  // Told to let the others run on, mpirun leaves it to them: rank 0 finds rank 1's process gone while it
+  // waits for it, reports that once and ends the job with exit 1.
+  tag = unique_tag(3);
+  j = run_job(mpirun(2, {"--mca", "orte_abort_on_non_zero_status", "0"}) +
+                  tiny_run(tag, {"--timeout", "10", "--inject-failure", "1:1F2:exit"}),
+              "dies-no-abort");
+  INFO(j.err);
+  CHECK(j.code == 1);
+  const size_t at = j.err.find("error: rank 1 failed: its process (pid ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = j.err.substr(at, j.err.find('\n', at) - at);
+  CHECK(line.find(") ended while rank 0 waited at 0RECV_B") != std::string::npos);
+  CHECK(count(j.err, "error: ") == 1);
+  CHECK(j.seconds < 10);  // found gone within 0.1 s, not at the 10 s timeout
+  CHECK(none_survive(tag));
+  WARN("process dies, orte_abort_on_non_zero_status 0: ended in " << j.seconds << " s");
+}
+
+TEST_CASE("mpirun: a rank that hangs is found by the others' timeout, and the job ends with exit 1") {
+  SKIP_WITHOUT_MPI();
+  const std::string tag = unique_tag(5);
+  // Rank 0 hangs before its first forward: rank 1 waits for 0SEND_F0 for the 1 s timeout, then ends the job.
+  const Job j = run_job(mpirun(2) + tiny_run(tag, {"--timeout", "1", "--inject-failure", "0:0F0:stall"}), "stalls");
+  INFO(j.err);
+  CHECK(j.code == 1);
+  CHECK(count(j.err, "error: rank 1 failed at 1RECV_F0: no message from rank 0 (0SEND_F0) within 1 s\n") == 1);
+  CHECK(count(j.err, "error: ") == 1);
+  CHECK(j.seconds >= 1);
+  CHECK(j.seconds < 6);
+  CHECK(none_survive(tag));  // the hung process too
+  WARN("rank hangs under mpirun, --timeout 1: ended in " << j.seconds << " s");
+}
+
+TEST_CASE("mpirun with another process count than --pp is bad input, said once") {
+  SKIP_WITHOUT_MPI();
+  const std::string tag = unique_tag(4);
+  const Job j = run_job(mpirun(3) + tiny_run(tag), "np3");
+  INFO(j.err);
+  CHECK(j.code == 2);
+  CHECK(count(j.err, "error: --pp: the pipeline has 2 ranks but openmpi started 3 processes; start mpirun -np 2 or run "
+                     "--pp 3\n") == 1);
+  CHECK(count(j.err, "error: ") == 1);
+  CHECK(none_survive(tag));
+}
