@@ -319,6 +319,17 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.cluster = load_for_option("--cluster", o.cluster, load_cluster);
   if (!o.profile.empty()) chain.add_profile_file(o.profile, base.model);
   add_calibration(chain, o.calibration);
+  // A profile's numbers and the analytic model's are not comparable: without a calibration to extrapolate,
+  // the search keeps to what the profile measured: one device (tp 1) and its micro-batch sizes.
+  const bool measured_only = chain.profiled() && o.calibration.empty() && base.model.transformer;
+  if (measured_only && !o.tp && !o.max_tp) space.tp = 1;
+  if (measured_only && !o.micro_batch_size) {
+    for (const LayerProfile& l : chain.profiled()->profile().layers)
+      if (std::find(space.micro_batch_sizes.begin(), space.micro_batch_sizes.end(), l.micro_batch_size) ==
+          space.micro_batch_sizes.end())
+        space.micro_batch_sizes.push_back(l.micro_batch_size);
+    std::sort(space.micro_batch_sizes.begin(), space.micro_batch_sizes.end());
+  }
   const CostModel& cost = chain.model();
   base.global_batch_size = o.global_batch_size;
   base.workload.seq_len = o.seq_len;
@@ -347,15 +358,19 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     print_table(out, base, o.gpus, result, cmp);
     if (chain.profiled()) {
       out << fmt::format("\ncost model: {}\n", chain.description());
+      if (!space.micro_batch_sizes.empty())
+        out << fmt::format("  searched what the profile measured: tp {}, micro-batch sizes {}\n",
+                           space.tp ? std::to_string(*space.tp) : "any", fmt::join(space.micro_batch_sizes, ", "));
       for (const std::string& line : chain.coverage_lines(base.model, shown)) out << "  " << line << "\n";
     }
   }
   if (o.stats)
     out << fmt::format("\nsearch: {} configurations, {} over memory by the first bound, {} invalid, {} over memory by the "
-                       "schedule's bounds, the partitioner or the simulator, {} dropped by step-time bounds, {} simulated, "
-                       "{:.2f} s\n",
+                       "schedule's bounds, the partitioner or the simulator, {} dropped by step-time bounds, {} per-stage recompute "
+                       "the same as a uniform one, {} simulated, {:.2f} s\n",
                        result.stats.candidates, result.stats.memory_pruned, result.stats.invalid, result.stats.over_memory,
-                       result.stats.bound_pruned, result.stats.simulated, result.stats.seconds);
+                       result.stats.bound_pruned, result.stats.same_as_uniform, result.stats.simulated,
+                       result.stats.seconds);
 
   const Evaluation& best = result.plans.front().evaluation;
   if (!o.out_path.empty()) {

@@ -101,7 +101,8 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
     throw_bad_input("--no-sync-optimizer: the executor steps the optimizer after a barrier of all ranks; omit it");
   if (o.no_profile && !o.scenario.profile.empty())
     throw_bad_input("--no-profile: it drops the profile that --profile gives; keep one of them");
-  if (!o.trace.empty()) check_output_path(o.trace, {o.scenario.model, o.scenario.cluster}, "--trace");
+  if (!o.trace.empty())
+    check_output_path(o.trace, {o.scenario.model, o.scenario.cluster, o.scenario.plan, o.scenario.calibration}, "--trace");
 }
 
 // "RANK:ACTION" -> a hook that throws at that action of that rank.
@@ -245,8 +246,8 @@ nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& cha
 // quickly, at the run's own micro-batch shape: the prediction then uses this machine's speed. Not under a
 // launcher: each process would measure its own profile (and predict with it) while the others run.
 void profile_first(const RunCommandOptions& o, const Scenario& scenario, CostModelChain& chain, bool launched) {
-  if (!o.scenario.profile.empty() || !o.scenario.calibration.empty() || o.no_profile || launched ||
-      !scenario.model.transformer ||
+  // A profile given, or recorded in the plan, or a calibration: the prediction has its measurements.
+  if (chain.profiled() || !o.scenario.calibration.empty() || o.no_profile || launched || !scenario.model.transformer ||
       scenario.model.has_explicit_costs())
     return;
   // A CPU profile says nothing about a GPU: `profile --backend cuda` makes the profile to pass with --profile.
@@ -264,11 +265,12 @@ void profile_first(const RunCommandOptions& o, const Scenario& scenario, CostMod
 // `launched`: this process is one rank of a launched job; null: every rank is a thread here.
 void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRun* launched) {
   if (!o.trace.empty() && !o.scenario.profile.empty()) check_output_path(o.trace, {o.scenario.profile}, "--trace");
-  const Scenario scenario = o.scenario.to_scenario();
+  const std::optional<PlanDocument> doc = o.scenario.plan_document();
+  const Scenario scenario = o.scenario.scenario_of(doc);
   check_options(o, scenario);
   if (launched) launched->check_ranks(scenario.parallel.pp);
   const std::function<void(int, int, const Action&)> hook = failure_hook(o.inject_failure);
-  CostModelChain chain = o.scenario.cost_models(scenario.model);
+  CostModelChain chain = o.scenario.cost_models(scenario.model, doc);
   profile_first(o, scenario, chain, launched != nullptr);
   const Evaluation ev = evaluate(scenario, chain.model());
   std::vector<LayerRange> ranges;
@@ -354,7 +356,8 @@ void run_run(const RunCommandOptions& o, std::ostream& out) {
 CommandRunner add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a configuration for real and compare the measured step with the prediction");
   auto opts = std::make_shared<RunCommandOptions>();
-  opts->scenario.add_to(*cmd);
+  opts->scenario.add_to(*cmd, /*model_and_cluster_required=*/false);
+  opts->scenario.add_plan_option(*cmd, "Run");
   cmd->add_option("--backend", opts->backend, "Execution backend: cpu or cuda")->capture_default_str();
   cmd->add_option("--dtype", opts->dtype, "cuda: bf16 or fp32 activations and GEMM inputs")->capture_default_str();
   cmd->add_option("--transport", opts->transport,
@@ -376,7 +379,10 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "Seed of the initial weights and the synthetic batches")->capture_default_str();
   cmd->add_option("--inject-failure", opts->inject_failure, "Test hook: RANK:ACTION throws there, e.g. 1:1F2; RANK:ACTION:exit ends the process, "
                   "RANK:ACTION:stall hangs it")->group("");
-  return [opts](std::ostream& out) { run_run(*opts, out); };
+  return [opts, cmd](std::ostream& out) {
+    opts->scenario.check_plan_alone(*cmd);
+    run_run(*opts, out);
+  };
 }
 
 }  // namespace pw

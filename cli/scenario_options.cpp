@@ -133,4 +133,64 @@ Scenario ScenarioOptions::to_scenario() const {
   return s;
 }
 
+namespace {
+
+// The scenario options a plan file replaces; giving one with --plan would be ambiguous.
+constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--pp", "--dp", "--vpp", "--microbatches",
+                                      "--global-batch-size", "--micro-batch-size", "--seq-len", "--schedule",
+                                      "--schedule-csv", "--max-pending", "--split", "--recompute", "--stage-recompute",
+                                      "--rank-order", "--no-sequence-parallel", "--flash-attention", "--group-size"};
+
+// The plan's profile again, read from where the plan recorded it.
+void add_plan_profile(CostModelChain& chain, const std::string& plan, const PlanProfile& recorded, const Model& model) {
+  const std::string made_with = fmt::format("the profile '{}' ({} on {})", recorded.path, recorded.tool, recorded.machine);
+  try {
+    chain.add_profile_file(recorded.path, model, "");
+  } catch (const Error& e) {
+    throw_bad_input("--plan: {} was made with {}, which cannot be read now: {}; pass --profile FILE again", plan,
+                    made_with, e.what());
+  }
+  const ProfileOrigin& now = *chain.profile_origin();
+  if (now.tool != recorded.tool || now.machine != recorded.machine)
+    throw_bad_input("--plan: {} was made with {}, but that file now holds {} on {}; pass --profile FILE again", plan,
+                    made_with, now.tool, now.machine);
+}
+
+}  // namespace
+
+void ScenarioOptions::add_plan_option(CLI::App& cmd, const std::string& what) {
+  cmd.add_option("--plan", plan, what + " the plan in this file (pipewright plan --out) instead of --model, ...");
+}
+
+void ScenarioOptions::check_plan_alone(const CLI::App& cmd) const {
+  if (plan.empty()) return;
+  for (const char* name : kPlanFixes) {
+    const CLI::Option* option = cmd.get_option_no_throw(name);
+    if (option && option->count() > 0)
+      throw_bad_input("--plan: the plan file gives the scenario; drop {} (only --cost-param adds to a plan)", name);
+  }
+}
+
+std::optional<PlanDocument> ScenarioOptions::plan_document() const {
+  if (plan.empty()) return std::nullopt;
+  return load_plan(plan);
+}
+
+Scenario ScenarioOptions::scenario_of(const std::optional<PlanDocument>& doc) const {
+  return doc ? doc->scenario : to_scenario();
+}
+
+CostModelChain ScenarioOptions::cost_models(const Model& m, const std::optional<PlanDocument>& doc) const {
+  if (!doc) return cost_models(m);
+  std::vector<std::string> overrides = doc->cost_overrides;
+  overrides.insert(overrides.end(), cost_params.begin(), cost_params.end());
+  CostModelChain chain(overrides);
+  if (!profile.empty())
+    chain.add_profile_file(profile, m);
+  else if (doc->profile)
+    add_plan_profile(chain, plan, *doc->profile, m);
+  add_calibration(chain, calibration);
+  return chain;
+}
+
 }  // namespace pw

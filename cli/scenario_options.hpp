@@ -8,6 +8,7 @@
 
 #include "cli/cost_model_chain.hpp"
 #include "core/analytic_cost_model.hpp"
+#include "planner/plan_file.hpp"
 #include "sim/scenario.hpp"
 
 namespace pw {
@@ -32,6 +33,7 @@ struct ScenarioOptions {
   std::vector<std::string> cost_params;  // NAME=VALUE overrides of the analytic cost model
   std::string profile;                   // --profile: measured layer times, link and optimizer (add_profile_option)
   std::string calibration;               // --calibration: a fitted cost model on top (add_profile_option)
+  std::string plan;                      // --plan: a plan file gives the scenario (add_plan_option)
 
   // `model_and_cluster_required` false: --model and --cluster may be left out (another option, such as
   // simulate --plan, gives the scenario); to_scenario() then asks for them.
@@ -42,8 +44,21 @@ struct ScenarioOptions {
   void add_profile_option(CLI::App& cmd);
   // The analytic cost model with the --cost-param overrides applied.
   AnalyticCostModel cost_model() const;
-  // The chain analytic (--cost-param) <- profiled (--profile, when given) for `model`'s layers.
+  // The chain analytic (--cost-param) <- profiled (--profile, when given) <- calibrated (--calibration)
+  // for `model`'s layers.
   CostModelChain cost_models(const Model& model) const;
+
+  // --plan FILE (`pipewright plan --out`) instead of the scenario options; `what` says what it does.
+  void add_plan_option(CLI::App& cmd, const std::string& what);
+  // BadInput when --plan comes with an option the plan fixes.
+  void check_plan_alone(const CLI::App& cmd) const;
+  // The plan file, when --plan gives one.
+  std::optional<PlanDocument> plan_document() const;
+  // The plan's scenario, or the options'.
+  Scenario scenario_of(const std::optional<PlanDocument>& doc) const;
+  // With a plan: its cost overrides, then --cost-param; --profile, or else the profile the plan was made
+  // with (BadInput telling to pass --profile again when it is gone or changed); --calibration on top.
+  CostModelChain cost_models(const Model& model, const std::optional<PlanDocument>& doc) const;
 };
 
 // "24,24,24,24" -> {24, 24, 24, 24}; BadInput naming --split otherwise.

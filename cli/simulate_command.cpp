@@ -25,45 +25,8 @@ struct SimulateOptions {
   bool timeline = false;
   int timeline_width = 100;
   std::string trace;
-  std::string plan;  // a plan file (pipewright plan --out) instead of the scenario options
   ScheduleFileOptions files;
 };
-
-// The scenario options a plan file replaces; giving one with --plan would be ambiguous.
-constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--pp", "--dp", "--vpp", "--microbatches",
-                                      "--global-batch-size", "--micro-batch-size", "--seq-len", "--schedule",
-                                      "--schedule-csv", "--max-pending", "--split", "--recompute",
-                                      "--no-sequence-parallel", "--flash-attention", "--group-size"};
-
-// The plan's profile again, read from where the plan recorded it; BadInput telling to pass --profile when it
-// is gone or is now another machine's.
-void add_plan_profile(CostModelChain& chain, const std::string& plan, const PlanProfile& recorded, const Model& model) {
-  const std::string made_with = fmt::format("the profile '{}' ({} on {})", recorded.path, recorded.tool, recorded.machine);
-  try {
-    chain.add_profile_file(recorded.path, model, "");
-  } catch (const Error& e) {
-    throw_bad_input("--plan: {} was made with {}, which cannot be read now: {}; pass --profile FILE again", plan,
-                    made_with, e.what());
-  }
-  const ProfileOrigin& now = *chain.profile_origin();
-  if (now.tool != recorded.tool || now.machine != recorded.machine)
-    throw_bad_input("--plan: {} was made with {}, but that file now holds {} on {}; pass --profile FILE again", plan,
-                    made_with, now.tool, now.machine);
-}
-
-// The cost models: the plan's overrides, then the command line's; --profile, or else the plan's own profile.
-CostModelChain cost_models(const SimulateOptions& o, const PlanDocument* doc, const Model& model) {
-  if (!doc) return o.scenario.cost_models(model);
-  std::vector<std::string> overrides = doc->cost_overrides;
-  overrides.insert(overrides.end(), o.scenario.cost_params.begin(), o.scenario.cost_params.end());
-  CostModelChain chain(overrides);
-  if (!o.scenario.profile.empty())
-    chain.add_profile_file(o.scenario.profile, model);
-  else if (doc->profile)
-    add_plan_profile(chain, o.plan, *doc->profile, model);
-  add_calibration(chain, o.scenario.calibration);
-  return chain;
-}
 
 // Observers the command needs at once.
 class FanOut : public SimObserver {
@@ -90,13 +53,14 @@ class FanOut : public SimObserver {
 };
 
 void run_simulate(const SimulateOptions& o, std::ostream& out) {
-  std::optional<PlanDocument> doc;
-  if (!o.plan.empty()) doc = load_plan(o.plan);
-  Scenario scenario = doc ? doc->scenario : o.scenario.to_scenario();
+  const std::optional<PlanDocument> doc = o.scenario.plan_document();
+  Scenario scenario = o.scenario.scenario_of(doc);
   o.files.apply(scenario);
   if (!o.trace.empty())
-    check_output_path(o.trace, {o.scenario.model, o.scenario.cluster, o.plan, o.scenario.profile}, "--trace");
-  const CostModelChain chain = cost_models(o, doc ? &*doc : nullptr, scenario.model);
+    check_output_path(o.trace, {o.scenario.model, o.scenario.cluster, o.scenario.plan, o.scenario.profile,
+                                o.scenario.calibration},
+                      "--trace");
+  const CostModelChain chain = o.scenario.cost_models(scenario.model, doc);
   const CostModel& cost = chain.model();
 
   std::unique_ptr<ChromeTraceWriter> trace;
@@ -140,17 +104,14 @@ CommandRunner add_simulate_command(CLI::App& app) {
   auto opts = std::make_shared<SimulateOptions>();
   opts->scenario.add_to(*cmd, /*model_and_cluster_required=*/false);
   opts->scenario.add_profile_option(*cmd);
-  cmd->add_option("--plan", opts->plan, "Simulate the plan in this file (pipewright plan --out) instead of --model, ...");
+  opts->scenario.add_plan_option(*cmd, "Simulate");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
   cmd->add_option("--trace", opts->trace, "Write a Chrome trace / Perfetto JSON timeline to this file");
   cmd->add_flag("--timeline", opts->timeline, "Print the schedule's timeline in the terminal");
   cmd->add_option("--timeline-width", opts->timeline_width, "Columns of the terminal timeline")->check(CLI::Range(20, 1000));
   opts->files.add_to(*cmd, /*with_files=*/true);
   return [opts, cmd](std::ostream& out) {
-    if (!opts->plan.empty())
-      for (const char* name : kPlanFixes)
-        if (cmd->get_option(name)->count() > 0)
-          throw_bad_input("--plan: the plan file gives the scenario; drop {} (only --cost-param adds to a plan)", name);
+    opts->scenario.check_plan_alone(*cmd);
     opts->files.prepare(*cmd, opts->scenario);
     run_simulate(*opts, out);
   };

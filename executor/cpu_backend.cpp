@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "executor/stage_layout.hpp"
 #include "executor/host_tensor.hpp"
 
 namespace pw {
@@ -29,21 +30,8 @@ CpuBackend::CpuBackend(const Model& model, std::vector<LayerRange> stage_layers,
     : model_(model, config.seed, layer_levels(model, stage_layers, config)),
       stage_layers_(std::move(stage_layers)),
       config_(config) {
-  const TransformerConfig& c = *model.transformer;
-  if (config_.seq_len == 0) config_.seq_len = c.max_seq_len;
-  if (config_.micro_batch_size < 1)
-    throw_bad_input("--micro-batch-size: must be at least 1, got {}", config_.micro_batch_size);
-  if (config_.seq_len < 1) throw_bad_input("--seq-len: must be at least 1, got {}", config_.seq_len);
-  if (c.learned_positions && config_.seq_len > c.max_seq_len)
-    throw_bad_input("--seq-len: {} exceeds the {} learned positions of '{}'; use --seq-len {} or less", config_.seq_len,
-                    c.max_seq_len, model.name, c.max_seq_len);
-  int next = 0;
-  for (const LayerRange& r : stage_layers_) {
-    if (r.first != next || r.last < r.first) throw_bad_input("layer ranges: they must be contiguous and non-empty");
-    next = r.last + 1;
-  }
-  if (next != model.num_layers())
-    throw_bad_input("layer ranges: they cover {} of the {} layers of '{}'", next, model.num_layers(), model.name);
+  config_.seq_len = checked_seq_len(model, config_.micro_batch_size, config_.seq_len);
+  check_stage_layers(model, stage_layers_);
 }
 
 void TiedGradientMeeting::meet(CpuModel& model, const std::atomic<bool>* stop) {

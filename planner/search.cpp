@@ -175,6 +175,9 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
       any_dp = true;
       for (int mbs : divisors(G / dp)) {
         if (space.micro_batch_size && mbs != *space.micro_batch_size) continue;
+        if (!space.micro_batch_sizes.empty() &&
+            std::find(space.micro_batch_sizes.begin(), space.micro_batch_sizes.end(), mbs) == space.micro_batch_sizes.end())
+          continue;
         // Explicit layer costs are per micro-batch as given, whatever its size: a larger one would look free.
         if (!model.transformer && !space.micro_batch_size && mbs != 1) continue;
         any_mbs = true;
@@ -209,6 +212,10 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
                       "a multiple of {}",
                       G, n, n);
     }
+    if (!any_mbs && !space.micro_batch_sizes.empty() && !space.micro_batch_size)
+      throw_bad_input("--profile: it measured micro-batch sizes {} and none of them x dp divides the global batch {}; "
+                      "profile a divisor of {} (pipewright profile --micro-batch-size) or give --micro-batch-size",
+                      join_ints(space.micro_batch_sizes), G, G);
     if (!any_mbs)
       throw_bad_input("--micro-batch-size: {} x dp does not divide the global batch {} for any dp; use a divisor of {}",
                       space.micro_batch_size.value_or(0), G, G);
@@ -378,6 +385,8 @@ class Searcher {
 
   void prepare() {
     const int n = space_.gpus;
+    for (const Candidate& c : candidates_)
+      if (c.recompute != Recompute::PerStage) uniform_searched_.insert(c.recompute);
     // The step-time bounds are about one synchronous iteration; with the optimizer's post-validation the
     // simulator reports a steady state of overlapping iterations, so only memory prunes then.
     prune_time_ = options_.prune && base_.synchronous_optimizer;
@@ -552,6 +561,13 @@ class Searcher {
     const std::shared_ptr<const Schedule> schedule = schedule_of(p);
     try {
       best_split(p.scenario, *schedule, false);
+      // Every stage at one level: the uniform candidate of that level is the same plan.
+      const std::vector<Recompute>& levels = p.scenario.stage_recompute;
+      if (!levels.empty() && std::all_of(levels.begin(), levels.end(), [&](Recompute r) { return r == levels.front(); }) &&
+          uniform_searched_.count(levels.front())) {
+        count(&SearchStats::same_as_uniform);
+        return;
+      }
     } catch (const Error& err) {
       if (err.kind() != ErrorKind::BadInput) throw;
       count(&SearchStats::over_memory);  // no split fits
@@ -692,6 +708,7 @@ class Searcher {
 
   std::vector<Candidate> candidates_;
   std::map<std::tuple<int, int, Recompute>, LayerTable> tables_;
+  std::set<Recompute> uniform_searched_;  // the uniform recompute modes among the candidates
   ScheduleCache cache_;
   double reserve_ = 0;
   double loosest_ = 0;

@@ -21,6 +21,9 @@ namespace pw {
 struct SearchSpace {
   int gpus = 0;  // tp x pp x dp
   std::optional<int> tp, pp, dp, vpp, micro_batch_size;  // explicit-cost models search micro-batch size 1 only
+  // Non-empty: only these micro-batch sizes (those a profile measured, so that measured and modelled
+  // times are never ranked against each other).
+  std::vector<int> micro_batch_sizes;
   std::vector<std::string> schedules;  // empty: every schedule_names()
   std::vector<Recompute> recomputes;   // empty: none, selective, full, per-stage (explicit-cost models: none)
   std::optional<RankOrder> order;      // empty: both orders where they differ (pp > 1 and dp > 1)
@@ -69,6 +72,7 @@ struct SearchStats {
                             // depends on the thread count; the plans do not)
   long invalid = 0;         // rejected by the schedule generator or the scenario checks
   long simulated = 0;       // scored by evaluate()
+  long same_as_uniform = 0; // per-stage recompute that gave every stage one level also searched uniformly
   long over_memory = 0;     // over memory by a bound that reads the schedule, by the partitioner (no split
                             // fits) or by the simulation
   double seconds = 0;

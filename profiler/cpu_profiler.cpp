@@ -29,23 +29,6 @@ Mat random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
   return m;
 }
 
-// Repeats `once` (which returns the seconds of each phase it timed) past the warm-up until enough runs and
-// enough time have passed.
-template <typename Once>
-std::vector<std::vector<double>> repeat(const ProfileOptions& o, int phases, Once once) {
-  for (int i = 0; i < o.warmup; ++i) once();
-  std::vector<std::vector<double>> samples(static_cast<size_t>(phases));
-  double total = 0;
-  for (int i = 0; i < o.max_repetitions && (i < o.min_repetitions || total < o.min_time_s); ++i) {
-    const std::vector<double> t = once();
-    for (int k = 0; k < phases; ++k) {
-      samples[static_cast<size_t>(k)].push_back(t[static_cast<size_t>(k)]);
-      total += t[static_cast<size_t>(k)];
-    }
-  }
-  return samples;
-}
-
 // The model cut to one block: the distinct layers, without the memory of every other block.
 Model one_block(const Model& model) {
   check_cpu_model(model);
@@ -61,7 +44,7 @@ PhaseTiming time_selective_recompute(const TransformerConfig& c, int b, int seq,
   const Mat q = random_matrix(n, static_cast<Eigen::Index>(c.heads) * c.head_dim, 4);
   const Mat k = random_matrix(n, static_cast<Eigen::Index>(c.kv_heads) * c.head_dim, 5);
   const ops::AttentionShape shape{b, seq, c.heads, c.kv_heads, c.head_dim};
-  auto samples = repeat(options, 1, [&] {
+  auto samples = repeat_phases(options, 1, [&] {
     const auto t0 = ProfClock::now();
     const Mat probs = ops::attention_probs(q, k, shape);
     return std::vector<double>{seconds(t0, ProfClock::now())};
@@ -108,7 +91,7 @@ std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vect
       p.shape = layer_shape(c, kind);
       p.micro_batch_size = b;
       p.seq_len = seq_len;
-      auto samples = repeat(options, 3, [&] {
+      auto samples = repeat_phases(options, 3, [&] {
         StageContext ctx;
         const auto t0 = ProfClock::now();
         const Mat y = m.forward(range, x, mb, ctx);
@@ -139,7 +122,7 @@ double profile_cpu_optimizer(const Model& model, const ProfileOptions& options) 
   double count = 0;
   for (const Param* p : params) count += static_cast<double>(p->value.size());
   const OptimizerConfig adam{OptimizerKind::Adam, 1e-6};
-  auto samples = repeat(options, 1, [&] {
+  auto samples = repeat_phases(options, 1, [&] {
     const auto t0 = ProfClock::now();
     optimizer_step(adam, params);
     return std::vector<double>{seconds(t0, ProfClock::now())};

@@ -5,15 +5,9 @@
 
 #include "core/model.hpp"
 #include "profiler/profile.hpp"
+#include "profiler/repeat.hpp"
 
 namespace pw {
-
-struct ProfileOptions {
-  int warmup = 3;               // runs before timing
-  int min_repetitions = 10;     // timed runs, at least ...
-  int max_repetitions = 1000;   // ... and at most
-  double min_time_s = 0.2;      // timed runs continue until this much time passed (per layer and shape)
-};
 
 // Median and p10/p90 of `samples` (which it sorts).
 PhaseTiming timing_of(std::vector<double>& samples);

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "core/error.hpp"
+#include "executor/stage_layout.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/cuda_layers.hpp"
 #include "executor/cuda/host/cuda_api.hpp"
@@ -206,21 +207,8 @@ CudaBackendImpl::CudaBackendImpl(const Model& model, std::vector<LayerRange> sta
                                  const CudaBackendConfig& config)
     : model_(model), stage_layers_(std::move(stage_layers)), config_(config) {
   check_gpu_model(model);
-  const TransformerConfig& c = *model.transformer;
-  if (config_.seq_len == 0) config_.seq_len = c.max_seq_len;
-  if (config_.micro_batch_size < 1)
-    throw_bad_input("--micro-batch-size: must be at least 1, got {}", config_.micro_batch_size);
-  if (config_.seq_len < 1) throw_bad_input("--seq-len: must be at least 1, got {}", config_.seq_len);
-  if (c.learned_positions && config_.seq_len > c.max_seq_len)
-    throw_bad_input("--seq-len: {} exceeds the {} learned positions of '{}'; use --seq-len {} or less", config_.seq_len,
-                    c.max_seq_len, model.name, c.max_seq_len);
-  int next = 0;
-  for (const LayerRange& r : stage_layers_) {
-    if (r.first != next || r.last < r.first) throw_bad_input("layer ranges: they must be contiguous and non-empty");
-    next = r.last + 1;
-  }
-  if (next != model.num_layers())
-    throw_bad_input("layer ranges: they cover {} of the {} layers of '{}'", next, model.num_layers(), model.name);
+  config_.seq_len = checked_seq_len(model, config_.micro_batch_size, config_.seq_len);
+  check_stage_layers(model, stage_layers_);
   const GpuProbe probe = probe_gpus();
   if (!gpu_present(probe)) throw_runtime("{}", no_gpu_text(probe));
   devices_ = probe.count;

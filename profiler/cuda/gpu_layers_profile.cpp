@@ -5,6 +5,7 @@
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/kernels.cuh"
 #include "profiler/cuda/gpu_timing.hpp"
+#include "profiler/repeat.hpp"
 
 namespace pw::cuda {
 namespace {
@@ -24,22 +25,6 @@ struct Events {
     return ms * 1e-3;
   }
 };
-
-// Repeats `once` (returning each phase's seconds) past the warm-up until enough runs and enough time.
-template <typename Once>
-std::vector<std::vector<double>> repeat(const ProfileOptions& o, int phases, Once once) {
-  for (int i = 0; i < o.warmup; ++i) once();
-  std::vector<std::vector<double>> samples(static_cast<size_t>(phases));
-  double total = 0;
-  for (int i = 0; i < o.max_repetitions && (i < o.min_repetitions || total < o.min_time_s); ++i) {
-    const std::vector<double> t = once();
-    for (int k = 0; k < phases; ++k) {
-      samples[static_cast<size_t>(k)].push_back(t[static_cast<size_t>(k)]);
-      total += t[static_cast<size_t>(k)];
-    }
-  }
-  return samples;
-}
 
 Model one_block(const Model& model) {
   check_gpu_model(model);
@@ -88,7 +73,7 @@ std::vector<LayerProfile> profile_gpu_layers(GpuContext& g, const Model& model, 
       p.micro_batch_size = b;
       p.seq_len = seq;
       double high_water = 0;
-      auto samples = repeat(request.options, 3, [&] {
+      auto samples = repeat_phases(request.options, 3, [&] {
         GpuLayerContext ctx;
         g.synchronize();
         const std::size_t before = g.allocator.in_use();
@@ -129,7 +114,7 @@ double profile_gpu_optimizer(GpuContext& g, const Model& model, const CudaProfil
   for (const GpuParam* p : params) count += static_cast<double>(p->count());
   const OptimizerConfig adam{OptimizerKind::Adam, 1e-6};
   Events ev(2);
-  auto samples = repeat(request.options, 1, [&] {
+  auto samples = repeat_phases(request.options, 1, [&] {
     PW_CUDA(cudaEventRecord(ev.e[0], g.stream));
     optimizer_step(g, adam, params);  // synchronises
     PW_CUDA(cudaEventRecord(ev.e[1], g.stream));

@@ -217,3 +217,33 @@ TEST_CASE("run: recomputation and tied embeddings run for real") {
   REQUIRE(r.code == 0);
   CHECK(json::parse(r.out)["losses"].size() == 2);
 }
+
+TEST_CASE("run --plan runs the plan file's action lists and predicts what simulate --plan predicts") {
+  const std::string profile = write_uniform_profile("run-plan-profile.json");
+  const std::string plan = tmp("run-plan.json");
+  std::remove(plan.c_str());
+  // The profile measured micro-batch size 1 on one device: without --micro-batch-size and --tp the search
+  // keeps to them (the analytic model's numbers for the rest would not compare with measured ones).
+  const CliResult r = run_cli({"plan", "--model", kLlama, "--cluster", "ideal", "--gpus", "2", "--pp", "2",
+                               "--global-batch-size", "4", "--schedules", "gpipe,1f1b", "--top", "1", "--profile",
+                               profile, "--out", plan, "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const json plans = json::parse(r.out);
+  CHECK(plans["plans"][0]["micro_batch_size"] == 1);
+  CHECK(plans["plans"][0]["tp"] == 1);
+
+  const CliResult run = run_cli({"run", "--plan", plan, "--compute", "sleep", "--iterations", "1", "--warmup", "0",
+                                 "--json"});
+  INFO(run.err);
+  REQUIRE(run.code == 0);
+  const json measured = json::parse(run.out);
+  const json simulated = json::parse(run_cli({"simulate", "--plan", plan, "--json"}).out);
+  CHECK(measured["predicted_step_time_s"] == simulated["step_time_s"]);
+  CHECK(measured["schedule"] == simulated["schedule"]);
+  CHECK(measured["cost_model"] == "profiled");  // the plan's recorded profile, not one measured again
+
+  const CliResult both = run_cli({"run", "--plan", plan, "--pp", "2"});
+  CHECK(both.code == 2);
+  CHECK(both.err == "error: --plan: the plan file gives the scenario; drop --pp (only --cost-param adds to a plan)\n");
+}
