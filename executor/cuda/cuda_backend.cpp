@@ -222,7 +222,7 @@ CudaBackendImpl::CudaBackendImpl(const Model& model, std::vector<LayerRange> sta
   if (placement_.local_transport) {
     local_ = std::make_unique<LocalTransport>(lowered.num_ranks());
   } else {
-    nccl_ = std::make_unique<NcclTransport>(lowered, config_.dtype, rows, c.hidden);
+    nccl_ = std::make_unique<NcclTransport>(lowered, config_.dtype, rows, model.transformer->hidden);
     id_ = nccl_unique_id();
   }
 }
