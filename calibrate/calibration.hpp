@@ -3,6 +3,7 @@
 // samples, executor runs), what they were fitted on, and how well they fit. Written and read as
 // calibration.json ({"format": "pipewright-calibration", "version": 1}; docs/calibration.md).
 #include <optional>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -12,20 +13,28 @@
 
 namespace pw {
 
-// One layer kind and phase: time = overhead_s + flops x s_per_flop + bytes x s_per_byte, where flops and
-// bytes are layer_work()'s for the layer's shape and micro-batch (PhaseWork::flops(), memory_bytes).
-// A coefficient of 0 means that term did not help the fit (the rate it stands for is then not known).
+// One layer kind and phase: time = overhead_s + flops_ref x (flops / flops_ref)^flop_exponent x s_per_flop
+// + bytes x s_per_byte, where flops and bytes are layer_work()'s for the layer's shape and micro-batch
+// (PhaseWork::flops(), memory_bytes). With flop_exponent 1 (a kernel whose rate does not depend on the
+// size) the compute term is flops x s_per_flop; above 1, each FLOP costs more the larger the layer (on a
+// CPU, as the working set leaves the caches), s_per_flop being the rate at flops_ref (the largest FLOP
+// count fitted). A coefficient of 0 means that term did not help the fit (its rate is then not known).
 struct LayerFit {
   std::string kind;  // "embedding", "block", "head"
   Phase phase = Phase::Forward;
   double overhead_s = 0;
   double s_per_flop = 0;
   double s_per_byte = 0;
+  double flop_exponent = 1;
+  double flops_ref = 1;
   FitQuality quality;
   std::vector<Residual> residuals;
 
+  double compute_flops(double flops) const {
+    return flop_exponent == 1 || flops <= 0 ? flops : flops_ref * std::pow(flops / flops_ref, flop_exponent);
+  }
   double predict(const PhaseWork& work) const {
-    return overhead_s + s_per_flop * work.flops() + s_per_byte * work.memory_bytes;
+    return overhead_s + s_per_flop * compute_flops(work.flops()) + s_per_byte * work.memory_bytes;
   }
 };
 

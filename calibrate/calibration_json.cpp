@@ -200,6 +200,8 @@ std::string calibration_to_json_text(const Calibration& c) {
                     {"overhead_s", f.overhead_s},
                     {"s_per_flop", f.s_per_flop},
                     {"s_per_byte", f.s_per_byte},
+                    {"flop_exponent", f.flop_exponent},
+                    {"flops_ref", f.flops_ref},
                     {"flops_per_s", rate(f.s_per_flop)},
                     {"bytes_per_s", rate(f.s_per_byte)},
                     {"quality", quality_json(f.quality)},
@@ -216,7 +218,7 @@ std::string calibration_to_json_text(const Calibration& c) {
     if (m.selective_recompute_s) e["selective_recompute_s"] = *m.selective_recompute_s;
     measured.push_back(e);
   }
-  j["layers"] = {{"model", "time = overhead_s + flops x s_per_flop + bytes x s_per_byte"}, {"fits", fits}, {"measured", measured}};
+  j["layers"] = {{"model", "time = overhead_s + flops_ref x (flops / flops_ref)^flop_exponent x s_per_flop + bytes x s_per_byte"}, {"fits", fits}, {"measured", measured}};
   j["optimizer_s_per_parameter"] = c.optimizer_s_per_parameter;
 
   ojson pairs = ojson::array();
@@ -302,14 +304,18 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const nlohmann::json& fits = array_field(layers, "fits");
   for (size_t i = 0; i < fits.size(); ++i) {
     const JsonFields f(fits[i], source, fmt::format("layers.fits[{}].", i));
-    f.reject_unknown({"kind", "phase", "overhead_s", "s_per_flop", "s_per_byte", "flops_per_s", "bytes_per_s", "quality",
-                      "residuals"});
+    f.reject_unknown({"kind", "phase", "overhead_s", "s_per_flop", "s_per_byte", "flop_exponent", "flops_ref",
+                      "flops_per_s", "bytes_per_s", "quality", "residuals"});
     LayerFit l;
     l.kind = read_layer_kind(f, "kind");
     l.phase = read_phase(f, "phase");
     l.overhead_s = f.non_negative_number("overhead_s");
     l.s_per_flop = f.non_negative_number("s_per_flop");
     l.s_per_byte = f.non_negative_number("s_per_byte");
+    if (f.has("flop_exponent")) l.flop_exponent = f.non_negative_number("flop_exponent");
+    if (f.has("flops_ref")) l.flops_ref = f.non_negative_number("flops_ref");
+    if (l.flop_exponent < 1) f.fail("flop_exponent", fmt::format("is {}; it is 1 or more", l.flop_exponent));
+    if (!(l.flops_ref > 0)) f.fail("flops_ref", "must be a positive FLOP count");
     l.quality = read_quality(f.object("quality"));
     l.residuals = read_residuals(f, "residuals");
     if (c.layer_fit(l.kind, l.phase)) f.fail("phase", fmt::format("{} {} is fitted twice; keep one", l.kind, phase_name(l.phase)));

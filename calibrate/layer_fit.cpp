@@ -1,6 +1,9 @@
 #include "calibrate/layer_fit.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -112,6 +115,66 @@ std::string entry_label(const LayerProfile& e) {
   return fmt::format("{} b={} s={}", e.kind, e.micro_batch_size, e.seq_len);
 }
 
+namespace {
+
+// The non-negative fit of overhead, compute and bytes for one exponent, on the points `use` selects.
+LayerFit fit_with_exponent(const std::vector<const PhaseWork*>& phases, const Eigen::VectorXd& y,
+                           const std::vector<Eigen::Index>& use, double exponent, double flops_ref) {
+  LayerFit f;
+  f.flop_exponent = exponent;
+  f.flops_ref = flops_ref;
+  const auto n = static_cast<Eigen::Index>(use.size());
+  Eigen::MatrixXd X(n, 3);
+  Eigen::VectorXd t(n);
+  for (Eigen::Index r = 0; r < n; ++r) {
+    const PhaseWork& p = *phases[static_cast<size_t>(use[static_cast<size_t>(r)])];
+    X(r, 0) = 1;
+    X(r, 1) = f.compute_flops(p.flops());
+    X(r, 2) = p.memory_bytes;
+    t(r) = y(use[static_cast<size_t>(r)]);
+  }
+  const Eigen::VectorXd c = fit_non_negative(X, t);
+  f.overhead_s = c(0);
+  f.s_per_flop = c(1);
+  f.s_per_byte = c(2);
+  return f;
+}
+
+}  // namespace
+
+LayerFit fit_phase(const std::vector<const PhaseWork*>& phases, const Eigen::VectorXd& y, bool choose_exponent) {
+  std::vector<Eigen::Index> all;
+  double flops_ref = 0;
+  for (Eigen::Index r = 0; r < y.size(); ++r) {
+    all.push_back(r);
+    flops_ref = std::max(flops_ref, phases[static_cast<size_t>(r)]->flops());
+  }
+  if (!(flops_ref > 0)) flops_ref = 1;
+  double exponent = 1;
+  if (choose_exponent) {
+    // The exponent is the one whose fit on the smaller layers best predicts the largest (what a fit is
+    // used for is extrapolating to larger micro-batches); 1 unless another predicts it better.
+    Eigen::Index largest = 0;
+    for (Eigen::Index r = 1; r < y.size(); ++r)
+      if (phases[static_cast<size_t>(r)]->flops() > phases[static_cast<size_t>(largest)]->flops()) largest = r;
+    std::vector<Eigen::Index> rest;
+    for (Eigen::Index r : all)
+      if (phases[static_cast<size_t>(r)]->flops() < phases[static_cast<size_t>(largest)]->flops()) rest.push_back(r);
+    double best = std::numeric_limits<double>::infinity();
+    for (int step = 0; step <= kExponentSteps && rest.size() >= 2; ++step) {
+      const double e = 1 + step * kExponentStep;
+      const LayerFit trial = fit_with_exponent(phases, y, rest, e, flops_ref);
+      const double error = std::abs(trial.predict(*phases[static_cast<size_t>(largest)]) - y(largest)) /
+                           std::max(y(largest), 1e-12);
+      if (error < best - 1e-12) {
+        best = error;
+        exponent = e;
+      }
+    }
+  }
+  return fit_with_exponent(phases, y, all, exponent, flops_ref);
+}
+
 std::vector<LayerFit> fit_layers(const std::vector<LayerProfile>& entries, const std::string& source,
                                  std::vector<std::string>& warnings) {
   std::map<std::string, std::vector<size_t>> by_kind;
@@ -140,22 +203,15 @@ std::vector<LayerFit> fit_layers(const std::vector<LayerProfile>& entries, const
                                          entries[i].seq_len, fmt::format("{}: layers[{}]", source, i)));
     for (Phase phase : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight}) {
       const auto n = static_cast<Eigen::Index>(idx.size());
-      Eigen::MatrixXd X(n, 3);
+      std::vector<const PhaseWork*> phases;
       Eigen::VectorXd y(n);
       for (Eigen::Index r = 0; r < n; ++r) {
-        const PhaseWork& p = phase_work(work[static_cast<size_t>(r)], phase);
-        X(r, 0) = 1;
-        X(r, 1) = p.flops();
-        X(r, 2) = p.memory_bytes;
+        phases.push_back(&phase_work(work[static_cast<size_t>(r)], phase));
         y(r) = measured_seconds(entries[idx[static_cast<size_t>(r)]], phase);
       }
-      const Eigen::VectorXd c = fit_non_negative(X, y);
-      LayerFit f;
+      LayerFit f = fit_phase(phases, y, distinct.size() >= 3);
       f.kind = kind;
       f.phase = phase;
-      f.overhead_s = c(0);
-      f.s_per_flop = c(1);
-      f.s_per_byte = c(2);
       for (Eigen::Index r = 0; r < n; ++r) {
         const LayerProfile& e = entries[idx[static_cast<size_t>(r)]];
         f.residuals.push_back({fmt::format("b={} s={}", e.micro_batch_size, e.seq_len), y(r),

@@ -101,4 +101,10 @@ TEST_CASE("calibration.json: another format, a newer version, bad fields") {
   phase.replace(phase.find("\"backward_input\""), 16, "\"backward\"");
   CHECK(bad_input([&] { pw::calibration_from_json_text(phase, "c.json"); }) ==
         "c.json: layers.fits[0].phase is \"backward\"; give \"forward\", \"backward_input\" or \"backward_weight\"");
+  std::string exponent = text;
+  const std::string one = "\"flop_exponent\": 1.0";
+  REQUIRE(exponent.find(one) != std::string::npos);
+  exponent.replace(exponent.find(one), one.size(), "\"flop_exponent\": 0.5");
+  CHECK(bad_input([&] { pw::calibration_from_json_text(exponent, "c.json"); }) ==
+        "c.json: layers.fits[0].flop_exponent is 0.5; it is 1 or more");
 }

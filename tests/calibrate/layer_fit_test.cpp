@@ -1,6 +1,8 @@
 // The layer fit: shape text read back, parameters recovered from synthetic profiles, degenerate profiles.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "../error_text.hpp"
 #include "calibrate/layer_fit.hpp"
 #include "synthetic.hpp"
@@ -127,4 +129,28 @@ TEST_CASE("a profile at one micro-batch size is rejected; two sizes fit with a w
   CHECK(warnings[1] ==
         "two.json: the block layer has 2 micro-batch shapes for 3 parameters (overhead, FLOPs, bytes); its fit is not "
         "unique: profile 3 or more sizes");
+}
+
+TEST_CASE("a compute rate that falls with the layer's size is fitted by the FLOP exponent and extrapolated") {
+  // Points with no overhead and no bytes term: t = 1e-9 s x 1e6 x (F / 1e6)^1.1 for F = 1, 2, 4, 8 MFLOP.
+  // The exponent that makes the fit on 1, 2, 4 predict 8 is 1.1 (on the grid of 0.005), and the fit on all
+  // four then predicts 16 MFLOP exactly: 1e-3 x 16^1.1 s.
+  std::vector<pw::PhaseWork> work(4);
+  Eigen::VectorXd y(4);
+  for (int i = 0; i < 4; ++i) {
+    work[static_cast<size_t>(i)].gemm_flops = 1e6 * (1 << i);
+    y(i) = 1e-3 * std::pow(1 << i, 1.1);
+  }
+  std::vector<const pw::PhaseWork*> phases;
+  for (const pw::PhaseWork& p : work) phases.push_back(&p);
+  const pw::LayerFit f = pw::fit_phase(phases, y, true);
+  CHECK(f.flop_exponent == Approx(1.1).margin(1e-9));
+  pw::PhaseWork larger;
+  larger.gemm_flops = 16e6;
+  CHECK(f.predict(larger) == Approx(1e-3 * std::pow(16, 1.1)).epsilon(1e-3));
+  // With a constant rate the exponent stays 1.
+  for (int i = 0; i < 4; ++i) y(i) = 1e-3 * (1 << i);
+  CHECK(pw::fit_phase(phases, y, true).flop_exponent == 1);
+  // Fewer than three sizes: no exponent is chosen.
+  CHECK(pw::fit_phase(phases, y * 1.0, false).flop_exponent == 1);
 }
