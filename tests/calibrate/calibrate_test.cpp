@@ -40,12 +40,13 @@ struct Fixture {
   std::vector<std::string> runs;
 };
 
-// A profile at b = 1, 2, 4, 8 (+-1% noise) and seven runs (+-0.2% noise) simulated with the truth.
-Fixture fixture() {
+// A profile at b = 1, 2, 4, 8 (+-1% noise) and seven runs (+-0.2% noise) simulated with the truth, in files
+// named after `test` (ctest runs the test cases as processes at once: each writes its own).
+Fixture fixture(const std::string& test) {
   const pw::Model m = tiny("tiny-llama.json");
   const synth::Truth t;
   Fixture f;
-  f.profile = synth::write("synthetic-profile.json",
+  f.profile = synth::write(test + "-synthetic-profile.json",
                            pw::profile_to_json_text(synth::profile(m, {1, 2, 4, 8}, {32}, t, 0.01, 3)));
   const pw::AnalyticCostModel analytic;
   const pw::CalibratedCostModel truth(synth::truth_calibration(t, truth_overheads()), analytic);
@@ -54,7 +55,7 @@ Fixture fixture() {
       scenario(m, "zb-h1", 4, 1, 4, 2),       scenario(m, "interleaved", 2, 2, 4, 1),
       scenario(m, "1f1b", 4, 1, 8, 4),        scenario(m, "zb-h1", 2, 1, 8, 8)};
   for (size_t i = 0; i < scenarios.size(); ++i)
-    f.runs.push_back(synth::run_file(fmt::format("synthetic-run{}.json", i + 1), scenarios[i], truth, 0.002, 100 + i));
+    f.runs.push_back(synth::run_file(fmt::format("{}-synthetic-run{}.json", test, i + 1), scenarios[i], truth, 0.002, 100 + i));
   return f;
 }
 
@@ -63,7 +64,7 @@ double error_pct(double predicted, double measured) { return std::abs(predicted 
 }  // namespace
 
 TEST_CASE("calibrate recovers the run overheads and predicts held-out data better than before") {
-  const Fixture f = fixture();
+  const Fixture f = fixture("recovers");
   pw::CalibrateInputs in;
   in.profile = f.profile;
   in.runs = f.runs;
@@ -109,7 +110,7 @@ TEST_CASE("calibrate recovers the run overheads and predicts held-out data bette
 }
 
 TEST_CASE("calibrate without runs fits layers and links only") {
-  const Fixture f = fixture();
+  const Fixture f = fixture("holdout");
   pw::CalibrateInputs in;
   in.profile = f.profile;
   const pw::Calibration c = pw::calibrate(in);
@@ -127,7 +128,7 @@ TEST_CASE("calibrate without runs fits layers and links only") {
 }
 
 TEST_CASE("calibrate rejects bad or insufficient data by name") {
-  const Fixture f = fixture();
+  const Fixture f = fixture("bad");
   const pw::Model m = tiny("tiny-llama.json");
   const synth::Truth t;
   auto with_runs = [&](std::vector<std::string> runs) {
