@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/cost_model_chain.hpp"
 #include "cli/output_path.hpp"
+#include "cli/scenario_options.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -47,63 +48,41 @@ struct PlanOptions {
   std::string profile;
 };
 
-template <typename Loader>
-auto load_for_option(const char* option, const std::string& value, Loader load) {
-  try {
-    return load(value);
-  } catch (const Error& e) {
-    throw Error(e.kind(), fmt::format("{}: {}", option, e.what()));
-  }
-}
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = std::min(text.find(',', pos), text.size());
-    out.push_back(text.substr(pos, comma - pos));
-    pos = comma + 1;
+// Items with runs of equal neighbours folded: {11, 12, 12, 11} -> "11,12x2,11".
+std::string folded_runs(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size();) {
+    size_t j = i;
+    while (j + 1 < items.size() && items[j + 1] == items[i]) ++j;
+    const size_t run = j - i + 1;
+    out += (out.empty() ? "" : ",") + (run > 1 ? fmt::format("{}x{}", items[i], run) : items[i]);
+    i = j + 1;
   }
   return out;
 }
 
 // Transformer blocks per stage with runs folded: "11,12x6,11".
 std::string split_text(const Evaluation& ev) {
-  std::vector<int> blocks;
+  std::vector<std::string> blocks;
   for (const StageReport& st : ev.stages) {
     int n = 0;
     for (int i = st.layers.first; i <= st.layers.last; ++i)
       if (ev.scenario.model.layers[static_cast<size_t>(i)].kind == LayerKind::Block ||
           ev.scenario.model.layers[static_cast<size_t>(i)].kind == LayerKind::Explicit)
         ++n;
-    blocks.push_back(n);
+    blocks.push_back(std::to_string(n));
   }
-  std::string out;
-  for (size_t i = 0; i < blocks.size();) {
-    size_t j = i;
-    while (j + 1 < blocks.size() && blocks[j + 1] == blocks[i]) ++j;
-    const size_t run = j - i + 1;
-    out += (out.empty() ? "" : ",") + (run > 1 ? fmt::format("{}x{}", blocks[i], run) : std::to_string(blocks[i]));
-    i = j + 1;
-  }
-  return out;
+  return folded_runs(blocks);
 }
 
 // Each stage's recompute level with runs folded, as the split: "Fx2,N" (full on two stages, then none);
-// one mode's name when every stage shares it.
+// the mode's name when the stages do not have levels of their own.
 std::string recompute_text(const Evaluation& ev) {
   const std::vector<Recompute>& levels = ev.scenario.stage_recompute;
   if (levels.empty()) return to_string(ev.scenario.workload.recompute);
-  auto letter = [](Recompute r) { return r == Recompute::Full ? "F" : r == Recompute::Selective ? "S" : "N"; };
-  std::string out;
-  for (size_t i = 0; i < levels.size();) {
-    size_t j = i;
-    while (j + 1 < levels.size() && levels[j + 1] == levels[i]) ++j;
-    const size_t run = j - i + 1;
-    out += (out.empty() ? "" : ",") + (run > 1 ? fmt::format("{}x{}", letter(levels[i]), run) : std::string(letter(levels[i])));
-    i = j + 1;
-  }
-  return out;
+  std::vector<std::string> letters;
+  for (Recompute r : levels) letters.push_back(r == Recompute::Full ? "F" : r == Recompute::Selective ? "S" : "N");
+  return folded_runs(letters);
 }
 
 std::vector<int> blocks_per_stage(const Evaluation& ev) {
@@ -303,7 +282,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   if (!o.schedule.empty() && !o.schedules.empty())
     throw_bad_input("--schedule: fixes one schedule and --schedules lists several; give one of them");
   const std::string listed = !o.schedule.empty() ? o.schedule : o.schedules;
-  for (const std::string& s : listed.empty() ? std::vector<std::string>{} : split_list(listed)) {
+  for (const std::string& s : listed.empty() ? std::vector<std::string>{} : split_commas(listed)) {
     if (s.empty()) throw_bad_input("--schedules: an empty name; list schedules such as 1f1b,interleaved");
     chunks_per_rank(s, 1);  // BadInput listing the known schedules
     if (std::find(space.schedules.begin(), space.schedules.end(), s) == space.schedules.end()) space.schedules.push_back(s);

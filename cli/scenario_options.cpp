@@ -2,6 +2,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/error.hpp"
@@ -39,34 +40,31 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
 }
 
-std::vector<int> parse_split(const std::string& text) {
-  std::vector<int> out;
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
   size_t pos = 0;
   while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(pos, comma - pos);
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    out.push_back(text.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<int> parse_split(const std::string& text) {
+  std::vector<int> out;
+  for (const std::string& item : split_commas(text)) {
     int value = 0;
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 0)
       throw_bad_input("--split: '{}' is not a layer count; give transformer layers per stage such as 24,24,24,24", item);
     out.push_back(value);
-    pos = comma + 1;
   }
   return out;
 }
 
 namespace {
 
-// Loader errors name the input; the option the user typed goes in front.
-template <typename Loader>
-auto load_for_option(const char* option, const std::string& value, Loader load) {
-  try {
-    return load(value);
-  } catch (const Error& e) {
-    throw Error(e.kind(), fmt::format("{}: {}", option, e.what()));
-  }
-}
 
 }  // namespace
 
@@ -118,17 +116,12 @@ Scenario ScenarioOptions::to_scenario() const {
   s.group_size = group_size;
   s.max_pending = max_pending;
   if (!split.empty()) s.split = parse_split(split);
-  if (!stage_recompute.empty()) {
-    size_t pos = 0;
-    while (pos <= stage_recompute.size()) {
-      const size_t comma = std::min(stage_recompute.find(',', pos), stage_recompute.size());
-      const std::string level = stage_recompute.substr(pos, comma - pos);
+  if (!stage_recompute.empty())
+    for (const std::string& level : split_commas(stage_recompute)) {
       if (level != "none" && level != "selective" && level != "full")
         throw_bad_input("--stage-recompute: '{}' is not a level; give none, selective or full per stage, e.g. full,none", level);
       s.stage_recompute.push_back(recompute_from_string(level.c_str()));
-      pos = comma + 1;
     }
-  }
   if (!rank_order.empty()) s.parallel.order = rank_order_from_string(rank_order);
   return s;
 }

@@ -2,12 +2,14 @@
 // The options that describe a scenario (model, cluster, degrees, batch, schedule, split), shared by the
 // commands that take one (simulate now; plan and run reuse them).
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <optional>
 #include <string>
 
 #include "cli/cost_model_chain.hpp"
 #include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
 #include "planner/plan_file.hpp"
 #include "sim/scenario.hpp"
 
@@ -60,6 +62,19 @@ struct ScenarioOptions {
   // with (BadInput telling to pass --profile again when it is gone or changed); --calibration on top.
   CostModelChain cost_models(const Model& model, const std::optional<PlanDocument>& doc) const;
 };
+
+// load(value), its errors (which name the input) with the option the user typed in front.
+template <typename Loader>
+auto load_for_option(const char* option, const std::string& value, Loader load) {
+  try {
+    return load(value);
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("{}: {}", option, e.what()));
+  }
+}
+
+// "a,,b" -> {"a", "", "b"}: a comma-separated option's items, empty ones kept (the caller names them).
+std::vector<std::string> split_commas(const std::string& text);
 
 // "24,24,24,24" -> {24, 24, 24, 24}; BadInput naming --split otherwise.
 std::vector<int> parse_split(const std::string& text);

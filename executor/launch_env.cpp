@@ -83,29 +83,27 @@ std::vector<int> expand_tasks_per_node(const std::string& name, const std::strin
   return out;
 }
 
-LaunchEnv from_openmpi(const Reader& r) {
-  LaunchEnv e;
-  e.launcher = "openmpi";
-  const std::string because = "OMPI_COMM_WORLD_SIZE";
-  e.world_size = r.number("OMPI_COMM_WORLD_SIZE", 1);
-  e.rank = r.required("OMPI_COMM_WORLD_RANK", because);
-  check_below(r, "OMPI_COMM_WORLD_RANK", e.rank, "OMPI_COMM_WORLD_SIZE", e.world_size);
-  e.local_world_size = r.optional("OMPI_COMM_WORLD_LOCAL_SIZE", e.world_size, 1);
-  e.local_rank = r.optional("OMPI_COMM_WORLD_LOCAL_RANK", e.rank < e.local_world_size ? e.rank : 0);
-  check_below(r, "OMPI_COMM_WORLD_LOCAL_RANK", e.local_rank, "OMPI_COMM_WORLD_LOCAL_SIZE", e.local_world_size);
-  return e;
-}
+// The variable names of a launcher that sets world size, rank, local size and local rank directly.
+struct RankVariables {
+  const char* launcher;
+  const char* world_size;
+  const char* rank;
+  const char* local_world_size;
+  const char* local_rank;
+};
+constexpr RankVariables kOpenMpi{"openmpi", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK"};
+constexpr RankVariables kTorchrun{"torchrun", "WORLD_SIZE", "RANK", "LOCAL_WORLD_SIZE", "LOCAL_RANK"};
 
-LaunchEnv from_torchrun(const Reader& r) {
+LaunchEnv from_rank_variables(const Reader& r, const RankVariables& v) {
   LaunchEnv e;
-  e.launcher = "torchrun";
-  const std::string because = "WORLD_SIZE";
-  e.world_size = r.number("WORLD_SIZE", 1);
-  e.rank = r.required("RANK", because);
-  check_below(r, "RANK", e.rank, "WORLD_SIZE", e.world_size);
-  e.local_world_size = r.optional("LOCAL_WORLD_SIZE", e.world_size, 1);
-  e.local_rank = r.optional("LOCAL_RANK", e.rank < e.local_world_size ? e.rank : 0);
-  check_below(r, "LOCAL_RANK", e.local_rank, "LOCAL_WORLD_SIZE", e.local_world_size);
+  e.launcher = v.launcher;
+  e.world_size = r.number(v.world_size, 1);
+  e.rank = r.required(v.rank, v.world_size);
+  check_below(r, v.rank, e.rank, v.world_size, e.world_size);
+  e.local_world_size = r.optional(v.local_world_size, e.world_size, 1);
+  e.local_rank = r.optional(v.local_rank, e.rank < e.local_world_size ? e.rank : 0);
+  check_below(r, v.local_rank, e.local_rank, v.local_world_size, e.local_world_size);
   return e;
 }
 
@@ -145,9 +143,12 @@ LaunchEnv launch_env_from(const std::map<std::string, std::string>& env) {
   LaunchEnv e;
   const bool slurm_step = env.count("SLURM_PROCID") && (env.count("SLURM_STEP_ID") || env.count("SLURM_STEPID"));
   if (env.count("OMPI_COMM_WORLD_SIZE"))
-    e = from_openmpi(Reader(env, "mpirun sets it; start with mpirun -np N, or unset it to run as one process"));
+    e = from_rank_variables(Reader(env, "mpirun sets it; start with mpirun -np N, or unset it to run as one process"),
+                            kOpenMpi);
   else if (env.count("WORLD_SIZE"))
-    e = from_torchrun(Reader(env, "torchrun sets it; start with torchrun --nproc_per_node N, or unset it to run as one process"));
+    e = from_rank_variables(
+        Reader(env, "torchrun sets it; start with torchrun --nproc_per_node N, or unset it to run as one process"),
+        kTorchrun);
   else if (slurm_step)
     e = from_slurm(Reader(env, "srun sets it; start with srun -n N, or unset it to run as one process"));
 

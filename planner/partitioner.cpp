@@ -21,16 +21,7 @@ constexpr double kTieTolerance = 1e-9;
 
 double tie_limit(double t) { return t + kTieTolerance * std::fabs(t); }
 
-Schedule scenario_schedule(const Scenario& s) {
-  ScheduleSpec spec;
-  spec.name = s.schedule;
-  spec.ranks = s.parallel.pp;
-  spec.microbatches = s.parallel.microbatches;
-  spec.chunks = chunks_per_rank(s.schedule, s.parallel.vpp);
-  spec.group_size = s.group_size;
-  spec.max_pending = s.max_pending;
-  return make_schedule(spec);
-}
+Schedule scenario_schedule(const Scenario& s) { return make_schedule(schedule_spec(s)); }
 
 bool fits_exactly(const PartitionProblem& p, const std::vector<LayerRange>& ranges) {
   for (int r = 0; r < p.ranks; ++r)

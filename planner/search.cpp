@@ -319,19 +319,6 @@ bool uses_composites(const std::string& name) {
   return true;
 }
 
-// Where order_from_costs() holds (zb-auto), evaluate() builds the order from the candidate's stage costs
-// (its memory limits and times), so the order generated here from the name alone is not the one
-// simulated: bounds that read the order skip it.
-ScheduleSpec spec_of(const Scenario& resolved) {
-  ScheduleSpec spec;
-  spec.name = resolved.schedule;
-  spec.ranks = resolved.parallel.pp;
-  spec.microbatches = resolved.parallel.microbatches;
-  spec.chunks = chunks_per_rank(resolved.schedule, resolved.parallel.vpp);
-  spec.group_size = resolved.group_size;
-  spec.max_pending = resolved.max_pending;
-  return spec;
-}
 
 // Everything one search shares between its threads.
 class Searcher {
@@ -466,7 +453,9 @@ class Searcher {
   Prepared prepare_candidate(const Candidate& c) {
     Prepared p;
     p.scenario = resolve(candidate_scenario(base_, c));
-    p.cached = cache_.get(spec_of(p.scenario));
+    // zb-auto's simulated order comes from the stage costs, not this name-only one: the bounds that read
+    // the order skip it.
+    p.cached = cache_.get(schedule_spec(p.scenario));
     if (!p.cached->error.empty()) throw Error(ErrorKind::BadInput, p.cached->error);
     const LayerTable& t = tables_.at(table_key(c));
     p.memory_lb = order_from_costs(c.schedule) ? memory_bound(t, c.pp, state_per_parameter(c), reserve_)
@@ -478,7 +467,7 @@ class Searcher {
 
   std::shared_ptr<const Schedule> schedule_of(const Prepared& p) {
     if (p.cached->schedule) return p.cached->schedule;
-    return std::make_shared<const Schedule>(make_schedule(spec_of(p.scenario)));
+    return std::make_shared<const Schedule>(make_schedule(schedule_spec(p.scenario)));
   }
 
   // The partitioner's split. `simulate` false: the first bottleneck-optimal split in its secondary order

@@ -56,8 +56,7 @@ ScheduleSpec zb_auto_spec(ScheduleSpec spec, const Scenario& s, const std::vecto
 
 }  // namespace
 
-Schedule evaluated_schedule(const Scenario& s, const std::vector<StageCost>& costs, const CostModel& cost) {
-  if (s.imported_schedule) return strip_comm(*s.imported_schedule);
+ScheduleSpec schedule_spec(const Scenario& s) {
   ScheduleSpec spec;
   spec.name = s.schedule;
   spec.ranks = s.parallel.pp;
@@ -65,6 +64,12 @@ Schedule evaluated_schedule(const Scenario& s, const std::vector<StageCost>& cos
   spec.chunks = chunks_per_rank(s.schedule, s.parallel.vpp);
   spec.group_size = s.group_size;
   spec.max_pending = s.max_pending;
+  return spec;
+}
+
+Schedule evaluated_schedule(const Scenario& s, const std::vector<StageCost>& costs, const CostModel& cost) {
+  if (s.imported_schedule) return strip_comm(*s.imported_schedule);
+  ScheduleSpec spec = schedule_spec(s);
   if (order_from_costs(s.schedule) && !costs.empty()) spec = zb_auto_spec(spec, s, costs, cost);
   return make_schedule(spec);
 }

@@ -91,6 +91,10 @@ int pipeline_rank_gpu(const ParallelConfig& pc, int rank, int replica = 0);
 
 Evaluation evaluate(const Scenario& s, const CostModel& cost, SimObserver* observer = nullptr);
 
+// What the generator builds a resolved scenario's schedule from: its name, pp, chunks, micro-batches, group
+// size and pending limit (without zb-auto's stage costs).
+ScheduleSpec schedule_spec(const Scenario& resolved);
+
 // The compute-only schedule evaluate() simulates for a resolved scenario with these stage costs: the
 // imported one, or the generated one; zb-auto's order is searched on the costs (stage times, the link
 // time of each stage's output, the activation sets that fit next to the model state), and without
