@@ -25,7 +25,7 @@ bool has_work(const PhaseWork& p) { return p.flops() > 0 || p.memory_bytes > 0 |
 }  // namespace
 
 CalibratedCostModel::CalibratedCostModel(Calibration calibration, const CostModel& base)
-    : calibration_(std::move(calibration)), base_(base) {
+    : CostModelOver(base), calibration_(std::move(calibration)) {
   known_.reserve(calibration_.measured.size());
   for (size_t i = 0; i < calibration_.measured.size(); ++i) {
     const MeasuredLayer& m = calibration_.measured[i];
@@ -79,9 +79,9 @@ double CalibratedCostModel::layer_seconds(const Layer& layer, const LayerWork& w
 double CalibratedCostModel::phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                                        const LinkSpec& tp_link, int tp) const {
   if (work.forward_s || work.backward_input_s || work.backward_weight_s)
-    return base_.phase_time(layer, work, phase, gpu, tp_link, tp);
+    return below_.phase_time(layer, work, phase, gpu, tp_link, tp);
   const double compute = layer_seconds(layer, work, phase, tp);
-  if (compute < 0) return base_.phase_time(layer, work, phase, gpu, tp_link, tp);
+  if (compute < 0) return below_.phase_time(layer, work, phase, gpu, tp_link, tp);
   double comm = 0;
   if (tp > 1) {
     for (const Collective& c : phase_work(work, phase).collectives) comm += collective_time(c.kind, c.bytes, tp, tp_link);
@@ -100,29 +100,19 @@ double CalibratedCostModel::collective_time(CollectiveKind kind, double bytes, i
     return ring_steps(kind, ranks) * link.latency_s +
            ring_traffic(kind, ranks) * bytes / (f.efficiency * link.bandwidth_bytes_per_s);
   }
-  return base_.collective_time(kind, bytes, ranks, link);
+  return below_.collective_time(kind, bytes, ranks, link);
 }
 
 LinkSpec CalibratedCostModel::p2p_link(const LinkSpec& nominal) const {
   LinkSpec l = calibration_.link ? LinkSpec{calibration_.link->bandwidth_bytes_per_s, calibration_.link->latency_s}
-                                 : base_.p2p_link(nominal);
+                                 : below_.p2p_link(nominal);
   l.latency_s += calibration_.overheads.transfer_s;
   return l;
 }
 
 double CalibratedCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu) const {
   if (calibration_.optimizer_s_per_parameter > 0) return calibration_.optimizer_s_per_parameter * parameters;
-  return base_.optimizer_step_time(parameters, gpu);
-}
-
-double CalibratedCostModel::model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const {
-  return base_.model_state_bytes_per_parameter(dp, distributed_optimizer);
-}
-
-double CalibratedCostModel::memory_reserve_bytes() const { return base_.memory_reserve_bytes(); }
-
-double CalibratedCostModel::overlapped_fb_time(double forward_s, double backward_s) const {
-  return base_.overlapped_fb_time(forward_s, backward_s);
+  return below_.optimizer_step_time(parameters, gpu);
 }
 
 std::unique_ptr<CostModel> load_calibrated_cost_model(const std::string& path, const CostModel& base) {

@@ -12,7 +12,7 @@
 
 namespace pw {
 
-class CalibratedCostModel : public CostModel {
+class CalibratedCostModel : public CostModelOver {
  public:
   // `base` must outlive this model. Throws BadInput for a measured entry whose shape text is unreadable.
   CalibratedCostModel(Calibration calibration, const CostModel& base);
@@ -27,9 +27,6 @@ class CalibratedCostModel : public CostModel {
   // base model's link plus that cost.
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
-  double model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const override;
-  double memory_reserve_bytes() const override;
-  double overlapped_fb_time(double forward_s, double backward_s) const override;
   double action_overhead_s() const override { return calibration_.overheads.dispatch_s; }
 
   const Calibration& calibration() const { return calibration_; }
@@ -47,7 +44,6 @@ class CalibratedCostModel : public CostModel {
   const Known* measured_for(LayerKind kind, const LayerWork& work) const;
 
   Calibration calibration_;
-  const CostModel& base_;
   std::vector<Known> known_;
 };
 

@@ -49,4 +49,35 @@ class CostModel {
   virtual double action_overhead_s() const { return 0; }
 };
 
+// A cost model over another: it answers what it knows (measured, fitted) and passes every other question
+// to the model below, which must outlive it. Profiled and calibrated models derive from it and override
+// only what they change.
+class CostModelOver : public CostModel {
+ public:
+  explicit CostModelOver(const CostModel& below) : below_(below) {}
+
+  double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& tp_link,
+                    int tp) const override {
+    return below_.phase_time(layer, work, phase, gpu, tp_link, tp);
+  }
+  double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override {
+    return below_.collective_time(kind, bytes, ranks, link);
+  }
+  LinkSpec p2p_link(const LinkSpec& nominal) const override { return below_.p2p_link(nominal); }
+  double optimizer_step_time(double parameters, const GpuSpec& gpu) const override {
+    return below_.optimizer_step_time(parameters, gpu);
+  }
+  double model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const override {
+    return below_.model_state_bytes_per_parameter(dp, distributed_optimizer);
+  }
+  double memory_reserve_bytes() const override { return below_.memory_reserve_bytes(); }
+  double overlapped_fb_time(double forward_s, double backward_s) const override {
+    return below_.overlapped_fb_time(forward_s, backward_s);
+  }
+  double action_overhead_s() const override { return below_.action_overhead_s(); }
+
+ protected:
+  const CostModel& below_;
+};
+
 }  // namespace pw

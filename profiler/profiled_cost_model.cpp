@@ -7,7 +7,7 @@
 namespace pw {
 
 ProfiledCostModel::ProfiledCostModel(Profile profile, const Model& model, const CostModel& fallback)
-    : profile_(std::move(profile)), config_(model.transformer), fallback_(fallback) {}
+    : CostModelOver(fallback), profile_(std::move(profile)), config_(model.transformer) {}
 
 const LayerProfile* ProfiledCostModel::entry_for(LayerKind kind, int micro_batch_size, int seq_len, Recompute recompute,
                                                  int tp) const {
@@ -46,7 +46,7 @@ ProfileCoverage ProfiledCostModel::coverage(const Model& model, const Workload& 
 double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                                      const LinkSpec& tp_link, int tp) const {
   const LayerProfile* p = entry_for(layer.kind, work.micro_batch_size, work.seq_len, work.recompute_mode, tp);
-  if (!p) return fallback_.phase_time(layer, work, phase, gpu, tp_link, tp);
+  if (!p) return below_.phase_time(layer, work, phase, gpu, tp_link, tp);
   switch (phase) {
     case Phase::Forward: return p->forward.median_s;
     case Phase::BackwardInput: {
@@ -61,31 +61,15 @@ double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, 
   return 0;
 }
 
-double ProfiledCostModel::collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const {
-  return fallback_.collective_time(kind, bytes, ranks, link);
-}
-
 LinkSpec ProfiledCostModel::p2p_link(const LinkSpec& nominal) const {
-  if (profile_.links.empty()) return fallback_.p2p_link(nominal);
+  if (profile_.links.empty()) return below_.p2p_link(nominal);
   const LinkProfile& l = profile_.links.front();
   return LinkSpec{l.bandwidth_bytes_per_s, l.latency_s};
 }
 
 double ProfiledCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu) const {
   if (profile_.optimizer_s_per_parameter > 0) return profile_.optimizer_s_per_parameter * parameters;
-  return fallback_.optimizer_step_time(parameters, gpu);
+  return below_.optimizer_step_time(parameters, gpu);
 }
-
-double ProfiledCostModel::model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const {
-  return fallback_.model_state_bytes_per_parameter(dp, distributed_optimizer);
-}
-
-double ProfiledCostModel::memory_reserve_bytes() const { return fallback_.memory_reserve_bytes(); }
-
-double ProfiledCostModel::overlapped_fb_time(double forward_s, double backward_s) const {
-  return fallback_.overlapped_fb_time(forward_s, backward_s);
-}
-
-double ProfiledCostModel::action_overhead_s() const { return fallback_.action_overhead_s(); }
 
 }  // namespace pw

@@ -18,7 +18,7 @@ struct ProfileCoverage {
   std::string reason;                 // why they are missing (empty when none is)
 };
 
-class ProfiledCostModel : public CostModel {
+class ProfiledCostModel : public CostModelOver {
  public:
   // Layer times are looked up for `model`'s shapes at the micro-batch size, sequence length and recompute
   // mode of the LayerWork asked about, so one profiled model serves every micro-batch size a search tries.
@@ -31,14 +31,9 @@ class ProfiledCostModel : public CostModel {
   // lacks: the fallback.
   double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& tp_link,
                     int tp) const override;
-  double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
   // The first measured link when the profile has one.
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
-  double model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const override;
-  double memory_reserve_bytes() const override;
-  double overlapped_fb_time(double forward_s, double backward_s) const override;
-  double action_overhead_s() const override;
 
   // The profile entry used for layers of this kind at this micro-batch, or null when the fallback answers
   // (tp > 1: the profile is of one device; selective recomputation of a block without a measured rebuild).
@@ -52,7 +47,6 @@ class ProfiledCostModel : public CostModel {
  private:
   Profile profile_;
   std::optional<TransformerConfig> config_;
-  const CostModel& fallback_;
 };
 
 }  // namespace pw
