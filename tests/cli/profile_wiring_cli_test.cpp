@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#include "uniform_profile.hpp"
 #include "core/model.hpp"
 #include "profiler/profile.hpp"
 
@@ -20,28 +21,9 @@ std::string tmp(const std::string& name) { return std::string(PIPEWRIGHT_TEST_TM
 
 const std::string kLlama = source_path("examples/tiny-llama.json");
 
-// tiny-llama at micro-batch 1 x 32 tokens: every block F = 1 ms, B = 2 ms, W = 3 ms; embedding, head and the
-// optimizer free; measured by "test" on a "test CPU".
+// The uniform block profile (uniform_profile.hpp) in a file of this test's, by its absolute path.
 std::string write_uniform_profile(const std::string& name) {
-  const pw::Model model = pw::load_model(kLlama);
-  pw::Profile p;
-  p.tool = "test";
-  p.machine = pw::MachineInfo{"cpu", "test CPU", 2, 1};
-  for (pw::LayerKind k : {pw::LayerKind::Embedding, pw::LayerKind::Block, pw::LayerKind::Head}) {
-    pw::LayerProfile l;
-    l.kind = pw::layer_kind_name(k);
-    l.shape = pw::layer_shape(*model.transformer, k);
-    l.seq_len = 32;
-    const double scale = k == pw::LayerKind::Block ? 1e-3 : 0;
-    l.forward.median_s = scale;
-    l.backward_input.median_s = 2 * scale;
-    l.backward_weight.median_s = 3 * scale;
-    p.layers.push_back(l);
-  }
-  p.optimizer_s_per_parameter = 1e-15;
-  const std::string path = tmp(name);
-  std::ofstream(path) << pw::profile_to_json_text(p);
-  return std::filesystem::absolute(path).lexically_normal().string();
+  return std::filesystem::absolute(write_uniform_block_profile(tmp(name))).lexically_normal().string();
 }
 
 std::vector<std::string> simulate_args(const std::vector<std::string>& more) {

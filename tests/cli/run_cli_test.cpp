@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#include "uniform_profile.hpp"
 #include "core/model.hpp"
 #include "profiler/profile.hpp"
 
@@ -92,22 +93,7 @@ TEST_CASE("run with real compute prints the table with the loss and writes the m
 
 TEST_CASE("run --profile predicts with the measured layer times") {
   // Every block of tiny-llama takes F = 1 ms, B = 2 ms, W = 3 ms; embedding, head and optimizer are free.
-  const pw::Model model = pw::load_model(source_path("examples/tiny-llama.json"));
-  pw::Profile p;
-  for (pw::LayerKind k : {pw::LayerKind::Embedding, pw::LayerKind::Block, pw::LayerKind::Head}) {
-    pw::LayerProfile l;
-    l.kind = pw::layer_kind_name(k);
-    l.shape = pw::layer_shape(*model.transformer, k);
-    l.seq_len = 32;
-    const double scale = k == pw::LayerKind::Block ? 1e-3 : 0;
-    l.forward.median_s = scale;
-    l.backward_input.median_s = 2 * scale;
-    l.backward_weight.median_s = 3 * scale;
-    p.layers.push_back(l);
-  }
-  p.optimizer_s_per_parameter = 1e-15;
-  const std::string path = std::string(PIPEWRIGHT_TEST_TMP) + "/uniform-profile.json";
-  std::ofstream(path) << pw::profile_to_json_text(p);
+  const std::string path = write_uniform_block_profile(std::string(PIPEWRIGHT_TEST_TMP) + "/uniform-profile.json");
   const CliResult r = run_cli({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--pp",
                                "2", "--microbatches", "2", "--schedule", "gpipe", "--split", "4,4", "--iterations", "1",
                                "--warmup", "0", "--compute", "sleep", "--profile", path, "--json"});
