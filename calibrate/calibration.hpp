@@ -17,8 +17,9 @@ namespace pw {
 // + bytes x s_per_byte, where flops and bytes are layer_work()'s for the layer's shape and micro-batch
 // (PhaseWork::flops(), memory_bytes). With flop_exponent 1 (a kernel whose rate does not depend on the
 // size) the compute term is flops x s_per_flop; above 1, each FLOP costs more the larger the layer (on a
-// CPU, as the working set leaves the caches), s_per_flop being the rate at flops_ref (the largest FLOP
-// count fitted). A coefficient of 0 means that term did not help the fit (its rate is then not known).
+// CPU, as the working set leaves the caches), below 1 less (a GPU at small sizes), s_per_flop being the
+// rate at flops_ref (the largest FLOP count fitted). A coefficient of 0 means that term did not help the
+// fit or is not in its form (its rate is then not known).
 struct LayerFit {
   std::string kind;  // "embedding", "block", "head"
   Phase phase = Phase::Forward;
@@ -27,6 +28,10 @@ struct LayerFit {
   double s_per_byte = 0;
   double flop_exponent = 1;
   double flops_ref = 1;
+  std::string form = "overhead + rate + bytes";  // which terms the fit chose (layer_fit.hpp)
+  // How far off the chosen form was when it predicted the largest profiled size(s) from the smaller ones,
+  // in percent; NaN when fewer than 3 sizes were profiled.
+  double extrapolation_error_pct = std::nan("");
   FitQuality quality;
   std::vector<Residual> residuals;
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/calibration.hpp"
+#include "calibrate/layer_fit.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 
@@ -202,6 +203,8 @@ std::string calibration_to_json_text(const Calibration& c) {
                     {"s_per_byte", f.s_per_byte},
                     {"flop_exponent", f.flop_exponent},
                     {"flops_ref", f.flops_ref},
+                    {"form", f.form},
+                    {"extrapolation_error_pct", std::isfinite(f.extrapolation_error_pct) ? ojson(f.extrapolation_error_pct) : ojson(nullptr)},
                     {"flops_per_s", rate(f.s_per_flop)},
                     {"bytes_per_s", rate(f.s_per_byte)},
                     {"quality", quality_json(f.quality)},
@@ -305,7 +308,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   for (size_t i = 0; i < fits.size(); ++i) {
     const JsonFields f(fits[i], source, fmt::format("layers.fits[{}].", i));
     f.reject_unknown({"kind", "phase", "overhead_s", "s_per_flop", "s_per_byte", "flop_exponent", "flops_ref",
-                      "flops_per_s", "bytes_per_s", "quality", "residuals"});
+                      "form", "extrapolation_error_pct", "flops_per_s", "bytes_per_s", "quality", "residuals"});
     LayerFit l;
     l.kind = read_layer_kind(f, "kind");
     l.phase = read_phase(f, "phase");
@@ -314,7 +317,15 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     l.s_per_byte = f.non_negative_number("s_per_byte");
     if (f.has("flop_exponent")) l.flop_exponent = f.non_negative_number("flop_exponent");
     if (f.has("flops_ref")) l.flops_ref = f.non_negative_number("flops_ref");
-    if (l.flop_exponent < 1) f.fail("flop_exponent", fmt::format("is {}; it is 1 or more", l.flop_exponent));
+    if (l.flop_exponent < kMinExponent || l.flop_exponent > kMinExponent + kExponentSteps * kExponentStep + 1e-9)
+      f.fail("flop_exponent", fmt::format("is {}; it is between {} and {}", l.flop_exponent, kMinExponent,
+                                          kMinExponent + kExponentSteps * kExponentStep));
+    if (f.has("form")) {
+      l.form = f.string("form");
+      if (!is_fit_form(l.form)) f.fail("form", fmt::format("is '{}'; it is one of {}", l.form, fit_form_names()));
+    }
+    if (f.has("extrapolation_error_pct"))
+      l.extrapolation_error_pct = f.non_negative_number("extrapolation_error_pct");
     if (!(l.flops_ref > 0)) f.fail("flops_ref", "must be a positive FLOP count");
     l.quality = read_quality(f.object("quality"));
     l.residuals = read_residuals(f, "residuals");

@@ -117,20 +117,53 @@ std::string entry_label(const LayerProfile& e) {
 
 namespace {
 
-// The non-negative fit of overhead, compute and bytes for one exponent, on the points `use` selects.
+// The candidate forms, simplest first: a form is chosen over a simpler one only when it extrapolates
+// strictly better.
+// A form whose FLOPs or bytes are 0 at every point (an embedding's gather has no FLOPs) fits 0 there and
+// loses to the others.
+struct FitForm {
+  const char* name;
+  bool overhead, flops, bytes, exponent;
+  int parameters;
+};
+constexpr FitForm kForms[] = {
+    {"overhead", true, false, false, false, 1},
+    {"rate", false, true, false, false, 1},
+    {"bandwidth", false, false, true, false, 1},
+    {"overhead + rate", true, true, false, false, 2},
+    {"overhead + bandwidth", true, false, true, false, 2},
+    {"rate^e", false, true, false, true, 2},
+    {"overhead + rate + bytes", true, true, true, false, 3},
+    {"overhead + rate^e", true, true, false, true, 3},
+};
+
+// The weighted relative squared error of `f` on the points `use` selects (what fit_non_negative minimises).
+double relative_sse(const LayerFit& f, const std::vector<const PhaseWork*>& phases, const Eigen::VectorXd& y,
+                    const std::vector<Eigen::Index>& use) {
+  double sum = 0;
+  for (Eigen::Index r : use) {
+    const double e = (f.predict(*phases[static_cast<size_t>(r)]) - y(r)) / std::max(y(r), 1e-9);
+    sum += e * e;
+  }
+  return sum;
+}
+
+// The non-negative fit of the form's terms for one exponent, on the points `use` selects.
 LayerFit fit_with_exponent(const std::vector<const PhaseWork*>& phases, const Eigen::VectorXd& y,
-                           const std::vector<Eigen::Index>& use, double exponent, double flops_ref) {
+                           const std::vector<Eigen::Index>& use, const FitForm& form, double exponent,
+                           double flops_ref) {
   LayerFit f;
+  f.form = form.name;
   f.flop_exponent = exponent;
   f.flops_ref = flops_ref;
   const auto n = static_cast<Eigen::Index>(use.size());
-  Eigen::MatrixXd X(n, 3);
+  Eigen::MatrixXd X = Eigen::MatrixXd::Zero(n, 3);
   Eigen::VectorXd t(n);
   for (Eigen::Index r = 0; r < n; ++r) {
     const PhaseWork& p = *phases[static_cast<size_t>(use[static_cast<size_t>(r)])];
-    X(r, 0) = 1;
-    X(r, 1) = f.compute_flops(p.flops());
-    X(r, 2) = p.memory_bytes;
+    if (form.overhead) X(r, 0) = 1;
+    if (form.flops) X(r, 1) = f.compute_flops(p.flops());
+    if (form.bytes) X(r, 2) = p.memory_bytes;
     t(r) = y(use[static_cast<size_t>(r)]);
   }
   const Eigen::VectorXd c = fit_non_negative(X, t);
@@ -140,39 +173,90 @@ LayerFit fit_with_exponent(const std::vector<const PhaseWork*>& phases, const Ei
   return f;
 }
 
+// The form fitted on the points `use` selects; with an exponent, the one on the grid with the least
+// relative error there (ties: the one nearer 1).
+LayerFit fit_form(const std::vector<const PhaseWork*>& phases, const Eigen::VectorXd& y,
+                  const std::vector<Eigen::Index>& use, const FitForm& form, double flops_ref) {
+  if (!form.exponent) return fit_with_exponent(phases, y, use, form, 1, flops_ref);
+  LayerFit best;
+  double best_error = std::numeric_limits<double>::infinity(), best_distance = 0;
+  for (int step = 0; step <= kExponentSteps; ++step) {
+    const double e = kMinExponent + step * kExponentStep;
+    const LayerFit trial = fit_with_exponent(phases, y, use, form, e, flops_ref);
+    const double error = relative_sse(trial, phases, y, use), distance = std::abs(e - 1);
+    if (error < best_error * (1 - 1e-9) || (error <= best_error * (1 + 1e-9) && distance < best_distance)) {
+      best = trial;
+      best_error = error;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
-LayerFit fit_phase(const std::vector<const PhaseWork*>& phases, const Eigen::VectorXd& y, bool choose_exponent) {
+bool is_fit_form(const std::string& name) {
+  return std::any_of(std::begin(kForms), std::end(kForms), [&](const FitForm& f) { return name == f.name; });
+}
+
+std::string fit_form_names() {
+  std::string out;
+  for (const FitForm& f : kForms) out += (out.empty() ? "'" : ", '") + std::string(f.name) + "'";
+  return out;
+}
+
+LayerFit fit_phase(const std::vector<const PhaseWork*>& phases, const Eigen::VectorXd& y) {
+  // A point's size: its FLOPs, then its bytes (an embedding has bytes only).
+  auto size = [&](Eigen::Index r) {
+    const PhaseWork& p = *phases[static_cast<size_t>(r)];
+    return std::pair(p.flops(), p.memory_bytes);
+  };
   std::vector<Eigen::Index> all;
+  std::set<std::pair<double, double>> sizes;
   double flops_ref = 0;
   for (Eigen::Index r = 0; r < y.size(); ++r) {
     all.push_back(r);
+    sizes.insert(size(r));
     flops_ref = std::max(flops_ref, phases[static_cast<size_t>(r)]->flops());
   }
   if (!(flops_ref > 0)) flops_ref = 1;
-  double exponent = 1;
-  if (choose_exponent) {
-    // The exponent is the one whose fit on the smaller layers best predicts the largest (what a fit is
-    // used for is extrapolating to larger micro-batches); 1 unless another predicts it better.
-    Eigen::Index largest = 0;
-    for (Eigen::Index r = 1; r < y.size(); ++r)
-      if (phases[static_cast<size_t>(r)]->flops() > phases[static_cast<size_t>(largest)]->flops()) largest = r;
-    std::vector<Eigen::Index> rest;
-    for (Eigen::Index r : all)
-      if (phases[static_cast<size_t>(r)]->flops() < phases[static_cast<size_t>(largest)]->flops()) rest.push_back(r);
+  // Validation: the largest size (the two largest from 4 sizes on), each predicted by the form fitted on
+  // the sizes below it, since a fit is used to extrapolate to larger micro-batches. A form is a candidate
+  // when every such fit has at least as many sizes as the form has parameters.
+  const std::vector<std::pair<double, double>> ordered(sizes.begin(), sizes.end());
+  const size_t validations = ordered.size() >= 4 ? 2 : ordered.size() == 3 ? 1 : 0;
+  // No work at any point (an embedding's B): a fixed time. Otherwise, without validation, the most general
+  // linear form.
+  const FitForm* chosen = ordered.back() == std::pair(0.0, 0.0) ? &kForms[0] : &kForms[6];
+  double chosen_error = std::numeric_limits<double>::quiet_NaN();
+  if (validations > 0) {
     double best = std::numeric_limits<double>::infinity();
-    for (int step = 0; step <= kExponentSteps && rest.size() >= 2; ++step) {
-      const double e = 1 + step * kExponentStep;
-      const LayerFit trial = fit_with_exponent(phases, y, rest, e, flops_ref);
-      const double error = std::abs(trial.predict(*phases[static_cast<size_t>(largest)]) - y(largest)) /
-                           std::max(y(largest), 1e-12);
-      if (error < best - 1e-12) {
+    for (const FitForm& form : kForms) {
+      if (static_cast<size_t>(form.parameters) > ordered.size() - validations) continue;
+      double sum = 0;
+      int count = 0;
+      for (size_t v = ordered.size() - validations; v < ordered.size(); ++v) {
+        std::vector<Eigen::Index> below;
+        for (Eigen::Index r : all)
+          if (size(r) < ordered[v]) below.push_back(r);
+        const LayerFit trial = fit_form(phases, y, below, form, flops_ref);
+        for (Eigen::Index r : all)
+          if (size(r) == ordered[v]) {
+            sum += std::abs(trial.predict(*phases[static_cast<size_t>(r)]) - y(r)) / std::max(y(r), 1e-12);
+            ++count;
+          }
+      }
+      const double error = sum / count;
+      if (error < best * (1 - 1e-9)) {
         best = error;
-        exponent = e;
+        chosen = &form;
       }
     }
+    chosen_error = best * 100;
   }
-  return fit_with_exponent(phases, y, all, exponent, flops_ref);
+  LayerFit f = fit_form(phases, y, all, *chosen, flops_ref);
+  f.extrapolation_error_pct = chosen_error;
+  return f;
 }
 
 std::vector<LayerFit> fit_layers(const std::vector<LayerProfile>& entries, const std::string& source,
@@ -209,7 +293,7 @@ std::vector<LayerFit> fit_layers(const std::vector<LayerProfile>& entries, const
         phases.push_back(&phase_work(work[static_cast<size_t>(r)], phase));
         y(r) = measured_seconds(entries[idx[static_cast<size_t>(r)]], phase);
       }
-      LayerFit f = fit_phase(phases, y, distinct.size() >= 3);
+      LayerFit f = fit_phase(phases, y);
       f.kind = kind;
       f.phase = phase;
       for (Eigen::Index r = 0; r < n; ++r) {

@@ -30,14 +30,25 @@ double measured_seconds(const LayerProfile& entry, Phase phase);  // the median
 // "block forward b=8 s=32" and the like.
 std::string entry_label(const LayerProfile& entry);
 
-// The exponents fit_phase() tries: 1, 1.005, ..., 1.3.
+// The FLOP exponents the forms with one try: 0.5, 0.505, ..., 1.5 (below 1: a kernel that uses the machine
+// better as it grows, as a GPU does at small micro-batches; above 1: worse, as a CPU does once the working
+// set leaves the caches).
+constexpr double kMinExponent = 0.5;
 constexpr double kExponentStep = 0.005;
-constexpr int kExponentSteps = 60;
+constexpr int kExponentSteps = 200;
 
-// One kind and phase over its measured points (`phases[i]`'s work measured as y(i) seconds): with
-// `choose_exponent` (3 or more sizes), the FLOP exponent whose fit on all but the largest point predicts
-// that point best, else 1; then the fit on every point.
-LayerFit fit_phase(const std::vector<const PhaseWork*>& phases, const Eigen::VectorXd& y, bool choose_exponent);
+// One kind and phase over its measured points (`phases[i]`'s work measured as y(i) seconds). The form is
+// one of: overhead; rate; bandwidth; overhead + rate; overhead + bandwidth; rate^e; overhead + rate + bytes;
+// overhead + rate^e (a size is a point's FLOPs, then its bytes). From 3 distinct sizes on, it is the one
+// whose fit on the smaller sizes best predicts the largest (from 4 sizes, the two largest, each from the
+// sizes below it), among the forms with no more parameters than those fits have sizes; ties go to the
+// simpler form. With fewer, nothing can be validated: overhead + rate + bytes, the most general linear
+// form (overhead when no point has any work). Then the form is fitted on every point, and LayerFit::extrapolation_error_pct says how well it
+// predicted the held-back sizes.
+LayerFit fit_phase(const std::vector<const PhaseWork*>& phases, const Eigen::VectorXd& y);
+
+bool is_fit_form(const std::string& name);
+std::string fit_form_names();  // "'rate', 'overhead + rate', ..."
 
 // Fits every kind and phase the entries hold. BadInput naming `source` when a kind has fewer than two
 // distinct micro-batch shapes (nothing to fit a slope on); a warning is appended when a kind has fewer

@@ -47,14 +47,18 @@ std::string percent_or_dash(double pct) { return std::isfinite(pct) ? fmt::forma
 void print_layers(std::ostream& out, const Calibration& c) {
   out << "layers: time = overhead + FLOPs^e / rate + bytes / bandwidth (per layer kind and phase, layer_work()'s "
          "FLOPs and bytes)\n";
-  out << fmt::format("  {:<10} {:<16} {:>10} {:>14} {:>6} {:>12} {:>7} {:>9} {:>9} {:>6}\n", "kind", "phase", "overhead",
-                     "rate", "e", "bandwidth", "R^2", "rms err", "max err", "points");
+  out << fmt::format("  {:<10} {:<16} {:<23} {:>10} {:>14} {:>6} {:>12} {:>8} {:>7} {:>9} {:>9} {:>6}\n", "kind",
+                     "phase", "form", "overhead", "rate", "e", "bandwidth", "extrap", "R^2", "rms err", "max err",
+                     "points");
   for (const LayerFit& f : c.layers)
-    out << fmt::format("  {:<10} {:<16} {:>10} {:>14} {:>6.3f} {:>12} {}\n", f.kind, phase_name(f.phase),
-                       format_seconds(f.overhead_s), f.s_per_flop > 0 ? format_flops(1 / f.s_per_flop) : "-",
-                       f.flop_exponent, f.s_per_byte > 0 ? format_rate(1 / f.s_per_byte) : "-", quality_text(f.quality));
-  out << "  rate, bandwidth: '-' where that term did not help the fit (its coefficient is 0); rate is at the largest\n"
-         "  FLOP count fitted, e the exponent of the FLOPs (1: a rate that does not depend on the size)\n\n";
+    out << fmt::format("  {:<10} {:<16} {:<23} {:>10} {:>14} {:>6.3f} {:>12} {:>8} {}\n", f.kind, phase_name(f.phase),
+                       f.form, format_seconds(f.overhead_s), f.s_per_flop > 0 ? format_flops(1 / f.s_per_flop) : "-",
+                       f.flop_exponent, f.s_per_byte > 0 ? format_rate(1 / f.s_per_byte) : "-",
+                       percent_or_dash(f.extrapolation_error_pct), quality_text(f.quality));
+  out << "  form: the terms chosen, as the one that best predicted the largest profiled size(s) from the smaller\n"
+         "  ones (extrap: how far off that prediction was; '-' with fewer than 3 sizes); rate, bandwidth: '-' where\n"
+         "  that term is not in the form or did not help (coefficient 0); rate is at the largest FLOP count fitted,\n"
+         "  e the exponent of the FLOPs (1: a rate that does not depend on the size)\n\n";
 }
 
 void print_links(std::ostream& out, const Calibration& c) {

@@ -76,41 +76,53 @@ std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vect
     throw_bad_input("--seq-len: {} exceeds the {} learned positions of '{}'; use --seq-len {} or less", seq_len,
                     c.max_seq_len, model.name, c.max_seq_len);
   CpuModel m(small, 1);
-  std::vector<LayerProfile> out;
+  // Every layer at every size is one item of an interleaved measurement, each with its own inputs.
+  struct Item {
+    LayerProfile p;
+    LayerRange range;
+    MicroBatch mb;
+    Mat x, dy;
+  };
+  std::vector<Item> items;
   for (int b : micro_batch_sizes) {
     if (b < 1) throw_bad_input("--micro-batch-size: must be at least 1, got {}", b);
-    const MicroBatch mb = synthetic_microbatch(1, 0, 0, b, seq_len, c.vocab);
     const Eigen::Index n = static_cast<Eigen::Index>(b) * seq_len;
-    const Mat x = random_matrix(n, c.hidden, 2);
-    const Mat dy = random_matrix(n, c.hidden, 3);
     for (int i = 0; i < small.num_layers(); ++i) {
-      const LayerRange range{i, i};
       const LayerKind kind = small.layers[static_cast<size_t>(i)].kind;
-      LayerProfile p;
-      p.kind = layer_kind_name(kind);
-      p.shape = layer_shape(c, kind);
-      p.micro_batch_size = b;
-      p.seq_len = seq_len;
-      auto samples = repeat_phases(options, 3, [&] {
-        StageContext ctx;
-        const auto t0 = ProfClock::now();
-        const Mat y = m.forward(range, x, mb, ctx);
-        const auto t1 = ProfClock::now();
-        p.activation_bytes = ctx.bytes();
-        p.output_bytes = kind == LayerKind::Head ? 0 : bytes_of(y);
-        m.backward_input(range, dy, ctx, 1.0, /*defer_weights=*/true);
-        const auto t2 = ProfClock::now();
-        p.weight_grad_bytes = ctx.bytes();
-        m.backward_weight(ctx);
-        const auto t3 = ProfClock::now();
-        return std::vector<double>{seconds(t0, t1), seconds(t1, t2), seconds(t2, t3)};
-      });
-      p.forward = timing_of(samples[0]);
-      p.backward_input = timing_of(samples[1]);
-      p.backward_weight = timing_of(samples[2]);
-      if (kind == LayerKind::Block) p.selective_recompute = time_selective_recompute(c, b, seq_len, options);
-      out.push_back(p);
+      Item it{{}, LayerRange{i, i}, synthetic_microbatch(1, 0, 0, b, seq_len, c.vocab), random_matrix(n, c.hidden, 2),
+              random_matrix(n, c.hidden, 3)};
+      it.p.kind = layer_kind_name(kind);
+      it.p.shape = layer_shape(c, kind);
+      it.p.micro_batch_size = b;
+      it.p.seq_len = seq_len;
+      items.push_back(std::move(it));
     }
+  }
+  std::vector<TimedRun> runs;
+  for (Item& it : items)
+    runs.push_back([&m, &it] {
+      StageContext ctx;
+      const auto t0 = ProfClock::now();
+      const Mat y = m.forward(it.range, it.x, it.mb, ctx);
+      const auto t1 = ProfClock::now();
+      it.p.activation_bytes = ctx.bytes();
+      it.p.output_bytes = it.p.kind == "head" ? 0 : bytes_of(y);
+      m.backward_input(it.range, it.dy, ctx, 1.0, /*defer_weights=*/true);
+      const auto t2 = ProfClock::now();
+      it.p.weight_grad_bytes = ctx.bytes();
+      m.backward_weight(ctx);
+      const auto t3 = ProfClock::now();
+      return std::vector<double>{seconds(t0, t1), seconds(t1, t2), seconds(t2, t3)};
+    });
+  auto samples = repeat_interleaved(options, 3, runs);
+  std::vector<LayerProfile> out;
+  for (size_t k = 0; k < items.size(); ++k) {
+    LayerProfile& p = items[k].p;
+    p.forward = timing_of(samples[k][0]);
+    p.backward_input = timing_of(samples[k][1]);
+    p.backward_weight = timing_of(samples[k][2]);
+    if (p.kind == "block") p.selective_recompute = time_selective_recompute(c, p.micro_batch_size, seq_len, options);
+    out.push_back(p);
   }
   return out;
 }

@@ -104,7 +104,16 @@ TEST_CASE("calibration.json: another format, a newer version, bad fields") {
   std::string exponent = text;
   const std::string one = "\"flop_exponent\": 1.0";
   REQUIRE(exponent.find(one) != std::string::npos);
-  exponent.replace(exponent.find(one), one.size(), "\"flop_exponent\": 0.5");
+  exponent.replace(exponent.find(one), one.size(), "\"flop_exponent\": 0.4");
   CHECK(bad_input([&] { pw::calibration_from_json_text(exponent, "c.json"); }) ==
-        "c.json: layers.fits[0].flop_exponent is 0.5; it is 1 or more");
+        "c.json: layers.fits[0].flop_exponent is 0.4; it is between 0.5 and 1.5");
+  std::string form = text;
+  const std::string form_key = "\"form\": \"";
+  REQUIRE(form.find(form_key) != std::string::npos);
+  form.insert(form.find(form_key) + form_key.size(), "cubic ");
+  const std::string cubic = form.substr(form.find(form_key) + form_key.size(), form.find('"', form.find(form_key) + form_key.size()) - form.find(form_key) - form_key.size());
+  CHECK(bad_input([&] { pw::calibration_from_json_text(form, "c.json"); }) ==
+        "c.json: layers.fits[0].form is '" + cubic +
+            "'; it is one of 'overhead', 'rate', 'bandwidth', 'overhead + rate', 'overhead + bandwidth', 'rate^e', "
+            "'overhead + rate + bytes', 'overhead + rate^e'");
 }

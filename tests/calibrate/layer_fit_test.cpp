@@ -133,8 +133,9 @@ TEST_CASE("a profile at one micro-batch size is rejected; two sizes fit with a w
 
 TEST_CASE("a compute rate that falls with the layer's size is fitted by the FLOP exponent and extrapolated") {
   // Points with no overhead and no bytes term: t = 1e-9 s x 1e6 x (F / 1e6)^1.1 for F = 1, 2, 4, 8 MFLOP.
-  // The exponent that makes the fit on 1, 2, 4 predict 8 is 1.1 (on the grid of 0.005), and the fit on all
-  // four then predicts 16 MFLOP exactly: 1e-3 x 16^1.1 s.
+  // Validation predicts 4 from 1, 2 and 8 from 1, 2, 4: only the form rate^e does so exactly, with the
+  // exponent 1.1 (on the grid of 0.005), and its fit on all four then predicts 16 MFLOP exactly:
+  // 1e-3 x 16^1.1 s.
   std::vector<pw::PhaseWork> work(4);
   Eigen::VectorXd y(4);
   for (int i = 0; i < 4; ++i) {
@@ -143,14 +144,46 @@ TEST_CASE("a compute rate that falls with the layer's size is fitted by the FLOP
   }
   std::vector<const pw::PhaseWork*> phases;
   for (const pw::PhaseWork& p : work) phases.push_back(&p);
-  const pw::LayerFit f = pw::fit_phase(phases, y, true);
+  const pw::LayerFit f = pw::fit_phase(phases, y);
+  CHECK(f.form == "rate^e");
   CHECK(f.flop_exponent == Approx(1.1).margin(1e-9));
+  CHECK(f.extrapolation_error_pct == Approx(0).margin(1e-6));
   pw::PhaseWork larger;
   larger.gemm_flops = 16e6;
   CHECK(f.predict(larger) == Approx(1e-3 * std::pow(16, 1.1)).epsilon(1e-3));
-  // With a constant rate the exponent stays 1.
+  // A rate that rises with the size (a GPU filling up): exponent 0.8.
+  for (int i = 0; i < 4; ++i) y(i) = 1e-3 * std::pow(1 << i, 0.8);
+  const pw::LayerFit g = pw::fit_phase(phases, y);
+  CHECK(g.form == "rate^e");
+  CHECK(g.flop_exponent == Approx(0.8).margin(1e-9));
+  // With a constant rate the simplest form fits exactly and is kept: rate, exponent 1.
   for (int i = 0; i < 4; ++i) y(i) = 1e-3 * (1 << i);
-  CHECK(pw::fit_phase(phases, y, true).flop_exponent == 1);
-  // Fewer than three sizes: no exponent is chosen.
-  CHECK(pw::fit_phase(phases, y * 1.0, false).flop_exponent == 1);
+  const pw::LayerFit h = pw::fit_phase(phases, y);
+  CHECK(h.form == "rate");
+  CHECK(h.flop_exponent == 1);
+  // Fewer than three sizes: nothing to validate on; the general linear form, no extrapolation error.
+  const std::vector<const pw::PhaseWork*> two(phases.begin(), phases.begin() + 2);
+  const pw::LayerFit k = pw::fit_phase(two, y.head(2));
+  CHECK(k.form == "overhead + rate + bytes");
+  CHECK(std::isnan(k.extrapolation_error_pct));
+}
+
+TEST_CASE("a fixed cost per launch is fitted as overhead + rate") {
+  // t = 20 us + F x 1 ns for F = 1, 2, 4 MFLOP (a GPU kernel launch beside its work): predicting 4 from 1
+  // and 2, the line through them is exact where rate alone (1.007 ms from the least relative error) and
+  // rate^e (exponent log2(2020/1020) = 0.986) are not, so overhead + rate is chosen and its fit on all
+  // three gives back 20 us and 1 ns/FLOP.
+  std::vector<pw::PhaseWork> work(3);
+  Eigen::VectorXd y(3);
+  for (int i = 0; i < 3; ++i) {
+    work[static_cast<size_t>(i)].gemm_flops = 1e6 * (1 << i);
+    y(i) = 20e-6 + 1e-9 * 1e6 * (1 << i);
+  }
+  std::vector<const pw::PhaseWork*> phases;
+  for (const pw::PhaseWork& p : work) phases.push_back(&p);
+  const pw::LayerFit f = pw::fit_phase(phases, y);
+  CHECK(f.form == "overhead + rate");
+  CHECK(f.overhead_s == Approx(20e-6).epsilon(1e-6));
+  CHECK(f.s_per_flop == Approx(1e-9).epsilon(1e-6));
+  CHECK(f.extrapolation_error_pct == Approx(0).margin(1e-6));
 }
