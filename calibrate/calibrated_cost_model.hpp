@@ -28,6 +28,7 @@ class CalibratedCostModel : public CostModelOver {
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
   double action_overhead_s() const override { return calibration_.overheads.dispatch_s; }
+  double transfer_compute_slowdown() const override { return calibration_.overheads.transfer_slowdown; }
 
   const Calibration& calibration() const { return calibration_; }
 

@@ -85,9 +85,8 @@ struct CollectiveFit {
 
 // The executor's costs beyond the layers' own times, fitted to runs. In the simulator: every compute
 // action's layer time x compute_scale, plus dispatch_s per phase it runs (F, B, W: 1; BW: 2; an F&B: 3),
-// and transfer_s on every point-to-point transfer. transfer_slowdown (compute runs 1 + transfer_slowdown
-// times longer while a transfer to or from its rank is in flight) is fitted from traces and reported;
-// the simulator does not charge it (docs/calibration.md).
+// transfer_s on every point-to-point transfer, and transfer_slowdown (compute runs 1 + transfer_slowdown
+// times longer while a transfer to or from its rank is in flight; fitted from traces, 0 without them).
 struct RunOverheads {
   bool fitted = false;  // false: no runs; the defaults below change nothing
   double compute_scale = 1;

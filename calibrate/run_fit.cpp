@@ -66,7 +66,7 @@ RunOverheads fit_run_overheads(const Calibration& layers, const std::vector<RunR
   if (runs.empty()) return o;
   o.fitted = true;
 
-  // Compute terms: rows of [predicted layer time, phases run, predicted time x transfer overlap].
+  // Compute terms: rows of [predicted layer time, phases run, measured time x transfer overlap].
   const CalibratedCostModel plain(with_overheads(layers, RunOverheads{}), base);
   std::vector<std::array<double, 3>> rows;
   std::vector<double> y;
@@ -80,7 +80,10 @@ RunOverheads fit_run_overheads(const Calibration& layers, const std::vector<RunR
         const ActionCost a = action_cost(s.action, ev.stages);
         const double measured = s.end_s - s.start_s;
         if (!(measured > 0)) continue;  // a slice too short for the clock says nothing
-        rows.push_back({a.seconds, static_cast<double>(a.phases), a.seconds * transfer_overlap(s, *run.trace, ev.schedule.placement)});
+        // Slowed by s while a transfer is in flight (the simulator's rule), an action that spends the fraction
+        // o of its measured time D beside transfers does D (1 - o) + D o / (1 + s) of work: D = work +
+        // k D o with k = s / (1 + s), linear in the measured D o.
+        rows.push_back({a.seconds, static_cast<double>(a.phases), measured * transfer_overlap(s, *run.trace, ev.schedule.placement)});
         y.push_back(measured);
       }
       continue;
@@ -113,7 +116,10 @@ RunOverheads fit_run_overheads(const Calibration& layers, const std::vector<RunR
                     "calibrate on real-compute runs of the profiled model on this machine");
   o.compute_scale = c(0);
   o.dispatch_s = c(1);
-  o.transfer_slowdown = c(0) > 0 ? c(2) / c(0) : 0;
+  if (c(2) >= 1)
+    throw_bad_input("runs: the traces' compute does not progress while transfers run beside it (slowdown fitted "
+                    "without bound); calibrate on traces of real-compute runs");
+  o.transfer_slowdown = c(2) / (1 - c(2));
   std::vector<Residual> compute;
   for (Eigen::Index i = 0; i < n; ++i) compute.push_back({"", Y(i), X.row(i).dot(c)});
   o.compute_quality = fit_quality(compute);

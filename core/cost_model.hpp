@@ -47,6 +47,11 @@ class CostModel {
   // overhead (a calibrated model fits it to runs; 0 for the others). stage_costs() adds it once to each
   // stage's F, B and W, so an action that runs B and W together (BW) pays it twice.
   virtual double action_overhead_s() const { return 0; }
+
+  // How much slower compute runs while a point-to-point transfer to or from its rank is in flight, as a
+  // fraction: 0.1 makes it run 1.1 times as long for that time (communication kernels sharing the GPU's
+  // SMs and memory bandwidth; a calibrated model fits it to traces of runs). The simulator charges it.
+  virtual double transfer_compute_slowdown() const { return 0; }
 };
 
 // A cost model over another: it answers what it knows (measured, fitted) and passes every other question
@@ -75,6 +80,7 @@ class CostModelOver : public CostModel {
     return below_.overlapped_fb_time(forward_s, backward_s);
   }
   double action_overhead_s() const override { return below_.action_overhead_s(); }
+  double transfer_compute_slowdown() const override { return below_.transfer_compute_slowdown(); }
 
  protected:
   const CostModel& below_;

@@ -65,6 +65,14 @@ struct RankState {
   bool blocked = false;  // at a receive whose data has not arrived
   double wait_since = 0;
   double compute_start = 0;
+  // The compute in progress when transfers slow it (transfer_compute_slowdown > 0): the seconds of it left
+  // at full speed as of segment_start, its current speed, and the version of its completion event.
+  double compute_left = 0;
+  double segment_start = 0;
+  double compute_speed = 1;
+  std::uint32_t compute_version = 0;
+  bool computing = false;
+  int transfers_in_flight = 0;  // to or from this rank
   double collective_start = 0;
   double send_start = 0;  // of the transfer on the send lane (one at a time)
   double bytes = 0;
@@ -281,6 +289,10 @@ class PipelineSimulation {
     }
     for (RankState& R : ranks_) R.iteration_length = R.size / static_cast<std::uint32_t>(iterations_);
     iteration_end_.assign(static_cast<std::size_t>(iterations_), 0.0);
+    slowdown_ = in_.cost ? in_.cost->transfer_compute_slowdown() : 0.0;
+    if (!finite_non_negative(slowdown_))
+      throw_bad_input("cost model {}: the compute slowdown during transfers is {}; it must be a finite number >= 0",
+                      in_.cost->name(), slowdown_);
     engine_.reserve(static_cast<std::size_t>(num_ranks_) * 4 + 64);
   }
 
@@ -412,7 +424,9 @@ class PipelineSimulation {
   // ---- the run ----
   void handle(const EngineEvent& e) {
     switch (e.kind) {
-      case kComputeDone: compute_done(static_cast<int>(e.target)); break;
+      case kComputeDone:
+        if (e.version == ranks_[e.target].compute_version) compute_done(static_cast<int>(e.target));
+        break;
       case kFlow: {
         std::uint32_t id;
         if (links_.finish(engine_, e, id)) transfer_done(id);
@@ -447,7 +461,16 @@ class PipelineSimulation {
           }
           R.held += c.held_start;
           R.peak_held = std::max(R.peak_held, R.held);
-          engine_.at(now + c.duration, kComputeDone, static_cast<std::uint32_t>(r));
+          if (slowdown_ > 0) {
+            R.computing = true;
+            R.compute_left = c.duration;
+            R.segment_start = now;
+            R.compute_speed = R.transfers_in_flight > 0 ? 1 / (1 + slowdown_) : 1.0;
+            engine_.at(now + R.compute_left / R.compute_speed, kComputeDone, static_cast<std::uint32_t>(r),
+                       ++R.compute_version);
+          } else {
+            engine_.at(now + c.duration, kComputeDone, static_cast<std::uint32_t>(r));
+          }
           return;
         }
         case StepKind::Send:
@@ -472,7 +495,8 @@ class PipelineSimulation {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     const ComputeCost& c = costs_[R.steps[R.pc].index];
     const double now = engine_.now();
-    R.busy += c.duration;
+    R.busy += slowdown_ > 0 ? now - R.compute_start : c.duration;
+    R.computing = false;
     R.last_compute_end = now;
     if (c.frees) {
       R.bytes -= c.release;
@@ -497,6 +521,25 @@ class PipelineSimulation {
     R.send_start = engine_.now();
     R.p2p_sent += b.bytes;
     links_.start(engine_, b.link, b.bytes, kFlow, id);
+    transfer_touches(b.src, +1);
+    transfer_touches(b.dst, +1);
+  }
+
+  // A transfer to or from rank r started (+1) or arrived (-1). When that starts or ends the rank's time
+  // with transfers in flight, the compute in progress changes speed: what it has left is brought up to
+  // date and its completion re-issued under a new version.
+  void transfer_touches(int r, int delta) {
+    if (!(slowdown_ > 0)) return;
+    RankState& R = ranks_[static_cast<std::size_t>(r)];
+    const bool before = R.transfers_in_flight > 0;
+    R.transfers_in_flight += delta;
+    const bool after = R.transfers_in_flight > 0;
+    if (before == after || !R.computing) return;
+    const double now = engine_.now();
+    R.compute_left = std::max(0.0, R.compute_left - (now - R.segment_start) * R.compute_speed);
+    R.segment_start = now;
+    R.compute_speed = after ? 1 / (1 + slowdown_) : 1.0;
+    engine_.at(now + R.compute_left / R.compute_speed, kComputeDone, static_cast<std::uint32_t>(r), ++R.compute_version);
   }
 
   void transfer_done(std::uint32_t id) {
@@ -505,6 +548,8 @@ class PipelineSimulation {
     const double now = engine_.now();
     flags_[id] |= kArrived;
     last_arrival_ = std::max(last_arrival_, now);
+    transfer_touches(b.src, -1);
+    transfer_touches(b.dst, -1);
     RankState& S = ranks_[static_cast<std::size_t>(b.src)];
     const double start = S.send_start;  // this transfer's: the lane runs one at a time
     if (observer_) emit(b.src, Lane::Send, send_action(k), start, now, b.bytes, id);
@@ -658,6 +703,7 @@ class PipelineSimulation {
   std::vector<RankState> ranks_;
   std::vector<int> grad_count_;
   double last_arrival_ = 0;
+  double slowdown_ = 0;                  // the cost model's transfer_compute_slowdown()
   int iterations_ = 1;
   int iteration_m_ = 0;                  // micro-batches per iteration
   std::vector<double> optimizer_s_;      // per rank: its stages' optimizer steps

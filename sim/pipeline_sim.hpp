@@ -1,8 +1,9 @@
 #pragma once
 // The pipeline model on the discrete-event engine (sim/engine.hpp): each pipeline rank has a compute
 // stream that runs its lowered action list in order, a send lane and a receive lane; transfers cross
-// links whose bandwidth is shared by the transfers on them at once; memory is allocated at F and freed
-// at B/W by the stage's deltas. One synchronised iteration: pipeline flush, data-parallel gradient
+// links whose bandwidth is shared by the transfers on them at once; compute slows by the cost model's
+// transfer_compute_slowdown() while a transfer to or from its rank is in flight; memory is allocated at
+// F and freed at B/W by the stage's deltas. One synchronised iteration: pipeline flush, data-parallel gradient
 // reduction per stage (starting when the stage's last weight gradient is done), optimizer step.
 #include <string>
 #include <vector>
@@ -52,7 +53,7 @@ struct SimInput {
   std::vector<StageCost> stages;     // indexed by stage
   std::vector<int> rank_gpu;         // pipeline rank -> global GPU index (for links); empty: rank r -> r
   Cluster cluster;
-  const CostModel* cost = nullptr;   // for p2p link efficiency; null: links as given
+  const CostModel* cost = nullptr;   // p2p links and compute slowdown during transfers; null: links as given, none
   // true: every rank waits for the whole flush (the global gradient check) before its optimizer step.
   // false: each rank steps as soon as its own work and gradient reductions are done; with iterations
   // > 1 that many iterations run back to back, each rank starting the next one right after its own

@@ -1,6 +1,6 @@
 #pragma once
-// Synthetic measurements from known cost parameters with deterministic noise: profiles, and run JSON files
-// written as `pipewright run --json` writes them, for the calibration tests.
+// Synthetic measurements from known cost parameters with deterministic noise: profiles, and run JSON and
+// trace files written as `pipewright run --json` and `--trace` write them, for the calibration tests.
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -13,6 +13,7 @@
 #include "core/analytic_cost_model.hpp"
 #include "planner/plan_file.hpp"
 #include "profiler/profile.hpp"
+#include "sim/chrome_trace.hpp"
 
 namespace synth {
 
@@ -125,6 +126,13 @@ inline std::string run_file(const std::string& name, const pw::Scenario& scenari
       {"ranks", ranks},
       {"scenario", nlohmann::json::parse(pw::plan_to_json_text(ev, pw::PlanExtras{"run", {}, {}, std::nullopt}))}};
   return write(name, doc.dump(2));
+}
+
+// The trace `pipewright run --trace` would write for the scenario run as `truth` simulates it.
+inline std::string trace_file(const std::string& name, const pw::Scenario& scenario, const pw::CostModel& truth) {
+  pw::ChromeTraceWriter writer;
+  pw::evaluate(scenario, truth, &writer);
+  return write(name, writer.trace().dump());
 }
 
 }  // namespace synth

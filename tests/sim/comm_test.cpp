@@ -130,3 +130,60 @@ TEST_CASE("a rank's sends leave one at a time", "[sim][comm]") {
     CHECK(e.end_s == 2.0 * (i + 1));
   }
 }
+
+namespace {
+
+// Links as given; compute runs 1 + `slowdown` times as long while a transfer touches its rank.
+class SlowdownCost : public HalfLinkCost {
+ public:
+  explicit SlowdownCost(double slowdown) : slowdown_(slowdown) {}
+  LinkSpec p2p_link(const LinkSpec& nominal) const override { return nominal; }
+  double transfer_compute_slowdown() const override { return slowdown_; }
+
+ private:
+  double slowdown_;
+};
+
+}  // namespace
+
+TEST_CASE("compute slows down while a transfer to or from its rank is in flight", "[sim][comm]") {
+  // GPipe, 2 stages, 2 micro-batches; F 1 ms on stage 0 and 2 ms on stage 1; each forward transfer
+  // 0.3 ms (600 kB at 2 GB/s, no latency); slowdown 1 (compute at half speed while a transfer is in flight).
+  //  - rank 0: F0 [0, 1]; its send [1, 1.3] overlaps F1 from 1: 0.15 ms of work done by 1.3, the other
+  //    0.85 ms at full speed: F1 ends at 2.15 (not 2), and its send runs [2.15, 2.45].
+  //  - rank 1: F0 from 1.3 at full speed until 2.15 (0.85 ms done), at half speed until 2.45 (0.15 more),
+  //    then the last 1 ms: it ends at 3.45 (not 3.3); F1 then runs alone: [3.45, 5.45].
+  const double bytes = 600e3, bw = 2e9;
+  std::vector<StageCost> costs = uniform_costs(2, 1e-3, 1e-3, 1e-3, 0, 0, bytes);
+  costs[1].forward_s = 2e-3;
+  SimInput in = sim_input(generated("gpipe", 2, 2), costs, one_node_cluster(bw, 0));
+  SlowdownCost slow(1.0);
+  in.cost = &slow;
+  Recorder rec;
+  const SimResult r = simulate(in, &rec);
+  const SimEvent& r0f1 = find_event(rec.events(), 0, Lane::Compute, "0F1");
+  CHECK(r0f1.start_s == Approx(1e-3).epsilon(1e-12));
+  CHECK(r0f1.end_s == Approx(2.15e-3).epsilon(1e-12));
+  CHECK(find_event(rec.events(), 0, Lane::Send, "0SEND_F1").start_s == Approx(2.15e-3).epsilon(1e-12));
+  const SimEvent& r1f0 = find_event(rec.events(), 1, Lane::Compute, "1F0");
+  CHECK(r1f0.start_s == Approx(1.3e-3).epsilon(1e-12));
+  CHECK(r1f0.end_s == Approx(3.45e-3).epsilon(1e-12));
+  const SimEvent& r1f1 = find_event(rec.events(), 1, Lane::Compute, "1F1");
+  CHECK(r1f1.start_s == Approx(3.45e-3).epsilon(1e-12));
+  CHECK(r1f1.end_s == Approx(5.45e-3).epsilon(1e-12));
+  // Busy time is the compute lane's wall time: the slowed actions count at their stretched length.
+  double busy0 = 0;
+  for (const SimEvent& e : rec.events())
+    if (e.rank == 0 && e.lane == Lane::Compute) busy0 += e.end_s - e.start_s;
+  CHECK(r.ranks[0].busy_s == Approx(busy0).epsilon(1e-12));
+  CHECK(r.ranks[0].busy_s > 2e-3 + 2 * 2e-3);  // more than the 6 ms of F and BW at full speed
+
+  // Slowdown 0 is the plain simulation, to the bit.
+  SlowdownCost none(0.0);
+  in.cost = &none;
+  const SimInput base = sim_input(generated("gpipe", 2, 2), costs, one_node_cluster(bw, 0));
+  Recorder with_none, without;
+  CHECK(simulate(in, &with_none).step_time_s == simulate(base, &without).step_time_s);
+  CHECK(with_none.events() == without.events());
+  CHECK(find_event(without.events(), 0, Lane::Compute, "0F1").end_s == Approx(2e-3).epsilon(1e-12));
+}
