@@ -140,7 +140,10 @@ Calibration calibrate(const CalibrateInputs& in) {
   const LinkFits links = fit_links(profile.links, in.profile, c.warnings);
   c.link = links.pooled;
   c.link_pairs = links.pairs;
-  c.collectives = fit_collectives(in.collectives, c.warnings);
+  // The profile's own collectives (the CUDA profiler's, with --links) and any given beside it.
+  std::vector<CollectiveSample> collectives = profile.collectives;
+  collectives.insert(collectives.end(), in.collectives.begin(), in.collectives.end());
+  c.collectives = fit_collectives(collectives, c.warnings);
   if (profile.optimizer_s_per_parameter <= 0)
     c.warnings.push_back(fmt::format("{}: no optimizer time; the optimizer step comes from the analytic model", in.profile));
 

@@ -14,7 +14,7 @@ struct CalibrateInputs {
   std::vector<std::string> traces;  // their --trace files, one per run, or none
   double holdout = 0;               // fraction in [0, 1) of micro-batch shapes and runs left out of the fit
   std::string cluster;              // the cluster whose GPU the analytic defaults run on; empty: the first run's
-  std::vector<CollectiveSample> collectives;  // measured collectives (the CPU profile has none)
+  std::vector<CollectiveSample> collectives;  // measured beside the profile's own (the CPU profile has none)
 };
 
 // Which micro-batch shapes (b, s) are held out: the round(fraction x n) largest by tokens (at least one when

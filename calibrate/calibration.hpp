@@ -63,15 +63,8 @@ struct LinkFit {
   std::vector<Residual> residuals;
 };
 
-// One measured ring collective: `bytes` is the array size (nccl-tests' convention) over `ranks` ranks whose
-// slowest link is `link`.
-struct CollectiveSample {
-  CollectiveKind kind = CollectiveKind::AllReduce;
-  int ranks = 2;
-  double bytes = 0;
-  double time_s = 0;
-  LinkSpec link;
-};
+// One measured ring collective, as a profile records it (profiler/profile.hpp).
+using CollectiveSample = CollectiveProfile;
 
 // The bus bandwidth a collective of this kind reaches, as a fraction of its link's: time = steps x link
 // latency + traffic x bytes / (efficiency x link bandwidth), with the ring's steps and traffic
@@ -142,7 +135,6 @@ struct Calibration {
 };
 
 const char* phase_name(Phase phase);  // "forward", "backward_input", "backward_weight"
-const char* collective_name(CollectiveKind kind);  // "all_reduce", "all_gather", "reduce_scatter"
 
 std::string calibration_to_json_text(const Calibration& c);
 // BadInput naming `source` and the field for anything missing, malformed, of another format or version.

@@ -95,9 +95,10 @@ Phase read_phase(const JsonFields& f, const std::string& key) {
 
 CollectiveKind read_collective_kind(const JsonFields& f, const std::string& key) {
   const std::string name = f.string(key);
-  for (CollectiveKind k : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter})
-    if (name == collective_name(k)) return k;
-  f.fail(key, fmt::format("is \"{}\"; give \"all_reduce\", \"all_gather\" or \"reduce_scatter\"", name));
+  CollectiveKind k;
+  if (!collective_from_name(name, k))
+    f.fail(key, fmt::format("is \"{}\"; give \"all_reduce\", \"all_gather\" or \"reduce_scatter\"", name));
+  return k;
 }
 
 std::string read_layer_kind(const JsonFields& f, const std::string& key) {
@@ -147,15 +148,6 @@ const char* phase_name(Phase phase) {
     case Phase::Forward: return "forward";
     case Phase::BackwardInput: return "backward_input";
     case Phase::BackwardWeight: return "backward_weight";
-  }
-  return "?";
-}
-
-const char* collective_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::AllReduce: return "all_reduce";
-    case CollectiveKind::AllGather: return "all_gather";
-    case CollectiveKind::ReduceScatter: return "reduce_scatter";
   }
   return "?";
 }

@@ -365,4 +365,22 @@ void check_tensor_parallel(const Model& model, int tp) {
                     model.name, c.kv_heads);
 }
 
+const char* collective_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::AllReduce: return "all_reduce";
+    case CollectiveKind::AllGather: return "all_gather";
+    case CollectiveKind::ReduceScatter: return "reduce_scatter";
+  }
+  return "?";
+}
+
+bool collective_from_name(const std::string& name, CollectiveKind& kind) {
+  for (CollectiveKind k : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter})
+    if (name == collective_name(k)) {
+      kind = k;
+      return true;
+    }
+  return false;
+}
+
 }  // namespace pw

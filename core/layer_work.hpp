@@ -1,6 +1,7 @@
 #pragma once
 // The work and memory of one layer for one micro-batch on one tensor-parallel rank,
 // from the formulas in shared design notes (Narayanan 2021, Korthikanti 2022).
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -10,6 +11,9 @@
 namespace pw {
 
 enum class CollectiveKind { AllReduce, AllGather, ReduceScatter };
+const char* collective_name(CollectiveKind kind);  // "all_reduce", "all_gather", "reduce_scatter"
+// The kind a name gives, or false for a name collective_name() does not write.
+bool collective_from_name(const std::string& name, CollectiveKind& kind);
 
 // A tensor-parallel collective inside a layer: `bytes` is the size of the whole array (per rank
 // after the all-gather / before the reduce-scatter), as nccl-tests count it.

@@ -97,6 +97,16 @@ std::string profile_to_json_text(const Profile& p) {
                      {"samples", samples}});
   }
   j["links"] = links;
+  if (!p.collectives.empty()) {
+    ordered_json collectives = ordered_json::array();
+    for (const CollectiveProfile& c : p.collectives)
+      collectives.push_back({{"kind", collective_name(c.kind)},
+                             {"ranks", c.ranks},
+                             {"bytes", c.bytes},
+                             {"time_s", c.time_s},
+                             {"link", {{"bandwidth_bytes_per_s", c.link.bandwidth_bytes_per_s}, {"latency_s", c.link.latency_s}}}});
+    j["collectives"] = collectives;
+  }
   j["optimizer_s_per_parameter"] = p.optimizer_s_per_parameter;
   return j.dump(2) + "\n";
 }
@@ -104,7 +114,7 @@ std::string profile_to_json_text(const Profile& p) {
 Profile profile_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json j = parse_json_text(text, source);
   const JsonFields top(j, source);
-  top.reject_unknown({"format", "version", "tool", "machine", "layers", "links", "optimizer_s_per_parameter"});
+  top.reject_unknown({"format", "version", "tool", "machine", "layers", "links", "collectives", "optimizer_s_per_parameter"});
   if (top.string("format") != "pipewright-profile")
     top.fail("format", "must be \"pipewright-profile\"; is this a profile written by `pipewright profile`?");
   if (top.positive_integer("version") != 1) top.fail("version", "must be 1, the only version this pipewright reads");
@@ -161,6 +171,27 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
         }
       }
       p.links.push_back(l);
+    }
+  }
+  if (top.has("collectives")) {
+    const nlohmann::json& collectives = top.required("collectives");
+    if (!collectives.is_array()) top.fail("collectives", "must be an array of collective entries");
+    for (size_t i = 0; i < collectives.size(); ++i) {
+      const JsonFields f(collectives[i], source, fmt::format("collectives[{}].", i));
+      f.reject_unknown({"kind", "ranks", "bytes", "time_s", "link"});
+      CollectiveProfile c;
+      const std::string kind = f.string("kind");
+      if (!collective_from_name(kind, c.kind))
+        f.fail("kind", fmt::format("is \"{}\"; give \"all_reduce\", \"all_gather\" or \"reduce_scatter\"", kind));
+      c.ranks = f.positive_int("ranks");
+      if (c.ranks < 2) f.fail("ranks", fmt::format("is {}; a collective needs 2 GPUs or more", c.ranks));
+      c.bytes = f.positive_number("bytes");
+      c.time_s = f.positive_number("time_s");
+      const JsonFields link = f.object("link");
+      link.reject_unknown({"bandwidth_bytes_per_s", "latency_s"});
+      c.link.bandwidth_bytes_per_s = link.positive_number("bandwidth_bytes_per_s");
+      c.link.latency_s = link.non_negative_number("latency_s");
+      p.collectives.push_back(c);
     }
   }
   p.optimizer_s_per_parameter = top.non_negative_number("optimizer_s_per_parameter", 0.0);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster.hpp"
+#include "core/layer_work.hpp"
 #include "core/model.hpp"
 
 namespace pw {
@@ -46,6 +48,16 @@ struct LinkProfile {
   std::vector<LinkSample> samples;
 };
 
+// One measured collective: `bytes` is the array size (nccl-tests' convention), over `ranks` GPUs whose
+// slowest measured link is `link`; time_s the mean of back-to-back runs.
+struct CollectiveProfile {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  int ranks = 2;
+  double bytes = 0;
+  double time_s = 0;
+  LinkSpec link;
+};
+
 struct MachineInfo {
   std::string backend;  // "cpu"
   std::string device;   // e.g. the CPU model name
@@ -58,6 +70,7 @@ struct Profile {
   MachineInfo machine;
   std::vector<LayerProfile> layers;
   std::vector<LinkProfile> links;
+  std::vector<CollectiveProfile> collectives;  // the CUDA profiler's with --links; none on CPUs
   double optimizer_s_per_parameter = 0;  // one optimizer step (Adam) per parameter
 
   // The entry for a layer kind, shape and micro-batch shape, or null.

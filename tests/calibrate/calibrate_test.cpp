@@ -6,6 +6,7 @@
 
 #include "../error_text.hpp"
 #include "calibrate/calibrate.hpp"
+#include "calibrate/link_fit.hpp"
 #include "core/json_text.hpp"
 #include "synthetic.hpp"
 
@@ -226,4 +227,25 @@ TEST_CASE("calibrate rejects bad or insufficient data by name") {
   pw::CalibrateInputs missing;
   missing.profile = "/nonexistent/profile.json";
   CHECK(bad_input([&] { pw::calibrate(missing); }) == "--profile: profile file '/nonexistent/profile.json' not found");
+}
+
+TEST_CASE("the profile's measured collectives are fitted") {
+  // All-reduce over 8 GPUs on a 400 GB/s, 4 us link at bus efficiency 0.75, 1 MiB to 1 GiB, exact:
+  // time = 2 (n-1) x 4 us + 2 (n-1)/n x bytes / (0.75 x 400 GB/s); the fit gives back 0.75.
+  const pw::Model m = tiny("tiny-llama.json");
+  const synth::Truth t;
+  pw::Profile p = synth::profile(m, {1, 2, 4}, {32}, t, 0.0, 3);
+  const pw::LinkSpec link{400e9, 4e-6};
+  for (double bytes = 1 << 20; bytes <= (1 << 30); bytes *= 4)
+    p.collectives.push_back({pw::CollectiveKind::AllReduce, 8, bytes,
+                             pw::ring_steps(pw::CollectiveKind::AllReduce, 8) * link.latency_s +
+                                 pw::ring_traffic(pw::CollectiveKind::AllReduce, 8) * bytes / (0.75 * link.bandwidth_bytes_per_s),
+                             link});
+  pw::CalibrateInputs in;
+  in.profile = synth::write("collectives-synthetic-profile.json", pw::profile_to_json_text(p));
+  const pw::Calibration c = pw::calibrate(in);
+  REQUIRE(c.collectives.size() == 1);
+  CHECK(c.collectives[0].kind == pw::CollectiveKind::AllReduce);
+  CHECK(c.collectives[0].efficiency == Approx(0.75).epsilon(1e-6));
+  CHECK(c.collectives[0].quality.points == 6);
 }

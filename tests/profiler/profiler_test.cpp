@@ -55,6 +55,23 @@ TEST_CASE("a profile survives its JSON round trip") {
   CHECK(q.links[0].bandwidth_bytes_per_s == 1e9);
   CHECK(q.find("block", q.layers[1].shape, 1, 8) == &q.layers[1]);
   CHECK(q.find("block", q.layers[1].shape, 2, 8) == nullptr);
+  // A CPU profile has no collectives and writes no "collectives" field.
+  CHECK(q.collectives.empty());
+  CHECK(profile_to_json_text(p).find("collectives") == std::string::npos);
+
+  // Collectives (the CUDA profiler's) come back as written.
+  Profile with = p;
+  with.collectives.push_back(CollectiveProfile{CollectiveKind::AllReduce, 8, 1 << 30, 5.5e-3, LinkSpec{450e9, 3e-6}});
+  with.collectives.push_back(CollectiveProfile{CollectiveKind::ReduceScatter, 4, 1 << 20, 4e-5, LinkSpec{450e9, 3e-6}});
+  const Profile back = profile_from_json_text(profile_to_json_text(with), "p.json");
+  CHECK(profile_to_json_text(back) == profile_to_json_text(with));
+  REQUIRE(back.collectives.size() == 2);
+  CHECK(back.collectives[0].kind == CollectiveKind::AllReduce);
+  CHECK(back.collectives[0].ranks == 8);
+  CHECK(back.collectives[0].bytes == 1 << 30);
+  CHECK(back.collectives[1].kind == CollectiveKind::ReduceScatter);
+  CHECK(back.collectives[1].link.bandwidth_bytes_per_s == 450e9);
+  CHECK(back.collectives[1].link.latency_s == 3e-6);
 }
 
 TEST_CASE("malformed profiles name the file and the field") {
@@ -71,6 +88,14 @@ TEST_CASE("malformed profiles name the file and the field") {
         "p.json: format must be \"pipewright-profile\"; is this a profile written by `pipewright profile`?");
   CHECK(error(R"({"format": "pipewright-profile", "version": 1, "layers": [{"kind": "mlp"}]})") ==
         "p.json: layers[0].kind must be \"embedding\", \"block\" or \"head\", got \"mlp\"");
+  const std::string head = R"({"format": "pipewright-profile", "version": 1, "layers": [], "collectives": [)";
+  const std::string link = R"("link": {"bandwidth_bytes_per_s": 1e11, "latency_s": 0}})";
+  CHECK(error(head + R"({"kind": "all_to_all", "ranks": 4, "bytes": 1e6, "time_s": 1e-4, )" + link + "]}") ==
+        "p.json: collectives[0].kind is \"all_to_all\"; give \"all_reduce\", \"all_gather\" or \"reduce_scatter\"");
+  CHECK(error(head + R"({"kind": "all_gather", "ranks": 1, "bytes": 1e6, "time_s": 1e-4, )" + link + "]}") ==
+        "p.json: collectives[0].ranks is 1; a collective needs 2 GPUs or more");
+  CHECK(error(head + R"({"kind": "all_gather", "ranks": 2, "bytes": 1e6, "time_s": 1e-4}]})") ==
+        "p.json: missing required field 'collectives[0].link'");
 }
 
 TEST_CASE("the link fit recovers latency and bandwidth") {
