@@ -2,6 +2,8 @@
 // A non-negative linear fit y = X c (c >= 0) on relative error, and the numbers that say how good it is.
 #include <Eigen/Dense>
 
+#include <cmath>
+
 #include <string>
 #include <vector>
 
@@ -34,5 +36,32 @@ Eigen::VectorXd fit_non_negative(const Eigen::MatrixXd& X, const Eigen::VectorXd
 // The same with each point's error relative to `relative_to` (a total the target is part of).
 Eigen::VectorXd fit_non_negative(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& relative_to,
                                  double floor = 1e-9);
+
+// A one-dimensional minimum of f by golden-section search on [lo, hi] (40 steps), for a bracket found on
+// a grid whose best point was `best_x` with value `best_value`: the refined point when it is better, else
+// `best_x`.
+template <typename F>
+double golden_minimum(F&& f, double lo, double hi, double best_x, double best_value) {
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  double a = hi - phi * (hi - lo), b = lo + phi * (hi - lo);
+  double fa = f(a), fb = f(b);
+  for (int i = 0; i < 40; ++i) {
+    if (fa <= fb) {
+      hi = b;
+      b = a;
+      fb = fa;
+      a = hi - phi * (hi - lo);
+      fa = f(a);
+    } else {
+      lo = a;
+      a = b;
+      fa = fb;
+      b = lo + phi * (hi - lo);
+      fb = f(b);
+    }
+  }
+  const double refined = (lo + hi) / 2;
+  return f(refined) < best_value ? refined : best_x;
+}
 
 }  // namespace pw

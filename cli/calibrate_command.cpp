@@ -103,7 +103,7 @@ void print_overheads(std::ostream& out, const Calibration& c) {
                      format_seconds(o.dispatch_s));
   out << fmt::format("  {:<18} {:>10}  per point-to-point transfer, added to the link latency\n", "transfer",
                      format_seconds(o.transfer_s));
-  out << fmt::format("  {:<18} {:>10}  compute slowdown while a transfer runs (from traces; not charged)\n",
+  out << fmt::format("  {:<18} {:>10}  compute runs 1 + this times as long beside a transfer (from traces)\n",
                      "transfer slowdown", fmt::format("{:.4f}", o.transfer_slowdown));
   out << fmt::format("  {:<18} {}\n", "compute fit", quality_text(o.compute_quality));
   out << fmt::format("  {:<18} {}\n\n", "step times", quality_text(o.step_quality));

@@ -4,8 +4,9 @@
 #include <map>
 
 #include "core/error.hpp"
-#include "executor/stage_layout.hpp"
+#include "executor/host_memory.hpp"
 #include "executor/host_tensor.hpp"
+#include "executor/stage_layout.hpp"
 
 namespace pw {
 
@@ -30,6 +31,7 @@ CpuBackend::CpuBackend(const Model& model, std::vector<LayerRange> stage_layers,
     : model_(model, config.seed, layer_levels(model, stage_layers, config)),
       stage_layers_(std::move(stage_layers)),
       config_(config) {
+  keep_freed_host_memory();
   config_.seq_len = checked_seq_len(model, config_.micro_batch_size, config_.seq_len);
   check_stage_layers(model, stage_layers_);
 }
