@@ -103,15 +103,17 @@ double fit_compute_terms(const ComputeRows& rows, double slowdown, RunOverheads&
   return sse;
 }
 
-// The slowdown with the least error, over a grid from 0 to 4 refined by golden-section search around the
-// best point (ties: the smaller).
+// The slowdown with the least error, over a grid from 0 to kMaxSlowdown refined by golden-section search
+// around the best point (ties: the smaller). Communication that more than doubles the time of the compute
+// beside it is not what the term stands for: a best point at that bound says the rows want something else.
+constexpr double kMaxSlowdown = 1.0;
 double fit_slowdown(const ComputeRows& rows) {
   auto error = [&](double s) {
     RunOverheads trial;
     return fit_compute_terms(rows, s, trial);
   };
   std::vector<double> grid;
-  for (int i = 0; i <= 80; ++i) grid.push_back(i * 0.05);
+  for (int i = 0; i <= 40; ++i) grid.push_back(i * kMaxSlowdown / 40);
   std::vector<double> value;
   for (double s : grid) value.push_back(error(s));
   const size_t best = static_cast<size_t>(std::min_element(value.begin(), value.end()) - value.begin());
@@ -211,7 +213,7 @@ RunOverheads fit_run_overheads(const Calibration& layers, const std::vector<RunR
   if (overlaps) {
     RunOverheads slowed = o;
     fit_compute_terms(rows, fit_slowdown(rows), slowed);
-    if (slowed.compute_scale > 0 && slowed.transfer_slowdown > 0) {
+    if (slowed.compute_scale > 0 && slowed.transfer_slowdown > 0 && slowed.transfer_slowdown < kMaxSlowdown * 0.999) {
       const double slowed_error = fit_transfer_cost(slowed, layers, runs, base);
       if (slowed_error < step_error * (1 - 1e-9)) {
         o = slowed;

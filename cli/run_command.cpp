@@ -42,6 +42,7 @@ struct RunCommandOptions {
   std::string optimizer = "adam";
   std::string dtype = "bf16";        // --backend cuda
   std::string transport = "auto";    // --backend cuda: auto, nccl or local
+  std::string rendezvous;            // --backend cuda under a launcher: file:PATH or tcp:HOST:PORT for the NCCL id
   double lr = 1e-3;
   std::uint64_t seed = 1;
   bool no_profile = false;     // predict with the analytic model instead of profiling first
@@ -79,12 +80,10 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
   if (o.backend == "cuda") {
     if (!cuda_built()) throw_bad_input("{}", cuda_not_built_text());
     if (o.compute != "real") throw_bad_input("--compute: the cuda backend runs the layers; use --compute real");
-    if (sc.workload.recompute != Recompute::None)
-      throw_bad_input("--recompute: the cuda backend keeps every activation; use --recompute none");
-    for (Recompute r : sc.stage_recompute)
-      if (r != Recompute::None)
-        throw_bad_input("--stage-recompute: the cuda backend keeps every activation; leave it out");
     dtype_from_text(o.dtype);
+  } else if (!o.rendezvous.empty()) {
+    throw_bad_input("--rendezvous: it hands the NCCL id between processes of the cuda backend; leave it out with --backend {}",
+                    o.backend);
   }
   if (o.compute != "real" && o.compute != "sleep")
     throw_bad_input("--compute: must be real or sleep, got '{}'", o.compute);
@@ -268,7 +267,8 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
   const Scenario scenario = o.scenario.scenario_of(doc);
   check_options(o, scenario);
-  if (launched) launched->check_ranks(scenario.parallel.pp);
+  // The cuda backend's processes may hold several ranks each (a thread per GPU): its process plan checks them.
+  if (launched && o.backend != "cuda") launched->check_ranks(scenario.parallel.pp);
   const std::function<void(int, int, const Action&)> hook = failure_hook(o.inject_failure);
   CostModelChain chain = o.scenario.cost_models(scenario.model, doc);
   profile_first(o, scenario, chain, launched != nullptr);
@@ -286,8 +286,32 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   CpuBackend* cpu = nullptr;
   CudaBackend* gpu = nullptr;
   if (o.backend == "cuda") {
-    if (launched) throw_bad_input("--backend: the cuda backend runs its ranks as threads of one process; start it without a launcher");
+    // Every process of a launched job probes alike: without a GPU, process 0 alone says so.
+    const GpuProbe probe = probe_gpus();
+    if (!gpu_present(probe)) {
+      if (launched) throw ErrorOfEveryProcess(no_gpu_text(probe));
+      throw_runtime("{}", no_gpu_text(probe));
+    }
     CudaBackendConfig config;
+    config.part = plan_cuda_process(launched ? launched->env() : LaunchEnv{}, schedule.num_ranks(), probe.count,
+                                    o.transport, o.rendezvous);
+    if (launched)
+      config.broadcast = [launched, timeout = o.timeout_s](std::vector<std::byte> bytes) {
+        ProcessGroup& group = launched->group();
+        try {
+          return group.broadcast(std::move(bytes), Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                                      std::chrono::duration<double>(timeout)));
+        } catch (const PeerFailed& e) {
+          throw RunFailedElsewhere(e.message);
+        } catch (const RecvTimeout&) {
+          throw_runtime("process {} failed at the NCCL id: process 0 sent none within {:g} s", group.rank(), timeout);
+        } catch (const PeerLost& e) {
+          throw_runtime("rank {} failed: its process ({}) ended while process {} waited for the NCCL id", e.rank,
+                        e.process, group.rank());
+        }
+      };
+    config.recompute = ev.scenario.workload.recompute;
+    config.stage_recompute = ev.scenario.stage_recompute;
     config.micro_batch_size = ev.scenario.workload.micro_batch_size;
     config.seq_len = ev.scenario.workload.seq_len;
     config.seed = o.seed;
@@ -319,8 +343,9 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   options.warmup = o.warmup;
   options.timeout_s = o.timeout_s;
   options.before_action = hook;
-  const RunResult result = launched ? launched->run(schedule, *backend, options)
-                                    : run_schedule(schedule, *backend, options, gpu ? &gpu->transport() : nullptr);
+  const RunResult result = !launched ? run_schedule(schedule, *backend, options, gpu ? &gpu->transport() : nullptr)
+                           : gpu     ? launched->run(schedule, *backend, options, gpu->transport(), gpu->local_ranks())
+                                     : launched->run(schedule, *backend, options);
   const Summary summary = summarise(result);
   std::vector<double> losses = cpu ? cpu->losses() : gpu ? gpu->losses() : std::vector<double>{};
   if (launched) {
@@ -363,6 +388,9 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_option("--transport", opts->transport,
                   "cuda: auto (NCCL when each rank has a GPU, else device-to-device copies), nccl or local")
       ->capture_default_str();
+  cmd->add_option("--rendezvous", opts->rendezvous,
+                  "cuda under a launcher: file:PATH or tcp:HOST:PORT, where process 0 hands the NCCL id to the others "
+                  "(default: MPI under mpirun, MASTER_ADDR:MASTER_PORT otherwise)");
   cmd->add_option("--compute", opts->compute, "real: run the layers; sleep: wait each action's predicted time")
       ->capture_default_str();
   cmd->add_option("--iterations", opts->iterations, "Measured iterations (the median is reported)")->capture_default_str();

@@ -40,6 +40,11 @@ RunResult LaunchedRun::run(const Schedule& schedule, Backend& backend, const Run
   return run_schedule(schedule, backend, options, group_);
 }
 
+RunResult LaunchedRun::run(const Schedule& schedule, Backend& backend, const RunOptions& options, Transport& transport,
+                           const std::vector<int>& local_ranks) {
+  return run_schedule(schedule, backend, options, group_, transport, local_ranks);
+}
+
 std::vector<double> LaunchedRun::losses(const std::vector<double>& local) {
   std::vector<std::byte> mine(local.size() * sizeof(double));
   if (!local.empty()) std::memcpy(mine.data(), local.data(), mine.size());
@@ -79,6 +84,9 @@ void run_launched(const LaunchEnv& env, double timeout_s, std::ostream& out,
       out.flush();
     } catch (const RunFailedElsewhere&) {
       leave_quietly(1);
+    } catch (const ErrorOfEveryProcess& e) {
+      if (!first) std::this_thread::sleep_for(std::chrono::seconds(10));
+      report_and_end(e.what(), 1);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::BadInput && !first) leave_quietly(2);
       report_and_end(e.what(), exit_code(e.kind()));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "executor/launch_env.hpp"
 #include "executor/process_group.hpp"
 #include "executor/runtime.hpp"
@@ -28,13 +29,26 @@ class LaunchedRun {
   void check_ranks(int ranks) const;
   // This process's rank of the schedule; at process 0 every rank's records.
   RunResult run(const Schedule& schedule, Backend& backend, const RunOptions& options);
+  // This process's ranks `local_ranks` of the schedule, as threads, over `transport` (the cuda backend's:
+  // processes that hold several ranks each); at process 0 every rank's records.
+  RunResult run(const Schedule& schedule, Backend& backend, const RunOptions& options, Transport& transport,
+                const std::vector<int>& local_ranks);
   // At process 0: the losses of the process that holds the last stage (`local` there); elsewhere `local`.
   std::vector<double> losses(const std::vector<double>& local);
+  const LaunchEnv& env() const { return env_; }
+  ProcessGroup& group() { return group_; }
 
  private:
   LaunchEnv env_;
   ProcessGroup& group_;
   double timeout_s_;
+};
+
+// A runtime error every process meets alike (no GPU on the machine): process 0 reports it; another process
+// reports it only when process 0 has not ended the job within a few seconds (it did not meet it).
+class ErrorOfEveryProcess : public Error {
+ public:
+  explicit ErrorOfEveryProcess(const std::string& message) : Error(ErrorKind::Runtime, message) {}
 };
 
 // Joins the launched job (MPI) and runs `body` as this process's part of it; on any error prints it once as

@@ -154,6 +154,7 @@ LaunchEnv launch_env_from(const std::map<std::string, std::string>& env) {
 
   // A single process has no rank 0 to meet: stray values must not stop it.
   if (e.launcher == "none") return e;
+  e.gpus_chosen = env.count("CUDA_VISIBLE_DEVICES") && !env.at("CUDA_VISIBLE_DEVICES").empty();
   const Reader any(env, "set it to where rank 0 listens, or unset it");
   if (env.count("MASTER_ADDR")) {
     e.master_addr = env.at("MASTER_ADDR");

@@ -27,6 +27,9 @@ struct LaunchEnv {
   int local_world_size = 1;
   std::string master_addr;
   int master_port = 0;
+  // CUDA_VISIBLE_DEVICES is set: the GPUs this process sees were chosen for it (srun --gpus-per-task, a
+  // wrapper script), so seeing only its own share does not mean sharing them with the node's others.
+  bool gpus_chosen = false;
 };
 
 // From a variable -> value map. BadInput (one line naming the variable and the fix) for a value that is not

@@ -91,6 +91,16 @@ class MpiProcessGroup : public ProcessGroup {
     return out;
   }
 
+  std::vector<std::byte> broadcast(std::vector<std::byte> bytes, Clock::time_point deadline) override {
+    if (world_.rank() == 0) {
+      for (int r = 1; r < world_.size(); ++r) world_.send(r, kBroadcastTag, bytes);
+      return bytes;
+    }
+    MpiBytes received;
+    world_.wait(deadline, [&] { return world_.try_receive(0, kBroadcastTag, received); });
+    return {received.data.get(), received.data.get() + received.size};
+  }
+
  private:
   double timeout_s_;
   MpiWorld world_;

@@ -1,7 +1,7 @@
 #pragma once
 // The MPI side of a process group (only mpi_*.cpp include this: it needs <mpi.h>). One communicator, duplicated
-// from MPI_COMM_WORLD with errors returned rather than fatal, carries three kinds of point-to-point messages
-// (tensors, failure notices, gathered records) and the barriers. Every wait polls with non-blocking calls
+// from MPI_COMM_WORLD with errors returned rather than fatal, carries four kinds of point-to-point messages
+// (tensors, failure notices, gathered records, broadcast bytes) and the barriers. Every wait polls with non-blocking calls
 // (MPI_Improbe, MPI_Test) and a short pause, so none can hang past its deadline or miss a failure notice.
 #include <mpi.h>
 
@@ -19,7 +19,7 @@
 
 namespace pw {
 
-enum MpiTag : int { kTensorTag = 1, kFailureTag = 2, kGatherTag = 3 };
+enum MpiTag : int { kTensorTag = 1, kFailureTag = 2, kGatherTag = 3, kBroadcastTag = 4 };
 
 // A received message's bytes. Not a std::vector: a receive buffer as large as a tensor need not be zeroed
 // before MPI writes it.

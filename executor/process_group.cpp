@@ -6,6 +6,10 @@
 
 namespace pw {
 
+std::vector<std::byte> ProcessGroup::broadcast(std::vector<std::byte>, Clock::time_point) {
+  throw_runtime("this process group cannot broadcast");
+}
+
 #ifndef PIPEWRIGHT_HAVE_MPI
 bool built_with_mpi() { return false; }
 

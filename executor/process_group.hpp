@@ -29,6 +29,9 @@ class ProcessGroup {
   // Process 0 gets every process's bytes in process order (its own included); the others get nothing back.
   // Waits as barrier() does.
   virtual std::vector<std::vector<std::byte>> gather(std::vector<std::byte> bytes, Clock::time_point deadline) = 0;
+  // Every process gets process 0's `bytes` (the others' are ignored). Waits as barrier() does. Default: Runtime
+  // error (a group that cannot broadcast).
+  virtual std::vector<std::byte> broadcast(std::vector<std::byte> bytes, Clock::time_point deadline);
 };
 
 // Whether this build can join processes (PIPEWRIGHT_HAVE_MPI).

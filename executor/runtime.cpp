@@ -1,6 +1,9 @@
 #include "executor/runtime.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -11,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "executor/record_wire.hpp"
+#include "executor/spin_wait.hpp"
 #include "schedules/validate.hpp"
 
 namespace pw {
@@ -37,23 +41,29 @@ class Meeting {
   virtual void abort() = 0;
 };
 
-// Ranks as threads of this process.
+// Ranks as threads of this process. Waiters spin before they sleep, as receives do (executor/spin_wait.hpp).
 class Barrier : public Meeting {
  public:
-  explicit Barrier(int n) : n_(n) {}
+  explicit Barrier(int n) : n_(n), spin_(spin_allowed(n)) {}
 
   Clock::time_point arrive_and_wait(Clock::time_point deadline) override {
     std::unique_lock lock(mutex_);
     if (aborted_) throw RunAborted();
-    const long generation = generation_;
+    const unsigned long generation = generation_.load(std::memory_order_relaxed);
     if (++arrived_ == n_) {
       arrived_ = 0;
-      ++generation_;
       released_ = Clock::now();
+      generation_.fetch_add(1, std::memory_order_release);
       all_.notify_all();
       return released_;
     }
-    if (!all_.wait_until(lock, deadline, [&] { return aborted_ || generation_ != generation; })) throw RecvTimeout();
+    if (spin_) {
+      lock.unlock();
+      spin_until_changed(generation_, generation);
+      lock.lock();
+    }
+    if (!all_.wait_until(lock, deadline, [&] { return aborted_ || generation_.load() != generation; }))
+      throw RecvTimeout();
     if (aborted_) throw RunAborted();
     return released_;
   }
@@ -70,22 +80,102 @@ class Barrier : public Meeting {
   std::mutex mutex_;
   std::condition_variable all_;
   int n_;
+  bool spin_;
+  int arrived_ = 0;
+  std::atomic<unsigned long> generation_{0};
+  bool aborted_ = false;
+  Clock::time_point released_{};
+};
+
+// Ranks as processes, each holding `local` ranks as threads: the local ranks meet here first, and the last
+// of them to arrive meets the other processes through the group's barrier (whose waits end on their own once
+// the run stops) and then releases the others. With one rank per process this is the group's barrier alone.
+class ProcessMeeting : public Meeting {
+ public:
+  ProcessMeeting(ProcessGroup& group, int local) : group_(group), local_(local) {}
+
+  Clock::time_point arrive_and_wait(Clock::time_point deadline) override {
+    std::unique_lock lock(mutex_);
+    if (aborted_) throw RunAborted();
+    const long generation = generation_;
+    if (++arrived_ == local_) {
+      arrived_ = 0;
+      lock.unlock();
+      // A failure here stops the run (the rank fails), which aborts this meeting for the others.
+      const Clock::time_point released = group_.barrier(deadline);
+      lock.lock();
+      ++generation_;
+      released_ = released;
+      all_.notify_all();
+      return released;
+    }
+    // The rank meeting the group reports its failure or timeout (it stops the run, which ends this wait);
+    // waiting a little longer than it keeps its reason the run's.
+    if (!all_.wait_until(lock, deadline + std::chrono::seconds(2), [&] { return aborted_ || generation_ != generation; }))
+      throw RecvTimeout();
+    if (aborted_) throw RunAborted();
+    return released_;
+  }
+
+  void abort() override {
+    {
+      std::lock_guard lock(mutex_);
+      aborted_ = true;
+    }
+    all_.notify_all();
+  }
+
+ private:
+  ProcessGroup& group_;
+  int local_;
+  std::mutex mutex_;
+  std::condition_variable all_;
   int arrived_ = 0;
   long generation_ = 0;
   bool aborted_ = false;
   Clock::time_point released_{};
 };
 
-// Ranks as processes, one each: the group's barrier (its waits end on their own once the run stops).
-class ProcessMeeting : public Meeting {
- public:
-  explicit ProcessMeeting(ProcessGroup& group) : group_(group) {}
-  Clock::time_point arrive_and_wait(Clock::time_point deadline) override { return group_.barrier(deadline); }
-  void abort() override {}
+// A process's ranks' records in one message: their count, then each rank's (rank_records_to_wire) after its
+// length.
+std::vector<std::byte> process_records_to_wire(const std::vector<int>& local, const RunResult& result) {
+  std::vector<std::byte> out;
+  // Appended by resize and memcpy: GCC 12 misreads vector::insert of a few bytes as an overflow.
+  const auto put = [&out](const void* data, size_t n) {
+    const size_t at = out.size();
+    out.resize(at + n);
+    if (n > 0) std::memcpy(out.data() + at, data, n);
+  };
+  const std::uint64_t count = local.size();
+  put(&count, sizeof count);
+  for (int r : local) {
+    const std::vector<std::byte> one =
+        rank_records_to_wire(r, result.iterations, result.activation_peak_bytes[static_cast<size_t>(r)]);
+    const std::uint64_t n = one.size();
+    put(&n, sizeof n);
+    put(one.data(), one.size());
+  }
+  return out;
+}
 
- private:
-  ProcessGroup& group_;
-};
+void process_records_from_wire(std::span<const std::byte> wire, RunResult& result) {
+  size_t at = 0;
+  const auto get = [&]() {
+    std::uint64_t v = 0;
+    if (wire.size() - at < sizeof v) throw_runtime("gathered records: a message of {} bytes ends early", wire.size());
+    std::memcpy(&v, wire.data() + at, sizeof v);
+    at += sizeof v;
+    return v;
+  };
+  const std::uint64_t ranks = get();
+  for (std::uint64_t i = 0; i < ranks; ++i) {
+    const std::uint64_t n = get();
+    if (wire.size() - at < n) throw_runtime("gathered records: a message of {} bytes ends early", wire.size());
+    const RankRecordsHeader h = rank_records_from_wire(wire.subspan(at, n), result.iterations);
+    result.activation_peak_bytes[static_cast<size_t>(h.rank)] = h.peak_bytes;
+    at += n;
+  }
+}
 
 using Key = std::pair<int, int>;  // (stage, micro-batch)
 
@@ -381,12 +471,23 @@ RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOpti
   if (group.size() != ranks)
     throw_bad_input("processes: {} were started for a schedule of {} ranks; start one process per rank", group.size(),
                     ranks);
-  const int me = group.rank();
-  RunResult result = empty_result(options, ranks);
   const std::unique_ptr<Transport> transport = group.transport_for(backend);
-  ProcessMeeting meeting(group);
+  return run_schedule(lowered, backend, options, group, *transport, {group.rank()});
+}
+
+RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, ProcessGroup& group,
+                       Transport& transport, const std::vector<int>& local_ranks) {
+  const Schedule lowered = checked_schedule(schedule, options);
+  const int ranks = lowered.num_ranks();
+  if (local_ranks.empty()) throw_runtime("process {} holds no rank of the schedule", group.rank());
+  for (size_t i = 0; i < local_ranks.size(); ++i)
+    if (local_ranks[i] < 0 || local_ranks[i] >= ranks || (i > 0 && local_ranks[i] <= local_ranks[i - 1]))
+      throw_runtime("process {}: its ranks must be ascending ranks of the schedule's {}", group.rank(), ranks);
+  const int me = local_ranks.front();
+  RunResult result = empty_result(options, ranks);
+  ProcessMeeting meeting(group, static_cast<int>(local_ranks.size()));
   bool elsewhere = false;
-  if (auto failure = run_ranks(lowered, backend, options, *transport, meeting, {me}, result, elsewhere)) {
+  if (auto failure = run_ranks(lowered, backend, options, transport, meeting, local_ranks, result, elsewhere)) {
     if (elsewhere) throw RunFailedElsewhere(*failure);
     throw_runtime("{}", *failure);
   }
@@ -394,26 +495,23 @@ RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOpti
   const std::string where = fmt::format("rank {} failed at the gathering of the records", me);
   std::vector<std::vector<std::byte>> gathered;
   try {
-    gathered = group.gather(rank_records_to_wire(me, result.iterations, result.activation_peak_bytes[static_cast<size_t>(me)]),
+    gathered = group.gather(process_records_to_wire(local_ranks, result),
                             Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                std::chrono::duration<double>(options.timeout_s)));
   } catch (const PeerFailed& e) {
     throw RunFailedElsewhere(e.message);
   } catch (const RecvTimeout&) {
     const std::string message = fmt::format("{}: the other ranks' records did not arrive within {:g} s", where, options.timeout_s);
-    transport->announce_failure(message);
+    transport.announce_failure(message);
     throw_runtime("{}", message);
   } catch (const PeerLost& e) {
     const std::string message =
         fmt::format("rank {} failed: its process ({}) ended while rank {} waited at the gathering of the records", e.rank,
                     e.process, me);
-    transport->announce_failure(message);
+    transport.announce_failure(message);
     throw_runtime("{}", message);
   }
-  for (size_t p = 1; p < gathered.size(); ++p) {
-    const RankRecordsHeader h = rank_records_from_wire(gathered[p], result.iterations);
-    result.activation_peak_bytes[static_cast<size_t>(h.rank)] = h.peak_bytes;
-  }
+  for (size_t p = 1; p < gathered.size(); ++p) process_records_from_wire(gathered[p], result);
   set_step_times(result);
   return result;
 }

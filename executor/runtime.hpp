@@ -69,4 +69,12 @@ class RunFailedElsewhere : public Error {
 // caller ends the job (end_job_now): the other processes may still be waiting.
 RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, ProcessGroup& group);
 
+// The same with several ranks per process, each a thread here: this process runs `local_ranks` (ascending,
+// its share of the schedule's ranks; together the processes hold each rank once) and moves tensors over
+// `transport` (one that reaches every rank, such as NCCL's). The local ranks meet each other first and then,
+// through one of them, the group. Process 0 gathers every process's ranks. The overload above is this one
+// with the process's own rank and the group's transport.
+RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, ProcessGroup& group,
+                       Transport& transport, const std::vector<int>& local_ranks);
+
 }  // namespace pw

@@ -1,8 +1,10 @@
 #include "executor/transport.hpp"
 
+#include "executor/spin_wait.hpp"
+
 namespace pw {
 
-ThreadTransport::ThreadTransport(int ranks) : boxes_(static_cast<size_t>(ranks)) {}
+ThreadTransport::ThreadTransport(int ranks) : boxes_(static_cast<size_t>(ranks)), spin_(spin_allowed(ranks)) {}
 
 void ThreadTransport::send(int src, int dst, const MessageKey& key, Message message) {
   if (message.tensor) message.tensor = message.tensor->clone();
@@ -10,6 +12,7 @@ void ThreadTransport::send(int src, int dst, const MessageKey& key, Message mess
   {
     std::lock_guard lock(box.mutex);
     box.messages[{src, key}] = std::move(message);
+    box.sent.fetch_add(1, std::memory_order_release);
   }
   box.arrived.notify_all();
 }
@@ -18,6 +21,7 @@ Message ThreadTransport::recv(int dst, int src, const MessageKey& key, Clock::ti
   Mailbox& box = boxes_[static_cast<size_t>(dst)];
   std::unique_lock lock(box.mutex);
   const std::tuple<int, MessageKey> id{src, key};
+  bool spun = !spin_;
   for (;;) {
     // aborted_ is only written under every mailbox's lock (abort() takes them all), so reading it under
     // this one is safe.
@@ -27,6 +31,14 @@ Message ThreadTransport::recv(int dst, int src, const MessageKey& key, Clock::ti
       Message m = std::move(it->second);
       box.messages.erase(it);
       return m;
+    }
+    if (!spun) {
+      // Once per receive: spin while messages arrive (not necessarily this one), then sleep.
+      const unsigned long seen = box.sent.load(std::memory_order_relaxed);
+      lock.unlock();
+      spun = !spin_until_changed(box.sent, seen);
+      lock.lock();
+      continue;
     }
     if (box.arrived.wait_until(lock, deadline) == std::cv_status::timeout) {
       if (aborted_) throw RunAborted();

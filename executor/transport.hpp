@@ -1,6 +1,7 @@
 #pragma once
 // Moves tensors between ranks. A message is keyed by the action that sends it (SEND_F or SEND_B of a stage
 // and micro-batch, in an iteration), so a receive can only match its own send.
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -76,8 +77,10 @@ class ThreadTransport : public Transport {
     std::mutex mutex;
     std::condition_variable arrived;
     std::map<std::tuple<int, MessageKey>, Message> messages;  // (src, key)
+    std::atomic<unsigned long> sent{0};  // messages put here so far: what a spinning receiver watches
   };
   std::vector<Mailbox> boxes_;
+  bool spin_;  // receivers spin before they sleep (executor/spin_wait.hpp)
   std::mutex abort_mutex_;
   bool aborted_ = false;
 };

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The real-machine calibration check (issue 7): profiles the tiny Llama-style model at micro-batch sizes 1, 2,
-# 4 and 8, runs nine pipeline configurations for real on the cpu backend (2 ranks), calibrates on the first
-# six runs and on b = 1, 2, 4, and prints the prediction error on what was held out: the last three runs'
-# step times (target: median at most 3%) and the layers at b = 8 (target: within 5%). Builds nothing.
+# 4 and 8, runs nine pipeline configurations for real on the cpu backend (2 ranks, each configuration
+# PASSES times), calibrates on the first six configurations and on b = 1, 2, 4, and prints the prediction
+# error on what was held out: the last three configurations' step times (target: median at most 3%) and
+# the layers at b = 8 (target: within 5%). Builds nothing.
 # Run it on a quiet machine (nothing else compiling): the runs measure wall-clock time on 2 cores.
 #
 #   scripts/calibration-check.sh [BUILD_DIR]          (default: build)
 #
 # Environment: MIN_TIME (profiler seconds per layer and size, default 0.5), ITERATIONS (measured iterations
-# per run, default 10), WARMUP (default 2), QUICK=1 (MIN_TIME 0.02, 2 iterations, 1 warm-up: checks that
-# the procedure works, its numbers mean nothing), KEEP=1 keeps the work folder (profile, runs, traces,
-# calibration.json) and prints where it is. docs/calibration.md explains the method.
+# per run, default 20), WARMUP (default 3), PASSES (runs of each configuration, default 3), QUICK=1
+# (MIN_TIME 0.02, 2 iterations, 1 warm-up, 1 pass: checks that the procedure works, its numbers mean
+# nothing), KEEP=1 keeps the work folder (profile, runs, traces, calibration.json) and prints where it is.
+# docs/calibration.md explains the method.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,9 +20,9 @@ build="${1:-build}"
 [[ "$build" = /* ]] || build="$PWD/$build"
 pw="$build/cli/pipewright"
 if [[ "${QUICK:-0}" == 1 ]]; then
-  min_time=0.02 iterations=2 warmup=1
+  min_time=0.02 iterations=2 warmup=1 passes=1
 else
-  min_time="${MIN_TIME:-0.5}" iterations="${ITERATIONS:-10}" warmup="${WARMUP:-2}"
+  min_time="${MIN_TIME:-0.5}" iterations="${ITERATIONS:-20}" warmup="${WARMUP:-3}" passes="${PASSES:-3}"
 fi
 if [[ ! -x "$pw" ]]; then
   echo "calibration-check.sh: no $pw; build it first: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && make -C build pipewright" >&2
@@ -40,7 +42,8 @@ echo "## profile: b = 1, 2, 4, 8 (min-time $min_time s)"
 "$pw" profile --model "$model" --micro-batch-size 1 2 4 8 --min-time "$min_time" --out "$work/profile.json" >/dev/null
 
 # schedule pp vpp microbatches micro-batch-size. The first six are fitted on, the last three held out
-# (--holdout 0.34: round(0.34 x 9) = 3 runs, and round(0.34 x 4) = 1 micro-batch shape, b = 8).
+# (--holdout 0.34: round(0.34 x 9 x PASSES) = 3 x PASSES run files, and round(0.34 x 4) = 1 micro-batch
+# shape, b = 8).
 configs=(
   "1f1b 2 1 8 1"
   "gpipe 2 1 4 2"
@@ -52,17 +55,28 @@ configs=(
   "interleaved 2 2 8 2"
   "1f1b 2 1 4 8"
 )
+# Each configuration runs PASSES times, the passes one after the other, so that a machine that speeds up
+# or slows down for a while (a VM's neighbours) moves every configuration alike; the files are then listed
+# configuration by configuration, so that --holdout still leaves out the last three configurations.
+declare -A run_file trace_file
+for ((pass = 1; pass <= passes; pass++)); do
+  i=0
+  for c in "${configs[@]}"; do
+    read -r schedule pp vpp m b <<<"$c"
+    i=$((i + 1))
+    run="$work/run$i-$pass.json" trace="$work/trace$i-$pass.json"
+    echo "## run $i pass $pass: $schedule pp $pp vpp $vpp, $m micro-batches of $b"
+    "$pw" run --model "$model" --cluster dgx-h100 --schedule "$schedule" --pp "$pp" --vpp "$vpp" --microbatches "$m" \
+      --micro-batch-size "$b" --profile "$work/profile.json" --iterations "$iterations" --warmup "$warmup" --json \
+      --trace "$trace" >"$run"
+    run_file[$i-$pass]="$run" trace_file[$i-$pass]="$trace"
+  done
+done
 runs=() traces=()
-i=0
-for c in "${configs[@]}"; do
-  read -r schedule pp vpp m b <<<"$c"
-  i=$((i + 1))
-  run="$work/run$i.json" trace="$work/trace$i.json"
-  echo "## run $i: $schedule pp $pp vpp $vpp, $m micro-batches of $b"
-  "$pw" run --model "$model" --cluster dgx-h100 --schedule "$schedule" --pp "$pp" --vpp "$vpp" --microbatches "$m" \
-    --micro-batch-size "$b" --profile "$work/profile.json" --iterations "$iterations" --warmup "$warmup" --json \
-    --trace "$trace" >"$run"
-  runs+=("$run") traces+=("$trace")
+for ((i = 1; i <= ${#configs[@]}; i++)); do
+  for ((pass = 1; pass <= passes; pass++)); do
+    runs+=("${run_file[$i-$pass]}") traces+=("${trace_file[$i-$pass]}")
+  done
 done
 
 echo

@@ -6,7 +6,9 @@
 #   3. profiles examples/tiny-llama.json on the GPU, then the links (--links: NCCL between GPU pairs, or a
 #      device-to-device copy on one GPU), the collectives and the GEMM slowdown beside NCCL traffic;
 #   4. runs a 4-stage plan with 1f1b and zb-h1 on whatever GPUs are here (on one GPU through the local
-#      transport) and prints the predicted-vs-measured table.
+#      transport) and prints the predicted-vs-measured table;
+#   5. with 2 GPUs or more and MPI built: the 4-stage plan as 2 processes under mpirun (NCCL between them;
+#      with 4 GPUs pp 4, two rank threads per process, else pp 2 with 2 chunks per rank, one rank each).
 # Usage: scripts/gpu-check.sh [BUILD_DIR]   (default: build-gpu in the repository). Everything it writes goes
 # to BUILD_DIR/gpu-check/. Exit status: 0 when every step passed, 1 otherwise (the summary names the steps).
 set -uo pipefail
@@ -67,7 +69,7 @@ echo "built in $SECONDS s"
 pw=$build/cli/pipewright
 
 step "numerical check and GPU tests (test_cuda \"[gpu]\")"
-run gpu-tests 150 "$build/tests/test_cuda" "[gpu]"
+run gpu-tests 150 "$build/tests/test_cuda" "[gpu],[mpi]"
 
 step "profile tiny-llama on the GPU (bf16)"
 run profile 90 "$pw" profile --backend cuda --model "$model" --micro-batch-size 1 2 --min-time 0.1 \
@@ -91,6 +93,20 @@ for schedule in 1f1b zb-h1; do
     error[$schedule]=$(field error_pct)
   fi
 done
+
+step "4-stage plan as 2 processes under mpirun"
+if [ "$gpus" -lt 2 ]; then
+  echo "gpu-check: skipped: 2 processes need 2 GPUs (NCCL wants a GPU per rank), $gpus here"
+elif ! grep -q "pipewright: MPI parts ON" "$out/configure.log" || ! command -v mpirun > /dev/null; then
+  echo "gpu-check: skipped: this build has no MPI or mpirun is missing (install libopenmpi-dev and openmpi-bin)"
+else
+  if [ "$gpus" -ge 4 ]; then split=(--pp 4); else split=(--pp 2 --vpp 2); fi
+  if [ "$gpus" -ge 4 ]; then sched=1f1b; else sched=interleaved; fi
+  # As root OpenMPI wants both variables; --oversubscribe lets 2 processes start on a host with fewer slots.
+  run mpirun-2 60 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 \
+    "$pw" run --backend cuda --model "$model" --cluster "$cluster" "${split[@]}" --schedule "$sched" \
+    --microbatches 8 --micro-batch-size 2 --profile "$out/profile.json" --iterations 5 --warmup 2
+fi
 
 step "summary"
 printf '%s\n' "tiny-llama, pp 4, 8 micro-batches of 2 x 32 tokens, bf16, $gpus GPU(s): $gpu_name"

@@ -1,4 +1,6 @@
 // The CUDA backend: RankCompute on GPU layers, the local or NCCL transport between the ranks.
+#include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 
@@ -8,6 +10,8 @@
 #include "executor/cuda/cuda_layers.hpp"
 #include "executor/cuda/host/cuda_api.hpp"
 #include "executor/cuda/host/gpu_placement.hpp"
+#include "executor/cuda/host/recompute_levels.hpp"
+#include "executor/cuda/kernels.cuh"
 #include "executor/cuda/local_transport.hpp"
 #include "executor/cuda/nccl_transport.hpp"
 
@@ -36,6 +40,49 @@ struct RankGpu {
 };
 
 class CudaBackendImpl;
+
+// Where the two ranks of this process holding the copies of a tied matrix swap their gradients: each posts
+// its gradient, copies the other's into its own memory (device to device, across GPUs too) and waits until
+// the other has copied its, so that neither changes its gradient while the other still reads it.
+class TiedMeeting {
+ public:
+  void exchange(int rank, int other, const void* mine, int device, void* into, std::size_t bytes,
+                const std::atomic<bool>* stop, Clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    posted_[rank] = {mine, device};
+    meet(lock, stop, deadline);
+    const auto [theirs, their_device] = posted_.at(other);
+    lock.unlock();
+    PW_CUDA(cudaMemcpyPeer(into, device, theirs, their_device, bytes));
+    lock.lock();
+    meet(lock, stop, deadline);
+  }
+
+ private:
+  void meet(std::unique_lock<std::mutex>& lock, const std::atomic<bool>* stop, Clock::time_point deadline) {
+    const long generation = generation_;
+    if (++arrived_ == 2) {
+      arrived_ = 0;
+      ++generation_;
+      both_.notify_all();
+      return;
+    }
+    while (generation_ == generation) {
+      if ((stop && *stop) || Clock::now() > deadline) {
+        --arrived_;
+        if (stop && *stop) throw RunAborted();
+        throw_runtime("tied embeddings: the rank holding the other copy did not come to sum the gradients in time");
+      }
+      both_.wait_for(lock, std::chrono::milliseconds(10));
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable both_;
+  int arrived_ = 0;
+  long generation_ = 0;
+  std::map<int, std::pair<const void*, int>> posted_;
+};
 
 struct StageCtx {
   std::vector<GpuLayerContext> layers;
@@ -68,8 +115,13 @@ class CudaBackendImpl final : public CudaBackend {
     return losses_;
   }
   std::string placement_text() const override {
-    return fmt::format("{} ({})", pw::placement_text(placement_, devices_), device_name_);
+    if (part_.processes == 1)
+      return fmt::format("{} ({})", pw::placement_text(GpuPlacement{part_.bootstrap.devices, part_.local_transport}, devices_),
+                         device_name_);
+    return fmt::format("process {} of {}: {}, NCCL ({})", part_.process, part_.processes, to_text(part_.bootstrap),
+                       device_name_);
   }
+  std::vector<int> local_ranks() const override { return part_.ranks(); }
 
  private:
   friend class CudaRank;
@@ -78,7 +130,10 @@ class CudaBackendImpl final : public CudaBackend {
   CudaBackendConfig config_;
   int devices_ = 0;
   std::string device_name_;
-  GpuPlacement placement_;
+  CudaProcessPart part_;
+  std::vector<Recompute> levels_;  // per layer
+  std::vector<int> stage_rank_;     // the rank of each stage
+  TiedMeeting tied_;
   UniqueIdBytes id_{};
   std::unique_ptr<LocalTransport> local_;
   std::unique_ptr<NcclTransport> nccl_;
@@ -153,6 +208,7 @@ class CudaRank final : public RankCompute {
   }
 
   void optimizer_step() override {
+    sum_tied_gradients();
     std::vector<GpuParam*> params;
     for (int s : setup_.stages) {
       const LayerRange& range = b_.stage_layers_[static_cast<size_t>(s)];
@@ -163,6 +219,39 @@ class CudaRank final : public RankCompute {
   }
 
  private:
+  // Tied embeddings: the embedding's table (vocab x hidden) and the head's weight (hidden x vocab) each get
+  // the sum of both gradients, as on the CPU backend; every copy then steps alike and stays equal.
+  void sum_tied_gradients() {
+    if (!b_.model_.transformer->tied_embeddings) return;
+    const int last_stage = static_cast<int>(b_.stage_layers_.size()) - 1;
+    const auto holds = [&](int stage) { return std::find(setup_.stages.begin(), setup_.stages.end(), stage) != setup_.stages.end(); };
+    const bool embedding = holds(0), head = holds(last_stage);
+    if (!embedding && !head) return;
+    GpuContext& g = *r_.gpu;
+    GpuParam* table = embedding ? r_.layers.at(0)->params().front() : nullptr;
+    GpuParam* lm = head ? r_.layers.at(b_.model_.num_layers() - 1)->params().back() : nullptr;
+    if (table && lm) {
+      sum_transposed_pair(static_cast<float*>(table->grad->data()), static_cast<float*>(lm->grad->data()), table->rows,
+                          table->cols, g.stream);
+      g.synchronize();
+      return;
+    }
+    GpuParam& mine = table ? *table : *lm;
+    const int other = b_.stage_rank_.at(static_cast<size_t>(table ? last_stage : 0));
+    const std::size_t bytes = static_cast<std::size_t>(mine.count()) * sizeof(float);
+    const BlockPtr theirs = allocate_block(g.allocator, bytes);
+    g.synchronize();  // the block may be one that kernels still queued on the stream used
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(b_.config_.timeout_s));
+    if (b_.part_.holds(other))
+      b_.tied_.exchange(setup_.rank, other, mine.grad->data(), g.device, theirs->data(), bytes, setup_.stop, deadline);
+    else
+      b_.nccl_->exchange_tied(setup_.rank, mine.grad->data(), theirs->data(), bytes, deadline);
+    add_transposed(static_cast<float*>(mine.grad->data()), static_cast<const float*>(theirs->data()), mine.rows, mine.cols,
+                   g.stream);
+    g.synchronize();
+  }
+
   static Buf as_buf(const TensorPtr& t) {
     if (!t) return Buf{};
     const auto& d = static_cast<const DeviceTensor&>(*t);
@@ -215,15 +304,30 @@ CudaBackendImpl::CudaBackendImpl(const Model& model, std::vector<LayerRange> sta
   cudaDeviceProp prop{};
   PW_CUDA(cudaGetDeviceProperties(&prop, 0));
   device_name_ = prop.name;
+  levels_ = layer_recompute_levels(model.num_layers(), stage_layers_, config_.recompute, config_.stage_recompute);
   const Schedule lowered = schedule.lowered ? schedule : lower(schedule);
-  placement_ = place_ranks(lowered.num_ranks(), devices_, config_.transport);
+  part_ = config_.part ? *config_.part : plan_cuda_process(LaunchEnv{}, lowered.num_ranks(), devices_, config_.transport, "");
+  if (part_.bootstrap.world_ranks != lowered.num_ranks())
+    throw_runtime("cuda backend: the process plan has {} ranks, the schedule {}", part_.bootstrap.world_ranks,
+                  lowered.num_ranks());
+  for (int d : part_.bootstrap.devices)
+    if (d < 0 || d >= devices_) throw_runtime("cuda backend: GPU {} of {}, {} visible here", d, to_text(part_.bootstrap), devices_);
+  for (int st = 0; st < lowered.num_stages(); ++st) stage_rank_.push_back(lowered.placement.rank_of(st));
   ranks_.resize(static_cast<size_t>(lowered.num_ranks()));
   const long rows = static_cast<long>(config_.micro_batch_size) * config_.seq_len;
-  if (placement_.local_transport) {
+  if (part_.local_transport) {
     local_ = std::make_unique<LocalTransport>(lowered.num_ranks());
   } else {
-    nccl_ = std::make_unique<NcclTransport>(lowered, config_.dtype, rows, model.transformer->hidden);
-    id_ = nccl_unique_id();
+    // Ranks of other processes can only swap the tied gradients over NCCL: their pair gets a communicator.
+    const int first = stage_rank_.front(), last = stage_rank_.back();
+    const bool tied_across = model.transformer->tied_embeddings && first != last &&
+                             (!part_.holds(first) || !part_.holds(last));
+    nccl_ = std::make_unique<NcclTransport>(lowered, config_.dtype, rows, model.transformer->hidden,
+                                            tied_across ? std::pair{first, last} : std::pair{-1, -1});
+    // Collective across the processes: each constructs its backend at the same point of the run.
+    id_ = distribute_nccl_id(part_, nccl_unique_id, config_.broadcast,
+                             Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(config_.timeout_s)));
   }
 }
 
@@ -235,7 +339,7 @@ std::unique_ptr<RankCompute> CudaBackendImpl::make_rank(const RankSetup& setup) 
     std::lock_guard lock(mutex_);
     if (ranks_.at(static_cast<size_t>(setup.rank))) throw_runtime("cuda backend: one backend runs one schedule");
   }
-  const int device = placement_.device_of_rank.at(static_cast<size_t>(setup.rank));
+  const int device = part_.device_of(setup.rank);
   PW_CUDA(cudaSetDevice(device));
   auto rank = std::make_unique<RankGpu>();
   rank->gpu = std::make_unique<GpuContext>(device, config_.dtype);
@@ -243,7 +347,7 @@ std::unique_ptr<RankCompute> CudaBackendImpl::make_rank(const RankSetup& setup) 
     const LayerRange& range = stage_layers_[static_cast<size_t>(s)];
     for (int i = range.first; i <= range.last; ++i) {
       const std::unique_ptr<CpuLayer> weights = make_cpu_layer(model_, i, config_.seed);
-      rank->layers[i] = make_gpu_layer(*rank->gpu, model_, i, *weights);
+      rank->layers[i] = make_gpu_layer(*rank->gpu, model_, i, *weights, levels_[static_cast<size_t>(i)]);
     }
   }
   rank->gpu->synchronize();

@@ -238,9 +238,11 @@ class GpuEmbedding : public GpuLayer {
 
 class GpuBlock : public GpuLayer {
  public:
-  GpuBlock(GpuContext& g, const std::string& name, const TransformerConfig& c, CpuLayer& cpu, const std::map<std::string, Param*>& p)
+  GpuBlock(GpuContext& g, const std::string& name, const TransformerConfig& c, const std::map<std::string, Param*>& p,
+           Recompute recompute)
       : g_(g),
         c_(c),
+        recompute_(recompute),
         q_(c.heads * c.head_dim),
         kv_(c.kv_heads * c.head_dim),
         norm1_(g, p, name + ".norm1", c.norm),
@@ -253,10 +255,50 @@ class GpuBlock : public GpuLayer {
   enum Slot { kXhat1, kRstd1, kN1, kQh, kKh, kVh, kProbs, kO, kXhat2, kRstd2, kN2, kU, kG, kSlots };
 
   Buf forward(const Buf& x, const GpuBatch& batch, GpuLayerContext& ctx) override {
-    std::vector<Buf>& s = ctx.saved;
-    s.assign(kSlots, Buf{});
     batch_ = batch.batch;
     seq_ = batch.seq;
+    if (recompute_ == Recompute::Full) {
+      // Only the block's input stays; B rebuilds everything else from it.
+      std::vector<Buf> scratch;
+      Buf y = run_forward(x, scratch);
+      ctx.saved.assign(1, x);
+      return y;
+    }
+    Buf y = run_forward(x, ctx.saved);
+    // The probabilities, the s x s part, are rebuilt in B from Q and K.
+    if (recompute_ == Recompute::Selective) ctx.saved[kProbs] = Buf{};
+    return y;
+  }
+
+  Buf backward_input(const Buf& dy, GpuLayerContext& ctx, double, const GpuSink& sink) override {
+    std::vector<Buf>& s = ctx.saved;
+    if (recompute_ == Recompute::Full) {
+      const Buf x = std::move(s.front());
+      run_forward(x, s);  // the same kernels on the same input: the same activations, bit for bit
+    } else if (recompute_ == Recompute::Selective) {
+      s[kProbs] = attention_probs(s[kQh], s[kKh]);
+    }
+    return run_backward(dy, s, sink);
+  }
+
+ private:
+  // The causal softmax of scale Q K^T per (sequence, head): scores in fp32, the probabilities in the
+  // activation type.
+  Buf attention_probs(const Buf& qh, const Buf& kh) {
+    const int H = c_.heads, hd = c_.head_dim, S = seq_;
+    const long heads_rows = static_cast<long>(batch_) * H * S;
+    const long long qs = static_cast<long long>(S) * hd, ss = static_cast<long long>(S) * S;
+    Buf scores = make_buf(g_, DType::F32, heads_rows, S);
+    g_.gemm->run(g_.dtype, DType::F32, S, S, hd, {qh.data(), hd, false, qs}, {kh.data(), hd, true, qs}, scores.data(), S,
+                 ss, scale(), 0.0f, batch_ * H);
+    Buf probs = make_buf(g_, g_.dtype, heads_rows, S);
+    causal_softmax(g_.dtype, static_cast<const float*>(scores.data()), heads_rows, S, probs.data(), g_.stream);
+    return probs;
+  }
+
+  // F keeping every slot B needs in `s`.
+  Buf run_forward(const Buf& x, std::vector<Buf>& s) {
+    s.assign(kSlots, Buf{});
     const long n = x.rows;
     const int H = c_.heads, hd = c_.head_dim, S = seq_;
     const long heads_rows = static_cast<long>(batch_) * H * S;
@@ -270,14 +312,8 @@ class GpuBlock : public GpuLayer {
     attention_split(g_.dtype, qkv.data(), rot.first, rot.second, batch_, S, H, c_.kv_heads, hd, s[kQh].data(),
                     s[kKh].data(), s[kVh].data(), g_.stream);
     qkv = Buf{};
-    // Scores = scale Q K^T per (sequence, head), fp32; the causal softmax in the activation type.
-    Buf scores = make_buf(g_, DType::F32, heads_rows, S);
     const long long qs = static_cast<long long>(S) * hd, ss = static_cast<long long>(S) * S;
-    g_.gemm->run(g_.dtype, DType::F32, S, S, hd, {s[kQh].data(), hd, false, qs}, {s[kKh].data(), hd, true, qs},
-                 scores.data(), S, ss, scale(), 0.0f, bh);
-    s[kProbs] = make_buf(g_, g_.dtype, heads_rows, S);
-    causal_softmax(g_.dtype, static_cast<const float*>(scores.data()), heads_rows, S, s[kProbs].data(), g_.stream);
-    scores = Buf{};
+    s[kProbs] = attention_probs(s[kQh], s[kKh]);
     Buf oh = make_buf(g_, DType::F32, heads_rows, hd);
     g_.gemm->run(g_.dtype, DType::F32, S, hd, S, {s[kProbs].data(), S, false, ss}, {s[kVh].data(), hd, false, qs},
                  oh.data(), hd, qs, 1.0f, 0.0f, bh);
@@ -295,8 +331,7 @@ class GpuBlock : public GpuLayer {
     return linear_residual(g_, s[kG], down_.w, down_.bias_param(), x1);
   }
 
-  Buf backward_input(const Buf& dy, GpuLayerContext& ctx, double, const GpuSink& sink) override {
-    std::vector<Buf>& s = ctx.saved;
+  Buf run_backward(const Buf& dy, std::vector<Buf>& s, const GpuSink& sink) {
     const long n = dy.rows;
     const int H = c_.heads, hd = c_.head_dim, S = seq_;
     const long heads_rows = static_cast<long>(batch_) * H * S;
@@ -355,6 +390,7 @@ class GpuBlock : public GpuLayer {
     return dx;
   }
 
+ public:
   std::vector<GpuParam*> params() override {
     std::vector<GpuParam*> out;
     norm1_.collect(out);
@@ -371,6 +407,7 @@ class GpuBlock : public GpuLayer {
 
   GpuContext& g_;
   TransformerConfig c_;
+  Recompute recompute_;
   int q_, kv_;
   GpuNorm norm1_, norm2_;
   GpuLinear qkv_, out_, up_, down_;
@@ -502,9 +539,6 @@ void check_gpu_model(const Model& model) {
                     "model (e.g. examples/tiny-llama.json) or --compute sleep",
                     model.name);
   const TransformerConfig& c = *model.transformer;
-  if (c.tied_embeddings)
-    throw_bad_input("--model: '{}' ties its embeddings, which the cuda backend does not run; set tied_embeddings to false",
-                    model.name);
   if (!c.learned_positions && c.head_dim % 2 != 0)
     throw_bad_input("--model: '{}' has head_dim {}; rotary positions need an even head_dim", model.name, c.head_dim);
   if (c.kv_heads < 1 || c.heads % c.kv_heads != 0)
@@ -512,14 +546,14 @@ void check_gpu_model(const Model& model) {
                     c.heads, c.kv_heads);
 }
 
-std::unique_ptr<GpuLayer> make_gpu_layer(GpuContext& g, const Model& model, int index, CpuLayer& cpu) {
+std::unique_ptr<GpuLayer> make_gpu_layer(GpuContext& g, const Model& model, int index, CpuLayer& cpu, Recompute recompute) {
   check_gpu_model(model);
   const Layer& layer = model.layers[static_cast<size_t>(index)];
   const TransformerConfig& c = *model.transformer;
   const auto params = params_by_name(cpu);
   switch (layer.kind) {
     case LayerKind::Embedding: return std::make_unique<GpuEmbedding>(g, layer.name, c, cpu);
-    case LayerKind::Block: return std::make_unique<GpuBlock>(g, layer.name, c, cpu, params);
+    case LayerKind::Block: return std::make_unique<GpuBlock>(g, layer.name, c, params, recompute);
     case LayerKind::Head: return std::make_unique<GpuHead>(g, layer.name, c, params);
     case LayerKind::Explicit: break;
   }

@@ -97,7 +97,11 @@ class GpuLayer {
 };
 
 // The layer for model.layers[index], its weights copied from `cpu` (make_cpu_layer of the same layer).
-std::unique_ptr<GpuLayer> make_gpu_layer(GpuContext& g, const Model& model, int index, CpuLayer& cpu);
+// `recompute` applies to blocks, as make_cpu_layer's: Full keeps only the block's input at F and reruns the
+// block's forward at the start of B; Selective keeps all but the attention probabilities, which B rebuilds
+// from Q and K.
+std::unique_ptr<GpuLayer> make_gpu_layer(GpuContext& g, const Model& model, int index, CpuLayer& cpu,
+                                         Recompute recompute = Recompute::None);
 
 // Weights and gradients back on the host as fp32 (for the numerical check).
 std::vector<float> download_param(GpuContext& g, const GpuParam& p, bool gradient);

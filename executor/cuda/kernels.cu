@@ -383,6 +383,24 @@ __global__ void sgd_k(float* w, float* g, long count, float lr) {
   }
 }
 
+// a is rows x cols, b cols x rows: a[i][j] += b[j][i].
+__global__ void add_transposed_k(float* a, const float* b, long rows, long cols) {
+  PW_GRID_LOOP(k, rows * cols) {
+    const long i = k / cols, j = k % cols;
+    a[k] += b[j * rows + i];
+  }
+}
+
+// Both hold a[i][j] + b[j][i] (each pair of elements touched by one thread only).
+__global__ void sum_transposed_pair_k(float* a, float* b, long rows, long cols) {
+  PW_GRID_LOOP(k, rows * cols) {
+    const long i = k / cols, j = k % cols;
+    const float s = a[k] + b[j * rows + i];
+    a[k] = s;
+    b[j * rows + i] = s;
+  }
+}
+
 __device__ __forceinline__ std::uint64_t splitmix(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -554,6 +572,16 @@ void adam_step(float* w, float* g, float* m, float* v, long count, float lr, flo
 void sgd_step(float* w, float* g, long count, float lr, cudaStream_t stream) {
   sgd_k<<<blocks_for(count), kThreads, 0, stream>>>(w, g, count, lr);
   check_launch("sgd_k");
+}
+
+void add_transposed(float* a, const float* b, long rows, long cols, cudaStream_t stream) {
+  add_transposed_k<<<blocks_for(rows * cols), kThreads, 0, stream>>>(a, b, rows, cols);
+  check_launch("add_transposed_k");
+}
+
+void sum_transposed_pair(float* a, float* b, long rows, long cols, cudaStream_t stream) {
+  sum_transposed_pair_k<<<blocks_for(rows * cols), kThreads, 0, stream>>>(a, b, rows, cols);
+  check_launch("sum_transposed_pair_k");
 }
 
 void fill_normal(DType t, void* data, long count, std::uint64_t seed, float stddev, cudaStream_t stream) {

@@ -77,6 +77,12 @@ void adam_step(float* w, float* g, float* m, float* v, long count, float lr, flo
                float bias1, float bias2, cudaStream_t stream);
 void sgd_step(float* w, float* g, long count, float lr, cudaStream_t stream);
 
+// Tied embeddings (fp32 gradients; a rows x cols, b cols x rows, as the embedding's table and the LM head's
+// weight): a[i][j] += b[j][i]; or both made a[i][j] + b[j][i] (one rank holding both copies). The sum is the
+// same float either way round, so copies summed on two ranks stay equal.
+void add_transposed(float* a, const float* b, long rows, long cols, cudaStream_t stream);
+void sum_transposed_pair(float* a, float* b, long rows, long cols, cudaStream_t stream);
+
 // Values from N(0, stddev^2) by a counter-based hash of (seed, index): inputs for the profiler.
 void fill_normal(DType t, void* data, long count, std::uint64_t seed, float stddev, cudaStream_t stream);
 

@@ -1,5 +1,6 @@
 #include "executor/cuda/nccl_transport.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -33,8 +34,8 @@ UniqueIdBytes nccl_unique_id() {
   return bytes;
 }
 
-NcclTransport::NcclTransport(const Schedule& lowered, DType dtype, long rows, long cols)
-    : plan_(lowered), dtype_(dtype), rows_(rows), cols_(cols) {
+NcclTransport::NcclTransport(const Schedule& lowered, DType dtype, long rows, long cols, std::pair<int, int> tied)
+    : plan_(lowered), dtype_(dtype), rows_(rows), cols_(cols), tied_(tied) {
   ranks_.resize(static_cast<size_t>(lowered.num_ranks()));
 }
 
@@ -72,6 +73,18 @@ void NcclTransport::connect(int rank, int world, const UniqueIdBytes& id, Device
     if (member) {
       wait_comm(s->comms[c], deadline, stop, "ncclCommSplit");
       PW_CUDA(cudaStreamCreateWithFlags(&s->streams[c], cudaStreamNonBlocking));
+    }
+  }
+  if (tied_.first >= 0 && tied_.first != tied_.second) {
+    // Split after the channels, by every rank alike (collective): the lower tied rank is 0 in it.
+    const bool member = rank == tied_.first || rank == tied_.second;
+    ncclConfig_t split_config = nonblocking();
+    PW_NCCL(s->world, ncclCommSplit(s->world, member ? 0 : NCCL_SPLIT_NOCOLOR, rank == std::min(tied_.first, tied_.second) ? 0 : 1,
+                                    &s->tied, &split_config));
+    wait_comm(s->world, deadline, stop, "ncclCommSplit");
+    if (member) {
+      wait_comm(s->tied, deadline, stop, "ncclCommSplit");
+      PW_CUDA(cudaStreamCreateWithFlags(&s->tied_stream, cudaStreamNonBlocking));
     }
   }
   ranks_.at(static_cast<size_t>(rank)) = std::move(s);
@@ -166,6 +179,26 @@ Message NcclTransport::recv(int dst, int src, const MessageKey& key, Clock::time
   return m;
 }
 
+void NcclTransport::exchange_tied(int rank, const void* mine, void* into, std::size_t bytes, Clock::time_point deadline) {
+  RankState& s = state(rank);
+  if (!s.tied) throw_runtime("NCCL transport: rank {} holds no copy of the tied embedding matrix", rank);
+  const int peer = rank == std::min(tied_.first, tied_.second) ? 1 : 0;
+  PW_NCCL(s.tied, ncclGroupStart());
+  PW_NCCL(s.tied, ncclSend(mine, bytes, ncclChar, peer, s.tied, s.tied_stream));
+  PW_NCCL(s.tied, ncclRecv(into, bytes, ncclChar, peer, s.tied, s.tied_stream));
+  PW_NCCL(s.tied, ncclGroupEnd());
+  wait_comm(s.tied, deadline, &aborted_, "ncclSend/ncclRecv of the tied gradients");
+  cudaEvent_t done = new_event();
+  try {
+    PW_CUDA(cudaEventRecord(done, s.tied_stream));
+    wait_event(done, deadline, &aborted_, s.tied);
+  } catch (...) {
+    cudaEventDestroy(done);
+    throw;
+  }
+  PW_CUDA(cudaEventDestroy(done));
+}
+
 void NcclTransport::abort() { aborted_ = true; }
 
 NcclTransport::~NcclTransport() {
@@ -185,6 +218,7 @@ NcclTransport::~NcclTransport() {
     std::vector<ncclComm_t> comms;
     for (ncclComm_t c : s.comms)
       if (c) comms.push_back(c);
+    if (s.tied) comms.push_back(s.tied);
     comms.push_back(s.world);
     for (ncclComm_t c : comms) {
       bool finalized = false;
@@ -207,6 +241,7 @@ NcclTransport::~NcclTransport() {
     s.in_flight.clear();
     for (cudaStream_t st : s.streams)
       if (st) cudaStreamDestroy(st);
+    if (s.tied_stream) cudaStreamDestroy(s.tied_stream);
   }
 }
 

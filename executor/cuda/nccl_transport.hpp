@@ -26,7 +26,9 @@ namespace pw::cuda {
 class NcclTransport : public Transport {
  public:
   // Every message is a rows x cols matrix of `dtype` (a stage boundary's activation or its gradient).
-  NcclTransport(const Schedule& lowered, DType dtype, long rows, long cols);
+  // `tied`: the two ranks holding the copies of a tied embedding matrix, when they differ; they get a
+  // communicator of their own for exchange_tied.
+  NcclTransport(const Schedule& lowered, DType dtype, long rows, long cols, std::pair<int, int> tied = {-1, -1});
   ~NcclTransport() override;
 
   // On rank `rank`'s thread with its GPU current: joins the world communicator of `world` ranks made from
@@ -34,6 +36,10 @@ class NcclTransport : public Transport {
   // calls it). Polls until `deadline`; `stop` ends the wait with RunAborted.
   void connect(int rank, int world, const UniqueIdBytes& id, DeviceAllocator& allocator, Clock::time_point deadline,
                const std::atomic<bool>* stop);
+
+  // On a tied rank's thread: sends `bytes` from `mine` to the other tied rank and receives its bytes into
+  // `into`, in one NCCL group, waiting under `deadline` (RecvTimeout; RunAborted once aborted).
+  void exchange_tied(int rank, const void* mine, void* into, std::size_t bytes, Clock::time_point deadline);
 
   void send(int src, int dst, const MessageKey& key, Message message) override;
   Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) override;
@@ -59,6 +65,8 @@ class NcclTransport : public Transport {
     std::vector<long> sent;  // messages sent per channel so far
     std::map<std::pair<int, long>, Posted> posted;  // (channel, global position) -> receive in progress
     std::deque<InFlight> in_flight;
+    ncclComm_t tied = nullptr;  // the tied pair's communicator (a member only)
+    cudaStream_t tied_stream = nullptr;
   };
   RankState& state(int rank);
   void reap(RankState& s, bool all, Clock::time_point deadline);
@@ -67,6 +75,7 @@ class NcclTransport : public Transport {
   CommPlan plan_;
   DType dtype_;
   long rows_, cols_;
+  std::pair<int, int> tied_;
   std::vector<std::unique_ptr<RankState>> ranks_;
   std::atomic<bool> aborted_{false};
   std::mutex info_mutex_;

@@ -9,7 +9,7 @@
 namespace pw {
 
 NumericalCheck check_against_cpu(const Model& model, int stages, int micro_batch_size, int seq_len, DType dtype,
-                                 std::uint64_t seed) {
+                                 std::uint64_t seed, Recompute recompute) {
   cuda::check_gpu_model(model);
   const GpuProbe probe = probe_gpus();
   if (!gpu_present(probe)) throw_runtime("{}", no_gpu_text(probe));
@@ -28,14 +28,14 @@ NumericalCheck check_against_cpu(const Model& model, int stages, int micro_batch
   };
 
   const MicroBatch mb = synthetic_microbatch(seed, 0, 0, micro_batch_size, seq_len, model.transformer->vocab);
-  CpuModel cpu(model, seed);
+  CpuModel cpu(model, seed, recompute);
 
   PW_CUDA(cudaSetDevice(0));
   cuda::GpuContext g(0, dtype);
   std::vector<std::unique_ptr<cuda::GpuLayer>> layers;
   for (int i = 0; i < model.num_layers(); ++i) {
     const std::unique_ptr<CpuLayer> weights = make_cpu_layer(model, i, seed);
-    layers.push_back(cuda::make_gpu_layer(g, model, i, *weights));
+    layers.push_back(cuda::make_gpu_layer(g, model, i, *weights, recompute));
   }
   cuda::GpuBatch batch = cuda::upload_batch(g, mb);
 

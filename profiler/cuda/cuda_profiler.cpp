@@ -51,8 +51,8 @@ CudaProfileResult profile_cuda(const Model& model, const CudaProfileRequest& req
 
   std::vector<std::vector<int>> tp = tp_groups(groups_tp, groups_dp, 1), dp = dp_groups(groups_tp, groups_dp, 1);
   if (devices > 1) {
-    out.report += cuda::profile_gpu_collectives(tp, "tp", sizes, r.link_repetitions, r.dtype);
-    out.report += cuda::profile_gpu_collectives(dp, "dp", sizes, r.link_repetitions, r.dtype);
+    out.report += cuda::profile_gpu_collectives(tp, "tp", sizes, r.link_repetitions, r.dtype, p.links, p.collectives);
+    out.report += cuda::profile_gpu_collectives(dp, "dp", sizes, r.link_repetitions, r.dtype, p.links, p.collectives);
   } else {
     out.report += "  one GPU: no collectives to measure\n";
   }

@@ -209,13 +209,15 @@ std::vector<LinkProfile> profile_gpu_links(int devices, const std::vector<double
 }
 
 std::string profile_gpu_collectives(const std::vector<std::vector<int>>& groups, const std::string& kind,
-                                    const std::vector<double>& sizes, int repetitions, DType dtype) {
+                                    const std::vector<double>& sizes, int repetitions, DType dtype,
+                                    const std::vector<LinkProfile>& links, std::vector<CollectiveProfile>& measured) {
   std::string out;
   const double largest = *std::max_element(sizes.begin(), sizes.end());
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     if (groups[gi].size() < 2) continue;
     Group group(groups[gi], static_cast<std::size_t>(largest) + 4096);
     const std::string name = fmt::format("{} group {} (GPUs {})", kind, gi, device_list(groups[gi]));
+    const LinkSpec ring = group_link(groups[gi], links);
     for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather, CollectiveOp::ReduceScatter}) {
       std::vector<BandwidthSample> samples;
       for (double size : sizes) {
@@ -228,6 +230,7 @@ std::string profile_gpu_collectives(const std::vector<std::vector<int>>& groups,
         group.synchronize();
         const double mean = std::chrono::duration<double>(HostClock::now() - t0).count() / repetitions;
         samples.push_back(bandwidth_sample(op, group.size(), bytes, mean));
+        measured.push_back(collective_profile(samples.back(), ring));
       }
       out += nccl_tests_table(samples, to_string(dtype), dtype_bytes(dtype), name) + "\n";
     }

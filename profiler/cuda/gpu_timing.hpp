@@ -24,9 +24,11 @@ double profile_gpu_optimizer(GpuContext& g, const Model& model, const CudaProfil
 std::vector<LinkProfile> profile_gpu_links(int devices, const std::vector<double>& sizes, int repetitions, bool all_pairs,
                                            std::string& report);
 // All-reduce, all-gather and reduce-scatter over each group (GPU ids), nccl-tests' way: warm-up, then the
-// mean of back-to-back iterations. Returns the tables.
+// mean of back-to-back iterations. Appends each measurement to `measured` (with the group's slowest link
+// among `links`) and returns the tables.
 std::string profile_gpu_collectives(const std::vector<std::vector<int>>& groups, const std::string& kind,
-                                    const std::vector<double>& sizes, int repetitions, DType dtype);
+                                    const std::vector<double>& sizes, int repetitions, DType dtype,
+                                    const std::vector<LinkProfile>& links, std::vector<CollectiveProfile>& measured);
 // A large GEMM on GPU 0 alone and with all-reduces running on every GPU beside it; also what GPU 0 reaches
 // alone (FLOP/s, into `gpu`) and its memory bandwidth (a large device-to-device copy).
 std::string profile_gemm_overlap(int devices, GpuSpec& gpu);

@@ -52,14 +52,20 @@ TEST_CASE("one process per node with a thread per GPU; CUDA_VISIBLE_DEVICES narr
   CHECK(node.devices == std::vector<int>{0, 1, 2, 3});
   CHECK(node.id_source == NcclBootstrap::IdSource::Mpi);
   CHECK(to_text(node) == "ranks 4-7 of 8 on GPUs 0,1,2,3; NCCL id over MPI");
-  // Slurm's --gpus-per-task leaves each task only its GPU, as device 0.
-  const NcclBootstrap narrowed = plan_bootstrap(launched("slurm", 3, 4, 3, 4, "n1", 1234), 4, 1, "file:/shared/id");
+  // Slurm's --gpus-per-task leaves each task only its GPU, as device 0 (and says so in CUDA_VISIBLE_DEVICES).
+  LaunchEnv chosen = launched("slurm", 3, 4, 3, 4, "n1", 1234);
+  chosen.gpus_chosen = true;
+  const NcclBootstrap narrowed = plan_bootstrap(chosen, 4, 1, "file:/shared/id");
   CHECK(narrowed.devices == std::vector<int>{0});
   CHECK(narrowed.rendezvous.kind == RendezvousSpec::Kind::File);
   CHECK(narrowed.rendezvous.path == "/shared/id");
 }
 
 TEST_CASE("bootstrap errors name what to change", "[cuda][host]") {
+  // One GPU visible to each of 4 processes on a node, chosen by nobody: all four would take GPU 0.
+  CHECK(bad_input([] { plan_bootstrap(launched("slurm", 3, 4, 3, 4, "n1", 1234), 4, 1, "file:/shared/id"); }) ==
+        "GPUs: 4 processes on this node with 1 rank each need 4 GPUs, 1 visible and CUDA_VISIBLE_DEVICES unset; give each "
+        "process its own GPUs (CUDA_VISIBLE_DEVICES, srun --gpus-per-task) or start fewer processes per node");
   CHECK(bad_input([] { plan_bootstrap(launched("openmpi", 0, 3, 0, 3), 4, 8, ""); }) ==
         "--pp: the plan has 4 ranks for 3 processes; start as many processes as ranks, or a divisor of them (one per "
         "node with a thread per GPU)");

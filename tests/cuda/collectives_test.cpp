@@ -80,6 +80,24 @@ TEST_CASE("the measured matrix takes each pair from either direction", "[cuda][h
   CHECK(bad_input([&] { link_matrix(links, 4); }) ==
         "link matrix: no measured link between GPU 0 and GPU 3; measure every pair");
 
+  // A ring over GPUs 0, 1, 2 is bound by the slowest bandwidth (2 <-> 0: 50 GB/s) and the highest latency
+  // (8 us); over 1 and 2 by their own link.
+  const LinkSpec ring = group_link({0, 1, 2}, links);
+  CHECK(ring.bandwidth_bytes_per_s == 50e9);
+  CHECK(ring.latency_s == 8e-6);
+  CHECK(group_link({1, 2}, links).bandwidth_bytes_per_s == 80e9);
+  CHECK(bad_input([&] { group_link({0, 3}, links); }) ==
+        "collective group: no measured link between GPU 0 and GPU 3; measure every pair");
+  // As the profile keeps a measurement: kind, ranks, size, time and that link.
+  const CollectiveProfile kept = collective_profile(bandwidth_sample(CollectiveOp::ReduceScatter, 3, 3e6, 1e-4), ring);
+  CHECK(kept.kind == CollectiveKind::ReduceScatter);
+  CHECK(kept.ranks == 3);
+  CHECK(kept.bytes == 3e6);
+  CHECK(kept.time_s == 1e-4);
+  CHECK(kept.link.bandwidth_bytes_per_s == 50e9);
+  CHECK(bad_input([&] { collective_profile(bandwidth_sample(CollectiveOp::Broadcast, 3, 3e6, 1e-4), ring); }) ==
+        "collective broadcast: the profile keeps all_reduce, all_gather and reduce_scatter only");
+
   // As a cluster file: the matrix round-trips, intra- and inter-node links are the medians.
   GpuSpec gpu{"NVIDIA H200", 900e12, 140e9, 4.8e12};
   const Cluster c = measured_cluster("measured-h200", gpu, 3, links);

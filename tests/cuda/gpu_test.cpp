@@ -78,6 +78,98 @@ TEST_CASE("numerical check: GPU layers against the CPU backend, bf16 within 2e-2
     }
 }
 
+TEST_CASE("numerical check with recompute: full and selective reruns give the gradients without it", "[cuda][gpu]") {
+  if (!have_gpu()) return;
+  const Model model = test::tiny_llama(3);
+  for (Recompute level : {Recompute::Full, Recompute::Selective})
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const NumericalCheck check = check_against_cpu(model, 2, 2, model.transformer->max_seq_len, dtype, 7, level);
+      std::cout << model.name << ", 2 stages, recompute " << to_string(level) << ":\n" << check.table() << std::flush;
+      INFO(to_string(level) << " " << to_string(dtype) << "\n" << check.table());
+      CHECK(check.passed());
+    }
+}
+
+TEST_CASE("recompute on the GPU trains as the CPU backend's recompute does (1F1B, 4 ranks, fp32, SGD)", "[cuda][gpu]") {
+  if (!have_gpu()) return;
+  const Model model = test::tiny_llama(4);
+  const Schedule schedule = four_stages("1f1b");
+  RunOptions options;
+  options.iterations = 2;
+  struct Case {
+    Recompute level;
+    std::vector<Recompute> stages;
+  };
+  std::vector<double> kept_peaks;  // with every activation kept: recompute holds less
+  for (const Case& c : {Case{Recompute::None, {}}, Case{Recompute::Full, {}}, Case{Recompute::Selective, {}},
+                        Case{Recompute::None, {Recompute::Full, Recompute::Selective, Recompute::None, Recompute::Full}}}) {
+    CpuBackendConfig cpu_config;
+    cpu_config.micro_batch_size = 2;
+    cpu_config.optimizer.kind = OptimizerKind::Sgd;
+    cpu_config.optimizer.lr = 0.1;
+    cpu_config.recompute = c.level;
+    cpu_config.stage_recompute = c.stages;
+    CpuBackend cpu(model, four_ranges(), cpu_config);
+    run_schedule(schedule, cpu, options);
+    CudaBackendConfig config;
+    config.micro_batch_size = 2;
+    config.optimizer = cpu_config.optimizer;
+    config.dtype = DType::F32;
+    config.transport = "local";
+    config.recompute = c.level;
+    config.stage_recompute = c.stages;
+    const auto gpu = make_cuda_backend(model, four_ranges(), schedule, config);
+    const RunResult result = run_schedule(schedule, *gpu, options, &gpu->transport());
+    INFO(to_string(c.level) << " with " << c.stages.size() << " stage levels");
+    REQUIRE(gpu->losses().size() == cpu.losses().size());
+    for (size_t i = 0; i < cpu.losses().size(); ++i) CHECK(gpu->losses()[i] == Approx(cpu.losses()[i]).epsilon(1e-4));
+    for (double peak : result.activation_peak_bytes) CHECK(peak > 0);
+    if (kept_peaks.empty()) {
+      kept_peaks = result.activation_peak_bytes;
+    } else if (c.stages.empty()) {
+      // Rank 1 holds one block and nothing else: full keeps its input only, selective drops the s x s part.
+      CHECK(result.activation_peak_bytes[1] < kept_peaks[1]);
+    }
+  }
+}
+
+TEST_CASE("tied embeddings on the GPU train as the CPU backend's do: the two copies' gradients summed", "[cuda][gpu]") {
+  if (!have_gpu()) return;
+  TransformerConfig c = *test::tiny_llama(4).transformer;
+  c.tied_embeddings = true;
+  const Model model = make_transformer_model("tied", c);
+  // The copies on two ranks (1F1B on 4: summed through the other rank's memory) and on one rank (a 1-rank
+  // schedule: summed in place).
+  struct Case {
+    Schedule schedule;
+    std::vector<LayerRange> ranges;
+  };
+  ScheduleSpec one;
+  one.name = "1f1b";
+  one.ranks = 1;
+  one.microbatches = 4;
+  for (const Case& k : {Case{four_stages("1f1b"), four_ranges()}, Case{make_schedule(one), {{0, 5}}}}) {
+    RunOptions options;
+    options.iterations = 3;
+    CpuBackendConfig cpu_config;
+    cpu_config.micro_batch_size = 2;
+    cpu_config.optimizer.kind = OptimizerKind::Sgd;
+    cpu_config.optimizer.lr = 0.1;
+    CpuBackend cpu(model, k.ranges, cpu_config);
+    run_schedule(k.schedule, cpu, options);
+    CudaBackendConfig config;
+    config.micro_batch_size = 2;
+    config.optimizer = cpu_config.optimizer;
+    config.dtype = DType::F32;
+    const auto gpu = make_cuda_backend(model, k.ranges, k.schedule, config);
+    run_schedule(k.schedule, *gpu, options, &gpu->transport());
+    INFO(k.schedule.num_ranks() << " ranks over " << gpu->placement_text());
+    REQUIRE(gpu->losses().size() == cpu.losses().size());
+    // From the second iteration on the losses depend on the summed gradients.
+    for (size_t i = 0; i < cpu.losses().size(); ++i) CHECK(gpu->losses()[i] == Approx(cpu.losses()[i]).epsilon(1e-4));
+  }
+}
+
 TEST_CASE("1F1B and ZB-H1 on 4 ranks on the GPU train as the CPU backend does (fp32, SGD)", "[cuda][gpu]") {
   if (!have_gpu()) return;
   const Model model = test::tiny_llama(4);

@@ -60,6 +60,12 @@ TEST_CASE("OpenMPI's mpirun variables") {
   const LaunchEnv one = launch_env_from({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
   CHECK(one.local_rank == 1);
   CHECK(one.local_world_size == 2);
+  // Whether someone chose this process's GPUs: CUDA_VISIBLE_DEVICES set and not empty.
+  CHECK_FALSE(e.gpus_chosen);
+  CHECK(launch_env_from({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"CUDA_VISIBLE_DEVICES", "3"}})
+            .gpus_chosen);
+  CHECK_FALSE(launch_env_from({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"CUDA_VISIBLE_DEVICES", ""}})
+                  .gpus_chosen);
 }
 
 TEST_CASE("Slurm's srun variables, with tasks per node from each of its forms") {

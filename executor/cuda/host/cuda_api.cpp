@@ -32,7 +32,7 @@ std::unique_ptr<CudaBackend> make_cuda_backend(const Model&, std::vector<LayerRa
   throw_bad_input("{}", cuda_not_built_text());
 }
 
-NumericalCheck check_against_cpu(const Model&, int, int, int, DType, std::uint64_t) {
+NumericalCheck check_against_cpu(const Model&, int, int, int, DType, std::uint64_t, Recompute) {
   throw_bad_input("{}", cuda_not_built_text());
 }
 #endif

@@ -32,6 +32,12 @@ NcclBootstrap plan_bootstrap(const LaunchEnv& env, int schedule_ranks, int visib
                     "rank",
                     env.local_world_size, env.local_world_size == 1 ? "" : "es", per_process, per_process == 1 ? "" : "s",
                     node_needs, visible_gpus);
+  } else if (!env.gpus_chosen) {
+    // Each process sees just its share but nobody chose which: every one of them would take GPUs 0 onwards.
+    throw_bad_input("GPUs: {} processes on this node with {} rank{} each need {} GPUs, {} visible and CUDA_VISIBLE_DEVICES "
+                    "unset; give each process its own GPUs (CUDA_VISIBLE_DEVICES, srun --gpus-per-task) or start fewer "
+                    "processes per node",
+                    env.local_world_size, per_process, per_process == 1 ? "" : "s", node_needs, visible_gpus);
   }
   for (int i = 0; i < per_process; ++i) b.devices.push_back(first_gpu + i);
 

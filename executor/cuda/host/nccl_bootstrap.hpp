@@ -23,7 +23,8 @@ struct NcclBootstrap {
 // GPU r mod the GPUs). Under one, the job's P processes hold schedule_ranks / P ranks each (BadInput naming
 // --pp when P does not divide them); a process's GPUs are its node's share (local rank x ranks per process
 // onwards) or, when CUDA_VISIBLE_DEVICES left it exactly its own, those (BadInput when neither fits: NCCL
-// needs a GPU per rank). The id: --rendezvous when given; MPI under mpirun; otherwise TCP at MASTER_ADDR and
+// needs a GPU per rank; and when the process sees exactly its own share but CUDA_VISIBLE_DEVICES did not choose
+// it, since every process would then take the same GPUs). The id: --rendezvous when given; MPI under mpirun; otherwise TCP at MASTER_ADDR and
 // MASTER_PORT (torchrun's agent keeps its own store on MASTER_PORT, so MASTER_PORT + 1 under torchrun);
 // BadInput naming --rendezvous when there is no MASTER_ADDR or MASTER_PORT.
 NcclBootstrap plan_bootstrap(const LaunchEnv& env, int schedule_ranks, int visible_gpus,

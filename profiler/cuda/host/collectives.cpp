@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -126,6 +127,38 @@ LinkMatrix link_matrix(const std::vector<LinkProfile>& links, int gpus) {
       m.links[static_cast<size_t>(a) * gpus + b] = LinkSpec{l->bandwidth_bytes_per_s, l->latency_s};
     }
   return m;
+}
+
+LinkSpec group_link(const std::vector<int>& gpus, const std::vector<LinkProfile>& links) {
+  LinkSpec slowest{std::numeric_limits<double>::infinity(), 0};
+  for (size_t i = 0; i < gpus.size(); ++i)
+    for (size_t j = i + 1; j < gpus.size(); ++j) {
+      const int a = gpus[i], b = gpus[j];
+      const auto it = std::find_if(links.begin(), links.end(), [&](const LinkProfile& l) {
+        return (l.src == a && l.dst == b) || (l.src == b && l.dst == a);
+      });
+      if (it == links.end())
+        throw_bad_input("collective group: no measured link between GPU {} and GPU {}; measure every pair", a, b);
+      slowest.bandwidth_bytes_per_s = std::min(slowest.bandwidth_bytes_per_s, it->bandwidth_bytes_per_s);
+      slowest.latency_s = std::max(slowest.latency_s, it->latency_s);
+    }
+  return slowest;
+}
+
+CollectiveProfile collective_profile(const BandwidthSample& sample, const LinkSpec& group_link) {
+  CollectiveProfile c;
+  switch (sample.op) {
+    case CollectiveOp::AllReduce: c.kind = CollectiveKind::AllReduce; break;
+    case CollectiveOp::AllGather: c.kind = CollectiveKind::AllGather; break;
+    case CollectiveOp::ReduceScatter: c.kind = CollectiveKind::ReduceScatter; break;
+    default:
+      throw_bad_input("collective {}: the profile keeps all_reduce, all_gather and reduce_scatter only", to_string(sample.op));
+  }
+  c.ranks = sample.ranks;
+  c.bytes = sample.bytes;
+  c.time_s = sample.time_s;
+  c.link = group_link;
+  return c;
 }
 
 double overlap_slowdown(double alone_s, double with_traffic_s) {

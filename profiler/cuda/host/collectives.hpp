@@ -52,6 +52,14 @@ std::vector<std::vector<int>> dp_groups(int tp, int dp, int pp);
 // BadInput naming the first pair with no link either way.
 LinkMatrix link_matrix(const std::vector<LinkProfile>& links, int gpus);
 
+// The link a ring over `gpus` is bound by: the lowest bandwidth and the highest latency of the measured links
+// between any two of them (either direction). BadInput naming the first pair with no link either way.
+LinkSpec group_link(const std::vector<int>& gpus, const std::vector<LinkProfile>& links);
+
+// A measurement as the profile keeps it (profile.json's "collectives", which calibrate fits): all-reduce,
+// all-gather and reduce-scatter only (BadInput for the others, which no cost model asks about).
+CollectiveProfile collective_profile(const BandwidthSample& sample, const LinkSpec& group_link);
+
 // How much slower a GEMM ran with NCCL traffic beside it: with / alone - 1 (0.12 = 12% slower).
 double overlap_slowdown(double alone_s, double with_traffic_s);
 
