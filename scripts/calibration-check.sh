@@ -9,7 +9,7 @@
 #   scripts/calibration-check.sh [BUILD_DIR]          (default: build)
 #
 # Environment: MIN_TIME (profiler seconds per layer and size, default 0.5), ITERATIONS (measured iterations
-# per run, default 20), WARMUP (default 3), PASSES (runs of each configuration, default 3), QUICK=1
+# per run, default 15), WARMUP (default 3), PASSES (runs of each configuration, default 5), QUICK=1
 # (MIN_TIME 0.02, 2 iterations, 1 warm-up, 1 pass: checks that the procedure works, its numbers mean
 # nothing), KEEP=1 keeps the work folder (profile, runs, traces, calibration.json) and prints where it is.
 # docs/calibration.md explains the method.
@@ -22,7 +22,7 @@ pw="$build/cli/pipewright"
 if [[ "${QUICK:-0}" == 1 ]]; then
   min_time=0.02 iterations=2 warmup=1 passes=1
 else
-  min_time="${MIN_TIME:-0.5}" iterations="${ITERATIONS:-20}" warmup="${WARMUP:-3}" passes="${PASSES:-3}"
+  min_time="${MIN_TIME:-0.5}" iterations="${ITERATIONS:-15}" warmup="${WARMUP:-3}" passes="${PASSES:-5}"
 fi
 if [[ ! -x "$pw" ]]; then
   echo "calibration-check.sh: no $pw; build it first: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && make -C build pipewright" >&2
