@@ -41,10 +41,12 @@ class Meeting {
   virtual void abort() = 0;
 };
 
-// Ranks as threads of this process. Waiters spin before they sleep, as receives do (executor/spin_wait.hpp).
-class Barrier : public Meeting {
+// The rank threads of this process meet: the last to arrive releases the others, after `last_arrived`
+// (which returns the release time) has run without the lock. Waiters spin before they sleep, as receives
+// do (executor/spin_wait.hpp), and end at the deadline or when the meeting is aborted.
+class ThreadMeeting : public Meeting {
  public:
-  explicit Barrier(int n) : n_(n), spin_(spin_allowed(n)) {}
+  explicit ThreadMeeting(int n) : n_(n), spin_(spin_allowed(n)) {}
 
   Clock::time_point arrive_and_wait(Clock::time_point deadline) override {
     std::unique_lock lock(mutex_);
@@ -52,17 +54,20 @@ class Barrier : public Meeting {
     const unsigned long generation = generation_.load(std::memory_order_relaxed);
     if (++arrived_ == n_) {
       arrived_ = 0;
-      released_ = Clock::now();
+      lock.unlock();
+      const Clock::time_point released = last_arrived(deadline);
+      lock.lock();
+      released_ = released;
       generation_.fetch_add(1, std::memory_order_release);
       all_.notify_all();
-      return released_;
+      return released;
     }
     if (spin_) {
       lock.unlock();
       spin_until_changed(generation_, generation);
       lock.lock();
     }
-    if (!all_.wait_until(lock, deadline, [&] { return aborted_ || generation_.load() != generation; }))
+    if (!all_.wait_until(lock, deadline + grace(), [&] { return aborted_ || generation_.load() != generation; }))
       throw RecvTimeout();
     if (aborted_) throw RunAborted();
     return released_;
@@ -75,6 +80,11 @@ class Barrier : public Meeting {
     }
     all_.notify_all();
   }
+
+ protected:
+  virtual Clock::time_point last_arrived(Clock::time_point) { return Clock::now(); }
+  // How much longer than the deadline the others wait for the last one's release.
+  virtual Clock::duration grace() const { return Clock::duration::zero(); }
 
  private:
   std::mutex mutex_;
@@ -87,53 +97,25 @@ class Barrier : public Meeting {
   Clock::time_point released_{};
 };
 
+// Ranks as threads of this process.
+using Barrier = ThreadMeeting;
+
 // Ranks as processes, each holding `local` ranks as threads: the local ranks meet here first, and the last
 // of them to arrive meets the other processes through the group's barrier (whose waits end on their own once
 // the run stops) and then releases the others. With one rank per process this is the group's barrier alone.
-class ProcessMeeting : public Meeting {
+class ProcessMeeting : public ThreadMeeting {
  public:
-  ProcessMeeting(ProcessGroup& group, int local) : group_(group), local_(local) {}
+  ProcessMeeting(ProcessGroup& group, int local) : ThreadMeeting(local), group_(group) {}
 
-  Clock::time_point arrive_and_wait(Clock::time_point deadline) override {
-    std::unique_lock lock(mutex_);
-    if (aborted_) throw RunAborted();
-    const long generation = generation_;
-    if (++arrived_ == local_) {
-      arrived_ = 0;
-      lock.unlock();
-      // A failure here stops the run (the rank fails), which aborts this meeting for the others.
-      const Clock::time_point released = group_.barrier(deadline);
-      lock.lock();
-      ++generation_;
-      released_ = released;
-      all_.notify_all();
-      return released;
-    }
-    // The rank meeting the group reports its failure or timeout (it stops the run, which ends this wait);
-    // waiting a little longer than it keeps its reason the run's.
-    if (!all_.wait_until(lock, deadline + std::chrono::seconds(2), [&] { return aborted_ || generation_ != generation; }))
-      throw RecvTimeout();
-    if (aborted_) throw RunAborted();
-    return released_;
-  }
-
-  void abort() override {
-    {
-      std::lock_guard lock(mutex_);
-      aborted_ = true;
-    }
-    all_.notify_all();
-  }
+ protected:
+  // A failure here stops the run (the rank fails), which aborts this meeting for the others.
+  Clock::time_point last_arrived(Clock::time_point deadline) override { return group_.barrier(deadline); }
+  // The rank meeting the group reports its failure or timeout (it stops the run, which ends this wait);
+  // waiting a little longer than it keeps its reason the run's.
+  Clock::duration grace() const override { return std::chrono::seconds(2); }
 
  private:
   ProcessGroup& group_;
-  int local_;
-  std::mutex mutex_;
-  std::condition_variable all_;
-  int arrived_ = 0;
-  long generation_ = 0;
-  bool aborted_ = false;
-  Clock::time_point released_{};
 };
 
 // A process's ranks' records in one message: their count, then each rank's (rank_records_to_wire) after its

@@ -3,25 +3,11 @@
 
 #include "../error_text.hpp"
 #include "executor/cuda/host/nccl_bootstrap.hpp"
+#include "launched.hpp"
 
 using namespace pw;
 
-namespace {
-
-LaunchEnv launched(const std::string& launcher, int rank, int world, int local_rank, int local_world,
-                   const std::string& addr = "", int port = 0) {
-  LaunchEnv e;
-  e.launcher = launcher;
-  e.rank = rank;
-  e.world_size = world;
-  e.local_rank = local_rank;
-  e.local_world_size = local_world;
-  e.master_addr = addr;
-  e.master_port = port;
-  return e;
-}
-
-}  // namespace
+using test::launched;
 
 TEST_CASE("without a launcher every rank is a thread here, round the GPUs", "[cuda][host]") {
   const NcclBootstrap b = plan_bootstrap(LaunchEnv{}, 4, 2, "");

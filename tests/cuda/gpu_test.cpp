@@ -41,6 +41,37 @@ Schedule four_stages(const std::string& name) {
 // One stage per rank over 4 + 2 layers: embedding and a block, a block each, a block and the head.
 std::vector<LayerRange> four_ranges() { return {{0, 1}, {2, 2}, {3, 3}, {4, 5}}; }
 
+// The CPU backend's training the GPU runs are held to: micro-batch 2, SGD at 0.1 (no optimizer state to
+// differ in), with the given recomputation.
+CpuBackendConfig reference_cpu(Recompute level = Recompute::None, std::vector<Recompute> stages = {}) {
+  CpuBackendConfig c;
+  c.micro_batch_size = 2;
+  c.optimizer.kind = OptimizerKind::Sgd;
+  c.optimizer.lr = 0.1;
+  c.recompute = level;
+  c.stage_recompute = std::move(stages);
+  return c;
+}
+
+// The same training on the GPU in fp32 (whose GEMMs accumulate in fp32 with no TF32).
+CudaBackendConfig fp32_like(const CpuBackendConfig& cpu, const std::string& transport = "auto") {
+  CudaBackendConfig c;
+  c.micro_batch_size = cpu.micro_batch_size;
+  c.optimizer = cpu.optimizer;
+  c.dtype = DType::F32;
+  c.transport = transport;
+  c.recompute = cpu.recompute;
+  c.stage_recompute = cpu.stage_recompute;
+  return c;
+}
+
+// Every iteration's loss within 1e-4 of the CPU backend's: from the second on they depend on the summed
+// gradients and the update.
+void check_same_losses(const std::vector<double>& gpu, const std::vector<double>& cpu) {
+  REQUIRE(gpu.size() == cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) CHECK(gpu[i] == Approx(cpu[i]).epsilon(1e-4));
+}
+
 }  // namespace
 
 TEST_CASE("without a GPU the cuda backend says why, in one line", "[cuda][gpu]") {
@@ -103,26 +134,13 @@ TEST_CASE("recompute on the GPU trains as the CPU backend's recompute does (1F1B
   std::vector<double> kept_peaks;  // with every activation kept: recompute holds less
   for (const Case& c : {Case{Recompute::None, {}}, Case{Recompute::Full, {}}, Case{Recompute::Selective, {}},
                         Case{Recompute::None, {Recompute::Full, Recompute::Selective, Recompute::None, Recompute::Full}}}) {
-    CpuBackendConfig cpu_config;
-    cpu_config.micro_batch_size = 2;
-    cpu_config.optimizer.kind = OptimizerKind::Sgd;
-    cpu_config.optimizer.lr = 0.1;
-    cpu_config.recompute = c.level;
-    cpu_config.stage_recompute = c.stages;
+    const CpuBackendConfig cpu_config = reference_cpu(c.level, c.stages);
     CpuBackend cpu(model, four_ranges(), cpu_config);
     run_schedule(schedule, cpu, options);
-    CudaBackendConfig config;
-    config.micro_batch_size = 2;
-    config.optimizer = cpu_config.optimizer;
-    config.dtype = DType::F32;
-    config.transport = "local";
-    config.recompute = c.level;
-    config.stage_recompute = c.stages;
-    const auto gpu = make_cuda_backend(model, four_ranges(), schedule, config);
+    const auto gpu = make_cuda_backend(model, four_ranges(), schedule, fp32_like(cpu_config, "local"));
     const RunResult result = run_schedule(schedule, *gpu, options, &gpu->transport());
     INFO(to_string(c.level) << " with " << c.stages.size() << " stage levels");
-    REQUIRE(gpu->losses().size() == cpu.losses().size());
-    for (size_t i = 0; i < cpu.losses().size(); ++i) CHECK(gpu->losses()[i] == Approx(cpu.losses()[i]).epsilon(1e-4));
+    check_same_losses(gpu->losses(), cpu.losses());
     for (double peak : result.activation_peak_bytes) CHECK(peak > 0);
     if (kept_peaks.empty()) {
       kept_peaks = result.activation_peak_bytes;
@@ -151,22 +169,12 @@ TEST_CASE("tied embeddings on the GPU train as the CPU backend's do: the two cop
   for (const Case& k : {Case{four_stages("1f1b"), four_ranges()}, Case{make_schedule(one), {{0, 5}}}}) {
     RunOptions options;
     options.iterations = 3;
-    CpuBackendConfig cpu_config;
-    cpu_config.micro_batch_size = 2;
-    cpu_config.optimizer.kind = OptimizerKind::Sgd;
-    cpu_config.optimizer.lr = 0.1;
-    CpuBackend cpu(model, k.ranges, cpu_config);
+    CpuBackend cpu(model, k.ranges, reference_cpu());
     run_schedule(k.schedule, cpu, options);
-    CudaBackendConfig config;
-    config.micro_batch_size = 2;
-    config.optimizer = cpu_config.optimizer;
-    config.dtype = DType::F32;
-    const auto gpu = make_cuda_backend(model, k.ranges, k.schedule, config);
+    const auto gpu = make_cuda_backend(model, k.ranges, k.schedule, fp32_like(reference_cpu()));
     run_schedule(k.schedule, *gpu, options, &gpu->transport());
     INFO(k.schedule.num_ranks() << " ranks over " << gpu->placement_text());
-    REQUIRE(gpu->losses().size() == cpu.losses().size());
-    // From the second iteration on the losses depend on the summed gradients.
-    for (size_t i = 0; i < cpu.losses().size(); ++i) CHECK(gpu->losses()[i] == Approx(cpu.losses()[i]).epsilon(1e-4));
+    check_same_losses(gpu->losses(), cpu.losses());
   }
 }
 
@@ -177,28 +185,17 @@ TEST_CASE("1F1B and ZB-H1 on 4 ranks on the GPU train as the CPU backend does (f
     const Schedule schedule = four_stages(name);
     RunOptions options;
     options.iterations = 3;
-    CpuBackendConfig cpu_config;
-    cpu_config.micro_batch_size = 2;
-    cpu_config.optimizer.kind = OptimizerKind::Sgd;
-    cpu_config.optimizer.lr = 0.1;
-    CpuBackend cpu(model, four_ranges(), cpu_config);
+    CpuBackend cpu(model, four_ranges(), reference_cpu());
     run_schedule(schedule, cpu, options);
     for (const std::string transport : {"local", "nccl"}) {
       if (transport == "nccl" && probe_gpus().count < 4) {
         WARN("nccl transport skipped: 4 ranks need 4 GPUs, " << probe_gpus().count << " here");
         continue;
       }
-      CudaBackendConfig config;
-      config.micro_batch_size = 2;
-      config.optimizer = cpu_config.optimizer;
-      config.dtype = DType::F32;
-      config.transport = transport;
-      const auto gpu = make_cuda_backend(model, four_ranges(), schedule, config);
+      const auto gpu = make_cuda_backend(model, four_ranges(), schedule, fp32_like(reference_cpu(), transport));
       const RunResult result = run_schedule(schedule, *gpu, options, &gpu->transport());
       INFO(name << " over " << gpu->placement_text());
-      REQUIRE(gpu->losses().size() == cpu.losses().size());
-      for (size_t i = 0; i < cpu.losses().size(); ++i)
-        CHECK(gpu->losses()[i] == Approx(cpu.losses()[i]).epsilon(1e-4));
+      check_same_losses(gpu->losses(), cpu.losses());
       // Training lowers the loss, and the activations the ranks held were counted.
       CHECK(gpu->losses().back() < gpu->losses().front());
       for (double peak : result.activation_peak_bytes) CHECK(peak > 0);

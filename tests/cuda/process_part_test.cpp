@@ -11,22 +11,15 @@
 
 #include "../cli/cli_test_util.hpp"
 #include "../error_text.hpp"
+#include "launched.hpp"
 #include "executor/cuda/host/process_part.hpp"
 #include "executor/cuda/host/recompute_levels.hpp"
 
 using namespace pw;
 
-namespace {
+using test::launched;
 
-LaunchEnv launched(const std::string& launcher, int rank, int world, int local_rank, int local_world) {
-  LaunchEnv e;
-  e.launcher = launcher;
-  e.rank = rank;
-  e.world_size = world;
-  e.local_rank = local_rank;
-  e.local_world_size = local_world;
-  return e;
-}
+namespace {
 
 UniqueIdBytes id_with(unsigned char first) {
   UniqueIdBytes id{};

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "executor/cuda/host/cuda_api.hpp"
 #include "executor/process_group.hpp"
 
 namespace {
@@ -246,4 +247,47 @@ TEST_CASE("mpirun with another process count than --pp is bad input, said once")
                      "--pp 3\n") == 1);
   CHECK(count(j.err, "error: ") == 1);
   CHECK(none_survive(tag));
+}
+
+TEST_CASE("mpirun -np 2 with the cuda backend: the no-GPU line once, or the single process's losses", "[cuda][mpi]") {
+  SKIP_WITHOUT_MPI();
+  if (!pw::cuda_built()) {
+    WARN("skipped: built without CUDA");
+    return;
+  }
+  // The tiny Llama over 4 stages on 2 ranks (interleaved, 2 chunks each), fp32 and SGD: losses comparable.
+  const std::vector<std::string> cuda = {PIPEWRIGHT_BINARY, "run", "--backend", "cuda", "--dtype", "fp32", "--optimizer",
+                                         "sgd", "--lr", "0.1", "--model",
+                                         std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-llama.json", "--cluster",
+                                         "ideal", "--pp", "2", "--vpp", "2", "--schedule", "interleaved", "--microbatches",
+                                         "4", "--iterations", "2", "--warmup", "0", "--no-profile", "--timeout", "60",
+                                         "--json"};
+  const pw::GpuProbe probe = pw::probe_gpus();
+  if (!pw::gpu_present(probe)) {
+    const Job j = run_job(mpirun(2) + cuda, "cuda-no-gpu");
+    INFO(j.err);
+    CHECK(j.code == 1);
+    CHECK(count(j.err, "error: " + pw::no_gpu_text(probe) + "\n") == 1);
+    CHECK(count(j.err, "error: ") == 1);
+    CHECK(j.out.empty());
+    CHECK(j.seconds < 10);  // process 0 said it and ended the job; nobody waited for a timeout
+    return;
+  }
+  if (probe.count < 2) {
+    WARN("2 processes skipped: NCCL needs a GPU per rank, " << probe.count << " GPU here");
+    return;
+  }
+  const Job one = run_job(cuda, "cuda-one-process");
+  INFO(one.err);
+  REQUIRE(one.code == 0);
+  const Job two = run_job(mpirun(2) + cuda, "cuda-two-processes");
+  INFO(two.err);
+  REQUIRE(two.code == 0);
+  const json a = json::parse(one.out);
+  const json b = json::parse(two.out);  // one document: process 1 printed nothing
+  REQUIRE(a["losses"].size() == 2);
+  REQUIRE(b["losses"].size() == 2);
+  for (size_t i = 0; i < 2; ++i) CHECK(b["losses"][i].get<double>() == Approx(a["losses"][i].get<double>()).epsilon(1e-4));
+  REQUIRE(b["ranks"].size() == 2);
+  for (const auto& r : b["ranks"]) CHECK(r["busy_s"].get<double>() > 0);  // rank 1's records reached process 0
 }

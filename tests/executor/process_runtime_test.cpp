@@ -1,6 +1,7 @@
 // The runtime's ranks-as-processes mode without MPI: each "process" is a thread with its own backend and its
 // own run_schedule call, joined by a loopback group that carries every tensor as the bytes a process would
-// send (append_wire / tensor_from_wire). What MPI adds (mpirun, pids) is covered by mpi_run_test.cpp.
+// send (append_wire / tensor_from_wire). A process holds one rank, or several as threads (the cuda backend's
+// processes, a thread per GPU). What MPI adds (mpirun, pids) is covered by mpi_run_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <condition_variable>
@@ -30,7 +31,9 @@ class WireTensor : public Tensor {
 // What the processes share: mailboxes, a barrier, gather slots and the first failure announced.
 class Hub {
  public:
-  explicit Hub(int n) : n_(n), wires_(n), slots_(static_cast<size_t>(n)) {}
+  // `processes` meet and gather; `ranks` (all of them, over every process) exchange tensors.
+  Hub(int processes, int ranks) : n_(processes), wires_(ranks), slots_(static_cast<size_t>(processes)) {}
+  explicit Hub(int n) : Hub(n, n) {}
 
   ThreadTransport& wires() { return wires_; }
   int size() const { return n_; }
@@ -154,11 +157,12 @@ struct ProcessOutcome {
   std::vector<double> losses;
 };
 
-// Runs `schedule` as `p` loopback processes, each with its own CpuBackend built like the others.
+// Runs `schedule` as loopback processes of `per_process` ranks each (process k holds ranks k x per_process
+// onwards), each with its own CpuBackend built like the others.
 std::vector<ProcessOutcome> run_as_processes(const Model& model, const std::vector<LayerRange>& ranges,
-                                             const Schedule& schedule, const RunOptions& options) {
-  const int p = schedule.num_ranks();
-  Hub hub(p);
+                                             const Schedule& schedule, const RunOptions& options, int per_process = 1) {
+  const int p = schedule.num_ranks() / per_process;
+  Hub hub(p, schedule.num_ranks());
   std::vector<ProcessOutcome> out(static_cast<size_t>(p));
   {
     std::vector<std::jthread> processes;
@@ -168,7 +172,14 @@ std::vector<ProcessOutcome> run_as_processes(const Model& model, const std::vect
         CpuBackend backend(model, ranges, CpuBackendConfig{});
         LoopbackGroup group(hub, k);
         try {
-          o.result = run_schedule(schedule, backend, options, group);
+          if (per_process == 1) {
+            o.result = run_schedule(schedule, backend, options, group);
+          } else {
+            std::vector<int> local;
+            for (int i = 0; i < per_process; ++i) local.push_back(k * per_process + i);
+            LoopbackTransport transport(hub, k, backend);
+            o.result = run_schedule(schedule, backend, options, group, transport, local);
+          }
         } catch (const RunFailedElsewhere& e) {
           o.error = e.what();
           o.elsewhere = true;
@@ -257,4 +268,73 @@ TEST_CASE("ranks as processes need one process per rank") {
     CHECK(e.kind() == ErrorKind::BadInput);
     CHECK(std::string(e.what()) == "processes: 3 were started for a schedule of 2 ranks; start one process per rank");
   }
+}
+
+TEST_CASE("two processes of two rank threads each train as four rank threads do") {
+  const Model model = test::tiny_llama(4);
+  const std::vector<LayerRange> ranges = {{0, 1}, {2, 2}, {3, 3}, {4, 5}};  // tiny_llama(4): 6 layers
+  for (const std::string name : {"1f1b", "zb-h1"}) {
+    INFO(name);
+    const Schedule s = schedule_of(name, 4, 8);
+    RunOptions options;
+    options.warmup = 1;
+    options.iterations = 2;
+    options.timeout_s = 30;
+    CpuBackend threads_backend(model, ranges, CpuBackendConfig{});
+    const RunResult threads = run_schedule(s, threads_backend, options);
+    const std::vector<ProcessOutcome> processes = run_as_processes(model, ranges, s, options, 2);
+    for (const ProcessOutcome& o : processes) {
+      INFO(o.error);
+      REQUIRE(o.result);
+    }
+    // The process holding the last stage has the losses: bit for bit the threads run's (same seed, same order).
+    CHECK(processes[0].losses.empty());
+    CHECK(processes[1].losses == threads_backend.losses());
+    // Process 0 has every rank's records; the activation bytes follow the schedule, not the timing.
+    const RunResult& gathered = *processes[0].result;
+    REQUIRE(gathered.iterations.size() == 3);
+    CHECK(gathered.activation_peak_bytes == threads.activation_peak_bytes);
+    for (const IterationRecord& it : gathered.iterations) {
+      CHECK(it.step_time_s > 0);
+      for (const RankIteration& r : it.ranks) {
+        CHECK(r.busy_s > 0);
+        CHECK(r.end_s <= it.step_time_s);
+        CHECK_FALSE(r.events.empty());
+      }
+    }
+    // Process 1 keeps its own ranks' records only.
+    CHECK(processes[1].result->iterations[1].ranks[0].events.empty());
+    CHECK_FALSE(processes[1].result->iterations[1].ranks[3].events.empty());
+  }
+}
+
+TEST_CASE("a failing rank thread ends both processes at once, its error said by its process alone") {
+  const Model model = test::tiny_llama(4);
+  const std::vector<LayerRange> ranges = {{0, 1}, {2, 2}, {3, 3}, {4, 5}};
+  RunOptions options;
+  options.iterations = 1;
+  options.timeout_s = 20;
+  options.before_action = [](int rank, int, const Action& a) {
+    if (rank == 3 && a == Action{Op::F, 3, 2}) throw std::runtime_error("injected");
+  };
+  const auto start = Clock::now();
+  const std::vector<ProcessOutcome> processes = run_as_processes(model, ranges, schedule_of("1f1b", 4, 8), options, 2);
+  CHECK(std::chrono::duration<double>(Clock::now() - start).count() < 10);  // not the 20 s timeout
+  CHECK(processes[1].error == "rank 3 failed at 3F2: injected");
+  CHECK_FALSE(processes[1].elsewhere);
+  CHECK(processes[0].error == "rank 3 failed at 3F2: injected");
+  CHECK(processes[0].elsewhere);
+}
+
+TEST_CASE("a process's ranks must be ascending ranks of the schedule") {
+  const Model model = test::tiny_llama(4);
+  const std::vector<LayerRange> ranges = {{0, 1}, {2, 2}, {3, 3}, {4, 5}};
+  Hub hub(2, 4);
+  LoopbackGroup group(hub, 0);
+  CpuBackend backend(model, ranges, CpuBackendConfig{});
+  LoopbackTransport transport(hub, 0, backend);
+  CHECK_THROWS_WITH(run_schedule(schedule_of("1f1b", 4, 8), backend, RunOptions{}, group, transport, {1, 0}),
+                    "process 0: its ranks must be ascending ranks of the schedule's 4");
+  CHECK_THROWS_WITH(run_schedule(schedule_of("1f1b", 4, 8), backend, RunOptions{}, group, transport, {3, 4}),
+                    "process 0: its ranks must be ascending ranks of the schedule's 4");
 }
