@@ -104,8 +104,10 @@ double CalibratedCostModel::collective_time(CollectiveKind kind, double bytes, i
 }
 
 LinkSpec CalibratedCostModel::p2p_link(const LinkSpec& nominal) const {
-  LinkSpec l = calibration_.link ? LinkSpec{calibration_.link->bandwidth_bytes_per_s, calibration_.link->latency_s}
-                                 : below_.p2p_link(nominal);
+  // The fit is of links inside the profiled node; one between nodes is the model's below.
+  LinkSpec l = calibration_.link && !nominal.inter_node
+                   ? LinkSpec{calibration_.link->bandwidth_bytes_per_s, calibration_.link->latency_s}
+                   : below_.p2p_link(nominal);
   l.latency_s += calibration_.overheads.transfer_s;
   return l;
 }

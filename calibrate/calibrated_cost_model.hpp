@@ -23,8 +23,8 @@ class CalibratedCostModel : public CostModelOver {
   double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& tp_link,
                     int tp) const override;
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
-  // The pooled link fit (any nominal link), its latency plus the per-transfer cost; without a link fit the
-  // base model's link plus that cost.
+  // The pooled link fit (any link inside a node), its latency plus the per-transfer cost; for a link
+  // between nodes, or without a link fit, the base model's link plus that cost.
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
   double action_overhead_s() const override { return calibration_.overheads.dispatch_s; }

@@ -75,7 +75,7 @@ void print_links(std::ostream& out, const Calibration& c) {
   };
   row("pooled", *c.link);
   for (const LinkFit& l : c.link_pairs) row(fmt::format("{} -> {}", l.src, l.dst), l);
-  out << "  the pooled fit is what the calibrated model uses for every transfer\n\n";
+  out << "  the pooled fit is what the calibrated model uses for every transfer inside a node\n\n";
   if (c.collectives.empty()) {
     out << "collectives: none measured\n\n";
     return;

@@ -133,8 +133,12 @@ LinkMatrix read_measured(const JsonFields& parent) {
 }  // namespace
 
 LinkSpec Cluster::link(int a, int b) const {
-  if (measured && a >= 0 && b >= 0 && a < measured->gpus && b < measured->gpus) return measured->at(a, b);
-  return node_of(a) == node_of(b) ? intra_node : inter_node;
+  const bool across = node_of(a) != node_of(b);
+  LinkSpec l = measured && a >= 0 && b >= 0 && a < measured->gpus && b < measured->gpus ? measured->at(a, b)
+               : across                                                                  ? inter_node
+                                                                                         : intra_node;
+  l.inter_node = across;
+  return l;
 }
 
 const GpuSpec& Cluster::gpu_at(int global_rank) const {

@@ -23,6 +23,9 @@ struct NodeGroup {
 struct LinkSpec {
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
+  // Between GPUs of different nodes (set by Cluster::link): the network. A profile of one node measures
+  // none of these, so the cost models that replace links with measured ones leave these alone.
+  bool inter_node = false;
 };
 
 // Measured per-pair links (the profiler writes them); overrides the class defaults where present.

@@ -62,7 +62,7 @@ double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, 
 }
 
 LinkSpec ProfiledCostModel::p2p_link(const LinkSpec& nominal) const {
-  if (profile_.links.empty()) return below_.p2p_link(nominal);
+  if (profile_.links.empty() || nominal.inter_node) return below_.p2p_link(nominal);
   const LinkProfile& l = profile_.links.front();
   return LinkSpec{l.bandwidth_bytes_per_s, l.latency_s};
 }

@@ -31,7 +31,8 @@ class ProfiledCostModel : public CostModelOver {
   // lacks: the fallback.
   double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& tp_link,
                     int tp) const override;
-  // The first measured link when the profile has one.
+  // The first measured link when the profile has one, for links inside a node (a profile measures one
+  // node; a link between nodes is the model's below).
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
 

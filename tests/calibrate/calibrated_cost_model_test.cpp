@@ -91,6 +91,12 @@ TEST_CASE("run overheads: compute scale and dispatch in the stage costs, transfe
   const pw::LinkSpec fallback = pw::CalibratedCostModel(no_link, base).p2p_link(cluster.intra_node);
   CHECK(fallback.bandwidth_bytes_per_s == base.p2p_link(cluster.intra_node).bandwidth_bytes_per_s);
   CHECK(fallback.latency_s == Approx(cluster.intra_node.latency_s + 1e-4));
+  // A link between nodes was not measured (a profile is of one node): the base model's, plus the cost.
+  pw::LinkSpec across = cluster.inter_node;
+  across.inter_node = true;
+  const pw::LinkSpec network = charged.p2p_link(across);
+  CHECK(network.bandwidth_bytes_per_s == base.p2p_link(across).bandwidth_bytes_per_s);
+  CHECK(network.latency_s == Approx(base.p2p_link(across).latency_s + 1e-4));
 }
 
 TEST_CASE("collective efficiency replaces the base model's for the kinds fitted") {

@@ -111,6 +111,8 @@ TEST_CASE("links: measured where covered, else intra- or inter-node") {
   CHECK(c.link(0, 7).bandwidth_bytes_per_s == 450e9);
   CHECK(c.link(7, 8).bandwidth_bytes_per_s == 50e9);
   CHECK(c.link(7, 8).latency_s == 6e-6);
+  CHECK_FALSE(c.link(0, 7).inter_node);
+  CHECK(c.link(7, 8).inter_node);
   CHECK_FALSE(c.measured);
 
   const Cluster m = cluster_from_json_text(
@@ -123,6 +125,8 @@ TEST_CASE("links: measured where covered, else intra- or inter-node") {
   CHECK(m.link(1, 0).latency_s == 4e-6);
   CHECK(m.link(0, 2).bandwidth_bytes_per_s == 450e9);  // not covered: same node
   CHECK(m.link(1, 4).bandwidth_bytes_per_s == 25e9);   // not covered: another node
+  CHECK_FALSE(m.link(0, 1).inter_node);
+  CHECK(m.link(1, 4).inter_node);
   const std::string text = cluster_to_json_text(m);
   CHECK(cluster_to_json_text(cluster_from_json_text(text, "again.json")) == text);
 }
