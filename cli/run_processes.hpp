@@ -1,9 +1,9 @@
 #pragma once
-// `pipewright run` as one of the processes a launcher started (mpirun -np N pipewright run ...): every
-// process builds the same configuration, runs its own rank, and process 0 alone reports. Errors are printed
+// `pipewright run` as one of the processes a launcher started (mpirun -np N pipewright run ..., torchrun,
+// srun): every process builds the same configuration, runs its own rank, and process 0 alone reports. Errors are printed
 // once and end the whole job: bad input every process meets alike by process 0, a run failure by the
 // process where it happened (the others learn of it and stay quiet); the exit status is the error's
-// (2 bad input, 1 runtime), and MPI_Abort makes the launcher tear the other processes down.
+// (2 bad input, 1 runtime), and end_job_now ends the other processes too (MPI_Abort, or the TCP group's word).
 #include <functional>
 #include <ostream>
 #include <string>
@@ -51,8 +51,8 @@ class ErrorOfEveryProcess : public Error {
   explicit ErrorOfEveryProcess(const std::string& message) : Error(ErrorKind::Runtime, message) {}
 };
 
-// Joins the launched job (MPI) and runs `body` as this process's part of it; on any error prints it once as
-// "error: <message>" on stderr and ends the job (does not return). `out` is flushed before MPI finalises.
+// Joins the launched job (join_launched_processes: MPI or TCP) and runs `body` as this process's part of it; on any error prints it once as
+// "error: <message>" on stderr and ends the job (does not return). `out` is flushed before the group closes.
 void run_launched(const LaunchEnv& env, double timeout_s, std::ostream& out,
                   const std::function<void(LaunchedRun&)>& body);
 

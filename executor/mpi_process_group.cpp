@@ -9,6 +9,7 @@
 #include "executor/mpi_transport.hpp"
 #include "executor/mpi_world.hpp"
 #include "executor/process_group.hpp"
+#include "executor/tcp_process_group.hpp"
 
 namespace pw {
 namespace {
@@ -29,27 +30,7 @@ class MpiProcessGroup : public ProcessGroup {
       world_.leave_without_finalize();
       return;
     }
-    const int me = world_.rank();
-    // One write, then a moment for the launcher to pass the line on before its abort banner.
-    const auto report = [](const std::string& line) {
-      std::cerr << line;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      end_job_now(1);
-    };
-    try {
-      barrier(after(timeout_s_));
-    } catch (const PeerFailed&) {
-      std::this_thread::sleep_for(std::chrono::seconds(10));  // the failing process reports and ends the job
-      end_job_now(1);
-    } catch (const PeerLost& e) {
-      report(fmt::format("error: rank {} failed: its process ({}) ended while rank {} waited at the end of the run\n",
-                         e.rank, e.process, me));
-    } catch (const RecvTimeout&) {
-      report(fmt::format("error: rank {} failed at the end of the run: the other ranks did not arrive within {:g} s\n", me,
-                         timeout_s_));
-    } catch (const std::exception& e) {
-      report(fmt::format("error: rank {} failed at the end of the run: {}\n", me, e.what()));
-    }
+    meet_before_leaving(*this, timeout_s_);
   }
 
   int rank() const override { return world_.rank(); }
@@ -110,11 +91,12 @@ class MpiProcessGroup : public ProcessGroup {
 
 bool built_with_mpi() { return true; }
 
+// mpirun's and srun's processes meet over MPI; torchrun starts no MPI world, so its processes meet over TCP.
 std::unique_ptr<ProcessGroup> join_launched_processes(const LaunchEnv& env, double timeout_s) {
+  if (env.launcher == "torchrun") return join_tcp_processes(env, timeout_s);
   if (env.launcher != "openmpi" && env.launcher != "slurm")
-    throw_bad_input("{}: ranks as processes talk over MPI, which {} does not start; launch with mpirun -np N (or srun "
-                    "-n N), or run one process (ranks as threads)",
-                    env.launcher == "none" ? "launcher" : env.launcher, env.launcher == "none" ? "nothing" : env.launcher);
+    throw_bad_input("launcher: none started this process; start the processes with mpirun -np N, srun -n N or torchrun "
+                    "--nproc_per_node N, or run one process (ranks as threads)");
   auto group = std::make_unique<MpiProcessGroup>(timeout_s);
   if (group->size() != env.world_size || group->rank() != env.rank)
     throw_bad_input("{}: the launcher says rank {} of {}, MPI says rank {} of {}; start the processes with the "
@@ -125,6 +107,7 @@ std::unique_ptr<ProcessGroup> join_launched_processes(const LaunchEnv& env, doub
 
 void end_job_now(int code) {
   std::fflush(nullptr);
+  end_tcp_job(code);
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);

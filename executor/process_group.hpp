@@ -1,5 +1,5 @@
 #pragma once
-// The processes of one run that a launcher (mpirun, srun) started, one pipeline rank each (the process's
+// The processes of one run that a launcher (mpirun, srun, torchrun) started, one pipeline rank each (the process's
 // index is its rank): what the runtime needs of them besides moving tensors: meeting, gathering every rank's
 // records at process 0, ending the whole job. Every wait is bounded by a deadline and ends early when
 // another process announces a failure (PeerFailed) or, on the same host, when a peer's process is gone
@@ -34,17 +34,25 @@ class ProcessGroup {
   virtual std::vector<std::byte> broadcast(std::vector<std::byte> bytes, Clock::time_point deadline);
 };
 
+// The meeting every process of a launched job holds before it lets go of the group: none ends while another
+// still waits on it, so a peer that is gone is always one that failed. On a failure here (a peer's, a
+// timeout, a lost process) it prints the one line that says so, if it is this process's to say, and ends
+// the job (exit 1); it returns when everyone arrived.
+void meet_before_leaving(ProcessGroup& group, double timeout_s);
+
 // Whether this build can join processes (PIPEWRIGHT_HAVE_MPI).
 bool built_with_mpi();
 
-// Joins the processes `env`'s launcher started: initialises MPI (call it only under an MPI launcher) and
-// learns where the others run, waiting at most `timeout_s` for them. One group per process, for its whole
-// life: destroying it finalises MPI. BadInput when the launcher is not an MPI one (torchrun, none), when
-// this build has no MPI, or when MPI's world disagrees with the launcher's variables.
+// Joins the processes `env`'s launcher started, waiting at most `timeout_s` for them: over MPI under mpirun,
+// and under srun when this build has MPI (initialises MPI; destroying the group finalises it); over TCP at
+// MASTER_ADDR under torchrun, and under srun without MPI (executor/tcp_process_group.hpp). One group per
+// process, for its whole life. BadInput without a launcher, for mpirun in a build without MPI, when MPI's
+// world disagrees with the launcher's variables, or when the TCP group's MASTER_ADDR / MASTER_PORT are unset.
 std::unique_ptr<ProcessGroup> join_launched_processes(const LaunchEnv& env, double timeout_s);
 
-// Ends this process with exit status `code` at once and, once MPI is up, every process of the job with it
-// (MPI_Abort: the launcher tears the rest down).
+// Ends this process with exit status `code` at once and every process of the job with it: once MPI is up by
+// MPI_Abort (the launcher tears the rest down); while a TCP group lives by a word to the others, which end
+// with the same status as it arrives.
 [[noreturn]] void end_job_now(int code);
 
 }  // namespace pw

@@ -19,16 +19,16 @@ TEST_CASE("without a launcher every rank is a thread here, round the GPUs", "[cu
 }
 
 TEST_CASE("one process per GPU: torchrun on 2 nodes of 4", "[cuda][host]") {
-  // Global rank 6 is local rank 2 of node 1; every process sees the node's 4 GPUs.
+  // Global rank 6 is local rank 2 of node 1; every process sees the node's 4 GPUs. The id rides the job's
+  // process group (TCP under torchrun), unless --rendezvous names another way.
   const NcclBootstrap b = plan_bootstrap(launched("torchrun", 6, 8, 2, 4, "node-001", 29500), 8, 4, "");
   CHECK(b.first_rank == 6);
   CHECK(b.devices == std::vector<int>{2});
-  CHECK(b.id_source == NcclBootstrap::IdSource::Rendezvous);
-  // torchrun's agent holds MASTER_PORT itself: the id travels on the port above it.
-  CHECK(to_text(b.rendezvous) == "tcp:node-001:29501");
-  CHECK(to_text(b) == "rank 6 of 8 on GPU 2; NCCL id over tcp:node-001:29501");
-  // Under srun the exported MASTER_PORT is free for us.
-  CHECK(plan_bootstrap(launched("slurm", 1, 2, 1, 2, "n1", 29500), 2, 2, "").rendezvous.port == 29500);
+  CHECK(b.id_source == NcclBootstrap::IdSource::Group);
+  CHECK(to_text(b) == "rank 6 of 8 on GPU 2; NCCL id over the process group");
+  const NcclBootstrap given = plan_bootstrap(launched("torchrun", 6, 8, 2, 4, "node-001", 29500), 8, 4, "tcp:node-001:29600");
+  CHECK(given.id_source == NcclBootstrap::IdSource::Rendezvous);
+  CHECK(to_text(given) == "rank 6 of 8 on GPU 2; NCCL id over tcp:node-001:29600");
 }
 
 TEST_CASE("one process per node with a thread per GPU; CUDA_VISIBLE_DEVICES narrowing a process to its GPU", "[cuda][host]") {
@@ -36,8 +36,8 @@ TEST_CASE("one process per node with a thread per GPU; CUDA_VISIBLE_DEVICES narr
   const NcclBootstrap node = plan_bootstrap(launched("openmpi", 1, 2, 0, 1), 8, 4, "");
   CHECK(node.first_rank == 4);
   CHECK(node.devices == std::vector<int>{0, 1, 2, 3});
-  CHECK(node.id_source == NcclBootstrap::IdSource::Mpi);
-  CHECK(to_text(node) == "ranks 4-7 of 8 on GPUs 0,1,2,3; NCCL id over MPI");
+  CHECK(node.id_source == NcclBootstrap::IdSource::Group);
+  CHECK(to_text(node) == "ranks 4-7 of 8 on GPUs 0,1,2,3; NCCL id over the process group");
   // Slurm's --gpus-per-task leaves each task only its GPU, as device 0 (and says so in CUDA_VISIBLE_DEVICES).
   LaunchEnv chosen = launched("slurm", 3, 4, 3, 4, "n1", 1234);
   chosen.gpus_chosen = true;
@@ -57,9 +57,6 @@ TEST_CASE("bootstrap errors name what to change", "[cuda][host]") {
         "node with a thread per GPU)");
   CHECK(bad_input([] { plan_bootstrap(launched("torchrun", 0, 8, 0, 8, "a", 1), 8, 4, ""); }) ==
         "GPUs: 8 processes on this node with 1 rank each need 8 GPUs, 4 visible; NCCL needs a GPU per rank");
-  CHECK(bad_input([] { plan_bootstrap(launched("slurm", 0, 2, 0, 2), 2, 2, ""); }) ==
-        "--rendezvous: slurm set no MASTER_ADDR and MASTER_PORT; export them or give --rendezvous file:PATH or "
-        "tcp:HOST:PORT");
-  CHECK(bad_input([] { plan_bootstrap(launched("torchrun", 0, 2, 0, 2, "a", 65535), 2, 2, ""); }) ==
-        "--rendezvous: MASTER_PORT 65535 leaves no port above it for the NCCL id; give --rendezvous tcp:HOST:PORT");
+  CHECK(bad_input([] { plan_bootstrap(launched("slurm", 0, 2, 0, 2), 2, 2, "udp:n1:1"); }) ==
+        "--rendezvous: 'udp:n1:1' is neither file:PATH (a path every node shares) nor tcp:HOST:PORT");
 }

@@ -109,7 +109,7 @@ TEST_CASE("launched processes hold their share of the ranks, over NCCL", "[cuda]
   CHECK(p1.device_of(3) == 3);
   CHECK(bad_input([&] { p1.device_of(0); }) ==
         "runtime error: cuda backend: rank 0 runs in another process; this one holds ranks 2-3 of 4 on GPUs 2,3; NCCL "
-        "id over MPI");
+        "id over the process group");
   // One process per GPU on two nodes of 2: process 3 is local rank 1 of node 1.
   const CudaProcessPart p3 = plan_cuda_process(launched("openmpi", 3, 4, 1, 2), 4, 2, "nccl", "");
   CHECK(p3.ranks() == std::vector<int>{3});
@@ -156,7 +156,7 @@ TEST_CASE("the NCCL id: made once at process 0 and carried to every process", "[
   SECTION("errors") {
     const CudaProcessPart p1 = plan_cuda_process(launched("openmpi", 1, 2, 1, 2), 2, 2, "auto", "");
     CHECK(bad_input([&] { distribute_nccl_id(p1, [] { return id_with(0); }, nullptr, in_seconds(1)); }) ==
-          "runtime error: NCCL bootstrap: the id travels over MPI, and this process has no MPI group");
+          "runtime error: NCCL bootstrap: the id travels over the process group, and this process has none");
     const BroadcastBytes short_bytes = [](std::vector<std::byte>) { return std::vector<std::byte>(5); };
     CHECK(bad_input([&] { distribute_nccl_id(p1, [] { return id_with(0); }, short_bytes, in_seconds(1)); }) ==
           "runtime error: NCCL bootstrap: process 1 received 5 bytes from process 0 where an NCCL id has 128");

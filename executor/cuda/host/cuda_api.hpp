@@ -37,7 +37,7 @@ struct CudaBackendConfig {
   std::vector<Recompute> stage_recompute;  // one level per stage instead; empty: `recompute`
   // This process's ranks, GPUs and transport (plan_cuda_process); unset: every rank of the schedule here.
   std::optional<CudaProcessPart> part;
-  // Process 0's bytes to every process: how the NCCL id travels over MPI (distribute_nccl_id).
+  // Process 0's bytes to every process: how the NCCL id travels over the process group (distribute_nccl_id).
   BroadcastBytes broadcast;
 };
 

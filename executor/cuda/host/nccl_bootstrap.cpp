@@ -41,24 +41,13 @@ NcclBootstrap plan_bootstrap(const LaunchEnv& env, int schedule_ranks, int visib
   }
   for (int i = 0; i < per_process; ++i) b.devices.push_back(first_gpu + i);
 
+  // The id rides the job's own process group (MPI under mpirun, TCP under torchrun and srun), which
+  // already holds the port a rendezvous of its own would take; --rendezvous overrides it.
   if (!rendezvous_option.empty()) {
     b.id_source = NcclBootstrap::IdSource::Rendezvous;
     b.rendezvous = rendezvous_from_text(rendezvous_option);
-  } else if (env.launcher == "openmpi") {
-    b.id_source = NcclBootstrap::IdSource::Mpi;
   } else {
-    if (env.master_addr.empty() || env.master_port == 0)
-      throw_bad_input("--rendezvous: {} set no MASTER_ADDR and MASTER_PORT; export them or give --rendezvous "
-                      "file:PATH or tcp:HOST:PORT",
-                      env.launcher);
-    b.id_source = NcclBootstrap::IdSource::Rendezvous;
-    b.rendezvous.kind = RendezvousSpec::Kind::Tcp;
-    b.rendezvous.host = env.master_addr;
-    b.rendezvous.port = env.launcher == "torchrun" ? env.master_port + 1 : env.master_port;
-    if (b.rendezvous.port > 65535)
-      throw_bad_input("--rendezvous: MASTER_PORT {} leaves no port above it for the NCCL id; give --rendezvous "
-                      "tcp:HOST:PORT",
-                      env.master_port);
+    b.id_source = NcclBootstrap::IdSource::Group;
   }
   return b;
 }
@@ -71,7 +60,7 @@ std::string to_text(const NcclBootstrap& b) {
   std::string id;
   switch (b.id_source) {
     case NcclBootstrap::IdSource::InProcess: id = "made in this process"; break;
-    case NcclBootstrap::IdSource::Mpi: id = "over MPI"; break;
+    case NcclBootstrap::IdSource::Group: id = "over the process group"; break;
     case NcclBootstrap::IdSource::Rendezvous: id = "over " + to_text(b.rendezvous); break;
   }
   return fmt::format("{} of {} on GPU{} {}; NCCL id {}", ranks, b.world_ranks, b.devices.size() == 1 ? "" : "s", gpus, id);

@@ -10,7 +10,7 @@
 namespace pw {
 
 struct NcclBootstrap {
-  enum class IdSource { InProcess, Mpi, Rendezvous };
+  enum class IdSource { InProcess, Group, Rendezvous };  // Group: the launched job's process group broadcasts it
   int world_ranks = 1;       // the job's ranks (the schedule's)
   int first_rank = 0;        // this process's first global rank
   std::vector<int> devices;  // the GPU of each of this process's ranks (threads), in rank order
@@ -24,9 +24,8 @@ struct NcclBootstrap {
 // --pp when P does not divide them); a process's GPUs are its node's share (local rank x ranks per process
 // onwards) or, when CUDA_VISIBLE_DEVICES left it exactly its own, those (BadInput when neither fits: NCCL
 // needs a GPU per rank; and when the process sees exactly its own share but CUDA_VISIBLE_DEVICES did not choose
-// it, since every process would then take the same GPUs). The id: --rendezvous when given; MPI under mpirun; otherwise TCP at MASTER_ADDR and
-// MASTER_PORT (torchrun's agent keeps its own store on MASTER_PORT, so MASTER_PORT + 1 under torchrun);
-// BadInput naming --rendezvous when there is no MASTER_ADDR or MASTER_PORT.
+// it, since every process would then take the same GPUs). The id: over --rendezvous when given, else over
+// the job's process group (MPI under mpirun, TCP under torchrun and srun; IdSource::Group).
 NcclBootstrap plan_bootstrap(const LaunchEnv& env, int schedule_ranks, int visible_gpus,
                              const std::string& rendezvous_option);
 

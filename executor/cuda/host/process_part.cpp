@@ -59,7 +59,7 @@ UniqueIdBytes distribute_nccl_id(const CudaProcessPart& part, const std::functio
   if (part.processes == 1 || b.id_source == NcclBootstrap::IdSource::InProcess) return make_id();
   if (b.id_source == NcclBootstrap::IdSource::Rendezvous)
     return exchange_id(b.rendezvous, part.process, part.processes, make_id, deadline);
-  if (!broadcast) throw_runtime("NCCL bootstrap: the id travels over MPI, and this process has no MPI group");
+  if (!broadcast) throw_runtime("NCCL bootstrap: the id travels over the process group, and this process has none");
   std::vector<std::byte> bytes;
   if (part.process == 0) {
     const UniqueIdBytes id = make_id();

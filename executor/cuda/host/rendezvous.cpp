@@ -1,12 +1,7 @@
 #include "executor/cuda/host/rendezvous.hpp"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -21,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "executor/tcp_socket.hpp"
 
 namespace pw {
 namespace {
@@ -28,102 +24,12 @@ namespace {
 constexpr char kMagic[4] = {'P', 'W', 'I', 'D'};
 constexpr const char* kFileHeader = "pipewright-nccl-id 1";
 
-int remaining_ms(RendezvousClock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - RendezvousClock::now()).count();
-  return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
-}
-
 std::string errno_text() { return std::strerror(errno); }
-
-// Closes the descriptor when it goes out of scope.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
-
-// Waits for `events` on fd until the deadline: false when it passed.
-bool wait_for(int fd, short events, RendezvousClock::time_point deadline) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, remaining_ms(deadline));
-    if (n > 0) return true;
-    if (n == 0) return false;
-    if (errno != EINTR) throw_runtime("rendezvous: poll failed: {}", errno_text());
-  }
-}
-
-// All `n` bytes, or false (peer closed, error or deadline).
-bool read_full(int fd, unsigned char* data, size_t n, RendezvousClock::time_point deadline) {
-  size_t done = 0;
-  while (done < n) {
-    if (!wait_for(fd, POLLIN, deadline)) return false;
-    const ssize_t got = ::recv(fd, data + done, n - done, 0);
-    if (got == 0) return false;
-    if (got < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return false;
-    }
-    done += static_cast<size_t>(got);
-  }
-  return true;
-}
-
-bool write_full(int fd, const unsigned char* data, size_t n, RendezvousClock::time_point deadline) {
-  size_t done = 0;
-  while (done < n) {
-    if (!wait_for(fd, POLLOUT, deadline)) return false;
-    const ssize_t put = ::send(fd, data + done, n - done, MSG_NOSIGNAL);
-    if (put < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return false;
-    }
-    done += static_cast<size_t>(put);
-  }
-  return true;
-}
-
-void put_u32(unsigned char* at, std::uint32_t v) {
-  const std::uint32_t be = htonl(v);
-  std::memcpy(at, &be, 4);
-}
-
-std::uint32_t get_u32(const unsigned char* at) {
-  std::uint32_t be = 0;
-  std::memcpy(&be, at, 4);
-  return ntohl(be);
-}
 
 std::string rank_list(const std::set<int>& ranks) {
   std::string out;
   for (int r : ranks) out += fmt::format("{}{}", out.empty() ? "" : ", ", r);
   return out;
-}
-
-// Connects to one address before the deadline; -1 with errno set otherwise.
-int connect_before(const addrinfo& a, RendezvousClock::time_point deadline) {
-  const int fd = ::socket(a.ai_family, a.ai_socktype | SOCK_CLOEXEC, a.ai_protocol);
-  if (fd < 0) return -1;
-  const int flags = ::fcntl(fd, F_GETFL, 0);
-  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-  if (::connect(fd, a.ai_addr, a.ai_addrlen) == 0) return fd;
-  if (errno == EINPROGRESS && wait_for(fd, POLLOUT, deadline)) {
-    int error = 0;
-    socklen_t len = sizeof error;
-    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
-    if (error == 0) return fd;
-    errno = error;
-  } else if (errno == EINPROGRESS) {
-    errno = ETIMEDOUT;
-  }
-  const int saved = errno;
-  ::close(fd);
-  errno = saved;
-  return -1;
 }
 
 }  // namespace
@@ -193,28 +99,16 @@ UniqueIdBytes await_id_file(const std::string& path, int world_size, RendezvousC
 }
 
 IdServer::IdServer(int port) {
-  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) throw_runtime("rendezvous: cannot open a socket: {}", errno_text());
-  const int yes = 1;
-  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 128) != 0) {
-    const std::string why = errno_text();
-    ::close(fd_);
-    fd_ = -1;
-    throw_runtime("rendezvous: cannot listen on port {}: {}; is another job using it? set another MASTER_PORT", port, why);
+  try {
+    Socket listener = listen_on(port);
+    port_ = local_port(listener);
+    fd_ = listener.release();
+  } catch (const Error& e) {
+    throw_runtime("rendezvous: {}", e.what());
   }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  port_ = ntohs(addr.sin_port);
 }
 
-IdServer::~IdServer() {
-  if (fd_ >= 0) ::close(fd_);
-}
+IdServer::~IdServer() { Socket close_it(fd_); }
 
 void IdServer::serve(const UniqueIdBytes& id, int world_size, RendezvousClock::time_point deadline) {
   std::set<int> missing;
@@ -226,12 +120,12 @@ void IdServer::serve(const UniqueIdBytes& id, int world_size, RendezvousClock::t
     if (!wait_for(fd_, POLLIN, deadline))
       throw_runtime("rendezvous: rank{} {} of {} did not fetch the NCCL unique id from port {} before the deadline",
                     missing.size() == 1 ? "" : "s", rank_list(missing), world_size, port_);
-    const Fd client(::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC));
-    if (client.fd < 0) continue;  // the client gave up meanwhile
+    const Socket client(::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC));
+    if (!client.valid()) continue;  // the client gave up meanwhile
     unsigned char request[12];
     // A client that connects and says nothing must not hold up the others for long.
     const auto answer_by = std::min(deadline, RendezvousClock::now() + std::chrono::seconds(5));
-    if (!read_full(client.fd, request, sizeof request, answer_by) || std::memcmp(request, kMagic, 4) != 0) continue;
+    if (!read_full(client.fd(), request, sizeof request, answer_by) || std::memcmp(request, kMagic, 4) != 0) continue;
     const int rank = static_cast<int>(get_u32(request + 4));
     const int world = static_cast<int>(get_u32(request + 8));
     if (world != world_size)
@@ -239,42 +133,27 @@ void IdServer::serve(const UniqueIdBytes& id, int world_size, RendezvousClock::t
                     rank, world, world_size);
     if (rank < 1 || rank >= world_size)
       throw_runtime("rendezvous: a client announced rank {}, outside 1..{}", rank, world_size - 1);
-    if (write_full(client.fd, reply, sizeof reply, answer_by)) missing.erase(rank);
+    if (write_full(client.fd(), reply, sizeof reply, answer_by)) missing.erase(rank);
   }
 }
 
 UniqueIdBytes fetch_id(const std::string& host, int port, int rank, int world_size, RendezvousClock::time_point deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
   std::string last_error = "no attempt";
   for (;;) {
-    addrinfo* found = nullptr;
-    const int gai = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-    if (gai != 0) {
-      last_error = ::gai_strerror(gai);
-    } else {
-      for (addrinfo* a = found; a; a = a->ai_next) {
-        const Fd fd(connect_before(*a, deadline));
-        if (fd.fd < 0) {
-          last_error = errno_text();
-          continue;
-        }
-        unsigned char request[12];
-        std::memcpy(request, kMagic, 4);
-        put_u32(request + 4, static_cast<std::uint32_t>(rank));
-        put_u32(request + 8, static_cast<std::uint32_t>(world_size));
-        unsigned char reply[4 + 128];
-        if (write_full(fd.fd, request, sizeof request, deadline) && read_full(fd.fd, reply, sizeof reply, deadline) &&
-            std::memcmp(reply, kMagic, 4) == 0) {
-          ::freeaddrinfo(found);
-          UniqueIdBytes id{};
-          std::memcpy(id.data(), reply + 4, id.size());
-          return id;
-        }
-        last_error = "the connection closed before the id came";
+    const Socket fd = connect_once(host, port, deadline, last_error);
+    if (fd.valid()) {
+      unsigned char request[12];
+      std::memcpy(request, kMagic, 4);
+      put_u32(request + 4, static_cast<std::uint32_t>(rank));
+      put_u32(request + 8, static_cast<std::uint32_t>(world_size));
+      unsigned char reply[4 + 128];
+      if (write_full(fd.fd(), request, sizeof request, deadline) && read_full(fd.fd(), reply, sizeof reply, deadline) &&
+          std::memcmp(reply, kMagic, 4) == 0) {
+        UniqueIdBytes id{};
+        std::memcpy(id.data(), reply + 4, id.size());
+        return id;
       }
-      ::freeaddrinfo(found);
+      last_error = "the connection closed before the id came";
     }
     if (RendezvousClock::now() >= deadline)
       throw_runtime("rendezvous: rank {} got no NCCL unique id from rank 0 at {}:{} before the deadline ({})", rank, host,

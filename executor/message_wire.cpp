@@ -1,0 +1,55 @@
+#include "executor/message_wire.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace pw {
+namespace {
+
+struct WireHeader {
+  std::int32_t iteration = 0;
+  std::int32_t op = 0;
+  std::int32_t stage = 0;
+  std::int32_t microbatch = 0;
+  std::int64_t flow_id = -1;
+  std::int64_t sent_ns = 0;  // since the sender's last barrier
+  std::int32_t has_tensor = 0;
+  std::int32_t padding = 0;
+};
+
+}  // namespace
+
+std::vector<std::byte> message_to_wire(const MessageKey& key, const Message& message, Clock::time_point since) {
+  WireHeader h;
+  h.iteration = key.iteration;
+  h.op = static_cast<std::int32_t>(key.op);
+  h.stage = key.stage;
+  h.microbatch = key.microbatch;
+  h.flow_id = message.flow_id;
+  h.sent_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(message.sent - since).count();
+  h.has_tensor = message.tensor ? 1 : 0;
+  std::vector<std::byte> bytes(sizeof(WireHeader));
+  std::memcpy(bytes.data(), &h, sizeof(WireHeader));
+  if (message.tensor) {
+    bytes.reserve(sizeof(WireHeader) + 64 + static_cast<size_t>(message.tensor->bytes()));
+    message.tensor->append_wire(bytes);
+  }
+  return bytes;
+}
+
+WireMessage message_from_wire(std::span<const std::byte> bytes, const Backend& backend, Clock::time_point since, int from) {
+  if (bytes.size() < sizeof(WireHeader))
+    throw_runtime("a message of {} bytes from rank {} is too short for a tensor's header", bytes.size(), from);
+  WireHeader h;
+  std::memcpy(&h, bytes.data(), sizeof(WireHeader));
+  WireMessage w;
+  w.key = MessageKey{h.iteration, static_cast<Op>(h.op), h.stage, h.microbatch};
+  w.message.flow_id = h.flow_id;
+  w.message.sent = since + std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(h.sent_ns));
+  if (h.has_tensor) w.message.tensor = backend.tensor_from_wire(bytes.subspan(sizeof(WireHeader)));
+  return w;
+}
+
+}  // namespace pw

@@ -1,0 +1,88 @@
+#pragma once
+// The processes of a run joined over TCP, for launchers that start no MPI world (torchrun; srun in a build
+// without MPI). A star through process 0: process 0 listens, every other process connects to it once and
+// keeps that one connection; what one non-zero process sends another (a tensor, a failure notice) travels
+// through process 0, which forwards it unread. One hop more than direct connections, and N - 1 sockets
+// instead of N (N - 1) / 2: right for the small activations of the CPU executor (the cuda backend moves its
+// tensors over NCCL and uses this group for meeting, gathering and the NCCL id only).
+//
+// Every message is a frame: a fixed header (kind, sender, receiver, length) and its bytes. Each process runs
+// one I/O thread that reads every connection as frames arrive (so a sender never waits for its receiver),
+// finishes sends the socket could not take at once, and at process 0 forwards frames meant for others.
+//
+// Failure: a process that announces one sends it to process 0, which passes it to the others (PeerFailed
+// with its text everywhere). A connection that closes is PeerLost: at process 0 naming the process that
+// closed it, at the others naming process 0 (the only peer they see; while process 0 lives it announces
+// the loss of any other, so one process reports it). Every wait ends at its deadline (RecvTimeout).
+#include <memory>
+#include <string>
+
+#include "executor/launch_env.hpp"
+#include "executor/process_group.hpp"
+
+namespace pw {
+
+struct TcpGroupConfig {
+  int rank = 0;
+  int world_size = 1;
+  std::string host = "127.0.0.1";  // where process 0 listens (the others connect there)
+  int port = 0;                    // 0 at process 0: any free port (TcpProcessGroup::port says which)
+  double timeout_s = 60;           // longest wait for the others to join
+  // The launcher's variables for the world size and the rank, named by a mismatch.
+  std::string world_variable = "WORLD_SIZE";
+  std::string rank_variable = "RANK";
+};
+
+class TcpProcessGroup : public ProcessGroup {
+ public:
+  // Process 0: listens and waits for every other process; the others connect, retrying while process 0 is
+  // not listening yet. Each says its rank and world size; BadInput (at process 0 and at every process that
+  // joined, one text) for a world size other than process 0's, a rank outside 1..world - 1 or taken twice.
+  // Runtime error at the deadline naming the processes that did not join (process 0) or the address that
+  // did not answer (the others), and when process 0 cannot listen.
+  explicit TcpProcessGroup(const TcpGroupConfig& config);
+  // Sends what is still queued (at most 2 s), then closes every connection without a word: the others see
+  // this process gone (PeerLost) unless they met it at a last barrier first.
+  ~TcpProcessGroup() override;
+  TcpProcessGroup(const TcpProcessGroup&) = delete;
+  TcpProcessGroup& operator=(const TcpProcessGroup&) = delete;
+
+  int rank() const override;
+  int size() const override;
+  // The port process 0 listens on (the others: the one they connected to).
+  int port() const;
+  std::unique_ptr<Transport> transport_for(const Backend& backend) override;
+  Clock::time_point barrier(Clock::time_point deadline) override;
+  std::vector<std::vector<std::byte>> gather(std::vector<std::byte> bytes, Clock::time_point deadline) override;
+  std::vector<std::byte> broadcast(std::vector<std::byte> bytes, Clock::time_point deadline) override;
+
+  // Tells every other process that this one failed with `message` (their waits throw PeerFailed); once,
+  // never waits.
+  void announce_failure(const std::string& message);
+  // Makes every other process end with exit status `code` at once (std::_Exit as it receives the word),
+  // as MPI_Abort does under mpirun: waits at most 1 s for the word to leave, then returns.
+  void end_others(int code);
+  // "pid 1234 on host".
+  std::string describe(int rank) const;
+
+  class World;
+
+ private:
+  std::shared_ptr<World> world_;
+};
+
+// The group of a job torchrun (or srun in a build without MPI) started: process 0 listens on MASTER_ADDR's
+// host at MASTER_PORT + 1 under torchrun (its agent keeps its own store on MASTER_PORT; the same rule as the
+// NCCL id's, executor/cuda/host/nccl_bootstrap.hpp) and at MASTER_PORT under srun. BadInput naming
+// MASTER_ADDR / MASTER_PORT and the fix when they are unset or leave no port. Destroying the group meets the
+// others once more (so that none ends while another waits on it); a failure there is reported on stderr and
+// ends the job. While the group lives, end_job_now first makes the other processes end too.
+std::unique_ptr<ProcessGroup> join_tcp_processes(const LaunchEnv& env, double timeout_s);
+
+// The TcpGroupConfig join_tcp_processes uses (exposed for tests): host, port and variable names.
+TcpGroupConfig tcp_group_config(const LaunchEnv& env, double timeout_s);
+
+// Called by end_job_now: passes `code` to the other processes of the live job group, if any (see end_others).
+void end_tcp_job(int code);
+
+}  // namespace pw

@@ -1,0 +1,69 @@
+#pragma once
+// Blocking-with-deadline TCP helpers shared by the processes' TCP group (executor/tcp_process_group.hpp) and
+// the NCCL id rendezvous (executor/cuda/host/rendezvous.hpp): every call that waits takes a deadline and
+// reports failure instead of hanging past it. IPv4 and IPv6 for connecting, IPv4 (any address) for listening.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace pw {
+
+using SocketClock = std::chrono::steady_clock;
+
+// Owns a descriptor (closed on destruction); -1 when empty.
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket() { reset(); }
+  Socket(Socket&& other) noexcept : fd_(other.release()) {}
+  Socket& operator=(Socket&& other) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+
+  int fd() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    const int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// Milliseconds left until `deadline`, 0 once it passed (poll's timeout).
+int remaining_ms(SocketClock::time_point deadline);
+
+// Waits for `events` (POLLIN, POLLOUT) on `fd` until the deadline: false when it passed. Runtime error when
+// poll itself fails.
+bool wait_for(int fd, short events, SocketClock::time_point deadline);
+
+// All `n` bytes, or false (peer closed, error or deadline).
+bool read_full(int fd, void* data, size_t n, SocketClock::time_point deadline);
+bool write_full(int fd, const void* data, size_t n, SocketClock::time_point deadline);
+
+// Listens on `port` of every IPv4 address (0: any free port; see local_port). Runtime error naming the port
+// and MASTER_PORT when it is taken.
+Socket listen_on(int port);
+// The port a socket is bound to.
+int local_port(const Socket& socket);
+// The next connection, or an empty socket when none came before the deadline (or it failed meanwhile).
+Socket accept_before(const Socket& listener, SocketClock::time_point deadline);
+
+// One attempt at every address of host:port; an empty socket with `error` set when none answered before
+// the deadline (the caller retries: the listener may not be up yet). The socket is left non-blocking.
+Socket connect_once(const std::string& host, int port, SocketClock::time_point deadline, std::string& error);
+
+// Sets O_NONBLOCK; TCP_NODELAY (small messages leave at once).
+void set_nonblocking(int fd);
+void set_nodelay(int fd);
+
+// Big-endian 32-bit integers on the wire.
+void put_u32(unsigned char* at, std::uint32_t v);
+std::uint32_t get_u32(const unsigned char* at);
+
+}  // namespace pw
