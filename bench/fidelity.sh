@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Predicted vs measured step time on this machine: profiles the tiny Llama-style model, then runs gpipe, 1f1b,
 # interleaved and zb-h1 with uneven splits through `pipewright run --json` (2 ranks with real compute; 4 and 8
-# ranks with sleep compute; 2 processes under mpirun) and prints one markdown table. Builds nothing.
+# ranks with sleep compute; 2 processes under mpirun, and 2 under torchrun's variables joined over TCP) and
+# prints one markdown table. Builds nothing.
 #
 #   bench/fidelity.sh [BUILD_DIR]          (default: build)
 #
@@ -75,6 +76,20 @@ run_row() {
   if [[ "$launch" == mpirun ]]; then
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 \
       mpirun -np "$ranks" --oversubscribe "$pw" "${args[@]}" >"$out" 2>"$err" || status=$?
+  elif [[ "$launch" == torchrun ]]; then
+    # The variables torchrun gives its workers, set by hand (no torchrun here); process 0 prints the report
+    # and listens at MASTER_PORT + 1.
+    local port pids=() k
+    port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1] - 1)')"
+    for ((k = 0; k < ranks; k++)); do
+      WORLD_SIZE="$ranks" RANK="$k" LOCAL_RANK="$k" LOCAL_WORLD_SIZE="$ranks" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+        timeout 600 "$pw" "${args[@]}" >"$out.$k" 2>"$err.$k" &
+      pids+=($!)
+    done
+    for ((k = 0; k < ranks; k++)); do wait "${pids[$k]}" || status=$?; done
+    mv "$out.0" "$out"
+    cat "$err".* >"$err"
+    rm -f "$out".* "$err".*
   else
     "$pw" "${args[@]}" >"$out" 2>"$err" || status=$?
   fi
@@ -99,6 +114,7 @@ else
     row "mpirun processes, real compute" 2 "$s" "$(split 8 $stages)" "" "unavailable: no mpirun on PATH"
   done
 fi
+for s in "${schedules[@]}"; do run_row "torchrun processes (TCP), real compute" torchrun 2 real "$model" 8 "$s"; done
 
 python3 - "$rows" "$work/profile.json" "$iterations" "$warmup" <<'EOF'
 import json, sys
