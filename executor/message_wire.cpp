@@ -52,4 +52,12 @@ WireMessage message_from_wire(std::span<const std::byte> bytes, const Backend& b
   return w;
 }
 
+bool take_message(Mailbox& mailbox, int src, const MessageKey& key, Message& out) {
+  auto it = mailbox.find({src, key});
+  if (it == mailbox.end()) return false;
+  out = std::move(it->second);
+  mailbox.erase(it);
+  return true;
+}
+
 }  // namespace pw

@@ -3,7 +3,9 @@
 // tensor follows), then the tensor's own wire form. The MPI and TCP transports send the same bytes; both
 // ends run the same build, so numbers travel as they lie in memory.
 #include <cstddef>
+#include <map>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "executor/backend.hpp"
@@ -22,5 +24,11 @@ struct WireMessage {
   Message message;
 };
 WireMessage message_from_wire(std::span<const std::byte> bytes, const Backend& backend, Clock::time_point since, int from);
+
+// The messages that arrived, by (source rank, key), until their receive takes them.
+using Mailbox = std::map<std::tuple<int, MessageKey>, Message>;
+
+// Moves the message from `src` with `key` out of `mailbox` into `out`; false when it has not arrived.
+bool take_message(Mailbox& mailbox, int src, const MessageKey& key, Message& out);
 
 }  // namespace pw

@@ -25,15 +25,10 @@ void MpiTransport::take_arrivals_locked() {
 Message MpiTransport::recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) {
   if (dst != world_.rank())
     throw_runtime("rank {} cannot receive in process {}: a process hosts one rank", dst, world_.rank());
-  const std::tuple<int, MessageKey> id{src, key};
   Message out;
   world_.wait(deadline, [&] {
     take_arrivals_locked();
-    auto it = mailbox_.find(id);
-    if (it == mailbox_.end()) return false;
-    out = std::move(it->second);
-    mailbox_.erase(it);
-    return true;
+    return take_message(mailbox_, src, key, out);
   });
   return out;
 }

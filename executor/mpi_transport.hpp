@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "executor/message_wire.hpp"
 #include "executor/mpi_world.hpp"
 #include "executor/transport.hpp"
 
@@ -26,7 +27,7 @@ class MpiTransport : public Transport {
 
   MpiWorld& world_;
   const Backend& backend_;
-  std::map<std::tuple<int, MessageKey>, Message> mailbox_;  // (src, key)
+  Mailbox mailbox_;
 };
 
 }  // namespace pw

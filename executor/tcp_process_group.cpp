@@ -558,15 +558,10 @@ class TcpTransport : public Transport {
   Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) override {
     if (dst != world_->rank())
       throw_runtime("rank {} cannot receive in process {}: a process hosts one rank", dst, world_->rank());
-    const std::tuple<int, MessageKey> id{src, key};
     Message out;
     world_->wait(deadline, [&] {
       take_arrivals_locked();
-      auto it = mailbox_.find(id);
-      if (it == mailbox_.end()) return false;
-      out = std::move(it->second);
-      mailbox_.erase(it);
-      return true;
+      return take_message(mailbox_, src, key, out);
     });
     return out;
   }
@@ -586,7 +581,7 @@ class TcpTransport : public Transport {
 
   std::shared_ptr<TcpProcessGroup::World> world_;
   const Backend& backend_;
-  std::map<std::tuple<int, MessageKey>, Message> mailbox_;  // (src, key)
+  Mailbox mailbox_;
 };
 
 }  // namespace
