@@ -11,24 +11,11 @@
 # docs/validation.md ("Predicted vs measured on this machine") explains the method and records the table.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${1:-build}"
-[[ "$build" = /* ]] || build="$PWD/$build"
-pw="$build/cli/pipewright"
+# shellcheck source=scripts/measuring.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/measuring.sh"
+measuring_setup fidelity.sh "${1:-build}"
 iterations="${ITERATIONS:-20}"
 warmup="${WARMUP:-3}"
-if [[ ! -x "$pw" ]]; then
-  echo "fidelity.sh: no $pw; build it first: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && make -C build pipewright" >&2
-  exit 2
-fi
-command -v python3 >/dev/null || { echo "fidelity.sh: needs python3" >&2; exit 2; }
-
-work="$(mktemp -d "${TMPDIR:-/tmp}/pipewright-fidelity.XXXXXX")"
-if [[ "${KEEP:-0}" == 1 ]]; then
-  echo "fidelity.sh: keeping $work" >&2
-else
-  trap 'rm -rf "$work"' EXIT
-fi
 
 model="$root/examples/tiny-llama.json"
 # The sleep rows reach 8 ranks x 2 chunks: the same model, deeper. Its layers have the tiny model's shapes, so

@@ -309,9 +309,8 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     l.s_per_byte = f.non_negative_number("s_per_byte");
     if (f.has("flop_exponent")) l.flop_exponent = f.non_negative_number("flop_exponent");
     if (f.has("flops_ref")) l.flops_ref = f.non_negative_number("flops_ref");
-    if (l.flop_exponent < kMinExponent || l.flop_exponent > kMinExponent + kExponentSteps * kExponentStep + 1e-9)
-      f.fail("flop_exponent", fmt::format("is {}; it is between {} and {}", l.flop_exponent, kMinExponent,
-                                          kMinExponent + kExponentSteps * kExponentStep));
+    if (l.flop_exponent < kMinExponent || l.flop_exponent > kMaxExponent + 1e-9)
+      f.fail("flop_exponent", fmt::format("is {}; it is between {} and {}", l.flop_exponent, kMinExponent, kMaxExponent));
     if (f.has("form")) {
       l.form = f.string("form");
       if (!is_fit_form(l.form)) f.fail("form", fmt::format("is '{}'; it is one of {}", l.form, fit_form_names()));

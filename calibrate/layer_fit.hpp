@@ -36,6 +36,7 @@ std::string entry_label(const LayerProfile& entry);
 constexpr double kMinExponent = 0.5;
 constexpr double kExponentStep = 0.005;
 constexpr int kExponentSteps = 200;
+constexpr double kMaxExponent = kMinExponent + kExponentSteps * kExponentStep;
 
 // One kind and phase over its measured points (`phases[i]`'s work measured as y(i) seconds). The form is
 // one of: overhead; rate; bandwidth; overhead + rate; overhead + bandwidth; rate^e; overhead + rate + bytes;

@@ -7,6 +7,7 @@
 #include <exception>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -93,6 +94,55 @@ class RankCompute {
   };
   virtual FbResult forward_backward(const Action& fb, TensorPtr input, TensorPtr grad_output);
   virtual void optimizer_step() = 0;
+};
+
+// The losses of a run, one per iteration, added by the rank that holds the head from its own thread.
+class LossLog {
+ public:
+  void add(double loss) {
+    std::lock_guard lock(mutex_);
+    values_.push_back(loss);
+  }
+  std::vector<double> values() const {
+    std::lock_guard lock(mutex_);
+    return values_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<double> values_;
+};
+
+// A rank of a backend that computes the loss: where the iteration is, and the mean loss over its
+// micro-batches when the rank holds the head, added to `log` at the iteration's end.
+class LossRank : public RankCompute {
+ public:
+  explicit LossRank(LossLog& log) : log_(log) {}
+  void begin_iteration(int iteration, int microbatches) override {
+    iteration_ = iteration;
+    m_ = microbatches;
+    loss_ = 0;
+    holds_head_ = false;
+  }
+  void end_iteration() override {
+    if (holds_head_) log_.add(loss_);
+  }
+
+ protected:
+  // One micro-batch's loss, from the rank that computed the head.
+  void add_loss(double microbatch_loss) {
+    holds_head_ = true;
+    loss_ += microbatch_loss / static_cast<double>(m_);
+  }
+  int iteration() const { return iteration_; }
+  int microbatches() const { return m_; }
+
+ private:
+  LossLog& log_;
+  int iteration_ = 0;
+  int m_ = 1;
+  double loss_ = 0;
+  bool holds_head_ = false;
 };
 
 class Backend {

@@ -36,25 +36,6 @@ CpuBackend::CpuBackend(const Model& model, std::vector<LayerRange> stage_layers,
   check_stage_layers(model, stage_layers_);
 }
 
-void TiedGradientMeeting::meet(CpuModel& model, const std::atomic<bool>* stop) {
-  std::unique_lock lock(mutex_);
-  const long generation = generation_;
-  if (++arrived_ == 2) {
-    model.sum_tied_gradients();
-    arrived_ = 0;
-    ++generation_;
-    both_.notify_all();
-    return;
-  }
-  while (generation_ == generation) {
-    if (stop && *stop) {
-      --arrived_;
-      throw RunAborted();
-    }
-    both_.wait_for(lock, std::chrono::milliseconds(10));
-  }
-}
-
 void CpuBackend::sum_tied_gradients(const std::vector<int>& stages, const std::atomic<bool>* stop) {
   if (!model_.tied_table()) return;
   const int last = static_cast<int>(stage_layers_.size()) - 1;
@@ -73,30 +54,14 @@ void CpuBackend::sum_tied_gradients(const std::vector<int>& stages, const std::a
                     "backend sums the two copies' gradients through memory, so run ranks as threads",
                     other);
   }
-  tied_.meet(model_, stop);
+  tied_.meet(stop, Clock::time_point::max(), "", [this] { model_.sum_tied_gradients(); });
 }
 
-std::vector<double> CpuBackend::losses() const {
-  std::lock_guard lock(losses_mutex_);
-  return losses_;
-}
+std::vector<double> CpuBackend::losses() const { return losses_.values(); }
 
-class CpuRank : public RankCompute {
+class CpuRank : public LossRank {
  public:
-  CpuRank(CpuBackend& backend, const RankSetup& setup) : b_(backend), setup_(setup) {}
-
-  void begin_iteration(int iteration, int microbatches) override {
-    iteration_ = iteration;
-    m_ = microbatches;
-    loss_ = 0;
-    holds_head_ = false;
-  }
-
-  void end_iteration() override {
-    if (!holds_head_) return;
-    std::lock_guard lock(b_.losses_mutex_);
-    b_.losses_.push_back(loss_);
-  }
+  CpuRank(CpuBackend& backend, const RankSetup& setup) : LossRank(backend.losses_), b_(backend), setup_(setup) {}
 
   TensorPtr forward(int stage, int mb, TensorPtr input) override {
     const LayerRange& range = b_.stage_layers_[static_cast<size_t>(stage)];
@@ -105,8 +70,7 @@ class CpuRank : public RankCompute {
     Mat out = b_.model_.forward(range, x, batch(mb), ctx);
     setup_.memory->add(ctx.bytes());
     if (range.last == b_.model_.num_layers() - 1) {
-      holds_head_ = true;
-      loss_ += out(0, 0) / static_cast<double>(m_);
+      add_loss(out(0, 0));
       return nullptr;
     }
     return std::make_shared<HostTensor>(std::move(out));
@@ -143,7 +107,7 @@ class CpuRank : public RankCompute {
     StageContext& ctx = contexts_.at({stage, mb});
     const double before = ctx.bytes();
     const Mat& g = grad_output ? static_cast<const HostTensor&>(*grad_output).value : empty_;
-    Mat dx = b_.model_.backward_input(b_.stage_layers_[static_cast<size_t>(stage)], g, ctx, 1.0 / m_, defer);
+    Mat dx = b_.model_.backward_input(b_.stage_layers_[static_cast<size_t>(stage)], g, ctx, 1.0 / microbatches(), defer);
     setup_.memory->add(ctx.bytes() - before);
     if (dx.size() == 0) return nullptr;
     return std::make_shared<HostTensor>(std::move(dx));
@@ -151,7 +115,7 @@ class CpuRank : public RankCompute {
 
   MicroBatch batch(int mb) const {
     const TransformerConfig& c = *b_.model_.model().transformer;
-    return synthetic_microbatch(b_.config_.seed, iteration_, mb, b_.config_.micro_batch_size, b_.config_.seq_len,
+    return synthetic_microbatch(b_.config_.seed, iteration(), mb, b_.config_.micro_batch_size, b_.config_.seq_len,
                                 c.vocab);
   }
 
@@ -159,10 +123,6 @@ class CpuRank : public RankCompute {
   RankSetup setup_;
   std::map<std::pair<int, int>, StageContext> contexts_;
   const Mat empty_;
-  int iteration_ = 0;
-  int m_ = 1;
-  double loss_ = 0;
-  bool holds_head_ = false;
 };
 
 std::unique_ptr<RankCompute> CpuBackend::make_rank(const RankSetup& setup) {

@@ -5,10 +5,9 @@
 //
 // Tied embeddings: the embedding (stage 0) and the head (the last stage) each hold a copy of the shared
 // matrix and accumulate their own gradient. At the optimizer step a rank holding both sums them itself;
-// when two ranks hold them, both meet (TiedGradientMeeting, through the process's memory), the second to
+// when two ranks hold them, both meet (PairMeeting, through the process's memory), the second to
 // arrive writes the sum into both copies, and each rank steps its copy: the same gradients and the same
 // optimizer state keep the copies equal.
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <set>
@@ -17,6 +16,7 @@
 #include "core/stage_costs.hpp"
 #include "executor/backend.hpp"
 #include "executor/cpu_model.hpp"
+#include "executor/pair_meeting.hpp"
 
 namespace pw {
 
@@ -27,20 +27,6 @@ struct CpuBackendConfig {
   OptimizerConfig optimizer;
   Recompute recompute = Recompute::None;  // of the blocks: none, selective or full (make_cpu_layer)
   std::vector<Recompute> stage_recompute;  // one level per stage instead (per-stage recompute); empty: `recompute`
-};
-
-// Where the two ranks holding a tied matrix's copies meet once per optimizer step.
-class TiedGradientMeeting {
- public:
-  // Returns when both copies hold the summed gradient (the second caller sums them); RunAborted when `stop`
-  // is set while waiting.
-  void meet(CpuModel& model, const std::atomic<bool>* stop);
-
- private:
-  std::mutex mutex_;
-  std::condition_variable both_;
-  int arrived_ = 0;
-  long generation_ = 0;
 };
 
 class CpuBackend : public Backend {
@@ -65,11 +51,10 @@ class CpuBackend : public Backend {
   CpuModel model_;
   std::vector<LayerRange> stage_layers_;
   CpuBackendConfig config_;
-  mutable std::mutex losses_mutex_;
-  std::vector<double> losses_;
+  LossLog losses_;
   std::mutex ranks_mutex_;
   std::set<int> local_stages_;  // the stages of the ranks made here
-  TiedGradientMeeting tied_;
+  PairMeeting tied_;  // the ranks holding the tied copies, at each optimizer step
 };
 
 }  // namespace pw

@@ -97,9 +97,6 @@ class ThreadMeeting : public Meeting {
   Clock::time_point released_{};
 };
 
-// Ranks as threads of this process.
-using Barrier = ThreadMeeting;
-
 // Ranks as processes, each holding `local` ranks as threads: the local ranks meet here first, and the last
 // of them to arrive meets the other processes through the group's barrier (whose waits end on their own once
 // the run stops) and then releases the others. With one rank per process this is the group's barrier alone.
@@ -437,7 +434,7 @@ RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOpti
   std::optional<ThreadTransport> threads;
   if (!transport) transport = &threads.emplace(ranks);
   RunResult result = empty_result(options, ranks);
-  Barrier barrier(ranks);
+  ThreadMeeting barrier(ranks);  // ranks as threads of this process
   std::vector<int> all(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) all[static_cast<size_t>(r)] = r;
   bool elsewhere = false;

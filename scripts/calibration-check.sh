@@ -15,26 +15,13 @@
 # docs/calibration.md explains the method.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${1:-build}"
-[[ "$build" = /* ]] || build="$PWD/$build"
-pw="$build/cli/pipewright"
+# shellcheck source=scripts/measuring.sh
+source "$(dirname "${BASH_SOURCE[0]}")/measuring.sh"
+measuring_setup calibration-check.sh "${1:-build}"
 if [[ "${QUICK:-0}" == 1 ]]; then
   min_time=0.02 iterations=2 warmup=1 passes=1
 else
   min_time="${MIN_TIME:-0.5}" iterations="${ITERATIONS:-15}" warmup="${WARMUP:-3}" passes="${PASSES:-5}"
-fi
-if [[ ! -x "$pw" ]]; then
-  echo "calibration-check.sh: no $pw; build it first: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && make -C build pipewright" >&2
-  exit 2
-fi
-command -v python3 >/dev/null || { echo "calibration-check.sh: needs python3" >&2; exit 2; }
-
-work="$(mktemp -d "${TMPDIR:-/tmp}/pipewright-calibration.XXXXXX")"
-if [[ "${KEEP:-0}" == 1 ]]; then
-  echo "calibration-check.sh: keeping $work" >&2
-else
-  trap 'rm -rf "$work"' EXIT
 fi
 model="$root/examples/tiny-llama.json"
 

@@ -1,6 +1,5 @@
 // The CUDA backend: RankCompute on GPU layers, the local or NCCL transport between the ranks.
 #include <algorithm>
-#include <condition_variable>
 #include <map>
 #include <mutex>
 
@@ -14,6 +13,7 @@
 #include "executor/cuda/kernels.cuh"
 #include "executor/cuda/local_transport.hpp"
 #include "executor/cuda/nccl_transport.hpp"
+#include "executor/pair_meeting.hpp"
 
 namespace pw {
 
@@ -48,39 +48,27 @@ class TiedMeeting {
  public:
   void exchange(int rank, int other, const void* mine, int device, void* into, std::size_t bytes,
                 const std::atomic<bool>* stop, Clock::time_point deadline) {
-    std::unique_lock lock(mutex_);
-    posted_[rank] = {mine, device};
-    meet(lock, stop, deadline);
-    const auto [theirs, their_device] = posted_.at(other);
-    lock.unlock();
-    PW_CUDA(cudaMemcpyPeer(into, device, theirs, their_device, bytes));
-    lock.lock();
-    meet(lock, stop, deadline);
+    {
+      std::lock_guard lock(mutex_);
+      posted_[rank] = {mine, device};
+    }
+    meet(stop, deadline);
+    std::pair<const void*, int> theirs;
+    {
+      std::lock_guard lock(mutex_);
+      theirs = posted_.at(other);
+    }
+    PW_CUDA(cudaMemcpyPeer(into, device, theirs.first, theirs.second, bytes));
+    meet(stop, deadline);
   }
 
  private:
-  void meet(std::unique_lock<std::mutex>& lock, const std::atomic<bool>* stop, Clock::time_point deadline) {
-    const long generation = generation_;
-    if (++arrived_ == 2) {
-      arrived_ = 0;
-      ++generation_;
-      both_.notify_all();
-      return;
-    }
-    while (generation_ == generation) {
-      if ((stop && *stop) || Clock::now() > deadline) {
-        --arrived_;
-        if (stop && *stop) throw RunAborted();
-        throw_runtime("tied embeddings: the rank holding the other copy did not come to sum the gradients in time");
-      }
-      both_.wait_for(lock, std::chrono::milliseconds(10));
-    }
+  void meet(const std::atomic<bool>* stop, Clock::time_point deadline) {
+    pair_.meet(stop, deadline, "tied embeddings: the rank holding the other copy did not come to sum the gradients in time");
   }
 
-  std::mutex mutex_;
-  std::condition_variable both_;
-  int arrived_ = 0;
-  long generation_ = 0;
+  PairMeeting pair_;
+  std::mutex mutex_;  // posted_
   std::map<int, std::pair<const void*, int>> posted_;
 };
 
@@ -110,10 +98,7 @@ class CudaBackendImpl final : public CudaBackend {
     if (local_) return *local_;
     return *nccl_;
   }
-  std::vector<double> losses() const override {
-    std::lock_guard lock(mutex_);
-    return losses_;
-  }
+  std::vector<double> losses() const override { return losses_.values(); }
   std::string placement_text() const override {
     if (part_.processes == 1)
       return fmt::format("{} ({})", pw::placement_text(GpuPlacement{part_.bootstrap.devices, part_.local_transport}, devices_),
@@ -137,27 +122,15 @@ class CudaBackendImpl final : public CudaBackend {
   UniqueIdBytes id_{};
   std::unique_ptr<LocalTransport> local_;
   std::unique_ptr<NcclTransport> nccl_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;  // ranks_
   std::vector<std::unique_ptr<RankGpu>> ranks_;
-  std::vector<double> losses_;
+  LossLog losses_;
 };
 
-class CudaRank final : public RankCompute {
+class CudaRank final : public LossRank {
  public:
-  CudaRank(CudaBackendImpl& backend, const RankSetup& setup, RankGpu& gpu) : b_(backend), setup_(setup), r_(gpu) {}
-
-  void begin_iteration(int iteration, int microbatches) override {
-    iteration_ = iteration;
-    m_ = microbatches;
-    loss_ = 0;
-    holds_head_ = false;
-  }
-
-  void end_iteration() override {
-    if (!holds_head_) return;
-    std::lock_guard lock(b_.mutex_);
-    b_.losses_.push_back(loss_);
-  }
+  CudaRank(CudaBackendImpl& backend, const RankSetup& setup, RankGpu& gpu)
+      : LossRank(backend.losses_), b_(backend), setup_(setup), r_(gpu) {}
 
   TensorPtr forward(int stage, int mb, TensorPtr input) override {
     GpuContext& g = *r_.gpu;
@@ -169,7 +142,7 @@ class CudaRank final : public RankCompute {
     GpuBatch batch;
     if (range.first == 0 || range.last == last) {
       const TransformerConfig& c = *b_.model_.transformer;
-      batch = upload_batch(g, synthetic_microbatch(b_.config_.seed, iteration_, mb, b_.config_.micro_batch_size,
+      batch = upload_batch(g, synthetic_microbatch(b_.config_.seed, iteration(), mb, b_.config_.micro_batch_size,
                                                    b_.config_.seq_len, c.vocab));
     }
     for (int i = range.first; i <= range.last; ++i)
@@ -177,8 +150,7 @@ class CudaRank final : public RankCompute {
     g.synchronize();
     setup_.memory->add(ctx.bytes());
     if (range.last == last) {
-      holds_head_ = true;
-      loss_ += download_f32(g, x).at(0) / static_cast<double>(m_);
+      add_loss(download_f32(g, x).at(0));
       return nullptr;
     }
     return std::make_shared<DeviceTensor>(x.block, x.dtype, x.rows, x.cols);
@@ -274,7 +246,7 @@ class CudaRank final : public RankCompute {
         else
           apply(gpu, t);
       };
-      g = r_.layers.at(i)->backward_input(g, lc, 1.0 / m_, sink);
+      g = r_.layers.at(i)->backward_input(g, lc, 1.0 / microbatches(), sink);
     }
     gpu.synchronize();
     setup_.memory->add(ctx.bytes() - before);
@@ -286,10 +258,6 @@ class CudaRank final : public RankCompute {
   RankSetup setup_;
   RankGpu& r_;
   std::map<std::pair<int, int>, StageCtx> contexts_;
-  int iteration_ = 0;
-  int m_ = 1;
-  double loss_ = 0;
-  bool holds_head_ = false;
 };
 
 CudaBackendImpl::CudaBackendImpl(const Model& model, std::vector<LayerRange> stage_layers, const Schedule& schedule,

@@ -4,23 +4,9 @@
 #include <cstdint>
 
 #include "calibrate/nnls.hpp"
+#include "executor/cpu_tensor.hpp"
 #include "../error_text.hpp"
 
-namespace {
-
-// splitmix64: a deterministic stream of doubles in [-1, 1).
-struct Rng {
-  std::uint64_t s;
-  double next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) / 9007199254740992.0 * 2 - 1;
-  }
-};
-
-}  // namespace
 
 TEST_CASE("nnls equals least squares when the unconstrained solution is positive") {
   Eigen::MatrixXd A(5, 3);
@@ -64,14 +50,14 @@ TEST_CASE("nnls with dependent columns still fits exactly") {
 TEST_CASE("nnls reaches the brute-force optimum over every active set") {
   // The NNLS optimum is the least-squares solution on some subset of columns with all entries >= 0;
   // trying all 2^n subsets finds the smallest residual among those.
-  Rng rng{42};
+  pw::Rng rng(42);  // a deterministic stream; entries in [-1, 1)
   for (int trial = 0; trial < 200; ++trial) {
     const int m = 8, n = 4;
     Eigen::MatrixXd A(m, n);
     Eigen::VectorXd b(m);
     for (int i = 0; i < m; ++i) {
-      for (int j = 0; j < n; ++j) A(i, j) = rng.next();
-      b(i) = rng.next();
+      for (int j = 0; j < n; ++j) A(i, j) = rng.uniform() * 2 - 1;
+      b(i) = rng.uniform() * 2 - 1;
     }
     double best = b.norm();
     for (int mask = 1; mask < (1 << n); ++mask) {

@@ -11,23 +11,19 @@
 #include "calibrate/calibrated_cost_model.hpp"
 #include "calibrate/layer_fit.hpp"
 #include "core/analytic_cost_model.hpp"
+#include "executor/cpu_tensor.hpp"
 #include "planner/plan_file.hpp"
 #include "profiler/profile.hpp"
 #include "sim/chrome_trace.hpp"
 
 namespace synth {
 
-// splitmix64: noise in [-1, 1) that is the same on every machine.
+// Noise in [-1, 1) that is the same on every machine (the executor's splitmix64 stream).
 struct Noise {
-  std::uint64_t s;
-  double next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) / 9007199254740992.0 * 2 - 1;
-  }
+  explicit Noise(std::uint64_t seed) : rng(seed) {}
+  double next() { return rng.uniform() * 2 - 1; }
   double factor(double amplitude) { return 1 + amplitude * next(); }
+  pw::Rng rng;
 };
 
 // The truth: every kind and phase costs overhead + flops x s_per_flop + bytes x s_per_byte, times the

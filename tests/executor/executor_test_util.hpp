@@ -1,9 +1,11 @@
 #pragma once
 // Tiny models and the single-rank sequential reference the executor tests compare against.
+#include <string>
 #include <vector>
 
 #include "core/model.hpp"
 #include "executor/cpu_model.hpp"
+#include "schedules/generators.hpp"
 
 namespace pw::test {
 
@@ -75,6 +77,16 @@ inline std::vector<MicroBatch> batches(const Model& model, int count, int iterat
     out.push_back(synthetic_microbatch(seed, iteration, i, batch, model.transformer->max_seq_len,
                                        model.transformer->vocab));
   return out;
+}
+
+// A generated schedule of `p` ranks and `m` micro-batches, with 2 chunks per rank where the family takes them.
+inline Schedule schedule_of(const std::string& name, int p, int m) {
+  ScheduleSpec spec;
+  spec.name = name;
+  spec.ranks = p;
+  spec.microbatches = m;
+  spec.chunks = chunks_per_rank(name, 2);
+  return make_schedule(spec);
 }
 
 }  // namespace pw::test

@@ -16,6 +16,7 @@
 #include "schedules/generators.hpp"
 
 using namespace pw;
+using test::schedule_of;
 
 namespace {
 
@@ -141,14 +142,6 @@ class LoopbackGroup : public ProcessGroup {
   int me_;
 };
 
-Schedule schedule_of(const std::string& name, int p, int m) {
-  ScheduleSpec spec;
-  spec.name = name;
-  spec.ranks = p;
-  spec.microbatches = m;
-  spec.chunks = chunks_per_rank(name, 2);
-  return make_schedule(spec);
-}
 
 struct ProcessOutcome {
   std::optional<RunResult> result;

@@ -16,6 +16,7 @@
 #include "sim/pipeline_sim.hpp"
 
 using namespace pw;
+using test::schedule_of;
 
 namespace {
 
@@ -30,14 +31,6 @@ std::vector<StageCost> sleep_costs(int stages, double f, double b, double w) {
   return std::vector<StageCost>(static_cast<size_t>(stages), c);
 }
 
-Schedule schedule_of(const std::string& name, int p, int m) {
-  ScheduleSpec spec;
-  spec.name = name;
-  spec.ranks = p;
-  spec.microbatches = m;
-  spec.chunks = chunks_per_rank(name, 2);
-  return make_schedule(spec);
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
