@@ -47,6 +47,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return 2;
   } catch (const Error& e) {
     err << "error: " << e.what() << "\n";
+    if (!e.details().empty()) err << e.details() << "\n";
     return exit_code(e.kind());
   } catch (const std::exception& e) {
     err << "error: " << e.what() << "\n";

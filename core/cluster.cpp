@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 
@@ -63,17 +64,17 @@ nlohmann::ordered_json number_json(double x) {
   return x;
 }
 
-double read_quantity(const JsonFields& f, const std::string& key) {
+// A positive figure within `range`; "inf" where `infinite` allows it.
+double read_positive(const JsonFields& f, const std::string& key, const FigureRange& range, bool infinite) {
   const nlohmann::json& v = f.required(key);
-  double x = 0;
-  if (v.is_string() && v.get<std::string>() == "inf") {
-    x = kInf;
-  } else if (v.is_number()) {
-    x = v.get<double>();
-  } else {
-    f.fail(key, fmt::format("must be a number (or \"inf\"), got {}", v.dump()));
-  }
+  if (infinite && v.is_string() && v.get<std::string>() == "inf") return kInf;
+  if (!v.is_number())
+    f.fail(key, fmt::format("must be a number{}, got {}", infinite ? " (or \"inf\")" : "", json_excerpt(v)));
+  const double x = f.number(key);
   if (!(x > 0)) f.fail(key, fmt::format("must be positive, got {}", x));
+  if (x < range.min || x > range.max)
+    f.fail(key, fmt::format("is {} {}; give a figure from {} to {} {}{}", x, range.unit, range.min, range.max, range.unit,
+                            infinite ? " (or \"inf\")" : ""));
   return x;
 }
 
@@ -81,9 +82,9 @@ GpuSpec read_gpu(const JsonFields& g) {
   g.reject_unknown({"name", "peak_tflops", "memory_bytes", "hbm_bytes_per_s"});
   GpuSpec gpu;
   gpu.name = g.string("name");
-  gpu.peak_flops = g.positive_number("peak_tflops") * 1e12;
-  gpu.memory_bytes = read_quantity(g, "memory_bytes");
-  gpu.hbm_bytes_per_s = read_quantity(g, "hbm_bytes_per_s");
+  gpu.peak_flops = read_positive(g, "peak_tflops", kPeakTflopsRange, false) * 1e12;
+  gpu.memory_bytes = read_positive(g, "memory_bytes", kBytesRange, true);
+  gpu.hbm_bytes_per_s = read_positive(g, "hbm_bytes_per_s", kBandwidthRange, true);
   return gpu;
 }
 
@@ -97,31 +98,41 @@ nlohmann::ordered_json gpu_json(const GpuSpec& gpu) {
 LinkSpec read_link(const JsonFields& parent, const std::string& key) {
   const JsonFields f = parent.object(key);
   f.reject_unknown({"bandwidth_bytes_per_s", "latency_s"});
-  return LinkSpec{read_quantity(f, "bandwidth_bytes_per_s"), f.non_negative_number("latency_s")};
+  return LinkSpec{read_positive(f, "bandwidth_bytes_per_s", kBandwidthRange, true), f.figure("latency_s", kSecondsRange)};
 }
 
 LinkMatrix read_measured(const JsonFields& parent) {
   const JsonFields f = parent.object("measured_links");
   f.reject_unknown({"gpus", "bandwidth_bytes_per_s", "latency_s"});
   LinkMatrix m;
-  m.gpus = f.positive_int("gpus");
+  m.gpus = f.count("gpus", kMaxNodes, "GPUs");
+  // Both matrices are checked square before the gpus x gpus links are allocated: the file then holds
+  // that many numbers itself.
+  for (const char* key : {"bandwidth_bytes_per_s", "latency_s"}) {
+    const nlohmann::json& rows = f.required(key);
+    if (!rows.is_array() || rows.size() != static_cast<size_t>(m.gpus))
+      f.fail(key, fmt::format("must be a {0} x {0} array of numbers", m.gpus));
+    for (int a = 0; a < m.gpus; ++a)
+      if (!rows[a].is_array() || rows[a].size() != static_cast<size_t>(m.gpus))
+        f.fail(key, fmt::format("must be a {0} x {0} array of numbers (row {1} is not)", m.gpus, a));
+  }
   m.links.assign(static_cast<size_t>(m.gpus) * m.gpus, LinkSpec{});
   for (const char* key : {"bandwidth_bytes_per_s", "latency_s"}) {
     const nlohmann::json& rows = f.required(key);
     const bool bandwidth = std::string(key) == "bandwidth_bytes_per_s";
-    if (!rows.is_array() || rows.size() != static_cast<size_t>(m.gpus))
-      f.fail(key, fmt::format("must be a {0} x {0} array of numbers", m.gpus));
     for (int a = 0; a < m.gpus; ++a) {
       const nlohmann::json& row = rows[a];
-      if (!row.is_array() || row.size() != static_cast<size_t>(m.gpus))
-        f.fail(key, fmt::format("must be a {0} x {0} array of numbers (row {1} is not)", m.gpus, a));
       for (int b = 0; b < m.gpus; ++b) {
         const std::string cell = fmt::format("{}[{}][{}]", key, a, b);
-        if (!row[b].is_number()) f.fail(cell, fmt::format("must be a number, got {}", row[b].dump()));
+        if (!row[b].is_number()) f.fail(cell, fmt::format("must be a number, got {}", json_excerpt(row[b])));
         const double x = row[b].get<double>();
         // A GPU's link to itself is never used, so its bandwidth may be given as 0.
         const bool ok = bandwidth ? (a == b ? x >= 0 : x > 0) : x >= 0;
         if (!ok) f.fail(cell, fmt::format("must be {}, got {}", bandwidth ? "positive" : "non-negative", x));
+        const FigureRange& range = bandwidth ? kBandwidthRange : kSecondsRange;
+        if (!is_normal_or_zero(x) || (x > 0 && x < range.min) || x > range.max)
+          f.fail(cell, fmt::format("is {} {}; give a figure from {} to {} {}", x, range.unit, range.min, range.max,
+                                   range.unit));
         LinkSpec& link = m.links[static_cast<size_t>(a) * m.gpus + b];
         (bandwidth ? link.bandwidth_bytes_per_s : link.latency_s) = x;
       }
@@ -196,21 +207,25 @@ Cluster cluster_from_json_text(const std::string& text, const std::string& sourc
                     "measured_links"});
   Cluster c;
   c.name = f.string("name");
-  c.gpus_per_node = f.positive_int("gpus_per_node");
+  c.gpus_per_node = f.count("gpus_per_node", kMaxGpusPerNode, "GPUs");
   if (f.has("node_groups")) {
     if (f.has("gpu"))
       throw_bad_input("{}: give either \"gpu\" (one GPU type) or \"node_groups\" (mixed types), not both", source);
     const nlohmann::json& groups = f.required("node_groups");
     if (!groups.is_array() || groups.empty())
       f.fail("node_groups", "must be a non-empty array of {\"nodes\": N, \"gpu\": {...}} objects");
+    f.array("node_groups", kMaxNodes, "node groups");
     int total = 0;
     for (size_t i = 0; i < groups.size(); ++i) {
       const JsonFields gf(groups[i], source, fmt::format("node_groups[{}].", i));
       gf.reject_unknown({"nodes", "gpu"});
       NodeGroup group;
-      group.nodes = gf.positive_int("nodes");
+      group.nodes = gf.count("nodes", kMaxNodes, "nodes");
       group.gpu = read_gpu(gf.object("gpu"));
       total += group.nodes;
+      if (total > kMaxNodes)
+        gf.fail("nodes", fmt::format("brings the node groups to {} nodes, above the cap of {}; give fewer", total,
+                                     kMaxNodes));
       c.node_groups.push_back(group);
     }
     c.nodes = total;
@@ -219,6 +234,7 @@ Cluster cluster_from_json_text(const std::string& text, const std::string& sourc
                                   f.non_negative_integer("nodes"), total, total));
     c.gpu = c.node_groups.front().gpu;
   } else {
+    if (f.non_negative_integer("nodes") > kMaxNodes) f.count("nodes", kMaxNodes, "nodes");
     c.nodes = static_cast<int>(f.non_negative_integer("nodes"));
     c.gpu = read_gpu(f.object("gpu"));
   }

@@ -1,6 +1,7 @@
 #pragma once
-// The one error type of pipewright: a kind (bad input or runtime failure) and a one-line message.
-// The CLI turns the kind into an exit code: bad input 2, runtime 1.
+// The one error type of pipewright: a kind (bad input or runtime failure), a one-line message and,
+// rarely, details: lines a person needs to see the fault (a schedule's grid with the bad cell
+// marked), printed after the message. The CLI turns the kind into an exit code: bad input 2, runtime 1.
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -12,11 +13,15 @@ enum class ErrorKind { BadInput, Runtime };
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Error(ErrorKind kind, const std::string& message, std::string details = "")
+      : std::runtime_error(message), kind_(kind), details_(std::move(details)) {}
   ErrorKind kind() const { return kind_; }
+  // Empty for most errors; otherwise lines that follow the message, without a final newline.
+  const std::string& details() const { return details_; }
 
  private:
   ErrorKind kind_;
+  std::string details_;
 };
 
 // Something the user gave is wrong: the message names the field and what would fix it.

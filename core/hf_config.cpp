@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/excerpt.hpp"
 #include "core/json_text.hpp"
 #include "core/model.hpp"
 
@@ -63,12 +64,15 @@ Model model_from_hf_config(const nlohmann::json& j, const std::string& source) {
   if (!gpt2 && !neox && !llama_like)
     throw_bad_input("{}: model_type '{}' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral or "
                     "qwen2, or a pipewright model JSON",
-                    source, type);
+                    source, excerpt(type));
 
   TransformerConfig c;
   c.family = llama_like ? "llama" : "gpt";
   c.hidden = required_int(f, "hidden_size");
   c.layers = required_int(f, "num_hidden_layers");
+  if (c.layers > kMaxLayers)
+    f.fail(present_key(f, "num_hidden_layers"),
+           fmt::format("is {} layers, above the cap of {}; give at most {}", c.layers, kMaxLayers, kMaxLayers));
   c.heads = required_int(f, "num_attention_heads");
   c.kv_heads = llama_like && f.has("num_key_value_heads") ? f.positive_int("num_key_value_heads") : c.heads;
   if (llama_like && f.has("head_dim")) {

@@ -6,21 +6,98 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/excerpt.hpp"
 
 namespace pw {
 
+namespace {
+
+// Where the parser is, as the field names of messages give it ("layers[3].forward_s"): the parser's
+// own errors for a number out of range name no place.
+class JsonPath {
+ public:
+  void enter(bool array) { levels_.push_back({array, 0, {}}); }
+  void leave() {
+    levels_.pop_back();
+    element_done();
+  }
+  void key(const std::string& k) { levels_.back().key = k; }
+  void element_done() {
+    if (!levels_.empty() && levels_.back().array) ++levels_.back().index;
+  }
+  std::string text() const {
+    std::string out;
+    for (const Level& l : levels_) {
+      if (l.array) out += fmt::format("[{}]", l.index);
+      else out += (out.empty() ? "" : ".") + excerpt(l.key);
+    }
+    return out.empty() ? "the top level" : excerpt(out);
+  }
+
+ private:
+  struct Level {
+    bool array;
+    size_t index;
+    std::string key;
+  };
+  std::vector<Level> levels_;
+};
+
+// nlohmann's parser message with the text it last read (which may be a whole 2 MB string) cut short.
+std::string short_parser_message(const std::string& message) {
+  const std::string marker = "last read: '";
+  const size_t start = message.find(marker);
+  const size_t end = message.rfind('\'');
+  if (start == std::string::npos || end < start + marker.size()) return message;
+  const size_t token = start + marker.size();
+  return message.substr(0, token) + excerpt(message.substr(token, end - token)) + message.substr(end);
+}
+
+}  // namespace
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& source) {
+  JsonPath path;
+  const nlohmann::json::parser_callback_t track = [&](int depth, nlohmann::json::parse_event_t event,
+                                                      nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        if (depth >= kMaxJsonDepth)
+          throw_bad_input("{}: values nest deeper than {} arrays and objects at {}; pipewright's files nest a few levels",
+                          source, kMaxJsonDepth, path.text());
+        path.enter(event == Event::array_start);
+        break;
+      case Event::key: path.key(parsed.get<std::string>()); break;
+      case Event::object_end:
+      case Event::array_end: path.leave(); break;
+      case Event::value: path.element_done(); break;
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, track);
   } catch (const nlohmann::json::parse_error& e) {
     // what() is "[json.exception.parse_error.101] parse error at line 1, column 2: <message>";
     // the byte offset replaces the line/column prefix.
     std::string message = e.what();
     const auto colon = message.find(": ");
     if (colon != std::string::npos) message = message.substr(colon + 2);
-    throw_bad_input("{}: malformed JSON at byte {}: {}", source, e.byte, message);
+    throw_bad_input("{}: malformed JSON at byte {}: {}", source, e.byte, short_parser_message(message));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // The one range error of parsing: "number overflow parsing '1e400'".
+    const std::string message = e.what();
+    const size_t open = message.find('\''), close = message.rfind('\'');
+    const std::string number = open < close ? message.substr(open + 1, close - open - 1) : "a number";
+    throw_bad_input("{}: {} is {}, beyond the range of a double (1.8e308); give a figure in the field's range", source,
+                    path.text(), excerpt(number));
   }
+}
+
+std::string json_excerpt(const nlohmann::json& value) {
+  return excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string read_text_file(const std::string& path, const char* what) {
@@ -42,7 +119,7 @@ bool names_a_file(const std::string& name_or_path) {
 JsonFields::JsonFields(const nlohmann::json& object, std::string source, std::string prefix)
     : object_(object), source_(std::move(source)), prefix_(std::move(prefix)) {
   if (!object_.is_object()) {
-    if (prefix_.empty()) throw_bad_input("{}: expected a JSON object, got {}", source_, object_.dump());
+    if (prefix_.empty()) throw_bad_input("{}: expected a JSON object, got {}", source_, json_excerpt(object_));
     throw_bad_input("{}: {} must be an object", source_, prefix_.substr(0, prefix_.size() - 1));
   }
 }
@@ -65,8 +142,11 @@ const nlohmann::json& JsonFields::required(const std::string& key) const {
 
 namespace {
 double as_number(const JsonFields& f, const std::string& key, const nlohmann::json& v) {
-  if (!v.is_number()) f.fail(key, fmt::format("must be a number, got {}", v.dump()));
-  return v.get<double>();
+  if (!v.is_number()) f.fail(key, fmt::format("must be a number, got {}", json_excerpt(v)));
+  const double x = v.get<double>();
+  // A denormal divides into infinity (a 1e-310 TFLOP/s GPU makes every layer cost infinite).
+  if (!is_normal_or_zero(x)) f.fail(key, fmt::format("is {}, below the smallest normal double; give 0 or at least 2.3e-308", x));
+  return x;
 }
 long as_integer(const JsonFields& f, const std::string& key, const nlohmann::json& v) {
   const double x = as_number(f, key, v);
@@ -109,6 +189,29 @@ int JsonFields::positive_int(const std::string& key) const {
   return static_cast<int>(x);
 }
 
+int JsonFields::count(const std::string& key, long cap, const char* what) const {
+  const long x = positive_integer(key);
+  if (x > cap) fail(key, fmt::format("is {} {}, above the cap of {}; give at most {}", x, what, cap, cap));
+  return static_cast<int>(x);
+}
+
+double JsonFields::figure(const std::string& key, const FigureRange& range, std::optional<double> fallback) const {
+  const nlohmann::json* v = find(key);
+  if (!v && fallback) return *fallback;
+  const double x = v ? as_number(*this, key, *v) : number(key);
+  if (!(x >= range.min && x <= range.max))
+    fail(key, fmt::format("is {} {}; give a figure from {} to {} {}", x, range.unit, range.min, range.max, range.unit));
+  return x;
+}
+
+const nlohmann::json& JsonFields::array(const std::string& key, long cap, const char* what) const {
+  const nlohmann::json& v = required(key);
+  if (!v.is_array()) fail(key, fmt::format("must be an array of {}, got {}", what, json_excerpt(v)));
+  if (v.size() > static_cast<size_t>(cap))
+    fail(key, fmt::format("has {} {}, above the cap of {}; give at most {}", v.size(), what, cap, cap));
+  return v;
+}
+
 std::optional<long> JsonFields::optional_positive_integer(const std::string& key) const {
   if (!has(key)) return std::nullopt;
   return positive_integer(key);
@@ -123,13 +226,13 @@ long JsonFields::non_negative_integer(const std::string& key) const {
 bool JsonFields::boolean(const std::string& key, bool fallback) const {
   const nlohmann::json* v = find(key);
   if (!v) return fallback;
-  if (!v->is_boolean()) fail(key, fmt::format("must be true or false, got {}", v->dump()));
+  if (!v->is_boolean()) fail(key, fmt::format("must be true or false, got {}", json_excerpt(*v)));
   return v->get<bool>();
 }
 
 std::string JsonFields::string(const std::string& key) const {
   const nlohmann::json& v = required(key);
-  if (!v.is_string()) fail(key, fmt::format("must be a string, got {}", v.dump()));
+  if (!v.is_string()) fail(key, fmt::format("must be a string, got {}", json_excerpt(v)));
   return v.get<std::string>();
 }
 
@@ -145,7 +248,7 @@ void JsonFields::reject_unknown(std::initializer_list<const char*> known) const 
     if (ok) continue;
     std::string list;
     for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    throw_bad_input("{}: unknown field '{}'; known fields: {}", source_, name(key), list);
+    throw_bad_input("{}: unknown field '{}'; known fields: {}", source_, excerpt(name(key)), list);
   }
 }
 

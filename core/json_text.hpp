@@ -7,10 +7,20 @@
 #include <optional>
 #include <string>
 
+#include "core/file_caps.hpp"
+
 namespace pw {
 
-// Parses `text`; BadInput "<source>: malformed JSON at byte N: <parser message>" when it is not JSON.
+// Arrays and objects nest at most this deep in any file pipewright reads (its own nest 6 deep): deeper
+// values are refused while parsing, so that nothing that walks a value recurses without bound.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses `text`. BadInput "<source>: malformed JSON at byte N: <parser message>" when it is not JSON,
+// and naming the field when a number is beyond a double's range or values nest deeper than kMaxJsonDepth.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);
+
+// A value as an error message may quote it: its JSON text, cut short when long (core/excerpt.hpp).
+std::string json_excerpt(const nlohmann::json& value);
 
 // The whole file; BadInput "<what> file '<path>' not found" when it does not exist.
 std::string read_text_file(const std::string& path, const char* what);
@@ -36,6 +46,12 @@ class JsonFields {
   double non_negative_number(const std::string& key, std::optional<double> fallback = std::nullopt) const;
   long positive_integer(const std::string& key) const;
   int positive_int(const std::string& key) const;  // positive_integer that fits an int
+  // A positive whole number of `what` up to `cap` (a count read from a file: layers, ranks).
+  int count(const std::string& key, long cap, const char* what) const;
+  // A physical figure within `range` (core/file_caps.hpp); `fallback` when absent.
+  double figure(const std::string& key, const FigureRange& range, std::optional<double> fallback = std::nullopt) const;
+  // A required array of at most `cap` entries.
+  const nlohmann::json& array(const std::string& key, long cap, const char* what) const;
   std::optional<long> optional_positive_integer(const std::string& key) const;
   long non_negative_integer(const std::string& key) const;
   bool boolean(const std::string& key, bool fallback) const;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/model.hpp"
@@ -19,7 +20,7 @@ TransformerConfig read_transformer(const JsonFields& t) {
   TransformerConfig c;
   c.family = t.optional_string("family").value_or("");
   c.hidden = t.positive_int("hidden");
-  c.layers = t.positive_int("layers");
+  c.layers = t.count("layers", kMaxLayers, "layers");
   c.heads = t.positive_int("heads");
   c.kv_heads = t.has("kv_heads") ? t.positive_int("kv_heads") : c.heads;
   if (t.has("head_dim")) {
@@ -56,26 +57,29 @@ Layer read_explicit_layer(const nlohmann::json& j, const std::string& source, si
   f.reject_unknown({"name", "forward_s", "backward_input_s", "backward_weight_s", "output_bytes", "activation_bytes",
                     "parameter_bytes"});
   ExplicitCosts c;
-  c.forward_s = f.non_negative_number("forward_s");
-  c.backward_input_s = f.non_negative_number("backward_input_s", 0.0);
-  c.backward_weight_s = f.non_negative_number("backward_weight_s", 0.0);
-  c.output_bytes = f.non_negative_number("output_bytes", 0.0);
-  c.activation_bytes = f.non_negative_number("activation_bytes", 0.0);
-  c.parameter_bytes = f.non_negative_number("parameter_bytes", 0.0);
+  c.forward_s = f.figure("forward_s", kSecondsRange);
+  c.backward_input_s = f.figure("backward_input_s", kSecondsRange, 0.0);
+  c.backward_weight_s = f.figure("backward_weight_s", kSecondsRange, 0.0);
+  c.output_bytes = f.figure("output_bytes", kBytesRange, 0.0);
+  c.activation_bytes = f.figure("activation_bytes", kBytesRange, 0.0);
+  c.parameter_bytes = f.figure("parameter_bytes", kBytesRange, 0.0);
   return Layer{f.optional_string("name").value_or(fmt::format("layer{}", i)), LayerKind::Explicit, c};
 }
 
 // "edges": [[from, to], [from, to, bytes], ...]; indices into the layer list, from < to.
-std::vector<LayerEdge> read_edges(const nlohmann::json& edges, const std::string& source, int layers) {
+std::vector<LayerEdge> read_edges(const JsonFields& top, const std::string& source, int layers) {
+  const nlohmann::json& edges = top.required("edges");
   if (!edges.is_array())
     throw_bad_input("{}: edges must be an array of [from, to] or [from, to, bytes] layer pairs", source);
+  top.array("edges", kMaxLayers, "edges");
   std::vector<LayerEdge> out;
   for (size_t i = 0; i < edges.size(); ++i) {
     const nlohmann::json& e = edges[i];
     const bool shape = e.is_array() && (e.size() == 2 || e.size() == 3) && e[0].is_number_integer() &&
                        e[1].is_number_integer() && (e.size() == 2 || e[2].is_number());
     if (!shape)
-      throw_bad_input("{}: edges[{}] is {}; give [from, to] or [from, to, bytes] with layer indices", source, i, e.dump());
+      throw_bad_input("{}: edges[{}] is {}; give [from, to] or [from, to, bytes] with layer indices", source, i,
+                      json_excerpt(e));
     LayerEdge edge;
     const long from = e[0].get<long>(), to = e[1].get<long>();
     if (from < 0 || to >= layers || from >= to)
@@ -85,8 +89,9 @@ std::vector<LayerEdge> read_edges(const nlohmann::json& edges, const std::string
     edge.to = static_cast<int>(to);
     if (e.size() == 3) {
       const double bytes = e[2].get<double>();
-      if (!(bytes >= 0) || !std::isfinite(bytes))
-        throw_bad_input("{}: edges[{}] has bytes {}; give a number >= 0", source, i, bytes);
+      if (!(bytes >= kBytesRange.min && bytes <= kBytesRange.max) || !is_normal_or_zero(bytes))
+        throw_bad_input("{}: edges[{}] has bytes {}; give a figure from {} to {} B", source, i, bytes, kBytesRange.min,
+                        kBytesRange.max);
       edge.bytes = bytes;
     }
     out.push_back(edge);
@@ -110,10 +115,11 @@ Model model_from_pipewright_json(const nlohmann::json& j, const std::string& sou
     const nlohmann::json& layers = top.required("layers");
     if (!layers.is_array() || layers.empty())
       throw_bad_input("{}: layers must be a non-empty array of layer objects", source);
+    top.array("layers", kMaxLayers, "layers");
     m.name = name;
     for (size_t i = 0; i < layers.size(); ++i) m.layers.push_back(read_explicit_layer(layers[i], source, i));
   }
-  if (top.has("edges")) m.edges = read_edges(top.required("edges"), source, m.num_layers());
+  if (top.has("edges")) m.edges = read_edges(top, source, m.num_layers());
   return m;
 }
 }  // namespace detail

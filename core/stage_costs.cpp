@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "core/balanced_split.hpp"
 #include "core/error.hpp"
 
 namespace pw {
@@ -37,6 +38,11 @@ std::vector<LayerRange> explicit_split(const Model& model, int stages, const std
     throw_bad_input("--split: {} = {} layers but the model has {} transformer layers; give numbers that sum to {}",
                     join_plus(blocks), sum, model.num_blocks(), model.num_blocks());
   const int n = model.num_layers();
+  std::vector<int> block_at;  // Model::block_index for every block, found once rather than per stage
+  for (int i = 0; i < n; ++i)
+    if (model.layers[i].kind == LayerKind::Block) block_at.push_back(i);
+  if (block_at.empty())
+    for (int i = 0; i < n; ++i) block_at.push_back(i);
   std::vector<LayerRange> ranges(stages);
   int taken = 0;  // blocks in the stages so far
   for (int s = 0; s < stages; ++s) {
@@ -45,51 +51,10 @@ std::vector<LayerRange> explicit_split(const Model& model, int stages, const std
     // A stage ends at its last block; the first stage keeps what precedes the first block
     // (the embedding) and the last stage whatever follows the last block (the head).
     if (s == stages - 1) ranges[s].last = n - 1;
-    else if (taken > 0) ranges[s].last = model.block_index(taken - 1);
-    else ranges[s].last = (model.num_blocks() > 0 ? model.block_index(0) : n) - 1;
+    else if (taken > 0) ranges[s].last = block_at[taken - 1];
+    else ranges[s].last = (block_at.empty() ? n : block_at[0]) - 1;
     if (ranges[s].count() < 1)
       throw_bad_input("--split: stage {} has 0 layers and holds neither the embedding nor the head; give it at least 1", s);
-  }
-  return ranges;
-}
-
-// Minimises the largest stage cost exactly, then, among splits reaching it, the sum of squared stage
-// costs (so that the stages that are not the bottleneck are balanced too). Ties go to the split that
-// gives later stages more layers: earlier stages hold more micro-batches' activations under 1F1B.
-std::vector<LayerRange> balanced_split(int n, int stages, const std::vector<double>& cost) {
-  std::vector<double> prefix(n + 1, 0);
-  for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + cost[i];
-  auto seg = [&](int j, int i) { return prefix[i] - prefix[j]; };  // layers [j, i)
-
-  // best[k][i]: the smallest maximum over splits of the first i layers into k non-empty stages.
-  std::vector<std::vector<double>> best(stages + 1, std::vector<double>(n + 1, kInf));
-  best[0][0] = 0;
-  for (int k = 1; k <= stages; ++k)
-    for (int i = k; i <= n; ++i)
-      for (int j = k - 1; j < i; ++j) best[k][i] = std::min(best[k][i], std::max(best[k - 1][j], seg(j, i)));
-  const double limit = best[stages][n];
-
-  std::vector<std::vector<double>> squares(stages + 1, std::vector<double>(n + 1, kInf));
-  std::vector<std::vector<int>> cut(stages + 1, std::vector<int>(n + 1, -1));
-  squares[0][0] = 0;
-  for (int k = 1; k <= stages; ++k)
-    for (int i = k; i <= n; ++i)
-      for (int j = k - 1; j < i; ++j) {
-        const double c = seg(j, i);
-        if (c > limit || squares[k - 1][j] == kInf) continue;
-        const double total = squares[k - 1][j] + c * c;
-        if (total < squares[k][i]) {
-          squares[k][i] = total;
-          cut[k][i] = j;
-        }
-      }
-
-  std::vector<LayerRange> ranges(stages);
-  int end = n;
-  for (int k = stages; k >= 1; --k) {
-    const int start = cut[k][end];
-    ranges[k - 1] = LayerRange{start, end - 1};
-    end = start;
   }
   return ranges;
 }
@@ -120,7 +85,9 @@ std::vector<LayerRange> split_layers(const Model& model, int stages, const std::
     throw_runtime("split_layers: {} layer costs for a model of {} layers", cost.size(), n);
   for (double c : cost)
     if (!(c >= 0) || !std::isfinite(c)) throw_runtime("split_layers: layer cost {} is negative or not finite", c);
-  return balanced_split(n, stages, cost);
+  std::vector<LayerRange> ranges;
+  for (const auto& [first, last] : balanced_split(cost, stages)) ranges.push_back(LayerRange{first, last});
+  return ranges;
 }
 
 LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {

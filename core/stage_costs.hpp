@@ -44,9 +44,9 @@ struct StageCost {
 // transformer blocks per stage; the embedding joins the first stage and the head the last. Throws
 // BadInput when the split does not sum to the block count, has a number per stage missing or extra, or
 // leaves a stage empty, and when there are more stages than layers.
-// Without `blocks_per_stage` the ranges minimise the largest stage cost (exactly, by dynamic programming
-// over `layer_cost`, each layer's F + B + W seconds: see layer_step_costs), then the sum of squared stage
-// costs; ties give later stages more layers. Without `layer_cost` a block costs 1, embedding and head 0.
+// Without `blocks_per_stage` the ranges minimise the largest stage cost (exactly, over `layer_cost`, each
+// layer's F + B + W seconds: see layer_step_costs), then the sum of squared stage costs; ties give later
+// stages more layers (core/balanced_split.hpp). Without `layer_cost` a block costs 1, embedding and head 0.
 std::vector<LayerRange> split_layers(const Model& model, int stages, const std::vector<int>& blocks_per_stage,
                                      const std::vector<double>& layer_cost = {});
 

@@ -110,7 +110,7 @@ class Validator {
   [[noreturn]] void fail(const std::string& problem, const std::vector<GridCell>& marks = {}) const {
     std::string grid = to_grid(s_, marks);
     if (!grid.empty() && grid.back() == '\n') grid.pop_back();
-    throw Error(ErrorKind::BadInput, fmt::format("schedule {}: {}\n{}", s_.name, problem, grid));
+    throw Error(ErrorKind::BadInput, fmt::format("schedule {}: {}", s_.name, problem), grid);
   }
   [[noreturn]] void fail_at(const std::string& kind, int r, int k, const std::string& detail,
                             std::vector<GridCell> marks = {}) const {

@@ -17,7 +17,8 @@ namespace pw {
 std::vector<Action> compute_dependencies(const Action& a, int num_stages);
 
 // Throws BadInput with a message of the form
-//   "schedule <name>: <problem> at rank <r>, step <k>: '<cell>' <detail>\n<grid, offending cells in [ ]>"
+//   "schedule <name>: <problem> at rank <r>, step <k>: '<cell>' <detail>"
+// and, as its details, the rank x step grid with the offending cells in [ ]
 // (problems without a cell, such as a missing action, name the stage and micro-batch instead).
 // Checks, in order: placement and ranges (every action's stage and micro-batch exist, each stage runs
 // on the rank the placement gives it); counts (m F per stage; each micro-batch's backward exactly once,

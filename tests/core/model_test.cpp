@@ -209,14 +209,14 @@ TEST_CASE("explicit-cost errors name the layer field") {
     return R"({"layers": [{"forward_s": 1}, {"forward_s": 1}, {"forward_s": 1}, {"forward_s": )" + value + "}]}";
   };
   CHECK(bad_input([&] { model_from_json_text(with_forward("-1"), "m.json"); }) ==
-        "m.json: layers[3].forward_s must be non-negative, got -1");
+        "m.json: layers[3].forward_s is -1 s; give a figure from 0 to 1000000 s");
   CHECK(bad_input([&] { model_from_json_text(with_forward("\"fast\""), "m.json"); }) ==
         "m.json: layers[3].forward_s must be a number, got \"fast\"");
   CHECK(bad_input([] { model_from_json_text(R"({"layers": [{"forward_s": 1}, {"name": "b"}]})", "m.json"); }) ==
         "m.json: missing required field 'layers[1].forward_s'");
   CHECK(bad_input([] {
           model_from_json_text(R"({"layers": [{"forward_s": 1, "backward_input_s": -0.5}]})", "m.json");
-        }) == "m.json: layers[0].backward_input_s must be non-negative, got -0.5");
+        }) == "m.json: layers[0].backward_input_s is -0.5 s; give a figure from 0 to 1000000 s");
   CHECK(bad_input([] { model_from_json_text(R"({"layers": []})", "m.json"); }) ==
         "m.json: layers must be a non-empty array of layer objects");
   CHECK(bad_input([] { model_from_json_text(R"({"layers": [3]})", "m.json"); }) ==

@@ -13,7 +13,8 @@ std::string error_of(const std::string& csv, const std::string& source = "s.csv"
     schedule_from_pytorch_csv(csv, source);
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::BadInput);
-    return e.what();
+    // As the CLI prints it: the message, then the grid on the lines below.
+    return e.details().empty() ? std::string(e.what()) : std::string(e.what()) + "\n" + e.details();
   }
   return "(no error)";
 }

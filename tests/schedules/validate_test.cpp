@@ -13,7 +13,8 @@ std::string validation_error(const Schedule& s) {
     validate(s);
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::BadInput);
-    return e.what();
+    // As the CLI prints it: the message, then the grid on the lines below.
+    return e.details().empty() ? std::string(e.what()) : std::string(e.what()) + "\n" + e.details();
   }
   return "(valid)";
 }
@@ -51,14 +52,20 @@ TEST_CASE("compute dependencies come from the stage graph alone") {
   CHECK(compute_dependencies(action_from_text("1RECV_F0"), 3).empty());
 }
 
-TEST_CASE("validate: the message carries the grid with the offending cell marked") {
+TEST_CASE("validate: one line of message, then the grid with the offending cell marked as its details") {
   Schedule s = small();
   swap_cells(s.ranks[0], "0F2", "0BW2");
-  CHECK(validation_error(s) ==
-        "schedule 1f1b: out of order at rank 0, step 3: '0BW2' comes before its dependency '0F2' (step 5)\n"
-        "step   | 0      1      2      3      4      5\n"
-        "rank 0 | 0F0    0F1    0BW0   [0BW2] 0BW1   0F2\n"
-        "rank 1 | 1F0    1BW0   1F1    1BW1   [1F2]  1BW2");
+  try {
+    validate(s);
+    FAIL("validate accepted an out-of-order schedule");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          "schedule 1f1b: out of order at rank 0, step 3: '0BW2' comes before its dependency '0F2' (step 5)");
+    CHECK(e.details() ==
+          "step   | 0      1      2      3      4      5\n"
+          "rank 0 | 0F0    0F1    0BW0   [0BW2] 0BW1   0F2\n"
+          "rank 1 | 1F0    1BW0   1F1    1BW1   [1F2]  1BW2");
+  }
 }
 
 TEST_CASE("validate: broken schedules, first line of each message") {
