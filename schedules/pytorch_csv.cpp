@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "core/excerpt.hpp"
+#include "core/file_caps.hpp"
 #include "schedules/validate.hpp"
 
 namespace pw {
@@ -77,7 +79,18 @@ bool parse_int(const std::string& digits, int& value) {
   throw_bad_input(
       "{}: '{}' is not a PyTorch action; expected <stage><op><micro-batch> with op F, I, W, B, SEND_F, RECV_F, "
       "SEND_B or RECV_B (such as 2F0, 0I3, 3SEND_F1), or (<F action>;<B action>)OVERLAP_F_B",
-      where, text);
+      where, excerpt(text));
+}
+
+// Stage and micro-batch indices are bounded before anything is sized by them (the placement has one
+// entry per stage up to the largest index; the validator's tables one per part).
+void check_indices(const std::string& where, const std::string& text, int stage, int mb) {
+  if (stage >= kMaxScheduleStages)
+    throw_bad_input("{}: '{}' names stage {}, above the cap of {} stages; number stages from 0", where, excerpt(text),
+                    stage, kMaxScheduleStages);
+  if (mb >= kMaxScheduleMicrobatches)
+    throw_bad_input("{}: '{}' names micro-batch {}, above the cap of {} micro-batches; number micro-batches from 0",
+                    where, excerpt(text), mb, kMaxScheduleMicrobatches);
 }
 
 // A simple action; nothing for the skipped FSDP and gradient-reduction actions.
@@ -92,6 +105,7 @@ std::optional<Action> parse_simple(const std::string& text, const std::string& w
   if ((op == "UNSHARD" || op == "RESHARD" || op == "REDUCE_GRAD") && j == text.size()) return std::nullopt;
   int mb = 0;
   if (!parse_int(text.substr(j), mb)) bad_cell(where, text);
+  check_indices(where, text, stage, mb);
   static constexpr Op kOps[] = {Op::F, Op::B, Op::W, Op::BW, Op::SendF, Op::RecvF, Op::SendB, Op::RecvB};
   for (const Op candidate : kOps)
     if (op == pytorch_op(candidate)) return Action{candidate, stage, mb};
@@ -110,7 +124,7 @@ std::optional<Action> parse_cell(const std::string& text, const std::string& whe
   const auto b = parse_simple(trim(inner.substr(semicolon + 1)), where);
   if (!f || !b || f->op != Op::F || b->op != Op::BW)
     throw_bad_input("{}: '{}': an OVERLAP_F_B here is one forward and one full backward, such as (0F1;1B0)OVERLAP_F_B",
-                    where, text);
+                    where, excerpt(text));
   return Action{Op::FB, f->stage, f->microbatch, b->stage, b->microbatch};
 }
 
@@ -140,10 +154,14 @@ Schedule schedule_from_pytorch_csv(const std::string& text, const std::string& s
     start = end + 1;
   }
   if (lines.empty()) throw_bad_input("{}: empty; a PyTorch schedule CSV has one row of actions per rank", source);
+  if (lines.size() > static_cast<size_t>(kMaxScheduleRanks))
+    throw_bad_input("{}: {} rows, above the cap of {} ranks; give one row per rank", source, lines.size(),
+                    kMaxScheduleRanks);
 
   Schedule s;
   s.name = source;
   int largest_mb = -1;
+  long actions = 0;
   for (size_t r = 0; r < lines.size(); ++r) {
     const std::string row_name = fmt::format("{}: row {}", source, r + 1);
     const std::vector<std::string> cells = split_cells(lines[r], row_name);
@@ -153,6 +171,9 @@ Schedule schedule_from_pytorch_csv(const std::string& text, const std::string& s
       if (cell.empty()) continue;  // an idle step
       const auto a = parse_cell(cell, fmt::format("{}, cell {}", row_name, c + 1));
       if (!a) continue;
+      if (++actions > kMaxScheduleActions)
+        throw_bad_input("{}: more than {} actions, the cap for a schedule file; give a schedule with fewer", row_name,
+                        kMaxScheduleActions);
       if (is_comm(a->op)) s.lowered = true;
       largest_mb = std::max({largest_mb, a->microbatch, a->op == Op::FB ? a->microbatch2 : -1});
       list.push_back(*a);

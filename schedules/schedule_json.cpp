@@ -11,13 +11,18 @@ namespace {
 constexpr const char* kFormat = "pipewright-schedule";
 constexpr int kVersion = 1;
 
-std::vector<int> read_int_list(const JsonFields& f, const std::string& key) {
+// The rank of each stage, each in [0, ranks).
+std::vector<int> read_rank_list(const JsonFields& f, const std::string& key, int ranks) {
   const nlohmann::json& v = f.required(key);
-  if (!v.is_array()) f.fail(key, fmt::format("must be a list of whole numbers, got {}", v.dump()));
+  if (!v.is_array()) f.fail(key, fmt::format("must be a list of whole numbers, got {}", json_excerpt(v)));
+  f.array(key, kMaxScheduleStages, "stages");
   std::vector<int> out;
   for (const auto& x : v) {
-    if (!x.is_number_integer()) f.fail(key, fmt::format("must be a list of whole numbers, got {}", v.dump()));
-    out.push_back(x.get<int>());
+    if (!x.is_number_integer()) f.fail(key, fmt::format("must be a list of whole numbers, got {}", json_excerpt(x)));
+    const auto rank = x.get<long long>();
+    if (rank < 0 || rank >= ranks)
+      f.fail(key, fmt::format("names rank {}, but there are {} ranks (0..{})", rank, ranks, ranks - 1));
+    out.push_back(static_cast<int>(rank));
   }
   return out;
 }
@@ -25,14 +30,9 @@ std::vector<int> read_int_list(const JsonFields& f, const std::string& key) {
 Placement read_placement(const JsonFields& f) {
   Placement p;
   const std::string kind = f.string("kind");
-  const long ranks = f.positive_integer("ranks");
-  p.ranks = static_cast<int>(ranks);
-  p.stage_rank = read_int_list(f, "stage_rank");
+  p.ranks = f.count("ranks", kMaxScheduleRanks, "ranks");
+  p.stage_rank = read_rank_list(f, "stage_rank", p.ranks);
   if (p.stage_rank.empty()) f.fail("stage_rank", "must list the rank of at least one stage");
-  for (int r : p.stage_rank) {
-    if (r < 0 || r >= p.ranks)
-      f.fail("stage_rank", fmt::format("names rank {}, but there are {} ranks (0..{})", r, p.ranks, p.ranks - 1));
-  }
   const int stages = p.stages();
   if (kind == "loop") {
     p.kind = PlacementKind::Loop;
@@ -83,20 +83,27 @@ Schedule schedule_from_json_text(const std::string& text, const std::string& sou
 
   Schedule s;
   s.name = f.string("name");
-  s.microbatches = static_cast<int>(f.positive_integer("microbatches"));
+  s.microbatches = f.count("microbatches", kMaxScheduleMicrobatches, "micro-batches");
   s.placement = read_placement(f.object("placement"));
   s.lowered = f.boolean("lowered", false);
 
   const nlohmann::json& ranks = f.required("ranks");
   if (!ranks.is_array() || ranks.size() != static_cast<size_t>(s.placement.ranks))
     f.fail("ranks", fmt::format("must be a list of {} per-rank lists of actions (placement.ranks)", s.placement.ranks));
+  size_t actions = 0;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const nlohmann::json& row = ranks[r];
     if (!row.is_array()) throw_bad_input("{}: ranks[{}] must be a list of actions such as \"0F0\"", source, r);
     std::vector<Action> list;
+    actions += row.size();
+    if (actions > static_cast<size_t>(kMaxScheduleActions))
+      throw_bad_input("{}: ranks[{}] brings the actions to {}, above the cap of {}; give a schedule with fewer", source,
+                      r, actions, kMaxScheduleActions);
     for (size_t k = 0; k < row.size(); ++k) {
-      if (!row[k].is_string())
-        throw_bad_input("{}: ranks[{}][{}] must be an action such as \"0F0\", got {}", source, r, k, row[k].dump());
+      // No action is this long; a long string would only be echoed whole by the action parser.
+      if (!row[k].is_string() || row[k].get_ref<const std::string&>().size() > 64)
+        throw_bad_input("{}: ranks[{}][{}] must be an action such as \"0F0\", got {}", source, r, k,
+                        json_excerpt(row[k]));
       try {
         list.push_back(action_from_text(row[k].get<std::string>()));
       } catch (const Error& e) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "schedules/parts.hpp"
@@ -159,35 +160,63 @@ class Validator {
 
   static const char* part_name(Part p) { return p == Part::F ? "F" : p == Part::B ? "backward" : "W"; }
 
+  // Counts from the parts the lists hold, sorted, rather than from a table of every (part, stage,
+  // micro-batch): a file naming micro-batch 999999999 would make that table 3 x 10^9 entries. Once every
+  // part is there exactly once, the table is as long as the lists and the later checks use it.
   void check_counts() {
-    producer_.assign(static_cast<size_t>(3 * stages_ * m_), Loc{});
-    for (int r = 0; r < ranks(); ++r) {
-      for (int k = 0; k < length(r); ++k) {
-        for (const WorkPart& p : parts_of(at(r, k))) {
-          Loc& first = producer_[part_index(p)];
-          if (first.known())
-            fail_at("duplicate", r, k,
-                    fmt::format("(second {} of micro-batch {} on stage {}; the first is at rank {}, step {})",
-                                part_name(p.part), p.microbatch, p.stage, first.rank, first.step),
-                    {{first.rank, first.step}, {r, k}});
-          first = Loc{r, k};
-        }
+    struct Seen {
+      WorkPart part;
+      Loc at;
+      size_t order;  // position in the scan of the lists
+    };
+    std::vector<Seen> seen;
+    for (int r = 0; r < ranks(); ++r)
+      for (int k = 0; k < length(r); ++k)
+        for (const WorkPart& p : parts_of(at(r, k))) seen.push_back({p, Loc{r, k}, seen.size()});
+    const auto key = [](const Seen& x) { return std::tuple(x.part.stage, x.part.microbatch, x.part.part, x.order); };
+    std::sort(seen.begin(), seen.end(), [&](const Seen& a, const Seen& b) { return key(a) < key(b); });
+
+    // The repeat met first in the scan is the one reported, as a scan would meet it.
+    const Seen* repeat = nullptr;
+    const Seen* first_of_repeat = nullptr;
+    for (size_t i = 1; i < seen.size(); ++i) {
+      // Within a part's run, sorted by scan order, the second entry is the part's first repeat.
+      const bool second = seen[i].part == seen[i - 1].part && (i < 2 || !(seen[i - 2].part == seen[i].part));
+      if (second && (!repeat || seen[i].order < repeat->order)) {
+        repeat = &seen[i];
+        first_of_repeat = &seen[i - 1];
       }
     }
+    if (repeat) {
+      const Loc first = first_of_repeat->at;
+      const WorkPart& p = repeat->part;
+      fail_at("duplicate", repeat->at.rank, repeat->at.step,
+              fmt::format("(second {} of micro-batch {} on stage {}; the first is at rank {}, step {})", part_name(p.part),
+                          p.microbatch, p.stage, first.rank, first.step),
+              {{first.rank, first.step}, {repeat->at.rank, repeat->at.step}});
+    }
+
+    // Walk (stage, micro-batch) in order alongside the sorted parts: the first pair short of F, B and W.
+    size_t i = 0;
     for (int st = 0; st < stages_; ++st) {
-      for (int i = 0; i < m_; ++i) {
-        const bool f = producer_[part_index({Part::F, st, i})].known();
-        const bool b = producer_[part_index({Part::B, st, i})].known();
-        const bool w = producer_[part_index({Part::W, st, i})].known();
+      for (int mb = 0; mb < m_; ++mb) {
+        bool f = false, b = false, w = false;
+        for (; i < seen.size() && seen[i].part.stage == st && seen[i].part.microbatch == mb; ++i) {
+          f = f || seen[i].part.part == Part::F;
+          b = b || seen[i].part.part == Part::B;
+          w = w || seen[i].part.part == Part::W;
+        }
         std::string what;
         if (!f) what = "no F";
         else if (!b && !w) what = "no backward";
         else if (!b) what = "W but no B";
         else if (!w) what = "B but no W";
         if (!what.empty())
-          fail(fmt::format("missing action: stage {} (rank {}) has {} for micro-batch {}", st, rank_of(st), what, i));
+          fail(fmt::format("missing action: stage {} (rank {}) has {} for micro-batch {}", st, rank_of(st), what, mb));
       }
     }
+    producer_.assign(seen.size(), Loc{});
+    for (const Seen& x : seen) producer_[part_index(x.part)] = x.at;
   }
 
   void check_comm_matching() {

@@ -147,3 +147,33 @@ TEST_CASE("csv import errors name the file, row and cell, and broken schedules s
   CHECK(first_line(error_of("0F0,0B0\r\n0F1,0B1\r\n")) ==
         "schedule s.csv: wrong rank at rank 1, step 0: '0F1' (the placement puts stage 0 on rank 0)");
 }
+
+TEST_CASE("csv import bounds every index before sizing anything by it") {
+  // Each overflowed an int product in the validator and then allocated (bad_alloc), or took 4 GB.
+  CHECK(error_of("0F999999999\r\n") ==
+        "s.csv: row 1, cell 1: '0F999999999' names micro-batch 999999999, above the cap of 1000000 micro-batches; "
+        "number micro-batches from 0");
+  CHECK(error_of("999999999F0\r\n") ==
+        "s.csv: row 1, cell 1: '999999999F0' names stage 999999999, above the cap of 100000 stages; number stages "
+        "from 0");
+  CHECK(error_of("(0F0;999999B0)OVERLAP_F_B\r\n").starts_with("s.csv: row 1, cell 1: '999999B0' names stage 999999"));
+  // Below the caps, a sparse file is a missing action found without a table of every part.
+  CHECK(first_line(error_of("0F0,0B0,0F999999\r\n")) == "schedule s.csv: missing action: stage 0 (rank 0) has no F for micro-batch 1");
+  CHECK(error_of("99999F0\r\n") == "s.csv: stage 0 has no compute action on any rank; every stage from 0 to 99999 needs its F");
+  try {
+    schedule_from_pytorch_csv("0F0,0B0\r\n", "m.csv", 1'000'000'000);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "schedule m.csv: missing action: stage 0 (rank 0) has no F for micro-batch 1");
+  }
+}
+
+TEST_CASE("csv import caps rows and actions and quotes a long cell in part") {
+  CHECK(error_of(std::string(100'001, '\n')) == "s.csv: 100001 rows, above the cap of 100000 ranks; give one row per rank");
+  std::string many;
+  for (int i = 0; i <= 1'000'000; ++i) many += i ? ",0W0" : "0F0";
+  CHECK(error_of(many) == "s.csv: row 1: more than 1000000 actions, the cap for a schedule file; give a schedule with fewer");
+  CHECK(error_of("0F0," + std::string(2'000'000, 'X') + "\r\n")
+            .starts_with("s.csv: row 1, cell 2: 'XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX... (2000000 bytes)' is not a "
+                         "PyTorch action"));
+}
