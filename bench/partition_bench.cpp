@@ -7,11 +7,14 @@
 //   BM_Partition    best_partition() without simulation: problem + DP + up to 64 tied splits.
 //   BM_PartitionSim best_partition() as the plan calls it: the tied splits simulated (up to 64).
 // Arguments: pp (and v for the interleaved rows).
+//   BM_SplitLayers  split_layers() without a split given, on 10^5 layers (the cap a model file may hold):
+//                   uniform blocks, and measured-looking costs (each block 1 +- 20%). Argument: stages.
 #include <benchmark/benchmark.h>
 
 #include "core/analytic_cost_model.hpp"
 #include "core/cluster.hpp"
 #include "core/model.hpp"
+#include "core/stage_costs.hpp"
 #include "planner/partition_dp.hpp"
 #include "planner/partition_problem.hpp"
 #include "planner/partitioner.hpp"
@@ -97,6 +100,31 @@ void BM_PartitionSim(benchmark::State& state) {
   state.counters["step_s"] = r.step_time_s;
 }
 BENCHMARK(BM_PartitionSim)->Apply(args)->Iterations(1);
+
+// Embedding, 99,998 blocks and a head: the most layers a model file may hold (core/file_caps.hpp).
+Model hundred_thousand_layers() {
+  Model m;
+  m.layers.push_back({"embedding", LayerKind::Embedding, std::nullopt});
+  for (int i = 0; i < 99'998; ++i) m.layers.push_back({"block", LayerKind::Block, std::nullopt});
+  m.layers.push_back({"head", LayerKind::Head, std::nullopt});
+  return m;
+}
+
+void BM_SplitLayers(benchmark::State& state) {
+  const Model m = hundred_thousand_layers();
+  const int stages = static_cast<int>(state.range(0));
+  const bool measured = state.range(1) != 0;
+  std::vector<double> cost;
+  if (measured) {
+    std::uint64_t x = 12;
+    for (size_t i = 0; i < m.layers.size(); ++i) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;  // a fixed LCG: the same costs every run
+      cost.push_back(0.8 + 0.4 * static_cast<double>(x >> 11) / 9007199254740992.0);
+    }
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(split_layers(m, stages, {}, cost));
+}
+BENCHMARK(BM_SplitLayers)->Args({8, 0})->Args({64, 0})->Args({8, 1})->Args({64, 1})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include "calibrate/calibration.hpp"
 #include "calibrate/layer_fit.hpp"
 #include "core/error.hpp"
+#include "core/excerpt.hpp"
 #include "core/json_text.hpp"
 
 namespace pw {
@@ -71,7 +72,7 @@ FitQuality read_quality(const JsonFields& f) {
 const nlohmann::json& array_field(const JsonFields& f, const std::string& key) {
   const nlohmann::json& v = f.required(key);
   if (!v.is_array()) f.fail(key, "must be an array");
-  return v;
+  return f.array(key, kMaxProfileEntries, "entries");
 }
 
 std::vector<Residual> read_residuals(const JsonFields& f, const std::string& key) {
@@ -90,21 +91,21 @@ Phase read_phase(const JsonFields& f, const std::string& key) {
   const std::string name = f.string(key);
   for (Phase p : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
     if (name == phase_name(p)) return p;
-  f.fail(key, fmt::format("is \"{}\"; give \"forward\", \"backward_input\" or \"backward_weight\"", name));
+  f.fail(key, fmt::format("is \"{}\"; give \"forward\", \"backward_input\" or \"backward_weight\"", excerpt(name)));
 }
 
 CollectiveKind read_collective_kind(const JsonFields& f, const std::string& key) {
   const std::string name = f.string(key);
   CollectiveKind k;
   if (!collective_from_name(name, k))
-    f.fail(key, fmt::format("is \"{}\"; give \"all_reduce\", \"all_gather\" or \"reduce_scatter\"", name));
+    f.fail(key, fmt::format("is \"{}\"; give \"all_reduce\", \"all_gather\" or \"reduce_scatter\"", excerpt(name)));
   return k;
 }
 
 std::string read_layer_kind(const JsonFields& f, const std::string& key) {
   const std::string kind = f.string(key);
   if (kind != "embedding" && kind != "block" && kind != "head")
-    f.fail(key, fmt::format("is \"{}\"; give \"embedding\", \"block\" or \"head\"", kind));
+    f.fail(key, fmt::format("is \"{}\"; give \"embedding\", \"block\" or \"head\"", excerpt(kind)));
   return kind;
 }
 
@@ -115,8 +116,8 @@ LinkFit read_link(const JsonFields& f, bool pair) {
     l.src = static_cast<int>(f.non_negative_integer("src"));
     l.dst = static_cast<int>(f.non_negative_integer("dst"));
   }
-  l.latency_s = f.non_negative_number("latency_s");
-  l.bandwidth_bytes_per_s = f.positive_number("bandwidth_bytes_per_s");
+  l.latency_s = f.figure("latency_s", kSecondsRange);
+  l.bandwidth_bytes_per_s = f.positive_figure("bandwidth_bytes_per_s", kBandwidthRange);
   l.quality = read_quality(f.object("quality"));
   l.residuals = read_residuals(f, "residuals");
   return l;
@@ -252,7 +253,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const std::string format = top.string("format");
   if (format != kFormat)
     top.fail("format", fmt::format("is \"{}\"; a calibration says \"{}\" (write one with pipewright calibrate --out)",
-                                   format, kFormat));
+                                   excerpt(format), kFormat));
   const long version = top.positive_integer("version");
   if (version != kVersion) top.fail("version", fmt::format("is {}; this pipewright reads version {}", version, kVersion));
   top.reject_unknown({"format", "version", "tool", "fitted_on", "layers", "optimizer_s_per_parameter", "links",
@@ -304,16 +305,16 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     LayerFit l;
     l.kind = read_layer_kind(f, "kind");
     l.phase = read_phase(f, "phase");
-    l.overhead_s = f.non_negative_number("overhead_s");
-    l.s_per_flop = f.non_negative_number("s_per_flop");
-    l.s_per_byte = f.non_negative_number("s_per_byte");
+    l.overhead_s = f.figure("overhead_s", kSecondsRange);
+    l.s_per_flop = f.figure("s_per_flop", kSecondsPerUnitRange);
+    l.s_per_byte = f.figure("s_per_byte", kSecondsPerUnitRange);
     if (f.has("flop_exponent")) l.flop_exponent = f.non_negative_number("flop_exponent");
     if (f.has("flops_ref")) l.flops_ref = f.non_negative_number("flops_ref");
     if (l.flop_exponent < kMinExponent || l.flop_exponent > kMaxExponent + 1e-9)
       f.fail("flop_exponent", fmt::format("is {}; it is between {} and {}", l.flop_exponent, kMinExponent, kMaxExponent));
     if (f.has("form")) {
       l.form = f.string("form");
-      if (!is_fit_form(l.form)) f.fail("form", fmt::format("is '{}'; it is one of {}", l.form, fit_form_names()));
+      if (!is_fit_form(l.form)) f.fail("form", fmt::format("is '{}'; it is one of {}", excerpt(l.form), fit_form_names()));
     }
     if (f.has("extrapolation_error_pct"))
       l.extrapolation_error_pct = f.non_negative_number("extrapolation_error_pct");
@@ -334,14 +335,14 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
       l.shape = f.string("shape");
       l.micro_batch_size = f.positive_int("micro_batch_size");
       l.seq_len = f.positive_int("seq_len");
-      l.forward_s = f.non_negative_number("forward_s");
-      l.backward_input_s = f.non_negative_number("backward_input_s");
-      l.backward_weight_s = f.non_negative_number("backward_weight_s");
-      if (f.has("selective_recompute_s")) l.selective_recompute_s = f.non_negative_number("selective_recompute_s");
+      l.forward_s = f.figure("forward_s", kSecondsRange);
+      l.backward_input_s = f.figure("backward_input_s", kSecondsRange);
+      l.backward_weight_s = f.figure("backward_weight_s", kSecondsRange);
+      if (f.has("selective_recompute_s")) l.selective_recompute_s = f.figure("selective_recompute_s", kSecondsRange);
       c.measured.push_back(l);
     }
   }
-  c.optimizer_s_per_parameter = top.non_negative_number("optimizer_s_per_parameter", 0.0);
+  c.optimizer_s_per_parameter = top.figure("optimizer_s_per_parameter", kSecondsPerUnitRange, 0.0);
 
   if (top.has("links")) {
     const JsonFields l = top.object("links");
@@ -360,7 +361,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
       f.reject_unknown({"kind", "efficiency", "quality", "residuals"});
       CollectiveFit k;
       k.kind = read_collective_kind(f, "kind");
-      k.efficiency = f.positive_number("efficiency");
+      k.efficiency = f.positive_figure("efficiency", kFactorRange);
       k.quality = read_quality(f.object("quality"));
       k.residuals = read_residuals(f, "residuals");
       c.collectives.push_back(k);
@@ -372,10 +373,10 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
                       "step_quality", "step_residuals"});
     RunOverheads& r = c.overheads;
     r.fitted = o.boolean("fitted", false);
-    r.compute_scale = o.positive_number("compute_scale");
-    r.dispatch_s = o.non_negative_number("dispatch_s");
-    r.transfer_s = o.non_negative_number("transfer_s");
-    r.transfer_slowdown = o.non_negative_number("transfer_slowdown", 0.0);
+    r.compute_scale = o.positive_figure("compute_scale", kFactorRange);
+    r.dispatch_s = o.figure("dispatch_s", kSecondsRange);
+    r.transfer_s = o.figure("transfer_s", kSecondsRange);
+    r.transfer_slowdown = o.figure("transfer_slowdown", kFactorRange, 0.0);
     if (o.has("compute_quality")) r.compute_quality = read_quality(o.object("compute_quality"));
     if (o.has("step_quality")) r.step_quality = read_quality(o.object("step_quality"));
     r.step_residuals = read_residuals(o, "step_residuals");

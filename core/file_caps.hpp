@@ -25,6 +25,8 @@ struct FigureRange {
 };
 
 inline constexpr FigureRange kSecondsRange{0, 1e6, "s"};              // a layer's phase, a latency, a measured time
+inline constexpr FigureRange kSecondsPerUnitRange{0, 1, "s"};        // per FLOP, byte or parameter: a fitted rate
+inline constexpr FigureRange kFactorRange{0, 1e6, "x"};               // a fitted scale or efficiency
 inline constexpr FigureRange kBytesRange{0, 1e18, "B"};               // a layer's bytes, a GPU's memory
 inline constexpr FigureRange kBandwidthRange{1, 1e18, "B/s"};         // a link or the memory of a GPU
 inline constexpr FigureRange kPeakTflopsRange{1e-6, 1e6, "TFLOP/s"};  // a GPU's peak: 1 MFLOP/s to 1 EFLOP/s

@@ -204,6 +204,11 @@ double JsonFields::figure(const std::string& key, const FigureRange& range, std:
   return x;
 }
 
+double JsonFields::positive_figure(const std::string& key, const FigureRange& range) const {
+  positive_number(key);
+  return figure(key, range);
+}
+
 const nlohmann::json& JsonFields::array(const std::string& key, long cap, const char* what) const {
   const nlohmann::json& v = required(key);
   if (!v.is_array()) fail(key, fmt::format("must be an array of {}, got {}", what, json_excerpt(v)));
@@ -233,7 +238,11 @@ bool JsonFields::boolean(const std::string& key, bool fallback) const {
 std::string JsonFields::string(const std::string& key) const {
   const nlohmann::json& v = required(key);
   if (!v.is_string()) fail(key, fmt::format("must be a string, got {}", json_excerpt(v)));
-  return v.get<std::string>();
+  const std::string& text = v.get_ref<const std::string&>();
+  // Names, paths and shapes: longer ones would only be carried into every message and table.
+  if (text.size() > 4096)
+    fail(key, fmt::format("is {}, longer than 4096 bytes; give a shorter string", excerpt(text)));
+  return text;
 }
 
 std::optional<std::string> JsonFields::optional_string(const std::string& key) const {

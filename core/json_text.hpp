@@ -50,6 +50,8 @@ class JsonFields {
   int count(const std::string& key, long cap, const char* what) const;
   // A physical figure within `range` (core/file_caps.hpp); `fallback` when absent.
   double figure(const std::string& key, const FigureRange& range, std::optional<double> fallback = std::nullopt) const;
+  // The same, and above 0 (BadInput "must be positive" first).
+  double positive_figure(const std::string& key, const FigureRange& range) const;
   // A required array of at most `cap` entries.
   const nlohmann::json& array(const std::string& key, long cap, const char* what) const;
   std::optional<long> optional_positive_integer(const std::string& key) const;

@@ -5,6 +5,7 @@
 
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/excerpt.hpp"
 #include "core/json_text.hpp"
 #include "core/model.hpp"
 
@@ -35,11 +36,11 @@ TransformerConfig read_transformer(const JsonFields& t) {
   c.vocab = t.positive_integer("vocab");
   c.max_seq_len = t.positive_int("seq_len");
   const std::string mlp = t.optional_string("mlp").value_or("gelu");
-  if (mlp != "gelu" && mlp != "swiglu") t.fail("mlp", fmt::format("must be \"gelu\" or \"swiglu\", got \"{}\"", mlp));
+  if (mlp != "gelu" && mlp != "swiglu") t.fail("mlp", fmt::format("must be \"gelu\" or \"swiglu\", got \"{}\"", excerpt(mlp)));
   c.mlp = mlp == "swiglu" ? MlpKind::SwiGlu : MlpKind::Gelu;
   const std::string norm = t.optional_string("norm").value_or("layernorm");
   if (norm != "layernorm" && norm != "rmsnorm")
-    t.fail("norm", fmt::format("must be \"layernorm\" or \"rmsnorm\", got \"{}\"", norm));
+    t.fail("norm", fmt::format("must be \"layernorm\" or \"rmsnorm\", got \"{}\"", excerpt(norm)));
   c.norm = norm == "rmsnorm" ? NormKind::RmsNorm : NormKind::LayerNorm;
   c.tied_embeddings = t.boolean("tied_embeddings", false);
   c.learned_positions = t.boolean("learned_positions", false);

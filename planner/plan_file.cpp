@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/excerpt.hpp"
 #include "core/json_text.hpp"
 #include "core/version.hpp"
 #include "planner/placement.hpp"
@@ -28,13 +29,17 @@ ojson predicted_json(const Evaluation& ev) {
 std::vector<LayerRange> read_stages(const JsonFields& f, const std::string& key) {
   const nlohmann::json& v = f.required(key);
   if (!v.is_array() || v.empty()) f.fail(key, "must be a non-empty list of stages");
+  f.array(key, kMaxScheduleStages, "stages");
   std::vector<LayerRange> out;
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_object()) f.fail(key, fmt::format("entry {} must be an object", i));
     JsonFields s(v[i], f.source(), f.name(key) + fmt::format("[{}].", i));
     const nlohmann::json& layers = s.required("layers");
-    if (!layers.is_array() || layers.size() != 2 || !layers[0].is_number_integer() || !layers[1].is_number_integer())
-      s.fail("layers", fmt::format("must be [first, last] layer indices, got {}", layers.dump()));
+    const auto index = [](const nlohmann::json& x) {
+      return x.is_number_integer() && x.get<long long>() >= 0 && x.get<long long>() < kMaxLayers;
+    };
+    if (!layers.is_array() || layers.size() != 2 || !index(layers[0]) || !index(layers[1]))
+      s.fail("layers", fmt::format("must be [first, last] layer indices, got {}", json_excerpt(layers)));
     out.push_back(LayerRange{layers[0].get<int>(), layers[1].get<int>()});
   }
   return out;
@@ -103,7 +108,7 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   JsonFields f(doc, source);
   const std::string format = f.string("format");
   if (format != kFormat)
-    f.fail("format", fmt::format("is \"{}\"; a plan file says \"{}\" (write one with pipewright plan --out)", format, kFormat));
+    f.fail("format", fmt::format("is \"{}\"; a plan file says \"{}\" (write one with pipewright plan --out)", excerpt(format), kFormat));
   const long version = f.positive_integer("version");
   if (version != kPlanVersion)
     f.fail("version", fmt::format("is {}; this pipewright reads version {} (pipewright {})", version, kPlanVersion, kVersion));
@@ -190,7 +195,7 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
     JsonFields c(*cm, source, "cost_model.");
     const std::string name = c.string("name");
     if (name != "analytic" && name != "profiled")
-      c.fail("name", fmt::format("is \"{}\"; this pipewright has the \"analytic\" and \"profiled\" models", name));
+      c.fail("name", fmt::format("is \"{}\"; this pipewright has the \"analytic\" and \"profiled\" models", excerpt(name)));
     if (const nlohmann::json* pr = c.find("profile")) {
       JsonFields p(*pr, source, "cost_model.profile.");
       p.reject_unknown({"path", "tool", "machine"});

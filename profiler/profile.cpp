@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/excerpt.hpp"
 #include "core/json_text.hpp"
 
 namespace pw {
@@ -52,10 +53,12 @@ ordered_json timing_json(const PhaseTiming& t) {
 PhaseTiming read_timing(const JsonFields& f) {
   f.reject_unknown({"median_s", "p10_s", "p90_s", "repetitions"});
   PhaseTiming t;
-  t.median_s = f.non_negative_number("median_s");
-  t.p10_s = f.non_negative_number("p10_s", t.median_s);
-  t.p90_s = f.non_negative_number("p90_s", t.median_s);
-  t.repetitions = static_cast<int>(f.non_negative_integer("repetitions"));
+  t.median_s = f.figure("median_s", kSecondsRange);
+  t.p10_s = f.figure("p10_s", kSecondsRange, t.median_s);
+  t.p90_s = f.figure("p90_s", kSecondsRange, t.median_s);
+  const long repetitions = f.non_negative_integer("repetitions");  // 0: a timing written by hand
+  if (repetitions > kMaxRepetitions) f.count("repetitions", kMaxRepetitions, "repetitions");
+  t.repetitions = static_cast<int>(repetitions);
   return t;
 }
 
@@ -128,8 +131,7 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
     p.machine.cores = m.has("cores") ? static_cast<int>(m.non_negative_integer("cores")) : 0;
     p.machine.threads_per_rank = m.has("threads_per_rank") ? m.positive_int("threads_per_rank") : 1;
   }
-  const nlohmann::json& layers = top.required("layers");
-  if (!layers.is_array()) top.fail("layers", "must be an array of layer entries");
+  const nlohmann::json& layers = top.array("layers", kMaxProfileEntries, "layer entries");
   for (size_t i = 0; i < layers.size(); ++i) {
     const JsonFields f(layers[i], source, fmt::format("layers[{}].", i));
     f.reject_unknown({"kind", "shape", "micro_batch_size", "seq_len", "forward", "backward_input", "backward_weight",
@@ -137,7 +139,7 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
     LayerProfile l;
     l.kind = f.string("kind");
     if (l.kind != "embedding" && l.kind != "block" && l.kind != "head")
-      f.fail("kind", fmt::format("must be \"embedding\", \"block\" or \"head\", got \"{}\"", l.kind));
+      f.fail("kind", fmt::format("must be \"embedding\", \"block\" or \"head\", got \"{}\"", excerpt(l.kind)));
     l.shape = f.string("shape");
     l.micro_batch_size = f.positive_int("micro_batch_size");
     l.seq_len = f.positive_int("seq_len");
@@ -145,56 +147,53 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
     l.backward_input = read_timing(f.object("backward_input"));
     l.backward_weight = read_timing(f.object("backward_weight"));
     if (f.has("selective_recompute")) l.selective_recompute = read_timing(f.object("selective_recompute"));
-    l.activation_bytes = f.non_negative_number("activation_bytes", 0.0);
-    l.weight_grad_bytes = f.non_negative_number("weight_grad_bytes", 0.0);
-    l.output_bytes = f.non_negative_number("output_bytes", 0.0);
+    l.activation_bytes = f.figure("activation_bytes", kBytesRange, 0.0);
+    l.weight_grad_bytes = f.figure("weight_grad_bytes", kBytesRange, 0.0);
+    l.output_bytes = f.figure("output_bytes", kBytesRange, 0.0);
     p.layers.push_back(l);
   }
   if (top.has("links")) {
-    const nlohmann::json& links = top.required("links");
-    if (!links.is_array()) top.fail("links", "must be an array of link entries");
+    const nlohmann::json& links = top.array("links", kMaxProfileEntries, "link entries");
     for (size_t i = 0; i < links.size(); ++i) {
       const JsonFields f(links[i], source, fmt::format("links[{}].", i));
       f.reject_unknown({"src", "dst", "latency_s", "bandwidth_bytes_per_s", "samples"});
       LinkProfile l;
       l.src = static_cast<int>(f.non_negative_integer("src"));
       l.dst = static_cast<int>(f.non_negative_integer("dst"));
-      l.latency_s = f.non_negative_number("latency_s");
-      l.bandwidth_bytes_per_s = f.positive_number("bandwidth_bytes_per_s");
+      l.latency_s = f.figure("latency_s", kSecondsRange);
+      l.bandwidth_bytes_per_s = f.figure("bandwidth_bytes_per_s", kBandwidthRange);
       if (f.has("samples")) {
-        const nlohmann::json& samples = f.required("samples");
-        if (!samples.is_array()) f.fail("samples", "must be an array of {\"bytes\", \"time_s\"}");
+        const nlohmann::json& samples = f.array("samples", kMaxProfileEntries, "{\"bytes\", \"time_s\"} samples");
         for (size_t k = 0; k < samples.size(); ++k) {
           const JsonFields s(samples[k], source, fmt::format("links[{}].samples[{}].", i, k));
           s.reject_unknown({"bytes", "time_s"});
-          l.samples.push_back({s.non_negative_number("bytes"), s.non_negative_number("time_s")});
+          l.samples.push_back({s.figure("bytes", kBytesRange), s.figure("time_s", kSecondsRange)});
         }
       }
       p.links.push_back(l);
     }
   }
   if (top.has("collectives")) {
-    const nlohmann::json& collectives = top.required("collectives");
-    if (!collectives.is_array()) top.fail("collectives", "must be an array of collective entries");
+    const nlohmann::json& collectives = top.array("collectives", kMaxProfileEntries, "collective entries");
     for (size_t i = 0; i < collectives.size(); ++i) {
       const JsonFields f(collectives[i], source, fmt::format("collectives[{}].", i));
       f.reject_unknown({"kind", "ranks", "bytes", "time_s", "link"});
       CollectiveProfile c;
       const std::string kind = f.string("kind");
       if (!collective_from_name(kind, c.kind))
-        f.fail("kind", fmt::format("is \"{}\"; give \"all_reduce\", \"all_gather\" or \"reduce_scatter\"", kind));
+        f.fail("kind", fmt::format("is \"{}\"; give \"all_reduce\", \"all_gather\" or \"reduce_scatter\"", excerpt(kind)));
       c.ranks = f.positive_int("ranks");
       if (c.ranks < 2) f.fail("ranks", fmt::format("is {}; a collective needs 2 GPUs or more", c.ranks));
-      c.bytes = f.positive_number("bytes");
-      c.time_s = f.positive_number("time_s");
+      c.bytes = f.positive_figure("bytes", kBytesRange);
+      c.time_s = f.positive_figure("time_s", kSecondsRange);
       const JsonFields link = f.object("link");
       link.reject_unknown({"bandwidth_bytes_per_s", "latency_s"});
-      c.link.bandwidth_bytes_per_s = link.positive_number("bandwidth_bytes_per_s");
-      c.link.latency_s = link.non_negative_number("latency_s");
+      c.link.bandwidth_bytes_per_s = link.figure("bandwidth_bytes_per_s", kBandwidthRange);
+      c.link.latency_s = link.figure("latency_s", kSecondsRange);
       p.collectives.push_back(c);
     }
   }
-  p.optimizer_s_per_parameter = top.non_negative_number("optimizer_s_per_parameter", 0.0);
+  p.optimizer_s_per_parameter = top.figure("optimizer_s_per_parameter", kSecondsRange, 0.0);
   return p;
 }
 

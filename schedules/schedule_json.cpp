@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/excerpt.hpp"
 #include "core/json_text.hpp"
 #include "schedules/ir.hpp"
 
@@ -45,7 +46,7 @@ Placement read_placement(const JsonFields& f) {
   } else if (kind == "explicit") {
     p.kind = PlacementKind::Explicit;
   } else {
-    f.fail("kind", fmt::format("must be \"loop\", \"v\" or \"explicit\", got \"{}\"", kind));
+    f.fail("kind", fmt::format("must be \"loop\", \"v\" or \"explicit\", got \"{}\"", excerpt(kind)));
   }
   return p;
 }
@@ -77,7 +78,7 @@ Schedule schedule_from_json_text(const std::string& text, const std::string& sou
   const nlohmann::json j = parse_json_text(text, source);
   const JsonFields f(j, source);
   if (const std::string format = f.string("format"); format != kFormat)
-    f.fail("format", fmt::format("must be \"{}\", got \"{}\"", kFormat, format));
+    f.fail("format", fmt::format("must be \"{}\", got \"{}\"", kFormat, excerpt(format)));
   if (const long version = f.positive_integer("version"); version != kVersion)
     f.fail("version", fmt::format("is {}; this pipewright reads version {}", version, kVersion));
 

@@ -117,3 +117,20 @@ TEST_CASE("calibration.json: another format, a newer version, bad fields") {
             "'; it is one of 'overhead', 'rate', 'bandwidth', 'overhead + rate', 'overhead + bandwidth', 'rate^e', "
             "'overhead + rate + bytes', 'overhead + rate^e'");
 }
+
+TEST_CASE("calibration.json: entry counts and fitted figures are capped") {
+  const std::string text = pw::calibration_to_json_text(full());
+  const std::string runs = "\"runs\": [";
+  REQUIRE(text.find(runs) != std::string::npos);
+  std::string many = text;
+  std::string zeros = "0";
+  for (int i = 0; i < 100'000; ++i) zeros += ",0";
+  many.insert(many.find(runs) + runs.size(), zeros + ",");
+  CHECK(bad_input([&] { pw::calibration_from_json_text(many, "c.json"); }) ==
+        "c.json: fitted_on.runs has 100003 entries, above the cap of 100000; give at most 100000");
+  const std::string scale = "\"compute_scale\": 1.07";
+  std::string huge = text;
+  huge.replace(huge.find(scale), scale.size(), "\"compute_scale\": 1e300");
+  CHECK(bad_input([&] { pw::calibration_from_json_text(huge, "c.json"); }) ==
+        "c.json: run_overheads.compute_scale is 1e+300 x; give a figure from 0 to 1000000 x");
+}

@@ -59,7 +59,10 @@ TEST_CASE("hostile json: messages quote a short excerpt of a large value") {
   CHECK(bad_input([&] { cluster_from_json_text(R"({"name": ")" + two_mb, "c.json"); })
             .ends_with("last read: '\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa... (2000001 bytes)'"));
   CHECK(bad_input([&] { model_from_json_text(R"({"model_type": ")" + two_mb + "\\n\"}", "c.json"); }) ==
-        "c.json: model_type 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa... (2000001 bytes)' is not supported; use a "
+        "c.json: model_type is aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa... (2000001 bytes), longer than 4096 bytes; "
+        "give a shorter string");
+  CHECK(bad_input([&] { model_from_json_text(R"({"model_type": ")" + std::string(4000, 'b') + "\"}", "c.json"); }) ==
+        "c.json: model_type 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb... (4000 bytes)' is not supported; use a "
         "config.json of gpt2, gpt_neox, llama, mistral or qwen2, or a pipewright model JSON");
   CHECK(excerpt("two\nlines\x01") == "two\\nlines\\x01");
 }

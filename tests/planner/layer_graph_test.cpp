@@ -95,7 +95,7 @@ TEST_CASE("model JSON edges round-trip and bad edges name the fix") {
   CHECK(bad_input([&] { model_from_json_text(with_edges("[[0, 1], [0]]"), "e.json"); }) ==
         "e.json: edges[1] is [0]; give [from, to] or [from, to, bytes] with layer indices");
   CHECK(bad_input([&] { model_from_json_text(with_edges("[[0, 2, -5]]"), "e.json"); }) ==
-        "e.json: edges[0] has bytes -5; give a number >= 0");
+        "e.json: edges[0] has bytes -5; give a figure from 0 to 1e+18 B");
   CHECK(bad_input([&] { model_from_json_text(with_edges("{}"), "e.json"); }) ==
         "e.json: edges must be an array of [from, to] or [from, to, bytes] layer pairs");
 

@@ -209,3 +209,29 @@ TEST_CASE("a scenario evaluated with the profile gets the profiled stage times")
   // gpipe on the ideal cluster: (m + p - 1)(F + B + W) = 3 x 12 ms, plus the slowest optimizer step.
   CHECK(ev.sim.step_time_s == Approx(0.036).epsilon(1e-3));
 }
+
+TEST_CASE("profiles: entry counts and figures are capped, numbers beyond a double named") {
+  auto error = [](const std::string& text) {
+    try {
+      profile_from_json_text(text, "p.json");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::BadInput);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string many = R"({"format": "pipewright-profile", "version": 1, "layers": [0)";
+  for (int i = 0; i < 100'000; ++i) many += ",0";
+  CHECK(error(many + "]}") == "p.json: layers has 100001 layer entries, above the cap of 100000; give at most 100000");
+  const std::string layer = R"({"format": "pipewright-profile", "version": 1, "layers": [{"kind": "block", "shape": "s",
+      "micro_batch_size": 1, "seq_len": 8, "backward_input": {"median_s": 1, "repetitions": 3},
+      "backward_weight": {"median_s": 1, "repetitions": 3}, "forward": )";
+  CHECK(error(layer + R"({"median_s": 1e400, "repetitions": 3}}]})") ==
+        "p.json: layers[0].forward.median_s is 1e400, beyond the range of a double (1.8e308); give a figure in the "
+        "field's range");
+  CHECK(error(layer + R"({"median_s": 1e9, "repetitions": 3}}]})") ==
+        "p.json: layers[0].forward.median_s is 1000000000 s; give a figure from 0 to 1000000 s");
+  CHECK(error(layer + R"({"median_s": 1, "repetitions": 1e12}}]})") ==
+        "p.json: layers[0].forward.repetitions is 1000000000000 repetitions, above the cap of 1000000000; give at most "
+        "1000000000");
+}
