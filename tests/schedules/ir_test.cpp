@@ -157,6 +157,21 @@ TEST_CASE("schedule JSON errors name the file and the field") {
           schedule_from_json_text(head + R"("placement": {"kind": "explicit", "stage_rank": [0, 2], "ranks": 2}, "ranks": [[], []]})",
                                   "s.json");
         }) == "s.json: placement.stage_rank names rank 2, but there are 2 ranks (0..1)");
+  // Counts are capped before anything is sized by them; a rank beyond an int is named whole.
+  const std::string loop1 = R"("placement": {"kind": "loop", "stage_rank": [0], "ranks": 1},)";
+  CHECK(error_of([&] {
+          schedule_from_json_text(R"({"format": "pipewright-schedule", "version": 1, "name": "x", "microbatches": 1e9,)" +
+                                      loop1 + R"("ranks": [[]]})",
+                                  "s.json");
+        }) == "s.json: microbatches is 1000000000 micro-batches, above the cap of 1000000; give at most 1000000");
+  CHECK(error_of([&] {
+          schedule_from_json_text(head + R"("placement": {"kind": "explicit", "stage_rank": [5000000000], "ranks": 1}, "ranks": [[]]})",
+                                  "s.json");
+        }) == "s.json: placement.stage_rank names rank 5000000000, but there are 1 ranks (0..0)");
+  CHECK(error_of([&] {
+          schedule_from_json_text(head + loop1 + R"("ranks": [[")" + std::string(100'000, '0') + R"("]]})", "s.json");
+        }) == "s.json: ranks[0][0] must be an action such as \"0F0\", got \"000000000000000000000000000000000000000... "
+              "(100002 bytes)");
 }
 
 TEST_CASE("peak in-flight micro-batches count F to last backward part, composites included") {
