@@ -41,6 +41,17 @@ Profile uniform_profile(const Model& m) {
   return p;
 }
 
+// The message reading `text` as a profile gives (BadInput), or "no error".
+std::string error(const std::string& text) {
+  try {
+    profile_from_json_text(text, "p.json");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 }  // namespace
 
 TEST_CASE("a profile survives its JSON round trip") {
@@ -75,15 +86,6 @@ TEST_CASE("a profile survives its JSON round trip") {
 }
 
 TEST_CASE("malformed profiles name the file and the field") {
-  auto error = [](const std::string& text) {
-    try {
-      profile_from_json_text(text, "p.json");
-    } catch (const Error& e) {
-      CHECK(e.kind() == ErrorKind::BadInput);
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   CHECK(error(R"({"format": "x", "version": 1, "layers": []})") ==
         "p.json: format must be \"pipewright-profile\"; is this a profile written by `pipewright profile`?");
   CHECK(error(R"({"format": "pipewright-profile", "version": 1, "layers": [{"kind": "mlp"}]})") ==
@@ -211,15 +213,6 @@ TEST_CASE("a scenario evaluated with the profile gets the profiled stage times")
 }
 
 TEST_CASE("profiles: entry counts and figures are capped, numbers beyond a double named") {
-  auto error = [](const std::string& text) {
-    try {
-      profile_from_json_text(text, "p.json");
-    } catch (const Error& e) {
-      CHECK(e.kind() == ErrorKind::BadInput);
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   std::string many = R"({"format": "pipewright-profile", "version": 1, "layers": [0)";
   for (int i = 0; i < 100'000; ++i) many += ",0";
   CHECK(error(many + "]}") == "p.json: layers has 100001 layer entries, above the cap of 100000; give at most 100000");

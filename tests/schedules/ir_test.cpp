@@ -145,33 +145,26 @@ TEST_CASE("schedule JSON errors name the file and the field") {
         "s.json: ranks[1][1]: action '1Q0': expected <stage><op><micro-batch> such as 2F0, 0B3, 1W3, 1BW3, 3SEND_F1");
   CHECK(error_of([&] { schedule_from_json_text(head + loop2 + R"("ranks": [["0F0"]]})", "s.json"); }) ==
         "s.json: ranks must be a list of 2 per-rank lists of actions (placement.ranks)");
-  CHECK(error_of([&] {
-          schedule_from_json_text(head + R"("placement": {"kind": "loop", "stage_rank": [1, 0], "ranks": 2}, "ranks": [[], []]})",
-                                  "s.json");
-        }) == "s.json: placement.stage_rank does not put stage s on rank s mod ranks as kind 'loop' says; use kind 'explicit'");
-  CHECK(error_of([&] {
-          schedule_from_json_text(head + R"("placement": {"kind": "ring", "stage_rank": [0], "ranks": 1}, "ranks": [[]]})",
-                                  "s.json");
-        }) == "s.json: placement.kind must be \"loop\", \"v\" or \"explicit\", got \"ring\"");
-  CHECK(error_of([&] {
-          schedule_from_json_text(head + R"("placement": {"kind": "explicit", "stage_rank": [0, 2], "ranks": 2}, "ranks": [[], []]})",
-                                  "s.json");
-        }) == "s.json: placement.stage_rank names rank 2, but there are 2 ranks (0..1)");
+  const auto placed = [&](const std::string& placement, const std::string& ranks) {
+    return error_of([&] { schedule_from_json_text(head + R"("placement": )" + placement + R"(, "ranks": )" + ranks + "}", "s.json"); });
+  };
+  CHECK(placed(R"({"kind": "loop", "stage_rank": [1, 0], "ranks": 2})", "[[], []]") ==
+        "s.json: placement.stage_rank does not put stage s on rank s mod ranks as kind 'loop' says; use kind 'explicit'");
+  CHECK(placed(R"({"kind": "ring", "stage_rank": [0], "ranks": 1})", "[[]]") ==
+        "s.json: placement.kind must be \"loop\", \"v\" or \"explicit\", got \"ring\"");
+  CHECK(placed(R"({"kind": "explicit", "stage_rank": [0, 2], "ranks": 2})", "[[], []]") ==
+        "s.json: placement.stage_rank names rank 2, but there are 2 ranks (0..1)");
   // Counts are capped before anything is sized by them; a rank beyond an int is named whole.
-  const std::string loop1 = R"("placement": {"kind": "loop", "stage_rank": [0], "ranks": 1},)";
   CHECK(error_of([&] {
-          schedule_from_json_text(R"({"format": "pipewright-schedule", "version": 1, "name": "x", "microbatches": 1e9,)" +
-                                      loop1 + R"("ranks": [[]]})",
+          schedule_from_json_text(R"({"format": "pipewright-schedule", "version": 1, "name": "x", "microbatches": 1e9,
+                                      "placement": {"kind": "loop", "stage_rank": [0], "ranks": 1}, "ranks": [[]]})",
                                   "s.json");
         }) == "s.json: microbatches is 1000000000 micro-batches, above the cap of 1000000; give at most 1000000");
-  CHECK(error_of([&] {
-          schedule_from_json_text(head + R"("placement": {"kind": "explicit", "stage_rank": [5000000000], "ranks": 1}, "ranks": [[]]})",
-                                  "s.json");
-        }) == "s.json: placement.stage_rank names rank 5000000000, but there are 1 ranks (0..0)");
-  CHECK(error_of([&] {
-          schedule_from_json_text(head + loop1 + R"("ranks": [[")" + std::string(100'000, '0') + R"("]]})", "s.json");
-        }) == "s.json: ranks[0][0] must be an action such as \"0F0\", got \"000000000000000000000000000000000000000... "
-              "(100002 bytes)");
+  CHECK(placed(R"({"kind": "explicit", "stage_rank": [5000000000], "ranks": 1})", "[[]]") ==
+        "s.json: placement.stage_rank names rank 5000000000, but there are 1 ranks (0..0)");
+  CHECK(placed(R"({"kind": "loop", "stage_rank": [0], "ranks": 1})", R"([[")" + std::string(100'000, '0') + R"("]])") ==
+        "s.json: ranks[0][0] must be an action such as \"0F0\", got \"000000000000000000000000000000000000000... "
+        "(100002 bytes)");
 }
 
 TEST_CASE("peak in-flight micro-batches count F to last backward part, composites included") {
