@@ -21,6 +21,7 @@
 #include "core/version.hpp"
 #include "executor/cpu_backend.hpp"
 #include "executor/cuda/host/cuda_api.hpp"
+#include "executor/machine_load.hpp"
 #include "executor/measured_trace.hpp"
 #include "executor/runtime.hpp"
 #include "executor/sleep_backend.hpp"
@@ -135,8 +136,35 @@ std::string predicted_by(const CostModelChain& chain, const RunCommandOptions& o
   return fmt::format("{} on {} ({})", chain.description(), sc.cluster.name, why);
 }
 
+// What the run command measured, beside the prediction.
+struct Measured {
+  const RunResult& result;
+  const Summary& summary;
+  const std::vector<double>& losses;
+  const MachineLoad& load;
+  const LoadVerdict& verdict;
+};
+
+nlohmann::json machine_load_json(const Measured& m) {
+  const MachineLoad& l = m.load;
+  return {{"judged", m.verdict.judged},
+          {"shared", m.verdict.shared},
+          {"verdict", m.verdict.line},
+          {"compute_cpu_share", l.cpu_share()},
+          {"shared_below_cpu_share", kSharedBelowCpuShare},
+          {"compute_wall_s", l.compute_wall_s},
+          {"compute_cpu_s", l.compute_cpu_s},
+          {"lowest_rank", l.lowest_rank},
+          {"lowest_rank_cpu_share", l.lowest_rank_cpu_share},
+          {"load_average_1m", l.load_average >= 0 ? nlohmann::json(l.load_average) : nlohmann::json()},
+          {"cores", l.cores}};
+}
+
 void print_report(std::ostream& out, const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
-                  const RunResult& r, const Summary& s, const std::vector<double>& losses) {
+                  const Measured& measured) {
+  const RunResult& r = measured.result;
+  const Summary& s = measured.summary;
+  const std::vector<double>& losses = measured.losses;
   const Scenario& sc = ev.scenario;
   out << fmt::format("{} on {}: pp {}{}, schedule {}, {} micro-batches of {} x {} tokens\n", sc.model.name, sc.cluster.name,
                      sc.parallel.pp, sc.parallel.vpp > 1 ? fmt::format(", vpp {}", sc.parallel.vpp) : "", sc.schedule,
@@ -150,6 +178,7 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
   row("predicted step time", fmt::format("{} ({})", format_seconds(ev.sim.step_time_s), predicted_by(chain, o, sc)));
   for (const std::string& line : chain.coverage_lines(sc.model, {sc.workload})) row("", line);
   row("error", fmt::format("{:+.1f}% (predicted vs measured)", error_pct(ev.sim.step_time_s, s.median)));
+  row("machine", measured.verdict.line);
   if (!losses.empty()) row("loss", fmt::format("{:.4f} (first iteration) -> {:.4f} (last)", losses.front(), losses.back()));
   out << "\n";
   out << fmt::format("  {:>4}  {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>12} {:>12}\n", "rank", "stages", "busy",
@@ -168,8 +197,11 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
 }
 
 nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
-                           const RunResult& r, const Summary& s, const std::vector<double>& losses) {
+                           const Measured& measured) {
   using nlohmann::json;
+  const RunResult& r = measured.result;
+  const Summary& s = measured.summary;
+  const std::vector<double>& losses = measured.losses;
   const Scenario& sc = ev.scenario;
   json ranks = json::array();
   for (const RankStats& p : ev.sim.ranks) {
@@ -210,6 +242,7 @@ nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& cha
               {"cost_model_chain", chain.to_json(sc.model, {sc.workload})},
               {"error_pct", error_pct(ev.sim.step_time_s, s.median)},
               {"losses", losses},
+              {"machine_load", machine_load_json(measured)},
               {"ranks", ranks},
               // The whole scenario in the plan-file form, so that `calibrate` can simulate the run again.
               {"scenario", json::parse(plan_to_json_text(ev, PlanExtras{"run", o.scenario.cost_params, {}, std::nullopt}))}};
@@ -340,10 +373,14 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
     if (!launched->reports()) return;
   }
 
+  // The load average and cores are this process's machine's (process 0's, under a launcher).
+  const MachineLoad load = machine_load_of(result, read_load_average(), usable_cores());
+  const LoadVerdict verdict = judge_machine_load(load, cpu != nullptr);
+  const Measured measured{result, summary, losses, load, verdict};
   if (o.json)
-    out << report_json(o, chain, ev, result, summary, losses).dump(2) << "\n";
+    out << report_json(o, chain, ev, measured).dump(2) << "\n";
   else
-    print_report(out, o, chain, ev, result, summary, losses);
+    print_report(out, o, chain, ev, measured);
   if (!o.trace.empty()) {
     nlohmann::json other = {{"model", ev.scenario.model.name}, {"cluster", ev.scenario.cluster.name},
                             {"schedule", ev.scenario.schedule}, {"compute", o.compute},

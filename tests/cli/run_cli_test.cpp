@@ -177,3 +177,35 @@ TEST_CASE("run --inject-failure naming a rank or an action the schedule does not
   CHECK(r.code == 1);
   CHECK(r.err == "error: rank 1 failed at 1RECV_F1: injected failure (--inject-failure)\n");
 }
+
+TEST_CASE("run judges whether the machine was shared from the ranks' CPU time, in --json and in the table") {
+  const std::vector<std::string> real = {"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal",
+                                         "--pp", "2", "--microbatches", "2", "--iterations", "2", "--warmup", "0",
+                                         "--no-profile"};
+  const CliResult r = run_cli(with(real, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const json load = json::parse(r.out)["machine_load"];
+  CHECK(load["judged"] == true);
+  const double share = load["compute_cpu_share"];
+  CHECK(share > 0);
+  CHECK(share == Approx(load["compute_cpu_s"].get<double>() / load["compute_wall_s"].get<double>()));
+  CHECK(load["shared"] == (share < 0.8));
+  CHECK(load["shared_below_cpu_share"] == 0.8);
+  CHECK(load["cores"].get<int>() >= 1);
+  const std::string verdict = load["verdict"];
+  CHECK(verdict.rfind("ranks ran ", 0) == 0);
+  CHECK((verdict.find("the machine was shared, measured times are not comparable with the prediction") !=
+         std::string::npos) == load["shared"].get<bool>());
+
+  const CliResult table = run_cli(real);
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("\n  machine               ranks ran ") != std::string::npos);
+
+  // Sleep compute spends no CPU time in its actions: not judged.
+  const CliResult sleeping = run_cli(with(kSleepUniform, {"--json"}));
+  REQUIRE(sleeping.code == 0);
+  const json idle = json::parse(sleeping.out)["machine_load"];
+  CHECK(idle["judged"] == false);
+  CHECK(idle["shared"] == false);
+}
