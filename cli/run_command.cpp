@@ -136,35 +136,8 @@ std::string predicted_by(const CostModelChain& chain, const RunCommandOptions& o
   return fmt::format("{} on {} ({})", chain.description(), sc.cluster.name, why);
 }
 
-// What the run command measured, beside the prediction.
-struct Measured {
-  const RunResult& result;
-  const Summary& summary;
-  const std::vector<double>& losses;
-  const MachineLoad& load;
-  const LoadVerdict& verdict;
-};
-
-nlohmann::json machine_load_json(const Measured& m) {
-  const MachineLoad& l = m.load;
-  return {{"judged", m.verdict.judged},
-          {"shared", m.verdict.shared},
-          {"verdict", m.verdict.line},
-          {"compute_cpu_share", l.cpu_share()},
-          {"shared_below_cpu_share", kSharedBelowCpuShare},
-          {"compute_wall_s", l.compute_wall_s},
-          {"compute_cpu_s", l.compute_cpu_s},
-          {"lowest_rank", l.lowest_rank},
-          {"lowest_rank_cpu_share", l.lowest_rank_cpu_share},
-          {"load_average_1m", l.load_average >= 0 ? nlohmann::json(l.load_average) : nlohmann::json()},
-          {"cores", l.cores}};
-}
-
 void print_report(std::ostream& out, const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
-                  const Measured& measured) {
-  const RunResult& r = measured.result;
-  const Summary& s = measured.summary;
-  const std::vector<double>& losses = measured.losses;
+                  const RunResult& r, const Summary& s, const std::vector<double>& losses, const LoadVerdict& load) {
   const Scenario& sc = ev.scenario;
   out << fmt::format("{} on {}: pp {}{}, schedule {}, {} micro-batches of {} x {} tokens\n", sc.model.name, sc.cluster.name,
                      sc.parallel.pp, sc.parallel.vpp > 1 ? fmt::format(", vpp {}", sc.parallel.vpp) : "", sc.schedule,
@@ -178,7 +151,7 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
   row("predicted step time", fmt::format("{} ({})", format_seconds(ev.sim.step_time_s), predicted_by(chain, o, sc)));
   for (const std::string& line : chain.coverage_lines(sc.model, {sc.workload})) row("", line);
   row("error", fmt::format("{:+.1f}% (predicted vs measured)", error_pct(ev.sim.step_time_s, s.median)));
-  row("machine", measured.verdict.line);
+  row("machine", load.line);
   if (!losses.empty()) row("loss", fmt::format("{:.4f} (first iteration) -> {:.4f} (last)", losses.front(), losses.back()));
   out << "\n";
   out << fmt::format("  {:>4}  {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>12} {:>12}\n", "rank", "stages", "busy",
@@ -197,11 +170,8 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
 }
 
 nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
-                           const Measured& measured) {
+                           const RunResult& r, const Summary& s, const std::vector<double>& losses) {
   using nlohmann::json;
-  const RunResult& r = measured.result;
-  const Summary& s = measured.summary;
-  const std::vector<double>& losses = measured.losses;
   const Scenario& sc = ev.scenario;
   json ranks = json::array();
   for (const RankStats& p : ev.sim.ranks) {
@@ -242,7 +212,6 @@ nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& cha
               {"cost_model_chain", chain.to_json(sc.model, {sc.workload})},
               {"error_pct", error_pct(ev.sim.step_time_s, s.median)},
               {"losses", losses},
-              {"machine_load", machine_load_json(measured)},
               {"ranks", ranks},
               // The whole scenario in the plan-file form, so that `calibrate` can simulate the run again.
               {"scenario", json::parse(plan_to_json_text(ev, PlanExtras{"run", o.scenario.cost_params, {}, std::nullopt}))}};
@@ -374,13 +343,15 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   }
 
   // The load average and cores are this process's machine's (process 0's, under a launcher).
-  const MachineLoad load = machine_load_of(result, read_load_average(), usable_cores());
+  const MachineLoad load = machine_load_of(result, read_load_average(), launched ? online_cores() : usable_cores());
   const LoadVerdict verdict = judge_machine_load(load, cpu != nullptr);
-  const Measured measured{result, summary, losses, load, verdict};
-  if (o.json)
-    out << report_json(o, chain, ev, measured).dump(2) << "\n";
-  else
-    print_report(out, o, chain, ev, measured);
+  if (o.json) {
+    nlohmann::json report = report_json(o, chain, ev, result, summary, losses);
+    report["machine_load"] = machine_load_json(load, verdict);
+    out << report.dump(2) << "\n";
+  } else {
+    print_report(out, o, chain, ev, result, summary, losses, verdict);
+  }
   if (!o.trace.empty()) {
     nlohmann::json other = {{"model", ev.scenario.model.name}, {"cluster", ev.scenario.cluster.name},
                             {"schedule", ev.scenario.schedule}, {"compute", o.compute},
@@ -422,7 +393,8 @@ CommandRunner add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--iterations", opts->iterations, "Measured iterations (the median is reported)")->capture_default_str();
   cmd->add_option("--warmup", opts->warmup, "Iterations run first and not measured")->capture_default_str();
-  cmd->add_option("--timeout", opts->timeout_s, "Seconds a rank waits for a message or the other ranks before the run fails")
+  cmd->add_option("--timeout", opts->timeout_s, "Seconds (0.001 to 86400) a rank waits for a message or the other ranks, or stays inside one action "
+                  "with ranks as threads, before the run fails")
       ->capture_default_str();
   cmd->add_option("--trace", opts->trace, "Write the measured iteration as a Chrome trace / Perfetto JSON timeline");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");

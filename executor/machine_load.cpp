@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <fstream>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 #include <sched.h>
+#include <unistd.h>
 
 namespace pw {
 namespace {
@@ -61,10 +61,24 @@ LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute) {
   v.line += "; " + load_text(load);
   if (!v.shared) return v;
   v.line += load.ranks > load.cores
-                ? fmt::format(": {} ranks shared {} cores, measured times are not comparable with the prediction",
-                              load.ranks, load.cores)
+                ? fmt::format(": {} ranks shared {} core{}, measured times are not comparable with the prediction",
+                              load.ranks, load.cores, load.cores == 1 ? "" : "s")
                 : ": the machine was shared, measured times are not comparable with the prediction";
   return v;
+}
+
+nlohmann::json machine_load_json(const MachineLoad& load, const LoadVerdict& verdict) {
+  return {{"judged", verdict.judged},
+          {"shared", verdict.shared},
+          {"verdict", verdict.line},
+          {"compute_cpu_share", load.cpu_share()},
+          {"shared_below_cpu_share", kSharedBelowCpuShare},
+          {"compute_wall_s", load.compute_wall_s},
+          {"compute_cpu_s", load.compute_cpu_s},
+          {"lowest_rank", load.lowest_rank},
+          {"lowest_rank_cpu_share", load.lowest_rank_cpu_share},
+          {"load_average_1m", load.load_average >= 0 ? nlohmann::json(load.load_average) : nlohmann::json()},
+          {"cores", load.cores}};
 }
 
 double read_load_average(const std::string& path) {
@@ -78,7 +92,9 @@ int usable_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return online_cores();
 }
+
+int online_cores() { return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)); }
 
 }  // namespace pw

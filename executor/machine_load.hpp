@@ -7,6 +7,8 @@
 // cores say by what.
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "executor/runtime.hpp"
 
 namespace pw {
@@ -41,9 +43,15 @@ MachineLoad machine_load_of(const RunResult& result, double load_average, int co
 // The verdict on a run whose ranks computed on CPUs (`cpu_compute`), or the load alone otherwise.
 LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute);
 
+// As `run --json` writes it under "machine_load": the verdict (judged, shared, its line) and the figures.
+nlohmann::json machine_load_json(const MachineLoad& load, const LoadVerdict& verdict);
+
 // The first field of /proc/loadavg (`path`), or -1 when it cannot be read.
 double read_load_average(const std::string& path = "/proc/loadavg");
-// The cores this process may run on (its affinity mask), at least 1.
+// The cores this process may run on (its affinity mask), at least 1: what ranks as its threads share.
 int usable_cores();
+// The machine's online cores, at least 1: what ranks as processes share (a launcher binds each process
+// to its own cores, so one process's mask says nothing about the others').
+int online_cores();
 
 }  // namespace pw
