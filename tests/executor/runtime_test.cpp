@@ -142,15 +142,34 @@ TEST_CASE("a rank that waits for the others past the timeout fails at the barrie
 
 namespace {
 
-// A hook that holds `rank` at `where` until `release` is set; the backend travels with it, so that it outlives
-// the run when that rank's thread is given up and finishes later.
-std::function<void(int, int, const Action&)> hold_at(int rank, Action where, std::shared_ptr<Backend> backend,
-                                                    std::shared_future<void> release) {
-  return [=](int r, int, const Action& a) {
-    if (r == rank && a == where) release.wait();
-    static_cast<void>(backend);
-  };
-}
+// A sleep-compute run whose ranks are held at the given actions until release(). The backend travels with
+// the hook, so that it outlives the run when a held rank's thread is given up and finishes later.
+struct HeldRun {
+  HeldRun(int stages, double timeout_s, std::vector<std::pair<int, Action>> holds)
+      : backend(std::make_shared<SleepBackend>(sleep_costs(stages, 1e-4, 1e-4, 1e-4))) {
+    options.timeout_s = timeout_s;
+    options.before_action = [backend = backend, holds, released = released.get_future().share()](int r, int, const Action& a) {
+      for (const auto& [rank, where] : holds)
+        if (r == rank && a == where) released.wait();
+    };
+  }
+
+  // The message of the RankStalled the run threw, or what happened instead.
+  std::string stall_error(const Schedule& s) {
+    try {
+      run_schedule(s, *backend, options);
+    } catch (const RankStalled& e) {
+      return e.what();
+    } catch (const Error& e) {
+      return std::string("not a stall: ") + e.what();
+    }
+    return "no error";
+  }
+
+  std::shared_ptr<SleepBackend> backend;
+  std::promise<void> released;
+  RunOptions options;
+};
 
 void wait_until_no_rank_thread_left() {
   const auto start = std::chrono::steady_clock::now();
@@ -161,64 +180,32 @@ void wait_until_no_rank_thread_left() {
 }  // namespace
 
 TEST_CASE("a rank thread that stalls inside an action ends the run after the timeout, its thread given up") {
-  auto backend = std::make_shared<SleepBackend>(sleep_costs(2, 1e-4, 1e-4, 1e-4));
-  std::promise<void> release;
-  RunOptions options;
-  options.timeout_s = 0.3;
-  options.before_action = hold_at(0, Action{Op::F, 0, 1}, backend, release.get_future().share());
+  HeldRun run(2, 0.3, {{0, Action{Op::F, 0, 1}}});
   const auto start = std::chrono::steady_clock::now();
-  try {
-    run_schedule(schedule_of("1f1b", 2, 4), *backend, options);
-    FAIL("the stalled run returned");
-  } catch (const RankStalled& e) {
-    // Rank 1's receive timed out too, at about the same time: the stalled rank is the run's error.
-    CHECK(std::string(e.what()) == "rank 0 stalled at 0F1: it did not return within 0.3 s; the run ended without it");
-    CHECK(e.kind() == ErrorKind::Runtime);
-  }
+  // Rank 1's receive timed out too, at about the same time: the stalled rank is the run's error.
+  CHECK(run.stall_error(schedule_of("1f1b", 2, 4)) ==
+        "rank 0 stalled at 0F1: it did not return within 0.3 s; the run ended without it");
   CHECK(seconds_since(start) < 3);
   CHECK(rank_threads_left_running() == 1);
   // Released, the thread finds the run stopped and ends by itself.
-  release.set_value();
+  run.released.set_value();
   wait_until_no_rank_thread_left();
   CHECK(rank_threads_left_running() == 0);
 }
 
 TEST_CASE("with every rank stalled, or a single rank, nobody waits: the watch alone ends the run") {
   SECTION("one rank") {
-    auto backend = std::make_shared<SleepBackend>(sleep_costs(1, 1e-4, 1e-4, 1e-4));
-    std::promise<void> release;
-    RunOptions options;
-    options.timeout_s = 0.2;
-    options.before_action = hold_at(0, Action{Op::BW, 0, 2}, backend, release.get_future().share());
-    try {
-      run_schedule(schedule_of("gpipe", 1, 4), *backend, options);
-      FAIL("the stalled run returned");
-    } catch (const RankStalled& e) {
-      CHECK(std::string(e.what()) == "rank 0 stalled at 0BW2: it did not return within 0.2 s; the run ended without it");
-    }
-    release.set_value();
+    HeldRun run(1, 0.2, {{0, Action{Op::BW, 0, 2}}});
+    CHECK(run.stall_error(schedule_of("gpipe", 1, 4)) ==
+          "rank 0 stalled at 0BW2: it did not return within 0.2 s; the run ended without it");
+    run.released.set_value();
   }
   SECTION("two ranks, each inside its own action") {
-    auto backend = std::make_shared<SleepBackend>(sleep_costs(2, 1e-4, 1e-4, 1e-4));
-    std::promise<void> release;
-    const std::shared_future<void> released = release.get_future().share();
-    RunOptions options;
-    options.timeout_s = 0.2;
-    const auto hold0 = hold_at(0, Action{Op::F, 0, 1}, backend, released);
-    const auto hold1 = hold_at(1, Action{Op::F, 1, 0}, backend, released);
-    options.before_action = [=](int r, int it, const Action& a) {
-      hold0(r, it, a);
-      hold1(r, it, a);
-    };
-    try {
-      run_schedule(schedule_of("gpipe", 2, 4), *backend, options);
-      FAIL("the stalled run returned");
-    } catch (const RankStalled& e) {
-      CHECK(std::string(e.what()) ==
-            "rank 0 stalled at 0F1 and rank 1 at 1F0: they did not return within 0.2 s; the run ended without them");
-    }
+    HeldRun run(2, 0.2, {{0, Action{Op::F, 0, 1}}, {1, Action{Op::F, 1, 0}}});
+    CHECK(run.stall_error(schedule_of("gpipe", 2, 4)) ==
+          "rank 0 stalled at 0F1 and rank 1 at 1F0: they did not return within 0.2 s; the run ended without them");
     CHECK(rank_threads_left_running() == 2);
-    release.set_value();
+    run.released.set_value();
   }
   wait_until_no_rank_thread_left();
   CHECK(rank_threads_left_running() == 0);
