@@ -26,7 +26,8 @@ struct RunOptions {
   int iterations = 1;   // measured
   int warmup = 0;       // run first, not measured
   // Longest wait for a receive or for the other ranks; with ranks as threads of one process also the
-  // longest a rank may stay inside one action (a kernel, before_action) before it counts as stalled.
+  // longest a rank may stay inside one action (a kernel, before_action) before it is overdue
+  // (executor/stall_watch.hpp).
   double timeout_s = 60;
   bool optimizer_step = true;
   // Called on the rank's thread before each action; a test hook (throwing stops the run like a failing
@@ -70,8 +71,9 @@ class RankStalled : public Error {
 // Validates the schedule (lowering it first when it is compute-only; BadInput before anything runs), then
 // runs warmup + iterations iterations. A rank that throws, or a wait longer than timeout_s, stops every rank
 // and throws Runtime "rank <r> failed at <action>: <reason>"; a rank that stalls throws RankStalled
-// "rank <r> stalled at <action>: it did not return within <timeout> s; the run ended without it" about
-// timeout_s after it entered the action. `transport` null: threads in this process.
+// "rank <r> stalled at <action>: it did not return within <timeout> s; the run ended without it" a quarter
+// second after the run stopped, at the earliest timeout_s after it entered the action (StallWatch).
+// `transport` null: threads in this process.
 RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options = {},
                        Transport* transport = nullptr);
 
