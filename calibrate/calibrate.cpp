@@ -149,12 +149,22 @@ Calibration calibrate(const CalibrateInputs& in) {
 
   // Runs: the last ones held out.
   std::vector<RunRecord> runs;
+  std::string shared_runs;  // the paths of runs that found their machine shared
+  int shared_count = 0;
   for (size_t i = 0; i < in.runs.size(); ++i) {
     RunRecord r = for_option("--runs", [&] { return load_run(in.runs[i]); });
     if (!in.traces.empty()) r.trace = for_option("--traces", [&] { return load_trace(in.traces[i]); });
     check_run(r, profile, in.profile);
+    if (r.machine_shared) {
+      shared_runs += (shared_runs.empty() ? "" : ", ") + r.path;
+      ++shared_count;
+    }
     runs.push_back(std::move(r));
   }
+  if (shared_count > 0)
+    c.warnings.push_back(fmt::format("--runs: {} of the {} runs were measured on a shared machine, as their `run` said "
+                                     "(its machine_load): {}",
+                                     shared_count, runs.size(), shared_runs));
   const int held_runs = held_out_run_count(static_cast<int>(runs.size()), in.holdout);
   if (in.holdout > 0 && runs.size() == 1)
     c.warnings.push_back("--holdout: one run only; it is fitted on and none is held out");
@@ -195,6 +205,15 @@ Calibration calibrate(const CalibrateInputs& in) {
     p.profiled_s = simulated_step_s(r, profiled);
     p.calibrated_s = simulated_step_s(r, calibrated);
     c.held_out_runs.push_back(p);
+  }
+
+  c.fit_check = check_fit(c, shared_count);
+  if (c.fit_check.poor()) {
+    if (!in.accept_poor_fit)
+      throw_bad_input("--runs: the fit is poor: {}; measure the runs again on a quiet machine, or pass --accept-poor-fit "
+                      "to write it anyway",
+                      poor_fit_text(c.fit_check));
+    c.fit_check.accepted = true;
   }
   return c;
 }

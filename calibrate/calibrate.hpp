@@ -15,6 +15,7 @@ struct CalibrateInputs {
   double holdout = 0;               // fraction in [0, 1) of micro-batch shapes and runs left out of the fit
   std::string cluster;              // the cluster whose GPU the analytic defaults run on; empty: the first run's
   std::vector<CollectiveSample> collectives;  // measured beside the profile's own (the CPU profile has none)
+  bool accept_poor_fit = false;     // write a fit that fails check_fit() (flagged in it) instead of refusing it
 };
 
 // Which micro-batch shapes (b, s) are held out: the round(fraction x n) largest by tokens (at least one when
@@ -25,8 +26,9 @@ std::vector<std::pair<int, int>> held_out_shapes(const std::vector<LayerProfile>
 // there are 2 runs or more, and never all.
 int held_out_run_count(int runs, double fraction);
 
-// BadInput naming the option or file and the fix for bad or insufficient data; warnings for what a fit
-// can proceed without land in Calibration::warnings.
+// BadInput naming the option or file and the fix for bad or insufficient data, and for a fit that fails
+// check_fit() unless accept_poor_fit; warnings for what a fit can proceed without land in
+// Calibration::warnings.
 Calibration calibrate(const CalibrateInputs& in);
 
 }  // namespace pw

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "calibrate/fit.hpp"
+#include "calibrate/fit_check.hpp"
 #include "core/cost_model.hpp"
 #include "profiler/profile.hpp"
 
@@ -129,6 +130,7 @@ struct Calibration {
 
   std::vector<HeldOutPoint> held_out_layers;
   std::vector<HeldOutPoint> held_out_runs;
+  FitCheck fit_check;  // the verdict on the fit (calibrate/fit_check.hpp)
   std::vector<std::string> warnings;
 
   const LayerFit* layer_fit(const std::string& kind, Phase phase) const;

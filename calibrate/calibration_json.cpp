@@ -123,6 +123,27 @@ LinkFit read_link(const JsonFields& f, bool pair) {
   return l;
 }
 
+FitCheck read_fit_check(const JsonFields& f) {
+  f.reject_unknown({"verdict", "problems", "accepted", "step_r2", "held_out_error_pct", "profile_held_out_error_pct",
+                    "held_out_tolerance_pct", "runs", "shared_runs"});
+  FitCheck check;
+  for (const auto& p : array_field(f, "problems")) {
+    if (!p.is_string()) f.fail("problems", "must be an array of strings");
+    check.problems.push_back(p.get<std::string>());
+  }
+  const std::string verdict = f.string("verdict");
+  if (verdict != (check.poor() ? "poor" : "good"))
+    f.fail("verdict", fmt::format("is \"{}\" with {} problems; a fit with problems is \"poor\", else \"good\"", verdict,
+                                  check.problems.size()));
+  check.accepted = f.boolean("accepted", false);
+  check.step_r2 = nan_or_number(f, "step_r2");
+  check.held_out_error_pct = nan_or_number(f, "held_out_error_pct");
+  check.profile_held_out_error_pct = nan_or_number(f, "profile_held_out_error_pct");
+  check.runs = static_cast<int>(f.non_negative_integer("runs"));
+  check.shared_runs = static_cast<int>(f.non_negative_integer("shared_runs"));
+  return check;
+}
+
 std::vector<HeldOutPoint> read_held_out(const JsonFields& f, const std::string& key, bool runs) {
   std::vector<HeldOutPoint> out;
   if (!f.has(key)) return out;
@@ -243,6 +264,16 @@ std::string calibration_to_json_text(const Calibration& c) {
   for (const HeldOutPoint& p : c.held_out_layers) layers_out.push_back(held_out_json(p, false));
   for (const HeldOutPoint& p : c.held_out_runs) runs_out.push_back(held_out_json(p, true));
   j["held_out"] = {{"layers", layers_out}, {"runs", runs_out}};
+  const FitCheck& check = c.fit_check;
+  j["fit_check"] = {{"verdict", check.poor() ? "poor" : "good"},
+                    {"problems", check.problems},
+                    {"accepted", check.accepted},
+                    {"step_r2", number(check.step_r2)},
+                    {"held_out_error_pct", number(check.held_out_error_pct)},
+                    {"profile_held_out_error_pct", number(check.profile_held_out_error_pct)},
+                    {"held_out_tolerance_pct", kHeldOutTolerancePct},
+                    {"runs", check.runs},
+                    {"shared_runs", check.shared_runs}};
   j["warnings"] = c.warnings;
   return j.dump(2) + "\n";
 }
@@ -257,7 +288,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const long version = top.positive_integer("version");
   if (version != kVersion) top.fail("version", fmt::format("is {}; this pipewright reads version {}", version, kVersion));
   top.reject_unknown({"format", "version", "tool", "fitted_on", "layers", "optimizer_s_per_parameter", "links",
-                      "collectives", "run_overheads", "held_out", "warnings"});
+                      "collectives", "run_overheads", "held_out", "fit_check", "warnings"});
   Calibration c;
   c.tool = top.optional_string("tool").value_or("");
 
@@ -387,6 +418,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     c.held_out_layers = read_held_out(h, "layers", false);
     c.held_out_runs = read_held_out(h, "runs", true);
   }
+  if (top.has("fit_check")) c.fit_check = read_fit_check(top.object("fit_check"));
   if (top.has("warnings")) {
     const nlohmann::json& w = array_field(top, "warnings");
     for (const auto& x : w) {

@@ -40,6 +40,11 @@ RunRecord run_from_json_text(const std::string& text, const std::string& path) {
       rank.fail("rank", fmt::format("must be {} (ranks in order)", i));
     r.busy_s.push_back(measured_time(rank, "busy_s"));
   }
+  if (f.has("machine_load")) {
+    const JsonFields load = f.object("machine_load");
+    r.machine_shared = load.boolean("shared", false);
+    r.machine_verdict = load.optional_string("verdict").value_or("");
+  }
   if (!f.required("scenario").is_object()) f.fail("scenario", "must be the embedded scenario object");
   r.scenario = plan_from_json_text(f.required("scenario").dump(), path + ": scenario").scenario;
   if (static_cast<int>(r.busy_s.size()) != r.scenario.parallel.pp)

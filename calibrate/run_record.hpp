@@ -32,6 +32,8 @@ struct RunRecord {
   Scenario scenario;     // as run: its layer ranges and the schedule it executed
   double measured_step_s = 0;  // median over the measured iterations
   std::vector<double> busy_s;  // per pipeline rank: compute wall time in the median iteration
+  bool machine_shared = false;  // the run found its machine shared (machine_load; runs before it: false)
+  std::string machine_verdict;  // and said so in this line
   std::optional<RunTrace> trace;
 };
 

@@ -31,17 +31,6 @@ std::string error_text(double predicted, double measured) {
   return fmt::format("{:+.1f}%", (predicted - measured) / measured * 100);
 }
 
-// The median |error| in percent over the points that have a prediction, or NaN.
-double median_abs_error(const std::vector<HeldOutPoint>& points, double HeldOutPoint::*predicted) {
-  std::vector<double> errors;
-  for (const HeldOutPoint& p : points)
-    if (std::isfinite(p.*predicted) && p.measured_s > 0) errors.push_back(std::abs(p.*predicted - p.measured_s) / p.measured_s * 100);
-  if (errors.empty()) return std::nan("");
-  std::sort(errors.begin(), errors.end());
-  const size_t n = errors.size();
-  return n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
-}
-
 std::string percent_or_dash(double pct) { return std::isfinite(pct) ? fmt::format("{:.1f}%", pct) : "-"; }
 
 void print_layers(std::ostream& out, const Calibration& c) {
@@ -122,8 +111,8 @@ void print_held_out(std::ostream& out, const Calibration& c) {
       out << fmt::format("  {:<34} {:>10} {:>22} {:>11}\n", p.what, format_seconds(p.measured_s),
                          error_text(p.analytic_s, p.measured_s), error_text(p.calibrated_s, p.measured_s));
     out << fmt::format("  {:<34} {:>10} {:>22} {:>11}\n", "median |error|", "",
-                       percent_or_dash(median_abs_error(c.held_out_layers, &HeldOutPoint::analytic_s)),
-                       percent_or_dash(median_abs_error(c.held_out_layers, &HeldOutPoint::calibrated_s)));
+                       percent_or_dash(median_abs_error_pct(c.held_out_layers, &HeldOutPoint::analytic_s)),
+                       percent_or_dash(median_abs_error_pct(c.held_out_layers, &HeldOutPoint::calibrated_s)));
   }
   if (!c.held_out_runs.empty()) {
     size_t width = 34;
@@ -135,10 +124,20 @@ void print_held_out(std::ostream& out, const Calibration& c) {
                          error_text(p.analytic_s, p.measured_s), error_text(p.profiled_s, p.measured_s),
                          error_text(p.calibrated_s, p.measured_s));
     out << fmt::format("  {:<{}} {:>10} {:>10} {:>11} {:>11}\n", "median |error|", width, "",
-                       percent_or_dash(median_abs_error(c.held_out_runs, &HeldOutPoint::analytic_s)),
-                       percent_or_dash(median_abs_error(c.held_out_runs, &HeldOutPoint::profiled_s)),
-                       percent_or_dash(median_abs_error(c.held_out_runs, &HeldOutPoint::calibrated_s)));
+                       percent_or_dash(median_abs_error_pct(c.held_out_runs, &HeldOutPoint::analytic_s)),
+                       percent_or_dash(median_abs_error_pct(c.held_out_runs, &HeldOutPoint::profiled_s)),
+                       percent_or_dash(median_abs_error_pct(c.held_out_runs, &HeldOutPoint::calibrated_s)));
   }
+}
+
+void print_fit_check(std::ostream& out, const FitCheck& check) {
+  if (!check.poor()) {
+    out << fmt::format("\nfit check: good (step-time R^2 {}; held-out runs {} where the profile alone is {})\n",
+                       r2_text(check.step_r2), percent_or_dash(check.held_out_error_pct),
+                       percent_or_dash(check.profile_held_out_error_pct));
+    return;
+  }
+  out << fmt::format("\nfit check: POOR, written only because of --accept-poor-fit: {}\n", poor_fit_text(check));
 }
 
 void print_calibration(std::ostream& out, const Calibration& c) {
@@ -151,6 +150,7 @@ void print_calibration(std::ostream& out, const Calibration& c) {
   print_links(out, c);
   print_overheads(out, c);
   print_held_out(out, c);
+  print_fit_check(out, c.fit_check);
   for (const std::string& w : c.warnings) out << "warning: " << w << "\n";
 }
 
@@ -186,6 +186,9 @@ CommandRunner add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--cluster", opts->inputs.cluster,
                   "Cluster whose GPU the analytic defaults are evaluated on for the held-out layers (default: the first run's)");
+  cmd->add_flag("--accept-poor-fit", opts->inputs.accept_poor_fit,
+                "Write a fit whose step-time R^2 is negative or whose held-out runs are predicted worse than by the "
+                "profile alone (flagged in the file) instead of refusing it");
   cmd->add_option("--out", opts->out, "Write the calibration JSON here")->required();
   cmd->add_flag("--json", opts->json, "Print the calibration JSON instead of the tables");
   return [opts](std::ostream& out) { run_calibrate(*opts, out); };

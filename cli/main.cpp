@@ -1,5 +1,17 @@
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/cli.hpp"
+#include "executor/stall_watch.hpp"
 
-int main(int argc, char** argv) { return pw::cli_main(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  const int code = pw::cli_main(argc, argv, std::cout, std::cerr);
+  // A stalled rank thread is still running and may use what exit() would destroy: leave without it.
+  if (pw::rank_threads_left_running() > 0) {
+    std::cout.flush();
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return code;
+}

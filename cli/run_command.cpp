@@ -3,22 +3,25 @@
 // was measured.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/failure_injection.hpp"
 #include "cli/output_path.hpp"
 #include "cli/run_processes.hpp"
 #include "cli/scenario_options.hpp"
 #include "core/analytic_cost_model.hpp"
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "executor/cpu_backend.hpp"
 #include "executor/cuda/host/cuda_api.hpp"
+#include "executor/machine_load.hpp"
 #include "executor/measured_trace.hpp"
 #include "executor/runtime.hpp"
 #include "executor/sleep_backend.hpp"
@@ -93,8 +96,10 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
     throw_bad_input("--dp: the {} backend runs one pipeline, got --dp {}; use --dp 1", o.backend, sc.parallel.dp);
   if (o.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", o.iterations);
   if (o.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", o.warmup);
-  if (!(o.timeout_s > 0)) throw_bad_input("--timeout: must be a positive number of seconds, got {}", o.timeout_s);
-  if (!(o.lr > 0)) throw_bad_input("--lr: must be a positive learning rate, got {}", o.lr);
+  check_timeout(o.timeout_s);
+  if (!(o.lr > 0 && std::isfinite(o.lr) && is_normal_or_zero(o.lr)))
+    throw_bad_input("--lr: must be a positive finite learning rate such as 0.001, got {:g}{}", o.lr,
+                    o.lr > 0 && std::isfinite(o.lr) ? " (a denormal, below the smallest normal double)" : "");
   optimizer_from_string(o.optimizer);
   if (!sc.synchronous_optimizer)
     throw_bad_input("--no-sync-optimizer: the executor steps the optimizer after a barrier of all ranks; omit it");
@@ -102,36 +107,6 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
     throw_bad_input("--no-profile: it drops the profile that --profile gives; keep one of them");
   if (!o.trace.empty())
     check_output_path(o.trace, {o.scenario.model, o.scenario.cluster, o.scenario.plan, o.scenario.calibration}, "--trace");
-}
-
-// "RANK:ACTION" -> a hook that throws at that action of that rank.
-std::function<void(int, int, const Action&)> failure_hook(const std::string& spec) {
-  if (spec.empty()) return {};
-  const size_t colon = spec.find(':');
-  int rank = -1;
-  try {
-    rank = colon == std::string::npos ? -1 : std::stoi(spec.substr(0, colon));
-  } catch (const std::exception&) {
-  }
-  if (rank < 0) throw_bad_input("--inject-failure: '{}' is not RANK:ACTION such as 1:1F2", spec);
-  // RANK:ACTION:exit ends the rank's whole process there without a word, as a crash would; RANK:ACTION:stall
-  // hangs the rank there, as a deadlocked kernel would (for ranks as processes: the others' timeout ends the
-  // job, and the launcher tears the stalled process down).
-  std::string action_text = spec.substr(colon + 1);
-  const bool exits = action_text.ends_with(":exit"), stalls = action_text.ends_with(":stall");
-  if (exits || stalls) action_text.resize(action_text.rfind(':'));
-  Action action;
-  try {
-    action = action_from_text(action_text);
-  } catch (const Error& e) {
-    throw_bad_input("--inject-failure: {}", e.what());
-  }
-  return [rank, action, exits, stalls](int r, int, const Action& a) {
-    if (r != rank || a != action) return;
-    if (exits) std::_Exit(9);
-    if (stalls) std::this_thread::sleep_for(std::chrono::hours(1));
-    throw std::runtime_error("injected failure (--inject-failure)");
-  };
 }
 
 std::string stage_list(const Evaluation& ev, int rank) {
@@ -162,7 +137,7 @@ std::string predicted_by(const CostModelChain& chain, const RunCommandOptions& o
 }
 
 void print_report(std::ostream& out, const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
-                  const RunResult& r, const Summary& s, const std::vector<double>& losses) {
+                  const RunResult& r, const Summary& s, const std::vector<double>& losses, const LoadVerdict& load) {
   const Scenario& sc = ev.scenario;
   out << fmt::format("{} on {}: pp {}{}, schedule {}, {} micro-batches of {} x {} tokens\n", sc.model.name, sc.cluster.name,
                      sc.parallel.pp, sc.parallel.vpp > 1 ? fmt::format(", vpp {}", sc.parallel.vpp) : "", sc.schedule,
@@ -176,6 +151,7 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
   row("predicted step time", fmt::format("{} ({})", format_seconds(ev.sim.step_time_s), predicted_by(chain, o, sc)));
   for (const std::string& line : chain.coverage_lines(sc.model, {sc.workload})) row("", line);
   row("error", fmt::format("{:+.1f}% (predicted vs measured)", error_pct(ev.sim.step_time_s, s.median)));
+  row("machine", load.line);
   if (!losses.empty()) row("loss", fmt::format("{:.4f} (first iteration) -> {:.4f} (last)", losses.front(), losses.back()));
   out << "\n";
   out << fmt::format("  {:>4}  {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>12} {:>12}\n", "rank", "stages", "busy",
@@ -261,6 +237,18 @@ void profile_first(const RunCommandOptions& o, const Scenario& scenario, CostMod
   chain.add_profile(std::move(profile), scenario.model, std::move(origin));
 }
 
+// Every rank a thread here. A stalled rank's thread still uses the backend (and the cuda backend's
+// transport): they are left alive for it, and the process ends after the error (cli/main.cpp).
+RunResult run_threads(const Schedule& schedule, std::unique_ptr<Backend>& backend, const RunOptions& options,
+                      CudaBackend* gpu) {
+  try {
+    return run_schedule(schedule, *backend, options, gpu ? &gpu->transport() : nullptr);
+  } catch (const RankStalled&) {
+    static_cast<void>(backend.release());
+    throw;
+  }
+}
+
 // `launched`: this process is one rank of a launched job; null: every rank is a thread here.
 void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRun* launched) {
   if (!o.trace.empty() && !o.scenario.profile.empty()) check_output_path(o.trace, {o.scenario.profile}, "--trace");
@@ -269,7 +257,7 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   check_options(o, scenario);
   // The cuda backend's processes may hold several ranks each (a thread per GPU): its process plan checks them.
   if (launched && o.backend != "cuda") launched->check_ranks(scenario.parallel.pp);
-  const std::function<void(int, int, const Action&)> hook = failure_hook(o.inject_failure);
+  if (!o.inject_failure.empty()) parse_injected_failure(o.inject_failure);
   CostModelChain chain = o.scenario.cost_models(scenario.model, doc);
   profile_first(o, scenario, chain, launched != nullptr);
   const Evaluation ev = evaluate(scenario, chain.model());
@@ -282,6 +270,7 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
 
   // An imported schedule runs as given, its own communication order included: what the simulator timed.
   const Schedule& schedule = ev.scenario.imported_schedule ? *ev.scenario.imported_schedule : ev.schedule;
+  const std::function<void(int, int, const Action&)> hook = failure_hook(o.inject_failure, schedule);
   std::unique_ptr<Backend> backend;
   CpuBackend* cpu = nullptr;
   CudaBackend* gpu = nullptr;
@@ -343,7 +332,7 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   options.warmup = o.warmup;
   options.timeout_s = o.timeout_s;
   options.before_action = hook;
-  const RunResult result = !launched ? run_schedule(schedule, *backend, options, gpu ? &gpu->transport() : nullptr)
+  const RunResult result = !launched ? run_threads(schedule, backend, options, gpu)
                            : gpu     ? launched->run(schedule, *backend, options, gpu->transport(), gpu->local_ranks())
                                      : launched->run(schedule, *backend, options);
   const Summary summary = summarise(result);
@@ -353,10 +342,16 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
     if (!launched->reports()) return;
   }
 
-  if (o.json)
-    out << report_json(o, chain, ev, result, summary, losses).dump(2) << "\n";
-  else
-    print_report(out, o, chain, ev, result, summary, losses);
+  // The load average and cores are this process's machine's (process 0's, under a launcher).
+  const MachineLoad load = machine_load_of(result, read_load_average(), launched ? online_cores() : usable_cores());
+  const LoadVerdict verdict = judge_machine_load(load, cpu != nullptr);
+  if (o.json) {
+    nlohmann::json report = report_json(o, chain, ev, result, summary, losses);
+    report["machine_load"] = machine_load_json(load, verdict);
+    out << report.dump(2) << "\n";
+  } else {
+    print_report(out, o, chain, ev, result, summary, losses, verdict);
+  }
   if (!o.trace.empty()) {
     nlohmann::json other = {{"model", ev.scenario.model.name}, {"cluster", ev.scenario.cluster.name},
                             {"schedule", ev.scenario.schedule}, {"compute", o.compute},
@@ -369,7 +364,10 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
 void run_run(const RunCommandOptions& o, std::ostream& out) {
   const LaunchEnv launch = launch_env_from_process();
   if (launch.launcher == "none") return run_configuration(o, out, nullptr);
-  run_launched(launch, o.timeout_s, out, [&](LaunchedRun& launched) {
+  // A --timeout out of bounds is reported once, by process 0's check of the options; joining must not
+  // overflow its deadline before that.
+  const bool timeout_in_bounds = o.timeout_s >= kMinTimeoutS && o.timeout_s <= kMaxTimeoutS;
+  run_launched(launch, timeout_in_bounds ? o.timeout_s : RunOptions{}.timeout_s, out, [&](LaunchedRun& launched) {
     RunCommandOptions as_process = o;
     as_process.ranks_as = launched.ranks_as();
     run_configuration(as_process, out, &launched);
@@ -395,7 +393,8 @@ CommandRunner add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--iterations", opts->iterations, "Measured iterations (the median is reported)")->capture_default_str();
   cmd->add_option("--warmup", opts->warmup, "Iterations run first and not measured")->capture_default_str();
-  cmd->add_option("--timeout", opts->timeout_s, "Seconds a rank waits for a message or the other ranks before the run fails")
+  cmd->add_option("--timeout", opts->timeout_s, "Seconds (0.001 to 86400) a rank waits for a message or the other ranks, or stays inside one action "
+                  "with ranks as threads, before the run fails")
       ->capture_default_str();
   cmd->add_option("--trace", opts->trace, "Write the measured iteration as a Chrome trace / Perfetto JSON timeline");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");

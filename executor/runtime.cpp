@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "executor/record_wire.hpp"
 #include "executor/spin_wait.hpp"
+#include "executor/stall_watch.hpp"
 #include "schedules/validate.hpp"
 
 namespace pw {
@@ -159,14 +160,15 @@ void process_records_from_wire(std::span<const std::byte> wire, RunResult& resul
 using Key = std::pair<int, int>;  // (stage, micro-batch)
 
 struct Shared {
-  Shared(const Schedule& s, Backend& b, const RunOptions& o, Transport& t, Meeting& m)
-      : schedule(s), backend(b), options(o), transport(t), barrier(m) {}
+  Shared(const Schedule& s, Backend& b, const RunOptions& o, Transport& t, Meeting& m, StallWatch& w)
+      : schedule(s), backend(b), options(o), transport(t), barrier(m), watch(w) {}
 
   const Schedule& schedule;
   Backend& backend;
   const RunOptions& options;
   Transport& transport;
   Meeting& barrier;
+  StallWatch& watch;
   std::atomic<bool> stop{false};
   std::mutex failure_mutex;
   std::optional<std::string> failure;
@@ -186,10 +188,16 @@ struct Shared {
         first = true;
       }
     }
-    stop = true;
     if (first && !elsewhere) transport.announce_failure(message);
+    stop_all();
+  }
+
+  // Wakes every rank from its waits; each then ends quietly (RunAborted).
+  void stop_all() {
+    stop = true;
     transport.abort();
     barrier.abort();
+    watch.stopped();
   }
 };
 
@@ -206,13 +214,20 @@ TensorPtr take(Map& map, const Key& key, const char* what, const Action& a) {
 
 class RankRunner {
  public:
-  RankRunner(Shared& shared, int rank, int total_iterations, std::vector<IterationRecord>& records)
-      : sh_(shared), rank_(rank), total_(total_iterations), records_(records) {}
+  RankRunner(Shared& shared, StallWatch& watch, int slot, int rank, int total_iterations,
+             std::vector<IterationRecord>& records)
+      : sh_(shared), watch_(watch), slot_(slot), rank_(rank), total_(total_iterations), records_(records) {}
 
   double run_peak() const { return memory_.peak(); }
 
   void run() {
-    std::string where = "the start";
+    run_until_done_or_failed();
+    watch_.done(slot_);
+  }
+
+ private:
+  void run_until_done_or_failed() {
+    watch_.working(slot_, "the start");
     try {
       RankSetup setup;
       setup.rank = rank_;
@@ -222,31 +237,29 @@ class RankRunner {
       setup.memory = &memory_;
       setup.stop = &sh_.stop;
       compute_ = sh_.backend.make_rank(setup);
-      for (int it = 0; it < total_; ++it) iteration(it, where);
+      for (int it = 0; it < total_; ++it) iteration(it);
     } catch (const PeerFailed& e) {
       sh_.fail_with(e.message, /*elsewhere=*/true);
     } catch (const RunAborted&) {
       // Another rank failed first; its error is the run's.
     } catch (const RecvTimeout&) {
-      sh_.fail(rank_, where, timeout_reason_);
+      sh_.fail(rank_, watch_.where(slot_), timeout_reason_);
     } catch (const PeerLost& e) {
       sh_.fail_with(fmt::format("rank {} failed: its process ({}) ended while rank {} waited at {}", e.rank, e.process,
-                                rank_, where));
+                                rank_, watch_.where(slot_)));
     } catch (const std::exception& e) {
-      sh_.fail(rank_, where, e.what());
+      sh_.fail(rank_, watch_.where(slot_), e.what());
     }
   }
 
- private:
-  void iteration(int it, std::string& where) {
-    where = "the start of an iteration";
-    const Clock::time_point origin = meet();
+  void iteration(int it) {
+    const Clock::time_point origin = meet("the start of an iteration");
     origin_ = origin;
     memory_.begin_iteration(origin);
     RankIteration& rec = records_[static_cast<size_t>(it)].ranks[static_cast<size_t>(rank_)];
     compute_->begin_iteration(it, sh_.schedule.microbatches);
     for (const Action& a : sh_.schedule.ranks[static_cast<size_t>(rank_)]) {
-      where = to_text(a);
+      watch_.working(slot_, to_text(a));
       if (sh_.stop) throw RunAborted();
       if (sh_.options.before_action) sh_.options.before_action(rank_, it, a);
       step(a, it, rec);
@@ -254,9 +267,8 @@ class RankRunner {
     compute_->end_iteration();
     if (!fwd_in_.empty() || !grad_in_.empty() || !fwd_out_.empty() || !grad_out_.empty())
       throw_runtime("the iteration ended with tensors no action consumed");
-    where = "the end of the iteration";
-    meet();
-    where = "the optimizer step";
+    meet("the end of the iteration");
+    watch_.working(slot_, "the optimizer step");
     if (sh_.options.optimizer_step) compute_->optimizer_step();
     rec.end_s = since_origin(Clock::now());
     rec.activation_peak_bytes = memory_.iteration_peak();
@@ -264,7 +276,9 @@ class RankRunner {
   }
 
   // Waits for every rank at the barrier; returns when the last one arrived.
-  Clock::time_point meet() {
+  Clock::time_point meet(const char* where) {
+    watch_.working(slot_, where);
+    watch_.waiting(slot_);
     timeout_reason_ = fmt::format("the other ranks did not arrive within {:g} s", sh_.options.timeout_s);
     return sh_.barrier.arrive_and_wait(deadline_after(sh_.options.timeout_s));
   }
@@ -347,6 +361,7 @@ class RankRunner {
         const int src = rank_of(from_stage);
         timeout_reason_ = fmt::format("no message from rank {} ({}) within {:g} s", src,
                                       to_text(Action{send_op, from_stage, a.microbatch}), sh_.options.timeout_s);
+        watch_.waiting(slot_);
         Message m = sh_.transport.recv(rank_, src, MessageKey{it, send_op, from_stage, a.microbatch},
                                        deadline_after(sh_.options.timeout_s));
         e.lane = Lane::Recv;
@@ -369,6 +384,8 @@ class RankRunner {
   }
 
   Shared& sh_;
+  StallWatch& watch_;
+  int slot_;  // the rank's place among this process's ranks
   int rank_;
   int total_;
   std::vector<IterationRecord>& records_;
@@ -384,7 +401,7 @@ class RankRunner {
 Schedule checked_schedule(const Schedule& schedule, const RunOptions& options) {
   if (options.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", options.iterations);
   if (options.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", options.warmup);
-  if (!(options.timeout_s > 0)) throw_bad_input("--timeout: must be a positive number of seconds, got {}", options.timeout_s);
+  check_timeout(options.timeout_s);
   Schedule lowered = schedule.lowered ? schedule : lower(schedule);
   validate(lowered);
   return lowered;
@@ -403,22 +420,93 @@ RunResult empty_result(const RunOptions& options, int ranks) {
   return result;
 }
 
-// Runs `local` ranks as threads of this process into `result`; returns the failure, if any.
-std::optional<std::string> run_ranks(const Schedule& lowered, Backend& backend, const RunOptions& options,
-                                     Transport& transport, Meeting& meeting, const std::vector<int>& local,
-                                     RunResult& result, bool& failed_elsewhere) {
-  const int total = options.warmup + options.iterations;
-  Shared shared(lowered, backend, options, transport, meeting);
-  std::vector<std::unique_ptr<RankRunner>> runners;
-  for (int r : local) runners.push_back(std::make_unique<RankRunner>(shared, r, total, result.iterations));
-  {
-    std::vector<std::jthread> threads_of_ranks;
-    for (auto& runner : runners) threads_of_ranks.emplace_back([&runner] { runner->run(); });
+// What the rank threads use besides the caller's backend (and transport, when given), owned together: a
+// thread given up as stalled holds it and keeps it alive after the run has ended without that thread.
+struct RankThreads {
+  // `transport` null: a thread transport of this process's own.
+  RankThreads(Schedule lowered, const RunOptions& o, Backend& backend, Transport* transport,
+              std::unique_ptr<Meeting> meeting_of_ranks, std::vector<int> local_ranks)
+      : schedule(std::move(lowered)),
+        options(o),
+        own_transport(transport ? nullptr : std::make_unique<ThreadTransport>(schedule.num_ranks())),
+        meeting(std::move(meeting_of_ranks)),
+        local(std::move(local_ranks)),
+        result(empty_result(options, schedule.num_ranks())),
+        watch(static_cast<int>(local.size()), options.timeout_s),
+        shared(schedule, backend, options, transport ? *transport : *own_transport, *meeting, watch) {
+    const int total = options.warmup + options.iterations;
+    for (size_t i = 0; i < local.size(); ++i)
+      runners.push_back(std::make_unique<RankRunner>(shared, watch, static_cast<int>(i), local[i], total, result.iterations));
   }
-  for (size_t i = 0; i < local.size(); ++i)
-    result.activation_peak_bytes[static_cast<size_t>(local[i])] = runners[i]->run_peak();
-  failed_elsewhere = shared.failed_elsewhere;
-  return shared.failure;
+
+  Schedule schedule;
+  RunOptions options;
+  std::unique_ptr<Transport> own_transport;
+  std::unique_ptr<Meeting> meeting;
+  std::vector<int> local;  // the ranks run here, one thread each
+  RunResult result;
+  StallWatch watch;
+  Shared shared;
+  std::vector<std::unique_ptr<RankRunner>> runners;
+};
+
+struct RanksOutcome {
+  std::optional<std::string> failure;
+  bool failed_elsewhere = false;  // another process's failure, which that process reports
+  std::vector<StalledRank> stalled;  // given up (give_up_stalled only), by slot
+};
+
+// Runs the ranks as threads into `state->result`. `give_up_stalled`: a rank that stalls (StallWatch) stops
+// the run, and its thread is left running, detached; otherwise every thread is joined (ranks as
+// processes: the other processes' timeouts end the job, and the launcher a stalled process).
+RanksOutcome run_ranks(const std::shared_ptr<RankThreads>& state, bool give_up_stalled) {
+  std::vector<std::thread> threads;
+  try {
+    for (auto& runner : state->runners) threads.emplace_back([state, r = runner.get()] { r->run(); });
+  } catch (...) {
+    state->shared.stop_all();
+    for (std::thread& t : threads) t.join();
+    throw;
+  }
+  RanksOutcome out;
+  for (StallWatch::Report r; give_up_stalled && (r = state->watch.wait()).event != StallWatch::Event::AllDone;) {
+    if (r.event == StallWatch::Event::GivenUp) {
+      out.stalled.insert(out.stalled.end(), r.ranks.begin(), r.ranks.end());
+      continue;
+    }
+    const StalledRank& first = r.ranks.front();
+    state->shared.fail(state->local[static_cast<size_t>(first.slot)], first.where,
+                       fmt::format("it took longer than the {:g} s timeout", state->options.timeout_s));
+  }
+  for (size_t i = 0; i < threads.size(); ++i) {
+    const bool given_up = std::any_of(out.stalled.begin(), out.stalled.end(),
+                                      [i](const StalledRank& s) { return s.slot == static_cast<int>(i); });
+    if (given_up)
+      threads[i].detach();
+    else
+      threads[i].join();
+  }
+  if (!out.stalled.empty()) return out;
+  for (size_t i = 0; i < state->local.size(); ++i)
+    state->result.activation_peak_bytes[static_cast<size_t>(state->local[i])] = state->runners[i]->run_peak();
+  out.failed_elsewhere = state->shared.failed_elsewhere;
+  out.failure = state->shared.failure;
+  return out;
+}
+
+// "rank 0 stalled at 0F0: it did not return within 1 s; the run ended without it", every stalled rank named
+// ("rank 0 stalled at 0F0 and rank 2 at 2B1: they did ...").
+std::string stall_text(std::vector<StalledRank> stalled, const std::vector<int>& local, double timeout_s) {
+  std::sort(stalled.begin(), stalled.end(), [](const StalledRank& a, const StalledRank& b) { return a.slot < b.slot; });
+  std::string ranks;
+  for (size_t i = 0; i < stalled.size(); ++i) {
+    const char* before = i == 0 ? "" : i + 1 == stalled.size() ? " and " : ", ";
+    ranks += fmt::format("{}rank {} {}{}{}", before, local[static_cast<size_t>(stalled[i].slot)], i == 0 ? "stalled at " : "at ",
+                         stalled[i].where, stalled[i].waiting ? " (in a wait past its deadline)" : "");
+  }
+  const bool one = stalled.size() == 1;
+  return fmt::format("{}: {} not return within {:g} s; the run ended without {}", ranks, one ? "it did" : "they did",
+                     timeout_s, one ? "it" : "them");
 }
 
 void set_step_times(RunResult& result) {
@@ -428,20 +516,24 @@ void set_step_times(RunResult& result) {
 
 }  // namespace
 
+void check_timeout(double timeout_s) {
+  if (!(timeout_s >= kMinTimeoutS && timeout_s <= kMaxTimeoutS))
+    throw_bad_input("--timeout: must be a number of seconds from {:g} to {:g} (a day), got {:g}", kMinTimeoutS,
+                    kMaxTimeoutS, timeout_s);
+}
+
 RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, Transport* transport) {
-  const Schedule lowered = checked_schedule(schedule, options);
+  Schedule lowered = checked_schedule(schedule, options);
   const int ranks = lowered.num_ranks();
-  std::optional<ThreadTransport> threads;
-  if (!transport) transport = &threads.emplace(ranks);
-  RunResult result = empty_result(options, ranks);
-  ThreadMeeting barrier(ranks);  // ranks as threads of this process
   std::vector<int> all(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) all[static_cast<size_t>(r)] = r;
-  bool elsewhere = false;
-  if (auto failure = run_ranks(lowered, backend, options, *transport, barrier, all, result, elsewhere))
-    throw_runtime("{}", *failure);
-  set_step_times(result);
-  return result;
+  auto state = std::make_shared<RankThreads>(std::move(lowered), options, backend, transport,
+                                             std::make_unique<ThreadMeeting>(ranks), std::move(all));
+  const RanksOutcome outcome = run_ranks(state, /*give_up_stalled=*/true);
+  if (!outcome.stalled.empty()) throw RankStalled(stall_text(outcome.stalled, state->local, options.timeout_s));
+  if (outcome.failure) throw_runtime("{}", *outcome.failure);
+  set_step_times(state->result);
+  return std::move(state->result);
 }
 
 RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, ProcessGroup& group) {
@@ -463,13 +555,15 @@ RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOpti
     if (local_ranks[i] < 0 || local_ranks[i] >= ranks || (i > 0 && local_ranks[i] <= local_ranks[i - 1]))
       throw_runtime("process {}: its ranks must be ascending ranks of the schedule's {}", group.rank(), ranks);
   const int me = local_ranks.front();
-  RunResult result = empty_result(options, ranks);
-  ProcessMeeting meeting(group, static_cast<int>(local_ranks.size()));
-  bool elsewhere = false;
-  if (auto failure = run_ranks(lowered, backend, options, transport, meeting, local_ranks, result, elsewhere)) {
-    if (elsewhere) throw RunFailedElsewhere(*failure);
-    throw_runtime("{}", *failure);
+  auto state = std::make_shared<RankThreads>(lowered, options, backend, &transport,
+                                             std::make_unique<ProcessMeeting>(group, static_cast<int>(local_ranks.size())),
+                                             local_ranks);
+  const RanksOutcome outcome = run_ranks(state, /*give_up_stalled=*/false);
+  if (outcome.failure) {
+    if (outcome.failed_elsewhere) throw RunFailedElsewhere(*outcome.failure);
+    throw_runtime("{}", *outcome.failure);
   }
+  RunResult result = std::move(state->result);
 
   const std::string where = fmt::format("rank {} failed at the gathering of the records", me);
   std::vector<std::vector<std::byte>> gathered;

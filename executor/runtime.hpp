@@ -16,10 +16,19 @@
 
 namespace pw {
 
+// The bounds of RunOptions::timeout_s: below a millisecond every wait fails; above a day a wait is a hang.
+inline constexpr double kMinTimeoutS = 1e-3;
+inline constexpr double kMaxTimeoutS = 86400;
+// BadInput "--timeout: must be a number of seconds from 0.001 to 86400 (a day), got inf" outside them (NaN too).
+void check_timeout(double timeout_s);
+
 struct RunOptions {
   int iterations = 1;   // measured
   int warmup = 0;       // run first, not measured
-  double timeout_s = 60;  // longest wait for a receive or for the other ranks
+  // Longest wait for a receive or for the other ranks; with ranks as threads of one process also the
+  // longest a rank may stay inside one action (a kernel, before_action) before it is overdue
+  // (executor/stall_watch.hpp).
+  double timeout_s = 60;
   bool optimizer_step = true;
   // Called on the rank's thread before each action; a test hook (throwing stops the run like a failing
   // kernel would).
@@ -49,9 +58,22 @@ struct RunResult {
   std::vector<double> activation_peak_bytes;   // per rank, over the whole run
 };
 
+// Ranks as threads: a rank stayed inside one action (or a wait) for longer than the timeout. A thread cannot
+// be stopped, so the run ended without it: its thread is left running, detached, and may still use the
+// backend and the transport the caller gave. The caller keeps both alive (leaks them) and ends the process
+// soon without running destructors the thread may use: the CLI prints the error, then leaves by std::_Exit
+// while rank_threads_left_running() (executor/stall_watch.hpp) is not 0.
+class RankStalled : public Error {
+ public:
+  explicit RankStalled(const std::string& message) : Error(ErrorKind::Runtime, message) {}
+};
+
 // Validates the schedule (lowering it first when it is compute-only; BadInput before anything runs), then
 // runs warmup + iterations iterations. A rank that throws, or a wait longer than timeout_s, stops every rank
-// and throws Runtime "rank <r> failed at <action>: <reason>". `transport` null: threads in this process.
+// and throws Runtime "rank <r> failed at <action>: <reason>"; a rank that stalls throws RankStalled
+// "rank <r> stalled at <action>: it did not return within <timeout> s; the run ended without it" a quarter
+// second after the run stopped, at the earliest timeout_s after it entered the action (StallWatch).
+// `transport` null: threads in this process.
 RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options = {},
                        Transport* transport = nullptr);
 

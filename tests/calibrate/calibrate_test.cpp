@@ -12,53 +12,11 @@
 
 namespace {
 
-pw::Model tiny(const char* name) { return pw::load_model(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/" + name); }
-
-pw::Scenario scenario(const pw::Model& model, const char* schedule, int pp, int vpp, int m, int b) {
-  pw::Scenario s;
-  s.model = model;
-  s.cluster = pw::cluster_preset("dgx-h100");
-  s.parallel.pp = pp;
-  s.parallel.vpp = vpp;
-  s.parallel.microbatches = m;
-  s.workload.micro_batch_size = b;
-  s.workload.seq_len = 32;
-  s.schedule = schedule;
-  return s;
-}
-
-pw::RunOverheads truth_overheads() {
-  pw::RunOverheads o;
-  o.fitted = true;
-  o.compute_scale = 1.10;
-  o.dispatch_s = 100e-6;
-  o.transfer_s = 300e-6;
-  return o;
-}
-
-struct Fixture {
-  std::string profile;
-  std::vector<std::string> runs;
-};
-
-// A profile at b = 1, 2, 4, 8 (+-1% noise) and seven runs (+-0.2% noise) simulated with the truth, in files
-// named after `test` (ctest runs the test cases as processes at once: each writes its own).
-Fixture fixture(const std::string& test) {
-  const pw::Model m = tiny("tiny-llama.json");
-  const synth::Truth t;
-  Fixture f;
-  f.profile = synth::write(test + "-synthetic-profile.json",
-                           pw::profile_to_json_text(synth::profile(m, {1, 2, 4, 8}, {32}, t, 0.01, 3)));
-  const pw::AnalyticCostModel analytic;
-  const pw::CalibratedCostModel truth(synth::truth_calibration(t, truth_overheads()), analytic);
-  const std::vector<pw::Scenario> scenarios = {
-      scenario(m, "1f1b", 2, 1, 4, 1),        scenario(m, "gpipe", 2, 1, 8, 2), scenario(m, "1f1b", 4, 1, 8, 1),
-      scenario(m, "zb-h1", 4, 1, 4, 2),       scenario(m, "interleaved", 2, 2, 4, 1),
-      scenario(m, "1f1b", 4, 1, 8, 4),        scenario(m, "zb-h1", 2, 1, 8, 8)};
-  for (size_t i = 0; i < scenarios.size(); ++i)
-    f.runs.push_back(synth::run_file(fmt::format("{}-synthetic-run{}.json", test, i + 1), scenarios[i], truth, 0.002, 100 + i));
-  return f;
-}
+using synth::Fixture;
+using synth::fixture;
+using synth::scenario;
+using synth::tiny;
+using synth::truth_overheads;
 
 double error_pct(double predicted, double measured) { return std::abs(predicted - measured) / measured * 100; }
 

@@ -119,7 +119,7 @@ TEST_CASE("run: bad input exits 2 with one line naming the option") {
   check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--microbatches", "2",
                    "--iterations", "0"},
                   "--iterations: must be at least 1, got 0");
-  check_bad_input(with(kSleepUniform, {"--timeout", "0"}), "--timeout: must be a positive number of seconds, got 0");
+  check_bad_input(with(kSleepUniform, {"--timeout", "0"}), "--timeout: must be a number of seconds from 0.001 to 86400 (a day), got 0");
   check_bad_input(with(kSleepUniform, {"--optimizer", "lion"}), "--optimizer: unknown optimizer 'lion'; use sgd or adam");
   check_bad_input({"run", "--model", source_path("examples/tiny-uniform.json"), "--cluster", "ideal", "--pp", "2",
                    "--microbatches", "2"},
@@ -141,4 +141,71 @@ TEST_CASE("run: a rank that fails ends the run with exit 1, naming the rank and 
   CHECK(r.code == 1);
   CHECK(r.out.empty());
   CHECK(r.err == "error: rank 1 failed at 1F2: injected failure (--inject-failure)\n");
+}
+
+TEST_CASE("run: every number is checked; NaN, infinities, a denormal rate and a timeout past a day are bad input") {
+  const std::string timeout = "--timeout: must be a number of seconds from 0.001 to 86400 (a day), got ";
+  // 1e10 s and inf used to overflow the deadline: the run failed at once, blaming the other ranks.
+  const std::vector<std::pair<std::string, std::string>> timeouts = {
+      {"1e10", "1e+10"}, {"inf", "inf"}, {"-inf", "-inf"}, {"nan", "nan"}, {"86401", "86401"}, {"1e-4", "0.0001"}};
+  for (const auto& [given, shown] : timeouts) check_bad_input(with(kSleepUniform, {"--timeout", given}), timeout + shown);
+  // --lr nan was refused while inf ran to a loss of -nan.
+  const std::string lr = "--lr: must be a positive finite learning rate such as 0.001, got ";
+  for (const char* rate : {"inf", "-inf", "nan", "0", "-0.1"}) check_bad_input(with(kSleepUniform, {"--lr", rate}), lr + rate);
+  check_bad_input(with(kSleepUniform, {"--lr", "1e-310"}), lr + "1e-310 (a denormal, below the smallest normal double)");
+}
+
+TEST_CASE("run --inject-failure naming a rank or an action the schedule does not have is bad input naming what it has") {
+  check_bad_input(with(kSleepUniform, {"--inject-failure", "2:2F0"}),
+                  "--inject-failure: rank 2 is not in the schedule, whose ranks are 0..1; name one of them");
+  check_bad_input(with(kSleepUniform, {"--inject-failure", "1:1F2"}),
+                  "--inject-failure: rank 1 never runs 1F2; it runs F, BW of stage 1 for micro-batches 0..1, and their "
+                  "sends and receives; name one of those");
+  check_bad_input(with(kSleepUniform, {"--inject-failure", "0:1F0:stall"}),
+                  "--inject-failure: rank 0 never runs 1F0; it runs F, BW of stage 0 for micro-batches 0..1, and their "
+                  "sends and receives; name one of those");
+  check_bad_input(with(kSleepUniform, {"--schedule", "zb-h1", "--inject-failure", "0:0BW1"}),
+                  "--inject-failure: rank 0 never runs 0BW1; it runs F, B, W of stage 0 for micro-batches 0..1, and "
+                  "their sends and receives; name one of those");
+  check_bad_input(with(kSleepUniform, {"--schedule", "interleaved", "--vpp", "2", "--inject-failure", "0:1F0"}),
+                  "--inject-failure: rank 0 never runs 1F0; it runs F, BW of stages 0, 2 for micro-batches 0..1, and "
+                  "their sends and receives; name one of those");
+  check_bad_input(with(kSleepUniform, {"--inject-failure", "one:1F0"}),
+                  "--inject-failure: 'one:1F0' is not RANK:ACTION such as 1:1F2");
+  // A receive is an action the rank runs: the hook fires there.
+  const CliResult r = run_cli(with(kSleepUniform, {"--inject-failure", "1:1RECV_F1"}));
+  CHECK(r.code == 1);
+  CHECK(r.err == "error: rank 1 failed at 1RECV_F1: injected failure (--inject-failure)\n");
+}
+
+TEST_CASE("run judges whether the machine was shared from the ranks' CPU time, in --json and in the table") {
+  const std::vector<std::string> real = {"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal",
+                                         "--pp", "2", "--microbatches", "2", "--iterations", "2", "--warmup", "0",
+                                         "--no-profile"};
+  const CliResult r = run_cli(with(real, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const json load = json::parse(r.out)["machine_load"];
+  CHECK(load["judged"] == true);
+  const double share = load["compute_cpu_share"];
+  CHECK(share > 0);
+  CHECK(share == Approx(load["compute_cpu_s"].get<double>() / load["compute_wall_s"].get<double>()));
+  CHECK(load["shared"] == (share < 0.8));
+  CHECK(load["shared_below_cpu_share"] == 0.8);
+  CHECK(load["cores"].get<int>() >= 1);
+  const std::string verdict = load["verdict"];
+  CHECK(verdict.rfind("ranks ran ", 0) == 0);
+  CHECK((verdict.find("the machine was shared, measured times are not comparable with the prediction") !=
+         std::string::npos) == load["shared"].get<bool>());
+
+  const CliResult table = run_cli(real);
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("\n  machine               ranks ran ") != std::string::npos);
+
+  // Sleep compute spends no CPU time in its actions: not judged.
+  const CliResult sleeping = run_cli(with(kSleepUniform, {"--json"}));
+  REQUIRE(sleeping.code == 0);
+  const json idle = json::parse(sleeping.out)["machine_load"];
+  CHECK(idle["judged"] == false);
+  CHECK(idle["shared"] == false);
 }

@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <future>
+#include <limits>
+#include <memory>
 #include <thread>
 
 #include "core/error.hpp"
@@ -10,6 +13,7 @@
 #include "executor/host_tensor.hpp"
 #include "executor/runtime.hpp"
 #include "executor/sleep_backend.hpp"
+#include "executor/stall_watch.hpp"
 #include "executor/transport.hpp"
 #include "executor_test_util.hpp"
 #include "schedules/generators.hpp"
@@ -113,16 +117,13 @@ TEST_CASE("a kernel failure inside the real backend stops the run the same way")
 }
 
 TEST_CASE("a receive that waits past the timeout fails with the missing message named") {
-  const Schedule s = schedule_of("1f1b", 2, 2);
-  SleepBackend backend(sleep_costs(2, 1e-4, 1e-4, 1e-4));
+  // Every forward takes 0.3 s, none longer than the 0.45 s timeout, but rank 2 waits for two of them in turn.
+  const Schedule s = schedule_of("gpipe", 3, 2);
+  SleepBackend backend(sleep_costs(3, 0.3, 1e-4, 1e-4));
   RunOptions options;
-  options.timeout_s = 0.2;
-  // Rank 0 stalls before its first forward for far longer than the timeout.
-  options.before_action = [](int rank, int, const Action& a) {
-    if (rank == 0 && a == Action{Op::F, 0, 0}) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  };
+  options.timeout_s = 0.45;
   const auto start = std::chrono::steady_clock::now();
-  CHECK(run_error(s, backend, options) == "rank 1 failed at 1RECV_F0: no message from rank 0 (0SEND_F0) within 0.2 s");
+  CHECK(run_error(s, backend, options) == "rank 2 failed at 2RECV_F0: no message from rank 1 (1SEND_F0) within 0.45 s");
   CHECK(seconds_since(start) < 3);
 }
 
@@ -137,6 +138,109 @@ TEST_CASE("a rank that waits for the others past the timeout fails at the barrie
   CHECK(run_error(schedule_of("1f1b", 2, 2), backend, options) ==
         "rank 0 failed at the start of an iteration: the other ranks did not arrive within 0.2 s");
   CHECK(seconds_since(start) < 3);
+}
+
+namespace {
+
+// A sleep-compute run whose ranks are held at the given actions until release(). The backend travels with
+// the hook, so that it outlives the run when a held rank's thread is given up and finishes later.
+struct HeldRun {
+  HeldRun(int stages, double timeout_s, std::vector<std::pair<int, Action>> holds)
+      : backend(std::make_shared<SleepBackend>(sleep_costs(stages, 1e-4, 1e-4, 1e-4))) {
+    options.timeout_s = timeout_s;
+    options.before_action = [backend = backend, holds, released = released.get_future().share()](int r, int, const Action& a) {
+      for (const auto& [rank, where] : holds)
+        if (r == rank && a == where) released.wait();
+    };
+  }
+
+  // The message of the RankStalled the run threw, or what happened instead.
+  std::string stall_error(const Schedule& s) {
+    try {
+      run_schedule(s, *backend, options);
+    } catch (const RankStalled& e) {
+      return e.what();
+    } catch (const Error& e) {
+      return std::string("not a stall: ") + e.what();
+    }
+    return "no error";
+  }
+
+  std::shared_ptr<SleepBackend> backend;
+  std::promise<void> released;
+  RunOptions options;
+};
+
+void wait_until_no_rank_thread_left() {
+  const auto start = std::chrono::steady_clock::now();
+  while (rank_threads_left_running() > 0 && seconds_since(start) < 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+}  // namespace
+
+TEST_CASE("a rank thread that stalls inside an action ends the run after the timeout, its thread given up") {
+  HeldRun run(2, 0.3, {{0, Action{Op::F, 0, 1}}});
+  const auto start = std::chrono::steady_clock::now();
+  // Rank 1's receive timed out too, at about the same time: the stalled rank is the run's error.
+  CHECK(run.stall_error(schedule_of("1f1b", 2, 4)) ==
+        "rank 0 stalled at 0F1: it did not return within 0.3 s; the run ended without it");
+  CHECK(seconds_since(start) < 3);
+  CHECK(rank_threads_left_running() == 1);
+  // Released, the thread finds the run stopped and ends by itself.
+  run.released.set_value();
+  wait_until_no_rank_thread_left();
+  CHECK(rank_threads_left_running() == 0);
+}
+
+TEST_CASE("with every rank stalled, or a single rank, nobody waits: the watch alone ends the run") {
+  SECTION("one rank") {
+    HeldRun run(1, 0.2, {{0, Action{Op::BW, 0, 2}}});
+    CHECK(run.stall_error(schedule_of("gpipe", 1, 4)) ==
+          "rank 0 stalled at 0BW2: it did not return within 0.2 s; the run ended without it");
+    run.released.set_value();
+  }
+  SECTION("two ranks, each inside its own action") {
+    HeldRun run(2, 0.2, {{0, Action{Op::F, 0, 1}}, {1, Action{Op::F, 1, 0}}});
+    CHECK(run.stall_error(schedule_of("gpipe", 2, 4)) ==
+          "rank 0 stalled at 0F1 and rank 1 at 1F0: they did not return within 0.2 s; the run ended without them");
+    CHECK(rank_threads_left_running() == 2);
+    run.released.set_value();
+  }
+  wait_until_no_rank_thread_left();
+  CHECK(rank_threads_left_running() == 0);
+}
+
+TEST_CASE("a rank still finishing its action when another fails is waited for, not given up") {
+  SleepBackend backend(sleep_costs(2, 1e-4, 1e-4, 1e-4));
+  RunOptions options;
+  options.timeout_s = 5;
+  options.before_action = [](int rank, int, const Action& a) {
+    if (rank == 1 && a == Action{Op::F, 1, 0}) throw std::runtime_error("injected failure");
+    if (rank == 0 && a == Action{Op::F, 0, 1}) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  };
+  CHECK(run_error(schedule_of("gpipe", 2, 4), backend, options) == "rank 1 failed at 1F0: injected failure");
+  CHECK(rank_threads_left_running() == 0);
+}
+
+TEST_CASE("the timeout is bounded: NaN, infinities and more than a day are refused before anything runs") {
+  SleepBackend backend(sleep_costs(2, 1e-4, 1e-4, 1e-4));
+  for (double bad : {0.0, -1.0, 1e-4, 86401.0, 1e10, std::numeric_limits<double>::infinity(),
+                     std::numeric_limits<double>::quiet_NaN()}) {
+    RunOptions options;
+    options.timeout_s = bad;
+    try {
+      run_schedule(schedule_of("gpipe", 2, 2), backend, options);
+      FAIL("ran with --timeout " << bad);
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::BadInput);
+      CHECK(std::string(e.what()) ==
+            fmt::format("--timeout: must be a number of seconds from 0.001 to 86400 (a day), got {:g}", bad));
+    }
+  }
+  RunOptions longest;
+  longest.timeout_s = kMaxTimeoutS;  // the deadline a day ahead does not overflow the clock
+  CHECK(run_schedule(schedule_of("gpipe", 2, 2), backend, longest).iterations.size() == 1);
 }
 
 TEST_CASE("a schedule with a dependency dropped is rejected by the validator before anything runs") {
