@@ -373,8 +373,8 @@ void TcpProcessGroup::World::join_as_other(const TcpGroupConfig& config, Clock::
           return;
         }
       }
-    } else if (s.valid()) {
-      last_error = "the connection closed before process 0 answered";
+    } else if (s.valid() && Clock::now() < deadline) {
+      last_error = "the connection closed before process 0 answered";  // at the deadline the last reason stands
     }
     if (Clock::now() >= deadline)
       throw_runtime("process {} of {} could not join process 0 at {}:{} within {:g} s ({}); is process 0 running, and are "
