@@ -61,7 +61,13 @@ WaitBoard::Verdict WaitBoard::blame(int me, int on) const {
   seen[static_cast<size_t>(me)] = true;
   if (on >= 0) {
     collect(on, me, seen, v);
+    // Of the processes waiting on the stalled one directly, the lowest-numbered reports.
     v.reports = v.stalled == std::vector<int>{on};
+    for (int q = 0; q < me && v.reports; ++q)
+      if (entries_[static_cast<size_t>(q)].on == on) {
+        v.reports = false;
+        v.last_heard = std::max(v.last_heard, entries_[static_cast<size_t>(q)].heard);
+      }
   } else {
     int lowest_at_meeting = me;
     for (int q = 0; q < static_cast<int>(entries_.size()); ++q) {

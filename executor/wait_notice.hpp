@@ -2,9 +2,9 @@
 // Naming the process a job waits on. A process whose wait lasts longer than notice_after() tells the others
 // what it waits for (a WaitNotice), and that the wait ended when it does. When a wait runs out, the process
 // follows those notices from the one it waited on: a process that waits on no one is the one that stalled;
-// one that itself waits is not to blame. Only a process that waited on the stalled one directly reports
-// (its own timeout names it); the others wait a little longer for that report, and name the stalled
-// process themselves if it does not come.
+// one that itself waits is not to blame. Only the lowest-numbered process that waited on the stalled one
+// directly reports (its own timeout names it); the others wait a little longer for that report, and name
+// the stalled process themselves if it does not come.
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -52,8 +52,8 @@ class WaitBoard {
   void note(const WaitNotice& notice, Clock::time_point heard);
 
   // Process `me`, waiting on `on` (a process or kAtMeeting), at its deadline. `reports`: this process is the
-  // one to report (it waits on a stalled process directly; at a meeting, the lowest-numbered process known
-  // there). `stalled`: the processes at the end of the chains, ascending. `last_heard`: when the latest
+  // one to report (it waits on a stalled process directly and no lower-numbered process is known to; at a
+  // meeting, the lowest-numbered process known there). `stalled`: the processes at the end of the chains, ascending. `last_heard`: when the latest
   // notice on the way was heard (the reporting process's wait is at least that recent).
   struct Verdict {
     bool reports = true;

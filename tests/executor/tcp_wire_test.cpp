@@ -199,6 +199,14 @@ TEST_CASE("the wait board follows who waits on whom to the process that waits on
   CHECK_FALSE(meeting.blame(3, kAtMeeting).reports);
   CHECK(meeting.blame(3, kAtMeeting).stalled == std::vector<int>{0});
 
+  // Ranks 1 and 3 both wait on rank 2 directly: rank 1 alone reports.
+  WaitBoard two(4);
+  two.note({1, 2, "2SEND_B0"}, now);
+  two.note({3, 2, "2SEND_F1"}, now);
+  CHECK(two.blame(1, 2).reports);
+  CHECK_FALSE(two.blame(3, 2).reports);
+  CHECK(two.blame(3, 2).stalled == std::vector<int>{2});
+
   // Two that wait on each other: no one stalled, a plain timeout.
   WaitBoard cycle(3);
   cycle.note({1, 2, ""}, now);
