@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "executor/wait_notice.hpp"
 #include "executor/tcp_frame.hpp"
 #include "executor/tcp_hello.hpp"
 #include "tcp_test_util.hpp"
@@ -235,6 +236,31 @@ TEST_CASE("a process 0 that relays a frame from no process, or announces a 4 GiB
                              "0's welcome lists 4294967295 bytes of processes, not the 136 of 2 processes); is process "
                              "0 running, and are MASTER_ADDR and MASTER_PORT the same for every process?",
                              port));
+}
+
+TEST_CASE("a process 0 gone silent (the relay of every message) is named by the others, not the peers it holds up") {
+  const int port = free_port();
+  std::string error;
+  std::thread rank1([&] {
+    error = what_of([&] {
+      TcpProcessGroup g(config_for(1, 2, port));
+      try {
+        g.barrier(in_s(1));
+      } catch (const PeerStalled& e) {
+        throw_runtime("{}", e.what());
+      }
+    });
+  });
+  // Welcomes rank 1, then neither beats nor relays, as a process 0 stopped by SIGSTOP.
+  Socket listener = listen_at("127.0.0.1", port);
+  Socket peer = accept_before(listener, in_s(10));
+  std::vector<unsigned char> hello(kHelloBytes);
+  read_full(peer.fd(), hello.data(), hello.size(), in_s(5));
+  const std::vector<unsigned char> welcome = welcome_to_wire({Card{4242, "rogue"}, Card{1, "me"}});
+  send_all(peer, welcome.data(), welcome.size());
+  rank1.join();
+  CHECK(error == "(runtime) process 0 (pid 4242 on rogue), through which every message passes, sent nothing for 1 s: "
+                 "rank 0 stalled, or its host is out of reach");
 }
 
 TEST_CASE("process 0 listens at MASTER_ADDR's address only") {
