@@ -31,7 +31,7 @@ constexpr size_t kHostBytes = 64;
 constexpr size_t kCardBytes = 4 + kHostBytes;                   // pid, host
 constexpr size_t kHelloBytes = 4 + 4 + 32 + 4 + 4 + kCardBytes;  // magic, version, token, rank, world, card
 constexpr size_t kAnswerHeadBytes = 4 + 4 + 4;                  // magic, status, length
-// The longest refusal process 0 sends, and the most processes a welcome lists (launch_env.hpp's bound).
+// The longest refusal process 0 sends (a welcome's length follows from the world size).
 constexpr size_t kLongestRefusal = 4096;
 
 std::array<unsigned char, kHelloBytes> hello_to_wire(const Hello& hello);

@@ -50,15 +50,6 @@ Sha256 token_of(unsigned char first) {
   return t;
 }
 
-FrameHeader frame(FrameKind kind, int src, int dst, std::uint64_t length) {
-  FrameHeader h;
-  h.kind = static_cast<std::uint32_t>(kind);
-  h.src = src;
-  h.dst = dst;
-  h.length = length;
-  return h;
-}
-
 // Joins process 0 at `port` as rank 1 of 2 with the job's token, as a process of the job would, and reads
 // the welcome.
 Socket join_as_rank_1(int port, const Sha256& token) {

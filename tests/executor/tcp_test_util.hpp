@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "executor/tcp_frame.hpp"
 #include "executor/tcp_process_group.hpp"
 #include "executor/tcp_socket.hpp"
 
@@ -69,6 +70,16 @@ inline std::string local_text(const Socket& s) {
   socklen_t len = sizeof addr;
   ::getsockname(s.fd(), reinterpret_cast<sockaddr*>(&addr), &len);
   return "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+}
+
+// A frame header as a process would send it.
+inline FrameHeader frame(FrameKind kind, int src, int dst, std::uint64_t length) {
+  FrameHeader h;
+  h.kind = static_cast<std::uint32_t>(kind);
+  h.src = src;
+  h.dst = dst;
+  h.length = length;
+  return h;
 }
 
 inline bool send_all(const Socket& s, const void* data, size_t n) { return write_full(s.fd(), data, n, in_s(5)); }

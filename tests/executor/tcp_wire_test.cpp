@@ -10,8 +10,10 @@
 #include "executor/tcp_frame.hpp"
 #include "executor/tcp_hello.hpp"
 #include "executor/wait_notice.hpp"
+#include "tcp_test_util.hpp"
 
 using namespace pw;
+using pw::test::frame;
 
 namespace {
 
@@ -19,15 +21,6 @@ std::string hex(const Sha256& d) {
   std::string out;
   for (unsigned char c : d) out += fmt::format("{:02x}", c);
   return out;
-}
-
-FrameHeader frame(FrameKind kind, int src, int dst, std::uint64_t length) {
-  FrameHeader h;
-  h.kind = static_cast<std::uint32_t>(kind);
-  h.src = src;
-  h.dst = dst;
-  h.length = length;
-  return h;
 }
 
 }  // namespace
