@@ -270,7 +270,10 @@ void MpiWorld::wait(Clock::time_point deadline, const std::function<bool()>& don
       std::lock_guard lock(mutex_);
       tell_locked(*notice);
     }
-    if (now >= watch.deadline()) watch.at_deadline(board_);  // throws, or waits a little longer for the report
+    if (now >= watch.deadline()) {
+      std::lock_guard lock(mutex_);
+      watch.at_deadline(board_);  // throws, or waits a little longer for the report
+    }
     pause(now - start, spin_);
   }
 }

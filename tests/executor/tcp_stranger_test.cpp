@@ -180,6 +180,25 @@ TEST_CASE("a process of the job that sends a frame no pipewright sends fails the
   }
 }
 
+TEST_CASE("a token holder that says it is rank 77 fails the join at every process that joined, one text") {
+  // The job token from MASTER_ADDR and MASTER_PORT alone is known to anyone who can guess them: such a
+  // process is refused as a misstarted one is, never given a rank.
+  const int port = free_port();
+  std::string errors[2];
+  std::thread process0([&] { errors[0] = what_of([&] { TcpProcessGroup g(config_for(0, 3, port)); }); });
+  std::thread process1([&] { errors[1] = what_of([&] { TcpProcessGroup g(config_for(1, 3, port)); }); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // process 1 has joined
+  Socket rogue = connect_when_listening(port);
+  const auto hello = hello_to_wire(Hello{Sha256{}, 77, 3, Card{4242, "rogue"}});
+  send_all(rogue, hello.data(), hello.size());
+  process0.join();
+  process1.join();
+  const std::string text = "(bad input) RANK: a process says it is rank 77, outside 1..2 of the 3 processes; give each "
+                           "process its own rank below 3";
+  CHECK(errors[0] == text);
+  CHECK(errors[1] == text);
+}
+
 TEST_CASE("a process 0 that relays a frame from no process, or announces a 4 GiB welcome, is named") {
   // A stand-in process 0 on a port of its own, answering every connection for 0.8 s; the real rank 1 joins it.
   const auto serve = [](int port, const std::function<void(Socket&)>& after_hello) {
