@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 
 namespace pw {
@@ -37,7 +38,9 @@ void HostTensor::append_wire(std::vector<std::byte>& out) const {
 TensorPtr host_tensor_from_wire(std::span<const std::byte> wire) {
   if (wire.size() < kHeader || get<std::uint32_t>(wire, 0) != kHostTag) return nullptr;
   const auto rows = get<std::int64_t>(wire, 4), cols = get<std::int64_t>(wire, 12);
-  if (rows < 0 || cols < 0 || wire.size() - kHeader != sizeof(float) * static_cast<size_t>(rows * cols))
+  // The sizes must account for the bytes that came, so the matrix is never larger than the message.
+  const std::optional<std::int64_t> data_bytes = checked_product({rows, cols, std::int64_t{sizeof(float)}});
+  if (!data_bytes || static_cast<std::uint64_t>(*data_bytes) != wire.size() - kHeader)
     throw_runtime("a host tensor of {} x {} floats arrived with {} bytes of data", rows, cols, wire.size() - kHeader);
   Mat m(rows, cols);
   if (m.size() > 0) std::memcpy(m.data(), wire.data() + kHeader, wire.size() - kHeader);

@@ -1,8 +1,8 @@
 #include "executor/launch_env.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
-#include <vector>
 
 #include "core/error.hpp"
 
@@ -18,8 +18,9 @@ class Reader {
 
   bool has(const std::string& name) const { return env_.count(name) > 0; }
 
-  // A whole number >= `minimum`; the fix names the launcher that should have set it.
-  int number(const std::string& name, int minimum = 0) const {
+  // A whole number from `minimum` to `maximum`; the fix names the launcher that should have set it. Counts
+  // and indices of processes and nodes stay within kMostProcesses, so nothing sized by them can be huge.
+  int number(const std::string& name, int minimum = 0, int maximum = kMostProcesses) const {
     const std::string& text = env_.at(name);
     long long value = 0;
     const char* end = text.data() + text.size();
@@ -28,6 +29,7 @@ class Reader {
       throw_bad_input("{}: '{}' is not a whole number; {}", name, text, hint_);
     if (value < minimum)
       throw_bad_input("{}: must be {} or more, got {}; {}", name, minimum, value, hint_);
+    if (value > maximum) throw_bad_input("{}: {} is beyond {}, the most processes pipewright joins; {}", name, value, maximum, hint_);
     return static_cast<int>(value);
   }
 
@@ -53,9 +55,16 @@ void check_below(const Reader& r, const std::string& rank_name, int rank, const 
     throw_bad_input("{}: {} is not below {} {}; {}", rank_name, rank, size_name, size, r.hint());
 }
 
-// "2(x3),1" -> {2, 2, 2, 1}.
-std::vector<int> expand_tasks_per_node(const std::string& name, const std::string& text, const Reader& r) {
-  std::vector<int> out;
+// Slurm's tasks-per-node list ("2(x3),1": 2 tasks on each of the first 3 nodes, 1 on the fourth), read
+// without expanding it: a repeat count of half a billion costs nothing, and the node count is bounded.
+struct TasksPerNode {
+  int nodes = 0;
+  int on_node = 0;  // the entry of the node asked for; 0 when the list has fewer nodes
+};
+
+TasksPerNode tasks_per_node(const std::string& name, const std::string& text, int node, const Reader& r) {
+  TasksPerNode out;
+  std::int64_t nodes = 0;
   size_t pos = 0;
   const auto bad = [&] {
     throw_bad_input("{}: '{}' is not Slurm's tasks-per-node list such as 2(x3),1; {}", name, text, r.hint());
@@ -76,10 +85,15 @@ std::vector<int> expand_tasks_per_node(const std::string& name, const std::strin
       if (item.back() != ')') bad();
       parse(item.substr(paren + 2, item.size() - paren - 3), repeat);
     }
-    out.insert(out.end(), static_cast<size_t>(repeat), count);
+    if (node >= nodes && node < nodes + repeat) out.on_node = count;
+    nodes += repeat;
+    if (count > kMostProcesses || nodes > kMostProcesses)
+      throw_bad_input("{}: '{}' lists more than {} {}, the most pipewright joins; {}", name, text, kMostProcesses,
+                      count > kMostProcesses ? "tasks on a node" : "nodes", r.hint());
     pos = end + 1;
   }
-  if (out.empty()) bad();
+  if (nodes == 0) bad();
+  out.nodes = static_cast<int>(nodes);
   return out;
 }
 
@@ -121,12 +135,12 @@ LaunchEnv from_slurm(const Reader& r) {
   } else {
     const std::string list = r.has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
     if (r.has(list)) {
-      const std::vector<int> per_node = expand_tasks_per_node(list, r.text(list), r);
       const int node = r.optional("SLURM_NODEID", 0);
-      if (node >= static_cast<int>(per_node.size()))
-        throw_bad_input("SLURM_NODEID: {} is not below the {} nodes of {} '{}'; {}", node, per_node.size(), list,
+      const TasksPerNode per_node = tasks_per_node(list, r.text(list), node, r);
+      if (node >= per_node.nodes)
+        throw_bad_input("SLURM_NODEID: {} is not below the {} nodes of {} '{}'; {}", node, per_node.nodes, list,
                         r.text(list), r.hint());
-      e.local_world_size = per_node[static_cast<size_t>(node)];
+      e.local_world_size = per_node.on_node;
       local_size_name = fmt::format("this node's {} entry", list);
     } else {
       e.local_world_size = e.world_size;
@@ -135,6 +149,26 @@ LaunchEnv from_slurm(const Reader& r) {
   e.local_rank = r.optional("SLURM_LOCALID", e.rank < e.local_world_size ? e.rank : 0);
   check_below(r, "SLURM_LOCALID", e.local_rank, local_size_name, e.local_world_size);
   return e;
+}
+
+// The user's token first; else what the launcher gives every process of one job and no other job.
+void read_job_id(const std::map<std::string, std::string>& env, LaunchEnv& e) {
+  const auto value = [&](const char* name) { return env.count(name) ? env.at(name) : std::string(); };
+  if (env.count("PIPEWRIGHT_JOB_TOKEN")) {
+    const std::string& token = env.at("PIPEWRIGHT_JOB_TOKEN");
+    if (token.size() < kShortestJobToken || token.size() > kLongestJobToken)
+      throw_bad_input("PIPEWRIGHT_JOB_TOKEN: {} characters; a token has {} to {}, the same for every process of the "
+                      "job, e.g. export PIPEWRIGHT_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')",
+                      token.size(), kShortestJobToken, kLongestJobToken);
+    e.job_id_variable = "PIPEWRIGHT_JOB_TOKEN";
+    e.job_id = token;
+  } else if (e.launcher == "torchrun" && !value("TORCHELASTIC_RUN_ID").empty()) {
+    e.job_id_variable = "TORCHELASTIC_RUN_ID";
+    e.job_id = value("TORCHELASTIC_RUN_ID");
+  } else if (e.launcher == "slurm" && !value("SLURM_JOB_ID").empty()) {
+    e.job_id_variable = "SLURM_JOB_ID";
+    e.job_id = value("SLURM_JOB_ID") + "." + (env.count("SLURM_STEP_ID") ? value("SLURM_STEP_ID") : value("SLURM_STEPID"));
+  }
 }
 
 }  // namespace
@@ -160,8 +194,9 @@ LaunchEnv launch_env_from(const std::map<std::string, std::string>& env) {
     e.master_addr = env.at("MASTER_ADDR");
     if (e.master_addr.empty()) throw_bad_input("MASTER_ADDR: empty; {}", any.hint());
   }
+  read_job_id(env, e);
   if (env.count("MASTER_PORT")) {
-    e.master_port = any.number("MASTER_PORT", 1);
+    e.master_port = any.number("MASTER_PORT", 1, 1'000'000'000);
     if (e.master_port > 65535) throw_bad_input("MASTER_PORT: {} is not a port (1 to 65535); {}", e.master_port, any.hint());
   }
   return e;

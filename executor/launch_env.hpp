@@ -14,10 +14,18 @@
 //   Otherwise the launcher is "none": rank 0 of a world of 1.
 // MASTER_ADDR and MASTER_PORT are read under every launcher (people export them in Slurm scripts too), and
 // ignored without one.
+#include <cstddef>
 #include <map>
 #include <string>
 
 namespace pw {
+
+// The most processes (and nodes, and tasks on a node) read from a launcher's variables: more is refused
+// before anything is sized by it.
+constexpr int kMostProcesses = 1 << 20;
+// PIPEWRIGHT_JOB_TOKEN's length: long enough not to be guessed, short enough for a variable.
+constexpr size_t kShortestJobToken = 16;
+constexpr size_t kLongestJobToken = 4096;
 
 struct LaunchEnv {
   std::string launcher = "none";  // "none", "openmpi", "slurm", "torchrun"
@@ -30,15 +38,23 @@ struct LaunchEnv {
   // CUDA_VISIBLE_DEVICES is set: the GPUs this process sees were chosen for it (srun --gpus-per-task, a
   // wrapper script), so seeing only its own share does not mean sharing them with the node's others.
   bool gpus_chosen = false;
+  // What tells this job's processes from another job's at the same address (executor/job_token.hpp): the
+  // variable it came from and its value. PIPEWRIGHT_JOB_TOKEN when set (a secret, if the user keeps it one);
+  // else TORCHELASTIC_RUN_ID under torchrun, or SLURM_JOB_ID "." the step id under srun (names, not
+  // secrets); empty when the launcher gives none.
+  std::string job_id_variable;
+  std::string job_id;
 };
 
 // From a variable -> value map. BadInput (one line naming the variable and the fix) for a value that is not
-// a whole number, a negative one, a world size below 1, a rank not below its world size, a variable of the
-// chosen launcher missing while its world size is set, or a port outside 1..65535.
+// a whole number, a negative one, a world size below 1 or above kMostProcesses, a rank not below its world
+// size, a variable of the chosen launcher missing while its world size is set, a port outside 1..65535, or a
+// PIPEWRIGHT_JOB_TOKEN of another length than kShortestJobToken..kLongestJobToken.
 //
 // Slurm's local world size: SLURM_NTASKS_PER_NODE when set (srun --ntasks-per-node), else this node's entry
 // of SLURM_STEP_TASKS_PER_NODE or SLURM_TASKS_PER_NODE (the compressed form "2(x3),1": 2 tasks on each of
-// the first 3 nodes, 1 on the fourth) at index SLURM_NODEID (0 when unset), else the world size (one node).
+// the first 3 nodes, 1 on the fourth; at most kMostProcesses nodes) at index SLURM_NODEID (0 when unset),
+// else the world size (one node).
 LaunchEnv launch_env_from(const std::map<std::string, std::string>& env);
 
 // The same from this process's environment.

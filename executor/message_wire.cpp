@@ -19,6 +19,9 @@ struct WireHeader {
   std::int32_t padding = 0;
 };
 
+// A send time further than a week from the last meeting is no send of this run.
+constexpr std::int64_t kLongestSendNs = 7LL * 24 * 3600 * 1'000'000'000;
+
 }  // namespace
 
 std::vector<std::byte> message_to_wire(const MessageKey& key, const Message& message, Clock::time_point since) {
@@ -44,6 +47,14 @@ WireMessage message_from_wire(std::span<const std::byte> bytes, const Backend& b
     throw_runtime("a message of {} bytes from rank {} is too short for a tensor's header", bytes.size(), from);
   WireHeader h;
   std::memcpy(&h, bytes.data(), sizeof(WireHeader));
+  // Only a SEND_F or SEND_B of a real stage and micro-batch is ever sent; anything else would sit in the
+  // mailbox unmatched or, for the send time, overflow the clock.
+  const bool send_op = h.op == static_cast<std::int32_t>(Op::SendF) || h.op == static_cast<std::int32_t>(Op::SendB);
+  if (!send_op || h.iteration < 0 || h.stage < 0 || h.microbatch < 0 || (h.has_tensor != 0 && h.has_tensor != 1) ||
+      h.sent_ns < -kLongestSendNs || h.sent_ns > kLongestSendNs)
+    throw_runtime("a message from rank {} has a header no pipewright sends (operation {}, iteration {}, stage {}, "
+                  "micro-batch {}); the processes run different builds?",
+                  from, h.op, h.iteration, h.stage, h.microbatch);
   WireMessage w;
   w.key = MessageKey{h.iteration, static_cast<Op>(h.op), h.stage, h.microbatch};
   w.message.flow_id = h.flow_id;

@@ -18,7 +18,8 @@ namespace pw {
 std::vector<std::byte> message_to_wire(const MessageKey& key, const Message& message, Clock::time_point since);
 
 // The key and message from bytes message_to_wire wrote, the tensor rebuilt by `backend`, the send time
-// counted from this process's last barrier `since`. Runtime error naming `from` for bytes too short.
+// counted from this process's last barrier `since`. Runtime error naming `from` for bytes too short, or a
+// header no pipewright sends (not a SEND_F or SEND_B, a negative stage or micro-batch, a send time beyond a week).
 struct WireMessage {
   MessageKey key;
   Message message;

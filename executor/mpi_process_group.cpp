@@ -14,10 +14,6 @@
 namespace pw {
 namespace {
 
-Clock::time_point after(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
-
 class MpiProcessGroup : public ProcessGroup {
  public:
   MpiProcessGroup(double timeout_s) : timeout_s_(timeout_s), world_(timeout_s) {}
@@ -46,11 +42,14 @@ class MpiProcessGroup : public ProcessGroup {
       std::lock_guard lock(world_.mutex());
       mpi_check(MPI_Ibarrier(world_.comm(), &request), "MPI_Ibarrier");
     }
-    world_.wait(deadline, [&] {
-      int done = 0;
-      mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      return done != 0;
-    });
+    world_.wait(
+        deadline,
+        [&] {
+          int done = 0;
+          mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+          return done != 0;
+        },
+        kAtMeeting, "the meeting");
     const Clock::time_point now = Clock::now();
     world_.set_last_meeting(now);
     return now;

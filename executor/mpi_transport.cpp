@@ -26,10 +26,13 @@ Message MpiTransport::recv(int dst, int src, const MessageKey& key, Clock::time_
   if (dst != world_.rank())
     throw_runtime("rank {} cannot receive in process {}: a process hosts one rank", dst, world_.rank());
   Message out;
-  world_.wait(deadline, [&] {
-    take_arrivals_locked();
-    return take_message(mailbox_, src, key, out);
-  });
+  world_.wait(
+      deadline,
+      [&] {
+        take_arrivals_locked();
+        return take_message(mailbox_, src, key, out);
+      },
+      src, to_text(Action{key.op, key.stage, key.microbatch}));
   return out;
 }
 

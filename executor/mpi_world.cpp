@@ -120,6 +120,7 @@ MpiWorld::MpiWorld(double timeout_s) {
     same_machine_.push_back(!machine.empty() && theirs == machine);
   }
   lost_.assign(static_cast<size_t>(size_), false);
+  board_ = WaitBoard(size_);
   // More processes than cores here (mpirun --oversubscribe): a spinning waiter would take the core of a
   // process that has work, so waits sleep from the start.
   const auto here = std::count(same_machine_.begin(), same_machine_.end(), true);
@@ -214,7 +215,29 @@ bool MpiWorld::check_peers() {
   return any;
 }
 
-void MpiWorld::wait(Clock::time_point deadline, const std::function<bool()>& done) {
+void MpiWorld::take_wait_notices_locked() {
+  MpiBytes bytes;
+  int from = 0;
+  while (try_receive(MPI_ANY_SOURCE, kWaitTag, bytes, &from)) {
+    const std::optional<WaitNotice> notice = wait_notice_from_wire(bytes.view(), size_);
+    if (notice && notice->waiter == from) board_.note(*notice, Clock::now());
+  }
+}
+
+void MpiWorld::tell_locked(const WaitNotice& notice) {
+  const std::vector<std::byte> bytes = wait_notice_to_wire(notice);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_ || lost_[static_cast<size_t>(r)]) continue;
+    Pending& p = sends_.emplace_back();
+    p.bytes = bytes;
+    if (MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, r, kWaitTag, comm_, &p.request) !=
+        MPI_SUCCESS)
+      sends_.pop_back();  // a notice only helps name a stall; the wait goes on without it
+  }
+}
+
+void MpiWorld::wait(Clock::time_point deadline, const std::function<bool()>& done, int on, const std::string& what) {
+  WaitWatch watch(rank_, on, what, deadline);
   const Clock::time_point start = Clock::now();
   bool peer_gone = false;
   for (;;) {
@@ -223,7 +246,11 @@ void MpiWorld::wait(Clock::time_point deadline, const std::function<bool()>& don
       std::lock_guard lock(mutex_);
       progress_locked();
       check_notices_locked();
-      if (done()) return;
+      take_wait_notices_locked();
+      if (done()) {
+        if (auto ended = watch.ended()) tell_locked(*ended);
+        return;
+      }
     }
     // A peer found gone at the previous poll: what it sent before it ended has been taken since.
     if (peer_gone) {
@@ -239,7 +266,14 @@ void MpiWorld::wait(Clock::time_point deadline, const std::function<bool()>& don
       peer_gone = check_peers();
       next_peer_check_ = now + kPeerCheckEvery;
     }
-    if (now >= deadline) throw RecvTimeout();
+    if (auto notice = watch.due(now)) {
+      std::lock_guard lock(mutex_);
+      tell_locked(*notice);
+    }
+    if (now >= watch.deadline()) {
+      std::lock_guard lock(mutex_);
+      watch.at_deadline(board_);  // throws, or waits a little longer for the report
+    }
     pause(now - start, spin_);
   }
 }

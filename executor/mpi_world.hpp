@@ -16,10 +16,11 @@
 #include <vector>
 
 #include "executor/backend.hpp"
+#include "executor/wait_notice.hpp"
 
 namespace pw {
 
-enum MpiTag : int { kTensorTag = 1, kFailureTag = 2, kGatherTag = 3, kBroadcastTag = 4 };
+enum MpiTag : int { kTensorTag = 1, kFailureTag = 2, kGatherTag = 3, kBroadcastTag = 4, kWaitTag = 5 };
 
 // A received message's bytes. Not a std::vector: a receive buffer as large as a tensor need not be zeroed
 // before MPI writes it.
@@ -50,8 +51,10 @@ class MpiWorld {
   // Polls `done` (called with the mutex held) until it returns true. Between polls: a failure notice from
   // another process throws PeerFailed; abort() throws RunAborted; a peer on this host whose process is gone
   // throws PeerLost here if this is the lowest-numbered live process (others keep waiting for its notice);
-  // past `deadline`, RecvTimeout.
-  void wait(Clock::time_point deadline, const std::function<bool()>& done);
+  // past `deadline`, RecvTimeout, or PeerStalled naming the rank that stalled: what the wait is for (`on`:
+  // a rank or kAtMeeting, `what`) is told to the others once it lasts (executor/wait_notice.hpp).
+  void wait(Clock::time_point deadline, const std::function<bool()>& done, int on = kNotWaiting,
+            const std::string& what = "");
 
   // Sends `bytes` to `dst` without waiting; the buffer lives until MPI is done with it.
   void send(int dst, MpiTag tag, std::vector<std::byte> bytes);
@@ -86,6 +89,8 @@ class MpiWorld {
   };
   void progress_locked();  // completes finished sends and starts/finishes receives of matched messages
   void check_notices_locked();
+  void take_wait_notices_locked();
+  void tell_locked(const WaitNotice& notice);  // to every other live process, without waiting
   bool check_peers();  // marks peers on this host whose process is gone; whether any is (now or before)
 
   int rank_ = 0;
@@ -98,6 +103,7 @@ class MpiWorld {
   std::vector<std::string> hosts_;
   std::vector<bool> same_machine_;  // whose pid this process can look up
   std::vector<bool> lost_;
+  WaitBoard board_{1};
   std::list<Pending> sends_;
   std::list<Incoming> incoming_;        // receives under way
   std::list<Incoming> arrived_;         // received whole, not yet taken

@@ -31,12 +31,34 @@ class Reader {
     at_ += sizeof(T);
     return v;
   }
+  // A count of items of `item_bytes` each: refused unless the bytes left can hold that many, so a count
+  // never sizes a vector beyond the message that carried it.
+  size_t count(size_t item_bytes, int rank, const char* what) {
+    const auto n = get<std::int64_t>();
+    if (n < 0 || static_cast<std::uint64_t>(n) > (wire_.size() - at_) / item_bytes)
+      throw_runtime("rank {}'s records announce {} {} in {} bytes left; the processes run different builds?", rank, n,
+                    what, wire_.size() - at_);
+    return static_cast<size_t>(n);
+  }
   bool done() const { return at_ == wire_.size(); }
 
  private:
   std::span<const std::byte> wire_;
   size_t at_ = 0;
 };
+
+// What one event and one memory sample take on the wire (as rank_records_to_wire writes them).
+constexpr size_t kEventBytes = 2 * sizeof(std::int32_t) + sizeof(Action) + 3 * sizeof(double) + sizeof(std::int64_t);
+constexpr size_t kSampleBytes = 2 * sizeof(double);
+
+void check_event(const SimEvent& e, int rank) {
+  const auto lane = static_cast<int>(e.lane), op = static_cast<int>(e.action.op);
+  if (lane < static_cast<int>(Lane::Compute) || lane > static_cast<int>(Lane::Collective) ||
+      op < static_cast<int>(Op::F) || op > static_cast<int>(Op::RecvB))
+    throw_runtime("rank {}'s records hold an event of lane {} and operation {}, which this build does not know; the "
+                  "processes run different builds?",
+                  rank, lane, op);
+}
 
 }  // namespace
 
@@ -79,15 +101,16 @@ RankRecordsHeader rank_records_from_wire(std::span<const std::byte> wire, std::v
   const auto count = rd.get<std::int64_t>();
   if (count != static_cast<std::int64_t>(iterations.size()))
     throw_runtime("rank {} ran {} iterations, this process {}", h.rank, count, iterations.size());
+  const size_t ranks = iterations.empty() ? 0 : iterations.front().ranks.size();
+  if (h.rank < 0 || static_cast<size_t>(h.rank) >= ranks)
+    throw_runtime("records of rank {} arrived for a run of {} ranks", h.rank, ranks);
   for (IterationRecord& it : iterations) {
-    if (h.rank < 0 || h.rank >= static_cast<int>(it.ranks.size()))
-      throw_runtime("records of rank {} arrived for a run of {} ranks", h.rank, it.ranks.size());
-    RankIteration& r = it.ranks[static_cast<size_t>(h.rank)];
+    RankIteration& r = it.ranks.at(static_cast<size_t>(h.rank));
     r.busy_s = rd.get<double>();
     r.busy_cpu_s = rd.get<double>();
     r.end_s = rd.get<double>();
     r.activation_peak_bytes = rd.get<double>();
-    r.events.resize(static_cast<size_t>(rd.get<std::int64_t>()));
+    r.events.resize(rd.count(kEventBytes, h.rank, "events"));
     for (SimEvent& e : r.events) {
       e.rank = rd.get<std::int32_t>();
       e.lane = static_cast<Lane>(rd.get<std::int32_t>());
@@ -96,8 +119,9 @@ RankRecordsHeader rank_records_from_wire(std::span<const std::byte> wire, std::v
       e.end_s = rd.get<double>();
       e.bytes = rd.get<double>();
       e.flow_id = static_cast<long>(rd.get<std::int64_t>());
+      check_event(e, h.rank);
     }
-    r.memory.resize(static_cast<size_t>(rd.get<std::int64_t>()));
+    r.memory.resize(rd.count(kSampleBytes, h.rank, "memory samples"));
     for (MemorySample& m : r.memory) {
       m.time_s = rd.get<double>();
       m.bytes = rd.get<double>();

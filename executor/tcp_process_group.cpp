@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -25,47 +26,23 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "executor/job_token.hpp"
 #include "executor/message_wire.hpp"
+#include "executor/tcp_frame.hpp"
+#include "executor/tcp_hello.hpp"
 #include "executor/tcp_socket.hpp"
+#include "executor/wait_notice.hpp"
 
 namespace pw {
 namespace {
 
-enum class Kind : std::uint32_t { Tensor = 1, Failure, Arrive, Release, Gather, Broadcast, End };
-constexpr std::int32_t kEveryone = -1;
-
-// The front of every frame (both ends run the same build, as with MPI's messages).
-struct FrameHeader {
-  std::uint32_t kind = 0;
-  std::int32_t src = 0;
-  std::int32_t dst = 0;
-  std::uint32_t reserved = 0;
-  std::uint64_t length = 0;
-};
-
-// The join: a hello from each process, one answer from process 0.
-constexpr unsigned char kMagic[4] = {'P', 'W', 'T', 'G'};
-constexpr std::uint32_t kVersion = 1;
-constexpr size_t kHostBytes = 64;
-constexpr size_t kCardBytes = 4 + kHostBytes;             // pid, host
-constexpr size_t kHelloBytes = 4 + 4 + 4 + 4 + kCardBytes;  // magic, version, rank, world, card
-constexpr size_t kAnswerBytes = 4 + 4 + 4;                // magic, status (0 welcome, 1 refused), length
-
-struct Card {
-  int pid = 0;
-  std::string host;
-};
-
-void put_card(unsigned char* at, const Card& c) {
-  put_u32(at, static_cast<std::uint32_t>(c.pid));
-  std::memset(at + 4, 0, kHostBytes);
-  std::memcpy(at + 4, c.host.data(), std::min(c.host.size(), kHostBytes - 1));
-}
-
-Card get_card(const unsigned char* at) {
-  const char* host = reinterpret_cast<const char*>(at + 4);
-  return {static_cast<int>(get_u32(at)), std::string(host, strnlen(host, kHostBytes))};
-}
+// Connections that may say their hello at once at process 0; more wait in the kernel's queue.
+constexpr size_t kMostHandshakes = 256;
+// Process 0's heartbeat: a process that hears nothing from it for 10 of them (or half its wait) names it.
+constexpr auto kBeat = std::chrono::milliseconds(100);
+constexpr auto kLongestSilence = std::chrono::seconds(1);
+// A frame's body is read in pieces of at most this, and grows as its bytes arrive.
+constexpr size_t kReadPiece = size_t{1} << 20;
 
 Card my_card() {
   char host[256] = {};
@@ -83,6 +60,17 @@ Clock::time_point after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A connection at process 0 that has not said its hello yet.
+struct Handshake {
+  Socket socket;
+  std::string peer;
+  std::array<unsigned char, kHelloBytes> hello{};
+  size_t got = 0;
+  Clock::time_point by;
+};
+
 }  // namespace
 
 class TcpProcessGroup::World {
@@ -99,14 +87,18 @@ class TcpProcessGroup::World {
   }
 
   // Queues a frame to process `dst` (through process 0 when neither end is process 0); never waits.
-  void send(int dst, Kind kind, std::vector<std::byte> body) {
+  void send(int dst, FrameKind kind, std::vector<std::byte> body) {
     std::lock_guard lock(mutex_);
     send_locked(dst, kind, std::move(body));
   }
 
   // Returns once `done` (called with the lock held) is true. Before it: abort() throws RunAborted, a
-  // failure notice PeerFailed; after it: a closed connection PeerLost, the deadline RecvTimeout.
-  void wait(Clock::time_point deadline, const std::function<bool()>& done) {
+  // failure notice PeerFailed, a frame no process of this group sends a Runtime error naming its sender;
+  // after it: a closed connection PeerLost, the deadline RecvTimeout, or PeerStalled naming the process
+  // that stalled (`on`, `what`: what this wait is for, told to the others once it lasts; executor/wait_notice.hpp).
+  void wait(Clock::time_point deadline, const std::function<bool()>& done, int on = kNotWaiting,
+            const std::string& what = "") {
+    WaitWatch watch(rank_, on, what, deadline);
     std::unique_lock lock(mutex_);
     for (;;) {
       if (aborted_) throw RunAborted();
@@ -114,15 +106,28 @@ class TcpProcessGroup::World {
         aborted_ = true;
         throw PeerFailed(*failure_);
       }
-      if (done()) return;
+      if (broken_) {
+        aborted_ = true;
+        throw_runtime("{}", *broken_);
+      }
+      if (done()) {
+        if (auto ended = watch.ended()) send_locked(kEveryone, FrameKind::Wait, wait_notice_to_wire(*ended));
+        return;
+      }
       // A closed connection was read to its end first: what the peer sent before it went has been taken.
       for (int p = 0; p < size_; ++p)
         if (lost_[static_cast<size_t>(p)]) {
           aborted_ = true;
           throw PeerLost(p, describe(p));
         }
-      if (Clock::now() >= deadline) throw RecvTimeout();
-      changed_.wait_until(lock, deadline);
+      const Clock::time_point now = Clock::now();
+      if (auto notice = watch.due(now)) send_locked(kEveryone, FrameKind::Wait, wait_notice_to_wire(*notice));
+      if (now >= watch.deadline()) {
+        check_relay_locked(now, watch);
+        watch.at_deadline(board_);  // throws, or waits a little longer for the report of the one who should
+        continue;
+      }
+      changed_.wait_until(lock, watch.next_look());
     }
   }
 
@@ -138,13 +143,13 @@ class TcpProcessGroup::World {
     std::lock_guard lock(mutex_);
     if (announced_) return;
     announced_ = true;
-    send_locked(kEveryone, Kind::Failure, bytes_of(message.data(), message.size()));
+    send_locked(kEveryone, FrameKind::Failure, bytes_of(message.data(), std::min<size_t>(message.size(), kLongestNotice)));
   }
 
   void end_others(int code) {
     const std::int32_t c = code;
     std::unique_lock lock(mutex_);
-    send_locked(kEveryone, Kind::End, bytes_of(&c, sizeof c));
+    send_locked(kEveryone, FrameKind::End, bytes_of(&c, sizeof c));
     drain_locked(lock, std::chrono::seconds(1));
   }
 
@@ -158,7 +163,7 @@ class TcpProcessGroup::World {
   std::deque<std::pair<int, std::vector<std::byte>>> tensors_;  // (sender, bytes) not yet taken by a transport
   Clock::time_point last_meeting_ = Clock::now();
 
-  void send_locked(int dst, Kind kind, std::vector<std::byte> body);
+  void send_locked(int dst, FrameKind kind, std::vector<std::byte> body);
 
  private:
   struct Peer {
@@ -168,7 +173,8 @@ class TcpProcessGroup::World {
     size_t out_at = 0;                       // bytes of out.front() already sent
     unsigned char head[sizeof(FrameHeader)] = {};
     size_t head_got = 0;
-    std::vector<std::byte> body;
+    FrameHeader header;          // of the frame whose body is being read
+    std::vector<std::byte> body;  // grows as the body's bytes arrive
     size_t body_got = 0;
   };
 
@@ -181,6 +187,11 @@ class TcpProcessGroup::World {
   void read_locked(int p);
   void dispatch_locked(int from, const FrameHeader& h, std::vector<std::byte> body);
   void close_locked(int p);
+  // A frame process `p` should never have sent: this process's waits fail naming it; its connection closes.
+  void break_locked(int p, const std::string& fault);
+  void beat_locked();
+  // Elsewhere than process 0, at a deadline: PeerStalled when process 0 has been silent (see kLongestSilence).
+  void check_relay_locked(Clock::time_point now, const WaitWatch& watch) const;
   void wake() {
     const std::uint64_t one = 1;
     [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
@@ -198,8 +209,12 @@ class TcpProcessGroup::World {
   std::vector<Card> cards_;
   std::vector<Peer> peers_;  // by process: at process 0 every other, elsewhere process 0 only
   std::vector<bool> lost_;   // whose connection closed
+  WaitBoard board_;
+  Clock::time_point last_heard_ = Clock::now();  // elsewhere than process 0: its last bytes
+  Clock::time_point next_beat_ = Clock::now();    // at process 0
   std::condition_variable changed_;
   std::optional<std::string> failure_;
+  std::optional<std::string> broken_;
   bool aborted_ = false;
   bool announced_ = false;
   bool stop_ = false;
@@ -207,9 +222,11 @@ class TcpProcessGroup::World {
   std::thread io_;
 };
 
-TcpProcessGroup::World::World(const TcpGroupConfig& config) : rank_(config.rank), size_(config.world_size) {
-  if (size_ < 1 || rank_ < 0 || rank_ >= size_)
-    throw_runtime("process group: rank {} of {} processes is no process of the group", rank_, size_);
+TcpProcessGroup::World::World(const TcpGroupConfig& config)
+    : rank_(config.rank), size_(config.world_size), board_(std::max(1, std::min(config.world_size, kMostProcesses))) {
+  if (size_ < 1 || size_ > kMostProcesses || rank_ < 0 || rank_ >= size_)
+    throw_runtime("process group: rank {} of {} processes is no process of a group of 1 to {}", rank_, size_,
+                  kMostProcesses);
   cards_.resize(static_cast<size_t>(size_));
   cards_[static_cast<size_t>(rank_)] = my_card();
   lost_.assign(static_cast<size_t>(size_), false);
@@ -225,30 +242,62 @@ TcpProcessGroup::World::World(const TcpGroupConfig& config) : rank_(config.rank)
 }
 
 void TcpProcessGroup::World::join_as_first(const TcpGroupConfig& config, Clock::time_point deadline) {
-  const Socket listener = listen_on(config.port);
+  const Socket listener = listen_at(config.host, config.port);
+  set_nonblocking(listener.fd());
   port_ = local_port(listener);
   std::vector<Socket> joined(static_cast<size_t>(size_));
   std::set<int> missing;
   for (int p = 1; p < size_; ++p) missing.insert(p);
+  std::vector<Handshake> pending;
 
   // The same answer to every process that joined (and the one at fault), then the same BadInput here.
   const auto refuse = [&](Socket& offender, const std::string& message) {
-    std::vector<unsigned char> answer(kAnswerBytes + message.size());
-    std::memcpy(answer.data(), kMagic, 4);
-    put_u32(answer.data() + 4, 1);
-    put_u32(answer.data() + 8, static_cast<std::uint32_t>(message.size()));
-    std::memcpy(answer.data() + kAnswerBytes, message.data(), message.size());
+    const std::vector<unsigned char> answer = refusal_to_wire(message);
     const auto by = std::min(deadline, Clock::now() + std::chrono::seconds(2));
     write_full(offender.fd(), answer.data(), answer.size(), by);
     for (Socket& s : joined)
       if (s.valid()) write_full(s.fd(), answer.data(), answer.size(), by);
     throw_bad_input("{}", message);
   };
+  // A stranger is told nothing of the job and held up no one: dropped, and said so here.
+  const auto drop = [&](Handshake& h, const std::string& why) {
+    std::cerr << fmt::format("warning: process 0 dropped a connection from {} to port {}: {}\n", h.peer, port_, why);
+    h.socket.reset();
+  };
+  const auto take_hello = [&](Handshake& h) {
+    std::string why;
+    const std::optional<Hello> hello = hello_from_wire(h.hello.data(), config.token, why);
+    if (!hello) {
+      if (why == "another job token") {
+        // Told why, so that a process of this job started with another token fails at once, naming the fix.
+        const std::vector<unsigned char> answer = refusal_to_wire(fmt::format(
+            "job token: this process's differs from process 0's, which comes from {}; start every process of the job "
+            "with the same {}",
+            config.token_source, config.token_source));
+        write_full(h.socket.fd(), answer.data(), answer.size(), Clock::now());
+        why += fmt::format(" (this job's comes from {})", config.token_source);
+      }
+      drop(h, why);
+      return;
+    }
+    if (hello->world != size_)
+      refuse(h.socket, fmt::format("{}: process {} was started for {} processes and process 0 for {}; start every "
+                                   "process with the same {}",
+                                   config.world_variable, hello->rank, hello->world, size_, config.world_variable));
+    if (hello->rank < 1 || hello->rank >= size_)
+      refuse(h.socket, fmt::format("{}: a process says it is rank {}, outside 1..{} of the {} processes; give each "
+                                   "process its own rank below {}",
+                                   config.rank_variable, hello->rank, size_ - 1, size_, size_));
+    if (joined[static_cast<size_t>(hello->rank)].valid())
+      refuse(h.socket, fmt::format("{}: two processes say they are rank {}; give each process its own rank",
+                                   config.rank_variable, hello->rank));
+    cards_[static_cast<size_t>(hello->rank)] = hello->card;
+    joined[static_cast<size_t>(hello->rank)] = std::move(h.socket);
+    missing.erase(hello->rank);
+  };
 
   while (!missing.empty()) {
-    Socket client = accept_before(listener, deadline);
-    if (!client.valid()) {
-      if (Clock::now() < deadline) continue;  // the client gave up meanwhile
+    if (Clock::now() >= deadline) {
       std::string list;
       for (int p : missing) list += fmt::format("{}{}", list.empty() ? "" : ", ", p);
       throw_runtime("process 0 of {}: process{} {} did not join at port {} within {:g} s; did {} start, with "
@@ -256,72 +305,76 @@ void TcpProcessGroup::World::join_as_first(const TcpGroupConfig& config, Clock::
                     size_, missing.size() == 1 ? "" : "es", list, port_, config.timeout_s,
                     missing.size() == 1 ? "it" : "they");
     }
-    unsigned char hello[kHelloBytes];
-    // A client that connects and says nothing must not hold up the others for long.
-    const auto answer_by = std::min(deadline, Clock::now() + std::chrono::seconds(5));
-    if (!read_full(client.fd(), hello, sizeof hello, answer_by) || std::memcmp(hello, kMagic, 4) != 0 ||
-        get_u32(hello + 4) != kVersion)
-      continue;
-    const int rank = static_cast<int>(get_u32(hello + 8));
-    const int world = static_cast<int>(get_u32(hello + 12));
-    if (world != size_)
-      refuse(client, fmt::format("{}: process {} was started for {} processes and process 0 for {}; start every process "
-                                 "with the same {}",
-                                 config.world_variable, rank, world, size_, config.world_variable));
-    if (rank < 1 || rank >= size_)
-      refuse(client, fmt::format("{}: a process says it is rank {}, outside 1..{} of the {} processes; give each "
-                                 "process its own rank below {}",
-                                 config.rank_variable, rank, size_ - 1, size_, size_));
-    if (joined[static_cast<size_t>(rank)].valid())
-      refuse(client, fmt::format("{}: two processes say they are rank {}; give each process its own rank",
-                                 config.rank_variable, rank));
-    cards_[static_cast<size_t>(rank)] = get_card(hello + 16);
-    joined[static_cast<size_t>(rank)] = std::move(client);
-    missing.erase(rank);
+    // Every connection's hello at once, each against its own deadline: a silent one delays nobody.
+    std::vector<pollfd> fds{{listener.fd(), static_cast<short>(pending.size() < kMostHandshakes ? POLLIN : 0), 0}};
+    Clock::time_point look = deadline;
+    for (const Handshake& h : pending) {
+      fds.push_back({h.socket.fd(), POLLIN, 0});
+      look = std::min(look, h.by);
+    }
+    if (::poll(fds.data(), fds.size(), std::max(1, remaining_ms(look))) < 0 && errno != EINTR)
+      throw_runtime("process group: poll failed: {}", std::strerror(errno));
+    const Clock::time_point now = Clock::now();
+    for (size_t i = 0; i < pending.size(); ++i) {
+      Handshake& h = pending[i];
+      if (fds[i + 1].revents) {
+        const ssize_t got = ::recv(h.socket.fd(), h.hello.data() + h.got, kHelloBytes - h.got, 0);
+        if (got > 0) h.got += static_cast<size_t>(got);
+        else if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+          drop(h, fmt::format("it closed after {} of the {} bytes of a hello", h.got, kHelloBytes));
+      }
+      if (h.socket.valid() && h.got == kHelloBytes)
+        take_hello(h);
+      else if (h.socket.valid() && now >= h.by)
+        drop(h, fmt::format("no hello within {:g} s ({} of its {} bytes)", config.handshake_s, h.got, kHelloBytes));
+    }
+    std::erase_if(pending, [](const Handshake& h) { return !h.socket.valid(); });
+    if (fds[0].revents & POLLIN) {
+      while (pending.size() < kMostHandshakes) {
+        Socket client(::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+        if (!client.valid()) break;
+        Handshake& h = pending.emplace_back();
+        h.peer = peer_text(client.fd());
+        h.socket = std::move(client);
+        h.by = std::min(deadline, now + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(config.handshake_s)));
+      }
+    }
   }
+  for (Handshake& h : pending) drop(h, "every process had joined");
 
-  std::vector<unsigned char> welcome(kAnswerBytes + kCardBytes * static_cast<size_t>(size_));
-  std::memcpy(welcome.data(), kMagic, 4);
-  put_u32(welcome.data() + 4, 0);
-  put_u32(welcome.data() + 8, static_cast<std::uint32_t>(welcome.size() - kAnswerBytes));
-  for (int p = 0; p < size_; ++p) put_card(welcome.data() + kAnswerBytes + kCardBytes * static_cast<size_t>(p), cards_[static_cast<size_t>(p)]);
+  const std::vector<unsigned char> welcome = welcome_to_wire(cards_);
   // A process that went meanwhile is found at the first wait (its connection closed).
   for (int p = 1; p < size_; ++p) write_full(joined[static_cast<size_t>(p)].fd(), welcome.data(), welcome.size(), deadline);
   start(std::move(joined));
 }
 
 void TcpProcessGroup::World::join_as_other(const TcpGroupConfig& config, Clock::time_point deadline) {
-  unsigned char hello[kHelloBytes];
-  std::memcpy(hello, kMagic, 4);
-  put_u32(hello + 4, kVersion);
-  put_u32(hello + 8, static_cast<std::uint32_t>(rank_));
-  put_u32(hello + 12, static_cast<std::uint32_t>(size_));
-  put_card(hello + 16, cards_[static_cast<size_t>(rank_)]);
+  const auto hello = hello_to_wire(Hello{config.token, rank_, size_, cards_[static_cast<size_t>(rank_)]});
   std::string last_error = "no attempt";
   for (;;) {
     Socket s = connect_once(config.host, config.port, deadline, last_error);
-    if (s.valid()) {
-      unsigned char answer[kAnswerBytes];
-      if (write_full(s.fd(), hello, sizeof hello, deadline) && read_full(s.fd(), answer, sizeof answer, deadline) &&
-          std::memcmp(answer, kMagic, 4) == 0) {
-        std::vector<unsigned char> body(get_u32(answer + 8));
-        if (body.size() > (1u << 20) || !read_full(s.fd(), body.data(), body.size(), deadline)) {
+    unsigned char head[kAnswerHeadBytes];
+    if (s.valid() && write_full(s.fd(), hello.data(), hello.size(), deadline) &&
+        read_full(s.fd(), head, sizeof head, deadline)) {
+      if (const std::optional<AnswerHead> answer = answer_head_from_wire(head, size_, last_error)) {
+        std::vector<unsigned char> body(answer->length);  // checked against what such an answer holds
+        if (!read_full(s.fd(), body.data(), body.size(), deadline)) {
           last_error = "process 0's answer ended early";
-        } else if (get_u32(answer + 4) != 0) {
+        } else if (!answer->welcome) {
           throw_bad_input("{}", std::string(reinterpret_cast<const char*>(body.data()), body.size()));
-        } else if (body.size() != kCardBytes * static_cast<size_t>(size_)) {
-          last_error = "process 0's answer lists another number of processes";
         } else {
+          const std::vector<Card> cards = cards_from_wire(body, size_);
           for (int p = 0; p < size_; ++p)
-            if (p != rank_) cards_[static_cast<size_t>(p)] = get_card(body.data() + kCardBytes * static_cast<size_t>(p));
+            if (p != rank_) cards_[static_cast<size_t>(p)] = cards[static_cast<size_t>(p)];
           std::vector<Socket> sockets(static_cast<size_t>(size_));
           sockets[0] = std::move(s);
           start(std::move(sockets));
           return;
         }
-      } else {
-        last_error = "the connection closed before process 0 answered";
       }
+    } else if (s.valid() && Clock::now() < deadline) {
+      last_error = "the connection closed before process 0 answered";  // at the deadline the last reason stands
     }
     if (Clock::now() >= deadline)
       throw_runtime("process {} of {} could not join process 0 at {}:{} within {:g} s ({}); is process 0 running, and are "
@@ -340,6 +393,7 @@ void TcpProcessGroup::World::start(std::vector<Socket> sockets) {
     peers_[static_cast<size_t>(p)].socket = std::move(s);
     peers_[static_cast<size_t>(p)].open = true;
   }
+  last_heard_ = Clock::now();
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw_runtime("process group: eventfd failed: {}", std::strerror(errno));
   io_ = std::thread([this] { io_loop(); });
@@ -364,7 +418,10 @@ void TcpProcessGroup::World::drain_locked(std::unique_lock<std::mutex>& lock, Cl
   changed_.wait_until(lock, Clock::now() + limit, [&] { return queues_empty_locked(); });
 }
 
-void TcpProcessGroup::World::send_locked(int dst, Kind kind, std::vector<std::byte> body) {
+void TcpProcessGroup::World::send_locked(int dst, FrameKind kind, std::vector<std::byte> body) {
+  if (body.size() > longest_body(static_cast<std::uint32_t>(kind)))
+    throw_runtime("process group: a message of {} bytes is more than the {} one frame carries", body.size(),
+                  longest_body(static_cast<std::uint32_t>(kind)));
   FrameHeader h;
   h.kind = static_cast<std::uint32_t>(kind);
   h.src = rank_;
@@ -419,74 +476,137 @@ void TcpProcessGroup::World::close_locked(int p) {
   changed_.notify_all();
 }
 
+void TcpProcessGroup::World::break_locked(int p, const std::string& fault) {
+  if (!broken_)
+    broken_ = fmt::format("process group: the connection to rank {} ({}) carried {}; do all processes run the same "
+                          "pipewright build?",
+                          p, describe(p), fault);
+  Peer& peer = peers_[static_cast<size_t>(p)];
+  peer.open = false;
+  peer.out.clear();
+  peer.socket.reset();
+  changed_.notify_all();
+}
+
 void TcpProcessGroup::World::read_locked(int p) {
   Peer& peer = peers_[static_cast<size_t>(p)];
   while (peer.open) {
     const bool in_head = peer.head_got < sizeof(FrameHeader);
-    void* at = in_head ? static_cast<void*>(peer.head + peer.head_got) : static_cast<void*>(peer.body.data() + peer.body_got);
-    const size_t want = in_head ? sizeof(FrameHeader) - peer.head_got : peer.body.size() - peer.body_got;
-    if (want > 0) {
-      const ssize_t got = ::recv(peer.socket.fd(), at, want, 0);
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      if (got <= 0) {
-        close_locked(p);
-        return;
-      }
-      (in_head ? peer.head_got : peer.body_got) += static_cast<size_t>(got);
-      if (static_cast<size_t>(got) < want) continue;
-    }
-    FrameHeader h;
-    std::memcpy(&h, peer.head, sizeof h);
-    if (in_head) {
-      peer.body.resize(h.length);  // then read the body (if any) before dispatching
+    if (!in_head && peer.body_got == peer.header.length) {
+      std::vector<std::byte> body = std::move(peer.body);
+      body.resize(peer.body_got);
+      peer.body = {};
+      peer.head_got = 0;
       peer.body_got = 0;
-      if (h.length > 0) continue;
+      dispatch_locked(p, peer.header, std::move(body));
+      continue;
     }
-    std::vector<std::byte> body = std::move(peer.body);
-    peer.body = {};
-    peer.head_got = 0;
-    peer.body_got = 0;
-    dispatch_locked(p, h, std::move(body));
+    void* at = nullptr;
+    size_t want = 0;
+    if (in_head) {
+      at = peer.head + peer.head_got;
+      want = sizeof(FrameHeader) - peer.head_got;
+    } else {
+      // The buffer grows with the bytes that came (doubling), never to a length the header merely announced.
+      want = static_cast<size_t>(std::min<std::uint64_t>(peer.header.length - peer.body_got, kReadPiece));
+      if (peer.body.size() < peer.body_got + want)
+        peer.body.resize(static_cast<size_t>(
+            std::min<std::uint64_t>(peer.header.length, std::max(peer.body_got + want, 2 * peer.body.size()))));
+      at = peer.body.data() + peer.body_got;
+    }
+    const ssize_t got = ::recv(peer.socket.fd(), at, want, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (got <= 0) {
+      close_locked(p);
+      return;
+    }
+    if (p == 0) last_heard_ = Clock::now();
+    if (!in_head) {
+      peer.body_got += static_cast<size_t>(got);
+      continue;
+    }
+    peer.head_got += static_cast<size_t>(got);
+    if (peer.head_got < sizeof(FrameHeader)) continue;
+    std::memcpy(&peer.header, peer.head, sizeof(FrameHeader));
+    const std::string fault = frame_fault(peer.header, p, rank_, size_);
+    if (!fault.empty()) {
+      break_locked(p, fault);
+      return;
+    }
   }
 }
 
 void TcpProcessGroup::World::dispatch_locked(int from, const FrameHeader& h, std::vector<std::byte> body) {
-  const Kind kind = static_cast<Kind>(h.kind);
-  const int src = rank_ == 0 ? from : h.src;  // process 0 knows who sent it; the others learn it from the header
+  const auto kind = static_cast<FrameKind>(h.kind);
+  const int src = h.src;  // at process 0 the connection's own process (frame_fault checked)
   if (rank_ == 0 && h.dst != 0 && h.dst != kEveryone) {
-    if (h.dst > 0 && h.dst < size_) queue_locked(h.dst, h, std::move(body));
+    queue_locked(h.dst, h, std::move(body));
     return;
   }
   if (rank_ == 0 && h.dst == kEveryone)
     for (int p = 1; p < size_; ++p)
       if (p != src) queue_locked(p, h, body);
   switch (kind) {
-    case Kind::Tensor:
+    case FrameKind::Tensor:
       tensors_.emplace_back(src, std::move(body));
       break;
-    case Kind::Failure:
+    case FrameKind::Failure:
       if (!failure_) failure_ = std::string(reinterpret_cast<const char*>(body.data()), body.size());
       break;
-    case Kind::Arrive:
+    case FrameKind::Arrive:
       ++arrivals_[static_cast<size_t>(src)];
       break;
-    case Kind::Release:
+    case FrameKind::Release:
       ++releases_;
       break;
-    case Kind::Gather:
+    case FrameKind::Gather:
       gathered_[static_cast<size_t>(src)].push_back(std::move(body));
       break;
-    case Kind::Broadcast:
+    case FrameKind::Broadcast:
       broadcasts_.push_back(std::move(body));
       break;
-    case Kind::End: {
+    case FrameKind::Heartbeat:
+      break;
+    case FrameKind::Wait: {
+      const std::optional<WaitNotice> notice = wait_notice_from_wire(body, size_);
+      if (!notice || notice->waiter != src) {
+        break_locked(from, fmt::format("a wait notice that does not come from rank {}", src));
+        return;
+      }
+      board_.note(*notice, Clock::now());
+      break;
+    }
+    case FrameKind::End: {
       std::int32_t code = 1;
       if (body.size() == sizeof code) std::memcpy(&code, body.data(), sizeof code);
       end_now_locked(from, code);
     }
   }
   changed_.notify_all();
+}
+
+void TcpProcessGroup::World::beat_locked() {
+  const Clock::time_point now = Clock::now();
+  if (rank_ != 0 || now < next_beat_) return;
+  next_beat_ = now + kBeat;
+  FrameHeader h;
+  h.kind = static_cast<std::uint32_t>(FrameKind::Heartbeat);
+  h.src = 0;
+  for (int p = 1; p < size_; ++p) {
+    h.dst = p;
+    // Bytes still queued will show process 0 alive as they arrive.
+    if (peers_[static_cast<size_t>(p)].out.empty()) queue_locked(p, h, {});
+  }
+}
+
+void TcpProcessGroup::World::check_relay_locked(Clock::time_point now, const WaitWatch& watch) const {
+  if (rank_ == 0) return;
+  const Clock::duration silent = now - last_heard_;
+  if (silent >= std::min<Clock::duration>(kLongestSilence, watch.timeout() / 2))
+    throw PeerStalled(fmt::format("process 0 ({}), through which every message passes, sent nothing for {:.2g} s: rank 0 "
+                                  "stalled, or its host is out of reach",
+                                  describe(0), seconds(silent)));
 }
 
 void TcpProcessGroup::World::end_now_locked(int from, int code) {
@@ -512,6 +632,7 @@ void TcpProcessGroup::World::io_loop() {
     {
       std::lock_guard lock(mutex_);
       if (stop_) return;
+      beat_locked();
       fds.push_back({wake_fd_, POLLIN, 0});
       who.push_back(-1);
       for (int p = 0; p < size_; ++p) {
@@ -521,7 +642,7 @@ void TcpProcessGroup::World::io_loop() {
         who.push_back(p);
       }
     }
-    const int n = ::poll(fds.data(), fds.size(), -1);
+    const int n = ::poll(fds.data(), fds.size(), rank_ == 0 ? std::max(1, remaining_ms(next_beat_)) : -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       std::lock_guard lock(mutex_);
@@ -534,7 +655,7 @@ void TcpProcessGroup::World::io_loop() {
     }
     std::lock_guard lock(mutex_);
     for (size_t i = 1; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
+      if (!fds[i].revents || !peers_[static_cast<size_t>(who[i])].open) continue;
       if (fds[i].revents & POLLOUT) flush_locked(who[i]);
       if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_locked(who[i]);
     }
@@ -552,17 +673,20 @@ class TcpTransport : public Transport {
     if (src != world_->rank())
       throw_runtime("rank {} cannot send from process {}: a process hosts one rank", src, world_->rank());
     std::lock_guard lock(world_->mutex_);
-    world_->send_locked(dst, Kind::Tensor, message_to_wire(key, message, world_->last_meeting_));
+    world_->send_locked(dst, FrameKind::Tensor, message_to_wire(key, message, world_->last_meeting_));
   }
 
   Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) override {
     if (dst != world_->rank())
       throw_runtime("rank {} cannot receive in process {}: a process hosts one rank", dst, world_->rank());
     Message out;
-    world_->wait(deadline, [&] {
-      take_arrivals_locked();
-      return take_message(mailbox_, src, key, out);
-    });
+    world_->wait(
+        deadline,
+        [&] {
+          take_arrivals_locked();
+          return take_message(mailbox_, src, key, out);
+        },
+        src, to_text(Action{key.op, key.stage, key.microbatch}));
     return out;
   }
 
@@ -607,16 +731,17 @@ Clock::time_point TcpProcessGroup::barrier(Clock::time_point deadline) {
   {
     std::lock_guard lock(w.mutex_);
     round = ++w.barriers_;
-    if (w.rank() != 0) w.send_locked(0, Kind::Arrive, {});
+    if (w.rank() != 0) w.send_locked(0, FrameKind::Arrive, {});
   }
   if (w.rank() == 0) {
-    w.wait(deadline, [&] {
-      return std::all_of(w.arrivals_.begin() + 1, w.arrivals_.end(), [&](long a) { return a >= round; });
-    });
+    w.wait(
+        deadline,
+        [&] { return std::all_of(w.arrivals_.begin() + 1, w.arrivals_.end(), [&](long a) { return a >= round; }); },
+        kAtMeeting, "the meeting");
     std::lock_guard lock(w.mutex_);
-    for (int p = 1; p < w.size(); ++p) w.send_locked(p, Kind::Release, {});
+    for (int p = 1; p < w.size(); ++p) w.send_locked(p, FrameKind::Release, {});
   } else {
-    w.wait(deadline, [&] { return w.releases_ >= round; });
+    w.wait(deadline, [&] { return w.releases_ >= round; }, kAtMeeting, "the meeting");
   }
   const Clock::time_point now = Clock::now();
   std::lock_guard lock(w.mutex_);
@@ -628,7 +753,7 @@ std::vector<std::vector<std::byte>> TcpProcessGroup::gather(std::vector<std::byt
   World& w = *world_;
   std::vector<std::vector<std::byte>> out;
   if (w.rank() != 0) {
-    w.send(0, Kind::Gather, std::move(bytes));
+    w.send(0, FrameKind::Gather, std::move(bytes));
     return out;
   }
   w.wait(deadline, [&] {
@@ -649,7 +774,7 @@ std::vector<std::byte> TcpProcessGroup::broadcast(std::vector<std::byte> bytes, 
   World& w = *world_;
   if (w.rank() == 0) {
     std::lock_guard lock(w.mutex_);
-    for (int p = 1; p < w.size(); ++p) w.send_locked(p, Kind::Broadcast, bytes);
+    for (int p = 1; p < w.size(); ++p) w.send_locked(p, FrameKind::Broadcast, bytes);
     return bytes;
   }
   std::vector<std::byte> out;
@@ -711,6 +836,9 @@ TcpGroupConfig tcp_group_config(const LaunchEnv& env, double timeout_s) {
     c.world_variable = "SLURM_NTASKS";
     c.rank_variable = "SLURM_PROCID";
   }
+  const JobToken token = job_token(env, c.host, c.port);
+  c.token = token.digest;
+  c.token_source = token.source;
   return c;
 }
 

@@ -13,12 +13,23 @@
 // Failure: a process that announces one sends it to process 0, which passes it to the others (PeerFailed
 // with its text everywhere). A connection that closes is PeerLost: at process 0 naming the process that
 // closed it, at the others naming process 0 (the only peer they see; while process 0 lives it announces
-// the loss of any other, so one process reports it). Every wait ends at its deadline (RecvTimeout).
+// the loss of any other, so one process reports it). Every wait ends at its deadline (RecvTimeout), or
+// names the process that stalled (executor/wait_notice.hpp): the processes tell each other what they wait
+// for, and process 0 sends a heartbeat every 100 ms, so that a process 0 gone silent (through which every
+// message passes) is named by each of the others rather than the peers whose messages it holds.
+//
+// Distrust of the network: process 0 listens at MASTER_ADDR's address only; a connection's hello is read
+// with its own 2 s deadline, alongside every other's, and its job token (executor/job_token.hpp) checked
+// before anything else in it; a connection that sends no hello, something else, or another job's token is
+// dropped with a warning on stderr naming its address, and the join goes on. Every frame's kind, sender,
+// receiver and length is checked before its body is read (executor/tcp_frame.hpp): a frame that fails is a
+// Runtime error naming the process that sent it, at every wait of the process that got it.
 #include <memory>
 #include <string>
 
 #include "executor/launch_env.hpp"
 #include "executor/process_group.hpp"
+#include "executor/sha256.hpp"
 
 namespace pw {
 
@@ -31,15 +42,20 @@ struct TcpGroupConfig {
   // The launcher's variables for the world size and the rank, named by a mismatch.
   std::string world_variable = "WORLD_SIZE";
   std::string rank_variable = "RANK";
+  // What every process of the job shows in its hello, and where it comes from (for messages).
+  Sha256 token{};
+  std::string token_source = "MASTER_ADDR and MASTER_PORT";
+  double handshake_s = 2;  // longest wait for one connection's hello
 };
 
 class TcpProcessGroup : public ProcessGroup {
  public:
-  // Process 0: listens and waits for every other process; the others connect, retrying while process 0 is
-  // not listening yet. Each says its rank and world size; BadInput (at process 0 and at every process that
-  // joined, one text) for a world size other than process 0's, a rank outside 1..world - 1 or taken twice.
-  // Runtime error at the deadline naming the processes that did not join (process 0) or the address that
-  // did not answer (the others), and when process 0 cannot listen.
+  // Process 0: listens at config.host and waits for every other process; the others connect, retrying while
+  // process 0 is not listening yet. Each shows the job token and says its rank and world size; BadInput (at
+  // process 0 and at every process that joined, one text) for a world size other than process 0's, a rank
+  // outside 1..world - 1 or taken twice; BadInput at a process whose token process 0 refused. Runtime
+  // error at the deadline naming the processes that did not join (process 0) or the address that did not
+  // answer (the others), and when process 0 cannot listen there. At most kMostProcesses processes.
   explicit TcpProcessGroup(const TcpGroupConfig& config);
   // Sends what is still queued (at most 2 s), then closes every connection without a word: the others see
   // this process gone (PeerLost) unless they met it at a last barrier first.
@@ -79,7 +95,7 @@ class TcpProcessGroup : public ProcessGroup {
 // ends the job. While the group lives, end_job_now first makes the other processes end too.
 std::unique_ptr<ProcessGroup> join_tcp_processes(const LaunchEnv& env, double timeout_s);
 
-// The TcpGroupConfig join_tcp_processes uses (exposed for tests): host, port and variable names.
+// The TcpGroupConfig join_tcp_processes uses (exposed for tests): host, port, variable names and job token.
 TcpGroupConfig tcp_group_config(const LaunchEnv& env, double timeout_s);
 
 // Called by end_job_now: passes `code` to the other processes of the live job group, if any (see end_others).

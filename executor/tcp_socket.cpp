@@ -117,11 +117,55 @@ Socket listen_on(int port) {
   return s;
 }
 
+Socket listen_at(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int gai = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  if (gai != 0)
+    throw_runtime("cannot listen at MASTER_ADDR {}: {}; set MASTER_ADDR to process 0's host", host, ::gai_strerror(gai));
+  std::string error;
+  Socket out;
+  for (addrinfo* a = found; a && !out.valid(); a = a->ai_next) {
+    Socket s(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+    if (!s.valid()) continue;
+    const int yes = 1;
+    ::setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (::bind(s.fd(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(s.fd(), 128) == 0)
+      out = std::move(s);
+    else if (error.empty() || errno == EADDRINUSE)
+      error = errno == EADDRINUSE ? "in use" : errno_text();
+  }
+  ::freeaddrinfo(found);
+  if (out.valid()) return out;
+  if (error == "in use")
+    throw_runtime("cannot listen on port {}: {}; is another job using it? set another MASTER_PORT", port,
+                  std::strerror(EADDRINUSE));
+  throw_runtime("cannot listen at MASTER_ADDR {} port {}: {}; MASTER_ADDR must name process 0's host", host, port, error);
+}
+
 int local_port(const Socket& socket) {
-  sockaddr_in addr{};
+  sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   ::getsockname(socket.fd(), reinterpret_cast<sockaddr*>(&addr), &len);
-  return ntohs(addr.sin_port);
+  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(addr).sin6_port);
+  return ntohs(reinterpret_cast<const sockaddr_in&>(addr).sin_port);
+}
+
+std::string peer_text(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "an unknown address";
+  char text[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(addr);
+    ::inet_ntop(AF_INET6, &a.sin6_addr, text, sizeof text);
+    return std::string("[") + text + "]:" + std::to_string(ntohs(a.sin6_port));
+  }
+  const auto& a = reinterpret_cast<const sockaddr_in&>(addr);
+  ::inet_ntop(AF_INET, &a.sin_addr, text, sizeof text);
+  return std::string(text) + ":" + std::to_string(ntohs(a.sin_port));
 }
 
 Socket accept_before(const Socket& listener, SocketClock::time_point deadline) {

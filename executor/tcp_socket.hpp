@@ -1,7 +1,7 @@
 #pragma once
 // Blocking-with-deadline TCP helpers shared by the processes' TCP group (executor/tcp_process_group.hpp) and
 // the NCCL id rendezvous (executor/cuda/host/rendezvous.hpp): every call that waits takes a deadline and
-// reports failure instead of hanging past it. IPv4 and IPv6 for connecting, IPv4 (any address) for listening.
+// reports failure instead of hanging past it. IPv4 and IPv6.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -49,7 +49,13 @@ bool write_full(int fd, const void* data, size_t n, SocketClock::time_point dead
 // Listens on `port` of every IPv4 address (0: any free port; see local_port). Runtime error naming the port
 // and MASTER_PORT when it is taken.
 Socket listen_on(int port);
-// The port a socket is bound to.
+// Listens on `port` at `host`'s address only (the first of its addresses that can be bound), so that
+// nothing reaches the socket through another interface. Runtime error naming MASTER_ADDR when `host` is
+// no address of this machine, and as above when the port is taken.
+Socket listen_at(const std::string& host, int port);
+// "10.0.0.5:41234" ("[::1]:41234"): the other end of a connected socket, for messages.
+std::string peer_text(int fd);
+// The port a socket is bound to (IPv4 or IPv6).
 int local_port(const Socket& socket);
 // The next connection, or an empty socket when none came before the deadline (or it failed meanwhile).
 Socket accept_before(const Socket& listener, SocketClock::time_point deadline);

@@ -190,3 +190,50 @@ TEST_CASE("each bad value is one line naming the variable and the fix") {
   CHECK(bad_input({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", ""}}) ==
         "MASTER_ADDR: empty; set it to where rank 0 listens, or unset it");
 }
+
+TEST_CASE("counts from launcher variables are bounded before anything is sized by them") {
+  const Env slurm = {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "0"}};
+  auto with = [&](const Env& more) {
+    Env e = slurm;
+    for (const auto& [k, v] : more) e[k] = v;
+    return e;
+  };
+  // Half a billion nodes of one task each: refused from the text alone, nothing expanded.
+  CHECK(bad_input(with({{"SLURM_TASKS_PER_NODE", "1(x500000000)"}})) ==
+        "SLURM_TASKS_PER_NODE: '1(x500000000)' lists more than 1048576 nodes, the most pipewright joins; " + kSlurmFix);
+  CHECK(bad_input(with({{"SLURM_TASKS_PER_NODE", "2000000"}})) ==
+        "SLURM_TASKS_PER_NODE: '2000000' lists more than 1048576 tasks on a node, the most pipewright joins; " + kSlurmFix);
+  // Within the bound, a node far down the list is found without expanding it.
+  CHECK(launch_env_from(with({{"SLURM_TASKS_PER_NODE", "2(x1000000),1"}, {"SLURM_NODEID", "1000000"}})).local_world_size ==
+        1);
+  CHECK(bad_input(with({{"SLURM_NTASKS", "2000000"}})) ==
+        "SLURM_NTASKS: 2000000 is beyond 1048576, the most processes pipewright joins; " + kSlurmFix);
+  CHECK(bad_input({{"RANK", "0"}, {"WORLD_SIZE", "1048577"}}) ==
+        "WORLD_SIZE: 1048577 is beyond 1048576, the most processes pipewright joins; " + kTorchFix);
+  CHECK(bad_input({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "999999999"}}) ==
+        "LOCAL_WORLD_SIZE: 999999999 is beyond 1048576, the most processes pipewright joins; " + kTorchFix);
+}
+
+TEST_CASE("the job's id: the user's token first, else what the launcher names the job by") {
+  Env torch = {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RUN_ID", "a1b2"}};
+  LaunchEnv e = launch_env_from(torch);
+  CHECK(e.job_id_variable == "TORCHELASTIC_RUN_ID");
+  CHECK(e.job_id == "a1b2");
+  set(torch, "PIPEWRIGHT_JOB_TOKEN", "0123456789abcdef0123");
+  e = launch_env_from(torch);
+  CHECK(e.job_id_variable == "PIPEWRIGHT_JOB_TOKEN");
+  CHECK(e.job_id == "0123456789abcdef0123");
+  set(torch, "PIPEWRIGHT_JOB_TOKEN", "short");
+  CHECK(bad_input(torch) == "PIPEWRIGHT_JOB_TOKEN: 5 characters; a token has 16 to 4096, the same for every process of "
+                            "the job, e.g. export PIPEWRIGHT_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')");
+
+  e = launch_env_from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "3"}, {"SLURM_JOB_ID", "4711"}});
+  CHECK(e.job_id_variable == "SLURM_JOB_ID");
+  CHECK(e.job_id == "4711.3");
+  // No launcher id (torchrun's variables set by hand): none, the address and port alone tell jobs apart.
+  e = launch_env_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}});
+  CHECK(e.job_id_variable.empty());
+  CHECK(e.job_id.empty());
+  // A single process meets nobody: its token is not read.
+  CHECK(launch_env_from({{"PIPEWRIGHT_JOB_TOKEN", "x"}}).job_id.empty());
+}

@@ -291,3 +291,21 @@ TEST_CASE("mpirun -np 2 with the cuda backend: the no-GPU line once, or the sing
   REQUIRE(b["ranks"].size() == 2);
   for (const auto& r : b["ranks"]) CHECK(r["busy_s"].get<double>() > 0);  // rank 1's records reached process 0
 }
+
+TEST_CASE("mpirun -np 4: a rank that hangs is named once, not the ranks waiting behind it") {
+  SKIP_WITHOUT_MPI();
+  const std::string tag = unique_tag(6);
+  // Rank 0 hangs before its last forward: rank 1 waits on it, rank 2 on rank 1, rank 3 on rank 2. They
+  // told each other what they wait for, so only rank 1 reports, naming rank 0; the others stay quiet.
+  std::vector<std::string> args = tiny_run(tag, {"--timeout", "2", "--inject-failure", "0:0F3:stall"});
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--pp") args[i + 1].back() = '4';  // in place: GCC 12 misreads assigning "4" (-Wrestrict)
+  const Job j = run_job(mpirun(4) + args, "stalls4");
+  INFO(j.err);
+  CHECK(j.code == 1);
+  CHECK(count(j.err, "error: rank 1 failed at 1RECV_F3: no message from rank 0 (0SEND_F3) within 2 s\n") == 1);
+  CHECK(count(j.err, "error: ") == 1);
+  CHECK(j.seconds < 8);
+  CHECK(none_survive(tag));
+  WARN("rank 0 hangs under mpirun -np 4, --timeout 2: ended in " << j.seconds << " s");
+}

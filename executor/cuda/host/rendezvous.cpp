@@ -108,6 +108,16 @@ IdServer::IdServer(int port) {
   }
 }
 
+IdServer::IdServer(const std::string& host, int port) {
+  try {
+    Socket listener = listen_at(host, port);
+    port_ = local_port(listener);
+    fd_ = listener.release();
+  } catch (const Error& e) {
+    throw_runtime("rendezvous: {}", e.what());
+  }
+}
+
 IdServer::~IdServer() { Socket close_it(fd_); }
 
 void IdServer::serve(const UniqueIdBytes& id, int world_size, RendezvousClock::time_point deadline) {

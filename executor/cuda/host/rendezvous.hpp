@@ -35,6 +35,8 @@ UniqueIdBytes await_id_file(const std::string& path, int world_size, RendezvousC
 class IdServer {
  public:
   explicit IdServer(int port);
+  // Listens at `host`'s address only (tcp_socket.hpp's listen_at), as exchange_id does.
+  IdServer(const std::string& host, int port);
   ~IdServer();
   IdServer(const IdServer&) = delete;
   IdServer& operator=(const IdServer&) = delete;
@@ -61,7 +63,7 @@ UniqueIdBytes exchange_id(const RendezvousSpec& spec, int rank, int world_size, 
     return id;
   }
   if (rank != 0) return fetch_id(spec.host, spec.port, rank, world_size, deadline);
-  IdServer server(spec.port);
+  IdServer server(spec.host, spec.port);
   const UniqueIdBytes id = make_id();
   server.serve(id, world_size, deadline);
   return id;

@@ -1,0 +1,30 @@
+#pragma once
+// What a process of the TCP group (executor/tcp_process_group.hpp) shows process 0 before anything else it
+// says is read: a digest of the job's id and the address the processes meet at. Which id:
+//   PIPEWRIGHT_JOB_TOKEN   set by the user (16 to 4096 characters, the same for every process): a secret as
+//                          long as the user keeps it one; the only source that keeps out someone who
+//                          means harm.
+//   TORCHELASTIC_RUN_ID    torchrun's run id (a fresh uuid under --standalone, else --rdzv-id): a name,
+//   SLURM_JOB_ID.STEP_ID   and the job and step srun runs: public (squeue lists them). These tell one
+//                          job's processes from another's, guarding against accidents (two jobs given the
+//                          same MASTER_PORT), not against an adversary on the network.
+//   neither                MASTER_ADDR and MASTER_PORT alone, which every process was given anyway.
+#include <string>
+
+#include "executor/launch_env.hpp"
+#include "executor/sha256.hpp"
+
+namespace pw {
+
+struct JobToken {
+  Sha256 digest{};
+  std::string source;  // the variable it came from, for messages: "PIPEWRIGHT_JOB_TOKEN", ...
+};
+
+// The token of `env`'s job meeting at host:port.
+JobToken job_token(const LaunchEnv& env, const std::string& host, int port);
+
+// Whether `a` and the 32 bytes at `b` agree, in a time that does not depend on where they differ.
+bool same_digest(const Sha256& a, const unsigned char* b);
+
+}  // namespace pw
