@@ -63,10 +63,10 @@ std::vector<int> parse_split(const std::string& text) {
   return out;
 }
 
-namespace {
-
-
-}  // namespace
+std::vector<OptionPath> ScenarioOptions::input_paths() const {
+  return {{"--model", model}, {"--cluster", cluster}, {"--plan", plan}, {"--profile", profile},
+          {"--calibration", calibration}};
+}
 
 void ScenarioOptions::add_profile_option(CLI::App& cmd) {
   cmd.add_option("--profile", profile,
