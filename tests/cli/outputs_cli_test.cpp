@@ -5,27 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "../temp_folder.hpp"
 #include "cli_test_util.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path fresh_folder(const std::string& name) {
-  const fs::path dir = fs::path(PIPEWRIGHT_TEST_TMP) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string contents(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string copy_of(const std::string& example, const fs::path& dir) {
   const fs::path to = dir / fs::path(example).filename();
@@ -35,13 +21,13 @@ std::string copy_of(const std::string& example, const fs::path& dir) {
 
 // Exit 2 with exactly this line, and `kept` as it was before.
 void check_refused(const std::vector<std::string>& args, const std::string& message, const std::string& kept = "") {
-  const std::string before = kept.empty() ? "" : contents(kept);
+  const std::string before = kept.empty() ? "" : file_contents(kept);
   const CliResult r = run_cli(args);
   INFO(r.err);
   CHECK(r.code == 2);
   CHECK(r.out.empty());
   CHECK(r.err == "error: " + message + "\n");
-  if (!kept.empty()) CHECK(contents(kept) == before);
+  if (!kept.empty()) CHECK(file_contents(kept) == before);
 }
 
 }  // namespace
@@ -87,9 +73,9 @@ TEST_CASE("simulate --export-csv and --trace never write over the model, cluster
   // A replaced output is whole, with nothing left beside it.
   const std::string csv = (dir / "schedule.csv").string();
   REQUIRE(run_cli(with({"--export-csv", csv})).code == 0);
-  const std::string first = contents(csv);
+  const std::string first = file_contents(csv);
   REQUIRE(run_cli(with({"--export-csv", csv, "--schedule", "gpipe"})).code == 0);
-  CHECK(contents(csv) != first);
+  CHECK(file_contents(csv) != first);
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 4);
 }
 

@@ -5,31 +5,16 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "../error_text.hpp"
+#include "../temp_folder.hpp"
 #include "core/output_file.hpp"
 
 using namespace pw;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh folder under the build's test folder.
-fs::path fresh_folder(const std::string& name) {
-  const fs::path dir = fs::path(PIPEWRIGHT_TEST_TMP) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string contents(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 size_t entries(const fs::path& dir) {
   size_t n = 0;
@@ -43,9 +28,9 @@ TEST_CASE("write_output_file: creates and replaces a file whole, leaving nothing
   const fs::path dir = fresh_folder("output-file-replace");
   const std::string path = (dir / "plan.json").string();
   write_output_file(path, "first");
-  CHECK(contents(path) == "first");
+  CHECK(file_contents(path) == "first");
   write_output_file(path, "second, longer");
-  CHECK(contents(path) == "second, longer");
+  CHECK(file_contents(path) == "second, longer");
   CHECK(entries(dir) == 1);
 }
 
@@ -73,7 +58,7 @@ TEST_CASE("write_output_file: a write that fails half-way (the disk full) leaves
   setrlimit(RLIMIT_FSIZE, &before);
   std::signal(SIGXFSZ, old_handler);
   CHECK(error == "runtime error: cannot write '" + path + "': File too large");
-  CHECK(contents(path) == "the old plan");
+  CHECK(file_contents(path) == "the old plan");
   CHECK(entries(dir) == 1);
 }
 
@@ -95,6 +80,6 @@ TEST_CASE("write_output_file: a device is written in place and a link is followe
   fs::create_symlink("target.json", dir / "link.json");
   write_output_file((dir / "link.json").string(), "new");
   CHECK(fs::is_symlink(dir / "link.json"));
-  CHECK(contents(dir / "target.json") == "new");
+  CHECK(file_contents(dir / "target.json") == "new");
   CHECK(entries(dir) == 2);
 }
