@@ -266,6 +266,7 @@ void profile_first(const RunCommandOptions& o, const Scenario& scenario, CostMod
 void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRun* launched) {
   check_outputs({{"--trace", o.trace}}, o.scenario.input_paths());
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
+  check_outputs({{"--trace", o.trace}}, o.scenario.plan_input_paths(doc));
   const Scenario scenario = o.scenario.scenario_of(doc);
   check_options(o, scenario);
   check_work_unless_allowed(

@@ -68,6 +68,11 @@ std::vector<OptionPath> ScenarioOptions::input_paths() const {
           {"--calibration", calibration}};
 }
 
+std::vector<OptionPath> ScenarioOptions::plan_input_paths(const std::optional<PlanDocument>& doc) const {
+  if (!doc || !doc->profile || !profile.empty()) return {};
+  return {{"the profile --plan names", doc->profile->path}};
+}
+
 void ScenarioOptions::add_profile_option(CLI::App& cmd) {
   cmd.add_option("--profile", profile,
                  "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the "

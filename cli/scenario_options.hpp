@@ -56,6 +56,8 @@ struct ScenarioOptions {
   // The files this scenario is read from (--model, --cluster, --plan, --profile, --calibration), for
   // check_outputs.
   std::vector<OptionPath> input_paths() const;
+  // The profile the plan file recorded, which the command reads again unless --profile replaces it.
+  std::vector<OptionPath> plan_input_paths(const std::optional<PlanDocument>& doc) const;
 
   // BadInput when --plan comes with an option the plan fixes.
   void check_plan_alone(const CLI::App& cmd) const;

@@ -54,8 +54,11 @@ class FanOut : public SimObserver {
   std::vector<SimObserver*> observers_;
 };
 
+std::vector<OptionPath> output_paths(const SimulateOptions& o) { return {{"--trace", o.trace}, o.files.output_path()}; }
+
 void run_simulate(const SimulateOptions& o, std::ostream& out) {
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
+  check_outputs(output_paths(o), o.scenario.plan_input_paths(doc));
   Scenario scenario = o.scenario.scenario_of(doc);
   o.files.apply(scenario);
   check_work_unless_allowed("simulate",
@@ -116,7 +119,7 @@ CommandRunner add_simulate_command(CLI::App& app) {
   return [opts, cmd](std::ostream& out) {
     std::vector<OptionPath> inputs = opts->scenario.input_paths();
     inputs.push_back(opts->files.input_path());
-    check_outputs({{"--trace", opts->trace}, opts->files.output_path()}, inputs);
+    check_outputs(output_paths(*opts), inputs);
     opts->scenario.check_plan_alone(*cmd);
     opts->files.prepare(*cmd, opts->scenario);
     run_simulate(*opts, out);

@@ -8,6 +8,7 @@
 
 #include "../temp_folder.hpp"
 #include "cli_test_util.hpp"
+#include "uniform_profile.hpp"
 
 namespace {
 
@@ -112,4 +113,21 @@ TEST_CASE("show, plan, run, profile and calibrate check every output against the
   }
   check_refused({"calibrate", "--profile", (dir / "none.json").string(), "--runs", runs, "--out", runs},
                 "--out: '" + runs + "' is an input of this command (--runs); write the output to another file", runs);
+}
+
+TEST_CASE("simulate and run --plan: the profile the plan recorded is an input too") {
+  const fs::path dir = fresh_folder("outputs-plan-profile");
+  const std::string profile = write_uniform_block_profile((dir / "profile.json").string());
+  const std::string plan = (dir / "plan.json").string();
+  REQUIRE(run_cli({"plan", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--gpus", "2",
+                   "--global-batch-size", "2", "--profile", profile, "--out", plan})
+              .code == 0);
+  check_refused({"simulate", "--plan", plan, "--trace", profile},
+                "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
+                "another file",
+                profile);
+  check_refused({"run", "--plan", plan, "--compute", "sleep", "--trace", profile},
+                "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
+                "another file",
+                profile);
 }
