@@ -69,7 +69,7 @@ TEST_CASE("simulate --dp 1000000000 --microbatches 8: the global batch overflows
                   "or --dp, or raise --global-batch-size");
 }
 
-TEST_CASE("simulate --dp 100000000: a uniform cluster compares a node's worth of replicas, not all of them") {
+TEST_CASE("simulate --dp 100000000 and 2000000000: a uniform cluster compares a node's worth of replicas and ring links") {
   const auto t0 = std::chrono::steady_clock::now();
   const CliResult r = run_cli({"simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-a100-80gb", "--dp", "100000000",
                                "--microbatches", "8", "--json"});
@@ -77,6 +77,10 @@ TEST_CASE("simulate --dp 100000000: a uniform cluster compares a node's worth of
   CHECK(r.code == 0);
   CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 10);
   CHECK(r.out.find("\"global_batch_size\": 800000000") != std::string::npos);
+  const CliResult widest = run_cli({"simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-a100-80gb", "--dp",
+                                    "2000000000", "--microbatches", "1", "--json"});
+  CHECK(widest.code == 0);
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 10);
 }
 
 TEST_CASE("plan --global-batch-size 2147483647 and 1000000000: refused before the search") {
