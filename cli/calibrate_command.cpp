@@ -2,13 +2,13 @@
 // and quality and the held-out prediction error before and after, and writes calibration.json.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <memory>
 
 #include "calibrate/calibrate.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_path.hpp"
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 #include "core/units.hpp"
 
 namespace pw {
@@ -155,15 +155,13 @@ void print_calibration(std::ostream& out, const Calibration& c) {
 }
 
 void run_calibrate(const CalibrateCommandOptions& o, std::ostream& out) {
-  std::vector<std::string> inputs{o.inputs.profile};
-  inputs.insert(inputs.end(), o.inputs.runs.begin(), o.inputs.runs.end());
-  inputs.insert(inputs.end(), o.inputs.traces.begin(), o.inputs.traces.end());
-  check_output_path(o.out, inputs, "--out");
+  std::vector<OptionPath> inputs{{"--profile", o.inputs.profile}, {"--cluster", o.inputs.cluster}};
+  for (const std::string& run : o.inputs.runs) inputs.push_back({"--runs", run});
+  for (const std::string& trace : o.inputs.traces) inputs.push_back({"--traces", trace});
+  check_outputs({{"--out", o.out}}, inputs);
   const Calibration c = calibrate(o.inputs);
   const std::string text = calibration_to_json_text(c);
-  std::ofstream file(o.out, std::ios::binary | std::ios::trunc);
-  file << text;
-  if (!file) throw_runtime("cannot write '{}'", o.out);
+  write_output_file(o.out, text);
   if (o.json) {
     out << text;
     return;

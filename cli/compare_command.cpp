@@ -11,6 +11,7 @@
 #include "cli/cost_model_chain.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/schedule_options.hpp"
+#include "cli/work_bounds.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
@@ -23,6 +24,7 @@ struct CompareOptions {
   ScheduleFileOptions files;
   std::string schedules;
   bool json = false;
+  bool allow_large = false;
 };
 
 // One schedule's outcome: its metrics, or why it cannot run this configuration.
@@ -76,6 +78,15 @@ std::vector<Row> evaluate_all(const CompareOptions& o, std::vector<std::string>&
     cost_lines.push_back("cost model: " + chain.description());
     for (const std::string& line : chain.coverage_lines(base.model, {base.workload})) cost_lines.push_back("  " + line);
   }
+  std::vector<WorkEstimate> work;
+  for (const std::string& name : parse_list(o.schedules)) {
+    try {
+      work.push_back(simulation_estimate(resolve(for_schedule(base, name)), simulation_source(o.scenario)));
+    } catch (const Error&) {
+      // Its row says why it cannot run; it takes nothing.
+    }
+  }
+  check_work_unless_allowed("compare", work, o.allow_large);
   std::vector<Row> rows;
   for (const std::string& name : parse_list(o.schedules)) {
     Row row;
@@ -172,6 +183,7 @@ CommandRunner add_compare_command(CLI::App& app) {
   cmd->add_option("--schedules", opts->schedules, "Schedules to compare, separated by commas, e.g. 1f1b,zb-h1,zb-v")
       ->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
+  add_allow_large_flag(*cmd, opts->allow_large);
   return [opts, cmd](std::ostream& out) {
     if (cmd->get_option("--schedule")->count() > 0)
       throw_bad_input("--schedule: compare runs the list in --schedules; drop --schedule");

@@ -5,13 +5,42 @@
 #include "core/error.hpp"
 
 namespace pw {
+namespace {
 
-void check_output_path(const std::string& out, const std::vector<std::string>& inputs, const char* option) {
-  namespace fs = std::filesystem;
-  for (const std::string& in : inputs) {
+namespace fs = std::filesystem;
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
+  const fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
+  return ca == cb;
+}
+
+bool existing_same_file(const std::string& out, const std::string& in) {
+  std::error_code ec;
+  return fs::exists(in, ec) && fs::exists(out, ec) && fs::equivalent(in, out, ec);
+}
+
+}  // namespace
+
+void check_outputs(const std::vector<OptionPath>& outputs, const std::vector<OptionPath>& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const OptionPath& out = outputs[i];
+    if (out.path.empty()) continue;
     std::error_code ec;
-    if (!in.empty() && fs::exists(in, ec) && fs::exists(out, ec) && fs::equivalent(in, out, ec))
-      throw_bad_input("{}: '{}' is an input of this command; write the output to another file", option, out);
+    const fs::path folder = fs::path(out.path).parent_path();
+    if (!folder.empty() && !fs::is_directory(folder, ec))
+      throw_bad_input("{}: the folder '{}' does not exist; create it or write '{}' elsewhere", out.option,
+                      folder.string(), fs::path(out.path).filename().string());
+    for (const OptionPath& in : inputs)
+      if (!in.path.empty() && existing_same_file(out.path, in.path))
+        throw_bad_input("{}: '{}' is an input of this command ({}); write the output to another file", out.option,
+                        out.path, in.option);
+    for (size_t j = 0; j < i; ++j)
+      if (!outputs[j].path.empty() && same_file(out.path, outputs[j].path))
+        throw_bad_input("{}: '{}' is also the {} output; give each output its own file", out.option, out.path,
+                        outputs[j].option);
   }
 }
 

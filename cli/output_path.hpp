@@ -1,12 +1,24 @@
 #pragma once
-// Commands never write over one of their own inputs.
+// Commands never write over one of their own inputs, nor two outputs to one file: every output path is
+// checked before any work, so that a mistake costs nothing.
 #include <string>
 #include <vector>
 
 namespace pw {
 
-// BadInput "<option>: '<out>' is an input of this command; write the output to another file" when `out`
-// is the same file as one of `inputs` (paths that do not exist, such as preset names, never match).
-void check_output_path(const std::string& out, const std::vector<std::string>& inputs, const char* option);
+// A path and the option that gave it ("--trace", "--export-dir"); an empty path is an option not given.
+struct OptionPath {
+  std::string option;
+  std::string path;
+};
+
+// BadInput when an output's folder does not exist:
+//   "<option>: the folder '<folder>' does not exist; create it or write '<name>' elsewhere"
+// when an output is the same file as an input (by filesystem identity; inputs that do not exist,
+// such as preset names, never match):
+//   "<option>: '<out>' is an input of this command (<input option>); write the output to another file"
+// or when two outputs name one file (the same file, or the same path once made absolute):
+//   "<option>: '<out>' is also the <other option> output; give each output its own file"
+void check_outputs(const std::vector<OptionPath>& outputs, const std::vector<OptionPath>& inputs);
 
 }  // namespace pw

@@ -5,22 +5,25 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/cost_model_chain.hpp"
 #include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/work_bounds.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 #include "core/units.hpp"
 #include "planner/exports.hpp"
 #include "planner/plan_file.hpp"
 #include "planner/progress.hpp"
 #include "planner/search.hpp"
+#include "planner/search_estimate.hpp"
 #include "schedules/generators.hpp"
 
 namespace pw {
@@ -46,6 +49,7 @@ struct PlanOptions {
   bool flash_attention = false;
   std::vector<std::string> cost_params;
   std::string profile;
+  bool allow_large = false;
 };
 
 // Items with runs of equal neighbours folded: {11, 12, 12, 11} -> "11,12x2,11".
@@ -115,15 +119,6 @@ std::string tokens_rate(double t) {
   if (t >= 1e6) return fmt::format("{:.2f} M", t / 1e6);
   if (t >= 1e3) return fmt::format("{:.1f} k", t / 1e3);
   return fmt::format("{:.1f}", t);
-}
-
-std::string with_commas(long n) {
-  std::string s = std::to_string(n), out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
-  }
-  return out;
 }
 
 void print_table(std::ostream& out, const Scenario& base, int gpus, const SearchResult& r,
@@ -250,17 +245,21 @@ void restrict_to_target(ExportTarget target, SearchSpace& space) {
   }
 }
 
-void write_file(const std::string& path, const std::string& text, const char* option) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw_bad_input("{}: cannot write '{}'; check that its folder exists and is writable", option, path);
-  f << text;
-  if (!f) throw_runtime("{}: writing '{}' failed", option, path);
+// --out and the files --export would write into --export-dir.
+std::vector<OptionPath> output_paths(const PlanOptions& o, const std::optional<ExportTarget>& target) {
+  std::vector<OptionPath> out{{"--out", o.out_path}};
+  if (target)
+    for (const std::string& name : export_file_names(*target))
+      out.push_back({"--export-dir", (std::filesystem::path(o.export_dir) / name).string()});
+  return out;
 }
 
 void run_plan(const PlanOptions& o, std::ostream& out) {
   // Validate what does not need the model first, so that typos fail fast.
   std::optional<ExportTarget> target;
   if (!o.export_target.empty()) target = export_target_from_string(o.export_target);
+  check_outputs(output_paths(o, target), {{"--model", o.model}, {"--cluster", o.cluster}, {"--profile", o.profile},
+                                          {"--calibration", o.calibration}});
   if (o.top < 1) throw_bad_input("--top: must be at least 1, got {}", o.top);
   if (o.threads < 0) throw_bad_input("--threads: must be 0 (all cores) or more, got {}", o.threads);
   if (o.gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", o.gpus);
@@ -314,9 +313,9 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.seq_len = o.seq_len;
   base.workload.sequence_parallel = !o.no_sequence_parallel;
   base.workload.flash_attention = o.flash_attention;
-  const std::vector<std::string> inputs{o.model, o.cluster, o.profile, o.calibration};
-  if (!o.out_path.empty()) check_output_path(o.out_path, inputs, "--out");
 
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  check_work_unless_allowed("plan", {search_estimate(enumerate_candidates(base, space), threads)}, o.allow_large);
   ProgressBar bar(std::cerr, stderr_is_terminal());
   SearchOptions so;
   so.top = o.top;
@@ -359,15 +358,14 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
       extras.profile = PlanProfile{origin->path, origin->tool, origin->machine};
     extras.baselines = {{"uniform", gain_json(best, cmp.front().uniform)},
                         {"parameters", gain_json(best, cmp.front().parameters)}};
-    write_file(o.out_path, plan_to_json_text(best, extras), "--out");
+    write_output_file(o.out_path, plan_to_json_text(best, extras));
     if (!o.json) out << fmt::format("\nwrote plan 1 to {}\n", o.out_path);
   }
   if (target) {
     const std::vector<ExportFile> files = export_plan(*target, best, o.export_dir);
     for (const ExportFile& f : files) {
       const std::string path = (std::filesystem::path(o.export_dir) / f.name).string();
-      check_output_path(path, inputs, "--export-dir");
-      write_file(path, f.text, "--export-dir");
+      write_output_file(path, f.text);
       if (!o.json) out << fmt::format("\n--- {} ---\n{}", path, f.text);
     }
   }
@@ -407,6 +405,7 @@ CommandRunner add_plan_command(CLI::App& app) {
                   "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the analytic "
                   "ones where present (other micro-batch sizes: analytic)");
   add_calibration_option(*cmd, o->calibration);
+  add_allow_large_flag(*cmd, o->allow_large);
   cmd->add_flag("--stats", o->stats, "Print how many configurations the bounds dropped and how many were simulated");
   return [o](std::ostream& out) { run_plan(*o, out); };
 }

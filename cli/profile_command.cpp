@@ -1,12 +1,12 @@
 // `pipewright profile`: measures a model's layers, the optimizer and the rank-to-rank link on this machine's
 // CPU (or, with --backend cuda, its GPUs and NCCL links) and writes the profile that `run --profile` predicts
 // with.
-#include <fstream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/output_path.hpp"
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 #include "core/units.hpp"
 #include "profiler/cpu_profiler.hpp"
 #include "profiler/cuda/host/cuda_profiler_api.hpp"
@@ -62,6 +62,7 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
   if (o.backend == "cuda" && !cuda_built()) throw_bad_input("{}", cuda_not_built_text());
   if (o.backend == "cpu" && o.links) throw_bad_input("--links: measures NCCL links between GPUs; use it with --backend cuda");
   if (!o.cluster_out.empty() && !o.links) throw_bad_input("--cluster-out: the measured matrix needs --links");
+  check_outputs({{"--out", o.out}, {"--cluster-out", o.cluster_out}}, {{"--model", o.model}});
   const DType dtype = dtype_from_text(o.dtype);
   if (!(o.min_time_s >= 0)) throw_bad_input("--min-time: must be 0 or more seconds, got {}", o.min_time_s);
   if (o.link_repetitions < 1) throw_bad_input("--link-repetitions: must be at least 1, got {}", o.link_repetitions);
@@ -71,8 +72,6 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
   } catch (const Error& e) {
     throw Error(e.kind(), fmt::format("--model: {}", e.what()));
   }
-  if (!o.out.empty()) check_output_path(o.out, {o.model}, "--out");
-  if (!o.cluster_out.empty()) check_output_path(o.cluster_out, {o.model, o.out}, "--cluster-out");
   Profile p;
   CudaProfileResult gpu;
   if (o.backend == "cuda") {
@@ -99,15 +98,11 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
   out << gpu.report;
   if (!o.cluster_out.empty()) {
     if (!gpu.cluster) throw_runtime("--cluster-out: one GPU has no links to put in a measured matrix; run on 2 GPUs or more");
-    std::ofstream file(o.cluster_out, std::ios::binary | std::ios::trunc);
-    file << cluster_to_json_text(*gpu.cluster);
-    if (!file) throw_runtime("cannot write '{}'", o.cluster_out);
+    write_output_file(o.cluster_out, cluster_to_json_text(*gpu.cluster));
     out << fmt::format("\nwrote {}\n", o.cluster_out);
   }
   if (!o.out.empty()) {
-    std::ofstream file(o.out, std::ios::binary | std::ios::trunc);
-    file << profile_to_json_text(p);
-    if (!file) throw_runtime("cannot write '{}'", o.out);
+    write_output_file(o.out, profile_to_json_text(p));
     out << fmt::format("\nwrote {}\n", o.out);
   }
 }

@@ -12,8 +12,10 @@
 #include "cli/commands.hpp"
 #include "cli/failure_injection.hpp"
 #include "cli/output_path.hpp"
+#include "cli/run_estimate.hpp"
 #include "cli/run_processes.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/work_bounds.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
@@ -51,6 +53,7 @@ struct RunCommandOptions {
   bool no_profile = false;     // predict with the analytic model instead of profiling first
   std::string inject_failure;  // "RANK:ACTION", a test hook
   std::string ranks_as = "threads";  // or "processes under <launcher>" (cli/run_processes.hpp)
+  bool allow_large = false;
 };
 
 struct Summary {
@@ -105,8 +108,6 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
     throw_bad_input("--no-sync-optimizer: the executor steps the optimizer after a barrier of all ranks; omit it");
   if (o.no_profile && !o.scenario.profile.empty())
     throw_bad_input("--no-profile: it drops the profile that --profile gives; keep one of them");
-  if (!o.trace.empty())
-    check_output_path(o.trace, {o.scenario.model, o.scenario.cluster, o.scenario.plan, o.scenario.calibration}, "--trace");
 }
 
 std::string stage_list(const Evaluation& ev, int rank) {
@@ -251,10 +252,16 @@ RunResult run_threads(const Schedule& schedule, std::unique_ptr<Backend>& backen
 
 // `launched`: this process is one rank of a launched job; null: every rank is a thread here.
 void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRun* launched) {
-  if (!o.trace.empty() && !o.scenario.profile.empty()) check_output_path(o.trace, {o.scenario.profile}, "--trace");
+  check_outputs({{"--trace", o.trace}}, o.scenario.input_paths());
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
+  check_outputs({{"--trace", o.trace}}, o.scenario.plan_input_paths(doc));
   const Scenario scenario = o.scenario.scenario_of(doc);
   check_options(o, scenario);
+  check_work_unless_allowed(
+      "run",
+      run_estimate(resolve(scenario), {o.iterations, o.warmup, o.backend == "cpu" && o.compute == "real", o.optimizer == "adam"},
+                   simulation_source(o.scenario)),
+      o.allow_large);
   // The cuda backend's processes may hold several ranks each (a thread per GPU): its process plan checks them.
   if (launched && o.backend != "cuda") launched->check_ranks(scenario.parallel.pp);
   if (!o.inject_failure.empty()) parse_injected_failure(o.inject_failure);
@@ -398,6 +405,7 @@ CommandRunner add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--trace", opts->trace, "Write the measured iteration as a Chrome trace / Perfetto JSON timeline");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
+  add_allow_large_flag(*cmd, opts->allow_large);
   cmd->add_option("--optimizer", opts->optimizer, "sgd or adam (real compute)")->capture_default_str();
   cmd->add_option("--lr", opts->lr, "Learning rate (real compute)")->capture_default_str();
   opts->scenario.add_profile_option(*cmd);

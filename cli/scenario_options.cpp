@@ -63,10 +63,15 @@ std::vector<int> parse_split(const std::string& text) {
   return out;
 }
 
-namespace {
+std::vector<OptionPath> ScenarioOptions::input_paths() const {
+  return {{"--model", model}, {"--cluster", cluster}, {"--plan", plan}, {"--profile", profile},
+          {"--calibration", calibration}};
+}
 
-
-}  // namespace
+std::vector<OptionPath> ScenarioOptions::plan_input_paths(const std::optional<PlanDocument>& doc) const {
+  if (!doc || !doc->profile || !profile.empty()) return {};
+  return {{"the profile --plan names", doc->profile->path}};
+}
 
 void ScenarioOptions::add_profile_option(CLI::App& cmd) {
   cmd.add_option("--profile", profile,

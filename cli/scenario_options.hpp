@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/cost_model_chain.hpp"
+#include "cli/output_path.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "planner/plan_file.hpp"
@@ -52,6 +53,12 @@ struct ScenarioOptions {
 
   // --plan FILE (`pipewright plan --out`) instead of the scenario options; `what` says what it does.
   void add_plan_option(CLI::App& cmd, const std::string& what);
+  // The files this scenario is read from (--model, --cluster, --plan, --profile, --calibration), for
+  // check_outputs.
+  std::vector<OptionPath> input_paths() const;
+  // The profile the plan file recorded, which the command reads again unless --profile replaces it.
+  std::vector<OptionPath> plan_input_paths(const std::optional<PlanDocument>& doc) const;
+
   // BadInput when --plan comes with an option the plan fixes.
   void check_plan_alone(const CLI::App& cmd) const;
   // The plan file, when --plan gives one.

@@ -1,13 +1,10 @@
 #include "cli/schedule_options.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
-#include "cli/output_path.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/output_file.hpp"
 #include "schedules/pytorch_csv.hpp"
 
 namespace pw {
@@ -40,13 +37,8 @@ void ScheduleFileOptions::apply(Scenario& scenario) const {
 
 void ScheduleFileOptions::export_schedule(const Evaluation& ev) const {
   if (export_csv.empty()) return;
-  check_output_path(export_csv, {schedule_csv}, "--export-csv");
   const Schedule& s = ev.scenario.imported_schedule ? *ev.scenario.imported_schedule : ev.schedule;
-  std::ofstream out(export_csv, std::ios::binary | std::ios::trunc);
-  if (!out) throw_runtime("cannot write '{}': {}", export_csv, std::strerror(errno));
-  out << schedule_to_pytorch_csv(s);
-  out.flush();
-  if (!out) throw_runtime("writing '{}' failed: {}", export_csv, std::strerror(errno));
+  write_output_file(export_csv, schedule_to_pytorch_csv(s));
 }
 
 }  // namespace pw

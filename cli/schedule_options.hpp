@@ -16,6 +16,9 @@ struct ScheduleFileOptions {
 
   // `with_files` false: only --no-sync-optimizer (compare, which runs named schedules).
   void add_to(CLI::App& cmd, bool with_files);
+  // --schedule-csv, an input, and --export-csv, an output, for check_outputs.
+  OptionPath input_path() const { return {"--schedule-csv", schedule_csv}; }
+  OptionPath output_path() const { return {"--export-csv", export_csv}; }
   // Reads --schedule-csv (BadInput when --schedule is given as well, naming both) and lets its
   // micro-batch count stand in for --microbatches when neither that nor --global-batch-size is given.
   void prepare(const CLI::App& cmd, ScenarioOptions& scenario);

@@ -4,19 +4,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/schedule_options.hpp"
+#include "cli/work_bounds.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/output_file.hpp"
 #include "core/units.hpp"
 #include "planner/plan_file.hpp"
 #include "schedules/svg.hpp"
@@ -36,6 +35,7 @@ struct ShowOptions {
   bool timeline = false;
   int timeline_width = 100;
   int svg_width = 1200;
+  bool allow_large = false;
 };
 
 // What is drawn: the compute events, the placement that colours them, the time they span.
@@ -60,6 +60,9 @@ Picture from_simulation(const ShowOptions& o) {
     for (const std::string& assignment : o.scenario.cost_params) set_param(params, assignment);
   }
   o.files.apply(scenario);
+  SimulationSource source = simulation_source(o.scenario, o.files.schedule_csv);
+  if (!o.plan.empty()) source.schedule_file = o.plan;
+  check_work_unless_allowed("show", {simulation_estimate(resolve(scenario), source, {.timeline = true})}, o.allow_large);
   EventRecorder recorder;
   const Evaluation ev = evaluate(scenario, AnalyticCostModel(params), &recorder);
   o.files.export_schedule(ev);
@@ -124,22 +127,12 @@ Picture from_trace(const ShowOptions& o) {
   return p;
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw_runtime("cannot write '{}': {}", path, std::strerror(errno));
-  out << text;
-  out.flush();
-  if (!out) throw_runtime("writing '{}' failed: {}", path, std::strerror(errno));
-}
-
 void run_show(const ShowOptions& o, std::ostream& out) {
-  if (!o.svg.empty())
-    check_output_path(o.svg, {o.scenario.model, o.scenario.cluster, o.plan, o.trace, o.files.schedule_csv}, "--svg");
   const Picture p = o.trace.empty() ? from_simulation(o) : from_trace(o);
   if (!o.svg.empty()) {
     std::vector<TimedAction> boxes;
     for (const SimEvent& e : p.events) boxes.push_back(TimedAction{e.rank, e.action, e.start_s, e.end_s});
-    write_text(o.svg, schedule_svg(boxes, p.placement, p.span_s, SvgOptions{p.title, o.svg_width}));
+    write_output_file(o.svg, schedule_svg(boxes, p.placement, p.span_s, SvgOptions{p.title, o.svg_width}));
   }
   out << p.summary << "\n";
   if (o.timeline || o.svg.empty())
@@ -160,9 +153,13 @@ CommandRunner add_show_command(CLI::App& app) {
   cmd->add_option("--svg-width", opts->svg_width, "Width of the SVG in pixels")->check(CLI::Range(200, 20000));
   cmd->add_option("--title", opts->title, "Title above the SVG picture");
   cmd->add_flag("--timeline", opts->timeline, "Print the terminal timeline too (the default without --svg)");
+  add_allow_large_flag(*cmd, opts->allow_large);
   cmd->add_option("--timeline-width", opts->timeline_width, "Columns of the terminal timeline")
       ->check(CLI::Range(20, 1000));
   return [opts, cmd](std::ostream& out) {
+    check_outputs({{"--svg", opts->svg}, opts->files.output_path()},
+                  {{"--model", opts->scenario.model}, {"--cluster", opts->scenario.cluster}, {"--plan", opts->plan},
+                   {"--trace", opts->trace}, opts->files.input_path()});
     const bool given_trace = !opts->trace.empty();
     if (given_trace && !opts->plan.empty()) throw_bad_input("--trace: give a trace or a plan, not both; drop --plan");
     if (given_trace && !opts->files.schedule_csv.empty())

@@ -9,6 +9,7 @@
 #include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/schedule_options.hpp"
+#include "cli/work_bounds.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "planner/plan_file.hpp"
@@ -26,6 +27,7 @@ struct SimulateOptions {
   int timeline_width = 100;
   std::string trace;
   ScheduleFileOptions files;
+  bool allow_large = false;
 };
 
 // Observers the command needs at once.
@@ -52,14 +54,17 @@ class FanOut : public SimObserver {
   std::vector<SimObserver*> observers_;
 };
 
+std::vector<OptionPath> output_paths(const SimulateOptions& o) { return {{"--trace", o.trace}, o.files.output_path()}; }
+
 void run_simulate(const SimulateOptions& o, std::ostream& out) {
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
+  check_outputs(output_paths(o), o.scenario.plan_input_paths(doc));
   Scenario scenario = o.scenario.scenario_of(doc);
   o.files.apply(scenario);
-  if (!o.trace.empty())
-    check_output_path(o.trace, {o.scenario.model, o.scenario.cluster, o.scenario.plan, o.scenario.profile,
-                                o.scenario.calibration},
-                      "--trace");
+  check_work_unless_allowed("simulate",
+                            {simulation_estimate(resolve(scenario), simulation_source(o.scenario, o.files.schedule_csv),
+                                                 {o.timeline, !o.trace.empty()})},
+                            o.allow_large);
   const CostModelChain chain = o.scenario.cost_models(scenario.model, doc);
   const CostModel& cost = chain.model();
 
@@ -110,7 +115,11 @@ CommandRunner add_simulate_command(CLI::App& app) {
   cmd->add_flag("--timeline", opts->timeline, "Print the schedule's timeline in the terminal");
   cmd->add_option("--timeline-width", opts->timeline_width, "Columns of the terminal timeline")->check(CLI::Range(20, 1000));
   opts->files.add_to(*cmd, /*with_files=*/true);
+  add_allow_large_flag(*cmd, opts->allow_large);
   return [opts, cmd](std::ostream& out) {
+    std::vector<OptionPath> inputs = opts->scenario.input_paths();
+    inputs.push_back(opts->files.input_path());
+    check_outputs(output_paths(*opts), inputs);
     opts->scenario.check_plan_alone(*cmd);
     opts->files.prepare(*cmd, opts->scenario);
     run_simulate(*opts, out);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -92,8 +93,14 @@ std::vector<LayerRange> split_layers(const Model& model, int stages, const std::
 
 LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {
   if (cluster.ideal || n <= 1) return LinkSpec{kInf, 0};
+  // Past the measured matrix a pair's link depends only on where its members sit in their nodes, which
+  // repeats every gpus_per_node members: the ring of a huge dp needs no more than that, and its closing pair.
+  const std::int64_t measured = cluster.measured ? cluster.measured->gpus : 0;
+  const std::int64_t repeats_from =
+      std::max<std::int64_t>(0, (measured - first + stride - 1) / stride) + cluster.gpus_per_node;
   LinkSpec slowest{kInf, 0};
   for (int i = 0; i < n; ++i) {
+    if (i >= repeats_from && i < n - 1) i = n - 1;
     const int a = first + i * stride;
     const int b = first + ((i + 1) % n) * stride;
     const LinkSpec l = cluster.link(a, b);

@@ -1,7 +1,9 @@
 #include "core/workload.hpp"
 
+#include <limits>
 #include <string_view>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 
 namespace pw {
@@ -23,6 +25,11 @@ Recompute recompute_from_string(const char* text) {
   if (t == "full") return Recompute::Full;
   if (t == "per-stage") return Recompute::PerStage;
   throw_bad_input("--recompute: unknown mode '{}'; use none, selective, full or per-stage", t);
+}
+
+int ParallelConfig::gpus() const {
+  return static_cast<int>(bounded_product({tp, pp, dp}, std::numeric_limits<int>::max(), "GPUs --tp x --pp x --dp",
+                                          "use fewer GPUs"));
 }
 
 int global_rank(const ParallelConfig& pc, RankOrder order, int tp_idx, int pp_idx, int dp_idx) {

@@ -30,7 +30,9 @@ struct ParallelConfig {
   int microbatches = 1;  // m per pipeline per iteration
   bool distributed_optimizer = true;  // ZeRO-1 over dp
   RankOrder order = RankOrder::TpPpDp;  // where each (tp, pp, dp) rank sits in the cluster
-  int gpus() const { return tp * pp * dp; }
+  // tp x pp x dp; BadInput naming --tp, --pp and --dp when it leaves an int (resolve() and the plan file
+  // refuse such configurations first, with their own names).
+  int gpus() const;
 };
 
 // The global GPU index of a (tp, pp, dp) rank under an order.

@@ -33,6 +33,15 @@ std::vector<std::string> export_schedules(ExportTarget t) {
   return {};
 }
 
+std::vector<std::string> export_file_names(ExportTarget t) {
+  switch (t) {
+    case ExportTarget::Megatron: return {"megatron_args.sh"};
+    case ExportTarget::DeepSpeed: return {"ds_config.json", "pipewright_partition.py"};
+    case ExportTarget::Torchtitan: return {"torchtitan.toml", "pipewright_schedule.csv"};
+  }
+  return {};
+}
+
 std::vector<Recompute> export_recomputes(ExportTarget t) {
   if (t == ExportTarget::DeepSpeed) return {Recompute::None, Recompute::Full};
   return {Recompute::None, Recompute::Selective, Recompute::Full};

@@ -27,6 +27,10 @@ std::vector<Recompute> export_recomputes(ExportTarget t);
 // The rank order the target places ranks in, when it has only one.
 std::optional<RankOrder> export_rank_order(ExportTarget t);
 
+// Every file name export_plan may write for the target (some only for some plans), so that a command can
+// check them before it searches.
+std::vector<std::string> export_file_names(ExportTarget t);
+
 // BadInput "--export <target>: ..." when the plan uses something the target cannot run.
 // `dir` is the folder the files will be written to (files may name each other by path).
 std::vector<ExportFile> export_plan(ExportTarget t, const Evaluation& plan, const std::string& dir);

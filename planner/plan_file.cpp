@@ -1,7 +1,9 @@
 #include "planner/plan_file.hpp"
 
 #include <cmath>
+#include <limits>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/excerpt.hpp"
 #include "core/json_text.hpp"
@@ -131,8 +133,12 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   s.parallel.vpp = p.positive_int("vpp");
   s.parallel.microbatches = p.positive_int("microbatches");
   s.parallel.distributed_optimizer = p.boolean("distributed_optimizer", true);
-  if (f.positive_integer("gpus") != s.parallel.gpus())
-    f.fail("gpus", fmt::format("is {} but tp x pp x dp = {}", f.positive_integer("gpus"), s.parallel.gpus()));
+  const std::optional<std::int64_t> gpus = checked_product({s.parallel.tp, s.parallel.pp, s.parallel.dp});
+  if (!gpus || *gpus > std::numeric_limits<int>::max())
+    f.fail("parallel", fmt::format("tp x pp x dp = {} x {} x {} is beyond {} GPUs", s.parallel.tp, s.parallel.pp,
+                                   s.parallel.dp, std::numeric_limits<int>::max()));
+  if (f.positive_integer("gpus") != *gpus)
+    f.fail("gpus", fmt::format("is {} but tp x pp x dp = {}", f.positive_integer("gpus"), *gpus));
 
   const JsonFields w = f.object("workload");
   s.workload.micro_batch_size = w.positive_int("micro_batch_size");
@@ -160,9 +166,14 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   if (s.workload.recompute == Recompute::PerStage && s.stage_recompute.empty())
     w.fail("stage_recompute", "is missing: recompute \"per-stage\" needs each stage's level");
   s.global_batch_size = f.positive_int("global_batch_size");
-  if (s.global_batch_size != s.parallel.microbatches * s.workload.micro_batch_size * s.parallel.dp)
-    f.fail("global_batch_size", fmt::format("is {} but microbatches x micro_batch_size x dp = {}", s.global_batch_size,
-                                            s.parallel.microbatches * s.workload.micro_batch_size * s.parallel.dp));
+  const std::optional<std::int64_t> batch =
+      checked_product({s.parallel.microbatches, s.workload.micro_batch_size, s.parallel.dp});
+  if (batch != s.global_batch_size)
+    f.fail("global_batch_size",
+           batch ? fmt::format("is {} but microbatches x micro_batch_size x dp = {}", s.global_batch_size, *batch)
+                 : fmt::format("is {} but microbatches x micro_batch_size x dp = {} x {} x {} is beyond any batch",
+                               s.global_batch_size, s.parallel.microbatches, s.workload.micro_batch_size,
+                               s.parallel.dp));
 
   const JsonFields sch = f.object("schedule");
   s.schedule = sch.string("name");

@@ -33,11 +33,16 @@ auto config_key(const Candidate& c) {
   return std::tie(c.tp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute, c.order);
 }
 
+// In increasing order; pairs d, n / d up to the square root, so that a batch of 2^31 - 1 takes 46,341 steps.
 std::vector<int> divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
+  std::vector<int> low, high;
+  for (std::int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      low.push_back(static_cast<int>(d));
+      if (d * d != n) high.push_back(static_cast<int>(n / d));
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 bool tp_shards_model(const Model& model, int tp) {
@@ -207,7 +212,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
     if (!any_dp) {
       if (space.dp)
         throw_bad_input("--global-batch-size: {} is not a multiple of --dp {}; use {} or {}", G, *space.dp,
-                        std::max(*space.dp, G / *space.dp * *space.dp), (G / *space.dp + 1) * *space.dp);
+                        std::max(*space.dp, G / *space.dp * *space.dp), (G / *space.dp + 1) * std::int64_t{*space.dp});
       throw_bad_input("--global-batch-size: {} is not a multiple of the data-parallel degree of any tp x pp x dp = {}; use "
                       "a multiple of {}",
                       G, n, n);

@@ -1,11 +1,9 @@
 #include "sim/chrome_trace.hpp"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 #include "core/version.hpp"
 
 namespace pw {
@@ -120,12 +118,6 @@ nlohmann::json ChromeTraceWriter::trace() const {
 
 void ChromeTraceWriter::write(const std::string& path) const { write_json_file(path, trace()); }
 
-void write_json_file(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw_runtime("cannot write '{}': {}", path, std::strerror(errno));
-  out << doc.dump() << '\n';
-  out.flush();
-  if (!out) throw_runtime("writing '{}' failed: {}", path, std::strerror(errno));
-}
+void write_json_file(const std::string& path, const nlohmann::json& doc) { write_output_file(path, doc.dump() + '\n'); }
 
 }  // namespace pw

@@ -41,7 +41,7 @@ class ChromeTraceWriter : public SimObserver {
   std::map<int, std::string> labels_;
 };
 
-// Writes a JSON document to a file (two-space indent off: traces get large); throws Runtime on failure.
+// Writes a JSON document to a file (two-space indent off: traces get large) with write_output_file.
 void write_json_file(const std::string& path, const nlohmann::json& doc);
 
 }  // namespace pw

@@ -6,6 +6,7 @@
 #include <optional>
 #include <tuple>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/layer_work.hpp"
 #include "core/units.hpp"
@@ -107,20 +108,27 @@ Scenario resolve(const Scenario& in) {
   s.cluster.check_capacity(pc.gpus());
 
   if (s.global_batch_size > 0) {
-    const int per_step = s.workload.micro_batch_size * pc.dp;
-    if (s.global_batch_size % per_step != 0)
+    const std::int64_t G = s.global_batch_size;
+    const std::optional<std::int64_t> per_step = checked_product({s.workload.micro_batch_size, pc.dp});
+    if (!per_step || *per_step > G)
+      throw_bad_input("--global-batch-size: {} is less than micro-batch size x dp = {} x {}; lower --micro-batch-size "
+                      "or --dp, or raise --global-batch-size",
+                      G, s.workload.micro_batch_size, pc.dp);
+    if (G % *per_step != 0)
       throw_bad_input("--global-batch-size: {} is not a multiple of micro-batch size x dp = {} x {} = {}; use {} or {}",
-                      s.global_batch_size, s.workload.micro_batch_size, pc.dp, per_step,
-                      std::max(per_step, s.global_batch_size / per_step * per_step),
-                      (s.global_batch_size / per_step + 1) * per_step);
-    const int m = s.global_batch_size / per_step;
+                      G, s.workload.micro_batch_size, pc.dp, *per_step, G / *per_step * *per_step,
+                      (G / *per_step + 1) * *per_step);
+    const int m = static_cast<int>(G / *per_step);
     if (in.parallel.microbatches > 1 && in.parallel.microbatches != m)
       throw_bad_input("--microbatches: {} disagrees with --global-batch-size {} / (micro-batch size {} x dp {}) = {}; give one of them",
                       in.parallel.microbatches, s.global_batch_size, s.workload.micro_batch_size, pc.dp, m);
     pc.microbatches = m;
   }
   check_positive(pc.microbatches, "--microbatches");
-  s.global_batch_size = pc.microbatches * s.workload.micro_batch_size * pc.dp;
+  s.global_batch_size = static_cast<int>(bounded_product({pc.microbatches, s.workload.micro_batch_size, pc.dp},
+                                                         std::numeric_limits<int>::max(),
+                                                         "global batch --microbatches x --micro-batch-size x --dp",
+                                                         "lower --microbatches or --dp"));
 
   if (s.async_iterations < 2)
     throw_bad_input("async iterations: {} back to back is too few for a steady state; use 2 or more",
@@ -199,13 +207,27 @@ ReplicaKey replica_key(const Scenario& s, int replica) {
   return key;
 }
 
+// How many replicas, from the first, hold every kind. On a cluster of one GPU type, moving a replica by
+// gpus_per_node replicas moves each of its GPUs by whole nodes, which keeps its GPUs and links, except
+// where the measured link matrix reaches: past it, the kinds repeat every gpus_per_node replicas.
+int replicas_to_compare(const Scenario& s) {
+  const ParallelConfig& pc = s.parallel;
+  if (!s.cluster.node_groups.empty()) return pc.dp;
+  // A replica's lowest GPU is its index times this.
+  const std::int64_t step = pc.order == RankOrder::TpPpDp ? std::int64_t{pc.tp} * pc.pp : pc.tp;
+  const std::int64_t measured = s.cluster.measured ? s.cluster.measured->gpus : 0;
+  const std::int64_t past_measured = (measured + step - 1) / step;
+  return static_cast<int>(std::min<std::int64_t>(pc.dp, past_measured + s.cluster.gpus_per_node));
+}
+
 // The replicas whose simulations can differ, first of each kind. Every replica's dp ring is the same
 // ring, so its link does not tell them apart.
 std::vector<int> distinct_replicas(const Scenario& s) {
   std::vector<int> out{0};
   if (s.cluster.ideal || s.parallel.dp == 1) return out;
   std::vector<ReplicaKey> seen{replica_key(s, 0)};
-  for (int d = 1; d < s.parallel.dp; ++d) {
+  const int compared = replicas_to_compare(s);
+  for (int d = 1; d < compared; ++d) {
     ReplicaKey k = replica_key(s, d);
     if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
     seen.push_back(std::move(k));
@@ -314,10 +336,13 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
     m.model_tflops_per_gpu = m.model_flops_per_iteration / m.step_time_s / gpus / 1e12;
     m.hardware_tflops_per_gpu = m.hardware_flops_per_iteration / m.step_time_s / gpus / 1e12;
     // Mixed clusters: utilisation is against the mean peak of every GPU in use.
-    double peak = 0;
-    for (int d = 0; d < pc.dp; ++d)
-      for (int r = 0; r < pc.pp; ++r) peak += s.cluster.gpu_at(pipeline_rank_gpu(pc, r, d)).peak_flops;
-    peak /= pc.pp * pc.dp;
+    double peak = s.cluster.gpu.peak_flops;
+    if (!s.cluster.node_groups.empty()) {
+      peak = 0;
+      for (int d = 0; d < pc.dp; ++d)
+        for (int r = 0; r < pc.pp; ++r) peak += s.cluster.gpu_at(pipeline_rank_gpu(pc, r, d)).peak_flops;
+      peak /= static_cast<double>(pc.pp) * pc.dp;
+    }
     m.mfu = m.model_tflops_per_gpu * 1e12 / peak;
     m.hfu = m.hardware_tflops_per_gpu * 1e12 / peak;
   }

@@ -77,7 +77,7 @@ TEST_CASE("calibrate: bad input exits 2 with one line") {
   const std::string out = std::string(PIPEWRIGHT_TEST_TMP) + "/cli-bad-calibration.json";
   const CliResult same = run_cli({"calibrate", "--profile", f.profile, "--out", f.profile});
   CHECK(same.code == 2);
-  CHECK(same.err == "error: --out: '" + f.profile + "' is an input of this command; write the output to another file\n");
+  CHECK(same.err == "error: --out: '" + f.profile + "' is an input of this command (--profile); write the output to another file\n");
   const CliResult holdout = run_cli({"calibrate", "--profile", f.profile, "--holdout", "1.5", "--out", out});
   CHECK(holdout.code == 2);
   CHECK(holdout.err == "error: --holdout: must be a fraction in [0, 1), got 1.5\n");

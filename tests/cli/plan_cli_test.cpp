@@ -143,7 +143,7 @@ TEST_CASE("plan: bad input is one line naming the option and the fix") {
   const std::string model = std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-uniform.json";
   check_error({"plan", "--model", model, "--cluster", "dgx-h100", "--gpus", "2", "--global-batch-size", "2", "--out",
                model},
-              "--out: '" + model + "' is an input of this command; write the output to another file");
+              "--out: '" + model + "' is an input of this command (--model); write the output to another file");
 }
 
 TEST_CASE("plan: no configuration fits, and the message says by how much") {

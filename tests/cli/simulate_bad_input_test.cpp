@@ -97,7 +97,7 @@ TEST_CASE("unknown modes and malformed numbers") {
 TEST_CASE("an output file never replaces an input") {
   const std::string path = temp_file("model-for-trace.json", "{\"name\": \"two\", \"layers\": [{\"forward_s\": 1}, {\"forward_s\": 1}]}");
   check_error({"--model", path, "--cluster", "ideal", "--pp", "2", "--microbatches", "2", "--trace", path},
-              "--trace: '" + path + "' is an input of this command; write the output to another file");
+              "--trace: '" + path + "' is an input of this command (--model); write the output to another file");
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text == "{\"name\": \"two\", \"layers\": [{\"forward_s\": 1}, {\"forward_s\": 1}]}");

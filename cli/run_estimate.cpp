@@ -1,0 +1,54 @@
+#include "cli/run_estimate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/layer_work.hpp"
+#include "core/units.hpp"
+#include "executor/runtime.hpp"
+#include "schedules/generators.hpp"
+#include "sim/simulation_estimate.hpp"
+
+namespace pw {
+
+WorkEstimate run_records_estimate(const Scenario& s, const RunWork& run) {
+  const double iterations = static_cast<double>(run.iterations) + run.warmup;
+  const double actions = simulated_actions(s);
+  constexpr double kBytesPerAction = 3 * sizeof(SimEvent) + sizeof(MemorySample);
+  WorkEstimate e;
+  e.work = fmt::format("{} iterations x {} actions (--iterations {} + --warmup {})",
+                       format_count(iterations), format_count(actions),
+                       run.iterations, run.warmup);
+  e.bytes = iterations * actions * kBytesPerAction;
+  e.fix = "lower --iterations";
+  return e;
+}
+
+WorkEstimate cpu_tensors_estimate(const Scenario& s, const RunWork& run) {
+  double parameters = 0, activations = 0;
+  for (const Layer& layer : s.model.layers) {
+    const LayerWork w = layer_work(s.model, layer, s.workload);
+    parameters += w.parameters;
+    activations += w.activation_bytes;
+  }
+  const int stages = s.parallel.pp * chunks_per_rank(s.schedule, s.parallel.vpp);
+  const double in_flight = std::min(s.parallel.microbatches, stages);
+  const double per_parameter = 4.0 * (run.adam ? 4 : 2);
+  WorkEstimate e;
+  e.work = fmt::format("the cpu backend's float32 tensors for the {} parameters of {} ({} each with {}) and {} "
+                       "micro-batch{} of activations",
+                       format_count(parameters), s.model.name, format_bytes(per_parameter),
+                       run.adam ? "adam" : "sgd", in_flight, in_flight == 1 ? "" : "es");
+  e.bytes = parameters * per_parameter + 2 * activations * in_flight;
+  e.fix = "run a smaller model, use --compute sleep";
+  return e;
+}
+
+std::vector<WorkEstimate> run_estimate(const Scenario& s, const RunWork& run, const SimulationSource& source) {
+  std::vector<WorkEstimate> parts{simulation_estimate(s, source), run_records_estimate(s, run)};
+  if (run.cpu_tensors) parts.push_back(cpu_tensors_estimate(s, run));
+  return parts;
+}
+
+}  // namespace pw

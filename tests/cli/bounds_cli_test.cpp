@@ -1,0 +1,142 @@
+// Bounds before work: the absurd sizes of issue 12 each end at once with exit 2 and one line that names
+// the estimate, this machine's limit and the fix; checked batch arithmetic names the options given.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+#include "core/json_text.hpp"
+
+namespace {
+
+// Exit 2, nothing on stdout, one line on stderr that starts and ends as given (the middle holds this
+// machine's available memory), well before the work would have begun to hurt.
+void check_refused(const std::vector<std::string>& args, const std::string& start, const std::string& end) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliResult r = run_cli(args);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.starts_with("error: " + start));
+  CHECK(r.err.ends_with(end + "\n"));
+  CHECK(r.err.find('\n') == r.err.size() - 1);
+  CHECK(seconds < 10);  // the target is 2 s; generous for a loaded machine
+}
+
+void check_bad_input(const std::vector<std::string>& args, const std::string& message) {
+  const CliResult r = run_cli(args);
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.err == "error: " + message + "\n");
+}
+
+const std::string kMemory = " of this machine's memory; ";
+
+}  // namespace
+
+TEST_CASE("simulate --microbatches 1000000000: refused with the estimate before the schedule is built") {
+  check_refused({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--microbatches", "1000000000"},
+                "simulate: 3,000,000,000 actions (--pp 1 x 1 chunk x --microbatches 1000000000 x 3 for F, B and W) would "
+                "take about 300 GB; the limit is ",
+                kMemory + "lower --microbatches or pass --allow-large");
+  check_refused({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--global-batch-size", "1000000000"},
+                "simulate: 3,000,000,000 actions (--pp 1 x 1 chunk x 1000000000 micro-batches (--global-batch-size "
+                "1000000000 / (micro-batch size 1 x dp 1)) x 3 for F, B and W) would take about 300 GB; the limit is ",
+                kMemory + "lower --global-batch-size or pass --allow-large");
+  check_refused({"compare", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--microbatches", "1000000000",
+                 "--schedules", "1f1b"},
+                "compare: 3,000,000,000 actions", kMemory + "lower --microbatches or pass --allow-large");
+  check_refused({"show", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--microbatches", "1000000000"},
+                "show: 3,000,000,000 actions", kMemory + "lower --microbatches or pass --allow-large");
+}
+
+TEST_CASE("simulate --dp 1000000000 --microbatches 8: the global batch overflows an int, named by its options") {
+  check_bad_input({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--dp", "1000000000",
+                   "--microbatches", "8"},
+                  "global batch --microbatches x --micro-batch-size x --dp = 8 x 1 x 1000000000 is beyond 2147483647; "
+                  "lower --microbatches or --dp");
+  check_bad_input({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--dp", "1000000000", "--tp", "8",
+                   "--microbatches", "1"},
+                  "GPUs --tp x --pp x --dp = 8 x 1 x 1000000000 is beyond 2147483647; use fewer GPUs");
+  check_bad_input({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--dp", "1000000000",
+                   "--micro-batch-size", "4", "--global-batch-size", "8"},
+                  "--global-batch-size: 8 is less than micro-batch size x dp = 4 x 1000000000; lower --micro-batch-size "
+                  "or --dp, or raise --global-batch-size");
+}
+
+TEST_CASE("simulate --dp 100000000 and 2000000000: a uniform cluster compares a node's worth of replicas and ring links") {
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliResult r = run_cli({"simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-a100-80gb", "--dp", "100000000",
+                               "--microbatches", "8", "--json"});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 10);
+  CHECK(r.out.find("\"global_batch_size\": 800000000") != std::string::npos);
+  const CliResult widest = run_cli({"simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-a100-80gb", "--dp",
+                                    "2000000000", "--microbatches", "1", "--json"});
+  CHECK(widest.code == 0);
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 10);
+}
+
+TEST_CASE("plan --global-batch-size 2147483647 and 1000000000: refused before the search") {
+  check_refused({"plan", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "8", "--global-batch-size",
+                 "2147483647"},
+                "plan: ", kMemory + "lower --global-batch-size or fix --micro-batch-size or pass --allow-large");
+  check_refused({"plan", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "1024", "--global-batch-size",
+                 "1000000000"},
+                "plan: ", kMemory + "lower --global-batch-size or fix --micro-batch-size or pass --allow-large");
+}
+
+TEST_CASE("run --iterations 1000000000 and run --model llama3-8b on the cpu backend: refused before they start") {
+  const std::vector<std::string> tiny{"run", "--model", source_path("examples/tiny-uniform.json"), "--cluster", "ideal",
+                                      "--pp", "2", "--microbatches", "2", "--compute", "sleep"};
+  std::vector<std::string> many = tiny;
+  for (const char* a : {"--iterations", "1000000000"}) many.push_back(a);
+  check_refused(many, "run: 1,000,000,001 iterations x 12 actions (--iterations 1000000000 + --warmup 1) would take about ",
+                kMemory + "lower --iterations or pass --allow-large");
+  check_refused({"run", "--model", "llama3-8b", "--cluster", "dgx-h100", "--microbatches", "1"},
+                "run: the cpu backend's float32 tensors for the 8,030,261,248 parameters of llama3-8b (16 B each with "
+                "adam) and 1 micro-batch of activations would take about ",
+                kMemory + "run a smaller model, use --compute sleep or pass --allow-large");
+}
+
+TEST_CASE("--allow-large: the same flag on every command with bounds, and a small scenario runs with it") {
+  for (const char* command : {"simulate", "show", "compare", "plan", "run"}) {
+    const CliResult help = run_cli({command, "--help"});
+    CHECK(help.out.find("--allow-large") != std::string::npos);
+  }
+  const CliResult r = run_cli({"simulate", "--model", source_path("examples/tiny-uniform.json"), "--cluster", "ideal",
+                               "--pp", "2", "--microbatches", "4", "--allow-large"});
+  CHECK(r.code == 0);
+}
+
+TEST_CASE("simulate --plan: batch and GPU products from a plan file name its fields, exactly and without wrapping") {
+  const std::string dir = std::string(PIPEWRIGHT_TEST_TMP);
+  const std::string plan = dir + "/bounds-plan.json";
+  REQUIRE(run_cli({"plan", "--model", source_path("examples/tiny-uniform.json"), "--cluster", "ideal", "--gpus", "1",
+                   "--global-batch-size", "8", "--out", plan})
+              .code == 0);
+  nlohmann::json j = nlohmann::json::parse(pw::read_text_file(plan, "plan"));
+  const std::string edited = dir + "/bounds-plan-edited.json";
+  auto simulate = [&](const nlohmann::json& doc) {
+    std::ofstream(edited) << doc.dump();
+    return run_cli({"simulate", "--plan", edited});
+  };
+  j["parallel"]["dp"] = 1000000000;
+  j["gpus"] = 1000000000;
+  const int m = j["parallel"]["microbatches"];
+  CliResult r = simulate(j);
+  CHECK(r.code == 2);
+  CHECK(r.err == "error: " + edited + ": global_batch_size is 8 but microbatches x micro_batch_size x dp = " +
+                     std::to_string(m * std::int64_t{1000000000} * j["workload"]["micro_batch_size"].get<int>()) + "\n");
+  j["parallel"]["tp"] = 1000;
+  j["parallel"]["pp"] = 1000;
+  r = simulate(j);
+  CHECK(r.code == 2);
+  CHECK(r.err == "error: " + edited + ": parallel tp x pp x dp = 1000 x 1000 x 1000000000 is beyond 2147483647 GPUs\n");
+}

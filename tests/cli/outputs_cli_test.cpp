@@ -1,0 +1,133 @@
+// Outputs: every command checks all its outputs before any work; none may be an input (model, cluster,
+// plan, profile, calibration, schedule or trace file) or another output of the same command, and each
+// goes to a folder that exists. What was there stays as it was.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../temp_folder.hpp"
+#include "cli_test_util.hpp"
+#include "uniform_profile.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string copy_of(const std::string& example, const fs::path& dir) {
+  const fs::path to = dir / fs::path(example).filename();
+  fs::copy_file(source_path(example), to, fs::copy_options::overwrite_existing);
+  return to.string();
+}
+
+// Exit 2 with exactly this line, and `kept` as it was before.
+void check_refused(const std::vector<std::string>& args, const std::string& message, const std::string& kept = "") {
+  const std::string before = kept.empty() ? "" : file_contents(kept);
+  const CliResult r = run_cli(args);
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "error: " + message + "\n");
+  if (!kept.empty()) CHECK(file_contents(kept) == before);
+}
+
+}  // namespace
+
+TEST_CASE("simulate --export-csv and --trace never write over the model, cluster or plan file, nor each other") {
+  const fs::path dir = fresh_folder("outputs-simulate");
+  const std::string model = copy_of("examples/tiny-uniform.json", dir);
+  const std::string cluster = copy_of("examples/cluster-2x-h100.json", dir);
+  const std::vector<std::string> base{"simulate", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "4"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  check_refused(with({"--export-csv", model}),
+                "--export-csv: '" + model + "' is an input of this command (--model); write the output to another file",
+                model);
+  check_refused({"simulate", "--model", model, "--cluster", cluster, "--microbatches", "4", "--export-csv", cluster},
+                "--export-csv: '" + cluster + "' is an input of this command (--cluster); write the output to another file",
+                cluster);
+  // The same file under another spelling of its path.
+  const std::string dotted = (dir / "." / fs::path(model).filename()).string();
+  check_refused(with({"--trace", dotted}),
+                "--trace: '" + dotted + "' is an input of this command (--model); write the output to another file", model);
+  // Before any work: the check wins over the size bound.
+  check_refused({"simulate", "--model", model, "--cluster", "ideal", "--microbatches", "1000000000", "--trace", model},
+                "--trace: '" + model + "' is an input of this command (--model); write the output to another file", model);
+
+  const std::string out = (dir / "both.json").string();
+  check_refused(with({"--trace", out, "--export-csv", out}),
+                "--export-csv: '" + out + "' is also the --trace output; give each output its own file");
+  CHECK_FALSE(fs::exists(out));
+  check_refused(with({"--trace", (dir / "missing" / "t.json").string()}),
+                "--trace: the folder '" + (dir / "missing").string() + "' does not exist; create it or write 't.json' "
+                "elsewhere");
+
+  const std::string plan = (dir / "plan.json").string();
+  REQUIRE(run_cli({"plan", "--model", model, "--cluster", "ideal", "--gpus", "2", "--global-batch-size", "4", "--out", plan})
+              .code == 0);
+  check_refused({"simulate", "--plan", plan, "--export-csv", plan},
+                "--export-csv: '" + plan + "' is an input of this command (--plan); write the output to another file",
+                plan);
+  // A replaced output is whole, with nothing left beside it.
+  const std::string csv = (dir / "schedule.csv").string();
+  REQUIRE(run_cli(with({"--export-csv", csv})).code == 0);
+  const std::string first = file_contents(csv);
+  REQUIRE(run_cli(with({"--export-csv", csv, "--schedule", "gpipe"})).code == 0);
+  CHECK(file_contents(csv) != first);
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 4);
+}
+
+TEST_CASE("show, plan, run, profile and calibrate check every output against the inputs and each other") {
+  const fs::path dir = fresh_folder("outputs-commands");
+  const std::string model = copy_of("examples/tiny-uniform.json", dir);
+  const std::string csv = (dir / "s.csv").string();
+  REQUIRE(run_cli({"simulate", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "4", "--export-csv",
+                   csv})
+              .code == 0);
+  check_refused({"show", "--model", model, "--cluster", "ideal", "--pp", "2", "--schedule-csv", csv, "--svg", csv},
+                "--svg: '" + csv + "' is an input of this command (--schedule-csv); write the output to another file", csv);
+  const std::string picture = (dir / "p.svg").string();
+  check_refused({"show", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "4", "--svg", picture,
+                 "--export-csv", picture},
+                "--export-csv: '" + picture + "' is also the --svg output; give each output its own file");
+
+  const std::string exported = (dir / "megatron_args.sh").string();
+  check_refused({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+                 "--out", exported, "--export", "megatron", "--export-dir", dir.string()},
+                "--export-dir: '" + exported + "' is also the --out output; give each output its own file");
+
+  check_refused({"run", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "2", "--compute", "sleep",
+                 "--trace", model},
+                "--trace: '" + model + "' is an input of this command (--model); write the output to another file", model);
+
+  const std::string llama = copy_of("examples/tiny-llama.json", dir);
+  check_refused({"profile", "--model", llama, "--out", llama},
+                "--out: '" + llama + "' is an input of this command (--model); write the output to another file", llama);
+
+  const std::string runs = (dir / "run.json").string();
+  {
+    std::ofstream(runs) << "{}";
+  }
+  check_refused({"calibrate", "--profile", (dir / "none.json").string(), "--runs", runs, "--out", runs},
+                "--out: '" + runs + "' is an input of this command (--runs); write the output to another file", runs);
+}
+
+TEST_CASE("simulate and run --plan: the profile the plan recorded is an input too") {
+  const fs::path dir = fresh_folder("outputs-plan-profile");
+  const std::string profile = write_uniform_block_profile((dir / "profile.json").string());
+  const std::string plan = (dir / "plan.json").string();
+  REQUIRE(run_cli({"plan", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--gpus", "2",
+                   "--global-batch-size", "2", "--profile", profile, "--out", plan})
+              .code == 0);
+  check_refused({"simulate", "--plan", plan, "--trace", profile},
+                "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
+                "another file",
+                profile);
+  check_refused({"run", "--plan", plan, "--compute", "sleep", "--trace", profile},
+                "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
+                "another file",
+                profile);
+}
