@@ -265,8 +265,11 @@ void profile_first(const RunCommandOptions& o, const Scenario& scenario, CostMod
 void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRun* launched) {
   if (!o.trace.empty() && !o.scenario.profile.empty()) check_output_path(o.trace, {o.scenario.profile}, "--trace");
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
-  const Scenario scenario = o.scenario.scenario_of(doc);
+  Scenario scenario = o.scenario.scenario_of(doc);
   check_options(o, scenario);
+  // The prediction counts the memory of the backend that runs: the CPU backend's float32 tensors and what its
+  // layers keep, or the GPU framework's bf16 accounting for the cuda backend.
+  if (o.backend == "cpu") scenario.workload.memory = MemoryAccounting::CpuFloat32;
   // The cuda backend's processes may hold several ranks each (a thread per GPU): its process plan checks them.
   if (launched && o.backend != "cuda") launched->check_ranks(scenario.parallel.pp);
   const std::function<void(int, int, const Action&)> hook = failure_hook(o.inject_failure);

@@ -28,7 +28,9 @@ struct StageCost {
   // kernel; 0: the halves' sum, F + B + W, as if they ran one after the other.
   double overlapped_fb_s = 0;
   double activation_bytes = 0;   // allocated at F, per micro-batch
-  double weight_grad_bytes = 0;  // of activation_bytes, freed at W (the rest is freed at B)
+  // Held from B until W and freed there; B frees activation_bytes - weight_grad_bytes, or allocates the
+  // difference when it keeps more for W than F kept for it (the CPU backend's output gradients).
+  double weight_grad_bytes = 0;
   double output_bytes = 0;       // activation sent to the next stage (and its gradient sent back)
   double parameters = 0;         // on one GPU of this stage
   double model_state_bytes = 0;  // weights, gradients, optimizer state on one GPU

@@ -108,10 +108,6 @@ void check_stage_costs(const std::vector<StageCost>& stages) {
     for (const auto& [name, value] : fields)
       if (!finite_non_negative(value))
         throw_bad_input("stage costs: stage {} {} is {}; it must be a finite number >= 0", s, name, value);
-    if (c.weight_grad_bytes > c.activation_bytes)
-      throw_bad_input("stage costs: stage {} weight_grad_bytes ({}) exceeds activation_bytes ({}); it is the part of "
-                      "the activations freed at W",
-                      s, c.weight_grad_bytes, c.activation_bytes);
   }
 }
 
@@ -370,8 +366,14 @@ class PipelineSimulation {
         break;
       case Op::B:
         k.duration = c.backward_input_s;
-        k.release = c.activation_bytes - c.weight_grad_bytes;
-        k.frees = true;
+        // A B that keeps more for W than F kept for it grows the memory as it starts.
+        if (c.weight_grad_bytes > c.activation_bytes) {
+          k.alloc = c.weight_grad_bytes - c.activation_bytes;
+          k.allocates = true;
+        } else {
+          k.release = c.activation_bytes - c.weight_grad_bytes;
+          k.frees = true;
+        }
         break;
       case Op::W:
         k.duration = c.backward_weight_s;
