@@ -72,12 +72,13 @@ void ScenarioOptions::add_profile_option(CLI::App& cmd) {
   cmd.add_option("--profile", profile,
                  "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the "
                  "analytic ones where present");
+  add_force_profile_option(cmd, force_profile);
   add_calibration_option(cmd, calibration);
 }
 
 CostModelChain ScenarioOptions::cost_models(const Model& m) const {
   CostModelChain chain(cost_params);
-  if (!profile.empty()) chain.add_profile_file(profile, m);
+  if (!profile.empty()) chain.add_profile_file(profile, m, "--profile", force_profile);
   add_calibration(chain, calibration);
   return chain;
 }
@@ -138,7 +139,8 @@ constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--pp", "-
 void add_plan_profile(CostModelChain& chain, const std::string& plan, const PlanProfile& recorded, const Model& model) {
   const std::string made_with = fmt::format("the profile '{}' ({} on {})", recorded.path, recorded.tool, recorded.machine);
   try {
-    chain.add_profile_file(recorded.path, model, "");
+    // Checked against the model when the plan was made (or forced then): not again.
+    chain.add_profile_file(recorded.path, model, "", /*force=*/true);
   } catch (const Error& e) {
     throw_bad_input("--plan: {} was made with {}, which cannot be read now: {}; pass --profile FILE again", plan,
                     made_with, e.what());
@@ -179,7 +181,7 @@ CostModelChain ScenarioOptions::cost_models(const Model& m, const std::optional<
   overrides.insert(overrides.end(), cost_params.begin(), cost_params.end());
   CostModelChain chain(overrides);
   if (!profile.empty())
-    chain.add_profile_file(profile, m);
+    chain.add_profile_file(profile, m, "--profile", force_profile);
   else if (doc->profile)
     add_plan_profile(chain, plan, *doc->profile, m);
   add_calibration(chain, calibration);
