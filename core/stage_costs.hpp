@@ -35,6 +35,7 @@ struct StageCost {
   double parameters = 0;         // on one GPU of this stage
   double model_state_bytes = 0;  // weights, gradients, optimizer state on one GPU
   double grad_reduce_s = 0;      // data-parallel reduction of this stage's gradients
+  double grad_reduce_bytes = 0;  // the fp32 gradients that reduction reduces (0 without data parallelism)
   double optimizer_s = 0;        // optimizer step over this stage's parameters
   // Of model_state_bytes, the GPU's fixed reserve (CostModel::memory_reserve_bytes: CUDA context,
   // communication buffers, workspaces, fragmentation). Only the first chunk a rank holds (stage s < pp)
