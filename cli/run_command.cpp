@@ -190,7 +190,8 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
   }
   out << "\n  busy, busy cpu (the rank thread's CPU time in its compute; less than busy when other threads shared\n"
          "  its core) and idle: the iteration whose step time is closest to the median; act. peak: activation bytes\n"
-         "  held at once, measured over every iteration (pred: the simulator's, from the cost model's accounting)\n";
+         "  held at once, measured over every iteration (pred: the simulator's, counting what the backend keeps: on\n"
+         "  the cpu backend its float32 tensors kept from F for B and from B for W)\n";
 }
 
 nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,

@@ -2,36 +2,23 @@
 // hand for a model small enough to count, and a B that keeps more for W than F kept for it.
 #include <catch2/catch.hpp>
 
-#include "core/cpu_kept_bytes.hpp"
 #include "core/layer_work.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "sim/scenario.hpp"
+#include "../executor/executor_test_util.hpp"
 
 using namespace pw;
 
 namespace {
 
-// n = b s = 8 tokens, h 8, q = 2 x 4 = 8, kv = 1 x 4 = 4, f 12 (SwiGLU: up output 24), V 16, a 2.
-Model counted_model() {
-  TransformerConfig c;
-  c.family = "llama";
-  c.hidden = 8;
-  c.layers = 2;
-  c.heads = 2;
-  c.kv_heads = 1;
-  c.head_dim = 4;
-  c.ffn = 12;
-  c.vocab = 16;
-  c.max_seq_len = 4;
-  c.mlp = MlpKind::SwiGlu;
-  c.norm = NormKind::RmsNorm;
-  return make_transformer_model("counted", c);
-}
+// The executor tests' Llama-style model: n = b s = 16 tokens, h 16, q = 4 x 4 = 16, kv = 2 x 4 = 8, f 24 (SwiGLU:
+// up output 48), V 32, a 4.
+Model counted_model() { return test::tiny_llama(2); }
 
 Workload cpu_workload(Recompute recompute = Recompute::None) {
   Workload w;
   w.micro_batch_size = 2;
-  w.seq_len = 4;
+  w.seq_len = 8;
   w.recompute = recompute;
   w.memory = MemoryAccounting::CpuFloat32;
   return w;
@@ -45,37 +32,38 @@ TEST_CASE("cpu float32 accounting: each layer's kept bytes by hand") {
   const Layer& block = model.layers[1];
   const Layer& head = model.layers.back();
 
-  // Embedding: F keeps the 8 token ids (32 B); B keeps dy (8 x 8 floats) and the ids for W: 256 + 32.
+  // Embedding: F keeps the 16 token ids (64 B); B keeps dy (16 x 16 floats) and the ids for W: 1024 + 64.
   LayerWork e = layer_work(model, embedding, cpu_workload());
-  CHECK(e.activation_bytes == 32);
-  CHECK(e.weight_grad_bytes == 288);
-  CHECK(e.output_bytes == 256);
+  CHECK(e.activation_bytes == 64);
+  CHECK(e.weight_grad_bytes == 1088);
+  CHECK(e.output_bytes == 1024);
 
-  // Block F: x-hat and norm output of both norms 4 x 64, 1/rms 2 x 8, Q K V O 8 x (8 + 4 + 4 + 8), up output
-  // 8 x 24, SwiGLU output 8 x 12, softmax b a s^2 = 2 x 2 x 16: 256 + 16 + 192 + 192 + 96 + 64 = 816 floats.
+  // Block F: x-hat and norm output of both norms 4 x 256, 1/rms 2 x 16, Q K V O 16 x (16 + 8 + 8 + 16), up
+  // output 16 x 48, SwiGLU output 16 x 24, softmax b a s^2 = 2 x 4 x 64: 1024 + 32 + 768 + 768 + 384 + 512 = 3488
+  // floats.
   LayerWork none = layer_work(model, block, cpu_workload());
-  CHECK(none.activation_bytes == 4 * 816);
-  // B keeps per weight op its input and output gradient: down (12 + 8), up (8 + 24), norm2 (8 + 8), out (8 + 8),
-  // qkv (8 + 16), norm1 (8 + 8) = 124 floats a token.
-  CHECK(none.weight_grad_bytes == 4 * 8 * 124);
-  CHECK(none.output_bytes == 4 * 64);
-  // Selective drops the softmax (64 floats); full keeps the block input alone (64 floats). W keeps the same.
-  CHECK(layer_work(model, block, cpu_workload(Recompute::Selective)).activation_bytes == 4 * (816 - 64));
-  CHECK(layer_work(model, block, cpu_workload(Recompute::Full)).activation_bytes == 4 * 64);
-  CHECK(layer_work(model, block, cpu_workload(Recompute::Full)).weight_grad_bytes == 4 * 8 * 124);
+  CHECK(none.activation_bytes == 4 * 3488);
+  // B keeps per weight op its input and output gradient: down (24 + 16), up (16 + 48), norm2 (16 + 16), out
+  // (16 + 16), qkv (16 + 32), norm1 (16 + 16) = 248 floats a token.
+  CHECK(none.weight_grad_bytes == 4 * 16 * 248);
+  CHECK(none.output_bytes == 4 * 256);
+  // Selective drops the softmax (512 floats); full keeps the block input alone (256 floats). W keeps the same.
+  CHECK(layer_work(model, block, cpu_workload(Recompute::Selective)).activation_bytes == 4 * (3488 - 512));
+  CHECK(layer_work(model, block, cpu_workload(Recompute::Full)).activation_bytes == 4 * 256);
+  CHECK(layer_work(model, block, cpu_workload(Recompute::Full)).weight_grad_bytes == 4 * 16 * 248);
 
-  // Head F: x-hat and norm output 2 x 64, 1/rms 8, probabilities 8 x 16, target ids 8: 4 x 264 + 32.
+  // Head F: x-hat and norm output 2 x 256, 1/rms 16, probabilities 16 x 32, target ids 16: 4 x 1040 + 64.
   LayerWork hd = layer_work(model, head, cpu_workload());
-  CHECK(hd.activation_bytes == 4 * 264 + 32);
-  // B: norm output + logit gradient (64 + 128), x-hat + norm gradient (64 + 64).
-  CHECK(hd.weight_grad_bytes == 4 * 320);
+  CHECK(hd.activation_bytes == 4 * 1040 + 64);
+  // B: norm output + logit gradient (256 + 512), x-hat + norm gradient (256 + 256).
+  CHECK(hd.weight_grad_bytes == 4 * 1280);
   CHECK(hd.output_bytes == 0);
 
   // The GPU accounting is untouched: bf16, and W's part within F's.
   Workload gpu = cpu_workload();
   gpu.memory = MemoryAccounting::GpuBf16;
   const LayerWork g = layer_work(model, block, gpu);
-  CHECK(g.output_bytes == 2 * 64);
+  CHECK(g.output_bytes == 2 * 256);
   CHECK(g.weight_grad_bytes <= g.activation_bytes);
 }
 
@@ -90,7 +78,7 @@ TEST_CASE("cpu float32 accounting: a zero-bubble stage grows at B and frees at W
   s.workload = cpu_workload();
   s.schedule = "zb-h1";
   const Evaluation ev = evaluate(s, AnalyticCostModel());
-  const double a = 32 + 2 * 4 * 816 + (4 * 264 + 32), k = 288 + 2 * 4 * 8 * 124 + 4 * 320;
+  const double a = 64 + 2 * 4 * 3488 + (4 * 1040 + 64), k = 1088 + 2 * 4 * 16 * 248 + 4 * 1280;
   REQUIRE(ev.stages.size() == 1);
   CHECK(ev.stages[0].cost.activation_bytes == a);
   CHECK(ev.stages[0].cost.weight_grad_bytes == k);
