@@ -36,6 +36,10 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
   cmd.add_flag("--flash-attention", flash_attention, "Fused attention: no s x s scores stored (FlashAttention)");
+  cmd.add_option("--memory-accounting", memory_accounting,
+                 "Whose activation memory to count: gpu-bf16 (a GPU framework's bf16 tensors) or cpu-float32 (what "
+                 "pipewright's cpu backend keeps; run --backend cpu counts cpu-float32)")
+      ->capture_default_str();
   cmd.add_option("--cost-param", cost_params, "Override a cost-model parameter, NAME=VALUE (docs/cost-model.md); repeatable");
   cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
 }
@@ -112,6 +116,7 @@ Scenario ScenarioOptions::to_scenario() const {
   s.workload.tp = tp;
   s.workload.sequence_parallel = !no_sequence_parallel;
   s.workload.flash_attention = flash_attention;
+  s.workload.memory = memory_accounting_from_string(memory_accounting);
   s.workload.recompute = recompute_from_string(recompute.c_str());
   s.schedule = schedule;
   s.group_size = group_size;
@@ -172,7 +177,11 @@ std::optional<PlanDocument> ScenarioOptions::plan_document() const {
 }
 
 Scenario ScenarioOptions::scenario_of(const std::optional<PlanDocument>& doc) const {
-  return doc ? doc->scenario : to_scenario();
+  if (!doc) return to_scenario();
+  // A plan does not say which executor runs it: the option's accounting applies to it too.
+  Scenario s = doc->scenario;
+  s.workload.memory = memory_accounting_from_string(memory_accounting);
+  return s;
 }
 
 CostModelChain ScenarioOptions::cost_models(const Model& m, const std::optional<PlanDocument>& doc) const {

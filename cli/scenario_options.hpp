@@ -30,6 +30,7 @@ struct ScenarioOptions {
   std::string recompute = "none";
   bool no_sequence_parallel = false;
   bool flash_attention = false;
+  std::string memory_accounting = "gpu-bf16";  // whose activations the memory counts (core/memory_accounting.hpp)
   int group_size = 0;
   int max_pending = 0;
   std::vector<std::string> cost_params;  // NAME=VALUE overrides of the analytic cost model

@@ -1,6 +1,8 @@
 #pragma once
 // Which executor's memory the simulator counts: the bytes of an activation element and what each layer
 // keeps from F for B and from B for W differ between a GPU framework and pipewright's CPU backend.
+#include <string>
+
 namespace pw {
 
 enum class MemoryAccounting {
@@ -13,5 +15,7 @@ enum class MemoryAccounting {
 };
 
 const char* to_string(MemoryAccounting accounting);  // "gpu-bf16", "cpu-float32"
+// The accounting a name gives; BadInput naming --memory-accounting otherwise.
+MemoryAccounting memory_accounting_from_string(const std::string& text);
 
 }  // namespace pw
