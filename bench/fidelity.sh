@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Predicted vs measured step time on this machine: profiles the tiny Llama-style model, then runs gpipe, 1f1b,
-# interleaved and zb-h1 with uneven splits through `pipewright run --json` (2 ranks with real compute; 4 and 8
-# ranks with sleep compute; 2 processes under mpirun, and 2 under torchrun's variables joined over TCP) and
-# prints one markdown table. Builds nothing.
+# Predicted vs measured step time and activation peak (per rank) on this machine: profiles the tiny Llama-style
+# model, then runs gpipe, 1f1b, interleaved and zb-h1 with uneven splits through `pipewright run --json` (2 ranks
+# with real compute; 4 and 8 ranks with sleep compute; 2 processes under mpirun, and 2 under torchrun's variables
+# joined over TCP) and prints one markdown table. Builds nothing.
 #
 #   bench/fidelity.sh [BUILD_DIR]          (default: build)
 #
@@ -109,18 +109,24 @@ rows, profile, iterations, warmup = sys.argv[1], json.load(open(sys.argv[2])), s
 m = profile["machine"]
 print(f"{profile['tool']} on {m['device']} ({m['cores']} cores); {iterations} measured iterations after {warmup} warm-up per row")
 print()
-print("| mode | ranks | schedule | split | predicted | measured | error % | spread % |")
-print("|---|---|---|---|---|---|---|---|")
+print("| mode | ranks | schedule | split | predicted | measured | error % | spread % | act. peak predicted | act. peak measured | act. error % |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 notes = []
 for line in open(rows):
     mode, ranks, schedule, split, path, reason = line.rstrip("\n").split("\t")
     if not path:
-        print(f"| {mode} | {ranks} | {schedule} | {split} | - | - | - | - |")
+        print(f"| {mode} | {ranks} | {schedule} | {split} | - | - | - | - | - | - | - |")
         notes.append(f"{mode}, {schedule}: {reason.strip()}")
         continue
     j = json.load(open(path))
     p, t = j["predicted_step_time_s"], j["measured_step_time_s"]
-    print(f"| {mode} | {ranks} | {schedule} | {split} | {p * 1e3:.2f} ms | {t * 1e3:.2f} ms | {j['error_pct']:+.1f} | {j['spread_pct']:.1f} |")
+    # Activation peaks per rank (MB), and the rank furthest off.
+    pred = [r["predicted_activation_peak_bytes"] for r in j["ranks"]]
+    meas = [r["activation_peak_bytes"] for r in j["ranks"]]
+    errs = [(a - b) / b * 100 if b > 0 else 0.0 for a, b in zip(pred, meas)]
+    worst = max(errs, key=abs)
+    mb = lambda v: ", ".join(f"{x / 1e6:.2f}" for x in v) + " MB"
+    print(f"| {mode} | {ranks} | {schedule} | {split} | {p * 1e3:.2f} ms | {t * 1e3:.2f} ms | {j['error_pct']:+.1f} | {j['spread_pct']:.1f} | {mb(pred)} | {mb(meas)} | {worst:+.1f} |")
 for n in notes:
     print(f"\n{n}")
 EOF

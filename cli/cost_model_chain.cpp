@@ -35,12 +35,36 @@ void CostModelChain::add_profile(Profile profile, const Model& model, ProfileOri
   auto profiled = std::make_unique<ProfiledCostModel>(std::move(profile), model, *models_.back());
   profiled_ = profiled.get();
   models_.push_back(std::move(profiled));
-  labels_.push_back(fmt::format("profiled ({}: {} on {})", source, origin.tool.empty() ? "unknown tool" : origin.tool,
-                                origin.machine.empty() ? "an unknown machine" : origin.machine));
+  labels_.push_back(fmt::format("profiled ({}: {} on {}{})", source, origin.tool.empty() ? "unknown tool" : origin.tool,
+                                origin.machine.empty() ? "an unknown machine" : origin.machine,
+                                origin.model_note.empty() ? "" : "; " + origin.model_note));
   origin_ = std::move(origin);
 }
 
-void CostModelChain::add_profile_file(const std::string& path, const Model& model, const std::string& option) {
+namespace {
+
+// How the profile's recorded model compares with `model` (ProfileOrigin::model_note); BadInput when it differs
+// and `force` is off.
+std::string check_profiled_model(const Profile& profile, const Model& model, const std::string& path,
+                                 const std::string& option, bool force) {
+  const std::optional<ProfiledModel> ours = profiled_model_of(model);
+  if (!ours) return "";  // explicit per-layer costs: the profile times none of them
+  if (!profile.model) return "no model recorded, not checked";
+  const std::optional<FigureDifference> d = first_difference(*profile.model, *ours);
+  if (!d) return "";
+  const std::string prefix = option.empty() ? "" : option + ": ";
+  if (!force)
+    throw_bad_input("{}{} measured '{}' with {} {}, but the model '{}' has {} {}; profile this model (pipewright profile "
+                    "--model ...) or pass --force-profile to use it anyway",
+                    prefix, path, profile.model->name, d->figure, d->recorded, model.name, d->figure, d->model);
+  return fmt::format("measured '{}' with {} {} against {}, used by --force-profile", profile.model->name, d->figure,
+                     d->recorded, d->model);
+}
+
+}  // namespace
+
+void CostModelChain::add_profile_file(const std::string& path, const Model& model, const std::string& option,
+                                      bool force) {
   Profile profile;
   try {
     profile = load_profile(path);
@@ -54,6 +78,7 @@ void CostModelChain::add_profile_file(const std::string& path, const Model& mode
   origin.path = ec ? path : absolute.lexically_normal().string();
   origin.tool = profile.tool;
   origin.machine = machine_text(profile.machine);
+  origin.model_note = check_profiled_model(profile, model, path, option, force);
   add_profile(std::move(profile), model, std::move(origin));
 }
 
@@ -121,6 +146,11 @@ nlohmann::ordered_json CostModelChain::to_json(const Model& model, const std::ve
     }
   j["coverage"] = coverage;
   return j;
+}
+
+void add_force_profile_option(CLI::App& cmd, bool& force) {
+  cmd.add_flag("--force-profile", force,
+               "Predict with --profile even when it measured a model of another shape (hidden size, heads, ...)");
 }
 
 void add_calibration_option(CLI::App& cmd, std::string& path) {

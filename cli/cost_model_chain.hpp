@@ -24,6 +24,9 @@ struct ProfileOrigin {
   std::string tool;       // the profile's writer
   std::string machine;    // "cpu: <device> (<cores> cores)"
   double measured_s = 0;  // seconds this command spent measuring it (0 when read from a file)
+  // How far its model was checked against the one predicted: "" when it matched (or was measured here), "no
+  // model recorded, not checked" for an old profile, the difference when --force-profile let it through.
+  std::string model_note;
 };
 
 // "cpu: <device> (<cores> cores)" for a profile's machine.
@@ -40,8 +43,11 @@ class CostModelChain {
   void add(const Maker& make, std::string label);
   // Puts the profile on top, for `model`'s layer shapes.
   void add_profile(Profile profile, const Model& model, ProfileOrigin origin);
-  // Reads `path` and puts it on top; errors start with "<option>: " (none when `option` is empty).
-  void add_profile_file(const std::string& path, const Model& model, const std::string& option = "--profile");
+  // Reads `path` and puts it on top; errors start with "<option>: " (none when `option` is empty). A profile
+  // that records a model whose shape differs from `model`'s is BadInput naming the first differing figure,
+  // unless `force`.
+  void add_profile_file(const std::string& path, const Model& model, const std::string& option = "--profile",
+                        bool force = false);
 
   const CostModel& model() const { return *models_.back(); }
   // One line for reports, bottom to top: "analytic <- profiled (/abs/profile.json: pipewright 0.1.0 profiler
@@ -66,6 +72,9 @@ class CostModelChain {
   const ProfiledCostModel* profiled_ = nullptr;
   std::optional<ProfileOrigin> origin_;
 };
+
+// --force-profile: predict with a profile of another model.
+void add_force_profile_option(CLI::App& cmd, bool& force);
 
 // --calibration FILE: `pipewright calibrate`'s fitted model, put on top of a chain (nothing when empty).
 void add_calibration_option(CLI::App& cmd, std::string& path);

@@ -50,6 +50,7 @@ struct PlanOptions {
   std::vector<std::string> cost_params;
   std::string profile;
   bool allow_large = false;
+  bool force_profile = false;
 };
 
 // Items with runs of equal neighbours folded: {11, 12, 12, 11} -> "11,12x2,11".
@@ -295,7 +296,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   Scenario base;
   base.model = load_for_option("--model", o.model, load_model);
   base.cluster = load_for_option("--cluster", o.cluster, load_cluster);
-  if (!o.profile.empty()) chain.add_profile_file(o.profile, base.model);
+  if (!o.profile.empty()) chain.add_profile_file(o.profile, base.model, "--profile", o.force_profile);
   add_calibration(chain, o.calibration);
   // A profile's numbers and the analytic model's are not comparable: without a calibration to extrapolate,
   // the search keeps to what the profile measured: one device (tp 1) and its micro-batch sizes.
@@ -404,6 +405,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--profile", o->profile,
                   "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the analytic "
                   "ones where present (other micro-batch sizes: analytic)");
+  add_force_profile_option(*cmd, o->force_profile);
   add_calibration_option(*cmd, o->calibration);
   add_allow_large_flag(*cmd, o->allow_large);
   cmd->add_flag("--stats", o->stats, "Print how many configurations the bounds dropped and how many were simulated");

@@ -94,6 +94,7 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
     request.link_repetitions = o.link_repetitions;
     p = profile_cpu(model, request);
   }
+  p.model = profiled_model_of(model);
   print_profile(out, p, model.name);
   out << gpu.report;
   if (!o.cluster_out.empty()) {

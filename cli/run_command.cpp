@@ -167,7 +167,8 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
   }
   out << "\n  busy, busy cpu (the rank thread's CPU time in its compute; less than busy when other threads shared\n"
          "  its core) and idle: the iteration whose step time is closest to the median; act. peak: activation bytes\n"
-         "  held at once, measured over every iteration (pred: the simulator's, from the cost model's accounting)\n";
+         "  held at once, measured over every iteration (pred: the simulator's, counting what the backend keeps: on\n"
+         "  the cpu backend its float32 tensors kept from F for B and from B for W)\n";
 }
 
 nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
@@ -255,8 +256,11 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   check_outputs({{"--trace", o.trace}}, o.scenario.input_paths());
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
   check_outputs({{"--trace", o.trace}}, o.scenario.plan_input_paths(doc));
-  const Scenario scenario = o.scenario.scenario_of(doc);
+  Scenario scenario = o.scenario.scenario_of(doc);
   check_options(o, scenario);
+  // The prediction counts the memory of the backend that runs: the CPU backend's float32 tensors and what its
+  // layers keep, or the GPU framework's bf16 accounting for the cuda backend.
+  if (o.backend == "cpu") scenario.workload.memory = MemoryAccounting::CpuFloat32;
   check_work_unless_allowed(
       "run",
       run_estimate(resolve(scenario), {o.iterations, o.warmup, o.backend == "cpu" && o.compute == "real", o.optimizer == "adam"},

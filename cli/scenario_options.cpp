@@ -36,6 +36,10 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
   cmd.add_flag("--flash-attention", flash_attention, "Fused attention: no s x s scores stored (FlashAttention)");
+  cmd.add_option("--memory-accounting", memory_accounting,
+                 "Whose activation memory to count: gpu-bf16 (a GPU framework's bf16 tensors) or cpu-float32 (what "
+                 "pipewright's cpu backend keeps; run --backend cpu counts cpu-float32)")
+      ->capture_default_str();
   cmd.add_option("--cost-param", cost_params, "Override a cost-model parameter, NAME=VALUE (docs/cost-model.md); repeatable");
   cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
 }
@@ -77,12 +81,13 @@ void ScenarioOptions::add_profile_option(CLI::App& cmd) {
   cmd.add_option("--profile", profile,
                  "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the "
                  "analytic ones where present");
+  add_force_profile_option(cmd, force_profile);
   add_calibration_option(cmd, calibration);
 }
 
 CostModelChain ScenarioOptions::cost_models(const Model& m) const {
   CostModelChain chain(cost_params);
-  if (!profile.empty()) chain.add_profile_file(profile, m);
+  if (!profile.empty()) chain.add_profile_file(profile, m, "--profile", force_profile);
   add_calibration(chain, calibration);
   return chain;
 }
@@ -116,6 +121,7 @@ Scenario ScenarioOptions::to_scenario() const {
   s.workload.tp = tp;
   s.workload.sequence_parallel = !no_sequence_parallel;
   s.workload.flash_attention = flash_attention;
+  s.workload.memory = memory_accounting_from_string(memory_accounting);
   s.workload.recompute = recompute_from_string(recompute.c_str());
   s.schedule = schedule;
   s.group_size = group_size;
@@ -143,7 +149,8 @@ constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--pp", "-
 void add_plan_profile(CostModelChain& chain, const std::string& plan, const PlanProfile& recorded, const Model& model) {
   const std::string made_with = fmt::format("the profile '{}' ({} on {})", recorded.path, recorded.tool, recorded.machine);
   try {
-    chain.add_profile_file(recorded.path, model, "");
+    // Checked against the model when the plan was made (or forced then): not again.
+    chain.add_profile_file(recorded.path, model, "", /*force=*/true);
   } catch (const Error& e) {
     throw_bad_input("--plan: {} was made with {}, which cannot be read now: {}; pass --profile FILE again", plan,
                     made_with, e.what());
@@ -175,7 +182,11 @@ std::optional<PlanDocument> ScenarioOptions::plan_document() const {
 }
 
 Scenario ScenarioOptions::scenario_of(const std::optional<PlanDocument>& doc) const {
-  return doc ? doc->scenario : to_scenario();
+  if (!doc) return to_scenario();
+  // A plan does not say which executor runs it: the option's accounting applies to it too.
+  Scenario s = doc->scenario;
+  s.workload.memory = memory_accounting_from_string(memory_accounting);
+  return s;
 }
 
 CostModelChain ScenarioOptions::cost_models(const Model& m, const std::optional<PlanDocument>& doc) const {
@@ -184,7 +195,7 @@ CostModelChain ScenarioOptions::cost_models(const Model& m, const std::optional<
   overrides.insert(overrides.end(), cost_params.begin(), cost_params.end());
   CostModelChain chain(overrides);
   if (!profile.empty())
-    chain.add_profile_file(profile, m);
+    chain.add_profile_file(profile, m, "--profile", force_profile);
   else if (doc->profile)
     add_plan_profile(chain, plan, *doc->profile, m);
   add_calibration(chain, calibration);

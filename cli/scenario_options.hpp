@@ -31,10 +31,12 @@ struct ScenarioOptions {
   std::string recompute = "none";
   bool no_sequence_parallel = false;
   bool flash_attention = false;
+  std::string memory_accounting = "gpu-bf16";  // whose activations the memory counts (core/memory_accounting.hpp)
   int group_size = 0;
   int max_pending = 0;
   std::vector<std::string> cost_params;  // NAME=VALUE overrides of the analytic cost model
   std::string profile;                   // --profile: measured layer times, link and optimizer (add_profile_option)
+  bool force_profile = false;            // --force-profile: a profile of another model's shape is used anyway
   std::string calibration;               // --calibration: a fitted cost model on top (add_profile_option)
   std::string plan;                      // --plan: a plan file gives the scenario (add_plan_option)
 

@@ -1,5 +1,6 @@
 #include "core/layer_work.hpp"
 
+#include "core/cpu_kept_bytes.hpp"
 #include "core/error.hpp"
 
 namespace pw {
@@ -324,6 +325,12 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
     default: lw = block_work(d, w.recompute); break;
   }
   if (layer.kind == LayerKind::Block) lw.output_bytes = kBf16 * d.n() * d.h / d.t;
+  if (w.memory == MemoryAccounting::CpuFloat32) {
+    const CpuKeptBytes kept = cpu_kept_bytes(c, layer.kind, w.micro_batch_size, static_cast<int>(d.s), w.recompute);
+    lw.activation_bytes = kept.after_forward;
+    lw.weight_grad_bytes = kept.after_backward;
+    lw.output_bytes = kept.output;
+  }
   lw.parameters = transformer_layer_parameters(c, layer.kind, static_cast<int>(d.t));
   lw.micro_batch_size = w.micro_batch_size;
   lw.seq_len = static_cast<int>(d.s);

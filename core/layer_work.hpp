@@ -45,8 +45,10 @@ struct LayerWork {
 
   double parameters = 0;           // parameters held by this tp rank
   double activation_bytes = 0;     // stored at F for this micro-batch
-  double weight_grad_bytes = 0;    // the part of activation_bytes still needed by W (freed at W, rest at B)
-  double output_bytes = 0;         // the tensor sent to the next layer (bf16, per tp rank)
+  // Held from B until W (freed at W). Under GpuBf16 the part of activation_bytes W still needs; under
+  // CpuFloat32 more than activation_bytes, as B adds the output gradients it keeps for W.
+  double weight_grad_bytes = 0;
+  double output_bytes = 0;         // the tensor sent to the next layer (per tp rank)
 
   // Explicit layers carry their times; when set they replace the roofline.
   std::optional<double> forward_s, backward_input_s, backward_weight_s;

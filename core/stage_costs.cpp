@@ -182,6 +182,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
 
     const LinkSpec dp_link = group_link(cluster, stage_gpu[s], dp_stride(pc), pc.dp);
     const double grads = sc.parameters * kGradBytes;
+    sc.grad_reduce_bytes = pc.dp > 1 ? grads : 0;
     if (pc.distributed_optimizer) {
       sc.grad_reduce_s = cost.collective_time(CollectiveKind::ReduceScatter, grads, pc.dp, dp_link) +
                          cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, pc.dp, dp_link);

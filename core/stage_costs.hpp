@@ -28,11 +28,14 @@ struct StageCost {
   // kernel; 0: the halves' sum, F + B + W, as if they ran one after the other.
   double overlapped_fb_s = 0;
   double activation_bytes = 0;   // allocated at F, per micro-batch
-  double weight_grad_bytes = 0;  // of activation_bytes, freed at W (the rest is freed at B)
+  // Held from B until W and freed there; B frees activation_bytes - weight_grad_bytes, or allocates the
+  // difference when it keeps more for W than F kept for it (the CPU backend's output gradients).
+  double weight_grad_bytes = 0;
   double output_bytes = 0;       // activation sent to the next stage (and its gradient sent back)
   double parameters = 0;         // on one GPU of this stage
   double model_state_bytes = 0;  // weights, gradients, optimizer state on one GPU
   double grad_reduce_s = 0;      // data-parallel reduction of this stage's gradients
+  double grad_reduce_bytes = 0;  // the fp32 gradients that reduction reduces (0 without data parallelism)
   double optimizer_s = 0;        // optimizer step over this stage's parameters
   // Of model_state_bytes, the GPU's fixed reserve (CostModel::memory_reserve_bytes: CUDA context,
   // communication buffers, workspaces, fragmentation). Only the first chunk a rank holds (stage s < pp)

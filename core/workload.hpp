@@ -1,5 +1,6 @@
 #pragma once
 // What one pipeline step processes and how it is parallelised.
+#include "core/memory_accounting.hpp"
 #include "core/rank_order.hpp"
 
 namespace pw {
@@ -20,6 +21,8 @@ struct Workload {
   // Fused attention (FlashAttention): the s x s scores never reach memory; its backward recomputes
   // them. Off by default so that the numbers match Korthikanti et al.'s accounting.
   bool flash_attention = false;
+  // Whose activations the memory counts: the GPU framework's bf16 ones, or what the CPU backend keeps.
+  MemoryAccounting memory = MemoryAccounting::GpuBf16;
 };
 
 struct ParallelConfig {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -38,6 +39,26 @@ double predicted_s(const Action& a, const std::vector<StageCost>& stages) {
   }
 }
 
+// Each rank's optimizer step as predicted: the sum over the stages it computed.
+std::vector<double> predicted_optimizer_s(const IterationRecord& iteration, const std::vector<StageCost>& stages) {
+  std::vector<double> out;
+  for (const RankIteration& r : iteration.ranks) {
+    std::set<int> held;
+    for (const SimEvent& e : r.events) {
+      if (e.lane != Lane::Compute) continue;
+      held.insert(e.action.stage);
+      if (e.action.op == Op::FB) held.insert(e.action.stage2);
+    }
+    double s = 0;
+    for (int stage : held)
+      if (stage >= 0 && stage < static_cast<int>(stages.size())) s += stages[static_cast<size_t>(stage)].optimizer_s;
+    out.push_back(s);
+  }
+  return out;
+}
+
+double micros(double s) { return std::round(s * 1e9) / 1e3; }
+
 }  // namespace
 
 nlohmann::json measured_trace(const IterationRecord& iteration, const std::vector<StageCost>& predicted,
@@ -45,6 +66,7 @@ nlohmann::json measured_trace(const IterationRecord& iteration, const std::vecto
   ChromeTraceWriter writer(std::move(other_data));
   replay(iteration, writer);
   nlohmann::json trace = writer.trace();
+  const std::vector<double> optimizer_s = predicted_optimizer_s(iteration, predicted);
   for (nlohmann::json& e : trace["traceEvents"]) {
     if (e["ph"] != "X") continue;
     nlohmann::json& args = e["args"];
@@ -52,7 +74,10 @@ nlohmann::json measured_trace(const IterationRecord& iteration, const std::vecto
     args.erase("predicted_us");
     if (e["cat"] == "compute") {
       Action a = action_from_text(e["name"].get<std::string>());
-      args["predicted_us"] = std::round(predicted_s(a, predicted) * 1e9) / 1e3;
+      args["predicted_us"] = micros(predicted_s(a, predicted));
+    } else if (e["cat"] == "optimizer") {
+      const auto rank = e["pid"].get<size_t>();
+      if (rank < optimizer_s.size()) args["predicted_us"] = micros(optimizer_s[rank]);
     }
   }
   trace["otherData"]["iteration"] = iteration.iteration;

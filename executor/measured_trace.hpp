@@ -16,7 +16,8 @@ void replay(const IterationRecord& iteration, SimObserver& observer);
 
 // The simulator's trace schema with measured times. Compute slices carry args.predicted_us (from
 // `predicted`, indexed by stage; FB: the F and the BW added, as the simulator charges it) and
-// args.measured_us; transfers carry args.measured_us only. otherData gets `other_data`, "step_time_s",
+// args.measured_us; optimizer steps args.predicted_us (the rank's stages' optimizer_s) and args.measured_us;
+// transfers carry args.measured_us only. otherData gets `other_data`, "step_time_s",
 // "iteration" and tool "pipewright <version> executor (<backend>)".
 nlohmann::json measured_trace(const IterationRecord& iteration, const std::vector<StageCost>& predicted,
                               const std::string& backend, nlohmann::json other_data = nlohmann::json::object());

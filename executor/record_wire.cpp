@@ -53,7 +53,7 @@ constexpr size_t kSampleBytes = 2 * sizeof(double);
 
 void check_event(const SimEvent& e, int rank) {
   const auto lane = static_cast<int>(e.lane), op = static_cast<int>(e.action.op);
-  if (lane < static_cast<int>(Lane::Compute) || lane > static_cast<int>(Lane::Collective) ||
+  if (lane < static_cast<int>(Lane::Compute) || lane > static_cast<int>(Lane::Optimizer) ||
       op < static_cast<int>(Op::F) || op > static_cast<int>(Op::RecvB))
     throw_runtime("rank {}'s records hold an event of lane {} and operation {}, which this build does not know; the "
                   "processes run different builds?",

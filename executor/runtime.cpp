@@ -269,8 +269,10 @@ class RankRunner {
       throw_runtime("the iteration ended with tensors no action consumed");
     meet("the end of the iteration");
     watch_.working(slot_, "the optimizer step");
+    const double step_start = since_origin(Clock::now());
     if (sh_.options.optimizer_step) compute_->optimizer_step();
     rec.end_s = since_origin(Clock::now());
+    if (sh_.options.optimizer_step) rec.events.push_back(optimizer_step_event(rank_, step_start, rec.end_s));
     rec.activation_peak_bytes = memory_.iteration_peak();
     rec.memory = memory_.samples();
   }

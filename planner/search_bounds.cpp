@@ -266,7 +266,10 @@ std::vector<double> rank_peak_memory(const Schedule& s, const std::vector<StageC
           peak = std::max(peak, bytes);
           if (a.op == Op::FB) bytes -= stages[static_cast<size_t>(a.stage2)].activation_bytes;
           break;
-        case Op::B: bytes -= c.activation_bytes - c.weight_grad_bytes; break;
+        case Op::B:
+          bytes -= c.activation_bytes - c.weight_grad_bytes;
+          peak = std::max(peak, bytes);  // a B that keeps more for W than F kept grows the memory
+          break;
         case Op::W: bytes -= c.weight_grad_bytes; break;
         case Op::BW: bytes -= c.activation_bytes; break;
         default: break;

@@ -247,6 +247,7 @@ Profile profile_cpu(const Model& model, const CpuProfileRequest& r) {
   Profile p;
   p.tool = fmt::format("pipewright {} profiler (cpu)", kVersion);
   p.machine = cpu_machine_info();
+  p.model = profiled_model_of(model);
   const int seq = r.seq_len > 0 ? r.seq_len : model.default_seq_len();
   p.layers = profile_cpu_layers(model, r.micro_batch_sizes, seq, r.options);
   p.optimizer_s_per_parameter = profile_cpu_optimizer(model, r.options);

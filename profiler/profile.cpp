@@ -73,6 +73,7 @@ std::string profile_to_json_text(const Profile& p) {
                   {"device", p.machine.device},
                   {"cores", p.machine.cores},
                   {"threads_per_rank", p.machine.threads_per_rank}};
+  if (p.model) j["model"] = profiled_model_json(*p.model);
   ordered_json layers = ordered_json::array();
   for (const LayerProfile& l : p.layers) {
     ordered_json e = {{"kind", l.kind},
@@ -117,7 +118,7 @@ std::string profile_to_json_text(const Profile& p) {
 Profile profile_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json j = parse_json_text(text, source);
   const JsonFields top(j, source);
-  top.reject_unknown({"format", "version", "tool", "machine", "layers", "links", "collectives", "optimizer_s_per_parameter"});
+  top.reject_unknown({"format", "version", "tool", "machine", "model", "layers", "links", "collectives", "optimizer_s_per_parameter"});
   if (top.string("format") != "pipewright-profile")
     top.fail("format", "must be \"pipewright-profile\"; is this a profile written by `pipewright profile`?");
   if (top.positive_integer("version") != 1) top.fail("version", "must be 1, the only version this pipewright reads");
@@ -131,6 +132,7 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
     p.machine.cores = m.has("cores") ? static_cast<int>(m.non_negative_integer("cores")) : 0;
     p.machine.threads_per_rank = m.has("threads_per_rank") ? m.positive_int("threads_per_rank") : 1;
   }
+  if (top.has("model")) p.model = profiled_model_from_json(top.object("model"));
   const nlohmann::json& layers = top.array("layers", kMaxProfileEntries, "layer entries");
   for (size_t i = 0; i < layers.size(); ++i) {
     const JsonFields f(layers[i], source, fmt::format("layers[{}].", i));

@@ -9,6 +9,7 @@
 #include "core/cluster.hpp"
 #include "core/layer_work.hpp"
 #include "core/model.hpp"
+#include "profiler/profiled_model.hpp"
 
 namespace pw {
 
@@ -68,6 +69,8 @@ struct MachineInfo {
 struct Profile {
   std::string tool;  // "pipewright <version> profiler (<backend>)"
   MachineInfo machine;
+  // The model measured; absent from profiles written before pipewright recorded it (then nothing is checked).
+  std::optional<ProfiledModel> model;
   std::vector<LayerProfile> layers;
   std::vector<LinkProfile> links;
   std::vector<CollectiveProfile> collectives;  // the CUDA profiler's with --links; none on CPUs

@@ -16,7 +16,7 @@ double micros(double seconds) { return std::round(seconds * 1e9) / 1e3; }
 
 int tid_of(Lane lane) { return static_cast<int>(lane); }
 
-constexpr Lane kLanes[] = {Lane::Compute, Lane::Send, Lane::Recv, Lane::Collective};
+constexpr Lane kLanes[] = {Lane::Compute, Lane::Send, Lane::Recv, Lane::Collective, Lane::Optimizer};
 
 json metadata(const char* what, int pid, int tid, json args) {
   json e = {{"name", what}, {"ph", "M"}, {"pid", pid}, {"args", std::move(args)}};
@@ -49,6 +49,9 @@ void ChromeTraceWriter::on_event(const SimEvent& e) {
   if (e.lane == Lane::Collective) {
     name = fmt::format("grad_reduce stage {}", e.action.stage);
     args = {{"stage", e.action.stage}, {"op", "grad_reduce"}};
+  } else if (e.lane == Lane::Optimizer) {
+    name = "optimizer step";
+    args = {{"op", "optimizer_step"}};
   } else {
     name = to_text(e.action);
     args = {{"stage", e.action.stage}, {"microbatch", e.action.microbatch}, {"op", to_string(e.action.op)}};
@@ -57,7 +60,7 @@ void ChromeTraceWriter::on_event(const SimEvent& e) {
       args["microbatch2"] = e.action.microbatch2;
     }
   }
-  if (e.lane != Lane::Compute) args["bytes"] = e.bytes;
+  if (e.lane != Lane::Compute && e.lane != Lane::Optimizer) args["bytes"] = e.bytes;
   args["predicted_us"] = micros(e.end_s - e.start_s);
   if (e.lane == Lane::Compute && e.rank >= 0 && e.rank < static_cast<int>(stages_.size())) {
     stages_[static_cast<std::size_t>(e.rank)].insert(e.action.stage);

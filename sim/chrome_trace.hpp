@@ -1,6 +1,6 @@
 #pragma once
 // An observer that writes the simulated iteration as a Chrome trace / Perfetto JSON timeline:
-// pid = pipeline rank, tid = lane (compute, send, recv, collective), complete (X) events with ts and dur
+// pid = pipeline rank, tid = lane (compute, send, recv, collective, optimizer), complete (X) events with ts and dur
 // in microseconds, flow arrows (s/f) from each send to its receive, and a "memory" counter per rank.
 // The executor writes the same schema, so a simulated and a measured trace open side by side.
 #include <map>

@@ -18,6 +18,7 @@ const char* to_string(Lane lane) {
     case Lane::Send: return "send";
     case Lane::Recv: return "recv";
     case Lane::Collective: return "collective";
+    case Lane::Optimizer: return "optimizer";
   }
   return "?";
 }
@@ -74,6 +75,7 @@ struct RankState {
   bool computing = false;
   int transfers_in_flight = 0;  // to or from this rank
   double collective_start = 0;
+  double optimizer_start = 0;
   double send_start = 0;  // of the transfer on the send lane (one at a time)
   double bytes = 0;
   double peak_bytes = 0;
@@ -108,10 +110,6 @@ void check_stage_costs(const std::vector<StageCost>& stages) {
     for (const auto& [name, value] : fields)
       if (!finite_non_negative(value))
         throw_bad_input("stage costs: stage {} {} is {}; it must be a finite number >= 0", s, name, value);
-    if (c.weight_grad_bytes > c.activation_bytes)
-      throw_bad_input("stage costs: stage {} weight_grad_bytes ({}) exceeds activation_bytes ({}); it is the part of "
-                      "the activations freed at W",
-                      s, c.weight_grad_bytes, c.activation_bytes);
   }
 }
 
@@ -370,8 +368,14 @@ class PipelineSimulation {
         break;
       case Op::B:
         k.duration = c.backward_input_s;
-        k.release = c.activation_bytes - c.weight_grad_bytes;
-        k.frees = true;
+        // A B that keeps more for W than F kept for it grows the memory as it starts.
+        if (c.weight_grad_bytes > c.activation_bytes) {
+          k.alloc = c.weight_grad_bytes - c.activation_bytes;
+          k.allocates = true;
+        } else {
+          k.release = c.activation_bytes - c.weight_grad_bytes;
+          k.frees = true;
+        }
         break;
       case Op::W:
         k.duration = c.backward_weight_s;
@@ -579,6 +583,7 @@ class PipelineSimulation {
     R.waiting_reductions = R.reductions_done < needed;
     if (R.waiting_reductions) return;
     R.stepping = true;
+    R.optimizer_start = engine_.now();
     engine_.at(engine_.now() + optimizer_s_[static_cast<std::size_t>(r)], kOptimizerDone, static_cast<std::uint32_t>(r));
   }
 
@@ -586,6 +591,7 @@ class PipelineSimulation {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     double& end = iteration_end_[static_cast<std::size_t>(R.iterations_passed)];
     end = std::max(end, engine_.now());
+    if (observer_) observer_->on_event(optimizer_step_event(r, R.optimizer_start, engine_.now()));
     R.stepping = false;
     ++R.iterations_passed;
     advance(r);
@@ -604,6 +610,7 @@ class PipelineSimulation {
       e.action = Action{Op::BW, static_cast<int>(R.collective.current()), -1};
       e.start_s = R.collective_start;
       e.end_s = now;
+      e.bytes = in_.stages[R.collective.current()].grad_reduce_bytes;
       observer_->on_event(e);
     }
     R.collective.finish();
@@ -657,6 +664,12 @@ class PipelineSimulation {
     }
     // Synchronous: every rank waits for the whole flush (the global gradient norm) before stepping.
     const double end = in_.synchronous_optimizer ? flush_end + max_optimizer : std::max(async_end, flush_end);
+    if (observer_)
+      for (int r = 0; r < num_ranks_; ++r) {
+        const RankState& R = ranks_[static_cast<std::size_t>(r)];
+        const double start = in_.synchronous_optimizer ? flush_end : std::max(R.last_compute_end, R.collective_end);
+        observer_->on_event(optimizer_step_event(r, start, start + optimizer_s_[static_cast<std::size_t>(r)]));
+      }
     out.iterations = iterations_;
     out.iteration_end_s.assign(iteration_end_.begin(), iteration_end_.end() - 1);
     out.iteration_end_s.push_back(end);

@@ -15,7 +15,7 @@
 
 namespace pw {
 
-enum class Lane { Compute, Send, Recv, Collective };
+enum class Lane { Compute, Send, Recv, Collective, Optimizer };
 const char* to_string(Lane lane);
 
 // One thing that took time in the simulated world. By lane:
@@ -25,18 +25,31 @@ const char* to_string(Lane lane);
 //   Recv        one receive, from when the compute stream is at it and the transfer has started until
 //               the stream can go on: the wait it causes (zero long when the data came first).
 //   Collective  one stage's data-parallel gradient reduction: action op BW, stage = the reduced stage,
-//               microbatch -1 (all of them).
+//               microbatch -1 (all of them); bytes: the stage's gradients (StageCost::grad_reduce_bytes).
+//   Optimizer   the rank's optimizer step over all its stages, after the iteration's flush (synchronous) or its
+//               own last action and reductions; action stage and microbatch -1 (optimizer_step_event).
 struct SimEvent {
   int rank = 0;
   Lane lane = Lane::Compute;
   Action action;
   double start_s = 0;
   double end_s = 0;
-  double bytes = 0;   // Send/Recv: the tensor's bytes; 0 otherwise (a stage cost gives a reduction's time only)
+  double bytes = 0;   // Send/Recv: the tensor's bytes; Collective: the gradient bytes reduced; 0 otherwise
   long flow_id = -1;  // links a send to its receive (same id on both)
 
   friend bool operator==(const SimEvent&, const SimEvent&) = default;
 };
+
+// A rank's optimizer step from start_s to end_s, as the simulator and the executor both report it.
+inline SimEvent optimizer_step_event(int rank, double start_s, double end_s) {
+  SimEvent e;
+  e.rank = rank;
+  e.lane = Lane::Optimizer;
+  e.action = Action{Op::W, -1, -1};
+  e.start_s = start_s;
+  e.end_s = end_s;
+  return e;
+}
 
 // Observers see every event as it completes and every change of memory in use.
 class SimObserver {

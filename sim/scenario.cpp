@@ -42,7 +42,8 @@ ScheduleSpec zb_auto_spec(ScheduleSpec spec, const Scenario& s, const std::vecto
                             ? std::floor((limit - c.model_state_bytes) / c.activation_bytes)
                             : most;
     spec.memory_limit_microbatches.push_back(std::clamp(fits, 1.0, most));
-    spec.stage_w_held.push_back(c.activation_bytes > 0 ? c.weight_grad_bytes / c.activation_bytes : 1.0);
+    // Of the F activations, the part a pending W still holds (all of it when B keeps more than F did).
+    spec.stage_w_held.push_back(c.activation_bytes > 0 ? std::min(1.0, c.weight_grad_bytes / c.activation_bytes) : 1.0);
     if (r + 1 == pc.pp) continue;
     double comm = 0;
     if (!s.cluster.ideal) {

@@ -32,6 +32,7 @@ TEST_CASE("a measured trace has the simulated trace's events, fields and flows")
   c.backward_weight_s = 0;
   c.activation_bytes = 1000;
   c.output_bytes = 64;
+  c.optimizer_s = 5e-5;
   const std::vector<StageCost> costs(2, c);
   const Schedule s = make_schedule(ScheduleSpec{"1f1b", 2, 3});
   SleepBackend backend(costs);
@@ -59,6 +60,7 @@ TEST_CASE("a measured trace has the simulated trace's events, fields and flows")
     if (e["ph"] == "X") sim_slices.insert(slice(e));
     sim_fields[e["ph"].get<std::string>()] = keys_of(e);
   }
+  int optimizer_steps = 0;
   for (const json& e : measured["traceEvents"]) {
     if (e["ph"] == "X") {
       run_slices.insert(slice(e));
@@ -67,10 +69,18 @@ TEST_CASE("a measured trace has the simulated trace's events, fields and flows")
         CHECK(e["args"]["predicted_us"] == (name.find("BW") != std::string::npos ? 200.0 : 100.0));
         CHECK(e["args"]["measured_us"].get<double>() >= e["args"]["predicted_us"].get<double>() - 0.01);
       }
+      // Each rank's optimizer step, an event of its own beside its prediction (one stage's optimizer_s).
+      if (e["cat"] == "optimizer") {
+        ++optimizer_steps;
+        CHECK(e["name"] == "optimizer step");
+        CHECK(e["args"]["predicted_us"] == 50.0);
+        CHECK(e["args"].contains("measured_us"));
+      }
     }
     if (e["ph"] == "s" || e["ph"] == "f") flow_ends[e["id"].get<long>()] += e["ph"] == "s" ? 1 : 10;
     run_fields[e["ph"].get<std::string>()] = keys_of(e);
   }
+  CHECK(optimizer_steps == 2);
   CHECK(run_slices == sim_slices);
   CHECK(run_fields == sim_fields);
   CHECK(flow_ends.size() == 6);  // 3 forward and 3 backward transfers, each with its two ends

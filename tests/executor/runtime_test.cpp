@@ -61,8 +61,12 @@ TEST_CASE("each rank runs its lowered list in order, and the events say so") {
   const IterationRecord& it = r.iterations[0];
   for (int rank = 0; rank < 3; ++rank) {
     const RankIteration& ri = it.ranks[static_cast<size_t>(rank)];
+    // The lowered list, then the optimizer step as an event of its own, ending the rank's iteration.
+    REQUIRE(!ri.events.empty());
+    CHECK(ri.events.back().lane == Lane::Optimizer);
+    CHECK(ri.events.back().end_s == ri.end_s);
     std::vector<Action> ran;
-    for (const SimEvent& e : ri.events) ran.push_back(e.action);
+    for (size_t k = 0; k + 1 < ri.events.size(); ++k) ran.push_back(ri.events[k].action);
     CHECK(ran == lowered.ranks[static_cast<size_t>(rank)]);
     for (size_t k = 1; k < ri.events.size(); ++k) CHECK(ri.events[k].start_s >= ri.events[k - 1].start_s);
     CHECK(ri.end_s <= it.step_time_s);

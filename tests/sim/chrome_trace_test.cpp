@@ -64,8 +64,13 @@ TEST_CASE("chrome trace: one X event per simulated event, in microseconds, with 
     CHECK(x["pid"] == e.rank);
     CHECK(x["tid"] == static_cast<int>(e.lane));
     CHECK(x["cat"] == to_string(e.lane));
-    CHECK(x["name"] == to_text(e.action));
     CHECK(x["ts"].get<double>() == Approx(e.start_s * 1e6).margin(1e-3));
+    if (e.lane == Lane::Optimizer) {
+      CHECK(x["name"] == "optimizer step");
+      CHECK(x["args"] == json{{"op", "optimizer_step"}, {"predicted_us", x["dur"]}});
+      continue;
+    }
+    CHECK(x["name"] == to_text(e.action));
     CHECK(x["dur"].get<double>() == Approx((e.end_s - e.start_s) * 1e6).margin(2e-3));
     CHECK(x["args"]["stage"] == e.action.stage);
     CHECK(x["args"]["microbatch"] == e.action.microbatch);
@@ -101,7 +106,8 @@ TEST_CASE("chrome trace: rank and lane names, flows from send to receive, memory
   CHECK(threads[{1, 1}] == "send");
   CHECK(threads[{1, 2}] == "recv");
   CHECK(threads[{0, 3}] == "collective");
-  CHECK(threads.size() == 8);
+  CHECK(threads[{1, 4}] == "optimizer");
+  CHECK(threads.size() == 10);
 
   // Every flow id starts once on a send lane and finishes once on the receive lane of the other rank.
   std::map<long, json> starts, finishes;
@@ -131,6 +137,7 @@ TEST_CASE("chrome trace: collective events and the file round trip", "[sim][trac
   ChromeTraceWriter writer;
   SimInput in = sim_input(generated("1f1b", 2, 2), uniform_costs(2, 1, 1, 1), ideal_cluster());
   in.stages[1].grad_reduce_s = 0.5;
+  in.stages[1].grad_reduce_bytes = 4e6;
   simulate(in, &writer);
   const json t = writer.trace();
   bool found = false;
@@ -141,6 +148,7 @@ TEST_CASE("chrome trace: collective events and the file round trip", "[sim][trac
       CHECK(x["pid"] == 1);
       CHECK(x["dur"] == 500000.0);
       CHECK(x["args"]["op"] == "grad_reduce");
+      CHECK(x["args"]["bytes"] == 4e6);
     }
   CHECK(found);
 
