@@ -62,7 +62,13 @@ for t in "${targets[@]}"; do
   mkdir -p "$out/corpus/$t" "$out/crashes/$t" "$out/logs"
   log="$out/logs/$t.log"
   echo "fuzz.sh: $t for ${seconds} s" >&2
-  nice -n 10 "$build/tests/fuzz/fuzz_$t" -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
+  dict=()
+  case "$t" in
+    schedule_csv) dict=(-dict=tests/fuzz/csv.dict) ;;
+    message_wire | record_wire) ;;
+    *) dict=(-dict=tests/fuzz/json.dict) ;;
+  esac
+  nice -n 10 "$build/tests/fuzz/fuzz_$t" "${dict[@]}" -print_funcs=0 -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
     -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$out/crashes/$t/" "$out/corpus/$t" "$seeds/$t" >"$log" 2>&1 || true
   # Fork mode's status lines: "#<executions>: cov: ... exec/s: ... oom/timeout/crash: a/b/c ...".
