@@ -5,6 +5,7 @@ packages=(
   build-essential cmake
   libboost-graph-dev libeigen3-dev libcli11-dev libfmt-dev nlohmann-json3-dev catch2
   libbenchmark-dev libopenmpi-dev openmpi-bin
+  clang libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes, for scripts/fuzz.sh
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -178,8 +178,10 @@ TEST_CASE("run: recomputation and tied embeddings run for real") {
     const CliResult r = run_cli(args);
     INFO(r.err);
     REQUIRE(r.code == 0);
+    // Named, so that the parsed run outlives the loop over its ranks.
+    const json run = json::parse(r.out);
     std::vector<double> out;
-    for (const json& rank : json::parse(r.out)["ranks"]) out.push_back(rank["activation_peak_bytes"].get<double>());
+    for (const json& rank : run["ranks"]) out.push_back(rank["activation_peak_bytes"].get<double>());
     return out;
   };
   const std::vector<double> none = peaks("none"), selective = peaks("selective"), full = peaks("full");

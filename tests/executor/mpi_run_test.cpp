@@ -232,7 +232,7 @@ TEST_CASE("mpirun: a rank that hangs is found by the others' timeout, and the jo
   CHECK(count(j.err, "error: rank 1 failed at 1RECV_F0: no message from rank 0 (0SEND_F0) within 1 s\n") == 1);
   CHECK(count(j.err, "error: ") == 1);
   CHECK(j.seconds >= 1);
-  CHECK(j.seconds < 6);
+  CHECK(j.seconds < 10);  // generous: under TSan on a shared machine the job took 6.3 s
   CHECK(none_survive(tag));  // the hung process too
   WARN("rank hangs under mpirun, --timeout 1: ended in " << j.seconds << " s");
 }

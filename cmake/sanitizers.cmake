@@ -1,0 +1,19 @@
+# Builds everything under the sanitizers named in PIPEWRIGHT_SANITIZE: "address,undefined" (ASan and UBSan
+# together) or "thread" (TSan, which excludes ASan). Empty: none. scripts/sanitizers.sh builds and runs both.
+# A sanitizer report must fail the run, so UBSan does not recover (ASan and TSan stop or fail on their own,
+# with the halt_on_error options the script sets).
+set(PIPEWRIGHT_SANITIZE "" CACHE STRING "Sanitizers for every target: address,undefined or thread (empty: none)")
+set_property(CACHE PIPEWRIGHT_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")
+if(PIPEWRIGHT_SANITIZE)
+  if(NOT PIPEWRIGHT_SANITIZE MATCHES "^(address,undefined|address|undefined|thread)$")
+    message(FATAL_ERROR "PIPEWRIGHT_SANITIZE=${PIPEWRIGHT_SANITIZE}: expected address,undefined, address, undefined "
+                        "or thread (ASan and TSan cannot share a build)")
+  endif()
+  set(pipewright_sanitizer_flags -fsanitize=${PIPEWRIGHT_SANITIZE} -fno-omit-frame-pointer)
+  if(PIPEWRIGHT_SANITIZE MATCHES "undefined")
+    list(APPEND pipewright_sanitizer_flags -fno-sanitize-recover=undefined)
+  endif()
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${pipewright_sanitizer_flags}>")
+  add_link_options(${pipewright_sanitizer_flags})
+  message(STATUS "pipewright: sanitizers ${PIPEWRIGHT_SANITIZE}")
+endif()

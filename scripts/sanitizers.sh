@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Sanitizer builds of the test suite, run with ctest: ASan + UBSan over every test (build-asan/), then TSan over
+# the executor's tests (build-tsan/: the only code with threads of its own). Any sanitizer report fails its
+# test and so the script. What the sanitizers report inside OpenMPI (not pipewright's code) is suppressed by
+# scripts/sanitizers/*.supp, each line with its reason. Usage: scripts/sanitizers.sh [asan|tsan]... (default:
+# both). Environment: JOBS (build and ctest jobs, default 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/instrumented-build.sh
+source scripts/instrumented-build.sh
+
+supp="$PWD/scripts/sanitizers"
+# Full stacks at every allocation, so that lsan.supp can tell OpenMPI's allocations (no frame pointers) apart.
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0"
+export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
+
+# ctest lists every test area; a build of some of them names the others *_NOT_BUILT.
+run_suite() {
+  ctest --test-dir "$1" --output-on-failure -j "${JOBS:-2}" -E '_NOT_BUILT'
+}
+
+builds=("$@")
+[ ${#builds[@]} -gt 0 ] || builds=(asan tsan)
+for b in "${builds[@]}"; do
+  start=$SECONDS
+  case "$b" in
+    asan)
+      instrumented_build build-asan all -DPIPEWRIGHT_SANITIZE=address,undefined
+      run_suite build-asan ;;
+    tsan)
+      instrumented_build build-tsan "test_executor pipewright" -DPIPEWRIGHT_SANITIZE=thread
+      run_suite build-tsan ;;
+    *) echo "sanitizers.sh: no build '$b' (asan, tsan)" >&2; exit 2 ;;
+  esac
+  echo "sanitizers.sh: $b clean in $((SECONDS - start)) s" >&2
+done
