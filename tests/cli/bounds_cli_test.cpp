@@ -105,7 +105,7 @@ TEST_CASE("run --iterations 1000000000 and run --model llama3-8b on the cpu back
                 kMemory + "run a smaller model, use --compute sleep or pass --allow-large");
 }
 
-TEST_CASE("--allow-large: the same flag on every command with bounds, and a small scenario runs with it") {
+TEST_CASE("one --allow-large flag: the same on every command with bounds, and a small scenario runs with it") {
   for (const char* command : {"simulate", "show", "compare", "plan", "run"}) {
     const CliResult help = run_cli({command, "--help"});
     CHECK(help.out.find("--allow-large") != std::string::npos);

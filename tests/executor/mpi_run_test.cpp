@@ -18,6 +18,7 @@
 
 #include "executor/cuda/host/cuda_api.hpp"
 #include "executor/process_group.hpp"
+#include "tests/executor/command_job.hpp"
 
 namespace {
 
@@ -46,40 +47,11 @@ std::string why_skipped() {
     }                                                                   \
   } while (false)
 
-struct Job {
-  int code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
+using pw::test::Job;
+using pw::test::slurp;
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs the command line with a hard stop at 120 s (a hang fails the test instead of stalling the suite).
 Job run_job(const std::vector<std::string>& args, const std::string& name) {
-  const std::string base = std::string(PIPEWRIGHT_TEST_TMP) + "/mpi-" + name;
-  std::string cmd = "timeout -k 5 120";
-  // Appended piecewise: GCC 12 misreads `"literal" + std::string&&` as an overlapping copy (-Wrestrict).
-  for (const std::string& a : args) cmd.append(" ").append(quoted(a));
-  cmd.append(" >").append(quoted(base + ".out")).append(" 2>").append(quoted(base + ".err"));
-  const auto start = std::chrono::steady_clock::now();
-  const int status = std::system(cmd.c_str());
-  Job j;
-  j.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  j.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  j.out = slurp(base + ".out");
-  j.err = slurp(base + ".err");
-  return j;
+  return pw::test::run_job(args, std::string(PIPEWRIGHT_TEST_TMP) + "/mpi-" + name);
 }
 
 // mpirun as root (CI) needs both variables; --oversubscribe lets 2 or 3 ranks share 2 cores.

@@ -25,6 +25,7 @@
 #include "executor/tcp_process_group.hpp"
 #include "executor/wait_notice.hpp"
 #include "tcp_test_util.hpp"
+#include "tests/executor/command_job.hpp"
 
 using namespace pw;
 using namespace pw::test;
@@ -293,18 +294,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string sh_quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using pw::test::command_line;
+using pw::test::sh_quoted;
+using pw::test::slurp;
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -330,12 +322,6 @@ std::vector<std::string> tiny_run(const std::vector<std::string>& more) {
                                 "--warmup", "0", "--no-profile", "--seed", "11"};
   a.insert(a.end(), more.begin(), more.end());
   return a;
-}
-
-std::string command_line(const std::vector<std::string>& args) {
-  std::string cmd;
-  for (const std::string& a : args) cmd.append(cmd.empty() ? "" : " ").append(sh_quoted(a));
-  return cmd;
 }
 
 // `n` processes of `args` at once with the variables torchrun sets (MASTER_PORT: one below a free port, where
@@ -376,16 +362,9 @@ Torchrun torchrun_by_hand(int n, const std::vector<std::string>& args, const std
 }
 
 Proc one_process(const std::vector<std::string>& args, const std::string& name) {
-  const std::string base = std::string(PIPEWRIGHT_TEST_TMP) + "/tcp-" + name + "-" + std::to_string(getpid());
-  const std::string cmd = "timeout -k 5 120 " + command_line(args) + " >" + sh_quoted(base + ".out") + " 2>" + sh_quoted(base + ".err");
-  const int status = std::system(cmd.c_str());
-  Proc p;
-  p.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  p.out = slurp(base + ".out");
-  p.err = slurp(base + ".err");
-  std::remove((base + ".out").c_str());
-  std::remove((base + ".err").c_str());
-  return p;
+  const pw::test::Job j =
+      pw::test::run_job(args, std::string(PIPEWRIGHT_TEST_TMP) + "/tcp-" + name + "-" + std::to_string(getpid()));
+  return Proc{j.code, j.out, j.err};
 }
 
 #define SKIP_WITHOUT_BINARY()                                 \

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include "tests/executor/command_job.hpp"
 
 namespace {
 
@@ -19,33 +20,12 @@ namespace {
 #define PIPEWRIGHT_BINARY ""
 #endif
 
-struct Ended {
-  int code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
+using Ended = pw::test::Job;
 
-std::string file_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The binary run with `args` in a shell, stopped by `timeout` after 60 s should it hang.
-Ended run_binary(const std::vector<std::string>& args, const std::string& name) {
-  const std::string base = std::string(PIPEWRIGHT_TEST_TMP) + "/" + name;
-  std::string cmd = "timeout -k 5 60 '" + std::string(PIPEWRIGHT_BINARY) + "'";
-  for (const std::string& a : args) cmd.append(" '").append(a).append("'");
-  cmd.append(" >'").append(base).append(".out' 2>'").append(base).append(".err'");
-  const auto start = std::chrono::steady_clock::now();
-  const int status = std::system(cmd.c_str());
-  Ended e;
-  e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  e.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  e.out = file_text(base + ".out");
-  e.err = file_text(base + ".err");
-  return e;
+// The binary run with `args`, stopped after 60 s should it hang.
+Ended run_binary(std::vector<std::string> args, const std::string& name) {
+  args.insert(args.begin(), PIPEWRIGHT_BINARY);
+  return pw::test::run_job(args, std::string(PIPEWRIGHT_TEST_TMP) + "/" + name, 60);
 }
 
 std::vector<std::string> tiny_llama_run(const std::vector<std::string>& more) {
