@@ -19,6 +19,11 @@ std::string load_text(const MachineLoad& load) {
 
 }  // namespace
 
+double MachineLoad::other_load() const {
+  if (load_average < 0) return -1;
+  return std::max(0.0, load_average - std::min(ranks, cores));
+}
+
 MachineLoad machine_load_of(const RunResult& result, double load_average, int cores) {
   MachineLoad load;
   load.load_average = load_average;
@@ -54,16 +59,23 @@ LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute) {
     return v;
   }
   v.judged = true;
-  v.shared = load.cpu_share() < kSharedBelowCpuShare;
+  const bool short_of_cores = load.cpu_share() < kSharedBelowCpuShare;
+  const bool others_busy = load.other_load() > kSharedAboveOtherLoadPerCore * load.cores;
+  v.shared = short_of_cores || others_busy;
   v.line = fmt::format("ranks ran {:.0f}% of their compute time on a core", load.cpu_share() * 100);
   if (load.lowest_rank >= 0 && load.ranks > 1)
     v.line += fmt::format(" (rank {} {:.0f}%)", load.lowest_rank, load.lowest_rank_cpu_share * 100);
   v.line += "; " + load_text(load);
   if (!v.shared) return v;
-  v.line += load.ranks > load.cores
-                ? fmt::format(": {} ranks shared {} core{}, measured times are not comparable with the prediction",
-                              load.ranks, load.cores, load.cores == 1 ? "" : "s")
-                : ": the machine was shared, measured times are not comparable with the prediction";
+  if (short_of_cores && load.ranks > load.cores)
+    v.line += fmt::format(": {} ranks shared {} core{}, measured times are not comparable with the prediction",
+                          load.ranks, load.cores, load.cores == 1 ? "" : "s");
+  else if (short_of_cores)
+    v.line += ": the machine was shared, measured times are not comparable with the prediction";
+  else
+    v.line += fmt::format(": other programs kept {:.1f} cores busy, the machine was shared, measured times are not "
+                          "comparable with the prediction",
+                          load.other_load());
   return v;
 }
 
@@ -73,6 +85,8 @@ nlohmann::json machine_load_json(const MachineLoad& load, const LoadVerdict& ver
           {"verdict", verdict.line},
           {"compute_cpu_share", load.cpu_share()},
           {"shared_below_cpu_share", kSharedBelowCpuShare},
+          {"other_load", load.other_load() >= 0 ? nlohmann::json(load.other_load()) : nlohmann::json()},
+          {"shared_above_other_load_per_core", kSharedAboveOtherLoadPerCore},
           {"compute_wall_s", load.compute_wall_s},
           {"compute_cpu_s", load.compute_cpu_s},
           {"lowest_rank", load.lowest_rank},

@@ -15,6 +15,10 @@ namespace pw {
 
 // Below this share of their compute time on a core, the ranks did not have a core each.
 inline constexpr double kSharedBelowCpuShare = 0.8;
+// Ranks can get their whole core and still run slow when other programs keep the machine's other cores (and
+// so its caches and memory bandwidth) busy, as a niced build beside the run does: a load average above the
+// ranks' own by more than this much per core says so.
+inline constexpr double kSharedAboveOtherLoadPerCore = 0.25;
 
 struct MachineLoad {
   double compute_wall_s = 0;  // every rank's compute actions over the measured iterations, wall clock
@@ -26,6 +30,8 @@ struct MachineLoad {
   int cores = 0;              // the cores this process may run on
 
   double cpu_share() const { return compute_wall_s > 0 ? compute_cpu_s / compute_wall_s : 0; }
+  // The load average less what the ranks themselves make (one per core at most); negative when unknown.
+  double other_load() const;
 };
 
 struct LoadVerdict {

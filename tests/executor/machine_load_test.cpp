@@ -63,6 +63,16 @@ TEST_CASE("machine load: ranks well below a core each are judged shared, in one 
           "ranks ran 52% of their compute time on a core (rank 0 50%); load average 4.0 on 2 cores: 4 ranks shared 2 "
           "cores, measured times are not comparable with the prediction");
   }
+  SECTION("a core each, but other programs kept the other cores busy (a niced build beside the run)") {
+    // Load 2.8 on 2 cores with 2 ranks: 0.8 beyond the ranks' own, above 0.25 x 2 cores.
+    const LoadVerdict v = judge_machine_load(machine_load_of(run_of({0.010, 0.010}, {0.0099, 0.0099}, 2), 2.8, 2), true);
+    CHECK(v.shared);
+    CHECK(v.line ==
+          "ranks ran 99% of their compute time on a core (rank 0 99%); load average 2.8 on 2 cores: other programs "
+          "kept 0.8 cores busy, the machine was shared, measured times are not comparable with the prediction");
+    // 2.5 is 0.5 beyond: at the threshold, not shared.
+    CHECK_FALSE(judge_machine_load(machine_load_of(run_of({0.010, 0.010}, {0.0099, 0.0099}, 2), 2.5, 2), true).shared);
+  }
   SECTION("an unreadable load average is said so") {
     const LoadVerdict v = judge_machine_load(machine_load_of(run_of({0.01}, {0.002}, 1), -1, 1), true);
     CHECK(v.line ==
