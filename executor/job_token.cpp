@@ -4,9 +4,9 @@
 
 namespace pw {
 
-JobToken job_token(const LaunchEnv& env, const std::string& host, int port) {
+JobToken job_token(const LaunchEnv& env, const std::string& host, int port, const std::string& address_source) {
   JobToken t;
-  t.source = env.job_id_variable.empty() ? "MASTER_ADDR and MASTER_PORT" : env.job_id_variable;
+  t.source = env.job_id_variable.empty() ? address_source : env.job_id_variable;
   t.digest = sha256(fmt::format("pipewright job token 1\n{}\n{}\n{}:{}", env.job_id_variable, env.job_id, host, port));
   return t;
 }

@@ -21,8 +21,10 @@ struct JobToken {
   std::string source;  // the variable it came from, for messages: "PIPEWRIGHT_JOB_TOKEN", ...
 };
 
-// The token of `env`'s job meeting at host:port.
-JobToken job_token(const LaunchEnv& env, const std::string& host, int port);
+// The token of `env`'s job meeting at host:port; `address_source` is its source when the launcher gives no
+// job id (where host:port came from: "MASTER_ADDR and MASTER_PORT", "--rendezvous").
+JobToken job_token(const LaunchEnv& env, const std::string& host, int port,
+                   const std::string& address_source = "MASTER_ADDR and MASTER_PORT");
 
 // Whether `a` and the 32 bytes at `b` agree, in a time that does not depend on where they differ.
 bool same_digest(const Sha256& a, const unsigned char* b);

@@ -242,7 +242,7 @@ TcpProcessGroup::World::World(const TcpGroupConfig& config)
 }
 
 void TcpProcessGroup::World::join_as_first(const TcpGroupConfig& config, Clock::time_point deadline) {
-  const Socket listener = listen_at(config.host, config.port);
+  const Socket listener = listen_at(config.host, config.port, config.names);
   set_nonblocking(listener.fd());
   port_ = local_port(listener);
   std::vector<Socket> joined(static_cast<size_t>(size_));
@@ -301,9 +301,9 @@ void TcpProcessGroup::World::join_as_first(const TcpGroupConfig& config, Clock::
       std::string list;
       for (int p : missing) list += fmt::format("{}{}", list.empty() ? "" : ", ", p);
       throw_runtime("process 0 of {}: process{} {} did not join at port {} within {:g} s; did {} start, with "
-                    "MASTER_ADDR naming this host?",
+                    "{} naming this host?",
                     size_, missing.size() == 1 ? "" : "es", list, port_, config.timeout_s,
-                    missing.size() == 1 ? "it" : "they");
+                    missing.size() == 1 ? "it" : "they", config.names.host);
     }
     // Every connection's hello at once, each against its own deadline: a silent one delays nobody.
     std::vector<pollfd> fds{{listener.fd(), static_cast<short>(pending.size() < kMostHandshakes ? POLLIN : 0), 0}};
@@ -378,8 +378,9 @@ void TcpProcessGroup::World::join_as_other(const TcpGroupConfig& config, Clock::
     }
     if (Clock::now() >= deadline)
       throw_runtime("process {} of {} could not join process 0 at {}:{} within {:g} s ({}); is process 0 running, and are "
-                    "MASTER_ADDR and MASTER_PORT the same for every process?",
-                    rank_, size_, config.host, config.port, config.timeout_s, last_error);
+                    "{} and {} the same for every process?",
+                    rank_, size_, config.host, config.port, config.timeout_s, last_error, config.names.host,
+                    config.names.port);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
@@ -813,32 +814,42 @@ class JobTcpGroup : public TcpProcessGroup {
 
 }  // namespace
 
+TcpGroupConfig tcp_meeting_config(const LaunchEnv& env, const std::string& host, int port,
+                                  const AddressNames& names) {
+  TcpGroupConfig c;
+  c.names = names;
+  c.rank = env.rank;
+  c.world_size = env.world_size;
+  c.host = host;
+  c.port = port;
+  if (env.launcher == "slurm") {
+    c.world_variable = "SLURM_NTASKS";
+    c.rank_variable = "SLURM_PROCID";
+  } else if (env.launcher == "openmpi") {
+    c.world_variable = "OMPI_COMM_WORLD_SIZE";
+    c.rank_variable = "OMPI_COMM_WORLD_RANK";
+  }
+  const JobToken token = job_token(env, host, port, fmt::format("{} and {}", names.host, names.port));
+  c.token = token.digest;
+  c.token_source = token.source;
+  return c;
+}
+
 TcpGroupConfig tcp_group_config(const LaunchEnv& env, double timeout_s) {
   if (env.master_addr.empty() || env.master_port == 0)
     throw_bad_input("{}: not set; the processes {} starts meet over TCP at MASTER_ADDR:MASTER_PORT: export "
                     "MASTER_ADDR=<the host of process 0> and MASTER_PORT=<a free port> for every process",
                     env.master_addr.empty() ? "MASTER_ADDR" : "MASTER_PORT", env.launcher);
-  TcpGroupConfig c;
-  c.rank = env.rank;
-  c.world_size = env.world_size;
-  c.host = env.master_addr;
-  c.timeout_s = timeout_s;
+  int port = env.master_port;
   if (env.launcher == "torchrun") {
-    c.port = env.master_port + 1;
-    if (c.port > 65535)
+    port = env.master_port + 1;
+    if (port > 65535)
       throw_bad_input("MASTER_PORT: {} leaves no port above it, where the processes meet (torchrun's agent keeps "
                       "MASTER_PORT); set MASTER_PORT to 65534 or less",
                       env.master_port);
-  } else {
-    c.port = env.master_port;
   }
-  if (env.launcher == "slurm") {
-    c.world_variable = "SLURM_NTASKS";
-    c.rank_variable = "SLURM_PROCID";
-  }
-  const JobToken token = job_token(env, c.host, c.port);
-  c.token = token.digest;
-  c.token_source = token.source;
+  TcpGroupConfig c = tcp_meeting_config(env, env.master_addr, port, AddressNames{});
+  c.timeout_s = timeout_s;
   return c;
 }
 

@@ -30,6 +30,7 @@
 #include "executor/launch_env.hpp"
 #include "executor/process_group.hpp"
 #include "executor/sha256.hpp"
+#include "executor/tcp_socket.hpp"
 
 namespace pw {
 
@@ -45,6 +46,7 @@ struct TcpGroupConfig {
   // What every process of the job shows in its hello, and where it comes from (for messages).
   Sha256 token{};
   std::string token_source = "MASTER_ADDR and MASTER_PORT";
+  AddressNames names;  // what set host and port, for messages
   double handshake_s = 2;  // longest wait for one connection's hello
 };
 
@@ -97,6 +99,11 @@ std::unique_ptr<ProcessGroup> join_tcp_processes(const LaunchEnv& env, double ti
 
 // The TcpGroupConfig join_tcp_processes uses (exposed for tests): host, port, variable names and job token.
 TcpGroupConfig tcp_group_config(const LaunchEnv& env, double timeout_s);
+
+// `env`'s processes meeting at host:port: this process's rank, the world size, the launcher's variables
+// that set them (named by a mismatch) and the job token for that address; `names` says where host:port
+// came from (MASTER_ADDR and MASTER_PORT, or an option), for messages. timeout_s is left at its default.
+TcpGroupConfig tcp_meeting_config(const LaunchEnv& env, const std::string& host, int port, const AddressNames& names);
 
 // Called by end_job_now: passes `code` to the other processes of the live job group, if any (see end_others).
 void end_tcp_job(int code);

@@ -102,29 +102,15 @@ bool write_full(int fd, const void* data, size_t n, SocketClock::time_point dead
   return true;
 }
 
-Socket listen_on(int port) {
-  Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!s.valid()) throw_runtime("cannot open a socket: {}", errno_text());
-  // A previous job's connections in TIME_WAIT must not keep the port.
-  const int yes = 1;
-  ::setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::bind(s.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(s.fd(), 128) != 0)
-    throw_runtime("cannot listen on port {}: {}; is another job using it? set another MASTER_PORT", port, errno_text());
-  return s;
-}
-
-Socket listen_at(const std::string& host, int port) {
+Socket listen_at(const std::string& host, int port, const AddressNames& names) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   const int gai = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
   if (gai != 0)
-    throw_runtime("cannot listen at MASTER_ADDR {}: {}; set MASTER_ADDR to process 0's host", host, ::gai_strerror(gai));
+    throw_runtime("cannot listen at {} {}: {}; set {} to process 0's host", names.host, host, ::gai_strerror(gai),
+                  names.host);
   std::string error;
   Socket out;
   for (addrinfo* a = found; a && !out.valid(); a = a->ai_next) {
@@ -140,9 +126,10 @@ Socket listen_at(const std::string& host, int port) {
   ::freeaddrinfo(found);
   if (out.valid()) return out;
   if (error == "in use")
-    throw_runtime("cannot listen on port {}: {}; is another job using it? set another MASTER_PORT", port,
-                  std::strerror(EADDRINUSE));
-  throw_runtime("cannot listen at MASTER_ADDR {} port {}: {}; MASTER_ADDR must name process 0's host", host, port, error);
+    throw_runtime("cannot listen on port {}: {}; is another job using it? set another {}", port,
+                  std::strerror(EADDRINUSE), names.port);
+  throw_runtime("cannot listen at {} {} port {}: {}; {} must name process 0's host", names.host, host, port, error,
+                names.host);
 }
 
 int local_port(const Socket& socket) {

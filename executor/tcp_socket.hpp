@@ -46,13 +46,16 @@ bool wait_for(int fd, short events, SocketClock::time_point deadline);
 bool read_full(int fd, void* data, size_t n, SocketClock::time_point deadline);
 bool write_full(int fd, const void* data, size_t n, SocketClock::time_point deadline);
 
-// Listens on `port` of every IPv4 address (0: any free port; see local_port). Runtime error naming the port
-// and MASTER_PORT when it is taken.
-Socket listen_on(int port);
+// What the user set a meeting address with, for messages: the launcher's variables, or an option.
+struct AddressNames {
+  std::string host = "MASTER_ADDR";
+  std::string port = "MASTER_PORT";
+};
+
 // Listens on `port` at `host`'s address only (the first of its addresses that can be bound), so that
-// nothing reaches the socket through another interface. Runtime error naming MASTER_ADDR when `host` is
-// no address of this machine, and as above when the port is taken.
-Socket listen_at(const std::string& host, int port);
+// nothing reaches the socket through another interface. Runtime error naming names.host when `host` is no
+// address of this machine, and naming the port and names.port when the port is taken.
+Socket listen_at(const std::string& host, int port, const AddressNames& names = {});
 // "10.0.0.5:41234" ("[::1]:41234"): the other end of a connected socket, for messages.
 std::string peer_text(int fd);
 // The port a socket is bound to (IPv4 or IPv6).

@@ -1,4 +1,5 @@
-// Handing the NCCL unique id to every rank over TCP on localhost and through a file, with threads as ranks.
+// Handing the NCCL unique id to every process over TCP on localhost (a TCP group of its own, strangers and
+// all) and through a file, with threads as processes.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -6,9 +7,15 @@
 #include <thread>
 
 #include "../error_text.hpp"
+#include "../executor/tcp_test_util.hpp"
+#include "../cerr_capture.hpp"
 #include "executor/cuda/host/rendezvous.hpp"
+#include "executor/job_token.hpp"
+#include "executor/tcp_hello.hpp"
+#include "launched.hpp"
 
 using namespace pw;
+using namespace pw::test;
 
 namespace {
 
@@ -21,6 +28,17 @@ UniqueIdBytes some_id() {
 RendezvousClock::time_point in_seconds(double s) {
   return RendezvousClock::now() + std::chrono::duration_cast<RendezvousClock::duration>(std::chrono::duration<double>(s));
 }
+
+RendezvousSpec tcp_at(int port) { return {RendezvousSpec::Kind::Tcp, "", "127.0.0.1", port}; }
+
+LaunchEnv torchrun(int rank, int world) {
+  LaunchEnv e = test::launched("torchrun", rank, world, rank, world, "127.0.0.1", 29500);
+  e.job_id_variable = "TORCHELASTIC_RUN_ID";
+  e.job_id = "run-1";
+  return e;
+}
+
+RendezvousParty party(int rank, int world, const RendezvousSpec& spec) { return rendezvous_party(torchrun(rank, world), spec); }
 
 std::string temp_path(const std::string& name) {
   const std::string path = std::string(PIPEWRIGHT_TEST_TMP) + "/" + name;
@@ -45,59 +63,131 @@ TEST_CASE("rendezvous specs: file:PATH and tcp:HOST:PORT", "[cuda][host]") {
           fmt::format("--rendezvous: '{}' is neither file:PATH (a path every node shares) nor tcp:HOST:PORT", bad));
 }
 
-TEST_CASE("TCP: rank 0 serves the id to three ranks on localhost", "[cuda][host]") {
-  IdServer server(0);
-  REQUIRE(server.port() > 0);
-  const UniqueIdBytes id = some_id();
+TEST_CASE("TCP: process 0 hands the id to three processes on localhost, with the job's token", "[cuda][host]") {
+  const int port = free_port();
+  const RendezvousSpec spec = tcp_at(port);
   std::vector<UniqueIdBytes> got(4);
-  std::vector<std::thread> clients;
-  for (int r = 1; r < 4; ++r)
-    clients.emplace_back([&, r] { got[static_cast<size_t>(r)] = fetch_id("127.0.0.1", server.port(), r, 4, in_seconds(10)); });
-  server.serve(id, 4, in_seconds(10));
-  for (auto& t : clients) t.join();
-  for (int r = 1; r < 4; ++r) CHECK(got[static_cast<size_t>(r)] == id);
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> processes;
+  for (int p = 0; p < 4; ++p)
+    processes.emplace_back([&, p] {
+      errors[static_cast<size_t>(p)] = bad_input([&] {
+        got[static_cast<size_t>(p)] = exchange_id(spec, party(p, 4, spec), [] { return some_id(); }, in_seconds(10));
+      });
+    });
+  for (auto& t : processes) t.join();
+  for (int p = 0; p < 4; ++p) {
+    CHECK(errors[static_cast<size_t>(p)] == "no error");
+    CHECK(got[static_cast<size_t>(p)] == some_id());
+  }
+  // The token is this job's at this address: the launcher's run id, bound to host and port.
+  const RendezvousParty p1 = party(1, 4, spec);
+  CHECK(p1.token == job_token(torchrun(1, 4), "127.0.0.1", port).digest);
+  CHECK(p1.token_source == "TORCHELASTIC_RUN_ID");
+  CHECK(p1.world_variable == "WORLD_SIZE");
+  CHECK(p1.rank_variable == "RANK");
+  LaunchEnv bare = torchrun(1, 4);
+  bare.job_id_variable.clear();
+  bare.job_id.clear();
+  CHECK(rendezvous_party(bare, spec).token_source == "--rendezvous HOST and --rendezvous PORT");
 }
 
-TEST_CASE("TCP: clients that start before rank 0 listens keep trying", "[cuda][host]") {
-  int port = 0;
-  {
-    IdServer probe(0);  // a port that was free a moment ago
-    port = probe.port();
-  }
+TEST_CASE("TCP: processes that start before process 0 listens keep trying", "[cuda][host]") {
+  const RendezvousSpec spec = tcp_at(free_port());
   UniqueIdBytes got{};
-  std::thread client([&] { got = fetch_id("localhost", port, 1, 2, in_seconds(10)); });
+  std::thread other([&] { got = exchange_id(spec, party(1, 2, spec), [] { return UniqueIdBytes{}; }, in_seconds(10)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const UniqueIdBytes id = exchange_id(RendezvousSpec{RendezvousSpec::Kind::Tcp, "", "localhost", port}, 0, 2,
-                                       [] { return some_id(); }, in_seconds(10));
-  client.join();
+  const UniqueIdBytes id = exchange_id(spec, party(0, 2, spec), [] { return some_id(); }, in_seconds(10));
+  other.join();
   CHECK(id == some_id());
   CHECK(got == some_id());
 }
 
-TEST_CASE("TCP: a missing rank or an absent rank 0 ends at the deadline, not in a hang", "[cuda][host]") {
-  IdServer server(0);
-  const std::string missing = bad_input([&] { server.serve(some_id(), 3, in_seconds(0.2)); });
-  CHECK(missing == fmt::format("runtime error: rendezvous: ranks 1, 2 of 3 did not fetch the NCCL unique id from port "
-                               "{} before the deadline",
-                               server.port()));
-  int port = 0;
-  {
-    IdServer probe(0);
-    port = probe.port();
-  }
-  const std::string absent = bad_input([&] { fetch_id("127.0.0.1", port, 2, 3, in_seconds(0.2)); });
-  CHECK(absent == fmt::format("runtime error: rendezvous: rank 2 got no NCCL unique id from rank 0 at 127.0.0.1:{} "
-                              "before the deadline (Connection refused)",
-                              port));
+TEST_CASE("TCP: a missing process or an absent process 0 ends at the deadline, not in a hang", "[cuda][host]") {
+  const RendezvousSpec spec = tcp_at(free_port());
+  const std::string missing = bad_input([&] { exchange_id(spec, party(0, 3, spec), some_id, in_seconds(0.3)); });
+  CHECK(missing == fmt::format("runtime error: rendezvous: process 0 of 3: processes 1, 2 did not join at port {} within "
+                               "0.3 s; did they start, with --rendezvous HOST naming this host?",
+                               spec.port));
+  const std::string absent = bad_input([&] { exchange_id(spec, party(2, 3, spec), some_id, in_seconds(0.3)); });
+  CHECK(absent == fmt::format("runtime error: rendezvous: process 2 of 3 could not join process 0 at 127.0.0.1:{} within "
+                              "0.3 s (Connection refused); is process 0 running, and are --rendezvous HOST and "
+                              "--rendezvous PORT the same for every process?",
+                              spec.port));
 }
 
-TEST_CASE("TCP: a rank of another world size is named", "[cuda][host]") {
-  IdServer server(0);
-  std::thread client([&] { bad_input([&] { fetch_id("127.0.0.1", server.port(), 1, 8, in_seconds(1)); }); });
-  const std::string err = bad_input([&] { server.serve(some_id(), 4, in_seconds(5)); });
-  client.join();
-  CHECK(err == "runtime error: rendezvous: rank 1 belongs to a job of 8 ranks, this one has 4; check WORLD_SIZE on every "
-               "node");
+TEST_CASE("TCP: a process of another world size is bad input at both ends, naming the launcher's variable",
+          "[cuda][host]") {
+  const RendezvousSpec spec = tcp_at(free_port());
+  std::string other;
+  std::thread process1([&] {
+    RendezvousParty eight = party(1, 8, spec);
+    eight.token = party(1, 4, spec).token;  // the same job, started with another world size
+    other = bad_input([&] { exchange_id(spec, eight, some_id, in_seconds(5)); });
+  });
+  const std::string err = bad_input([&] { exchange_id(spec, party(0, 4, spec), some_id, in_seconds(5)); });
+  process1.join();
+  const std::string text = "WORLD_SIZE: process 1 was started for 8 processes and process 0 for 4; start every process "
+                           "with the same WORLD_SIZE";
+  CHECK(err == text);
+  CHECK(other == text);
+}
+
+TEST_CASE("TCP: strangers on the rendezvous port are dropped and named; the id still arrives", "[cuda][host]") {
+  const RendezvousSpec spec = tcp_at(free_port());
+  CerrCapture log;
+  UniqueIdBytes at0{}, at1{};
+  std::string errors[2];
+  std::thread process0([&] {
+    errors[0] = bad_input([&] { at0 = exchange_id(spec, party(0, 2, spec), some_id, in_seconds(10)); });
+  });
+  // One silent, one with another job's token claiming rank 1 of a world of 99, one sending garbage.
+  const Socket silent = connect_when_listening(spec.port);
+  const Socket impostor = connect_when_listening(spec.port);
+  Sha256 other_job{};
+  other_job[0] = 7;
+  const auto fake = hello_to_wire(Hello{other_job, 1, 99, Card{1, "impostor"}});
+  send_all(impostor, fake.data(), fake.size());
+  const Socket junk = connect_when_listening(spec.port);
+  const std::vector<unsigned char> garbage(kHelloBytes, 0xff);
+  send_all(junk, garbage.data(), garbage.size());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread process1([&] {
+    errors[1] = bad_input([&] { at1 = exchange_id(spec, party(1, 2, spec), some_id, in_seconds(10)); });
+  });
+  process1.join();
+  process0.join();
+  CHECK(errors[0] == "no error");
+  CHECK(errors[1] == "no error");
+  CHECK(at0 == some_id());
+  CHECK(at1 == some_id());
+  const std::string warnings = log.text();
+  const std::string at = " to port " + std::to_string(spec.port) + ": ";
+  CHECK_THAT(warnings, Catch::Contains("warning: process 0 dropped a connection from " + local_text(impostor) + at +
+                                       "another job token (this job's comes from TORCHELASTIC_RUN_ID)\n"));
+  CHECK_THAT(warnings, Catch::Contains("warning: process 0 dropped a connection from " + local_text(junk) + at +
+                                       "not a pipewright hello\n"));
+  CHECK_THAT(warnings, Catch::Contains("warning: process 0 dropped a connection from " + local_text(silent) + at));
+}
+
+TEST_CASE("TCP: a process of another job token is told so and fails at once", "[cuda][host]") {
+  const RendezvousSpec spec = tcp_at(free_port());
+  LaunchEnv other_run = torchrun(1, 2);
+  other_run.job_id = "another-run";
+  std::string at1;
+  double seconds = 99;
+  std::thread process1([&] {
+    const auto start = RendezvousClock::now();
+    at1 = bad_input([&] { exchange_id(spec, rendezvous_party(other_run, spec), some_id, in_seconds(5)); });
+    seconds = std::chrono::duration<double>(RendezvousClock::now() - start).count();
+  });
+  CerrCapture log;
+  const std::string at0 = bad_input([&] { exchange_id(spec, party(0, 2, spec), some_id, in_seconds(1)); });
+  process1.join();
+  CHECK(at1 == "job token: this process's differs from process 0's, which comes from TORCHELASTIC_RUN_ID; start every "
+               "process of the job with the same TORCHELASTIC_RUN_ID");
+  CHECK(seconds < 2);
+  CHECK_THAT(at0, Catch::StartsWith("runtime error: rendezvous: process 0 of 2: process 1 did not join"));
 }
 
 TEST_CASE("file: rank 0 publishes, the others wait for the file", "[cuda][host]") {
@@ -106,8 +196,8 @@ TEST_CASE("file: rank 0 publishes, the others wait for the file", "[cuda][host]"
   std::vector<std::thread> ranks;
   for (int r = 0; r < 3; ++r)
     ranks.emplace_back([&, r] {
-      got[static_cast<size_t>(r)] = exchange_id(RendezvousSpec{RendezvousSpec::Kind::File, path, "", 0}, r, 3,
-                                                [] { return some_id(); }, in_seconds(10));
+      const RendezvousSpec spec{RendezvousSpec::Kind::File, path, "", 0};
+      got[static_cast<size_t>(r)] = exchange_id(spec, party(r, 3, spec), [] { return some_id(); }, in_seconds(10));
     });
   for (auto& t : ranks) t.join();
   for (const UniqueIdBytes& id : got) CHECK(id == some_id());

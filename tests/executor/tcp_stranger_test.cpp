@@ -14,24 +14,13 @@
 #include "executor/wait_notice.hpp"
 #include "executor/tcp_frame.hpp"
 #include "executor/tcp_hello.hpp"
+#include "../cerr_capture.hpp"
 #include "tcp_test_util.hpp"
 
 using namespace pw;
 using namespace pw::test;
 
 namespace {
-
-// Everything written to std::cerr while it lives.
-class CerrCapture {
- public:
-  CerrCapture() : old_(std::cerr.rdbuf(text_.rdbuf())) {}
-  ~CerrCapture() { std::cerr.rdbuf(old_); }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::stringstream text_;
-  std::streambuf* old_;
-};
 
 std::string what_of(const std::function<void()>& f) {
   try {

@@ -46,6 +46,7 @@ NcclBootstrap plan_bootstrap(const LaunchEnv& env, int schedule_ranks, int visib
   if (!rendezvous_option.empty()) {
     b.id_source = NcclBootstrap::IdSource::Rendezvous;
     b.rendezvous = rendezvous_from_text(rendezvous_option);
+    b.party = rendezvous_party(env, b.rendezvous);
   } else {
     b.id_source = NcclBootstrap::IdSource::Group;
   }

@@ -15,7 +15,8 @@ struct NcclBootstrap {
   int first_rank = 0;        // this process's first global rank
   std::vector<int> devices;  // the GPU of each of this process's ranks (threads), in rank order
   IdSource id_source = IdSource::InProcess;
-  RendezvousSpec rendezvous;  // IdSource::Rendezvous
+  RendezvousSpec rendezvous;  // IdSource::Rendezvous: where the processes meet
+  RendezvousParty party;      // IdSource::Rendezvous: who meets there, and the job token
 };
 
 // `schedule_ranks`: the plan's ranks; `visible_gpus`: the GPUs this process sees; `rendezvous_option`: the

@@ -58,7 +58,7 @@ UniqueIdBytes distribute_nccl_id(const CudaProcessPart& part, const std::functio
   const NcclBootstrap& b = part.bootstrap;
   if (part.processes == 1 || b.id_source == NcclBootstrap::IdSource::InProcess) return make_id();
   if (b.id_source == NcclBootstrap::IdSource::Rendezvous)
-    return exchange_id(b.rendezvous, part.process, part.processes, make_id, deadline);
+    return exchange_id(b.rendezvous, b.party, make_id, deadline);
   if (!broadcast) throw_runtime("NCCL bootstrap: the id travels over the process group, and this process has none");
   std::vector<std::byte> bytes;
   if (part.process == 0) {

@@ -1,36 +1,24 @@
 #include "executor/cuda/host/rendezvous.hpp"
 
-#include <poll.h>
-#include <sys/socket.h>
-
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
-#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "executor/tcp_socket.hpp"
 
 namespace pw {
 namespace {
 
-constexpr char kMagic[4] = {'P', 'W', 'I', 'D'};
 constexpr const char* kFileHeader = "pipewright-nccl-id 1";
 
 std::string errno_text() { return std::strerror(errno); }
-
-std::string rank_list(const std::set<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += fmt::format("{}{}", out.empty() ? "" : ", ", r);
-  return out;
-}
 
 }  // namespace
 
@@ -98,78 +86,40 @@ UniqueIdBytes await_id_file(const std::string& path, int world_size, RendezvousC
   }
 }
 
-IdServer::IdServer(int port) {
+RendezvousParty rendezvous_party(const LaunchEnv& env, const RendezvousSpec& spec) {
+  if (spec.kind == RendezvousSpec::Kind::Tcp) return tcp_meeting_config(env, spec.host, spec.port, AddressNames{"--rendezvous HOST", "--rendezvous PORT"});
+  RendezvousParty party;
+  party.rank = env.rank;
+  party.world_size = env.world_size;
+  return party;
+}
+
+UniqueIdBytes exchange_id_over_tcp(const RendezvousParty& party, const std::function<UniqueIdBytes()>& make_id,
+                                   RendezvousClock::time_point deadline) {
+  RendezvousParty config = party;
+  // Tenths of a second: the group's messages print its timeout, and "within 299.998 s" helps nobody.
+  const double left = std::chrono::duration<double>(deadline - RendezvousClock::now()).count();
+  config.timeout_s = std::max(0.1, std::round(left * 10) / 10);
+  std::vector<std::byte> bytes;
   try {
-    Socket listener = listen_on(port);
-    port_ = local_port(listener);
-    fd_ = listener.release();
-  } catch (const Error& e) {
-    throw_runtime("rendezvous: {}", e.what());
-  }
-}
-
-IdServer::IdServer(const std::string& host, int port) {
-  try {
-    Socket listener = listen_at(host, port);
-    port_ = local_port(listener);
-    fd_ = listener.release();
-  } catch (const Error& e) {
-    throw_runtime("rendezvous: {}", e.what());
-  }
-}
-
-IdServer::~IdServer() { Socket close_it(fd_); }
-
-void IdServer::serve(const UniqueIdBytes& id, int world_size, RendezvousClock::time_point deadline) {
-  std::set<int> missing;
-  for (int r = 1; r < world_size; ++r) missing.insert(r);
-  unsigned char reply[4 + 128];
-  std::memcpy(reply, kMagic, 4);
-  std::memcpy(reply + 4, id.data(), id.size());
-  while (!missing.empty()) {
-    if (!wait_for(fd_, POLLIN, deadline))
-      throw_runtime("rendezvous: rank{} {} of {} did not fetch the NCCL unique id from port {} before the deadline",
-                    missing.size() == 1 ? "" : "s", rank_list(missing), world_size, port_);
-    const Socket client(::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC));
-    if (!client.valid()) continue;  // the client gave up meanwhile
-    unsigned char request[12];
-    // A client that connects and says nothing must not hold up the others for long.
-    const auto answer_by = std::min(deadline, RendezvousClock::now() + std::chrono::seconds(5));
-    if (!read_full(client.fd(), request, sizeof request, answer_by) || std::memcmp(request, kMagic, 4) != 0) continue;
-    const int rank = static_cast<int>(get_u32(request + 4));
-    const int world = static_cast<int>(get_u32(request + 8));
-    if (world != world_size)
-      throw_runtime("rendezvous: rank {} belongs to a job of {} ranks, this one has {}; check WORLD_SIZE on every node",
-                    rank, world, world_size);
-    if (rank < 1 || rank >= world_size)
-      throw_runtime("rendezvous: a client announced rank {}, outside 1..{}", rank, world_size - 1);
-    if (write_full(client.fd(), reply, sizeof reply, answer_by)) missing.erase(rank);
-  }
-}
-
-UniqueIdBytes fetch_id(const std::string& host, int port, int rank, int world_size, RendezvousClock::time_point deadline) {
-  std::string last_error = "no attempt";
-  for (;;) {
-    const Socket fd = connect_once(host, port, deadline, last_error);
-    if (fd.valid()) {
-      unsigned char request[12];
-      std::memcpy(request, kMagic, 4);
-      put_u32(request + 4, static_cast<std::uint32_t>(rank));
-      put_u32(request + 8, static_cast<std::uint32_t>(world_size));
-      unsigned char reply[4 + 128];
-      if (write_full(fd.fd(), request, sizeof request, deadline) && read_full(fd.fd(), reply, sizeof reply, deadline) &&
-          std::memcmp(reply, kMagic, 4) == 0) {
-        UniqueIdBytes id{};
-        std::memcpy(id.data(), reply + 4, id.size());
-        return id;
-      }
-      last_error = "the connection closed before the id came";
+    TcpProcessGroup group(config);
+    if (group.rank() == 0) {
+      const UniqueIdBytes id = make_id();
+      bytes.resize(id.size());
+      std::memcpy(bytes.data(), id.data(), id.size());
     }
-    if (RendezvousClock::now() >= deadline)
-      throw_runtime("rendezvous: rank {} got no NCCL unique id from rank 0 at {}:{} before the deadline ({})", rank, host,
-                    port, last_error);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    bytes = group.broadcast(std::move(bytes), deadline);
+    group.barrier(deadline);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::BadInput) throw;
+    throw_runtime("rendezvous: {}", e.what());
   }
+  UniqueIdBytes id{};
+  if (bytes.size() != id.size())
+    throw_runtime("rendezvous: process {} received {} bytes from process 0 where an NCCL id has {}", party.rank,
+                  bytes.size(), id.size());
+  std::memcpy(id.data(), bytes.data(), id.size());
+  return id;
 }
 
 }  // namespace pw

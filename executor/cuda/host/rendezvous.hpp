@@ -1,11 +1,15 @@
 #pragma once
 // Hands the 128 bytes of an NCCL unique id from rank 0 to every other rank of a job started as separate
 // processes (torchrun, srun without MPI): through a file on a filesystem every node shares, or over TCP
-// at MASTER_ADDR:MASTER_PORT. NCCL's own bootstrap takes over from there. Every wait has a deadline;
-// a peer that never comes is a Runtime error naming what was awaited, not a hang.
+// at an address of its own (--rendezvous tcp:HOST:PORT). NCCL's own bootstrap takes over from there. Every
+// wait has a deadline; a peer that never comes is a Runtime error naming what was awaited, not a hang.
 #include <array>
 #include <chrono>
+#include <functional>
 #include <string>
+
+#include "executor/launch_env.hpp"
+#include "executor/tcp_process_group.hpp"
 
 namespace pw {
 
@@ -30,42 +34,29 @@ std::string to_text(const RendezvousSpec& spec);
 void publish_id_file(const std::string& path, int world_size, const UniqueIdBytes& id);
 UniqueIdBytes await_id_file(const std::string& path, int world_size, RendezvousClock::time_point deadline);
 
-// TCP: rank 0 listens (port 0: any free port, see port()) and answers each other rank once; a client sends
-// "PWID", its rank and the world size, and receives "PWID" and the id.
-class IdServer {
- public:
-  explicit IdServer(int port);
-  // Listens at `host`'s address only (tcp_socket.hpp's listen_at), as exchange_id does.
-  IdServer(const std::string& host, int port);
-  ~IdServer();
-  IdServer(const IdServer&) = delete;
-  IdServer& operator=(const IdServer&) = delete;
-  int port() const { return port_; }
-  // Returns once ranks 1 .. world_size - 1 each fetched the id. Runtime error at the deadline naming the
-  // ranks still missing, or for a client of another world size.
-  void serve(const UniqueIdBytes& id, int world_size, RendezvousClock::time_point deadline);
+// Who meets at a rendezvous: this process's index and the number of processes (rank and world_size), and
+// for tcp: the address, the launcher's variables and the job token (executor/tcp_process_group.hpp's
+// tcp_meeting_config; timeout_s is set from the deadline).
+using RendezvousParty = TcpGroupConfig;
+// The party of `env`'s processes at `spec` (its address, for tcp).
+RendezvousParty rendezvous_party(const LaunchEnv& env, const RendezvousSpec& spec);
 
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
-// Connects (retrying while rank 0 is not listening yet) and fetches the id.
-UniqueIdBytes fetch_id(const std::string& host, int port, int rank, int world_size, RendezvousClock::time_point deadline);
+// TCP: the processes meet as a TCP group of their own at the spec's address (process 0 listens there), with
+// everything that group distrusts of the network: the job token in each hello, each hello with its own
+// deadline, a stranger dropped with a warning while the others join, a world size or rank that disagrees
+// with process 0's bad input everywhere. Process 0 broadcasts the id; every process meets once more before
+// the group closes, so none leaves while another still waits for the id. Runtime error at the deadline
+// naming the processes that did not come (at process 0) or the address that did not answer (the others).
+UniqueIdBytes exchange_id_over_tcp(const RendezvousParty& party, const std::function<UniqueIdBytes()>& make_id,
+                                   RendezvousClock::time_point deadline);
 
-// Rank 0 makes the id with `make_id` and publishes it; every rank returns it.
-template <typename MakeId>
-UniqueIdBytes exchange_id(const RendezvousSpec& spec, int rank, int world_size, MakeId make_id,
-                          RendezvousClock::time_point deadline) {
-  if (spec.kind == RendezvousSpec::Kind::File) {
-    if (rank != 0) return await_id_file(spec.path, world_size, deadline);
-    const UniqueIdBytes id = make_id();
-    publish_id_file(spec.path, world_size, id);
-    return id;
-  }
-  if (rank != 0) return fetch_id(spec.host, spec.port, rank, world_size, deadline);
-  IdServer server(spec.host, spec.port);
+// Process 0 makes the id with `make_id` and publishes it; every process returns it.
+inline UniqueIdBytes exchange_id(const RendezvousSpec& spec, const RendezvousParty& party,
+                                 const std::function<UniqueIdBytes()>& make_id, RendezvousClock::time_point deadline) {
+  if (spec.kind == RendezvousSpec::Kind::Tcp) return exchange_id_over_tcp(party, make_id, deadline);
+  if (party.rank != 0) return await_id_file(spec.path, party.world_size, deadline);
   const UniqueIdBytes id = make_id();
-  server.serve(id, world_size, deadline);
+  publish_id_file(spec.path, party.world_size, id);
   return id;
 }
 
