@@ -5,9 +5,12 @@
 
 #include "cli/commands.hpp"
 #include "cli/output_path.hpp"
+#include "cli/work_bounds.hpp"
 #include "core/error.hpp"
 #include "core/output_file.hpp"
 #include "core/units.hpp"
+#include "profiler/core_speed.hpp"
+#include "profiler/cpu_profile_estimate.hpp"
 #include "profiler/cpu_profiler.hpp"
 #include "profiler/cuda/host/cuda_profiler_api.hpp"
 
@@ -27,6 +30,7 @@ struct ProfileCommandOptions {
   bool links = false;
   int tp = 0, dp = 0;
   std::string cluster_out;
+  bool allow_large = false;
 };
 
 std::string timing_text(const PhaseTiming& t) {
@@ -92,6 +96,7 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
     request.seq_len = o.seq_len;
     request.options.min_time_s = o.min_time_s;
     request.link_repetitions = o.link_repetitions;
+    check_work_unless_allowed("profile", cpu_profile_estimate(model, request, measured_core_speed()), o.allow_large);
     p = profile_cpu(model, request);
   }
   p.model = profiled_model_of(model);
@@ -129,6 +134,7 @@ CommandRunner add_profile_command(CLI::App& app) {
   cmd->add_option("--tp", opts->tp, "cuda --links: tensor-parallel group size for the collectives (0: every GPU)");
   cmd->add_option("--dp", opts->dp, "cuda --links: data-parallel group size for the collectives (0: 1)");
   cmd->add_option("--cluster-out", opts->cluster_out, "cuda --links: write this node as a cluster JSON with its measured matrix");
+  add_allow_large_flag(*cmd, opts->allow_large);
   return [opts](std::ostream& out) { run_profile(*opts, out); };
 }
 

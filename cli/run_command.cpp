@@ -28,6 +28,8 @@
 #include "executor/runtime.hpp"
 #include "executor/sleep_backend.hpp"
 #include "planner/plan_file.hpp"
+#include "profiler/core_speed.hpp"
+#include "profiler/cpu_profile_estimate.hpp"
 #include "profiler/cpu_profiler.hpp"
 #include "profiler/profiled_cost_model.hpp"
 #include "sim/chrome_trace.hpp"
@@ -229,9 +231,12 @@ void profile_first(const RunCommandOptions& o, const Scenario& scenario, CostMod
     return;
   // A CPU profile says nothing about a GPU: `profile --backend cuda` makes the profile to pass with --profile.
   if (o.backend == "cuda") return;
+  const CpuProfileRequest request = quick_profile_request(scenario.workload.micro_batch_size, scenario.workload.seq_len);
+  std::vector<WorkEstimate> work = cpu_profile_estimate(scenario.model, request, measured_core_speed());
+  for (WorkEstimate& part : work) part.fix = "give --profile FILE or --no-profile, " + part.fix;
+  check_work_unless_allowed("run: profiling first", work, o.allow_large);
   const auto start = std::chrono::steady_clock::now();
-  Profile profile = profile_cpu(scenario.model,
-                                quick_profile_request(scenario.workload.micro_batch_size, scenario.workload.seq_len));
+  Profile profile = profile_cpu(scenario.model, request);
   ProfileOrigin origin;
   origin.tool = profile.tool;
   origin.machine = machine_text(profile.machine);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/layer_work.hpp"
 #include "core/version.hpp"
 #include "executor/cpu_model.hpp"
 #include "executor/host_memory.hpp"
@@ -137,11 +138,8 @@ double profile_cpu_optimizer(const Model& model, const ProfileOptions& options) 
   constexpr double kOptimizerStateCap = 256.0 * 1024 * 1024;
   constexpr double kStateBytesPerParameter = 4 * sizeof(float);
   const Model one = one_block(model);
-  double block_parameters = 0;
-  {
-    CpuModel probe(one, 1);
-    for (const Param* p : probe.params(LayerRange{1, 1})) block_parameters += static_cast<double>(p->value.size());
-  }
+  // Counted, not built: making the embedding and the head of a large vocabulary takes a minute.
+  const double block_parameters = layer_work(one, one.layers[1], Workload{}).parameters;
   const int blocks = std::clamp(static_cast<int>(kOptimizerStateCap / (block_parameters * kStateBytesPerParameter)), 1,
                                 model.transformer->layers);
   TransformerConfig c = *one.transformer;
