@@ -84,6 +84,10 @@ struct GridCell {
   int step = 0;
 };
 std::string to_grid(const Schedule& s, const std::vector<GridCell>& marked);
+// At most `most_ranks` ranks and `most_steps` steps of it, centred on the first marked cell (the one an
+// error names; the others show where they fall inside), with a first line "(ranks 0-7 of 64, steps
+// 120-151 of 5000)" when it leaves any out: what an error shows of a schedule of millions of actions.
+std::string to_grid_around(const Schedule& s, const std::vector<GridCell>& marked, int most_ranks, int most_steps);
 // JSON round trip: {"format": "pipewright-schedule", "version": 1, "name", "microbatches",
 // "placement": {"kind": "loop"|"v"|"explicit", "stage_rank": [...], "ranks": p},
 // "ranks": [["0F0", ...], ...], "lowered": bool}. Reading checks the structure (BadInput naming

@@ -42,6 +42,10 @@ std::vector<Action> compute_dependencies(const Action& a, int num_stages) {
 
 namespace {
 
+// What a validation error shows of the schedule's grid, at most.
+constexpr int kGridRanks = 16;
+constexpr int kGridSteps = 24;
+
 struct Loc {
   int rank = -1;
   int step = -1;
@@ -109,13 +113,16 @@ class Validator {
   }
 
   [[noreturn]] void fail(const std::string& problem, const std::vector<GridCell>& marks = {}) const {
-    std::string grid = to_grid(s_, marks);
+    // Around the fault: a whole schedule of a million actions would be megabytes on stderr.
+    std::string grid = to_grid_around(s_, marks, kGridRanks, kGridSteps);
     if (!grid.empty() && grid.back() == '\n') grid.pop_back();
     throw Error(ErrorKind::BadInput, fmt::format("schedule {}: {}", s_.name, problem), grid);
   }
   [[noreturn]] void fail_at(const std::string& kind, int r, int k, const std::string& detail,
                             std::vector<GridCell> marks = {}) const {
-    if (marks.empty()) marks.push_back({r, k});
+    // The named cell first: the grid an error shows is centred on it.
+    std::erase_if(marks, [&](const GridCell& c) { return c.rank == r && c.step == k; });
+    marks.insert(marks.begin(), GridCell{r, k});
     fail(fmt::format("{} at rank {}, step {}: '{}' {}", kind, r, k, cell(r, k), detail), marks);
   }
 

@@ -81,6 +81,23 @@ TEST_CASE("grid: step header, one padded row per rank, marked cells in brackets"
         "rank 1 | 1F0    [1BW0] 1F1    1BW1   1F2    1BW2\n");
 }
 
+TEST_CASE("grid around marked cells: at most so many ranks and steps, with what it leaves out said first") {
+  const Schedule s = make_schedule({"1f1b", 4, 8});  // 16 steps a rank
+  // Everything fits: the whole grid, no note.
+  CHECK(to_grid_around(s, {{1, 1}}, 4, 16) == to_grid(s, {{1, 1}}));
+  // Ranks 2-3 and steps 8-11 around the cell at rank 3, step 10: the cells of the whole grid's rows.
+  CHECK(to_grid_around(s, {{3, 10}}, 2, 4) ==
+        "(ranks 2-3 of 4, steps 8-11 of 16)\n"
+        "step   | 8     9     10    11\n"
+        "rank 2 | 2BW3  2F5   2BW4  2F6\n"
+        "rank 3 | 3F4   3BW4  [3F5] 3BW5\n");
+  CHECK_THAT(to_grid(s), Catch::Contains("rank 2 | 2F0  2F1  2BW0 2F2  2BW1 2F3  2BW2 2F4  2BW3 2F5  2BW4 2F6 "));
+  CHECK_THAT(to_grid(s), Catch::Contains("rank 3 | 3F0  3BW0 3F1  3BW1 3F2  3BW2 3F3  3BW3 3F4  3BW4 3F5  3BW5 "));
+  // Centred on the first mark, clipped to the grid's ends; the other marks only where they fall inside.
+  CHECK_THAT(to_grid_around(s, {{0, 0}, {0, 15}}, 1, 3), Catch::StartsWith("(ranks 0-0 of 4, steps 0-2 of 16)\n"));
+  CHECK_THAT(to_grid_around(s, {{3, 15}}, 1, 3), Catch::StartsWith("(ranks 3-3 of 4, steps 13-15 of 16)\n"));
+}
+
 TEST_CASE("schedule JSON round-trips, lowered or not") {
   for (const Schedule& s : {make_schedule({"zb-h1", 3, 4}), lower(make_schedule({"interleaved", 2, 4, 2}))}) {
     const std::string text = schedule_to_json_text(s);

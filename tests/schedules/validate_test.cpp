@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/ir.hpp"
@@ -65,6 +67,23 @@ TEST_CASE("validate: one line of message, then the grid with the offending cell 
           "step   | 0      1      2      3      4      5\n"
           "rank 0 | 0F0    0F1    0BW0   [0BW2] 0BW1   0F2\n"
           "rank 1 | 1F0    1BW0   1F1    1BW1   [1F2]  1BW2");
+  }
+}
+
+TEST_CASE("validate: a large schedule's error shows the grid around the fault, not the whole of it") {
+  Schedule s = make_schedule({"1f1b", 32, 4000});  // 8,000 steps a rank
+  swap_cells(s.ranks[20], "20F2000", "20BW2000");
+  try {
+    validate(s);
+    FAIL("validate accepted an out-of-order schedule");
+  } catch (const Error& e) {
+    const std::string& grid = e.details();
+    CHECK(std::string(e.what()) == "schedule 1f1b: out of order at rank 20, step 3989: '20BW2000' comes before its "
+                                   "dependency '20F2000' (step 4012)");
+    CHECK_THAT(grid, Catch::StartsWith("(ranks 12-27 of 32, steps 3977-4000 of 8000)\n"));
+    CHECK_THAT(grid, Catch::Contains("[20BW2000]"));
+    CHECK(std::count(grid.begin(), grid.end(), '\n') == 1 + 1 + 16 - 1);  // note, header, 16 ranks (no last newline)
+    CHECK(grid.size() < 6000);  // the whole grid: 32 ranks x 8,000 cells, megabytes
   }
 }
 
