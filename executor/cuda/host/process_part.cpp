@@ -60,19 +60,7 @@ UniqueIdBytes distribute_nccl_id(const CudaProcessPart& part, const std::functio
   if (b.id_source == NcclBootstrap::IdSource::Rendezvous)
     return exchange_id(b.rendezvous, b.party, make_id, deadline);
   if (!broadcast) throw_runtime("NCCL bootstrap: the id travels over the process group, and this process has none");
-  std::vector<std::byte> bytes;
-  if (part.process == 0) {
-    const UniqueIdBytes id = make_id();
-    bytes.resize(id.size());
-    std::memcpy(bytes.data(), id.data(), id.size());
-  }
-  bytes = broadcast(std::move(bytes));
-  UniqueIdBytes id{};
-  if (bytes.size() != id.size())
-    throw_runtime("NCCL bootstrap: process {} received {} bytes from process 0 where an NCCL id has {}", part.process,
-                  bytes.size(), id.size());
-  std::memcpy(id.data(), bytes.data(), id.size());
-  return id;
+  return broadcast_id(part.process, make_id, broadcast, "NCCL bootstrap");
 }
 
 }  // namespace pw

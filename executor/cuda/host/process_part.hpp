@@ -35,9 +35,6 @@ struct CudaProcessPart {
 CudaProcessPart plan_cuda_process(const LaunchEnv& env, int schedule_ranks, int visible_gpus,
                                   const std::string& transport, const std::string& rendezvous);
 
-// Moves process 0's bytes to every process (the process group's broadcast).
-using BroadcastBytes = std::function<std::vector<std::byte>(std::vector<std::byte>)>;
-
 // The NCCL unique id of the run, in every process: made here when one process holds every rank; otherwise
 // made at process 0 only (`make_id` is called there and nowhere else) and sent to the others by `broadcast`
 // (the id over MPI) or over the rendezvous, where the process index is the rendezvous rank and the process

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -94,32 +95,41 @@ RendezvousParty rendezvous_party(const LaunchEnv& env, const RendezvousSpec& spe
   return party;
 }
 
+UniqueIdBytes broadcast_id(int process, const std::function<UniqueIdBytes()>& make_id, const BroadcastBytes& broadcast,
+                           const std::string& context) {
+  std::vector<std::byte> bytes;
+  if (process == 0) {
+    const UniqueIdBytes id = make_id();
+    bytes.resize(id.size());
+    std::memcpy(bytes.data(), id.data(), id.size());
+  }
+  bytes = broadcast(std::move(bytes));
+  UniqueIdBytes id{};
+  if (bytes.size() != id.size())
+    throw_runtime("{}: process {} received {} bytes from process 0 where an NCCL id has {}", context, process,
+                  bytes.size(), id.size());
+  std::memcpy(id.data(), bytes.data(), id.size());
+  return id;
+}
+
 UniqueIdBytes exchange_id_over_tcp(const RendezvousParty& party, const std::function<UniqueIdBytes()>& make_id,
                                    RendezvousClock::time_point deadline) {
   RendezvousParty config = party;
   // Tenths of a second: the group's messages print its timeout, and "within 299.998 s" helps nobody.
   const double left = std::chrono::duration<double>(deadline - RendezvousClock::now()).count();
   config.timeout_s = std::max(0.1, std::round(left * 10) / 10);
-  std::vector<std::byte> bytes;
   try {
     TcpProcessGroup group(config);
-    if (group.rank() == 0) {
-      const UniqueIdBytes id = make_id();
-      bytes.resize(id.size());
-      std::memcpy(bytes.data(), id.data(), id.size());
-    }
-    bytes = group.broadcast(std::move(bytes), deadline);
+    const UniqueIdBytes id = broadcast_id(
+        group.rank(), make_id, [&](std::vector<std::byte> bytes) { return group.broadcast(std::move(bytes), deadline); },
+        "rendezvous");
     group.barrier(deadline);
+    return id;
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::BadInput) throw;
+    if (std::string_view(e.what()).starts_with("rendezvous: ")) throw;
     throw_runtime("rendezvous: {}", e.what());
   }
-  UniqueIdBytes id{};
-  if (bytes.size() != id.size())
-    throw_runtime("rendezvous: process {} received {} bytes from process 0 where an NCCL id has {}", party.rank,
-                  bytes.size(), id.size());
-  std::memcpy(id.data(), bytes.data(), id.size());
-  return id;
 }
 
 }  // namespace pw

@@ -5,8 +5,10 @@
 // wait has a deadline; a peer that never comes is a Runtime error naming what was awaited, not a hang.
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "executor/launch_env.hpp"
 #include "executor/tcp_process_group.hpp"
@@ -49,6 +51,13 @@ RendezvousParty rendezvous_party(const LaunchEnv& env, const RendezvousSpec& spe
 // naming the processes that did not come (at process 0) or the address that did not answer (the others).
 UniqueIdBytes exchange_id_over_tcp(const RendezvousParty& party, const std::function<UniqueIdBytes()>& make_id,
                                    RendezvousClock::time_point deadline);
+
+// Process 0's bytes to every process (a process group's broadcast).
+using BroadcastBytes = std::function<std::vector<std::byte>(std::vector<std::byte>)>;
+// Process 0's id, made there by `make_id`, to every process through `broadcast`: Runtime error beginning
+// with `context` ("rendezvous", "NCCL bootstrap") when the bytes that arrive are not an id.
+UniqueIdBytes broadcast_id(int process, const std::function<UniqueIdBytes()>& make_id, const BroadcastBytes& broadcast,
+                           const std::string& context);
 
 // Process 0 makes the id with `make_id` and publishes it; every process returns it.
 inline UniqueIdBytes exchange_id(const RendezvousSpec& spec, const RendezvousParty& party,
