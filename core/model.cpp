@@ -16,10 +16,23 @@ int Model::num_blocks() const {
 int Model::block_index(int i) const {
   if (i < 0 || i >= num_blocks())
     throw_runtime("block {} of model '{}' does not exist ({} blocks)", i, name, num_blocks());
-  int seen = 0;
+  return block_indices()[static_cast<size_t>(i)];
+}
+
+std::vector<int> Model::block_indices() const {
+  std::vector<int> out;
   for (int k = 0; k < num_layers(); ++k)
-    if (layers[k].kind == LayerKind::Block && seen++ == i) return k;
-  return i;  // no Block layers: every layer is a block
+    if (layers[k].kind == LayerKind::Block) out.push_back(k);
+  if (out.empty())  // no Block layers: every layer is a block
+    for (int k = 0; k < num_layers(); ++k) out.push_back(k);
+  return out;
+}
+
+Model one_block_model(const Model& model) {
+  if (!model.transformer) throw_runtime("one_block_model: model '{}' has no transformer shape", model.name);
+  TransformerConfig c = *model.transformer;
+  c.layers = 1;
+  return make_transformer_model(model.name, c);
 }
 
 bool Model::has_explicit_costs() const {

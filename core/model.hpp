@@ -77,12 +77,17 @@ struct Model {
   int num_blocks() const;
   // Index of the i-th block in `layers` (embedding comes first when present).
   int block_index(int i) const;
+  // Every block's index in `layers`, in order (every layer's for explicit models).
+  std::vector<int> block_indices() const;
   bool has_explicit_costs() const;
   int default_seq_len() const { return transformer ? transformer->max_seq_len : 0; }
 };
 
 // Builds the layer list (embedding, L blocks, head) of a transformer.
 Model make_transformer_model(const std::string& name, const TransformerConfig& config);
+// A transformer model cut to one block: its distinct layers (embedding, block, head), what the profilers
+// time, without the memory of every other block. `model` must have a transformer shape.
+Model one_block_model(const Model& model);
 
 // Built-in presets: gpt3-1.3b ... llama3-405b. Throws BadInput naming the list for unknown names.
 std::vector<std::string> model_preset_names();

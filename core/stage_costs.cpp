@@ -39,11 +39,7 @@ std::vector<LayerRange> explicit_split(const Model& model, int stages, const std
     throw_bad_input("--split: {} = {} layers but the model has {} transformer layers; give numbers that sum to {}",
                     join_plus(blocks), sum, model.num_blocks(), model.num_blocks());
   const int n = model.num_layers();
-  std::vector<int> block_at;  // Model::block_index for every block, found once rather than per stage
-  for (int i = 0; i < n; ++i)
-    if (model.layers[i].kind == LayerKind::Block) block_at.push_back(i);
-  if (block_at.empty())
-    for (int i = 0; i < n; ++i) block_at.push_back(i);
+  const std::vector<int> block_at = model.block_indices();  // found once rather than per stage
   std::vector<LayerRange> ranges(stages);
   int taken = 0;  // blocks in the stages so far
   for (int s = 0; s < stages; ++s) {

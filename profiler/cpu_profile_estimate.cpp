@@ -26,9 +26,8 @@ std::string sizes_text(const std::vector<int>& sizes) {
 
 std::vector<WorkEstimate> cpu_profile_estimate(const Model& model, const CpuProfileRequest& request, const CoreSpeed& core) {
   check_cpu_model(model);
-  TransformerConfig c = *model.transformer;
-  c.layers = 1;
-  const Model one = make_transformer_model(model.name, c);
+  const Model one = one_block_model(model);
+  const TransformerConfig& c = *one.transformer;
   const int seq = request.seq_len > 0 ? request.seq_len : model.default_seq_len();
   const ProfileOptions& o = request.options;
   // Runs the repetition rules make at least (profiler/repeat.hpp): the warm-up and one untimed run a round,

@@ -31,12 +31,9 @@ Mat random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
   return m;
 }
 
-// The model cut to one block: the distinct layers, without the memory of every other block.
 Model one_block(const Model& model) {
   check_cpu_model(model);
-  TransformerConfig c = *model.transformer;
-  c.layers = 1;
-  return make_transformer_model(model.name, c);
+  return one_block_model(model);
 }
 
 // The softmax rebuild a block's B starts with under selective recomputation, on random Q and K of the

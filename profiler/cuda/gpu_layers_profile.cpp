@@ -28,9 +28,7 @@ struct Events {
 
 Model one_block(const Model& model) {
   check_gpu_model(model);
-  TransformerConfig c = *model.transformer;
-  c.layers = 1;
-  return make_transformer_model(model.name, c);
+  return one_block_model(model);
 }
 
 Buf random_buf(GpuContext& g, long rows, long cols, std::uint64_t seed) {

@@ -48,8 +48,19 @@ TEST_CASE("a transformer model is embedding, L blocks and a head") {
   CHECK(m.num_blocks() == 24);
   CHECK(m.block_index(0) == 1);
   CHECK(m.block_index(23) == 24);
+  const std::vector<int> blocks = m.block_indices();
+  REQUIRE(blocks.size() == 24);
+  CHECK(blocks.front() == 1);
+  CHECK(blocks.back() == 24);
   CHECK_FALSE(m.has_explicit_costs());
   CHECK(m.default_seq_len() == 2048);
+  // Cut to one block: the same embedding, block and head, one block of them.
+  const Model one = one_block_model(m);
+  REQUIRE(one.num_layers() == 3);
+  CHECK(one.name == m.name);
+  CHECK(one.num_blocks() == 1);
+  CHECK(one.layers[1].kind == LayerKind::Block);
+  CHECK(one.transformer->hidden == m.transformer->hidden);
 }
 
 TEST_CASE("presets carry the published shapes and are listed sorted") {
@@ -180,6 +191,7 @@ TEST_CASE("explicit-cost layers read with defaults and round-trip") {
   REQUIRE(m.num_layers() == 8);
   CHECK(m.num_blocks() == 8);
   CHECK(m.block_index(5) == 5);
+  CHECK(m.block_indices() == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
   CHECK(m.has_explicit_costs());
   CHECK(m.default_seq_len() == 0);
   for (const Layer& l : m.layers) {
