@@ -26,11 +26,14 @@ WorkEstimate run_records_estimate(const Scenario& s, const RunWork& run) {
 }
 
 WorkEstimate cpu_tensors_estimate(const Scenario& s, const RunWork& run) {
+  // What the CPU backend keeps, whichever accounting the scenario predicts with.
+  Workload cpu = s.workload;
+  cpu.memory = MemoryAccounting::CpuFloat32;
   double parameters = 0, activations = 0;
   for (const Layer& layer : s.model.layers) {
-    const LayerWork w = layer_work(s.model, layer, s.workload);
+    const LayerWork w = layer_work(s.model, layer, cpu);
     parameters += w.parameters;
-    activations += w.activation_bytes;
+    activations += w.activation_bytes + w.weight_grad_bytes;  // F's for B, and B's for W beside it
   }
   const int stages = s.parallel.pp * chunks_per_rank(s.schedule, s.parallel.vpp);
   const double in_flight = std::min(s.parallel.microbatches, stages);
@@ -40,7 +43,7 @@ WorkEstimate cpu_tensors_estimate(const Scenario& s, const RunWork& run) {
                        "micro-batch{} of activations",
                        format_count(parameters), s.model.name, format_bytes(per_parameter),
                        run.adam ? "adam" : "sgd", in_flight, in_flight == 1 ? "" : "es");
-  e.bytes = parameters * per_parameter + 2 * activations * in_flight;
+  e.bytes = parameters * per_parameter + activations * in_flight;
   e.fix = "run a smaller model, use --compute sleep";
   return e;
 }

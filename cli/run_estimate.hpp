@@ -21,8 +21,9 @@ struct RunWork {
 // and a memory sample: work "6 iterations x 120 actions (--iterations 5 + --warmup 1)".
 WorkEstimate run_records_estimate(const Scenario& resolved, const RunWork& run);
 
-// float32 weights, gradients and optimizer states for every parameter, and the activations of as many
-// micro-batches as there are stages in flight (twice the model's bf16 accounting).
+// float32 weights, gradients and optimizer states for every parameter, and what the CPU backend keeps
+// (core/cpu_kept_bytes.hpp: F's for B and B's for W) of as many micro-batches as there are stages in
+// flight, whichever memory accounting `resolved` predicts with.
 WorkEstimate cpu_tensors_estimate(const Scenario& resolved, const RunWork& run);
 
 // The parts that apply: the simulation of the scenario, the records, and the tensors when the cpu backend

@@ -106,7 +106,7 @@ TEST_CASE("run --iterations 1000000000 and run --model llama3-8b on the cpu back
 }
 
 TEST_CASE("one --allow-large flag: the same on every command with bounds, and a small scenario runs with it") {
-  for (const char* command : {"simulate", "show", "compare", "plan", "run"}) {
+  for (const char* command : {"simulate", "show", "compare", "plan", "profile", "run"}) {
     const CliResult help = run_cli({command, "--help"});
     CHECK(help.out.find("--allow-large") != std::string::npos);
   }

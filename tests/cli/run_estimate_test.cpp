@@ -1,0 +1,37 @@
+// What `run` estimates the cpu backend's tensors take: the parameters' float32 state and what its layers
+// keep, counted once whatever memory accounting the scenario predicts with.
+#include <catch2/catch.hpp>
+
+#include "cli/run_estimate.hpp"
+#include "core/cpu_kept_bytes.hpp"
+#include "core/layer_work.hpp"
+
+using namespace pw;
+
+TEST_CASE("run estimate: the cpu backend's tensors, the same under either accounting") {
+  Scenario s;
+  s.model = model_preset("gpt3-1.3b");
+  s.cluster = cluster_preset("ideal");
+  s.parallel.pp = 2;
+  s.parallel.microbatches = 4;
+  s.workload.seq_len = 128;
+  s.schedule = "1f1b";
+  const Scenario gpu = resolve(s);
+  s.workload.memory = MemoryAccounting::CpuFloat32;
+  const Scenario cpu = resolve(s);
+
+  double parameters = 0, kept = 0;
+  const TransformerConfig& c = *s.model.transformer;
+  for (const Layer& l : s.model.layers) {
+    parameters += layer_work(s.model, l, Workload{}).parameters;
+    const CpuKeptBytes k = cpu_kept_bytes(c, l.kind, 1, 128, Recompute::None);
+    kept += k.after_forward + k.after_backward;
+  }
+  const RunWork adam{1, 0, true, true};
+  // Adam: value, gradient and two moments, 4 B each; two stages' micro-batches in flight.
+  const double expected = 16 * parameters + 2 * kept;
+  CHECK(cpu_tensors_estimate(cpu, adam).bytes == Approx(expected).epsilon(1e-12));
+  CHECK(cpu_tensors_estimate(gpu, adam).bytes == Approx(expected).epsilon(1e-12));
+  const RunWork sgd{1, 0, true, false};
+  CHECK(cpu_tensors_estimate(cpu, sgd).bytes == Approx(8 * parameters + 2 * kept).epsilon(1e-12));
+}
