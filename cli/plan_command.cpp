@@ -321,6 +321,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   SearchOptions so;
   so.top = o.top;
   so.threads = o.threads;
+  so.time_limit_s = o.allow_large ? 0 : kWorkSecondsLimit;
   so.progress = [&bar](long done, long total) { bar.update(done, total); };
   const SearchResult result = search_plans(base, space, cost, so);
   bar.finish();

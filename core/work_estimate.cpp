@@ -52,7 +52,8 @@ std::string format_count(double n) {
 std::string format_duration(double seconds) {
   if (seconds >= 3600) return fmt::format("{:.1f} h", seconds / 3600);
   if (seconds >= 60) return fmt::format("{:.1f} min", seconds / 60);
-  return fmt::format("{:.0f} s", seconds);
+  if (seconds >= 1 || seconds <= 0) return fmt::format("{:.0f} s", seconds);
+  return fmt::format("{:.0f} ms", seconds * 1e3);
 }
 
 }  // namespace pw

@@ -22,6 +22,7 @@
 #include "planner/baseline_splits.hpp"
 #include "planner/partitioner.hpp"
 #include "planner/search_bounds.hpp"
+#include "planner/search_estimate.hpp"
 #include "schedules/generators.hpp"
 
 namespace pw {
@@ -332,7 +333,7 @@ class Searcher {
       : base_(base), space_(space), cost_(cost), options_(options) {}
 
   SearchResult run() {
-    const auto t0 = std::chrono::steady_clock::now();
+    start_ = std::chrono::steady_clock::now();
     candidates_ = enumerate_candidates(base_, space_);
     stats_.candidates = static_cast<long>(candidates_.size());
     prepare();
@@ -341,7 +342,7 @@ class Searcher {
     refine();
     SearchResult result;
     for (auto& s : top_) result.plans.push_back(Plan{s.config, std::move(s.evaluation)});
-    stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     result.stats = stats_;
     return result;
   }
@@ -497,6 +498,9 @@ class Searcher {
     done_ = stats_.memory_pruned;
     int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
     threads = std::max(1, std::min(threads, static_cast<int>(std::max<size_t>(queue_.size(), 1))));
+    threads_ = threads;
+    if (options_.time_limit_s > 0)
+      checkpoint_actions_ = kSearchCheckFraction * options_.time_limit_s * threads / kSearchSecondsPerAction;
     auto worker = [&] {
       try {
         for (;;) {
@@ -540,6 +544,13 @@ class Searcher {
       return;
     }
     ++attempted_;
+    const double considered = considered_actions_.fetch_add(candidate_actions(c)) + candidate_actions(c);
+    if (options_.time_limit_s > 0 && !time_checked_.load()) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      if ((considered >= checkpoint_actions_ || elapsed >= kSearchCheckFraction * options_.time_limit_s) &&
+          !time_checked_.exchange(true))
+        check_time(elapsed, considered);
+    }
     Prepared p;
     try {
       p = prepare_candidate(c);
@@ -599,6 +610,25 @@ class Searcher {
       return;
     }
     insert(Scored{ev.metrics.step_time_s, c, std::move(ev)});
+  }
+
+  // Once: what was considered and what the bound leaves of the rest against the time limit.
+  void check_time(double elapsed, double considered) {
+    SearchProgress progress;
+    progress.elapsed_s = elapsed;
+    progress.considered = attempted_.load();
+    progress.considered_actions = considered;
+    progress.top = std::max(options_.top, 1);
+    progress.threads = threads_;
+    const double threshold = threshold_.load();
+    progress.bounded = prune_time_ && threshold < kInf;
+    for (size_t i = next_.load(); i < queue_.size(); ++i) {
+      if (prune_time_ && exceeds(queue_[i].time_lb, threshold)) break;  // sorted by the bound
+      ++progress.left;
+      progress.left_actions += candidate_actions(candidates_[queue_[i].index]);
+    }
+    check_work("plan", {search_time_estimate(progress)},
+               WorkLimits{std::numeric_limits<double>::infinity(), options_.time_limit_s});
   }
 
   void note_invalid(const Candidate& c, const std::string& why) {
@@ -714,6 +744,11 @@ class Searcher {
   std::atomic<size_t> next_{0};
   std::atomic<bool> stop_{false};
   std::atomic<long> attempted_{0};
+  std::atomic<double> considered_actions_{0};
+  std::atomic<bool> time_checked_{false};
+  double checkpoint_actions_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  int threads_ = 1;
   std::atomic<double> threshold_{kInf};
   long done_ = 0;
   std::vector<Scored> top_;

@@ -82,6 +82,9 @@ struct SearchOptions {
   int top = 5;
   int threads = 0;     // 0: std::thread::hardware_concurrency()
   bool prune = true;   // false: score every candidate (the exhaustive reference)
+  // Seconds the search may take by its own estimate (planner/search_estimate.hpp), 0: no limit. Over it:
+  // BadInput "plan: the search, after ... would take about ...; the limit is ...".
+  double time_limit_s = 0;
   // Called from the worker threads (serialised) with candidates done and the total.
   std::function<void(long done, long total)> progress;
 };

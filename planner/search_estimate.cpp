@@ -45,4 +45,18 @@ WorkEstimate search_estimate(const std::vector<Candidate>& candidates, int threa
   return e;
 }
 
+WorkEstimate search_time_estimate(const SearchProgress& p) {
+  WorkEstimate e;
+  e.work = fmt::format("after {} and {} configurations ({} actions), the search's {} remaining ({} actions; {})",
+                       format_duration(p.elapsed_s), with_commas(p.considered), format_count(p.considered_actions),
+                       with_commas(p.left), format_count(p.left_actions),
+                       p.bounded ? fmt::format("those under the step-time bound of its {} best plans", p.top)
+                                 : fmt::format("fewer than {} plans scored to bound them", p.top));
+  const double floor = kSearchSecondsPerAction / std::max(1, p.threads);
+  const double rate = p.considered_actions > 0 ? std::max(p.elapsed_s / p.considered_actions, floor) : floor;
+  e.seconds = p.elapsed_s + p.left_actions * rate;
+  e.fix = "narrow the space (--tp, --pp, --micro-batch-size, --schedules, --recompute), lower --global-batch-size";
+  return e;
+}
+
 }  // namespace pw

@@ -15,4 +15,29 @@ double candidate_actions(const Candidate& c);
 // dp=1, micro-batch size 1, 2147483647 micro-batches)", fix "lower --global-batch-size".
 WorkEstimate search_estimate(const std::vector<Candidate>& candidates, int threads);
 
+// The search's time cannot be known before it runs: the step-time bounds drop most candidates once the
+// best plans are scored, and which they drop depends on those plans. So a search measures itself: once it
+// has run a tenth of its time limit (or considered that many actions at kSearchSecondsPerAction, the
+// deterministic trigger), it adds the candidates still under the bound of the plans it holds, at the rate
+// measured so far, and stops when that exceeds the limit. The bound only falls, so this overestimates what
+// is left, never beyond the unpruned remainder.
+inline constexpr double kSearchSecondsPerAction = 0.3e-6;  // a considered candidate's actions, one thread
+inline constexpr double kSearchCheckFraction = 0.1;
+
+struct SearchProgress {
+  double elapsed_s = 0;
+  long considered = 0;      // candidates whose schedule was generated, split, bounded or simulated
+  double considered_actions = 0;
+  long left = 0;            // candidates not yet considered that the bound cannot drop yet
+  double left_actions = 0;
+  int top = 5;              // plans held; `bounded` false: fewer scored yet, nothing bounds the rest
+  bool bounded = false;
+  int threads = 1;
+};
+
+// Work "after 1.0 min and 25 configurations (108,000,000 actions), the search's 9,871 remaining (3.84e+09
+// actions; those under the step-time bound of its 5 best plans)", seconds: the elapsed time plus the rest at
+// the measured rate (at least kSearchSecondsPerAction over the threads), and the fix.
+WorkEstimate search_time_estimate(const SearchProgress& p);
+
 }  // namespace pw

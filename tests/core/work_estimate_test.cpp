@@ -24,6 +24,7 @@ TEST_CASE("with_commas, format_count and format_duration") {
   CHECK(format_count(6.4e20) == "6.4e+20");
   CHECK(format_duration(12) == "12 s");
   CHECK(format_duration(90) == "1.5 min");
+  CHECK(format_duration(0.01) == "10 ms");
   CHECK(format_duration(7200) == "2.0 h");
 }
 

@@ -58,3 +58,45 @@ TEST_CASE("search_estimate: plan --global-batch-size 1000000000 is refused befor
   CHECK(bad_input([&] { check_work("plan", {e}, WorkLimits{64e9, 600}); }).starts_with("plan: "));
   CHECK(e.bytes > 1e12);
 }
+
+TEST_CASE("search_time_estimate: the elapsed time plus what the bound leaves, at the measured rate or faster") {
+  SearchProgress p;
+  p.elapsed_s = 60;
+  p.considered = 25;
+  p.considered_actions = 1.08e8;
+  p.left = 15817;
+  p.left_actions = 2e9;
+  p.threads = 2;
+  WorkEstimate e = search_time_estimate(p);
+  CHECK(e.work == "after 1.0 min and 25 configurations (108,000,000 actions), the search's 15,817 remaining "
+                  "(2,000,000,000 actions; fewer than 5 plans scored to bound them)");
+  // 60 s over 1.08e8 actions is slower than the floor of 0.15 us an action at 2 threads.
+  CHECK(e.seconds == Approx(60 + 2e9 * 60 / 1.08e8));
+  p.bounded = true;
+  p.elapsed_s = 1;
+  e = search_time_estimate(p);
+  CHECK(e.work.ends_with("(2,000,000,000 actions; those under the step-time bound of its 5 best plans)"));
+  CHECK(e.seconds == Approx(1 + 2e9 * kSearchSecondsPerAction / 2));
+}
+
+TEST_CASE("search_plans: a search whose remaining candidates exceed its time limit stops with the estimate") {
+  Scenario s = base(1536);
+  SearchSpace space;
+  space.gpus = 64;
+  space.tp = 8;
+  space.schedules = {"1f1b"};
+  space.recomputes = {Recompute::Full};
+  AnalyticCostModel cost;
+  SearchOptions o;
+  o.threads = 1;
+  // A tenth of 10 ms is 33,333 actions at 0.3 us: the first candidate passes it, the others are left.
+  o.time_limit_s = 0.01;
+  const std::string message = bad_input([&] { search_plans(s, space, cost, o); });
+  CHECK(message.starts_with("plan: after "));
+  CHECK(message.find(" and 1 configurations (") != std::string::npos);
+  CHECK(message.find("fewer than 5 plans scored to bound them) would take about ") != std::string::npos);
+  CHECK(message.ends_with("; the limit is 10 ms; narrow the space (--tp, --pp, --micro-batch-size, --schedules, "
+                          "--recompute), lower --global-batch-size or pass --allow-large"));
+  o.time_limit_s = 600;
+  CHECK_FALSE(search_plans(s, space, cost, o).plans.empty());
+}
