@@ -169,8 +169,8 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
   }
   out << "\n  busy, busy cpu (the rank thread's CPU time in its compute; less than busy when other threads shared\n"
          "  its core) and idle: the iteration whose step time is closest to the median; act. peak: activation bytes\n"
-         "  held at once, measured over every iteration (pred: the simulator's, counting what the backend keeps: on\n"
-         "  the cpu backend its float32 tensors kept from F for B and from B for W)\n";
+         "  held at once, measured over every iteration (pred: the simulator's, counting what the backend keeps from\n"
+         "  F for B and from B for W: float32 tensors on the cpu backend, --dtype ones on the cuda backend)\n";
 }
 
 nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
@@ -263,9 +263,11 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   check_outputs({{"--trace", o.trace}}, o.scenario.plan_input_paths(doc));
   Scenario scenario = o.scenario.scenario_of(doc);
   check_options(o, scenario);
-  // The prediction counts the memory of the backend that runs: the CPU backend's float32 tensors and what its
-  // layers keep, or the GPU framework's bf16 accounting for the cuda backend.
+  // The prediction counts the memory of the backend that runs: what its layers keep from F for B and from B
+  // for W, at its element width (core/kept_bytes.hpp).
   if (o.backend == "cpu") scenario.workload.memory = MemoryAccounting::CpuFloat32;
+  if (o.backend == "cuda")
+    scenario.workload.memory = dtype_from_text(o.dtype) == DType::F32 ? MemoryAccounting::CudaFloat32 : MemoryAccounting::CudaBf16;
   check_work_unless_allowed(
       "run",
       run_estimate(resolve(scenario), {o.iterations, o.warmup, o.backend == "cpu" && o.compute == "real", o.optimizer == "adam"},

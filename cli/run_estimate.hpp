@@ -22,7 +22,7 @@ struct RunWork {
 WorkEstimate run_records_estimate(const Scenario& resolved, const RunWork& run);
 
 // float32 weights, gradients and optimizer states for every parameter, and what the CPU backend keeps
-// (core/cpu_kept_bytes.hpp: F's for B and B's for W) of as many micro-batches as there are stages in
+// (core/kept_bytes.hpp: F's for B and B's for W) of as many micro-batches as there are stages in
 // flight, whichever memory accounting `resolved` predicts with.
 WorkEstimate cpu_tensors_estimate(const Scenario& resolved, const RunWork& run);
 

@@ -1,6 +1,6 @@
 #include "core/layer_work.hpp"
 
-#include "core/cpu_kept_bytes.hpp"
+#include "core/kept_bytes.hpp"
 #include "core/error.hpp"
 
 namespace pw {
@@ -325,8 +325,10 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
     default: lw = block_work(d, w.recompute); break;
   }
   if (layer.kind == LayerKind::Block) lw.output_bytes = kBf16 * d.n() * d.h / d.t;
-  if (w.memory == MemoryAccounting::CpuFloat32) {
-    const CpuKeptBytes kept = cpu_kept_bytes(c, layer.kind, w.micro_batch_size, static_cast<int>(d.s), w.recompute);
+  if (w.memory != MemoryAccounting::GpuBf16) {
+    const KeptLayout layout = w.memory == MemoryAccounting::CpuFloat32 ? kCpuKeptLayout
+                              : cuda_kept_layout(w.memory == MemoryAccounting::CudaBf16 ? 2 : 4);
+    const KeptBytes kept = kept_bytes(c, layer.kind, w.micro_batch_size, static_cast<int>(d.s), w.recompute, layout);
     lw.activation_bytes = kept.after_forward;
     lw.weight_grad_bytes = kept.after_backward;
     lw.output_bytes = kept.output;

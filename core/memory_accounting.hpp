@@ -12,9 +12,13 @@ enum class MemoryAccounting {
   // pipewright's CPU backend (executor/cpu_layers.hpp): float32 everywhere, every slot its F keeps for B,
   // and the inputs and output gradients its B keeps for a deferred W.
   CpuFloat32,
+  // pipewright's CUDA backend (executor/cuda/cuda_layers.cpp) with --dtype bf16 or fp32: the CPU backend's
+  // slots at that width (core/kept_bytes.hpp says where they differ).
+  CudaBf16,
+  CudaFloat32,
 };
 
-const char* to_string(MemoryAccounting accounting);  // "gpu-bf16", "cpu-float32"
+const char* to_string(MemoryAccounting accounting);  // "gpu-bf16", "cpu-float32", "cuda-bf16", "cuda-float32"
 // The accounting a name gives; BadInput naming --memory-accounting otherwise.
 MemoryAccounting memory_accounting_from_string(const std::string& text);
 

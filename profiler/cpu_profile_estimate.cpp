@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/cpu_kept_bytes.hpp"
+#include "core/kept_bytes.hpp"
 #include "core/layer_work.hpp"
 #include "core/units.hpp"
 #include "executor/cpu_layers.hpp"
@@ -53,7 +53,7 @@ std::vector<WorkEstimate> cpu_profile_estimate(const Model& model, const CpuProf
       flops += run_flops;
       seconds += item_seconds(run_flops / core.flops);
       inputs += 2 * tokens * c.hidden * kFloatBytes;  // x and dy
-      const CpuKeptBytes k = cpu_kept_bytes(c, layer.kind, w.micro_batch_size, seq, Recompute::None);
+      const KeptBytes k = cpu_kept_bytes(c, layer.kind, w.micro_batch_size, seq, Recompute::None);
       kept = std::max(kept, k.after_forward + k.after_backward + k.output);
     }
   }

@@ -48,5 +48,5 @@ TEST_CASE("simulate --memory-accounting cpu-float32 predicts the activation peak
 
   const CliResult bad = run_cli(scenario("simulate", {"--memory-accounting", "fp16"}));
   CHECK(bad.code == 2);
-  CHECK(bad.err == "error: --memory-accounting: unknown accounting 'fp16'; use gpu-bf16 or cpu-float32\n");
+  CHECK(bad.err == "error: --memory-accounting: unknown accounting 'fp16'; use gpu-bf16, cpu-float32, cuda-bf16 or cuda-float32\n");
 }

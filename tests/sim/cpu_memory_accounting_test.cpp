@@ -97,3 +97,45 @@ TEST_CASE("cpu float32 accounting: a zero-bubble stage grows at B and frees at W
   // within F's) would stop at.
   CHECK(peak == k);
 }
+
+TEST_CASE("cuda accounting: the cpu backend's slots at the --dtype width, K and V per query head, fp32 statistics") {
+  // executor/cuda/cuda_layers.cpp: GpuBlock keeps x-hat, norm output, Q, K, V (heads_rows x head_dim: every
+  // query head), the attention output, up output, activation output and probabilities in the dtype, 1/rms in
+  // fp32; GpuHead keeps the logits in the dtype with an fp32 log-sum-exp a token and the int32 targets.
+  const Model model = counted_model();
+  const Layer& embedding = model.layers.front();
+  const Layer& block = model.layers[1];
+  const Layer& head = model.layers.back();
+  for (const auto& [accounting, e] : {std::pair{MemoryAccounting::CudaBf16, 2.0}, std::pair{MemoryAccounting::CudaFloat32, 4.0}}) {
+    Workload w = cpu_workload();
+    w.memory = accounting;
+    const LayerWork em = layer_work(model, embedding, w);
+    CHECK(em.activation_bytes == 64);
+    CHECK(em.weight_grad_bytes == e * 256 + 64);
+    CHECK(em.output_bytes == e * 256);
+    // Block F: x-hat and output of both norms 4 x 256, Q K V O 16 x 4 x 16 (K and V at 16, not 8), up output
+    // 16 x 48, SwiGLU output 16 x 24, probabilities 512 elements; 1/rms 2 x 16 floats.
+    const double slots = 1024 + 1024 + 768 + 384;
+    const LayerWork none = layer_work(model, block, w);
+    CHECK(none.activation_bytes == e * (slots + 512) + 4 * 32);
+    CHECK(layer_work(model, block, [&] { Workload s = w; s.recompute = Recompute::Selective; return s; }()).activation_bytes ==
+          e * slots + 4 * 32);
+    CHECK(layer_work(model, block, [&] { Workload f = w; f.recompute = Recompute::Full; return f; }()).activation_bytes ==
+          e * 256);
+    // B's terms: down (24 + 16), up (16 + 48), norm2 (16 + 16), out (16 + 16), qkv (16 + 16 + 2 x 16 expanded),
+    // norm1 (16 + 16) = 264 elements a token.
+    CHECK(none.weight_grad_bytes == e * 16 * 264);
+    CHECK(none.output_bytes == e * 256);
+    // Head F: x-hat and norm output 2 x 256, logits 16 x 32 in the dtype; 1/rms, log-sum-exp and targets 16 x 4 B each.
+    const LayerWork hd = layer_work(model, head, w);
+    CHECK(hd.activation_bytes == e * 1024 + 3 * 64);
+    CHECK(hd.weight_grad_bytes == e * 1280);
+  }
+  Workload fp32 = cpu_workload();
+  fp32.memory = MemoryAccounting::CudaFloat32;
+  CHECK(layer_work(model, block, fp32).activation_bytes == 2 * layer_work(model, block, [&] {
+          Workload b = fp32;
+          b.memory = MemoryAccounting::CudaBf16;
+          return b;
+        }()).activation_bytes - 4 * 32);
+}

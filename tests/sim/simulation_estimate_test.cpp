@@ -63,7 +63,7 @@ TEST_CASE("simulation_estimate: the micro-batches named as the user gave them") 
   Scenario s = scenario(8, 2, 4, "interleaved");
   s.global_batch_size = 16;
   s.parallel.dp = 4;
-  const WorkEstimate e = simulation_estimate(s, SimulationSource{.global_batch = true});
+  const WorkEstimate e = simulation_estimate(s, SimulationSource{.global_batch = true, .schedule_file = ""});
   CHECK(e.work ==
         "192 actions (--pp 8 x 2 chunks x 4 micro-batches (--global-batch-size 16 / (micro-batch size 1 x dp 4)) x 3 for "
         "F, B and W)");
