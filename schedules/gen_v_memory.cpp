@@ -45,7 +45,9 @@ int last_slot(const Lists& lists) {
 }
 
 // The earliest unconsumed (slot, kind) of the first `kinds` lists.
-std::pair<int, int> next_pass(const Lists& lists, const std::vector<size_t>& at, int kinds) {
+using Cursor = std::array<size_t, 6>;  // per pass kind, the next micro-batch (no allocation: this is hot)
+
+std::pair<int, int> next_pass(const Lists& lists, const Cursor& at, int kinds) {
   std::pair<int, int> best{std::numeric_limits<int>::max(), -1};
   for (size_t t = 0; t < static_cast<size_t>(kinds); ++t)
     if (at[t] < lists[t].size()) best = std::min(best, {lists[t][at[t]], static_cast<int>(t)});
@@ -58,7 +60,7 @@ Lists put_w(Lists lists, bool split) {
   const int bound = last_slot(lists);
   lists.resize(split ? 6 : 5);
   std::array<int, 2> owed{0, 0};
-  std::vector<size_t> at(4, 0);
+  Cursor at{};
   auto place = [&](int slot) {
     for (size_t w = 0; w < 2; ++w) {
       if (owed[w] == 0) continue;
@@ -83,11 +85,12 @@ Lists put_w(Lists lists, bool split) {
 }
 
 // Peak activations of one rank, in chunk micro-batches: F and f allocate one each, a W frees one;
-// without W lists, each free slot runs an owed W.
-int peak_memory(const Lists& lists) {
+// without W lists, each free slot runs an owed W. Stops at the first slot above `stop_above` (the
+// squeeze only asks whether a move stays within its limit).
+int peak_memory(const Lists& lists, int stop_above = std::numeric_limits<int>::max()) {
   const bool has_w = lists.size() > 4;
   const int bound = last_slot(lists);
-  std::vector<size_t> at(lists.size(), 0);
+  Cursor at{};
   int owed = 0, held = 0, peak = 0;
   for (int slot = 0; slot <= bound; ++slot) {
     const auto [time, kind] = next_pass(lists, at, static_cast<int>(lists.size()));
@@ -101,6 +104,7 @@ int peak_memory(const Lists& lists) {
       --owed;
     }
     peak = std::max(peak, held);
+    if (peak > stop_above) break;
   }
   return peak;
 }
@@ -145,11 +149,14 @@ int needs_until(Ranks& ranks, const Pass& x) {
     after = std::max(after, slot_of(ranks, x.rank + 1, x.kind, x.mb));
   if (x.kind > kF0 && x.kind < kW) after = std::max(after, slot_of(ranks, x.rank, x.kind - 1, x.mb));
   if (x.kind == kW) {
-    const Lists& mine = ranks[static_cast<size_t>(x.rank)];
-    std::vector<int> backwards = mine[kB1];
-    backwards.insert(backwards.end(), mine[kB0].begin(), mine[kB0].end());
-    std::sort(backwards.begin(), backwards.end());
-    after = std::max(after, backwards[static_cast<size_t>(x.mb)]);
+    // The mb-th smallest slot of the two backward lists, each in micro-batch order and so sorted: a merge
+    // walk, no copy (this runs for every W the squeeze visits).
+    const std::vector<int>& b1 = ranks[static_cast<size_t>(x.rank)][kB1];
+    const std::vector<int>& b0 = ranks[static_cast<size_t>(x.rank)][kB0];
+    size_t i = 0, j = 0;
+    int nth = -1;
+    for (int k = 0; k <= x.mb; ++k) nth = (j >= b0.size() || (i < b1.size() && b1[i] <= b0[j])) ? b1[i++] : b0[j++];
+    after = std::max(after, nth);
   }
   if (x.mb > 0) after = std::max(after, slot_of(ranks, x.rank, x.kind, x.mb - 1));
   return after;
@@ -201,7 +208,7 @@ Ranks squeeze(Ranks ranks, bool with_w) {
     for (int s = after + 1; s < x.slot && !moved; ++s) {
       if (taken[static_cast<size_t>(s)]) continue;
       slot = s;
-      moved = peak_memory(ranks[static_cast<size_t>(x.rank)]) <= limit;
+      moved = peak_memory(ranks[static_cast<size_t>(x.rank)], limit) <= limit;
     }
     if (!moved) slot = x.slot;
     taken[static_cast<size_t>(slot)] = 1;
