@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstdint>
+
 #include "cli/commands.hpp"
 #include "core/cluster.hpp"
 #include "core/model.hpp"
@@ -17,7 +20,15 @@ CommandRunner add_models_command(CLI::App& app) {
   cmd->add_option("--show", *show, "Print one model (preset or file) in pipewright's model JSON form");
   return [json_out, show](std::ostream& out) {
     if (!show->empty()) {
-      out << model_to_json_text(load_model(*show)) << "\n";
+      // The parameter count next to the name, so that a user sees what was read (a config.json's shape).
+      const Model m = load_model(*show);
+      const nlohmann::ordered_json shown = nlohmann::ordered_json::parse(model_to_json_text(m));
+      nlohmann::ordered_json j;
+      for (const auto& [key, value] : shown.items()) {
+        j[key] = value;
+        if (key == "name") j["parameters"] = static_cast<std::int64_t>(std::llround(parameter_count(m)));
+      }
+      out << j.dump(2) << "\n";
       return;
     }
     nlohmann::json list = nlohmann::json::array();

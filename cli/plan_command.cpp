@@ -46,7 +46,7 @@ struct PlanOptions {
   std::string export_target;
   std::string export_dir = ".";
   bool no_sequence_parallel = false;
-  bool flash_attention = false;
+  bool flash_attention = true;
   std::vector<std::string> cost_params;
   std::string profile;
   bool allow_large = false;
@@ -401,7 +401,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--recompute", o->recompute, "Fix the recompute mode: none, selective, full or per-stage");
   cmd->add_option("--rank-order", o->rank_order, "Fix where ranks sit: tp-pp-dp or tp-dp-pp (tp innermost)");
   cmd->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "Turn off sequence parallelism");
-  cmd->add_flag("--flash-attention", o->flash_attention, "Fused attention: no s x s scores stored (FlashAttention)");
+  add_flash_attention_flag(*cmd, o->flash_attention);
   cmd->add_option("--cost-param", o->cost_params, "Override a cost-model parameter, NAME=VALUE; repeatable");
   cmd->add_option("--profile", o->profile,
                   "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the analytic "

@@ -35,13 +35,19 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_option("--rank-order", rank_order, "Where ranks sit: tp-pp-dp (default) or tp-dp-pp (tp innermost)");
   cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
-  cmd.add_flag("--flash-attention", flash_attention, "Fused attention: no s x s scores stored (FlashAttention)");
+  add_flash_attention_flag(cmd, flash_attention);
   cmd.add_option("--memory-accounting", memory_accounting,
                  "Whose activation memory to count: gpu-bf16 (a GPU framework's bf16 tensors), cpu-float32 or "
                  "cuda-bf16 / cuda-float32 (what pipewright's cpu or cuda backend keeps; run counts its backend's)")
       ->capture_default_str();
   cmd.add_option("--cost-param", cost_params, "Override a cost-model parameter, NAME=VALUE (docs/cost-model.md); repeatable");
   cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
+}
+
+void add_flash_attention_flag(CLI::App& cmd, bool& flash_attention) {
+  cmd.add_flag("--flash-attention,!--no-flash-attention", flash_attention,
+               "Fused attention, on by default (FlashAttention: no s x s scores stored); --no-flash-attention stores "
+               "them as 2021-era Megatron-LM runs did");
 }
 
 std::vector<std::string> split_commas(const std::string& text) {

@@ -30,7 +30,7 @@ struct ScenarioOptions {
   std::string rank_order;
   std::string recompute = "none";
   bool no_sequence_parallel = false;
-  bool flash_attention = false;
+  bool flash_attention = true;  // --no-flash-attention turns it off
   std::string memory_accounting = "gpu-bf16";  // whose activations the memory counts (core/memory_accounting.hpp)
   int group_size = 0;
   int max_pending = 0;
@@ -81,6 +81,9 @@ auto load_for_option(const char* option, const std::string& value, Loader load) 
     throw Error(e.kind(), fmt::format("{}: {}", option, e.what()));
   }
 }
+
+// --flash-attention (the default) and --no-flash-attention, the same on every command with a workload.
+void add_flash_attention_flag(CLI::App& cmd, bool& flash_attention);
 
 // "a,,b" -> {"a", "", "b"}: a comma-separated option's items, empty ones kept (the caller names them).
 std::vector<std::string> split_commas(const std::string& text);

@@ -1,4 +1,5 @@
 // Hugging Face config.json (llama, mistral, qwen2, gpt2, gpt_neox) to a transformer model.
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -52,6 +53,27 @@ bool any_dropout(const JsonFields& f, std::initializer_list<const char*> keys, d
   return false;
 }
 
+// The pretraining length where the config states it: original_max_position_embeddings at the top
+// (Phi-3), in rope_scaling (Llama 3.1) or in transformers v5's rope_parameters, itself or per layer type
+// (Gemma 3). Else max_position_embeddings up to kDefaultSeqLenCap: that field gives the context window a
+// model was extended to (Qwen2.5-72B: 131072), never what a pretraining run uses. A learned position
+// table (GPT-2) is its length whole.
+int default_seq_len(const JsonFields& f, bool learned_positions) {
+  const int window = required_int(f, "max_position_embeddings");
+  if (learned_positions) return window;
+  constexpr const char* kOriginal = "original_max_position_embeddings";
+  if (f.has(kOriginal)) return f.positive_int(kOriginal);
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (!f.has(key) || !f.required(key).is_object()) continue;
+    const JsonFields rope = f.object(key);
+    if (rope.has(kOriginal)) return rope.positive_int(kOriginal);
+    for (const auto& [layer_type, params] : f.required(key).items())
+      if (params.is_object() && params.contains(kOriginal))
+        return rope.object(layer_type).positive_int(kOriginal);
+  }
+  return std::min(window, kDefaultSeqLenCap);
+}
+
 }  // namespace
 
 namespace detail {
@@ -88,14 +110,7 @@ Model model_from_hf_config(const nlohmann::json& j, const std::string& source) {
   // GPT-2's n_inner may be null: 4 x hidden.
   c.ffn = gpt2 && present_key(f, "intermediate_size").empty() ? 4 * c.hidden : required_int(f, "intermediate_size");
   c.vocab = f.positive_integer("vocab_size");
-  // Llama 3.1 style rope scaling stretches max_position_embeddings far past the length the model
-  // was trained at; the pre-scaling length is the better default sequence length.
-  c.max_seq_len = required_int(f, "max_position_embeddings");
-  if (f.has("rope_scaling") && f.required("rope_scaling").is_object()) {
-    const JsonFields rope = f.object("rope_scaling");
-    if (rope.has("original_max_position_embeddings"))
-      c.max_seq_len = rope.positive_int("original_max_position_embeddings");
-  }
+  c.max_seq_len = default_seq_len(f, gpt2);
   c.mlp = llama_like ? MlpKind::SwiGlu : MlpKind::Gelu;
   c.norm = llama_like ? NormKind::RmsNorm : NormKind::LayerNorm;
   c.tied_embeddings = f.boolean("tie_word_embeddings", gpt2);  // GPT-2 inherits the base default: tied

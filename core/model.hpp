@@ -104,6 +104,11 @@ Model load_model(const std::string& name_or_path);
 // The pipewright model JSON form (transformer models serialise their config; explicit ones their layers).
 std::string model_to_json_text(const Model& model);
 
+// The default sequence length of a Hugging Face config that states no pretraining length: at most this
+// much of max_position_embeddings (Llama 3's pretraining length, Meta's paper; Megatron-Bridge's Llama 3
+// pretraining recipes use it too).
+inline constexpr int kDefaultSeqLenCap = 8192;
+
 // Parameter count of the whole model (tied embeddings counted once).
 double parameter_count(const Model& model);
 

@@ -105,7 +105,7 @@ std::vector<LayerEdge> read_edges(const JsonFields& top, const std::string& sour
 namespace detail {
 Model model_from_pipewright_json(const nlohmann::json& j, const std::string& source) {
   const JsonFields top(j, source);
-  top.reject_unknown({"name", "layers", "transformer", "edges"});
+  top.reject_unknown({"name", "parameters", "layers", "transformer", "edges"});
   const std::string name = top.optional_string("name").value_or(model_name_from_source(source));
   if (top.has("layers") && top.has("transformer"))
     throw_bad_input("{}: give either \"layers\" or \"transformer\", not both", source);
@@ -121,6 +121,14 @@ Model model_from_pipewright_json(const nlohmann::json& j, const std::string& sou
     for (size_t i = 0; i < layers.size(); ++i) m.layers.push_back(read_explicit_layer(layers[i], source, i));
   }
   if (top.has("edges")) m.edges = read_edges(top, source, m.num_layers());
+  // What `models --show` prints for people to read; when kept, it must still describe the shape.
+  if (top.has("parameters")) {
+    const double given = top.non_negative_number("parameters");
+    const double counted = parameter_count(m);
+    if (std::abs(given - counted) > 0.5)
+      top.fail("parameters", fmt::format("is {:.0f} but the model's layers hold {:.0f}; remove the field or fix the shape",
+                                         given, counted));
+  }
   return m;
 }
 }  // namespace detail

@@ -145,7 +145,7 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   s.workload.seq_len = w.positive_int("seq_len");
   s.workload.tp = s.parallel.tp;
   s.workload.sequence_parallel = w.boolean("sequence_parallel", true);
-  s.workload.flash_attention = w.boolean("flash_attention", false);
+  s.workload.flash_attention = w.boolean("flash_attention", true);
   const std::string recompute = w.string("recompute");
   try {
     s.workload.recompute = recompute_from_string(recompute.c_str());

@@ -33,6 +33,7 @@ TEST_CASE("fused attention keeps the FLOPs of the attention core and recomputes 
   w.seq_len = 2048;
   w.tp = 8;
   w.sequence_parallel = true;
+  w.flash_attention = false;
   Workload wf = w;
   wf.flash_attention = true;
   const LayerWork eager = layer_work(m, m.layers[1], w);

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "../error_text.hpp"
 
@@ -128,7 +129,8 @@ TEST_CASE("Qwen2, GPT-NeoX and Mistral parameter counts match the published ones
 
   const Model mi = model_from_json_text(kMistral, "mistral.json");
   CHECK(mi.transformer->head_dim == 128);
-  CHECK(mi.transformer->max_seq_len == 32768);
+  // max_position_embeddings 32768 states the context window, not a pretraining length: capped at 8192.
+  CHECK(mi.transformer->max_seq_len == kDefaultSeqLenCap);
   CHECK(parameter_count(mi) == 7241732096.0);
 
   // An explicit head_dim (Mistral-NeMo style: 32 x 128 != 5120) wins over hidden / heads.
@@ -172,4 +174,38 @@ TEST_CASE("config.json problems are named") {
                                    "num_attention_heads": 4, "vocab_size": 10, "max_position_embeddings": 16})",
                                "c.json");
         }) == "c.json: missing required field 'intermediate_size' (or 'n_inner')");
+}
+
+TEST_CASE("the default sequence length is the pretraining length a config states, else at most 8192") {
+  // Only the length fields differ from a small llama config.
+  const auto seq_of = [](const std::string& extra) {
+    const std::string text = R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100)" + extra + "}";
+    return model_from_json_text(text, "c.json").transformer->max_seq_len;
+  };
+  // Qwen2.5-72B: 131072 is the extended window; nothing states the pretraining length.
+  CHECK(seq_of(R"(, "max_position_embeddings": 131072)") == 8192);
+  CHECK(seq_of(R"(, "max_position_embeddings": 4096)") == 4096);
+  // Phi-3 (configuration_phi3.py): original_max_position_embeddings at the top.
+  CHECK(seq_of(R"(, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096)") == 4096);
+  // Llama 3.1's rope_scaling; transformers v5's rope_parameters, whole or per layer type (Gemma 3).
+  CHECK(seq_of(R"(, "max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+      "original_max_position_embeddings": 8192})") == 8192);
+  CHECK(seq_of(R"(, "max_position_embeddings": 131072, "rope_parameters": {"rope_type": "yarn", "factor": 4.0,
+      "original_max_position_embeddings": 32768})") == 32768);
+  CHECK(seq_of(R"(, "max_position_embeddings": 131072, "rope_parameters": {"sliding_attention": {"rope_type":
+      "default"}, "full_attention": {"rope_type": "linear", "original_max_position_embeddings": 16384}})") == 16384);
+  CHECK(bad_input([&] { seq_of(R"(, "max_position_embeddings": 131072, "rope_parameters": {"full_attention":
+      {"original_max_position_embeddings": -1}})"); }).find("original_max_position_embeddings") != std::string::npos);
+}
+
+TEST_CASE("a model JSON's parameters field, as models --show prints it, must match its shape") {
+  const std::string shape = R"("transformer": {"hidden": 64, "layers": 2, "heads": 4, "ffn": 256, "vocab": 100,
+      "seq_len": 32})";
+  const double counted = parameter_count(model_from_json_text("{" + shape + "}", "m.json"));
+  CHECK(parameter_count(model_from_json_text(fmt::format(R"({{"parameters": {:.0f}, {}}})", counted, shape), "m.json")) ==
+        counted);
+  CHECK(bad_input([&] { model_from_json_text(fmt::format(R"({{"parameters": {:.0f}, {}}})", counted + 1, shape), "m.json"); }) ==
+        fmt::format("m.json: parameters is {:.0f} but the model's layers hold {:.0f}; remove the field or fix the shape",
+                    counted + 1, counted));
 }

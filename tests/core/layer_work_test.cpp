@@ -19,6 +19,7 @@ Workload workload(int tp, bool sp, Recompute r = Recompute::None, int b = 1, int
   w.tp = tp;
   w.sequence_parallel = sp;
   w.recompute = r;
+  w.flash_attention = false;  // Narayanan's and Korthikanti's counts store the s x s scores
   return w;
 }
 

@@ -34,6 +34,7 @@ Scenario base_scenario(const std::string& model, const Cluster& cluster, int glo
   s.cluster = cluster;
   s.global_batch_size = global_batch;
   s.workload.seq_len = seq_len;
+  s.workload.flash_attention = false;  // the stored s x s scores put many candidates over memory
   return s;
 }
 
