@@ -63,17 +63,17 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   row("peak memory", fmt::format("{} of {}", format_bytes(m.peak_memory_bytes), limit));
   out << "\n";
 
-  out << fmt::format("  {:>4}  {:>5}  {:<28} {:>10} {:>10} {:>12} {:>12} {:>11} {:>9}\n", "rank", "stage", "layers", "busy",
-                     "idle", "activations", "model state", "peak mem", "in-flight");
+  out << fmt::format("  {:>4}  {:>5}  {:<28} {:>10} {:>10} {:>12} {:>12} {:>10} {:>11} {:>9}\n", "rank", "stage", "layers",
+                     "busy", "idle", "activations", "model state", "working", "peak mem", "in-flight");
   for (const RankStats& r : ev.sim.ranks) {
     bool first = true;
     for (const StageReport& st : ev.stages) {
       if (st.rank != r.rank) continue;
       if (first)
-        out << fmt::format("  {:>4}  {:>5}  {:<28} {:>10} {:>10} {:>12} {:>12} {:>11} {:>9}\n", r.rank, st.stage,
+        out << fmt::format("  {:>4}  {:>5}  {:<28} {:>10} {:>10} {:>12} {:>12} {:>10} {:>11} {:>9}\n", r.rank, st.stage,
                            layer_range_text(s.model, st.layers), format_seconds(r.busy_s), format_seconds(r.idle_s),
                            format_bytes(r.activation_peak_bytes), format_bytes(r.model_state_bytes),
-                           format_bytes(r.peak_memory_bytes), r.peak_inflight_microbatches);
+                           format_bytes(r.working_bytes), format_bytes(r.peak_memory_bytes), r.peak_inflight_microbatches);
       else
         out << fmt::format("  {:>4}  {:>5}  {:<28}\n", "", st.stage, layer_range_text(s.model, st.layers));
       first = false;

@@ -1,5 +1,7 @@
 #include "core/layer_work.hpp"
 
+#include <algorithm>
+
 #include "core/kept_bytes.hpp"
 #include "core/error.hpp"
 
@@ -214,6 +216,23 @@ void block_memory(LayerWork& lw, const Dims& d, Recompute recompute) {
   lw.weight_grad_bytes = d.replicated(2 * kBf16 * sbh) + (out_proj_in + kBf16 * sb * d.f) / d.t;
 }
 
+// What a block's F or B holds beyond its stored activations while it runs (per tp rank, bytes): B's,
+// the larger.
+//   F: full recompute computes every activation and keeps only the input; selective recompute without
+//      fused attention computes the s x s scores, softmax and mask and drops them.
+//   B: rebuilds the same, and makes the gradients of the unfused s x s softmax and scores (2 bytes each)
+//      and of the MLP's inner tensor.
+double block_working(const Dims& d, Recompute recompute, double stored) {
+  LayerWork none;
+  block_memory(none, d, Recompute::None);
+  const double s2 = d.a * d.s * d.s * d.b / d.t;
+  const double dropped = recompute == Recompute::Full                    ? none.activation_bytes - stored
+                         : recompute == Recompute::Selective && !d.flash ? (2 * kBf16 + (d.dropout ? kMask : 0)) * s2
+                                                                          : 0.0;
+  const double gradients = (d.flash ? 0.0 : 2 * kBf16 * s2) + kBf16 * d.n() * d.mlp_in() / d.t;
+  return dropped + gradients;  // B's: F holds only what it drops
+}
+
 LayerWork block_work(const Dims& d, Recompute recompute) {
   LayerWork lw;
   lw.forward = block_forward(d);
@@ -223,6 +242,7 @@ LayerWork block_work(const Dims& d, Recompute recompute) {
   // Fused attention stores no scores, so selective recomputation has nothing left to rebuild.
   if (recompute == Recompute::Selective && !d.flash) lw.recompute = attention_core_recompute(d);
   block_memory(lw, d, recompute);
+  lw.working_bytes = block_working(d, recompute, lw.activation_bytes);
   return lw;
 }
 
@@ -287,6 +307,9 @@ LayerWork head_work(const Dims& d) {
   const double sbh = d.s * d.b * d.h;
   lw.weight_grad_bytes = d.replicated(kBf16 * sbh);
   lw.activation_bytes = d.replicated(kBf16 * sbh) + lw.weight_grad_bytes + kFp32 * d.s * d.b * d.V / d.t;
+  // The bf16 logits out of the GEMM before the fp32 cross-entropy, and in B the bf16 logit gradient for
+  // the dgrad and wgrad GEMMs (the fp32 gradient is made in place over the stored softmax).
+  lw.working_bytes = kBf16 * logits;
   lw.output_bytes = 0;
   return lw;
 }
@@ -332,6 +355,7 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
     lw.activation_bytes = kept.after_forward;
     lw.weight_grad_bytes = kept.after_backward;
     lw.output_bytes = kept.output;
+    lw.working_bytes = 0;
   }
   lw.parameters = transformer_layer_parameters(c, layer.kind, static_cast<int>(d.t));
   lw.micro_batch_size = w.micro_batch_size;

@@ -49,6 +49,11 @@ struct LayerWork {
   // CpuFloat32 more than activation_bytes, as B adds the output gradients it keeps for W.
   double weight_grad_bytes = 0;
   double output_bytes = 0;         // the tensor sent to the next layer (per tp rank)
+  // Transient bytes while F or B of this layer runs, on top of what is held: scores computed and dropped
+  // (selective recompute without fused attention), the rebuilt layer (full recompute), the s x s
+  // gradients of unfused attention, the MLP's inner gradient, the head's bf16 logits and their gradient.
+  // The larger of F's and B's; 0 under the backends' accountings, which measure kept tensors only.
+  double working_bytes = 0;
 
   // Explicit layers carry their times; when set they replace the roofline.
   std::optional<double> forward_s, backward_input_s, backward_weight_s;

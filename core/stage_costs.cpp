@@ -150,6 +150,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.backward_weight_s += cost.phase_time(layer, lw, Phase::BackwardWeight, gpu, tp_link, pc.tp);
       sc.activation_bytes += lw.activation_bytes;
       sc.weight_grad_bytes += lw.weight_grad_bytes;
+      sc.working_bytes = std::max(sc.working_bytes, lw.working_bytes);
       sc.parameters += lw.parameters;
     }
     // Once per stage and phase, not per layer: an action runs its stage's layers as one unit.

@@ -32,6 +32,7 @@ struct StageCost {
   // difference when it keeps more for W than F kept for it (the CPU backend's output gradients).
   double weight_grad_bytes = 0;
   double output_bytes = 0;       // activation sent to the next stage (and its gradient sent back)
+  double working_bytes = 0;      // the largest LayerWork::working_bytes of its layers: one layer runs at a time
   double parameters = 0;         // on one GPU of this stage
   double model_state_bytes = 0;  // weights, gradients, optimizer state on one GPU
   double grad_reduce_s = 0;      // data-parallel reduction of this stage's gradients

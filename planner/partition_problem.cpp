@@ -180,6 +180,9 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     }
     P.level_act_prefix.push_back(std::move(act));
     P.level_wg_prefix.push_back(std::move(wg));
+    std::vector<double> working(n);
+    for (size_t i = 0; i < n; ++i) working[i] = work[i].working_bytes;
+    P.level_working.emplace_back(working);
   }
   for (int st = 0; st < P.stages; ++st)
     P.stage_class.push_back(rank_class[static_cast<size_t>(P.stage_rank[static_cast<size_t>(st)])]);
@@ -239,7 +242,8 @@ double level_chunk_peak(const PartitionProblem& p, int level, int s, int begin, 
                                       [static_cast<size_t>(p.stage_chunk[static_cast<size_t>(s)])];
   double peak = 0;
   for (const auto& [full, partial] : pairs) peak = std::max(peak, full * a + partial * wg);
-  return peak;
+  // As the simulator counts it: the stage's largest transient on top of its peak of held activations.
+  return peak + p.level_working[static_cast<size_t>(level)].max(static_cast<size_t>(begin), static_cast<size_t>(end));
 }
 
 }  // namespace
@@ -300,7 +304,7 @@ double PartitionProblem::chunk_peak(int s, int begin, int end) const {
 }
 
 double PartitionProblem::rank_memory(int r, const std::vector<LayerRange>& ranges) const {
-  double state = 0;
+  double state = 0, working = 0;
   std::vector<double> a, wg;
   for (int st = 0; st < stages; ++st) {
     if (stage_rank[static_cast<size_t>(st)] != r) continue;
@@ -309,6 +313,7 @@ double PartitionProblem::rank_memory(int r, const std::vector<LayerRange>& range
     const std::vector<double>& act = level_act_prefix[l];
     const std::vector<double>& wgp = level_wg_prefix[l];
     state += state_bytes(st, lr.first, lr.last + 1);
+    working = std::max(working, level_working[l].max(static_cast<size_t>(lr.first), static_cast<size_t>(lr.last) + 1));
     a.push_back(act[static_cast<size_t>(lr.last) + 1] - act[static_cast<size_t>(lr.first)]);
     wg.push_back(wgp[static_cast<size_t>(lr.last) + 1] - wgp[static_cast<size_t>(lr.first)]);
   }
@@ -318,7 +323,7 @@ double PartitionProblem::rank_memory(int r, const std::vector<LayerRange>& range
     for (size_t c = 0; c < a.size(); ++c) bytes += h.full[c] * a[c] + h.partial[c] * wg[c];
     peak = std::max(peak, bytes);
   }
-  return state + peak;
+  return state + peak + working;
 }
 
 double PartitionProblem::bottleneck(const std::vector<LayerRange>& ranges) const {

@@ -9,6 +9,7 @@
 #include "core/cost_model.hpp"
 #include "core/layer_work.hpp"
 #include "core/stage_costs.hpp"
+#include "planner/range_max.hpp"
 #include "schedules/ir.hpp"
 #include "sim/scenario.hpp"
 
@@ -39,6 +40,7 @@ struct PartitionProblem {
   std::vector<int> stage_class;  // stage -> index into level_time_prefix[level]
   std::vector<double> param_prefix;  // per tp rank
   std::vector<std::vector<double>> level_act_prefix, level_wg_prefix;  // per level
+  std::vector<RangeMax> level_working;  // per level: the largest LayerWork::working_bytes over layers
   // Level 0's (the only level unless per-stage recompute): what the several-chunk search reads.
   std::vector<double> act_prefix, wg_prefix;
   std::vector<double> cut;  // bytes crossing the boundary after layer i (i < layers - 1)

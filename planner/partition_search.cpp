@@ -24,6 +24,7 @@ class Search {
       state_.emplace_back(chunks, 0.0);
       act_.emplace_back(chunks, 0.0);
       wg_.emplace_back(chunks, 0.0);
+      working_.emplace_back(chunks, 0.0);
     }
   }
 
@@ -39,15 +40,16 @@ class Search {
   // before (the others only add). Summed in chunk order, as PartitionProblem::rank_memory sums it.
   double rank_partial(int r) const {
     const size_t ru = static_cast<size_t>(r);
-    double state = 0;
+    double state = 0, working = 0;
     for (double x : state_[ru]) state += x;
+    for (double x : working_[ru]) working = std::max(working, x);
     double peak = 0;
     for (const Holding& h : p_.holdings[ru]) {
       double bytes = 0;
       for (size_t c = 0; c < act_[ru].size(); ++c) bytes += h.full[c] * act_[ru][c] + h.partial[c] * wg_[ru][c];
       peak = std::max(peak, bytes);
     }
-    return state + peak;
+    return state + peak + working;
   }
 
   bool over(double value) const { return goal_ == Goal::Enumerate ? value > bound_ : value >= bound_; }
@@ -80,6 +82,7 @@ class Search {
       state_[ru][cu] = p_.state_bytes(s, begin, end);
       act_[ru][cu] = p_.act_prefix[static_cast<size_t>(end)] - p_.act_prefix[static_cast<size_t>(begin)];
       wg_[ru][cu] = p_.wg_prefix[static_cast<size_t>(end)] - p_.wg_prefix[static_cast<size_t>(begin)];
+      working_[ru][cu] = p_.level_working.front().max(static_cast<size_t>(begin), static_cast<size_t>(end));
       const double excess = rank_partial(r) - limit;
       const bool keep = goal_ == Goal::Memory ? !over(excess) : excess <= 0;
       if (keep) {
@@ -87,7 +90,7 @@ class Search {
         ranges_[static_cast<size_t>(s)] = LayerRange{begin, end - 1};
         dfs(s + 1, end, next);
       }
-      state_[ru][cu] = act_[ru][cu] = wg_[ru][cu] = 0;
+      state_[ru][cu] = act_[ru][cu] = wg_[ru][cu] = working_[ru][cu] = 0;
     }
   }
 
@@ -118,7 +121,7 @@ class Search {
   size_t width_ = 0;
   std::vector<double> suffix_;
   std::vector<LayerRange> ranges_;
-  std::vector<std::vector<double>> state_, act_, wg_;
+  std::vector<std::vector<double>> state_, act_, wg_, working_;
   SearchOutcome out_;
 };
 

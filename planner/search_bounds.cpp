@@ -250,9 +250,12 @@ double memory_bound(const LayerTable& t, const ScheduleSummary& s, double state_
 
 std::vector<double> rank_peak_memory(const Schedule& s, const std::vector<StageCost>& stages) {
   const int ranks = s.num_ranks();
-  std::vector<double> state(static_cast<size_t>(ranks), 0.0);
-  for (int st = 0; st < s.num_stages(); ++st)
-    state[static_cast<size_t>(s.placement.rank_of(st))] += stages[static_cast<size_t>(st)].model_state_bytes;
+  std::vector<double> state(static_cast<size_t>(ranks), 0.0), working(state);
+  for (int st = 0; st < s.num_stages(); ++st) {
+    const size_t r = static_cast<size_t>(s.placement.rank_of(st));
+    state[r] += stages[static_cast<size_t>(st)].model_state_bytes;
+    working[r] = std::max(working[r], stages[static_cast<size_t>(st)].working_bytes);
+  }
   std::vector<double> out(static_cast<size_t>(ranks), 0.0);
   for (int r = 0; r < ranks; ++r) {
     // The simulator's order of additions and subtractions, so that the peak is the same number.
@@ -275,7 +278,7 @@ std::vector<double> rank_peak_memory(const Schedule& s, const std::vector<StageC
         default: break;
       }
     }
-    out[static_cast<size_t>(r)] = state[static_cast<size_t>(r)] + peak;
+    out[static_cast<size_t>(r)] = state[static_cast<size_t>(r)] + peak + working[static_cast<size_t>(r)];
   }
   return out;
 }

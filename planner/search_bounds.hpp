@@ -62,7 +62,8 @@ ScheduleSummary summarize(const Schedule& compute_only);
 double memory_bound(const LayerTable& t, const ScheduleSummary& s, double state_per_parameter, double reserve_bytes);
 
 // Each pipeline rank's peak memory for given stage costs, walking the order as the simulator does:
-// model state plus the peak of the activations allocated at F and freed at B, W and BW.
+// model state plus the peak of the activations allocated at F and freed at B, W and BW, plus the largest
+// working set of its stages.
 std::vector<double> rank_peak_memory(const Schedule& compute_only, const std::vector<StageCost>& stages);
 
 // Step time for a given split: the schedule timed as soon as possible with each transfer alone on its

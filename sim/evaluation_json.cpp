@@ -10,6 +10,7 @@ nlohmann::ordered_json rank_stats_json(const RankStats& r) {
           {"idle_s", r.idle_s},
           {"activation_peak_bytes", r.activation_peak_bytes},
           {"model_state_bytes", r.model_state_bytes},
+          {"working_bytes", r.working_bytes},
           {"peak_memory_bytes", r.peak_memory_bytes},
           {"peak_inflight_microbatches", r.peak_inflight_microbatches}};
 }

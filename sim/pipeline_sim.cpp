@@ -649,10 +649,12 @@ class PipelineSimulation {
   SimResult result() const {
     SimResult out;
     double flush_end = last_arrival_;
-    std::vector<double> state(static_cast<std::size_t>(num_ranks_), 0.0);
-    for (int s = 0; s < num_stages_; ++s)
-      state[static_cast<std::size_t>(schedule_.placement.rank_of(s))] +=
-          in_.stages[static_cast<std::size_t>(s)].model_state_bytes;
+    std::vector<double> state(static_cast<std::size_t>(num_ranks_), 0.0), working(state);
+    for (int s = 0; s < num_stages_; ++s) {
+      const std::size_t r = static_cast<std::size_t>(schedule_.placement.rank_of(s));
+      state[r] += in_.stages[static_cast<std::size_t>(s)].model_state_bytes;
+      working[r] = std::max(working[r], in_.stages[static_cast<std::size_t>(s)].working_bytes);
+    }
     double max_optimizer = 0, async_end = 0, last_compute = 0;
     for (int r = 0; r < num_ranks_; ++r) {
       const RankState& R = ranks_[static_cast<std::size_t>(r)];
@@ -686,7 +688,8 @@ class PipelineSimulation {
       st.idle_s = out.step_time_s - st.busy_s;
       st.activation_peak_bytes = R.peak_bytes;
       st.model_state_bytes = state[static_cast<std::size_t>(r)];
-      st.peak_memory_bytes = st.model_state_bytes + st.activation_peak_bytes;
+      st.working_bytes = working[static_cast<std::size_t>(r)];
+      st.peak_memory_bytes = st.model_state_bytes + st.activation_peak_bytes + st.working_bytes;
       st.peak_inflight_microbatches = R.peak_held;
       st.p2p_bytes_sent = R.p2p_sent / iterations_;
       idle += st.idle_s;

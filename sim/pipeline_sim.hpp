@@ -82,7 +82,10 @@ struct RankStats {
   double idle_s = 0;                     // step time - busy
   double activation_peak_bytes = 0;      // from the simulated alloc/free events
   double model_state_bytes = 0;          // sum over the rank's stages
-  double peak_memory_bytes = 0;          // model state + activation peak
+  // The largest working set of the rank's stages (StageCost::working_bytes), counted on top of the
+  // activation peak: the transient of the layer that runs when the most is held.
+  double working_bytes = 0;
+  double peak_memory_bytes = 0;          // model state + activation peak + working
   int peak_inflight_microbatches = 0;    // most micro-batches with activations held at once
   double p2p_bytes_sent = 0;
 };

@@ -39,7 +39,7 @@ ScheduleSpec zb_auto_spec(ScheduleSpec spec, const Scenario& s, const std::vecto
     spec.stage_w.push_back(c.backward_weight_s);
     const double limit = s.cluster.memory_limit_at(pipeline_rank_gpu(pc, r));
     const double fits = c.activation_bytes > 0 && std::isfinite(limit)
-                            ? std::floor((limit - c.model_state_bytes) / c.activation_bytes)
+                            ? std::floor((limit - c.model_state_bytes - c.working_bytes) / c.activation_bytes)
                             : most;
     spec.memory_limit_microbatches.push_back(std::clamp(fits, 1.0, most));
     // Of the F activations, the part a pending W still holds (all of it when B keeps more than F did).
