@@ -47,6 +47,7 @@ struct PlanOptions {
   std::string export_dir = ".";
   bool no_sequence_parallel = false;
   bool flash_attention = true;
+  DpOptions dp_options;
   std::vector<std::string> cost_params;
   std::string profile;
   bool allow_large = false;
@@ -314,6 +315,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.seq_len = o.seq_len;
   base.workload.sequence_parallel = !o.no_sequence_parallel;
   base.workload.flash_attention = o.flash_attention;
+  o.dp_options.apply(base.parallel);
 
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   check_work_unless_allowed("plan", {search_estimate(enumerate_candidates(base, space), threads)}, o.allow_large);
@@ -402,6 +404,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--rank-order", o->rank_order, "Fix where ranks sit: tp-pp-dp or tp-dp-pp (tp innermost)");
   cmd->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "Turn off sequence parallelism");
   add_flash_attention_flag(*cmd, o->flash_attention);
+  o->dp_options.add_to(*cmd);
   cmd->add_option("--cost-param", o->cost_params, "Override a cost-model parameter, NAME=VALUE; repeatable");
   cmd->add_option("--profile", o->profile,
                   "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the analytic "

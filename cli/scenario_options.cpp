@@ -36,6 +36,7 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
   add_flash_attention_flag(cmd, flash_attention);
+  dp_options.add_to(cmd);
   cmd.add_option("--memory-accounting", memory_accounting,
                  "Whose activation memory to count: gpu-bf16 (a GPU framework's bf16 tensors), cpu-float32 or "
                  "cuda-bf16 / cuda-float32 (what pipewright's cpu or cuda backend keeps; run counts its backend's)")
@@ -129,6 +130,7 @@ Scenario ScenarioOptions::to_scenario() const {
   s.workload.flash_attention = flash_attention;
   s.workload.memory = memory_accounting_from_string(memory_accounting);
   s.workload.recompute = recompute_from_string(recompute.c_str());
+  dp_options.apply(s.parallel);
   s.schedule = schedule;
   s.group_size = group_size;
   s.max_pending = max_pending;

@@ -2,6 +2,8 @@
 // The options that describe a scenario (model, cluster, degrees, batch, schedule, split), shared by the
 // commands that take one (simulate now; plan and run reuse them).
 #include <CLI/CLI.hpp>
+
+#include "cli/dp_options.hpp"
 #include <fmt/format.h>
 
 #include <optional>
@@ -31,6 +33,7 @@ struct ScenarioOptions {
   std::string recompute = "none";
   bool no_sequence_parallel = false;
   bool flash_attention = true;  // --no-flash-attention turns it off
+  DpOptions dp_options;
   std::string memory_accounting = "gpu-bf16";  // whose activations the memory counts (core/memory_accounting.hpp)
   int group_size = 0;
   int max_pending = 0;

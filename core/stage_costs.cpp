@@ -180,14 +180,15 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     const LinkSpec dp_link = group_link(cluster, stage_gpu[s], dp_stride(pc), pc.dp);
     const double grads = sc.parameters * kGradBytes;
     sc.grad_reduce_bytes = pc.dp > 1 ? grads : 0;
-    if (pc.distributed_optimizer) {
-      sc.grad_reduce_s = cost.collective_time(CollectiveKind::ReduceScatter, grads, pc.dp, dp_link) +
-                         cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, pc.dp, dp_link);
-      sc.optimizer_s = cost.optimizer_step_time(sc.parameters / std::max(pc.dp, 1), gpu);
-    } else {
-      sc.grad_reduce_s = cost.collective_time(CollectiveKind::AllReduce, grads, pc.dp, dp_link);
-      sc.optimizer_s = cost.optimizer_step_time(sc.parameters, gpu);
-    }
+    const double bucket = pc.bucket_parameters > 0 ? pc.bucket_parameters : std::max(4e7, 1e6 * pc.dp);
+    sc.grad_buckets = pc.overlap_grad_reduce && pc.dp > 1 ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
+    const CollectiveKind reduce = pc.distributed_optimizer ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+    sc.grad_bucket_s = cost.collective_time(reduce, grads / sc.grad_buckets, pc.dp, dp_link);
+    sc.grad_gather_s = pc.distributed_optimizer
+                           ? cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, pc.dp, dp_link)
+                           : 0.0;
+    sc.grad_reduce_s = sc.grad_buckets * sc.grad_bucket_s + sc.grad_gather_s;
+    sc.optimizer_s = cost.optimizer_step_time(pc.distributed_optimizer ? sc.parameters / std::max(pc.dp, 1) : sc.parameters, gpu);
   }
   return out;
 }

@@ -35,7 +35,13 @@ struct StageCost {
   double working_bytes = 0;      // the largest LayerWork::working_bytes of its layers: one layer runs at a time
   double parameters = 0;         // on one GPU of this stage
   double model_state_bytes = 0;  // weights, gradients, optimizer state on one GPU
-  double grad_reduce_s = 0;      // data-parallel reduction of this stage's gradients
+  double grad_reduce_s = 0;      // data-parallel reduction of this stage's gradients, all of it
+  // The reduction in buckets (Megatron's DDP buckets, launched as each fills during the last backward):
+  // grad_buckets of grad_bucket_s each, then grad_gather_s (the distributed optimizer's parameter
+  // all-gather) after the last; grad_reduce_s is their sum. One bucket: not overlapped.
+  int grad_buckets = 1;
+  double grad_bucket_s = 0;
+  double grad_gather_s = 0;
   double grad_reduce_bytes = 0;  // the fp32 gradients that reduction reduces (0 without data parallelism)
   double optimizer_s = 0;        // optimizer step over this stage's parameters
   // Of model_state_bytes, the GPU's fixed reserve (CostModel::memory_reserve_bytes: CUDA context,

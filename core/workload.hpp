@@ -33,6 +33,12 @@ struct ParallelConfig {
   int vpp = 1;           // model chunks per pipeline rank
   int microbatches = 1;  // m per pipeline per iteration
   bool distributed_optimizer = true;  // ZeRO-1 over dp
+  // Megatron-Core's --overlap-grad-reduce: each bucket's reduction starts as its last gradient is made in
+  // the last micro-batch's backward (PyTorch DDP and FSDP do the same); false: all of it after.
+  bool overlap_grad_reduce = true;
+  // Parameters a bucket holds (--ddp-bucket-size); 0: Megatron's default, max(40M, 1M x dp)
+  // (megatron/core/distributed/distributed_data_parallel.py).
+  double bucket_parameters = 0;
   RankOrder order = RankOrder::TpPpDp;  // where each (tp, pp, dp) rank sits in the cluster
   // tp x pp x dp; BadInput naming --tp, --pp and --dp when it leaves an int (resolve() and the plan file
   // refuse such configurations first, with their own names).

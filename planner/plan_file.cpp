@@ -76,7 +76,9 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"dp", pc.dp},
                    {"vpp", pc.vpp},
                    {"microbatches", pc.microbatches},
-                   {"distributed_optimizer", pc.distributed_optimizer}};
+                   {"distributed_optimizer", pc.distributed_optimizer},
+                   {"overlap_grad_reduce", pc.overlap_grad_reduce},
+                   {"bucket_parameters", pc.bucket_parameters}};
   j["workload"] = {{"micro_batch_size", s.workload.micro_batch_size},
                    {"seq_len", s.workload.seq_len},
                    {"sequence_parallel", s.workload.sequence_parallel},
@@ -133,6 +135,8 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   s.parallel.vpp = p.positive_int("vpp");
   s.parallel.microbatches = p.positive_int("microbatches");
   s.parallel.distributed_optimizer = p.boolean("distributed_optimizer", true);
+  s.parallel.overlap_grad_reduce = p.boolean("overlap_grad_reduce", true);
+  s.parallel.bucket_parameters = p.non_negative_number("bucket_parameters", 0.0);
   const std::optional<std::int64_t> gpus = checked_product({s.parallel.tp, s.parallel.pp, s.parallel.dp});
   if (!gpus || *gpus > std::numeric_limits<int>::max())
     f.fail("parallel", fmt::format("tp x pp x dp = {} x {} x {} is beyond {} GPUs", s.parallel.tp, s.parallel.pp,

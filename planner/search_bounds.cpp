@@ -315,7 +315,7 @@ double step_time_bound(const Schedule& s, const std::vector<StageCost>& stages, 
   }
   const ScheduleTiming timing = asap_timing(s, times);
 
-  std::vector<double> grad_done(static_cast<size_t>(n), 0.0);
+  std::vector<double> grad_done(static_cast<size_t>(n), 0.0), grad_start(grad_done);
   double flush = timing.makespan;
   for (size_t r = 0; r < s.ranks.size(); ++r)
     for (size_t i = 0; i < s.ranks[r].size(); ++i) {
@@ -323,7 +323,10 @@ double step_time_bound(const Schedule& s, const std::vector<StageCost>& stages, 
       int stage = -1;
       if (a.op == Op::W || a.op == Op::BW) stage = a.stage;
       if (a.op == Op::FB) stage = a.stage2;
-      if (stage >= 0) grad_done[static_cast<size_t>(stage)] = std::max(grad_done[static_cast<size_t>(stage)], timing.end[r][i]);
+      if (stage >= 0 && timing.end[r][i] >= grad_done[static_cast<size_t>(stage)]) {
+        grad_done[static_cast<size_t>(stage)] = timing.end[r][i];
+        grad_start[static_cast<size_t>(stage)] = timing.start[r][i];
+      }
     }
   double optimizer = 0;
   for (int r = 0; r < s.num_ranks(); ++r) {
@@ -333,7 +336,17 @@ double step_time_bound(const Schedule& s, const std::vector<StageCost>& stages, 
       if (s.placement.rank_of(st) != r) continue;
       const StageCost& c = stages[static_cast<size_t>(st)];
       opt += c.optimizer_s;
-      if (c.grad_reduce_s > 0) queue.emplace_back(grad_done[static_cast<size_t>(st)], c.grad_reduce_s);
+      if (!(c.grad_reduce_s > 0)) continue;
+      // The simulator's buckets: bucket b of k queues at (b + 1) / k of the last gradient action, the
+      // last one (with the all-gather) at its end; each arrives no later here.
+      const int k = std::max(1, c.grad_buckets);
+      const double begin = grad_start[static_cast<size_t>(st)], end = grad_done[static_cast<size_t>(st)];
+      if (k == 1) {
+        queue.emplace_back(end, c.grad_reduce_s);
+        continue;
+      }
+      for (int b = 0; b + 1 < k; ++b) queue.emplace_back(begin + (end - begin) * (b + 1) / k, c.grad_bucket_s);
+      queue.emplace_back(end, c.grad_bucket_s + c.grad_gather_s);
     }
     std::sort(queue.begin(), queue.end());
     double t = 0;

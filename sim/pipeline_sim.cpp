@@ -25,7 +25,18 @@ const char* to_string(Lane lane) {
 
 namespace {
 
-enum EventKind : std::uint32_t { kComputeDone = 0, kFlow = 1, kCollectiveDone = 2, kOptimizerDone = 3 };
+enum EventKind : std::uint32_t { kComputeDone = 0, kFlow = 1, kCollectiveDone = 2, kOptimizerDone = 3, kBucketReady = 4 };
+
+// One piece of a stage's data-parallel reduction on its rank's collective lane: a gradient bucket, the
+// last one carrying the parameter all-gather of the distributed optimizer. Only the last piece of a stage
+// counts as its reduction done.
+struct ReductionPiece {
+  int rank = 0;
+  int stage = 0;
+  double duration = 0;
+  double bytes = 0;
+  bool last = false;
+};
 enum class StepKind : std::uint8_t { Compute, Send, Recv };
 constexpr std::uint32_t kNone = 0xffffffffu;
 
@@ -285,6 +296,21 @@ class PipelineSimulation {
       optimizer_s_[r] += in_.stages[static_cast<std::size_t>(s)].optimizer_s;
       if (in_.stages[static_cast<std::size_t>(s)].grad_reduce_s > 0) ++reducing_stages_[r];
     }
+    first_piece_.assign(static_cast<std::size_t>(num_stages_), 0);
+    for (int s = 0; s < num_stages_; ++s) {
+      const StageCost& c = in_.stages[static_cast<std::size_t>(s)];
+      first_piece_[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(pieces_.size());
+      if (!(c.grad_reduce_s > 0)) continue;
+      const int rank = schedule_.placement.rank_of(s);
+      const int buckets = std::max(1, c.grad_buckets);
+      if (buckets == 1) {
+        pieces_.push_back({rank, s, c.grad_reduce_s, c.grad_reduce_bytes, true});
+        continue;
+      }
+      for (int b = 0; b < buckets; ++b)
+        pieces_.push_back({rank, s, c.grad_bucket_s + (b + 1 == buckets ? c.grad_gather_s : 0.0),
+                           c.grad_reduce_bytes / buckets, b + 1 == buckets});
+    }
     for (RankState& R : ranks_) R.iteration_length = R.size / static_cast<std::uint32_t>(iterations_);
     iteration_end_.assign(static_cast<std::size_t>(iterations_), 0.0);
     slowdown_ = in_.cost ? in_.cost->transfer_compute_slowdown() : 0.0;
@@ -438,6 +464,7 @@ class PipelineSimulation {
       }
       case kCollectiveDone: collective_done(static_cast<int>(e.target)); break;
       case kOptimizerDone: optimizer_done(static_cast<int>(e.target)); break;
+      case kBucketReady: bucket_ready(e.target); break;
       default: break;
     }
   }
@@ -458,6 +485,7 @@ class PipelineSimulation {
         case StepKind::Compute: {
           const ComputeCost& c = costs_[st.index];
           R.compute_start = now;
+          if (c.grad_stage >= 0) release_early_buckets(c, now);
           if (c.allocates) {
             R.bytes += c.alloc;
             R.peak_bytes = std::max(R.peak_bytes, R.bytes);
@@ -510,7 +538,9 @@ class PipelineSimulation {
     if (observer_) emit(r, Lane::Compute, R.pc, R.compute_start, now, 0, -1);
     if (c.grad_stage >= 0 && ++grad_count_[static_cast<std::size_t>(c.grad_stage)] % iteration_m_ == 0 &&
         in_.stages[static_cast<std::size_t>(c.grad_stage)].grad_reduce_s > 0) {
-      R.collective.push(static_cast<std::uint32_t>(c.grad_stage));
+      const StageCost& sc = in_.stages[static_cast<std::size_t>(c.grad_stage)];
+      R.collective.push(first_piece_[static_cast<std::size_t>(c.grad_stage)] +
+                        static_cast<std::uint32_t>(std::max(1, sc.grad_buckets) - 1));
       try_collective(r);
     }
     ++R.pc;
@@ -568,12 +598,31 @@ class PipelineSimulation {
     }
   }
 
+  // The last micro-batch's weight-gradient action of a stage produces its gradients layer after layer:
+  // bucket b of k is full at (b + 1) / k of the action and its reduction queues then (Megatron's
+  // --overlap-grad-reduce); the last bucket queues when the action ends.
+  void release_early_buckets(const ComputeCost& c, double now) {
+    const StageCost& sc = in_.stages[static_cast<std::size_t>(c.grad_stage)];
+    const int buckets = sc.grad_buckets;
+    if (buckets <= 1 || !(sc.grad_reduce_s > 0)) return;
+    if ((grad_count_[static_cast<std::size_t>(c.grad_stage)] + 1) % iteration_m_ != 0) return;
+    const std::uint32_t first = first_piece_[static_cast<std::size_t>(c.grad_stage)];
+    for (int b = 0; b + 1 < buckets; ++b)
+      engine_.at(now + c.duration * (b + 1) / buckets, kBucketReady, first + static_cast<std::uint32_t>(b));
+  }
+
+  void bucket_ready(std::uint32_t piece) {
+    const int r = pieces_[piece].rank;
+    ranks_[static_cast<std::size_t>(r)].collective.push(piece);
+    try_collective(r);
+  }
+
   void try_collective(int r) {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
-    std::uint32_t stage;
-    if (!R.collective.try_start(stage)) return;
+    std::uint32_t piece;
+    if (!R.collective.try_start(piece)) return;
     R.collective_start = engine_.now();
-    engine_.at(R.collective_start + in_.stages[stage].grad_reduce_s, kCollectiveDone, static_cast<std::uint32_t>(r));
+    engine_.at(R.collective_start + pieces_[piece].duration, kCollectiveDone, static_cast<std::uint32_t>(r));
   }
 
   // The rank's optimizer step between two iterations, once its reductions of the first are done.
@@ -601,16 +650,17 @@ class PipelineSimulation {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     const double now = engine_.now();
     R.collective_end = now;
-    ++R.reductions_done;
+    const ReductionPiece& piece = pieces_[R.collective.current()];
+    if (piece.last) ++R.reductions_done;
     if (R.waiting_reductions) try_optimizer(r);
     if (observer_) {
       SimEvent e;
       e.rank = r;
       e.lane = Lane::Collective;
-      e.action = Action{Op::BW, static_cast<int>(R.collective.current()), -1};
+      e.action = Action{Op::BW, piece.stage, -1};
       e.start_s = R.collective_start;
       e.end_s = now;
-      e.bytes = in_.stages[R.collective.current()].grad_reduce_bytes;
+      e.bytes = piece.bytes;
       observer_->on_event(e);
     }
     R.collective.finish();
@@ -679,6 +729,10 @@ class PipelineSimulation {
     const double previous = iterations_ > 1 ? out.iteration_end_s[static_cast<std::size_t>(iterations_ - 2)] : 0.0;
     out.step_time_s = end - previous;
     out.pipeline_time_s = last_compute - previous;
+    // The data-parallel reduction still running after the last compute: exposed, and not bubble.
+    double collectives_end = 0;
+    for (const RankState& R : ranks_) collectives_end = std::max(collectives_end, R.collective_end);
+    out.exposed_dp_comm_s = std::max(0.0, collectives_end - last_compute);
     double idle = 0;
     for (int r = 0; r < num_ranks_; ++r) {
       const RankState& R = ranks_[static_cast<std::size_t>(r)];
@@ -692,7 +746,7 @@ class PipelineSimulation {
       st.peak_memory_bytes = st.model_state_bytes + st.activation_peak_bytes + st.working_bytes;
       st.peak_inflight_microbatches = R.peak_held;
       st.p2p_bytes_sent = R.p2p_sent / iterations_;
-      idle += st.idle_s;
+      idle += std::max(0.0, st.idle_s - out.exposed_dp_comm_s);
       out.ranks.push_back(st);
     }
     out.bubble_fraction = out.step_time_s > 0 ? idle / (num_ranks_ * out.step_time_s) : 0;
@@ -718,6 +772,8 @@ class PipelineSimulation {
   std::vector<std::uint8_t> flags_;      // per transfer: TransferFlag bits
   std::vector<RankState> ranks_;
   std::vector<int> grad_count_;
+  std::vector<ReductionPiece> pieces_;
+  std::vector<std::uint32_t> first_piece_;  // per stage: its first piece in pieces_
   double last_arrival_ = 0;
   double slowdown_ = 0;                  // the cost model's transfer_compute_slowdown()
   int iterations_ = 1;

@@ -97,7 +97,10 @@ struct SimResult {
   int iterations = 1;          // simulated back to back; per-rank busy, idle and p2p bytes are per iteration
   std::vector<double> iteration_end_s;  // when the last rank finished each iteration's optimizer step
   double simulated_time_s = 0;          // the end of the last iteration: the span of the observed events
-  double bubble_fraction = 0;  // idle compute time / (ranks x step time)
+  // Seconds of the data-parallel reduction left after the last compute action (of the last iteration):
+  // what overlapping it with the backward pass did not hide.
+  double exposed_dp_comm_s = 0;
+  double bubble_fraction = 0;  // idle compute time, less the exposed reduction, / (ranks x step time)
   std::vector<RankStats> ranks;
   long actions = 0;            // actions simulated (compute + comm)
 };

@@ -316,6 +316,7 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
   Metrics& m = ev.metrics;
   m.step_time_s = ev.sim.step_time_s;
   m.bubble_fraction = ev.sim.bubble_fraction;
+  m.exposed_dp_comm_s = ev.sim.exposed_dp_comm_s;
   m.tokens_per_iteration = static_cast<double>(s.global_batch_size) * s.workload.seq_len;
   const double gpus = pc.gpus();
   if (s.model.transformer) {

@@ -60,7 +60,8 @@ struct Overflow {
 
 struct Metrics {
   double step_time_s = 0;
-  double bubble_fraction = 0;
+  double bubble_fraction = 0;       // pipeline idle time, the exposed dp communication not counted
+  double exposed_dp_comm_s = 0;     // data-parallel reduction left after the last compute
   double tokens_per_iteration = 0;
   double throughput_tokens_per_s = 0;
   double model_flops_per_iteration = 0;     // all GPUs, no recomputation

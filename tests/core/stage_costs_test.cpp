@@ -169,6 +169,7 @@ TEST_CASE("stage costs sum their layers and add gradient reduction and the optim
   pc.pp = 2;
   pc.dp = 2;
   pc.distributed_optimizer = true;
+  pc.overlap_grad_reduce = false;  // one bucket: the whole reduction after the last backward
   // Stage 0 on GPUs 0-1, stage 1 on GPUs 2-3 (node 0); their dp peers are 4 ranks on, on node 1.
   const std::vector<StageCost> sc =
       stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), cost, {0, 2});
@@ -211,6 +212,7 @@ TEST_CASE("without the distributed optimizer gradients are all-reduced and Adam 
   pc.pp = 2;
   pc.dp = 2;
   pc.distributed_optimizer = false;
+  pc.overlap_grad_reduce = false;
   const std::vector<StageCost> sc =
       stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), cost, {0, 2});
   // All-reduce of 2e9 bytes over 2 ranks at 5e9 B/s: 2 (1/2) 2e9 / 5e9 + 2 x 1e-5 = 0.40002 s.
@@ -268,4 +270,26 @@ TEST_CASE("a group's link is the slowest hop of its ring") {
   CHECK(group_link(c, 2, 1, 4).latency_s == 1e-5);
   // One rank: no link needed.
   CHECK(group_link(c, 0, 8, 1).latency_s == 0);
+}
+
+TEST_CASE("overlapped reduction: Megatron's buckets of max(40M, 1M x dp) parameters, each reduced alone") {
+  const Model m = toy_model(4);
+  const AnalyticCostModel cost(round_params());
+  ParallelConfig pc;
+  pc.tp = 2;
+  pc.pp = 2;
+  pc.dp = 2;
+  pc.distributed_optimizer = true;
+  const std::vector<StageCost> sc =
+      stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), cost, {0, 2});
+  // 5e8 parameters in buckets of 4e7: 13. Each reduce-scatters 5e8 x 4 / 13 bytes at 5e9 B/s (dp 2:
+  // half of it), 1e-5 s latency; the all-gather of 5e8 x 2 bytes follows the last, 0.10001 s.
+  CHECK(sc[0].grad_buckets == 13);
+  CHECK(sc[0].grad_bucket_s == Approx(0.5 * 2e9 / 13 / 5e9 + 1e-5).epsilon(1e-12));
+  CHECK(sc[0].grad_gather_s == Approx(0.10001).epsilon(1e-12));
+  CHECK(sc[0].grad_reduce_s == Approx(13 * sc[0].grad_bucket_s + sc[0].grad_gather_s).epsilon(1e-12));
+  pc.bucket_parameters = 1e8;
+  CHECK(stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), cost, {0, 2})[0].grad_buckets == 5);
+  pc.dp = 1;
+  CHECK(stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), cost, {0, 2})[0].grad_reduce_s == 0);
 }

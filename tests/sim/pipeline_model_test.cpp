@@ -94,9 +94,39 @@ TEST_CASE("gradient reduction overlaps later compute or is exposed", "[sim][dp]"
     const SimResult r = simulate(in);
     CHECK(r.step_time_s == 35);
     CHECK(r.pipeline_time_s == 33);
-    // Compute lanes are idle during the exposed reduction: bubble = (4 x 35 - 4 x 24) / (4 x 35).
-    CHECK(r.bubble_fraction == Approx((4 * 35.0 - 4 * 24.0) / (4 * 35.0)).epsilon(1e-12));
+    // The reduction after the last compute is exposed dp communication, not bubble: each rank's idle
+    // time less those 2 s, bubble = (4 x 35 - 4 x 24 - 4 x 2) / (4 x 35).
+    CHECK(r.exposed_dp_comm_s == 2);
+    CHECK(r.bubble_fraction == Approx((4 * 35.0 - 4 * 24.0 - 4 * 2.0) / (4 * 35.0)).epsilon(1e-12));
   }
+}
+
+TEST_CASE("bucketed reduction: each bucket reduces as the last backward fills it, the tail is exposed", "[sim][dp]") {
+  // Stage 0's last BW (2 s) is the last compute: [31, 33]. Four buckets of 0.75 s fill at 31.5, 32, 32.5
+  // and 33 (the last with a 0.25 s all-gather): the lane runs [31.5, 32.25], [32.25, 33], [33, 33.75],
+  // [33.75, 34.75]. Exposed: 1.75 s, against 3.25 s for the same reduction in one piece after the BW.
+  SimInput in = one_f_one_b();
+  StageCost& c = in.stages[0];
+  c.grad_buckets = 4;
+  c.grad_bucket_s = 0.75;
+  c.grad_gather_s = 0.25;
+  c.grad_reduce_s = 4 * 0.75 + 0.25;
+  c.grad_reduce_bytes = 4e9;
+  Recorder rec;
+  const SimResult r = simulate(in, &rec);
+  CHECK(r.step_time_s == 34.75);
+  CHECK(r.exposed_dp_comm_s == 1.75);
+  std::vector<std::pair<double, double>> pieces;
+  double bytes = 0;
+  for (const SimEvent& e : rec.events())
+    if (e.lane == Lane::Collective) {
+      pieces.emplace_back(e.start_s, e.end_s);
+      bytes += e.bytes;
+    }
+  CHECK(pieces == std::vector<std::pair<double, double>>{{31.5, 32.25}, {32.25, 33}, {33, 33.75}, {33.75, 34.75}});
+  CHECK(bytes == 4e9);
+  c.grad_buckets = 1;
+  CHECK(simulate(in).exposed_dp_comm_s == 3.25);
 }
 
 TEST_CASE("a rank's reductions run one after the other on its collective lane", "[sim][dp]") {

@@ -28,7 +28,8 @@ TEST_CASE("the simulated trace carries the reductions' bytes and the optimizer s
   std::map<int, json> optimizer;        // by rank
   for (const json& e : trace["traceEvents"]) {
     if (e["ph"] != "X") continue;
-    if (e["cat"] == "collective") reduced_bytes[e["args"]["stage"].get<int>()] = e["args"]["bytes"].get<double>();
+    // One slice per gradient bucket: their bytes add up to the stage's.
+    if (e["cat"] == "collective") reduced_bytes[e["args"]["stage"].get<int>()] += e["args"]["bytes"].get<double>();
     if (e["cat"] == "optimizer") {
       CHECK(optimizer.count(e["pid"].get<int>()) == 0);
       optimizer[e["pid"].get<int>()] = e;
