@@ -80,6 +80,9 @@ Prediction predict(const nlohmann::json& run, const CostModel& cost) {
   s.parallel.dp = run.at("dp");
   s.parallel.vpp = run.at("vpp");
   s.parallel.distributed_optimizer = run.at("distributed_optimizer");
+  // Megatron-LM's 2021 "local" DDP and DeepSpeed's ZeRO-1 reduced after the backward pass; today's
+  // frameworks overlap it (the default).
+  s.parallel.overlap_grad_reduce = run.value("overlap_grad_reduce", true);
   s.workload.micro_batch_size = run.at("micro_batch_size");
   s.workload.seq_len = run.at("seq_len");
   s.workload.sequence_parallel = run.at("sequence_parallel");
