@@ -1,6 +1,7 @@
 // The search's estimate before work, and the divisor loop that used to overflow at 2^31 - 1.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <limits>
 
 #include "../error_text.hpp"
@@ -99,4 +100,21 @@ TEST_CASE("search_plans: a search whose remaining candidates exceed its time lim
                           "--recompute), lower --global-batch-size or pass --allow-large"));
   o.time_limit_s = 600;
   CHECK_FALSE(search_plans(s, space, cost, o).plans.empty());
+}
+
+TEST_CASE("enumerate_candidates: with fused attention selective recompute is none's twin and is left out unless asked") {
+  SearchSpace space;
+  space.gpus = 8;
+  space.tp = 8;
+  space.schedules = {"1f1b"};
+  const auto has_selective = [](const std::vector<Candidate>& cs) {
+    return std::any_of(cs.begin(), cs.end(), [](const Candidate& c) { return c.recompute == Recompute::Selective; });
+  };
+  Scenario s = base(16);
+  CHECK_FALSE(has_selective(enumerate_candidates(s, space)));
+  s.workload.flash_attention = false;
+  CHECK(has_selective(enumerate_candidates(s, space)));
+  s.workload.flash_attention = true;
+  space.recomputes = {Recompute::Selective};
+  CHECK(has_selective(enumerate_candidates(s, space)));
 }
