@@ -94,6 +94,23 @@ std::vector<LayerWork> toy_work() {
   return work;
 }
 
+// tp 2 x pp 2 x dp 2 over the toy model split 2 + 2 blocks, stage 0 on GPUs 0-1 and stage 1 on GPUs 2-3
+// (node 0); their dp peers are 4 ranks on, on node 1.
+ParallelConfig toy_parallel(bool distributed_optimizer, bool overlap_grad_reduce) {
+  ParallelConfig pc;
+  pc.tp = 2;
+  pc.pp = 2;
+  pc.dp = 2;
+  pc.distributed_optimizer = distributed_optimizer;
+  pc.overlap_grad_reduce = overlap_grad_reduce;
+  return pc;
+}
+
+std::vector<StageCost> toy_stage_costs(const ParallelConfig& pc) {
+  const Model m = toy_model(4);
+  return stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), AnalyticCostModel(round_params()), {0, 2});
+}
+
 }  // namespace
 
 TEST_CASE("an explicit split maps blocks to stages; embedding joins the first and head the last") {
@@ -162,17 +179,8 @@ TEST_CASE("without layer costs, blocks count 1 and the embedding and head nothin
 }
 
 TEST_CASE("stage costs sum their layers and add gradient reduction and the optimizer step") {
-  const Model m = toy_model(4);
-  const AnalyticCostModel cost(round_params());
-  ParallelConfig pc;
-  pc.tp = 2;
-  pc.pp = 2;
-  pc.dp = 2;
-  pc.distributed_optimizer = true;
-  pc.overlap_grad_reduce = false;  // one bucket: the whole reduction after the last backward
-  // Stage 0 on GPUs 0-1, stage 1 on GPUs 2-3 (node 0); their dp peers are 4 ranks on, on node 1.
-  const std::vector<StageCost> sc =
-      stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), cost, {0, 2});
+  // One bucket: the whole reduction after the last backward.
+  const std::vector<StageCost> sc = toy_stage_costs(toy_parallel(true, false));
   REQUIRE(sc.size() == 2);
 
   // Stage 0 = embedding + 2 blocks.
@@ -205,16 +213,7 @@ TEST_CASE("stage costs sum their layers and add gradient reduction and the optim
 }
 
 TEST_CASE("without the distributed optimizer gradients are all-reduced and Adam runs on every parameter") {
-  const Model m = toy_model(4);
-  const AnalyticCostModel cost(round_params());
-  ParallelConfig pc;
-  pc.tp = 2;
-  pc.pp = 2;
-  pc.dp = 2;
-  pc.distributed_optimizer = false;
-  pc.overlap_grad_reduce = false;
-  const std::vector<StageCost> sc =
-      stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), cost, {0, 2});
+  const std::vector<StageCost> sc = toy_stage_costs(toy_parallel(false, false));
   // All-reduce of 2e9 bytes over 2 ranks at 5e9 B/s: 2 (1/2) 2e9 / 5e9 + 2 x 1e-5 = 0.40002 s.
   CHECK(sc[0].grad_reduce_s == Approx(0.40002).epsilon(1e-12));
   // 5e8 x 30 / 5e11 = 0.03 s; state 5e8 x 18 + 1e9.
@@ -273,15 +272,8 @@ TEST_CASE("a group's link is the slowest hop of its ring") {
 }
 
 TEST_CASE("overlapped reduction: Megatron's buckets of max(40M, 1M x dp) parameters, each reduced alone") {
-  const Model m = toy_model(4);
-  const AnalyticCostModel cost(round_params());
-  ParallelConfig pc;
-  pc.tp = 2;
-  pc.pp = 2;
-  pc.dp = 2;
-  pc.distributed_optimizer = true;
-  const std::vector<StageCost> sc =
-      stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), cost, {0, 2});
+  ParallelConfig pc = toy_parallel(true, true);
+  const std::vector<StageCost> sc = toy_stage_costs(pc);
   // 5e8 parameters in buckets of 4e7: 13. Each reduce-scatters 5e8 x 4 / 13 bytes at 5e9 B/s (dp 2:
   // half of it), 1e-5 s latency; the all-gather of 5e8 x 2 bytes follows the last, 0.10001 s.
   CHECK(sc[0].grad_buckets == 13);
@@ -289,7 +281,7 @@ TEST_CASE("overlapped reduction: Megatron's buckets of max(40M, 1M x dp) paramet
   CHECK(sc[0].grad_gather_s == Approx(0.10001).epsilon(1e-12));
   CHECK(sc[0].grad_reduce_s == Approx(13 * sc[0].grad_bucket_s + sc[0].grad_gather_s).epsilon(1e-12));
   pc.bucket_parameters = 1e8;
-  CHECK(stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), cost, {0, 2})[0].grad_buckets == 5);
+  CHECK(toy_stage_costs(pc)[0].grad_buckets == 5);
   pc.dp = 1;
-  CHECK(stage_costs(m, toy_work(), split_layers(m, 2, {2, 2}), pc, toy_cluster(), cost, {0, 2})[0].grad_reduce_s == 0);
+  CHECK(toy_stage_costs(pc)[0].grad_reduce_s == 0);
 }
