@@ -7,9 +7,16 @@
 namespace pw {
 
 void DpOptions::add_to(CLI::App& cmd) {
-  cmd.add_flag("--distributed-optimizer,!--no-distributed-optimizer", distributed_optimizer,
-               "Shard the optimizer state over dp (ZeRO-1; on by default): gradients reduce-scattered, parameters "
-               "all-gathered");
+  distributed_optimizer_flag =
+      cmd.add_flag("--distributed-optimizer,!--no-distributed-optimizer", distributed_optimizer,
+                   "Shard the optimizer state over dp (ZeRO-1; on by default): gradients reduce-scattered, parameters "
+                   "all-gathered");
+  cmd.add_option("--zero", zero,
+                 "ZeRO level over dp: 0 plain DDP, 1 optimizer state (default), 2 and gradients, 3 and parameters "
+                 "(FSDP)");
+  cmd.add_option("--reshard-after-forward", reshard,
+                 "ZeRO-3: free gathered weights after forward: default (on without pp, as torchtitan), always or never")
+      ->capture_default_str();
   cmd.add_flag("--overlap-grad-reduce,!--no-overlap-grad-reduce", overlap_grad_reduce,
                "Reduce each gradient bucket as the last backward fills it (on by default, as Megatron-Core, DDP and "
                "FSDP run); off: the whole reduction after the last backward");
@@ -20,7 +27,15 @@ void DpOptions::add_to(CLI::App& cmd) {
 void DpOptions::apply(ParallelConfig& pc) const {
   if (!(bucket_parameters >= 0) || !std::isfinite(bucket_parameters))
     throw_bad_input("--ddp-bucket-size: must be a positive number of parameters, got {}", bucket_parameters);
-  pc.distributed_optimizer = distributed_optimizer;
+  if (zero != -1 && (zero < 0 || zero > 3)) throw_bad_input("--zero: must be 0, 1, 2 or 3, got {}", zero);
+  if (zero != -1 && distributed_optimizer_flag && distributed_optimizer_flag->count() > 0)
+    throw_bad_input("--zero: {} and --{}distributed-optimizer both set the sharding; give one of them", zero,
+                    distributed_optimizer ? "" : "no-");
+  pc.zero = zero != -1 ? zero : distributed_optimizer ? 1 : 0;
+  if (reshard == "default") pc.reshard_after_forward = ParallelConfig::Reshard::Default;
+  else if (reshard == "always") pc.reshard_after_forward = ParallelConfig::Reshard::Always;
+  else if (reshard == "never") pc.reshard_after_forward = ParallelConfig::Reshard::Never;
+  else throw_bad_input("--reshard-after-forward: unknown '{}'; use default, always or never", reshard);
   pc.overlap_grad_reduce = overlap_grad_reduce;
   pc.bucket_parameters = bucket_parameters;
 }

@@ -1,8 +1,11 @@
 #pragma once
 // How data parallelism reduces gradients, the same options on every command with a scenario:
-// --distributed-optimizer / --no-distributed-optimizer, --overlap-grad-reduce / --no-overlap-grad-reduce,
-// --ddp-bucket-size (Megatron-LM's flags of the same names; docs/cost-model.md).
+// --zero 0|1|2|3 (or Megatron's --distributed-optimizer / --no-distributed-optimizer for 1 and 0),
+// --reshard-after-forward, --overlap-grad-reduce / --no-overlap-grad-reduce, --ddp-bucket-size
+// (docs/cost-model.md).
 #include <CLI/CLI.hpp>
+
+#include <string>
 
 #include "core/workload.hpp"
 
@@ -10,11 +13,15 @@ namespace pw {
 
 struct DpOptions {
   bool distributed_optimizer = true;
+  int zero = -1;  // -1: from --distributed-optimizer
+  std::string reshard = "default";
+  CLI::Option* distributed_optimizer_flag = nullptr;
   bool overlap_grad_reduce = true;
   double bucket_parameters = 0;  // 0: Megatron's default
 
   void add_to(CLI::App& cmd);
-  // BadInput naming --ddp-bucket-size when it is not a positive count.
+  // BadInput naming --ddp-bucket-size when it is not a positive count, --zero outside 0..3 or given with
+  // --distributed-optimizer, --reshard-after-forward not default, always or never.
   void apply(ParallelConfig& pc) const;
 };
 

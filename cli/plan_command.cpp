@@ -316,6 +316,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.sequence_parallel = !o.no_sequence_parallel;
   base.workload.flash_attention = o.flash_attention;
   o.dp_options.apply(base.parallel);
+  if (target) check_zero_level(*target, base.parallel.zero);
 
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   check_work_unless_allowed("plan", {search_estimate(enumerate_candidates(base, space), threads)}, o.allow_large);

@@ -160,10 +160,11 @@ double AnalyticCostModel::optimizer_step_time(double parameters, const GpuSpec& 
                    gpu.name, "hbm_bytes_per_s");
 }
 
-double AnalyticCostModel::model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const {
-  const double sharded = distributed_optimizer ? params_.optimizer_state_bytes_per_parameter / std::max(dp, 1)
-                                               : params_.optimizer_state_bytes_per_parameter;
-  return params_.weight_bytes_per_parameter + params_.grad_bytes_per_parameter + sharded;
+double AnalyticCostModel::model_state_bytes_per_parameter(int dp, int zero) const {
+  const double d = std::max(dp, 1);
+  const auto share = [&](double bytes, int from_level) { return zero >= from_level ? bytes / d : bytes; };
+  return share(params_.weight_bytes_per_parameter, 3) + share(params_.grad_bytes_per_parameter, 2) +
+         share(params_.optimizer_state_bytes_per_parameter, 1);
 }
 
 }  // namespace pw

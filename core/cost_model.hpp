@@ -31,8 +31,9 @@ class CostModel {
   // Seconds for the optimizer step over `parameters` parameters held by one GPU (after sharding).
   virtual double optimizer_step_time(double parameters, const GpuSpec& gpu) const = 0;
 
-  // Bytes of model state per parameter: weights, gradients, optimizer state, given dp sharding.
-  virtual double model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const = 0;
+  // Bytes of model state per parameter: weights, gradients, optimizer state, each sharded over dp from
+  // its ZeRO level on (`zero`: 1 the optimizer state, 2 and gradients, 3 and weights).
+  virtual double model_state_bytes_per_parameter(int dp, int zero) const = 0;
 
   // Bytes each GPU loses before any tensor (CUDA context, communication buffers, workspaces,
   // fragmentation). stage_costs() adds it once per GPU, to the first chunk each rank holds.
@@ -72,8 +73,8 @@ class CostModelOver : public CostModel {
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override {
     return below_.optimizer_step_time(parameters, gpu);
   }
-  double model_state_bytes_per_parameter(int dp, bool distributed_optimizer) const override {
-    return below_.model_state_bytes_per_parameter(dp, distributed_optimizer);
+  double model_state_bytes_per_parameter(int dp, int zero) const override {
+    return below_.model_state_bytes_per_parameter(dp, zero);
   }
   double memory_reserve_bytes() const override { return below_.memory_reserve_bytes(); }
   double overlapped_fb_time(double forward_s, double backward_s) const override {

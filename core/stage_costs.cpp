@@ -122,6 +122,36 @@ std::vector<double> layer_step_costs(const Model& model, const Workload& w, cons
   return out;
 }
 
+namespace {
+
+// The per-layer all-gathers of ZeRO-3 over a stage, in layer order.
+struct ZeroGathers {
+  double total_s = 0, first_s = 0, last_s = 0;
+  bool any = false;
+  void add(double s) {
+    if (!any) first_s = s;
+    any = true;
+    last_s = s;
+    total_s += s;
+  }
+  // A phase of `compute_s` whose gathers start with `waited_s` (the first layer it runs).
+  double behind(double compute_s, double waited_s) const {
+    return any ? std::max(compute_s, total_s - waited_s) + waited_s : compute_s;
+  }
+};
+
+}  // namespace
+
+double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc) {
+  const double gathered = pc.zero >= 3 && pc.dp > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
+  return cost.model_state_bytes_per_parameter(pc.dp, pc.zero) + gathered;
+}
+
+double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_parameters) {
+  if (pc.zero < 3 || pc.dp <= 1 || !pc.resharded()) return 0;
+  return layer_parameters * (2 * kGatheredWeightBytes + kGradBytes);
+}
+
 std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWork>& work,
                                    const std::vector<LayerRange>& ranges, const ParallelConfig& pc,
                                    const Cluster& cluster, const CostModel& cost, const std::vector<int>& stage_gpu) {
@@ -129,7 +159,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     throw_runtime("stage_costs: work for {} layers but the model has {}", work.size(), model.layers.size());
   if (stage_gpu.size() != ranges.size())
     throw_runtime("stage_costs: {} stage GPUs for {} stages", stage_gpu.size(), ranges.size());
-  const double state_per_param = cost.model_state_bytes_per_parameter(pc.dp, pc.distributed_optimizer);
+  const double state_per_param = state_bytes_per_parameter(cost, pc);
   const int stages = static_cast<int>(ranges.size());
 
   std::vector<StageCost> out(stages);
@@ -142,6 +172,8 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     sc.layers = r;
     const LinkSpec tp_link = group_link(cluster, stage_gpu[s], 1, pc.tp);
     const GpuSpec& gpu = cluster.gpu_at(stage_gpu[s]);  // mixed clusters: this stage's own GPU type
+    const LinkSpec dp_link = group_link(cluster, stage_gpu[s], dp_stride(pc), pc.dp);
+    ZeroGathers gathers;
     for (int i = r.first; i <= r.last; ++i) {
       const Layer& layer = model.layers[i];
       const LayerWork& lw = work[i];
@@ -150,9 +182,17 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.backward_weight_s += cost.phase_time(layer, lw, Phase::BackwardWeight, gpu, tp_link, pc.tp);
       sc.activation_bytes += lw.activation_bytes;
       sc.weight_grad_bytes += lw.weight_grad_bytes;
-      sc.working_bytes = std::max(sc.working_bytes, lw.working_bytes);
+      sc.working_bytes = std::max(sc.working_bytes, lw.working_bytes + zero3_layer_working_bytes(pc, lw.parameters));
       sc.parameters += lw.parameters;
+      if (pc.zero >= 3 && pc.dp > 1)
+        gathers.add(cost.collective_time(CollectiveKind::AllGather, lw.parameters * kGatheredWeightBytes, pc.dp, dp_link));
     }
+    // ZeRO-3: each layer's weights are all-gathered before its forward (and before its backward when
+    // resharded), the next layer's prefetched during this one's compute: the first gather waits, the rest
+    // hide behind the compute unless they take longer.
+    sc.forward_s = gathers.behind(sc.forward_s, gathers.first_s);
+    if (pc.resharded()) sc.backward_input_s = gathers.behind(sc.backward_input_s, gathers.last_s);
+    sc.reduce_every_microbatch = pc.zero >= 2 && pc.dp > 1;
     // Once per stage and phase, not per layer: an action runs its stage's layers as one unit.
     const double dispatch = cost.action_overhead_s();
     sc.forward_s += dispatch;
@@ -177,18 +217,18 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     sc.reserved_bytes = s < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0;  // ideal: no memory overheads
     sc.model_state_bytes = sc.parameters * state_per_param + sc.reserved_bytes;
 
-    const LinkSpec dp_link = group_link(cluster, stage_gpu[s], dp_stride(pc), pc.dp);
     const double grads = sc.parameters * kGradBytes;
     sc.grad_reduce_bytes = pc.dp > 1 ? grads : 0;
     const double bucket = pc.bucket_parameters > 0 ? pc.bucket_parameters : std::max(4e7, 1e6 * pc.dp);
     sc.grad_buckets = pc.overlap_grad_reduce && pc.dp > 1 ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
-    const CollectiveKind reduce = pc.distributed_optimizer ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+    const CollectiveKind reduce = pc.distributed_optimizer() ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
     sc.grad_bucket_s = cost.collective_time(reduce, grads / sc.grad_buckets, pc.dp, dp_link);
-    sc.grad_gather_s = pc.distributed_optimizer
+    // ZeRO-3 gathers weights before each use instead (fsdp_forward_gathers below), never after the step.
+    sc.grad_gather_s = pc.distributed_optimizer() && pc.zero < 3
                            ? cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, pc.dp, dp_link)
                            : 0.0;
     sc.grad_reduce_s = sc.grad_buckets * sc.grad_bucket_s + sc.grad_gather_s;
-    sc.optimizer_s = cost.optimizer_step_time(pc.distributed_optimizer ? sc.parameters / std::max(pc.dp, 1) : sc.parameters, gpu);
+    sc.optimizer_s = cost.optimizer_step_time(pc.distributed_optimizer() ? sc.parameters / std::max(pc.dp, 1) : sc.parameters, gpu);
   }
   return out;
 }

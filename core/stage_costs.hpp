@@ -40,6 +40,9 @@ struct StageCost {
   // grad_buckets of grad_bucket_s each, then grad_gather_s (the distributed optimizer's parameter
   // all-gather) after the last; grad_reduce_s is their sum. One bucket: not overlapped.
   int grad_buckets = 1;
+  // ZeRO-2 and -3 keep only their shard of the gradients: every micro-batch's are reduce-scattered, not
+  // only the last's.
+  bool reduce_every_microbatch = false;
   double grad_bucket_s = 0;
   double grad_gather_s = 0;
   double grad_reduce_bytes = 0;  // the fp32 gradients that reduction reduces (0 without data parallelism)
@@ -49,6 +52,15 @@ struct StageCost {
   // carries it, so that summing model_state_bytes over a rank's stages counts it once.
   double reserved_bytes = 0;
 };
+
+// Model state per parameter on one GPU as a configuration keeps it: the cost model's, by ZeRO level, plus
+// the bf16 copy ZeRO-3 keeps gathered for the whole step when it does not reshard after forward.
+double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc);
+
+// What ZeRO-3 adds to a layer's working set when it reshards after forward: the gathered bf16 weights of
+// the layer and of the next one (prefetched) and the layer's unsharded fp32 gradient before its
+// reduce-scatter. 0 otherwise.
+double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_parameters);
 
 // Splits the model's layers into `stages` contiguous ranges. `blocks_per_stage` gives the number of
 // transformer blocks per stage; the embedding joins the first stage and the head the last. Throws

@@ -32,7 +32,15 @@ struct ParallelConfig {
   int dp = 1;
   int vpp = 1;           // model chunks per pipeline rank
   int microbatches = 1;  // m per pipeline per iteration
-  bool distributed_optimizer = true;  // ZeRO-1 over dp
+  // ZeRO sharding over dp (Rajbhandari et al. 2020): 0 plain DDP, 1 optimizer state (Megatron's
+  // distributed optimizer, the default), 2 and gradients, 3 and parameters (FSDP: each layer's parameters
+  // all-gathered before its forward and, when resharded after it, again before its backward).
+  int zero = 1;
+  // Whether ZeRO-3 frees a layer's gathered parameters after its forward (torchtitan's
+  // fsdp_reshard_after_forward); Default: as torchtitan's "default", on without pp and off with it.
+  enum class Reshard { Default, Always, Never } reshard_after_forward = Reshard::Default;
+  bool distributed_optimizer() const { return zero >= 1; }
+  bool resharded() const { return reshard_after_forward == Reshard::Always || (reshard_after_forward == Reshard::Default && pp == 1); }
   // Megatron-Core's --overlap-grad-reduce: each bucket's reduction starts as its last gradient is made in
   // the last micro-batch's backward (PyTorch DDP and FSDP do the same); false: all of it after.
   bool overlap_grad_reduce = true;

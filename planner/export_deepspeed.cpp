@@ -9,6 +9,7 @@
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "planner/baseline_splits.hpp"
+#include "planner/exports.hpp"
 
 namespace pw {
 
@@ -27,6 +28,7 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
   if (s.workload.recompute == Recompute::Selective)
     throw_bad_input("--export deepspeed: DeepSpeed checkpoints whole layers (activation_checkpoint_interval), not "
                     "selectively; plan with --recompute none or full");
+  if (pc.dp > 1) check_zero_level(ExportTarget::DeepSpeed, pc.zero);
   std::vector<LayerRange> ranges;
   for (const StageReport& st : plan.stages) ranges.push_back(st.layers);
   const bool uniform = deepspeed_uniform(s.model, ranges);
@@ -38,7 +40,7 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
   config["train_micro_batch_size_per_gpu"] = s.workload.micro_batch_size;
   config["gradient_accumulation_steps"] = pc.microbatches;
   config["bf16"] = {{"enabled", true}};
-  config["zero_optimization"] = {{"stage", pc.distributed_optimizer ? 1 : 0}};
+  config["zero_optimization"] = {{"stage", pc.zero}};
   nlohmann::ordered_json pipeline;
   pipeline["stages"] = pc.pp;
   if (uniform)

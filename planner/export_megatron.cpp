@@ -8,6 +8,7 @@
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "schedules/generators.hpp"
+#include "planner/exports.hpp"
 
 namespace pw {
 namespace {
@@ -181,6 +182,7 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
     throw_bad_input("--export megatron: Megatron-LM runs 1f1b, interleaved and bfs, not {}; plan with --schedules "
                     "1f1b,interleaved,bfs",
                     s.schedule);
+  if (pc.dp > 1) check_zero_level(ExportTarget::Megatron, pc.zero);
   const int chunks = plan.schedule.num_stages() / pc.pp;
   if (chunks > 1 && pc.pp < 2)
     throw_bad_input("--export megatron: Megatron-LM's interleaved schedule needs --pp 2 or more, got pp 1 with vpp {}", chunks);
@@ -218,7 +220,7 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
     add("--recompute-method", "uniform");
     add("--recompute-num-layers", "1");
   }
-  if (pc.distributed_optimizer && pc.dp > 1) add("--use-distributed-optimizer");
+  if (pc.distributed_optimizer() && pc.dp > 1) add("--use-distributed-optimizer");
   // Megatron-LM's default order is tp-cp-ep-dp-pp (pp outermost); this flag makes it tp-cp-ep-pp-dp.
   if (pc.order == RankOrder::TpPpDp && pc.pp > 1 && pc.dp > 1) add("--use-tp-pp-dp-mapping");
   return a;

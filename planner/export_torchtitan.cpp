@@ -8,6 +8,7 @@
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "schedules/pytorch_csv.hpp"
+#include "planner/exports.hpp"
 
 namespace pw {
 namespace {
@@ -58,6 +59,7 @@ std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model,
 std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::string& dir) {
   const Scenario& s = plan.scenario;
   const ParallelConfig& pc = s.parallel;
+  if (pc.dp > 1) check_zero_level(ExportTarget::Torchtitan, pc.zero);
   std::vector<LayerRange> ranges;
   for (const StageReport& st : plan.stages) ranges.push_back(st.layers);
   const auto fqns = torchtitan_module_fqns(s.model, ranges);
@@ -73,10 +75,20 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
       "[parallelism]\n",
       kVersion, s.model.name, s.cluster.name, pc.gpus(), s.schedule, format_seconds(plan.metrics.step_time_s),
       format_bytes(plan.metrics.peak_memory_bytes));
-  t += "# pipewright counted dp as replicas with a sharded optimizer (ZeRO-1); torchtitan's FSDP\n"
-       "# (data_parallel_shard_degree) shards weights too and needs less memory than predicted.\n";
-  t += fmt::format("data_parallel_replicate_degree = {}\n", pc.dp);
-  t += "data_parallel_shard_degree = 1\n";
+  if (pc.zero == 3) {
+    // FSDP over all of dp; reshard as simulated (torchtitan's "default" is the same rule: not with pp).
+    t += "data_parallel_replicate_degree = 1\n";
+    t += fmt::format("data_parallel_shard_degree = {}\n", pc.dp);
+    t += fmt::format("fsdp_reshard_after_forward = {}\n",
+                     pc.reshard_after_forward == ParallelConfig::Reshard::Default ? quoted("default")
+                     : pc.resharded()                                              ? quoted("always")
+                                                                                   : quoted("never"));
+  } else {
+    t += "# pipewright counted dp as replicas with a sharded optimizer (ZeRO-1); torchtitan's FSDP\n"
+         "# (data_parallel_shard_degree) shards weights too and needs less memory than predicted.\n";
+    t += fmt::format("data_parallel_replicate_degree = {}\n", pc.dp);
+    t += "data_parallel_shard_degree = 1\n";
+  }
   t += fmt::format("tensor_parallel_degree = {}\n", pc.tp);
   t += fmt::format("enable_sequence_parallel = {}\n", pc.tp > 1 && s.workload.sequence_parallel ? "true" : "false");
   t += fmt::format("pipeline_parallel_degree = {}\n", pc.pp);

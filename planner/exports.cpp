@@ -72,4 +72,27 @@ std::vector<ExportFile> export_plan(ExportTarget t, const Evaluation& plan, cons
   return {};
 }
 
+void check_zero_level(ExportTarget t, int zero) {
+  switch (t) {
+    case ExportTarget::Megatron:
+      if (zero >= 2)
+        throw_bad_input("--zero: {} shards gradients{}; Megatron-LM's distributed optimizer shards the optimizer state "
+                        "only (ZeRO-1); use --zero 0 or 1 with --export megatron",
+                        zero, zero == 3 ? " and weights" : "");
+      break;
+    case ExportTarget::DeepSpeed:
+      // deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism".
+      if (zero >= 2)
+        throw_bad_input("--zero: DeepSpeed's pipeline engine takes ZeRO stage 0 or 1, not {}; use --zero 0 or 1 with "
+                        "--export deepspeed",
+                        zero);
+      break;
+    case ExportTarget::Torchtitan:
+      if (zero == 2)
+        throw_bad_input("--zero: torchtitan replicates or shards weights with gradients (FSDP), never gradients "
+                        "alone; use --zero 3 with --export torchtitan");
+      break;
+  }
+}
+
 }  // namespace pw

@@ -26,6 +26,10 @@ std::vector<std::string> export_schedules(ExportTarget t);
 std::vector<Recompute> export_recomputes(ExportTarget t);
 // The rank order the target places ranks in, when it has only one.
 std::optional<RankOrder> export_rank_order(ExportTarget t);
+// BadInput naming --zero when the target cannot shard as `zero` says (with dp > 1): Megatron-LM's
+// distributed optimizer is ZeRO-1, DeepSpeed's pipeline engine takes stages 0 and 1, torchtitan
+// replicates or shards weights with gradients (FSDP).
+void check_zero_level(ExportTarget t, int zero);
 
 // Every file name export_plan may write for the target (some only for some plans), so that a command can
 // check them before it searches.

@@ -181,7 +181,7 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     P.level_act_prefix.push_back(std::move(act));
     P.level_wg_prefix.push_back(std::move(wg));
     std::vector<double> working(n);
-    for (size_t i = 0; i < n; ++i) working[i] = work[i].working_bytes;
+    for (size_t i = 0; i < n; ++i) working[i] = work[i].working_bytes + zero3_layer_working_bytes(pc, work[i].parameters);
     P.level_working.emplace_back(working);
   }
   for (int st = 0; st < P.stages; ++st)
@@ -208,7 +208,7 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     P.backward_link.push_back(bwd);
   }
 
-  P.state_per_parameter = cost.model_state_bytes_per_parameter(pc.dp, pc.distributed_optimizer);
+  P.state_per_parameter = state_bytes_per_parameter(cost, pc);
   for (int st = 0; st < P.stages; ++st)  // as stage_costs() charges it
     P.stage_reserve.push_back(st < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0.0);
   for (int r = 0; r < P.ranks; ++r) P.rank_limit.push_back(cluster.memory_limit_at(P.rank_gpu[static_cast<size_t>(r)]));

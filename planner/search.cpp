@@ -376,7 +376,10 @@ class Searcher {
   static auto table_key(const Candidate& c) { return std::make_tuple(c.tp, c.micro_batch_size, c.recompute); }
 
   double state_per_parameter(const Candidate& c) const {
-    return cost_.model_state_bytes_per_parameter(c.dp, base_.parallel.distributed_optimizer);
+    ParallelConfig pc = base_.parallel;
+    pc.dp = c.dp;
+    pc.pp = c.pp;
+    return state_bytes_per_parameter(cost_, pc);
   }
 
   void prepare() {

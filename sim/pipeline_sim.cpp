@@ -297,11 +297,16 @@ class PipelineSimulation {
       if (in_.stages[static_cast<std::size_t>(s)].grad_reduce_s > 0) ++reducing_stages_[r];
     }
     first_piece_.assign(static_cast<std::size_t>(num_stages_), 0);
+    every_piece_.assign(static_cast<std::size_t>(num_stages_), 0);
     for (int s = 0; s < num_stages_; ++s) {
       const StageCost& c = in_.stages[static_cast<std::size_t>(s)];
-      first_piece_[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(pieces_.size());
       if (!(c.grad_reduce_s > 0)) continue;
       const int rank = schedule_.placement.rank_of(s);
+      if (c.reduce_every_microbatch) {
+        every_piece_[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(pieces_.size());
+        pieces_.push_back({rank, s, c.grad_reduce_s - c.grad_gather_s, c.grad_reduce_bytes, false});
+      }
+      first_piece_[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(pieces_.size());
       const int buckets = std::max(1, c.grad_buckets);
       if (buckets == 1) {
         pieces_.push_back({rank, s, c.grad_reduce_s, c.grad_reduce_bytes, true});
@@ -536,6 +541,13 @@ class PipelineSimulation {
     }
     R.held += c.held_end;
     if (observer_) emit(r, Lane::Compute, R.pc, R.compute_start, now, 0, -1);
+    if (c.grad_stage >= 0 && (grad_count_[static_cast<std::size_t>(c.grad_stage)] + 1) % iteration_m_ != 0 &&
+        in_.stages[static_cast<std::size_t>(c.grad_stage)].reduce_every_microbatch &&
+        in_.stages[static_cast<std::size_t>(c.grad_stage)].grad_reduce_s > 0) {
+      // ZeRO-2/3: this micro-batch's gradients are reduce-scattered into the shard at once.
+      R.collective.push(every_piece_[static_cast<std::size_t>(c.grad_stage)]);
+      try_collective(r);
+    }
     if (c.grad_stage >= 0 && ++grad_count_[static_cast<std::size_t>(c.grad_stage)] % iteration_m_ == 0 &&
         in_.stages[static_cast<std::size_t>(c.grad_stage)].grad_reduce_s > 0) {
       const StageCost& sc = in_.stages[static_cast<std::size_t>(c.grad_stage)];
@@ -774,6 +786,7 @@ class PipelineSimulation {
   std::vector<int> grad_count_;
   std::vector<ReductionPiece> pieces_;
   std::vector<std::uint32_t> first_piece_;  // per stage: its first piece in pieces_
+  std::vector<std::uint32_t> every_piece_;  // per stage: the reduction of a micro-batch before the last
   double last_arrival_ = 0;
   double slowdown_ = 0;                  // the cost model's transfer_compute_slowdown()
   int iterations_ = 1;

@@ -181,3 +181,22 @@ TEST_CASE("plan: rank order and per-stage recompute can be fixed, and exports re
   check_error(with(base, {"--export", "megatron", "--recompute", "per-stage"}),
               "--export megatron: it has no per-stage recompute; use --recompute none, selective or full");
 }
+
+TEST_CASE("plan: a ZeRO level the export target cannot run is refused before the search") {
+  check_error(with(kSmall, {"--zero", "4"}), "--zero: must be 0, 1, 2 or 3, got 4");
+  check_error(with(kSmall, {"--zero", "2", "--no-distributed-optimizer"}),
+              "--zero: 2 and --no-distributed-optimizer both set the sharding; give one of them");
+  const std::vector<std::string> one_f = {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
+                                         "--global-batch-size", "16", "--schedules", "1f1b"};
+  check_error(with(one_f, {"--zero", "3", "--export", "megatron"}),
+              "--zero: 3 shards gradients and weights; Megatron-LM's distributed optimizer shards the optimizer state "
+              "only (ZeRO-1); use --zero 0 or 1 with --export megatron");
+  check_error(with(kSmall, {"--zero", "2", "--export", "torchtitan"}),
+              "--zero: torchtitan replicates or shards weights with gradients (FSDP), never gradients alone; use "
+              "--zero 3 with --export torchtitan");
+  check_error(with(one_f, {"--zero", "3", "--export", "deepspeed"}),
+              "--zero: DeepSpeed's pipeline engine takes ZeRO stage 0 or 1, not 3; use --zero 0 or 1 with --export "
+              "deepspeed");
+  check_error(with(kSmall, {"--reshard-after-forward", "sometimes"}),
+              "--reshard-after-forward: unknown 'sometimes'; use default, always or never");
+}

@@ -101,7 +101,7 @@ ParallelConfig toy_parallel(bool distributed_optimizer, bool overlap_grad_reduce
   pc.tp = 2;
   pc.pp = 2;
   pc.dp = 2;
-  pc.distributed_optimizer = distributed_optimizer;
+  pc.zero = distributed_optimizer ? 1 : 0;
   pc.overlap_grad_reduce = overlap_grad_reduce;
   return pc;
 }
@@ -284,4 +284,49 @@ TEST_CASE("overlapped reduction: Megatron's buckets of max(40M, 1M x dp) paramet
   CHECK(toy_stage_costs(pc)[0].grad_buckets == 5);
   pc.dp = 1;
   CHECK(toy_stage_costs(pc)[0].grad_reduce_s == 0);
+}
+
+TEST_CASE("ZeRO 0-3 model state per parameter: 2 + 4 + 12 bytes, sharded over dp from each level on") {
+  const AnalyticCostModel megatron;  // bf16 weights, fp32 gradients (Megatron keeps them), 12 B of Adam
+  CHECK(megatron.model_state_bytes_per_parameter(8, 0) == 18);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 1) == 2 + 4 + 12.0 / 8);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 2) == 2 + 16.0 / 8);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 3) == 18.0 / 8);
+  // The ZeRO paper's own accounting (Rajbhandari et al. 2020, Figure 1): 2 + 2 + K with K = 12.
+  AnalyticCostParams paper;
+  paper.grad_bytes_per_parameter = 2;
+  const AnalyticCostModel zero(paper);
+  CHECK(zero.model_state_bytes_per_parameter(64, 0) == 16);
+  CHECK(zero.model_state_bytes_per_parameter(64, 1) == 4 + 12.0 / 64);
+  CHECK(zero.model_state_bytes_per_parameter(64, 2) == 2 + 14.0 / 64);
+  CHECK(zero.model_state_bytes_per_parameter(64, 3) == 16.0 / 64);
+}
+
+TEST_CASE("ZeRO-3: weights gathered per layer before F (and B when resharded), hidden behind compute") {
+  // Stage 0 = embedding (1e8 parameters) + 2 blocks (2e8 each). Each layer's bf16 all-gather over dp 2 at
+  // 5e9 B/s: 0.5 x 2e8 / 5e9 + 1e-5 = 0.02001 s and 0.04001 s: 0.10003 s in all. F (0.046004 s) waits for
+  // the first and cannot hide the other 0.08002 s: 0.10003 s.
+  ParallelConfig pc = toy_parallel(true, true);
+  pc.zero = 3;
+  std::vector<StageCost> sc = toy_stage_costs(pc);
+  CHECK(sc[0].forward_s == Approx(0.08002 + 0.02001).epsilon(1e-12));
+  // pp 2: torchtitan's default keeps the gathered weights through the step (no second gather in B), a
+  // bf16 copy of every parameter: 5e8 x (18 / 2 + 2) + the 1e9 reserve.
+  CHECK(sc[0].backward_input_s == Approx(0.06).epsilon(1e-12));
+  CHECK(sc[0].model_state_bytes == Approx(5e8 * 11 + 1e9).epsilon(1e-12));
+  CHECK(sc[0].working_bytes == 0);
+  CHECK(sc[0].reduce_every_microbatch);
+  CHECK(sc[0].grad_gather_s == 0);  // no all-gather after the step: the next forward gathers
+  // Resharded: B gathers again, starting from the last block (0.04001 s waited, 0.06002 s behind 0.06 s of
+  // compute); the working set gains the largest layer gathered twice (prefetch) and its fp32 gradient.
+  pc.reshard_after_forward = ParallelConfig::Reshard::Always;
+  sc = toy_stage_costs(pc);
+  CHECK(sc[0].backward_input_s == Approx(0.06002 + 0.04001).epsilon(1e-12));
+  CHECK(sc[0].model_state_bytes == Approx(5e8 * 9 + 1e9).epsilon(1e-12));
+  CHECK(sc[0].working_bytes == 2e8 * (2 * 2 + 4));
+  pc.zero = 2;
+  sc = toy_stage_costs(pc);
+  CHECK(sc[0].forward_s == Approx(0.046004).epsilon(1e-12));
+  CHECK(sc[0].reduce_every_microbatch);
+  CHECK_FALSE(toy_stage_costs(toy_parallel(true, true))[0].reduce_every_microbatch);
 }

@@ -133,7 +133,7 @@ TEST_CASE("every bound stays below what evaluate() reports") {
     std::vector<int> groups;
     for (int g = 0; g < pc.gpus(); g += pc.tp) groups.push_back(g);
     const LayerTable t = make_layer_table(s.model, s.workload, pc.tp, s.cluster, cost, groups);
-    const double spp = cost.model_state_bytes_per_parameter(pc.dp, pc.distributed_optimizer);
+    const double spp = state_bytes_per_parameter(cost, pc);
     const double reserve = cost.memory_reserve_bytes();
     std::vector<int> rank_gpu;
     for (int r = 0; r < pc.pp; ++r) rank_gpu.push_back(pipeline_rank_gpu(pc, r));

@@ -276,3 +276,26 @@ TEST_CASE("inconsistent input is refused with the field and the fix", "[sim][err
   in.schedule = hand_schedule(1, {0, 1}, {{"0F0", "0BW1"}, {"1F0", "1BW0"}}, true);
   CHECK(error_of(in) == "schedule hand: rank 0 has 0BW1; stages are 0..1 and micro-batches 0..0");
 }
+
+TEST_CASE("ZeRO-2/3: every micro-batch's gradients are reduce-scattered, the last as the step's reduction", "[sim][dp]") {
+  // Rank 3 (stage 3) runs its 8 BWs; each of the first 7 queues a 0.5 s reduction at its end, the last the
+  // bucketed one. 8 collective slices on rank 3; the step's end is unchanged while they hide.
+  SimInput in = one_f_one_b();
+  StageCost& c = in.stages[3];
+  c.grad_reduce_s = 0.5;
+  c.grad_bucket_s = 0.5;
+  c.grad_reduce_bytes = 1e9;
+  c.reduce_every_microbatch = true;
+  Recorder rec;
+  const SimResult r = simulate(in, &rec);
+  int slices = 0;
+  for (const SimEvent& e : rec.events())
+    if (e.lane == Lane::Collective) {
+      CHECK(e.rank == 3);
+      CHECK(e.end_s - e.start_s == 0.5);
+      CHECK(e.bytes == 1e9);
+      ++slices;
+    }
+  CHECK(slices == 8);
+  CHECK(r.step_time_s == 33);
+}

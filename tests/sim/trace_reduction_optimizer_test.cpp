@@ -18,7 +18,7 @@ TEST_CASE("the simulated trace carries the reductions' bytes and the optimizer s
   s.parallel.pp = 2;
   s.parallel.dp = 2;
   s.parallel.microbatches = 4;
-  s.parallel.distributed_optimizer = false;
+  s.parallel.zero = 0;
   s.schedule = "1f1b";
   ChromeTraceWriter writer;
   const Evaluation ev = evaluate(s, AnalyticCostModel(), &writer);

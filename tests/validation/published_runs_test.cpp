@@ -79,7 +79,7 @@ Prediction predict(const nlohmann::json& run, const CostModel& cost) {
   s.parallel.pp = run.at("pp");
   s.parallel.dp = run.at("dp");
   s.parallel.vpp = run.at("vpp");
-  s.parallel.distributed_optimizer = run.at("distributed_optimizer");
+  s.parallel.zero = run.at("distributed_optimizer").get<bool>() ? 1 : 0;
   // Megatron-LM's 2021 "local" DDP and DeepSpeed's ZeRO-1 reduced after the backward pass; today's
   // frameworks overlap it (the default).
   s.parallel.overlap_grad_reduce = run.value("overlap_grad_reduce", true);
