@@ -46,7 +46,8 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
                      s.workload.micro_batch_size, pc.microbatches, pc.dp, s.global_batch_size, tokens,
                      s.stage_recompute.empty() ? to_string(s.workload.recompute) : stage_recompute_text(s.stage_recompute),
                      std::string(pc.tp > 1 ? (s.workload.sequence_parallel ? ", sequence parallel" : ", no sequence parallel") : "") +
-                         (s.workload.flash_attention ? ", flash attention" : ""));
+                         (s.workload.flash_attention ? ", flash attention" : "") +
+                         (s.workload.precision == Precision::Fp8 ? ", fp8" : ""));
 
   auto row = [&](const char* label, const std::string& value) { out << fmt::format("  {:<24}{}\n", label, value); };
   row("step time", format_seconds(m.step_time_s));

@@ -47,6 +47,7 @@ struct PlanOptions {
   std::string export_dir = ".";
   bool no_sequence_parallel = false;
   bool flash_attention = true;
+  std::string precision = "bf16";
   DpOptions dp_options;
   std::vector<std::string> cost_params;
   std::string profile;
@@ -315,6 +316,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.seq_len = o.seq_len;
   base.workload.sequence_parallel = !o.no_sequence_parallel;
   base.workload.flash_attention = o.flash_attention;
+  base.workload.precision = precision_from_string(o.precision);
   o.dp_options.apply(base.parallel);
   if (target) check_zero_level(*target, base.parallel.zero);
 
@@ -405,6 +407,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--rank-order", o->rank_order, "Fix where ranks sit: tp-pp-dp or tp-dp-pp (tp innermost)");
   cmd->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "Turn off sequence parallelism");
   add_flash_attention_flag(*cmd, o->flash_attention);
+  add_precision_option(*cmd, o->precision);
   o->dp_options.add_to(*cmd);
   cmd->add_option("--cost-param", o->cost_params, "Override a cost-model parameter, NAME=VALUE; repeatable");
   cmd->add_option("--profile", o->profile,

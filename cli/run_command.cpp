@@ -85,6 +85,9 @@ Summary summarise(const RunResult& r) {
 
 void check_options(const RunCommandOptions& o, const Scenario& sc) {
   if (o.backend != "cpu" && o.backend != "cuda") throw_bad_input("--backend: unknown backend '{}'; use cpu or cuda", o.backend);
+  if (sc.workload.precision == Precision::Fp8)
+    throw_bad_input("--precision: the {} backend computes in {}, not fp8; use --precision bf16", o.backend,
+                    o.backend == "cpu" ? "float32" : "its --dtype");
   if (o.backend == "cuda") {
     if (!cuda_built()) throw_bad_input("{}", cuda_not_built_text());
     if (o.compute != "real") throw_bad_input("--compute: the cuda backend runs the layers; use --compute real");

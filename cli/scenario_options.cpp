@@ -36,6 +36,7 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
   add_flash_attention_flag(cmd, flash_attention);
+  add_precision_option(cmd, precision);
   dp_options.add_to(cmd);
   cmd.add_option("--memory-accounting", memory_accounting,
                  "Whose activation memory to count: gpu-bf16 (a GPU framework's bf16 tensors), cpu-float32 or "
@@ -43,6 +44,13 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
       ->capture_default_str();
   cmd.add_option("--cost-param", cost_params, "Override a cost-model parameter, NAME=VALUE (docs/cost-model.md); repeatable");
   cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
+}
+
+void add_precision_option(CLI::App& cmd, std::string& precision) {
+  cmd.add_option("--precision", precision,
+                 "bf16, or fp8 as Transformer Engine runs it (the blocks' GEMMs at the GPU's fp8 peak, attention, norms, "
+                 "embedding and head in bf16)")
+      ->capture_default_str();
 }
 
 void add_flash_attention_flag(CLI::App& cmd, bool& flash_attention) {
@@ -128,6 +136,7 @@ Scenario ScenarioOptions::to_scenario() const {
   s.workload.tp = tp;
   s.workload.sequence_parallel = !no_sequence_parallel;
   s.workload.flash_attention = flash_attention;
+  s.workload.precision = precision_from_string(precision);
   s.workload.memory = memory_accounting_from_string(memory_accounting);
   s.workload.recompute = recompute_from_string(recompute.c_str());
   dp_options.apply(s.parallel);

@@ -33,6 +33,7 @@ struct ScenarioOptions {
   std::string recompute = "none";
   bool no_sequence_parallel = false;
   bool flash_attention = true;  // --no-flash-attention turns it off
+  std::string precision = "bf16";
   DpOptions dp_options;
   std::string memory_accounting = "gpu-bf16";  // whose activations the memory counts (core/memory_accounting.hpp)
   int group_size = 0;
@@ -87,6 +88,8 @@ auto load_for_option(const char* option, const std::string& value, Loader load) 
 
 // --flash-attention (the default) and --no-flash-attention, the same on every command with a workload.
 void add_flash_attention_flag(CLI::App& cmd, bool& flash_attention);
+// --precision bf16|fp8.
+void add_precision_option(CLI::App& cmd, std::string& precision);
 
 // "a,,b" -> {"a", "", "b"}: a comma-separated option's items, empty ones kept (the caller names them).
 std::vector<std::string> split_commas(const std::string& text);

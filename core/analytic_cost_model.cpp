@@ -27,6 +27,7 @@ double rate_time(double amount, double rate, const std::string& gpu, const char*
 
 void validate(const AnalyticCostParams& p) {
   check_fraction("gemm_efficiency", p.gemm_efficiency);
+  check_fraction("fp8_gemm_efficiency", p.fp8_gemm_efficiency);
   check_fraction("attention_efficiency", p.attention_efficiency);
   check_fraction("memory_efficiency", p.memory_efficiency);
   check_fraction("collective_efficiency", p.collective_efficiency);
@@ -50,6 +51,7 @@ struct ParamField {
 
 constexpr ParamField kParamFields[] = {
     {"gemm_efficiency", &AnalyticCostParams::gemm_efficiency},
+    {"fp8_gemm_efficiency", &AnalyticCostParams::fp8_gemm_efficiency},
     {"attention_efficiency", &AnalyticCostParams::attention_efficiency},
     {"memory_efficiency", &AnalyticCostParams::memory_efficiency},
     {"kernel_overhead_s", &AnalyticCostParams::kernel_overhead_s},
@@ -96,6 +98,7 @@ AnalyticCostModel::AnalyticCostModel(AnalyticCostParams params) : params_(params
 
 double AnalyticCostModel::compute_time(const PhaseWork& work, const GpuSpec& gpu) const {
   return rate_time(work.gemm_flops, gpu.peak_flops * params_.gemm_efficiency, gpu.name, "peak_flops") +
+         rate_time(work.fp8_gemm_flops, gpu.fp8_peak_flops * params_.fp8_gemm_efficiency, gpu.name, "fp8_peak_tflops") +
          rate_time(work.attention_flops, gpu.peak_flops * params_.attention_efficiency, gpu.name, "peak_flops") +
          rate_time(work.memory_bytes, gpu.hbm_bytes_per_s * params_.memory_efficiency, gpu.name, "hbm_bytes_per_s") +
          work.kernels * params_.kernel_overhead_s;

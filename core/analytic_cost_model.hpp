@@ -12,6 +12,8 @@ namespace pw {
 struct AnalyticCostParams {
   // Fraction of the GPU's dense bf16 peak reached by the layer's GEMMs (QKV, projections, MLP, logits).
   double gemm_efficiency = 0.70;
+  // Fraction of the GPU's dense fp8 peak that fp8 GEMMs reach; the bf16 fraction until measured.
+  double fp8_gemm_efficiency = 0.70;
   // Fraction of peak reached by the attention core (flash attention: QK^T, softmax, AV and gradients).
   double attention_efficiency = 0.45;
   // Fraction of HBM bandwidth reached by memory-bound kernels (norms, activations, dropout, residuals).

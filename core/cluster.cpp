@@ -18,20 +18,26 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Vendor datasheets (dense bf16, HBM capacity and bandwidth, NVLink per GPU per direction) as in
 // the design notes' hardware table: A100 SXM 312 TFLOP/s, 40 GB at 1555 GB/s or 80 GB at 2039 GB/s,
 // NVLink 3 300 GB/s; H100 SXM 989 TFLOP/s, 80 GB at 3.35 TB/s, NVLink 4 450 GB/s; H200 SXM 141 GB
-// at 4.8 TB/s. Memory is the decimal capacity the vendor states; the allocator's usable share is a
+// at 4.8 TB/s. Dense fp8 is twice bf16 on Hopper (1979 TFLOP/s; the datasheets print the sparse figures,
+// twice these); A100 has no fp8. H800 SXM: H100 compute with NVLink 400 GB/s in all (200 per direction;
+// NVIDIA H800 datasheet). DGX B200: 2.25 PFLOP/s bf16, 4.5 fp8 dense, 180 GB at 8 TB/s, NVLink 5 1.8 TB/s in
+// all (900 GB/s per direction), 400 Gb/s ConnectX-7 per GPU (DGX B200 datasheet). GB200 NVL72: 72 GPUs in
+// one NVLink domain, each 2.5 PFLOP/s bf16, 5 fp8 dense, 186 GB at 8 TB/s, 1.8 TB/s NVLink (GB200 NVL72
+// specification page; its rack totals / 72); the network between domains taken as 400 Gb/s per GPU.
+// Memory is the decimal capacity the vendor states; the allocator's usable share is a
 // little less than nvidia-smi's total once the CUDA context is loaded.
 // Node network per GPU: one 200 Gb/s HDR InfiniBand NIC per GPU on DGX A100 (25 GB/s), one 400 Gb/s
 // NDR NIC per GPU on DGX H100 / HGX H200 (50 GB/s).
 // Latencies (alpha per hop): a few microseconds through NVSwitch and 5-10 us over InfiniBand with
 // GPUDirect RDMA, the ranges small-message nccl-tests runs and NCCL's tuning model show; these are
 // defaults for calibration to replace.
-Cluster dgx(const char* name, const char* gpu, double tflops, double memory, double hbm, double nvlink,
-            double network, double intra_latency, double inter_latency) {
+Cluster dgx(const char* name, const char* gpu, double tflops, double fp8_tflops, double memory, double hbm,
+            double nvlink, double network, double intra_latency, double inter_latency, int gpus_per_node = 8) {
   Cluster c;
   c.name = name;
   c.nodes = 0;
-  c.gpus_per_node = 8;
-  c.gpu = GpuSpec{gpu, tflops * 1e12, memory, hbm};
+  c.gpus_per_node = gpus_per_node;
+  c.gpu = GpuSpec{gpu, tflops * 1e12, memory, hbm, fp8_tflops * 1e12};
   c.intra_node = LinkSpec{nvlink, intra_latency};
   c.inter_node = LinkSpec{network, inter_latency};
   return c;
@@ -40,7 +46,7 @@ Cluster dgx(const char* name, const char* gpu, double tflops, double memory, dou
 // Free, instant communication and unlimited memory: the bound the schedule alone allows.
 // The GPU keeps the H100's peak so FLOP arithmetic has a rate.
 Cluster ideal() {
-  Cluster c = dgx("ideal", "ideal (H100 SXM peak)", 989, 80e9, 3.35e12, kInf, kInf, 0, 0);
+  Cluster c = dgx("ideal", "ideal (H100 SXM peak)", 989, 1979, 80e9, 3.35e12, kInf, kInf, 0, 0);
   c.gpus_per_node = 1 << 20;
   c.ideal = true;
   return c;
@@ -48,10 +54,13 @@ Cluster ideal() {
 
 const std::map<std::string, Cluster>& presets() {
   static const std::map<std::string, Cluster> table = {
-      {"dgx-a100-40gb", dgx("dgx-a100-40gb", "A100 SXM 40GB", 312, 40e9, 1.555e12, 300e9, 25e9, 3e-6, 8e-6)},
-      {"dgx-a100-80gb", dgx("dgx-a100-80gb", "A100 SXM 80GB", 312, 80e9, 2.039e12, 300e9, 25e9, 3e-6, 8e-6)},
-      {"dgx-h100", dgx("dgx-h100", "H100 SXM 80GB", 989, 80e9, 3.35e12, 450e9, 50e9, 2.5e-6, 6e-6)},
-      {"hgx-h200", dgx("hgx-h200", "H200 SXM 141GB", 989, 141e9, 4.8e12, 450e9, 50e9, 2.5e-6, 6e-6)},
+      {"dgx-a100-40gb", dgx("dgx-a100-40gb", "A100 SXM 40GB", 312, 0, 40e9, 1.555e12, 300e9, 25e9, 3e-6, 8e-6)},
+      {"dgx-a100-80gb", dgx("dgx-a100-80gb", "A100 SXM 80GB", 312, 0, 80e9, 2.039e12, 300e9, 25e9, 3e-6, 8e-6)},
+      {"dgx-h100", dgx("dgx-h100", "H100 SXM 80GB", 989, 1979, 80e9, 3.35e12, 450e9, 50e9, 2.5e-6, 6e-6)},
+      {"dgx-h800", dgx("dgx-h800", "H800 SXM 80GB", 989, 1979, 80e9, 3.35e12, 200e9, 50e9, 2.5e-6, 6e-6)},
+      {"hgx-h200", dgx("hgx-h200", "H200 SXM 141GB", 989, 1979, 141e9, 4.8e12, 450e9, 50e9, 2.5e-6, 6e-6)},
+      {"dgx-b200", dgx("dgx-b200", "B200 180GB", 2250, 4500, 180e9, 8e12, 900e9, 50e9, 2.5e-6, 6e-6)},
+      {"gb200-nvl72", dgx("gb200-nvl72", "B200 (GB200) 186GB", 2500, 5000, 186e9, 8e12, 900e9, 50e9, 2.5e-6, 6e-6, 72)},
       {"ideal", ideal()},
   };
   return table;
@@ -79,20 +88,22 @@ double read_positive(const JsonFields& f, const std::string& key, const FigureRa
 }
 
 GpuSpec read_gpu(const JsonFields& g) {
-  g.reject_unknown({"name", "peak_tflops", "memory_bytes", "hbm_bytes_per_s"});
+  g.reject_unknown({"name", "peak_tflops", "fp8_peak_tflops", "memory_bytes", "hbm_bytes_per_s"});
   GpuSpec gpu;
   gpu.name = g.string("name");
   gpu.peak_flops = read_positive(g, "peak_tflops", kPeakTflopsRange, false) * 1e12;
+  if (g.has("fp8_peak_tflops")) gpu.fp8_peak_flops = read_positive(g, "fp8_peak_tflops", kPeakTflopsRange, false) * 1e12;
   gpu.memory_bytes = read_positive(g, "memory_bytes", kBytesRange, true);
   gpu.hbm_bytes_per_s = read_positive(g, "hbm_bytes_per_s", kBandwidthRange, true);
   return gpu;
 }
 
 nlohmann::ordered_json gpu_json(const GpuSpec& gpu) {
-  return {{"name", gpu.name},
-          {"peak_tflops", gpu.peak_flops / 1e12},
-          {"memory_bytes", number_json(gpu.memory_bytes)},
-          {"hbm_bytes_per_s", number_json(gpu.hbm_bytes_per_s)}};
+  nlohmann::ordered_json j = {{"name", gpu.name}, {"peak_tflops", gpu.peak_flops / 1e12}};
+  if (gpu.fp8_peak_flops > 0) j["fp8_peak_tflops"] = gpu.fp8_peak_flops / 1e12;
+  j["memory_bytes"] = number_json(gpu.memory_bytes);
+  j["hbm_bytes_per_s"] = number_json(gpu.hbm_bytes_per_s);
+  return j;
 }
 
 LinkSpec read_link(const JsonFields& parent, const std::string& key) {

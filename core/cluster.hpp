@@ -12,6 +12,7 @@ struct GpuSpec {
   double peak_flops = 0;       // dense bf16, FLOP/s
   double memory_bytes = 0;     // usable HBM
   double hbm_bytes_per_s = 0;
+  double fp8_peak_flops = 0;   // dense fp8, FLOP/s; 0: no fp8 tensor cores (A100)
 };
 
 // A run of consecutive nodes with one GPU type: a mixed cluster is a list of them, in node order.

@@ -233,6 +233,27 @@ double block_working(const Dims& d, Recompute recompute, double stored) {
   return dropped + gradients;  // B's: F holds only what it drops
 }
 
+// Transformer Engine's fp8 linear layers: the four GEMMs of a block (QKV, output projection, up, down)
+// in F, B and W run at the fp8 rate; each GEMM input in F and each output gradient in B is cast first
+// (read 2 bytes, write 1, the amax taken in the same pass); the inputs W needs are kept as those fp8
+// copies, half the bytes.
+void run_gemms_in_fp8(LayerWork& lw, const Dims& d) {
+  for (PhaseWork* p : {&lw.forward, &lw.backward_input, &lw.backward_weight, &lw.recompute}) {
+    p->fp8_gemm_flops += p->gemm_flops;
+    p->gemm_flops = 0;
+  }
+  constexpr double kCast = kBf16 + 1;
+  const double n = d.n();
+  const double forward_inputs = 2 * n * d.h + n * d.q / d.t + n * d.f / d.t;
+  const double output_grads = 2 * n * d.h + n * (d.q + 2 * d.kv) / d.t + n * d.mlp_in() / d.t;
+  elementwise(lw.forward, kCast * forward_inputs);
+  if (lw.recompute.fp8_gemm_flops > 0) elementwise(lw.recompute, kCast * forward_inputs);
+  elementwise(lw.backward_input, kCast * output_grads);
+  lw.activation_bytes -= lw.weight_grad_bytes / 2;
+  lw.weight_grad_bytes /= 2;
+  lw.fp8 = true;
+}
+
 LayerWork block_work(const Dims& d, Recompute recompute) {
   LayerWork lw;
   lw.forward = block_forward(d);
@@ -345,7 +366,10 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
   switch (layer.kind) {
     case LayerKind::Embedding: lw = embedding_work(d, c.learned_positions); break;
     case LayerKind::Head: lw = head_work(d); break;
-    default: lw = block_work(d, w.recompute); break;
+    default:
+      lw = block_work(d, w.recompute);
+      if (w.precision == Precision::Fp8) run_gemms_in_fp8(lw, d);
+      break;
   }
   if (layer.kind == LayerKind::Block) lw.output_bytes = kBf16 * d.n() * d.h / d.t;
   if (w.memory != MemoryAccounting::GpuBf16) {

@@ -27,12 +27,13 @@ struct Collective {
 // elementwise work) and the number of kernel launches.
 struct PhaseWork {
   double gemm_flops = 0;
+  double fp8_gemm_flops = 0;  // GEMMs run in fp8 (at the GPU's fp8 peak)
   double attention_flops = 0;
   double memory_bytes = 0;
   int kernels = 0;
   std::vector<Collective> collectives;  // tp collectives on the critical path of this phase
 
-  double flops() const { return gemm_flops + attention_flops; }
+  double flops() const { return gemm_flops + fp8_gemm_flops + attention_flops; }
 };
 
 struct LayerWork {
@@ -44,6 +45,7 @@ struct LayerWork {
   PhaseWork recompute;
 
   double parameters = 0;           // parameters held by this tp rank
+  bool fp8 = false;                // its GEMMs run in fp8 (a block under Precision::Fp8)
   double activation_bytes = 0;     // stored at F for this micro-batch
   // Held from B until W (freed at W). Under GpuBf16 the part of activation_bytes W still needs; under
   // CpuFloat32 more than activation_bytes, as B adds the output gradients it keeps for W.

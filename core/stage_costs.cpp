@@ -19,6 +19,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // then all-gathers the updated bf16 weights.
 constexpr double kGradBytes = 4;
 constexpr double kGatheredWeightBytes = 2;
+constexpr double kFp8WeightCopyBytes = 2;  // fp8 weight and its transpose
 
 std::string join_plus(const std::vector<int>& v) {
   std::string out;
@@ -142,9 +143,9 @@ struct ZeroGathers {
 
 }  // namespace
 
-double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc) {
+double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc, bool fp8) {
   const double gathered = pc.zero >= 3 && pc.dp > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
-  return cost.model_state_bytes_per_parameter(pc.dp, pc.zero) + gathered;
+  return cost.model_state_bytes_per_parameter(pc.dp, pc.zero) + gathered + (fp8 ? kFp8WeightCopyBytes : 0.0);
 }
 
 double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_parameters) {
@@ -159,7 +160,8 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     throw_runtime("stage_costs: work for {} layers but the model has {}", work.size(), model.layers.size());
   if (stage_gpu.size() != ranges.size())
     throw_runtime("stage_costs: {} stage GPUs for {} stages", stage_gpu.size(), ranges.size());
-  const double state_per_param = state_bytes_per_parameter(cost, pc);
+  const bool fp8 = std::any_of(work.begin(), work.end(), [](const LayerWork& lw) { return lw.fp8; });
+  const double state_per_param = state_bytes_per_parameter(cost, pc, fp8);
   const int stages = static_cast<int>(ranges.size());
 
   std::vector<StageCost> out(stages);

@@ -55,7 +55,9 @@ struct StageCost {
 
 // Model state per parameter on one GPU as a configuration keeps it: the cost model's, by ZeRO level, plus
 // the bf16 copy ZeRO-3 keeps gathered for the whole step when it does not reshard after forward.
-double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc);
+// With `fp8`, Transformer Engine's fp8 copy of the weights and its transpose (2 bytes), counted on every
+// parameter (the embedding and head, kept in bf16, are a few percent of a stage's).
+double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc, bool fp8 = false);
 
 // What ZeRO-3 adds to a layer's working set when it reshards after forward: the gathered bf16 weights of
 // the layer and of the next one (prefetched) and the layer's unsharded fp32 gradient before its

@@ -8,6 +8,14 @@
 
 namespace pw {
 
+const char* to_string(Precision p) { return p == Precision::Fp8 ? "fp8" : "bf16"; }
+
+Precision precision_from_string(const std::string& text) {
+  if (text == "bf16") return Precision::Bf16;
+  if (text == "fp8") return Precision::Fp8;
+  throw_bad_input("--precision: unknown '{}'; use bf16 or fp8", text);
+}
+
 const char* to_string(Recompute r) {
   switch (r) {
     case Recompute::None: return "none";

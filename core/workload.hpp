@@ -1,5 +1,7 @@
 #pragma once
 // What one pipeline step processes and how it is parallelised.
+#include <string>
+
 #include "core/memory_accounting.hpp"
 #include "core/rank_order.hpp"
 
@@ -8,6 +10,12 @@ namespace pw {
 // PerStage: each stage (chunk) has its own level, Scenario::stage_recompute; the planner gives the stages
 // that need it for memory the level that fits and leaves the others none.
 enum class Recompute { None, Selective, Full, PerStage };
+
+// The GEMMs' number format. Fp8 as Transformer Engine runs it: the transformer blocks' linear layers in
+// fp8 (inputs cast, amax tracked), attention, norms, the embedding and the LM head in bf16.
+enum class Precision { Bf16, Fp8 };
+const char* to_string(Precision p);
+Precision precision_from_string(const std::string& text);  // "bf16", "fp8"; BadInput naming --precision otherwise
 
 const char* to_string(Recompute r);
 Recompute recompute_from_string(const char* text);  // "none", "selective", "full", "per-stage"; BadInput otherwise
@@ -18,6 +26,7 @@ struct Workload {
   int tp = 1;                // t
   bool sequence_parallel = true;  // only meaningful when tp > 1
   Recompute recompute = Recompute::None;
+  Precision precision = Precision::Bf16;
   // Fused attention (FlashAttention; Megatron-Core's default attention backend through Transformer
   // Engine, torchtitan's SDPA): the s x s scores never reach memory; its backward recomputes them. On by
   // default as runs are made today; off reproduces Korthikanti et al.'s 2021-style accounting.

@@ -221,6 +221,16 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
     add("--recompute-num-layers", "1");
   }
   if (pc.distributed_optimizer() && pc.dp > 1) add("--use-distributed-optimizer");
+  // Megatron's flags are off by default (store_true); the simulation reduced in overlapped buckets.
+  if (pc.overlap_grad_reduce && pc.dp > 1) add("--overlap-grad-reduce");
+  if (pc.bucket_parameters > 0 && pc.dp > 1) add("--ddp-bucket-size", fmt::format("{:.0f}", pc.bucket_parameters));
+  // What was simulated: fused attention (no s x s scores stored) or the unfused kernels.
+  add("--attention-backend", s.workload.flash_attention ? "flash" : "unfused");
+  if (s.workload.precision == Precision::Fp8) {
+    // Transformer Engine's fp8 linear layers: e4m3 forward, e5m2 gradients, delayed scaling.
+    add("--fp8-format", "hybrid");
+    add("--fp8-recipe", "delayed");
+  }
   // Megatron-LM's default order is tp-cp-ep-dp-pp (pp outermost); this flag makes it tp-cp-ep-pp-dp.
   if (pc.order == RankOrder::TpPpDp && pc.pp > 1 && pc.dp > 1) add("--use-tp-pp-dp-mapping");
   return a;

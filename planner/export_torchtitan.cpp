@@ -60,6 +60,9 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
   const Scenario& s = plan.scenario;
   const ParallelConfig& pc = s.parallel;
   if (pc.dp > 1) check_zero_level(ExportTarget::Torchtitan, pc.zero);
+  if (s.workload.precision == Precision::Fp8)
+    throw_bad_input("--precision: torchtitan's float8 runs torchao's scaling recipes, not the Transformer Engine fp8 "
+                    "pipewright simulates; use --precision bf16 with --export torchtitan");
   std::vector<LayerRange> ranges;
   for (const StageReport& st : plan.stages) ranges.push_back(st.layers);
   const auto fqns = torchtitan_module_fqns(s.model, ranges);

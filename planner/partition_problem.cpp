@@ -208,7 +208,7 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     P.backward_link.push_back(bwd);
   }
 
-  P.state_per_parameter = state_bytes_per_parameter(cost, pc);
+  P.state_per_parameter = state_bytes_per_parameter(cost, pc, s.workload.precision == Precision::Fp8);
   for (int st = 0; st < P.stages; ++st)  // as stage_costs() charges it
     P.stage_reserve.push_back(st < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0.0);
   for (int r = 0; r < P.ranks; ++r) P.rank_limit.push_back(cluster.memory_limit_at(P.rank_gpu[static_cast<size_t>(r)]));

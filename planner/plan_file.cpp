@@ -87,7 +87,8 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"seq_len", s.workload.seq_len},
                    {"sequence_parallel", s.workload.sequence_parallel},
                    {"recompute", to_string(s.workload.recompute)},
-                   {"flash_attention", s.workload.flash_attention}};
+                   {"flash_attention", s.workload.flash_attention},
+                   {"precision", to_string(s.workload.precision)}};
   if (!s.stage_recompute.empty()) {
     ojson levels = ojson::array();
     for (Recompute r : s.stage_recompute) levels.push_back(to_string(r));
@@ -164,6 +165,7 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   s.workload.tp = s.parallel.tp;
   s.workload.sequence_parallel = w.boolean("sequence_parallel", true);
   s.workload.flash_attention = w.boolean("flash_attention", true);
+  s.workload.precision = precision_from_string(w.optional_string("precision").value_or("bf16"));
   const std::string recompute = w.string("recompute");
   try {
     s.workload.recompute = recompute_from_string(recompute.c_str());

@@ -379,7 +379,7 @@ class Searcher {
     ParallelConfig pc = base_.parallel;
     pc.dp = c.dp;
     pc.pp = c.pp;
-    return state_bytes_per_parameter(cost_, pc);
+    return state_bytes_per_parameter(cost_, pc, base_.workload.precision == Precision::Fp8);
   }
 
   void prepare() {

@@ -89,6 +89,15 @@ Scenario resolve(const Scenario& in) {
   if (s.workload.seq_len <= 0)
     s.workload.seq_len = 1;  // explicit-cost models: times are given per micro-batch, the length only labels tokens
   s.workload.tp = pc.tp;
+  if (s.workload.precision == Precision::Fp8) {
+    std::vector<GpuSpec> gpus{s.cluster.gpu};
+    for (const NodeGroup& g : s.cluster.node_groups) gpus.push_back(g.gpu);
+    for (const GpuSpec& g : gpus)
+      if (!(g.fp8_peak_flops > 0))
+        throw_bad_input("--precision: fp8 needs the GPU's dense fp8 peak; '{}' of cluster '{}' has none (no fp8 tensor "
+                        "cores, or fp8_peak_tflops not given); use --precision bf16 or such a GPU (H100, H200, B200)",
+                        g.name, s.cluster.name);
+  }
   if (pc.tp == 1) s.workload.sequence_parallel = false;
 
   if (!s.cluster.ideal && pc.tp > s.cluster.gpus_per_node)

@@ -39,7 +39,7 @@ TEST_CASE("an unknown preset names the option and lists the presets") {
               "llama2-13b, llama2-70b, llama2-7b, llama3-405b, llama3-70b, llama3-8b (or give a path to a config.json or "
               "pipewright model JSON)");
   check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h10", "--microbatches", "8"},
-              "--cluster: unknown cluster 'dgx-h10'; known clusters: dgx-a100-40gb, dgx-a100-80gb, dgx-h100, hgx-h200, "
+              "--cluster: unknown cluster 'dgx-h10'; known clusters: dgx-a100-40gb, dgx-a100-80gb, dgx-b200, dgx-h100, dgx-h800, gb200-nvl72, hgx-h200, "
               "ideal (or give a path to a cluster JSON file)");
   check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--schedule", "foo", "--microbatches", "8"},
               "--schedule: unknown schedule 'foo'; known: " + known_schedules());
@@ -101,4 +101,12 @@ TEST_CASE("an output file never replaces an input") {
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text == "{\"name\": \"two\", \"layers\": [{\"forward_s\": 1}, {\"forward_s\": 1}]}");
+}
+
+TEST_CASE("simulate: fp8 on a GPU without an fp8 peak, or an unknown precision") {
+  check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-a100-80gb", "--microbatches", "4", "--precision", "fp8"},
+              "--precision: fp8 needs the GPU's dense fp8 peak; 'A100 SXM 80GB' of cluster 'dgx-a100-80gb' has none (no "
+              "fp8 tensor cores, or fp8_peak_tflops not given); use --precision bf16 or such a GPU (H100, H200, B200)");
+  check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--microbatches", "4", "--precision", "fp4"},
+              "--precision: unknown 'fp4'; use bf16 or fp8");
 }

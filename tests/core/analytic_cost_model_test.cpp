@@ -209,7 +209,7 @@ TEST_CASE("cost parameters are set by name, and unknown names or malformed text 
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(std::string(e.what()) ==
-          "--cost-param: unknown parameter 'gemm'; known: gemm_efficiency, attention_efficiency, memory_efficiency, "
+          "--cost-param: unknown parameter 'gemm'; known: gemm_efficiency, fp8_gemm_efficiency, attention_efficiency, memory_efficiency, "
           "kernel_overhead_s, collective_efficiency, p2p_efficiency, tp_overlap, optimizer_bytes_per_parameter, "
           "weight_bytes_per_parameter, grad_bytes_per_parameter, optimizer_state_bytes_per_parameter, "
           "memory_reserve_bytes, fb_overlap");

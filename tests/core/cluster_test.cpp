@@ -26,7 +26,7 @@ std::string cluster_text(const std::string& intra_bandwidth = "450e9", const std
 
 TEST_CASE("cluster presets carry the vendor numbers") {
   CHECK(cluster_preset_names() ==
-        std::vector<std::string>{"dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100", "hgx-h200", "ideal"});
+        std::vector<std::string>{"dgx-a100-40gb", "dgx-a100-80gb", "dgx-b200", "dgx-h100", "dgx-h800", "gb200-nvl72", "hgx-h200", "ideal"});
   const Cluster a = cluster_preset("dgx-a100-40gb");
   CHECK(a.gpus_per_node == 8);
   CHECK(a.gpu.peak_flops == 312e12);
@@ -34,8 +34,27 @@ TEST_CASE("cluster presets carry the vendor numbers") {
   CHECK(a.intra_node.bandwidth_bytes_per_s == 300e9);
   CHECK(a.inter_node.bandwidth_bytes_per_s == 25e9);
   CHECK(cluster_preset("dgx-a100-80gb").gpu.memory_bytes == 80e9);
+  CHECK(a.gpu.fp8_peak_flops == 0);  // no fp8 tensor cores
   const Cluster h = cluster_preset("dgx-h100");
   CHECK(h.gpu.peak_flops == 989e12);
+  CHECK(h.gpu.fp8_peak_flops == 1979e12);
+  // H800: H100 compute, NVLink 400 GB/s in all (200 per direction).
+  const Cluster h800 = cluster_preset("dgx-h800");
+  CHECK(h800.gpu.fp8_peak_flops == 1979e12);
+  CHECK(h800.intra_node.bandwidth_bytes_per_s == 200e9);
+  // DGX B200: 2.25 / 4.5 PFLOP/s dense, 180 GB at 8 TB/s, NVLink 5 at 900 GB/s per direction.
+  const Cluster b = cluster_preset("dgx-b200");
+  CHECK(b.gpu.peak_flops == 2250e12);
+  CHECK(b.gpu.fp8_peak_flops == 4500e12);
+  CHECK(b.gpu.memory_bytes == 180e9);
+  CHECK(b.gpu.hbm_bytes_per_s == 8e12);
+  CHECK(b.intra_node.bandwidth_bytes_per_s == 900e9);
+  // GB200 NVL72: one NVLink domain of 72 GPUs.
+  const Cluster nvl = cluster_preset("gb200-nvl72");
+  CHECK(nvl.gpus_per_node == 72);
+  CHECK(nvl.gpu.peak_flops == 2500e12);
+  CHECK(nvl.gpu.fp8_peak_flops == 5000e12);
+  CHECK(nvl.gpu.memory_bytes == 186e9);
   CHECK(h.gpu.hbm_bytes_per_s == 3.35e12);
   CHECK(h.intra_node.bandwidth_bytes_per_s == 450e9);
   CHECK(h.inter_node.bandwidth_bytes_per_s == 50e9);
@@ -87,6 +106,7 @@ TEST_CASE("presets serialise to the cluster JSON and round-trip") {
   "gpu": {
     "name": "H100 SXM 80GB",
     "peak_tflops": 989.0,
+    "fp8_peak_tflops": 1979.0,
     "memory_bytes": 80000000000.0,
     "hbm_bytes_per_s": 3350000000000.0
   },
@@ -142,7 +162,7 @@ TEST_CASE("capacity of a fixed-size cluster") {
 
 TEST_CASE("cluster input errors name the field") {
   CHECK(bad_input([] { cluster_preset("dgx-b300"); }) ==
-        "unknown cluster 'dgx-b300'; known clusters: dgx-a100-40gb, dgx-a100-80gb, dgx-h100, hgx-h200, ideal (or give a "
+        "unknown cluster 'dgx-b300'; known clusters: dgx-a100-40gb, dgx-a100-80gb, dgx-b200, dgx-h100, dgx-h800, gb200-nvl72, hgx-h200, ideal (or give a "
         "path to a cluster JSON file)");
   CHECK(bad_input([] { load_cluster("/nonexistent/c.json"); }) == "cluster file '/nonexistent/c.json' not found");
   CHECK(bad_input([] { cluster_from_json_text(cluster_text("0"), "c.json"); }) ==

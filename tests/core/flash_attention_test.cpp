@@ -1,6 +1,8 @@
 // Fused attention (FlashAttention) in the layer work: what it stores and what its backward recomputes.
 #include <catch2/catch.hpp>
 
+#include "core/analytic_cost_model.hpp"
+#include "core/cluster.hpp"
 #include "core/layer_work.hpp"
 
 using namespace pw;
@@ -45,4 +47,40 @@ TEST_CASE("fused attention keeps the FLOPs of the attention core and recomputes 
   CHECK(fused.forward.gemm_flops == eager.forward.gemm_flops);
   CHECK(fused.forward.memory_bytes < eager.forward.memory_bytes);
   CHECK(fused.backward_weight.gemm_flops == eager.backward_weight.gemm_flops);
+}
+
+TEST_CASE("fp8: a block's GEMMs run at the fp8 rate, inputs cast, the inputs W keeps at 1 byte") {
+  const Model m = model_preset("gpt3-175b");
+  Workload w;
+  w.micro_batch_size = 1;
+  w.seq_len = 2048;
+  w.tp = 8;
+  w.sequence_parallel = true;
+  Workload w8 = w;
+  w8.precision = Precision::Fp8;
+  const LayerWork bf = layer_work(m, m.layers[1], w);
+  const LayerWork f8 = layer_work(m, m.layers[1], w8);
+  CHECK(f8.fp8);
+  CHECK(f8.forward.gemm_flops == 0);
+  CHECK(f8.forward.fp8_gemm_flops == bf.forward.gemm_flops);
+  CHECK(f8.backward_weight.fp8_gemm_flops == bf.backward_weight.gemm_flops);
+  CHECK(f8.forward.attention_flops == bf.forward.attention_flops);  // attention stays bf16
+  // Casts in F: the QKV and up inputs (n h, gathered), the output-projection and down inputs (n h / t, n 4h / t),
+  // 3 bytes an element.
+  const double n = 2048, h = 12288, t = 8;
+  CHECK(f8.forward.memory_bytes - bf.forward.memory_bytes == Approx(3 * (2 * n * h + n * h / t + n * 4 * h / t)));
+  CHECK(f8.weight_grad_bytes == bf.weight_grad_bytes / 2);
+  CHECK(f8.activation_bytes == bf.activation_bytes - bf.weight_grad_bytes / 2);
+  // The head stays bf16.
+  CHECK_FALSE(layer_work(m, m.layers.back(), w8).fp8);
+
+  // The GEMM time at the fp8 peak: 2x the bf16 rate on H100, so half the time at the same efficiency.
+  const AnalyticCostModel cost;
+  const GpuSpec h100 = cluster_preset("dgx-h100").gpu;
+  PhaseWork gemm;
+  gemm.gemm_flops = 1e15;
+  PhaseWork gemm8;
+  gemm8.fp8_gemm_flops = 1e15;
+  CHECK(cost.compute_time(gemm8, h100) == Approx(1e15 / (1979e12 * 0.70)));
+  CHECK(cost.compute_time(gemm, h100) == Approx(1e15 / (989e12 * 0.70)));
 }

@@ -4,11 +4,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
 
+#include "../error_text.hpp"
 #include "core/error.hpp"
 #include "planner/baseline_splits.hpp"
 #include "planner/export_deepspeed.hpp"
@@ -88,7 +90,8 @@ TEST_CASE("Megatron-LM arguments for an interleaved plan with an uneven split") 
   // stage i / 4 of pipeline rank i mod 4). The first holds the embedding ("Ettt"), the last the head
   // ("t*4L"); three equal middle stages "t*4|" fold into "(t*4|)*3" (8 characters instead of 12).
   // tp 2 with sequence parallelism; 64 sequences = micro-batch 1 x 32 micro-batches x dp 2; selective
-  // recompute; the distributed optimizer (ZeRO-1 over dp 2). The group size is Megatron's default (pp).
+  // recompute; the distributed optimizer (ZeRO-1 over dp 2) with the reduction overlapped in buckets (Megatron's
+  // flag is off by default) and fused attention, as simulated. The group size is Megatron's default (pp).
   const Evaluation ev = plan_of(2, 4, 2, 2, "interleaved", 1, 64, Recompute::Selective, {3, 4, 4, 5, 4, 4, 4, 4});
   CHECK(megatron_layout(ev.scenario.model, ev.scenario.ranges) == "Ettt|t*4|t*4|t*5|(t*4|)*3,t*4L");
   const ExportFile f = megatron_export(ev);
@@ -225,4 +228,26 @@ TEST_CASE("export targets are named and checked") {
   CHECK(export_schedules(ExportTarget::DeepSpeed) == std::vector<std::string>{"1f1b"});
   CHECK(export_schedules(ExportTarget::Megatron) == std::vector<std::string>{"1f1b", "bfs", "interleaved"});
   CHECK(export_recomputes(ExportTarget::DeepSpeed) == std::vector<Recompute>{Recompute::None, Recompute::Full});
+}
+
+TEST_CASE("Megatron-LM arguments carry fp8 and unfused attention as simulated; DeepSpeed and torchtitan refuse fp8") {
+  Evaluation ev = plan_of(2, 4, 2, 2, "interleaved", 1, 64, Recompute::Selective, {3, 4, 4, 5, 4, 4, 4, 4});
+  ev.scenario.workload.precision = Precision::Fp8;
+  ev.scenario.workload.flash_attention = false;
+  ev.scenario.parallel.overlap_grad_reduce = false;
+  const std::vector<std::string> a = megatron_arguments(ev);
+  const auto has = [&](const std::string& x) { return std::find(a.begin(), a.end(), x) != a.end(); };
+  CHECK(has("--fp8-format"));
+  CHECK(has("hybrid"));
+  CHECK(has("--fp8-recipe"));
+  CHECK(has("delayed"));
+  CHECK(has("unfused"));
+  CHECK_FALSE(has("--overlap-grad-reduce"));
+  CHECK(bad_input([&] { torchtitan_export(ev, "out"); }) ==
+        "--precision: torchtitan's float8 runs torchao's scaling recipes, not the Transformer Engine fp8 pipewright "
+        "simulates; use --precision bf16 with --export torchtitan");
+  ev.scenario.parallel.zero = 3;
+  CHECK(bad_input([&] { megatron_arguments(ev); }) ==
+        "--zero: 3 shards gradients and weights; Megatron-LM's distributed optimizer shards the optimizer state only "
+        "(ZeRO-1); use --zero 0 or 1 with --export megatron");
 }

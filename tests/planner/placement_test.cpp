@@ -172,6 +172,6 @@ TEST_CASE("mixed clusters: node groups give each GPU its type and memory, and ro
   CHECK(bad_input([&] { cluster_from_json_text(with("{\"nodes\": 1,", "{\"nodes\": 0,"), "m.json"); }) ==
         "m.json: node_groups[1].nodes must be positive, got 0");
   CHECK(bad_input([&] { cluster_from_json_text(with("\"peak_tflops\": 989", "\"peak_tflop\": 989"), "m.json"); }) ==
-        "m.json: unknown field 'node_groups[1].gpu.peak_tflop'; known fields: name, peak_tflops, memory_bytes, "
+        "m.json: unknown field 'node_groups[1].gpu.peak_tflop'; known fields: name, peak_tflops, fp8_peak_tflops, memory_bytes, "
         "hbm_bytes_per_s");
 }

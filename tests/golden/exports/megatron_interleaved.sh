@@ -12,5 +12,7 @@ PIPEWRIGHT_MEGATRON_ARGS=(
   --pipeline-model-parallel-layout 'Ettt|t*4|t*4|t*5|(t*4|)*3,t*4L'
   --recompute-granularity selective
   --use-distributed-optimizer
+  --overlap-grad-reduce
+  --attention-backend flash
   --use-tp-pp-dp-mapping
 )
