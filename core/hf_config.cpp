@@ -1,4 +1,5 @@
-// Hugging Face config.json (llama, mistral, qwen2, gpt2, gpt_neox) to a transformer model.
+// Hugging Face config.json (llama, mistral, qwen2, qwen3, phi3, nemotron, gpt2, gpt_neox) to a transformer
+// model. Each type's fields as its transformers configuration_*.py defines them.
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -82,14 +83,18 @@ Model model_from_hf_config(const nlohmann::json& j, const std::string& source) {
   const std::string type = f.string("model_type");
   const bool gpt2 = type == "gpt2";
   const bool neox = type == "gpt_neox";
-  const bool llama_like = type == "llama" || type == "mistral" || type == "qwen2";
+  // Nemotron (configuration_nemotron.py): rotary, GQA, LayerNorm1p (weight and bias), a squared-ReLU MLP
+  // of up and down projections, no gate.
+  const bool nemotron = type == "nemotron";
+  const bool llama_like = type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" ||
+                          type == "phi3" || nemotron;
   if (!gpt2 && !neox && !llama_like)
-    throw_bad_input("{}: model_type '{}' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral or "
-                    "qwen2, or a pipewright model JSON",
+    throw_bad_input("{}: model_type '{}' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral, "
+                    "qwen2, qwen3, phi3 or nemotron, or a pipewright model JSON",
                     source, excerpt(type));
 
   TransformerConfig c;
-  c.family = llama_like ? "llama" : "gpt";
+  c.family = nemotron ? "nemotron" : llama_like ? "llama" : "gpt";
   c.hidden = required_int(f, "hidden_size");
   c.layers = required_int(f, "num_hidden_layers");
   if (c.layers > kMaxLayers)
@@ -111,8 +116,18 @@ Model model_from_hf_config(const nlohmann::json& j, const std::string& source) {
   c.ffn = gpt2 && present_key(f, "intermediate_size").empty() ? 4 * c.hidden : required_int(f, "intermediate_size");
   c.vocab = f.positive_integer("vocab_size");
   c.max_seq_len = default_seq_len(f, gpt2);
-  c.mlp = llama_like ? MlpKind::SwiGlu : MlpKind::Gelu;
-  c.norm = llama_like ? NormKind::RmsNorm : NormKind::LayerNorm;
+  c.mlp = nemotron ? MlpKind::ReluSquared : llama_like ? MlpKind::SwiGlu : MlpKind::Gelu;
+  c.norm = llama_like && !nemotron ? NormKind::RmsNorm : NormKind::LayerNorm;
+  if (nemotron && f.has("hidden_act") && f.string("hidden_act") != "relu2")
+    f.fail("hidden_act", fmt::format("is \"{}\"; Nemotron's MLP is modelled with relu2 only", excerpt(f.string("hidden_act"))));
+  c.qk_norm = type == "qwen3";  // Qwen3Attention's q_norm and k_norm
+  // One sliding window in every layer (Mistral, Phi-3: sliding_window; null or absent: full attention).
+  // Qwen2/3 window only the layers from max_window_layers on when use_sliding_window is set: not modelled.
+  if ((type == "qwen2" || type == "qwen3") && f.boolean("use_sliding_window", false))
+    f.fail("use_sliding_window", "is true; sliding windows on some layers only (max_window_layers) are not modelled; "
+                                 "set it false or describe the model in pipewright's model JSON");
+  if ((type == "mistral" || type == "phi3") && f.has("sliding_window") && !f.required("sliding_window").is_null())
+    c.attention_window = f.positive_int("sliding_window");
   c.tied_embeddings = f.boolean("tie_word_embeddings", gpt2);  // GPT-2 inherits the base default: tied
   c.learned_positions = gpt2;                                  // GPT-NeoX and the Llama family use rotary
   if (gpt2) {

@@ -27,7 +27,8 @@ struct Dims {
   double rep() const { return sp ? n() * h / t : n() * h; }
   // Bytes kept whole by tp without sp, divided by t with it (Korthikanti's "10 s b h" part).
   double replicated(double bytes) const { return sp ? bytes / t : bytes; }
-  double attention_matrix() const { return a * s * s * b / t; }  // elements of the a/t heads' s x s scores
+  double keys;    // keys each query attends: s, or the sliding window when shorter
+  double attention_matrix() const { return a * s * keys * b / t; }  // elements of the a/t heads' s x keys scores
   double mlp_in() const { return swiglu ? 2 * f : f; }           // up-projection width (gate + up for SwiGLU)
 };
 
@@ -35,6 +36,7 @@ Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq) {
   Dims d{};
   d.b = w.micro_batch_size;
   d.s = w.seq_len > 0 ? w.seq_len : default_seq;
+  d.keys = c.attention_window > 0 ? std::min<double>(d.s, c.attention_window) : d.s;
   d.h = c.hidden;
   d.a = c.heads;
   d.q = static_cast<double>(c.heads) * c.head_dim;
@@ -83,7 +85,7 @@ void tp_region_collectives(PhaseWork& p, const Dims& d) {
 
 // QK^T and AV, each 2 b s^2 (a hd) FLOPs over the whole model width (full, non-causal square, as
 // Narayanan counts), on a/t heads per rank.
-double attention_core_flops(const Dims& d) { return 2 * (2 * d.b * d.s * d.s * d.q) / d.t; }
+double attention_core_flops(const Dims& d) { return 2 * (2 * d.b * d.s * d.keys * d.q) / d.t; }
 
 // Elementwise traffic of the attention core in F: the fused scale-mask-softmax reads the bf16 scores
 // and writes the probabilities (2 + 2 bytes per element); dropout on them reads 2, writes 2 and a
@@ -208,7 +210,7 @@ void block_memory(LayerWork& lw, const Dims& d, Recompute recompute) {
   // Fused attention keeps only the fp32 log-sum-exp per head and token instead.
   const double scores = d.flash                            ? kFp32 * d.a * d.s * d.b
                         : recompute == Recompute::Selective ? 0
-                                                            : (2 * kBf16 + (d.dropout ? kMask : 0)) * d.a * d.s * d.s * d.b;
+                                                            : (2 * kBf16 + (d.dropout ? kMask : 0)) * d.a * d.s * d.keys * d.b;
   const double sharded = qkv + out_proj_in + mlp + scores;
   lw.activation_bytes = d.sp ? (whole + sharded) / d.t : whole + sharded / d.t;
   // W needs the inputs of its four GEMMs: QKV input, output projection input, MLP input and the
@@ -225,7 +227,7 @@ void block_memory(LayerWork& lw, const Dims& d, Recompute recompute) {
 double block_working(const Dims& d, Recompute recompute, double stored) {
   LayerWork none;
   block_memory(none, d, Recompute::None);
-  const double s2 = d.a * d.s * d.s * d.b / d.t;
+  const double s2 = d.attention_matrix();
   const double dropped = recompute == Recompute::Full                    ? none.activation_bytes - stored
                          : recompute == Recompute::Selective && !d.flash ? (2 * kBf16 + (d.dropout ? kMask : 0)) * s2
                                                                           : 0.0;

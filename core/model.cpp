@@ -52,6 +52,15 @@ Model make_transformer_model(const std::string& name, const TransformerConfig& c
   return m;
 }
 
+const char* to_string(MlpKind k) {
+  switch (k) {
+    case MlpKind::Gelu: return "gelu";
+    case MlpKind::SwiGlu: return "swiglu";
+    case MlpKind::ReluSquared: return "relu2";
+  }
+  return "?";
+}
+
 double transformer_layer_parameters(const TransformerConfig& c, LayerKind kind, int tp) {
   const double t = tp > 1 ? tp : 1;
   const double h = c.hidden;
@@ -69,6 +78,7 @@ double transformer_layer_parameters(const TransformerConfig& c, LayerKind kind, 
       const double mlp_in = c.mlp == MlpKind::SwiGlu ? 2 * f : f;
       double p = (h * q + 2 * h * kv + q * h) / t + (mlp_in * h + f * h) / t + 2 * norm;
       if (c.bias || c.qkv_bias) p += (q + 2 * kv) / t;
+      if (c.qk_norm) p += 2.0 * c.head_dim;  // one weight per head dimension, shared by the heads
       // Column-parallel biases are sharded; the row-parallel ones (output and down projections)
       // are added after the tp reduction, so every rank holds them whole.
       if (c.bias) p += mlp_in / t + 2 * h;

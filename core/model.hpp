@@ -12,7 +12,10 @@
 namespace pw {
 
 enum class LayerKind { Embedding, Block, Head, Explicit };
-enum class MlpKind { Gelu, SwiGlu };
+// Gelu: up, GeLU, down. SwiGlu: gate and up, SiLU(gate) x up, down (Llama, Phi-3's fused gate_up).
+// ReluSquared: up, ReLU(x)^2, down, not gated (Nemotron).
+enum class MlpKind { Gelu, SwiGlu, ReluSquared };
+const char* to_string(MlpKind k);  // "gelu", "swiglu", "relu2"
 enum class NormKind { LayerNorm, RmsNorm };
 
 // The shape of a decoder-only transformer, as config.json files and papers give it.
@@ -33,6 +36,8 @@ struct TransformerConfig {
   bool bias = false;               // linear-layer biases (GPT) or none (Llama)
   bool qkv_bias = false;           // biases on the QKV projection only (Qwen2); implied by `bias`
   bool dropout = false;            // dropout masks stored (Korthikanti's accounting) or not
+  bool qk_norm = false;            // RMSNorm of each head's queries and keys (Qwen3): 2 x head_dim weights a block
+  int attention_window = 0;        // keys a query attends at most, in every block (sliding window); 0: all
 };
 
 // Costs given directly (seconds and bytes for one micro-batch at the model's own shape).

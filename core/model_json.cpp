@@ -12,12 +12,12 @@
 namespace pw {
 namespace {
 
-const char* to_text(MlpKind k) { return k == MlpKind::SwiGlu ? "swiglu" : "gelu"; }
 const char* to_text(NormKind k) { return k == NormKind::RmsNorm ? "rmsnorm" : "layernorm"; }
 
 TransformerConfig read_transformer(const JsonFields& t) {
   t.reject_unknown({"family", "hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq_len", "mlp",
-                    "norm", "tied_embeddings", "learned_positions", "bias", "qkv_bias", "dropout"});
+                    "norm", "tied_embeddings", "learned_positions", "bias", "qkv_bias", "dropout", "qk_norm",
+                    "attention_window"});
   TransformerConfig c;
   c.family = t.optional_string("family").value_or("");
   c.hidden = t.positive_int("hidden");
@@ -36,8 +36,9 @@ TransformerConfig read_transformer(const JsonFields& t) {
   c.vocab = t.positive_integer("vocab");
   c.max_seq_len = t.positive_int("seq_len");
   const std::string mlp = t.optional_string("mlp").value_or("gelu");
-  if (mlp != "gelu" && mlp != "swiglu") t.fail("mlp", fmt::format("must be \"gelu\" or \"swiglu\", got \"{}\"", excerpt(mlp)));
-  c.mlp = mlp == "swiglu" ? MlpKind::SwiGlu : MlpKind::Gelu;
+  if (mlp != "gelu" && mlp != "swiglu" && mlp != "relu2")
+    t.fail("mlp", fmt::format("must be \"gelu\", \"swiglu\" or \"relu2\", got \"{}\"", excerpt(mlp)));
+  c.mlp = mlp == "swiglu" ? MlpKind::SwiGlu : mlp == "relu2" ? MlpKind::ReluSquared : MlpKind::Gelu;
   const std::string norm = t.optional_string("norm").value_or("layernorm");
   if (norm != "layernorm" && norm != "rmsnorm")
     t.fail("norm", fmt::format("must be \"layernorm\" or \"rmsnorm\", got \"{}\"", excerpt(norm)));
@@ -47,6 +48,8 @@ TransformerConfig read_transformer(const JsonFields& t) {
   c.bias = t.boolean("bias", false);
   c.qkv_bias = t.boolean("qkv_bias", false);
   c.dropout = t.boolean("dropout", false);
+  c.qk_norm = t.boolean("qk_norm", false);
+  if (t.has("attention_window")) c.attention_window = t.positive_int("attention_window");
   if (c.heads % c.kv_heads != 0)
     throw_bad_input("{}: {} ({}) must divide {} ({})", t.source(), t.name("kv_heads"), c.kv_heads, t.name("heads"),
                     c.heads);
@@ -148,13 +151,15 @@ std::string model_to_json_text(const Model& model) {
     t["ffn"] = c.ffn;
     t["vocab"] = c.vocab;
     t["seq_len"] = c.max_seq_len;
-    t["mlp"] = to_text(c.mlp);
+    t["mlp"] = to_string(c.mlp);
     t["norm"] = to_text(c.norm);
     t["tied_embeddings"] = c.tied_embeddings;
     t["learned_positions"] = c.learned_positions;
     t["bias"] = c.bias;
     t["qkv_bias"] = c.qkv_bias;
     t["dropout"] = c.dropout;
+    if (c.qk_norm) t["qk_norm"] = true;
+    if (c.attention_window > 0) t["attention_window"] = c.attention_window;
     j["transformer"] = t;
   } else {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();

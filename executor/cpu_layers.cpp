@@ -297,6 +297,14 @@ void check_cpu_model(const Model& model) {
     throw_bad_input("--model: '{}' gives explicit per-layer costs and has no layers to compute; use a transformer "
                     "model (e.g. examples/tiny-llama.json) or --compute sleep",
                     model.name);
+  const TransformerConfig& c = *model.transformer;
+  const char* missing = c.mlp == MlpKind::ReluSquared ? "a squared-ReLU MLP"
+                        : c.qk_norm                   ? "query and key norms"
+                        : c.attention_window > 0      ? "sliding-window attention"
+                                                      : nullptr;
+  if (missing)
+    throw_bad_input("--model: '{}' has {}, which pipewright's layers do not compute; use --compute sleep", model.name,
+                    missing);
 }
 
 // The name the Embedding gives its token table: the tied head draws its initial copy from the same stream.

@@ -35,7 +35,7 @@ std::string layer_shape(const TransformerConfig& c, LayerKind kind) {
     case LayerKind::Head: return fmt::format("hidden={} vocab={} norm={}", c.hidden, c.vocab, norm);
     case LayerKind::Block:
       return fmt::format("hidden={} heads={} kv_heads={} head_dim={} ffn={} mlp={} norm={} bias={} positions={}",
-                         c.hidden, c.heads, c.kv_heads, c.head_dim, c.ffn, c.mlp == MlpKind::SwiGlu ? "swiglu" : "gelu",
+                         c.hidden, c.heads, c.kv_heads, c.head_dim, c.ffn, to_string(c.mlp),
                          norm, c.bias ? "all" : c.qkv_bias ? "qkv" : "none", positions);
     case LayerKind::Explicit: break;
   }

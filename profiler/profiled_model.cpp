@@ -39,7 +39,7 @@ std::optional<ProfiledModel> profiled_model_of(const Model& model) {
                {"ffn", std::to_string(c.ffn)},
                {"vocab", std::to_string(c.vocab)},
                {"seq_len", std::to_string(model.default_seq_len())},
-               {"mlp", c.mlp == MlpKind::SwiGlu ? "swiglu" : "gelu"},
+               {"mlp", to_string(c.mlp)},
                {"norm", c.norm == NormKind::RmsNorm ? "rmsnorm" : "layernorm"},
                {"bias", c.bias ? "all" : c.qkv_bias ? "qkv" : "none"},
                {"positions", c.learned_positions ? "learned" : "rotary"},

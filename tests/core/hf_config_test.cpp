@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/layer_work.hpp"
 #include "core/model.hpp"
 
 using namespace pw;
@@ -153,7 +154,7 @@ TEST_CASE("a snapshot folder holding config.json loads as a model named after th
 
 TEST_CASE("config.json problems are named") {
   CHECK(bad_input([] { model_from_json_text(R"({"model_type": "bert", "hidden_size": 8})", "c.json"); }) ==
-        "c.json: model_type 'bert' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral or qwen2, "
+        "c.json: model_type 'bert' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral, qwen2, qwen3, phi3 or nemotron, "
         "or a pipewright model JSON");
   CHECK(bad_input([] { model_from_json_text(R"({"model_type": "gpt2", "n_layer": 2})", "c.json"); }) ==
         "c.json: missing required field 'hidden_size' (or 'n_embd')");
@@ -208,4 +209,57 @@ TEST_CASE("a model JSON's parameters field, as models --show prints it, must mat
   CHECK(bad_input([&] { model_from_json_text(fmt::format(R"({{"parameters": {:.0f}, {}}})", counted + 1, shape), "m.json"); }) ==
         fmt::format("m.json: parameters is {:.0f} but the model's layers hold {:.0f}; remove the field or fix the shape",
                     counted + 1, counted));
+}
+
+TEST_CASE("Qwen3, Phi-3 and Nemotron configs: query-key norms, a sliding window, a squared-ReLU MLP") {
+  // Qwen3-8B (configuration_qwen3.py): head_dim 128 given, q_norm and k_norm of 128 each per layer.
+  const Model q = model_from_json_text(R"({"model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288,
+      "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": false,
+      "attention_bias": false, "use_sliding_window": false, "sliding_window": null})", "qwen3.json");
+  const TransformerConfig& qc = *q.transformer;
+  CHECK(qc.qk_norm);
+  CHECK_FALSE(qc.qkv_bias);
+  CHECK(qc.attention_window == 0);
+  CHECK(qc.max_seq_len == 8192);
+  // Embedding and head 2 x 151936 x 4096, each block 4096 x (4096 + 2 x 1024) + 4096 x 4096 + 3 x 4096 x 12288
+  // + two norms (2 x 4096) + q/k norms (2 x 128), the final norm 4096: 8,190,735,360 (Qwen3-8B's card: 8.2B).
+  CHECK(parameter_count(q) == 8190735360.0);
+  CHECK(bad_input([] {
+          model_from_json_text(R"({"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64,
+              "use_sliding_window": true})", "q.json");
+        }) == "q.json: use_sliding_window is true; sliding windows on some layers only (max_window_layers) are not "
+              "modelled; set it false or describe the model in pipewright's model JSON");
+
+  // Phi-3-mini-4k: gated SiLU MLP (fused gate_up_proj, the same shape), a 2047-token window in every layer,
+  // trained at original_max_position_embeddings 4096.
+  const Model p = model_from_json_text(R"({"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 8192, "vocab_size": 32064,
+      "max_position_embeddings": 4096, "original_max_position_embeddings": 4096, "sliding_window": 2047,
+      "hidden_act": "silu", "tie_word_embeddings": false})", "phi3.json");
+  CHECK(p.transformer->mlp == MlpKind::SwiGlu);
+  CHECK(p.transformer->attention_window == 2047);
+  CHECK(p.transformer->max_seq_len == 4096);
+  // The window halves the attention core: each query attends 2047 keys, not 4096.
+  Workload w;
+  w.seq_len = 4096;
+  Workload full = w;
+  Model unwindowed = p;
+  unwindowed.transformer->attention_window = 0;
+  CHECK(layer_work(p, p.layers[1], w).forward.attention_flops ==
+        Approx(layer_work(unwindowed, unwindowed.layers[1], full).forward.attention_flops * 2047 / 4096));
+
+  // Nemotron: squared ReLU, up and down only; LayerNorm1p with weight and bias.
+  const Model n = model_from_json_text(R"({"model_type": "nemotron", "hidden_size": 3072, "num_hidden_layers": 32,
+      "num_attention_heads": 24, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 9216,
+      "vocab_size": 256000, "max_position_embeddings": 4096, "hidden_act": "relu2", "tie_word_embeddings": false})",
+                                       "nemotron.json");
+  CHECK(n.transformer->mlp == MlpKind::ReluSquared);
+  CHECK(n.transformer->norm == NormKind::LayerNorm);
+  CHECK(transformer_layer_parameters(*n.transformer, LayerKind::Block, 1) ==
+        3072.0 * (3072 + 2 * 1024) + 3072.0 * 3072 + 2 * 3072.0 * 9216 + 2 * 2 * 3072.0);
+  // What pipewright's own layers do not compute is refused before a run.
+  CHECK(model_to_json_text(n).find("\"mlp\": \"relu2\"") != std::string::npos);
+  CHECK(parameter_count(model_from_json_text(model_to_json_text(q), "back.json")) == parameter_count(q));
 }
