@@ -7,15 +7,25 @@
 
 using namespace pw;
 
-TEST_CASE("fused attention stores no s x s scores, only a log-sum-exp per head and token") {
-  // GPT-3 175B block, s = 2048, b = 1, t = 8 with sp. Korthikanti's selective-recompute bytes 34 s b h / t,
-  // plus the fp32 log-sum-exp 4 a s b / t. Selective recomputation then rebuilds nothing.
-  const Model m = model_preset("gpt3-175b");
+namespace {
+
+// A GPT-3 175B block's micro-batch: s = 2048, b = 1, tp 8 with sequence parallelism.
+Workload gpt3_block_workload() {
   Workload w;
   w.micro_batch_size = 1;
   w.seq_len = 2048;
   w.tp = 8;
   w.sequence_parallel = true;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("fused attention stores no s x s scores, only a log-sum-exp per head and token") {
+  // GPT-3 175B block, s = 2048, b = 1, t = 8 with sp. Korthikanti's selective-recompute bytes 34 s b h / t,
+  // plus the fp32 log-sum-exp 4 a s b / t. Selective recomputation then rebuilds nothing.
+  const Model m = model_preset("gpt3-175b");
+  Workload w = gpt3_block_workload();
   w.flash_attention = true;
   const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
   for (Recompute r : {Recompute::None, Recompute::Selective}) {
@@ -30,11 +40,7 @@ TEST_CASE("fused attention keeps the FLOPs of the attention core and recomputes 
   // Forward attention core 4 b s^2 h / t; FlashAttention-2's backward: S = QK^T again, then dV, dP, dQ, dK,
   // five half-size products: 2.5 x the forward. Elementwise traffic of the s x s matrix disappears.
   const Model m = model_preset("gpt3-175b");
-  Workload w;
-  w.micro_batch_size = 1;
-  w.seq_len = 2048;
-  w.tp = 8;
-  w.sequence_parallel = true;
+  Workload w = gpt3_block_workload();
   w.flash_attention = false;
   Workload wf = w;
   wf.flash_attention = true;
@@ -51,11 +57,7 @@ TEST_CASE("fused attention keeps the FLOPs of the attention core and recomputes 
 
 TEST_CASE("fp8: a block's GEMMs run at the fp8 rate, inputs cast, the inputs W keeps at 1 byte") {
   const Model m = model_preset("gpt3-175b");
-  Workload w;
-  w.micro_batch_size = 1;
-  w.seq_len = 2048;
-  w.tp = 8;
-  w.sequence_parallel = true;
+  Workload w = gpt3_block_workload();
   Workload w8 = w;
   w8.precision = Precision::Fp8;
   const LayerWork bf = layer_work(m, m.layers[1], w);
