@@ -189,11 +189,15 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       if (pc.zero >= 3 && pc.dp > 1)
         gathers.add(cost.collective_time(CollectiveKind::AllGather, lw.parameters * kGatheredWeightBytes, pc.dp, dp_link));
     }
-    // ZeRO-3: each layer's weights are all-gathered before its forward (and before its backward when
-    // resharded), the next layer's prefetched during this one's compute: the first gather waits, the rest
-    // hide behind the compute unless they take longer.
-    sc.forward_s = gathers.behind(sc.forward_s, gathers.first_s);
-    if (pc.resharded()) sc.backward_input_s = gathers.behind(sc.backward_input_s, gathers.last_s);
+    // ZeRO-3 resharding after forward: each layer's weights are all-gathered before its forward and again
+    // before its backward, every micro-batch, the next layer's prefetched during this one's compute: the
+    // first gather waits, the rest hide behind the compute unless they take longer. Without resharding (the
+    // default with pp: PyTorch's pipelining reshards only after the last backward) the weights are
+    // gathered once a step, charged as the distributed optimizer's all-gather is, after the reduction.
+    if (pc.resharded()) {
+      sc.forward_s = gathers.behind(sc.forward_s, gathers.first_s);
+      sc.backward_input_s = gathers.behind(sc.backward_input_s, gathers.last_s);
+    }
     sc.reduce_every_microbatch = pc.zero >= 2 && pc.dp > 1;
     // Once per stage and phase, not per layer: an action runs its stage's layers as one unit.
     const double dispatch = cost.action_overhead_s();
@@ -225,8 +229,8 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     sc.grad_buckets = pc.overlap_grad_reduce && pc.dp > 1 ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
     const CollectiveKind reduce = pc.distributed_optimizer() ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
     sc.grad_bucket_s = cost.collective_time(reduce, grads / sc.grad_buckets, pc.dp, dp_link);
-    // ZeRO-3 gathers weights before each use instead (fsdp_forward_gathers below), never after the step.
-    sc.grad_gather_s = pc.distributed_optimizer() && pc.zero < 3
+    // ZeRO-3 with resharding gathers weights before each use instead (above), never after the step.
+    sc.grad_gather_s = pc.distributed_optimizer() && !(pc.zero >= 3 && pc.resharded())
                            ? cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, pc.dp, dp_link)
                            : 0.0;
     sc.grad_reduce_s = sc.grad_buckets * sc.grad_bucket_s + sc.grad_gather_s;
