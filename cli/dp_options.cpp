@@ -32,10 +32,9 @@ void DpOptions::apply(ParallelConfig& pc) const {
     throw_bad_input("--zero: {} and --{}distributed-optimizer both set the sharding; give one of them", zero,
                     distributed_optimizer ? "" : "no-");
   pc.zero = zero != -1 ? zero : distributed_optimizer ? 1 : 0;
-  if (reshard == "default") pc.reshard_after_forward = ParallelConfig::Reshard::Default;
-  else if (reshard == "always") pc.reshard_after_forward = ParallelConfig::Reshard::Always;
-  else if (reshard == "never") pc.reshard_after_forward = ParallelConfig::Reshard::Never;
-  else throw_bad_input("--reshard-after-forward: unknown '{}'; use default, always or never", reshard);
+  const std::optional<ParallelConfig::Reshard> r = reshard_from_string(reshard);
+  if (!r) throw_bad_input("--reshard-after-forward: unknown '{}'; use default, always or never", reshard);
+  pc.reshard_after_forward = *r;
   pc.overlap_grad_reduce = overlap_grad_reduce;
   pc.bucket_parameters = bucket_parameters;
 }

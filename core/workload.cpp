@@ -8,6 +8,21 @@
 
 namespace pw {
 
+const char* to_string(ParallelConfig::Reshard r) {
+  switch (r) {
+    case ParallelConfig::Reshard::Default: return "default";
+    case ParallelConfig::Reshard::Always: return "always";
+    case ParallelConfig::Reshard::Never: return "never";
+  }
+  return "default";
+}
+
+std::optional<ParallelConfig::Reshard> reshard_from_string(const std::string& text) {
+  for (auto r : {ParallelConfig::Reshard::Default, ParallelConfig::Reshard::Always, ParallelConfig::Reshard::Never})
+    if (text == to_string(r)) return r;
+  return std::nullopt;
+}
+
 const char* to_string(Precision p) { return p == Precision::Fp8 ? "fp8" : "bf16"; }
 
 Precision precision_from_string(const std::string& text) {

@@ -1,5 +1,6 @@
 #pragma once
 // What one pipeline step processes and how it is parallelised.
+#include <optional>
 #include <string>
 
 #include "core/memory_accounting.hpp"
@@ -61,6 +62,11 @@ struct ParallelConfig {
   // refuse such configurations first, with their own names).
   int gpus() const;
 };
+
+// "default", "always", "never": torchtitan's fsdp_reshard_after_forward values. nullopt for other text (the
+// caller names its option or field).
+const char* to_string(ParallelConfig::Reshard r);
+std::optional<ParallelConfig::Reshard> reshard_from_string(const std::string& text);
 
 // The global GPU index of a (tp, pp, dp) rank under an order.
 int global_rank(const ParallelConfig& pc, RankOrder order, int tp_idx, int pp_idx, int dp_idx);

@@ -82,10 +82,7 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
     // FSDP over all of dp; reshard as simulated (torchtitan's "default" is the same rule: not with pp).
     t += "data_parallel_replicate_degree = 1\n";
     t += fmt::format("data_parallel_shard_degree = {}\n", pc.dp);
-    t += fmt::format("fsdp_reshard_after_forward = {}\n",
-                     pc.reshard_after_forward == ParallelConfig::Reshard::Default ? quoted("default")
-                     : pc.resharded()                                              ? quoted("always")
-                                                                                   : quoted("never"));
+    t += fmt::format("fsdp_reshard_after_forward = {}\n", quoted(to_string(pc.reshard_after_forward)));
   } else {
     t += "# pipewright counted dp as replicas with a sharded optimizer (ZeRO-1); torchtitan's FSDP\n"
          "# (data_parallel_shard_degree) shards weights too and needs less memory than predicted.\n";

@@ -78,9 +78,7 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"microbatches", pc.microbatches},
                    {"distributed_optimizer", pc.distributed_optimizer()},
                    {"zero", pc.zero},
-                   {"reshard_after_forward", pc.reshard_after_forward == ParallelConfig::Reshard::Default ? "default"
-                                             : pc.reshard_after_forward == ParallelConfig::Reshard::Always ? "always"
-                                                                                                           : "never"},
+                   {"reshard_after_forward", to_string(pc.reshard_after_forward)},
                    {"overlap_grad_reduce", pc.overlap_grad_reduce},
                    {"bucket_parameters", pc.bucket_parameters}};
   j["workload"] = {{"micro_batch_size", s.workload.micro_batch_size},
@@ -146,10 +144,10 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
     if (level != 0 && level != 1 && level != 2 && level != 3) p.fail("zero", fmt::format("is {}; give 0, 1, 2 or 3", level));
     s.parallel.zero = static_cast<int>(level);
   }
-  const std::string reshard = p.optional_string("reshard_after_forward").value_or("default");
-  if (reshard == "always") s.parallel.reshard_after_forward = ParallelConfig::Reshard::Always;
-  else if (reshard == "never") s.parallel.reshard_after_forward = ParallelConfig::Reshard::Never;
-  else if (reshard != "default") p.fail("reshard_after_forward", "must be \"default\", \"always\" or \"never\"");
+  const std::optional<ParallelConfig::Reshard> reshard =
+      reshard_from_string(p.optional_string("reshard_after_forward").value_or("default"));
+  if (!reshard) p.fail("reshard_after_forward", "must be \"default\", \"always\" or \"never\"");
+  s.parallel.reshard_after_forward = *reshard;
   s.parallel.overlap_grad_reduce = p.boolean("overlap_grad_reduce", true);
   s.parallel.bucket_parameters = p.non_negative_number("bucket_parameters", 0.0);
   const std::optional<std::int64_t> gpus = checked_product({s.parallel.tp, s.parallel.pp, s.parallel.dp});

@@ -550,7 +550,8 @@ class Searcher {
       return;
     }
     ++attempted_;
-    const double considered = considered_actions_.fetch_add(candidate_actions(c)) + candidate_actions(c);
+    const double actions = candidate_actions(c);
+    const double considered = considered_actions_.fetch_add(actions) + actions;
     if (options_.time_limit_s > 0 && !time_checked_.load()) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
       if ((considered >= checkpoint_actions_ || elapsed >= kSearchCheckFraction * options_.time_limit_s) &&

@@ -541,20 +541,7 @@ class PipelineSimulation {
     }
     R.held += c.held_end;
     if (observer_) emit(r, Lane::Compute, R.pc, R.compute_start, now, 0, -1);
-    if (c.grad_stage >= 0 && (grad_count_[static_cast<std::size_t>(c.grad_stage)] + 1) % iteration_m_ != 0 &&
-        in_.stages[static_cast<std::size_t>(c.grad_stage)].reduce_every_microbatch &&
-        in_.stages[static_cast<std::size_t>(c.grad_stage)].grad_reduce_s > 0) {
-      // ZeRO-2/3: this micro-batch's gradients are reduce-scattered into the shard at once.
-      R.collective.push(every_piece_[static_cast<std::size_t>(c.grad_stage)]);
-      try_collective(r);
-    }
-    if (c.grad_stage >= 0 && ++grad_count_[static_cast<std::size_t>(c.grad_stage)] % iteration_m_ == 0 &&
-        in_.stages[static_cast<std::size_t>(c.grad_stage)].grad_reduce_s > 0) {
-      const StageCost& sc = in_.stages[static_cast<std::size_t>(c.grad_stage)];
-      R.collective.push(first_piece_[static_cast<std::size_t>(c.grad_stage)] +
-                        static_cast<std::uint32_t>(std::max(1, sc.grad_buckets) - 1));
-      try_collective(r);
-    }
+    if (c.grad_stage >= 0) gradients_done(r, static_cast<std::size_t>(c.grad_stage));
     ++R.pc;
     advance(r);
   }
@@ -608,6 +595,18 @@ class PipelineSimulation {
       ++D.pc;
       advance(b.dst);
     }
+  }
+
+  // A stage's gradients of one micro-batch are complete: the iteration's last queues the stage's last
+  // reduction piece (the earlier buckets queued themselves during the action); ZeRO-2/3 reduce-scatter the
+  // others' at once.
+  void gradients_done(int r, std::size_t stage) {
+    const StageCost& sc = in_.stages[stage];
+    const bool last = ++grad_count_[stage] % iteration_m_ == 0;
+    if (!(sc.grad_reduce_s > 0) || (!last && !sc.reduce_every_microbatch)) return;
+    ranks_[static_cast<std::size_t>(r)].collective.push(
+        last ? first_piece_[stage] + static_cast<std::uint32_t>(std::max(1, sc.grad_buckets) - 1) : every_piece_[stage]);
+    try_collective(r);
   }
 
   // The last micro-batch's weight-gradient action of a stage produces its gradients layer after layer:
