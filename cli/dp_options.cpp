@@ -39,4 +39,8 @@ void DpOptions::apply(ParallelConfig& pc) const {
   pc.bucket_parameters = bucket_parameters;
 }
 
+bool DpOptions::zero_given() const {
+  return zero != -1 || (distributed_optimizer_flag && distributed_optimizer_flag->count() > 0);
+}
+
 }  // namespace pw

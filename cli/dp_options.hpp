@@ -23,6 +23,8 @@ struct DpOptions {
   // BadInput naming --ddp-bucket-size when it is not a positive count, --zero outside 0..3 or given with
   // --distributed-optimizer, --reshard-after-forward not default, always or never.
   void apply(ParallelConfig& pc) const;
+  // Whether the command line fixed the ZeRO level (--zero or --[no-]distributed-optimizer).
+  bool zero_given() const;
 };
 
 }  // namespace pw

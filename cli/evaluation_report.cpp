@@ -37,8 +37,9 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   const Scenario& s = ev.scenario;
   const ParallelConfig& pc = s.parallel;
   const Metrics& m = ev.metrics;
-  out << fmt::format("{} on {}: {} GPU{} (tp {}, pp {}, dp {}{}{}), schedule {}\n", s.model.name, s.cluster.name, pc.gpus(),
-                     pc.gpus() == 1 ? "" : "s", pc.tp, pc.pp, pc.dp, pc.vpp > 1 ? fmt::format(", vpp {}", pc.vpp) : "",
+  out << fmt::format("{} on {}: {} GPU{} (tp {}, {}pp {}, dp {}{}{}), schedule {}\n", s.model.name, s.cluster.name,
+                     pc.gpus(), pc.gpus() == 1 ? "" : "s", pc.tp, pc.cp > 1 ? fmt::format("cp {}, ", pc.cp) : "", pc.pp,
+                     pc.dp, pc.vpp > 1 ? fmt::format(", vpp {}", pc.vpp) : "",
                      pc.pp > 1 && pc.dp > 1 ? fmt::format(", order {}", to_string(pc.order)) : "", s.schedule);
   // Explicit-cost models have no sequence length of their own unless --seq-len gives one.
   const std::string tokens = s.workload.seq_len > 1 ? fmt::format(" of {} tokens", s.workload.seq_len) : "";
@@ -118,6 +119,7 @@ nlohmann::ordered_json evaluation_to_json(const Evaluation& ev) {
                       {"cluster", s.cluster.name},
                       {"schedule", s.schedule},
                       {"tp", pc.tp},
+                      {"cp", pc.cp},
                       {"pp", pc.pp},
                       {"dp", pc.dp},
                       {"vpp", pc.vpp},

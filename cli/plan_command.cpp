@@ -35,7 +35,8 @@ struct PlanOptions {
   int global_batch_size = 0;
   int seq_len = 0;
   std::string schedules;  // comma-separated
-  std::optional<int> tp, pp, dp, vpp, micro_batch_size, max_tp;
+  std::optional<int> tp, cp, pp, dp, vpp, micro_batch_size, max_tp, max_cp;
+  std::string precisions;  // comma-separated
   std::string schedule, recompute, rank_order;
   std::string calibration;
   int top = 5;
@@ -92,6 +93,20 @@ std::string recompute_text(const Evaluation& ev) {
   return folded_runs(letters);
 }
 
+// The plan's value of a setting and its twins' where they differ, "tp-pp-dp/tp-dp-pp".
+template <typename Name>
+std::string with_twins(const Plan& p, const std::string& own, Name name) {
+  std::string out = own;
+  std::vector<std::string> seen{own};
+  for (const Candidate& t : p.twins) {
+    const std::string v = name(t);
+    if (std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
+    seen.push_back(v);
+    out += "/" + v;
+  }
+  return out;
+}
+
 std::vector<int> blocks_per_stage(const Evaluation& ev) {
   std::vector<int> out;
   for (const StageReport& st : ev.stages) {
@@ -129,31 +144,40 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
   const Scenario& s0 = r.plans.front().evaluation.scenario;
   const double limit = s0.cluster.memory_limit();
   const std::string tokens = s0.workload.seq_len > 1 ? fmt::format(" of {} tokens", s0.workload.seq_len) : "";
-  out << fmt::format("{} on {}: {} GPUs, global batch {} sequences{}\n", base.model.name, base.cluster.name, gpus,
-                     base.global_batch_size, tokens);
+  // One precision for all: named in the heading; mixed: the fp8 plans' schedules say so.
+  bool mixed = false;
+  for (const Plan& p : r.plans) mixed = mixed || p.config.precision != r.plans.front().config.precision;
+  out << fmt::format("{} on {}: {} GPUs, global batch {} sequences{}{}\n", base.model.name, base.cluster.name, gpus,
+                     base.global_batch_size, tokens,
+                     !mixed && r.plans.front().config.precision == Precision::Fp8 ? ", fp8" : "");
   out << fmt::format("searched {} configurations; the {} fastest that fit{}:\n\n", with_commas(r.stats.candidates),
                      r.plans.size(), std::isinf(limit) ? "" : fmt::format(" in {} per GPU", format_bytes(limit)));
-  std::vector<std::string> splits, recomputes;
-  size_t split_width = 5, recompute_width = 9;
+  std::vector<std::string> splits, recomputes, orders;
+  size_t split_width = 5, recompute_width = 9, order_width = 8;
   bool per_stage = false;
   for (const Plan& p : r.plans) {
     splits.push_back(split_text(p.evaluation));
     split_width = std::max(split_width, splits.back().size());
-    recomputes.push_back(recompute_text(p.evaluation));
+    recomputes.push_back(with_twins(p, recompute_text(p.evaluation), [](const Candidate& c) { return std::string(to_string(c.recompute)); }));
     recompute_width = std::max(recompute_width, recomputes.back().size());
+    orders.push_back(with_twins(p, to_string(p.evaluation.scenario.parallel.order),
+                                [](const Candidate& c) { return std::string(to_string(c.order)); }));
+    order_width = std::max(order_width, orders.back().size());
     per_stage = per_stage || !p.evaluation.scenario.stage_recompute.empty();
   }
-  const std::string row = "{:>3}  {:>2}  {:>3}  {:>4}  {:>3}  {:>3}  {:>5}  {:<11}  {:<{}}  {:<{}}  {:<8}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
-  out << fmt::format(fmt::runtime(row), "#", "tp", "pp", "dp", "vpp", "mbs", "m", "schedule", "recompute", recompute_width,
-                     "split", split_width, "order", "step time", "tokens/s", "MFU", "bubble", "peak mem", "vs uniform",
-                     "vs params");
+  const std::string row = "{:>3}  {:>2}  {:>2}  {:>3}  {:>4}  {:>4}  {:>3}  {:>3}  {:>5}  {:<11}  {:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
+  out << fmt::format(fmt::runtime(row), "#", "tp", "cp", "pp", "dp", "zero", "vpp", "mbs", "m", "schedule", "recompute",
+                     recompute_width, "split", split_width, "order", order_width, "step time", "tokens/s", "MFU", "bubble", "peak mem",
+                     "vs uniform", "vs params");
   for (size_t i = 0; i < r.plans.size(); ++i) {
     const Plan& p = r.plans[i];
     const Evaluation& ev = p.evaluation;
     const Metrics& m = ev.metrics;
-    out << fmt::format(fmt::runtime(row), i + 1, p.config.tp, p.config.pp, p.config.dp, p.config.vpp,
-                       p.config.micro_batch_size, p.config.microbatches, p.config.schedule, recomputes[i], recompute_width,
-                       splits[i], split_width, to_string(ev.scenario.parallel.order), format_seconds(m.step_time_s), tokens_rate(m.throughput_tokens_per_s),
+    out << fmt::format(fmt::runtime(row), i + 1, p.config.tp, p.config.cp, p.config.pp, p.config.dp, p.config.zero,
+                       p.config.vpp, p.config.micro_batch_size, p.config.microbatches,
+                       mixed && p.config.precision == Precision::Fp8 ? p.config.schedule + " fp8" : p.config.schedule,
+                       recomputes[i], recompute_width,
+                       splits[i], split_width, orders[i], order_width, format_seconds(m.step_time_s), tokens_rate(m.throughput_tokens_per_s),
                        m.model_flops_per_iteration > 0 ? format_percent(m.mfu) : "-", format_percent(m.bubble_fraction),
                        format_bytes(m.peak_memory_bytes), gain_text(ev, cmp[i].uniform), gain_text(ev, cmp[i].parameters));
   }
@@ -161,7 +185,9 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
          "first stage and the head on the last. vs uniform / vs params: how much longer a step takes with the same\n"
          "configuration split evenly by layers (Megatron-LM's default) or by parameters (DeepSpeed's\n"
          "partition_method=\"parameters\"); OOM: that split does not fit. order: where ranks sit, tp innermost;\n"
-         "tp-pp-dp keeps pipeline neighbours in a node, tp-dp-pp keeps data-parallel peers (--out lists every GPU).\n";
+         "tp-pp-dp keeps pipeline neighbours in a node, tp-dp-pp keeps data-parallel peers (--out lists every GPU).\n"
+         "a/b: configurations differing only there gave the same step time and memory, one row for them. cp: GPUs\n"
+         "splitting each sequence; zero: the ZeRO level, the lowest that fits unless --zero fixes it.\n";
   if (per_stage)
     out << "recompute per stage: F full, S selective, N none (NxK: K stages), the lightest that fits each stage.\n";
 }
@@ -171,6 +197,12 @@ std::vector<std::string> stage_recompute_names(const Evaluation& ev) {
   for (const StageReport& st : ev.stages)
     out.push_back(to_string(ev.scenario.stage_recompute.empty() ? ev.scenario.workload.recompute
                                                                 : ev.scenario.stage_recompute[static_cast<size_t>(st.stage)]));
+  return out;
+}
+
+nlohmann::ordered_json twins_json(const Plan& p) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Candidate& t : p.twins) out.push_back({{"rank_order", to_string(t.order)}, {"recompute", to_string(t.recompute)}});
   return out;
 }
 
@@ -184,8 +216,11 @@ nlohmann::ordered_json plans_json(const Scenario& base, int gpus, const SearchRe
     nlohmann::ordered_json ranges = nlohmann::ordered_json::array();
     for (const StageReport& st : ev.stages) ranges.push_back({st.layers.first, st.layers.last});
     plans.push_back({{"tp", p.config.tp},
+                     {"cp", p.config.cp},
                      {"pp", p.config.pp},
                      {"dp", p.config.dp},
+                     {"zero", p.config.zero},
+                     {"precision", to_string(p.config.precision)},
                      {"vpp", p.config.vpp},
                      {"micro_batch_size", p.config.micro_batch_size},
                      {"microbatches", p.config.microbatches},
@@ -193,6 +228,7 @@ nlohmann::ordered_json plans_json(const Scenario& base, int gpus, const SearchRe
                      {"recompute", to_string(p.config.recompute)},
                      {"stage_recompute", stage_recompute_names(ev)},
                      {"rank_order", to_string(ev.scenario.parallel.order)},
+                     {"twins", twins_json(p)},
                      {"split", blocks_per_stage(ev)},
                      {"layer_ranges", ranges},
                      {"step_time_s", m.step_time_s},
@@ -240,6 +276,8 @@ void restrict_to_target(ExportTarget target, SearchSpace& space) {
         throw_bad_input("--export {}: it has no {} recompute; use --recompute {}", to_string(target), to_string(r),
                         choices_text(rc));
   }
+  // DeepSpeed's pipeline engine has no ring attention (export_deepspeed refuses cp > 1).
+  if (target == ExportTarget::DeepSpeed && !space.cp) space.cp = 1;
   if (const std::optional<RankOrder> fixed = export_rank_order(target)) {
     if (space.order && *space.order != *fixed)
       throw_bad_input("--export {}: it places ranks {}, not {}; use --rank-order {}", to_string(target), to_string(*fixed),
@@ -269,13 +307,16 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   if (o.global_batch_size < 1) throw_bad_input("--global-batch-size: must be at least 1, got {}", o.global_batch_size);
   if (o.seq_len < 0) throw_bad_input("--seq-len: must be positive, got {}", o.seq_len);
   if (o.max_tp && *o.max_tp < 1) throw_bad_input("--max-tp: must be at least 1, got {}", *o.max_tp);
-  for (const auto& [name, value] : {std::pair{"--tp", o.tp}, {"--pp", o.pp}, {"--dp", o.dp}, {"--vpp", o.vpp},
-                                    {"--micro-batch-size", o.micro_batch_size}})
+  if (o.max_cp && *o.max_cp < 1) throw_bad_input("--max-cp: must be at least 1, got {}", *o.max_cp);
+  for (const auto& [name, value] : {std::pair{"--tp", o.tp}, {"--cp", o.cp}, {"--pp", o.pp}, {"--dp", o.dp},
+                                    {"--vpp", o.vpp}, {"--micro-batch-size", o.micro_batch_size}})
     if (value && *value < 1) throw_bad_input("{}: must be at least 1, got {}", name, *value);
 
   SearchSpace space;
   space.gpus = o.gpus;
   space.tp = o.tp;
+  space.cp = o.cp;
+  space.max_cp = o.max_cp.value_or(0);
   space.pp = o.pp;
   space.dp = o.dp;
   space.vpp = o.vpp;
@@ -317,8 +358,28 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.sequence_parallel = !o.no_sequence_parallel;
   base.workload.flash_attention = o.flash_attention;
   base.workload.precision = precision_from_string(o.precision);
+  if (!o.precisions.empty()) {
+    if (o.precision != "bf16") throw_bad_input("--precisions: --precision fixes one and --precisions lists several; give one of them");
+    for (const std::string& p : split_commas(o.precisions)) {
+      const Precision x = precision_from_string(p);
+      if (x == Precision::Fp8 && target && *target != ExportTarget::Megatron)
+        throw_bad_input("--precisions: --export {} runs what pipewright simulates in bf16 only; list bf16 alone",
+                        to_string(*target));
+      if (std::find(space.precisions.begin(), space.precisions.end(), x) == space.precisions.end()) space.precisions.push_back(x);
+    }
+  }
   o.dp_options.apply(base.parallel);
   if (target) check_zero_level(*target, base.parallel.zero);
+  // Unless fixed, each plan takes the lowest ZeRO level from 1 that fits (and the target can express).
+  if (!o.dp_options.zero_given())
+    for (int level : {1, 2, 3}) {
+      try {
+        if (target) check_zero_level(*target, level);
+        space.zeros.push_back(level);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::BadInput) throw;
+      }
+    }
 
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   check_work_unless_allowed("plan", {search_estimate(enumerate_candidates(base, space), threads)}, o.allow_large);
@@ -386,7 +447,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "Model preset (see `pipewright models`), Hugging Face config.json or pipewright model JSON")
       ->required();
   cmd->add_option("--cluster", o->cluster, "Cluster preset (see `pipewright clusters`) or cluster JSON")->required();
-  cmd->add_option("--gpus", o->gpus, "GPUs to use: tp x pp x dp")->required();
+  cmd->add_option("--gpus", o->gpus, "GPUs to use: tp x cp x pp x dp")->required();
   cmd->add_option("--global-batch-size", o->global_batch_size, "Sequences per iteration over all replicas")->required();
   cmd->add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
   cmd->add_option("--schedules", o->schedules, "Schedules to search, comma-separated (default: all)");
@@ -398,6 +459,9 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--export", o->export_target, "Export the best plan: megatron, deepspeed or torchtitan");
   cmd->add_option("--export-dir", o->export_dir, "Folder for the exported files")->capture_default_str();
   cmd->add_option("--tp", o->tp, "Fix the tensor-parallel degree");
+  cmd->add_option("--cp", o->cp, "Fix the context-parallel degree (default: searched for long sequences)");
+  cmd->add_option("--max-cp", o->max_cp, "Largest context-parallel degree to search");
+  cmd->add_option("--precisions", o->precisions, "Precisions to search, comma-separated: bf16,fp8 (default: --precision's)");
   cmd->add_option("--pp", o->pp, "Fix the pipeline-parallel degree");
   cmd->add_option("--dp", o->dp, "Fix the data-parallel degree");
   cmd->add_option("--vpp", o->vpp, "Fix the model chunks per pipeline rank");

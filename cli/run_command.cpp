@@ -100,6 +100,8 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
     throw_bad_input("--compute: must be real or sleep, got '{}'", o.compute);
   if (sc.parallel.tp != 1)
     throw_bad_input("--tp: the {} backend runs pipeline parallelism only, got --tp {}; use --tp 1", o.backend, sc.parallel.tp);
+  if (sc.parallel.cp != 1)
+    throw_bad_input("--cp: the {} backend runs pipeline parallelism only, got --cp {}; use --cp 1", o.backend, sc.parallel.cp);
   if (sc.parallel.dp != 1)
     throw_bad_input("--dp: the {} backend runs one pipeline, got --dp {}; use --dp 1", o.backend, sc.parallel.dp);
   if (o.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", o.iterations);

@@ -18,6 +18,7 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
     cluster_opt->required();
   }
   cmd.add_option("--tp", tp, "Tensor-parallel degree (inside a node)");
+  cmd.add_option("--cp", cp, "Context-parallel degree: each sequence split over this many GPUs (ring attention)");
   cmd.add_option("--pp", pp, "Pipeline-parallel degree (ranks)");
   cmd.add_option("--dp", dp, "Data-parallel degree");
   cmd.add_option("--vpp", vpp, "Model chunks per pipeline rank (interleaved)");
@@ -120,6 +121,7 @@ Scenario ScenarioOptions::to_scenario() const {
   s.model = load_for_option("--model", model, load_model);
   s.cluster = load_for_option("--cluster", cluster, load_cluster);
   s.parallel.tp = tp;
+  s.parallel.cp = cp;
   s.parallel.pp = pp;
   s.parallel.dp = dp;
   s.parallel.vpp = vpp;
@@ -134,6 +136,7 @@ Scenario ScenarioOptions::to_scenario() const {
   s.workload.micro_batch_size = micro_batch_size;
   s.workload.seq_len = seq_len;
   s.workload.tp = tp;
+  s.workload.cp = cp;
   s.workload.sequence_parallel = !no_sequence_parallel;
   s.workload.flash_attention = flash_attention;
   s.workload.precision = precision_from_string(precision);
@@ -157,7 +160,7 @@ Scenario ScenarioOptions::to_scenario() const {
 namespace {
 
 // The scenario options a plan file replaces; giving one with --plan would be ambiguous.
-constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--pp", "--dp", "--vpp", "--microbatches",
+constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--cp", "--pp", "--dp", "--vpp", "--microbatches",
                                       "--global-batch-size", "--micro-batch-size", "--seq-len", "--schedule",
                                       "--schedule-csv", "--max-pending", "--split", "--recompute", "--stage-recompute",
                                       "--rank-order", "--no-sequence-parallel", "--flash-attention", "--group-size"};

@@ -21,7 +21,7 @@ namespace pw {
 struct ScenarioOptions {
   std::string model;
   std::string cluster;
-  int tp = 1, pp = 1, dp = 1, vpp = 1;
+  int tp = 1, cp = 1, pp = 1, dp = 1, vpp = 1;
   std::optional<int> microbatches;
   std::optional<int> global_batch_size;
   int micro_batch_size = 1;

@@ -137,6 +137,26 @@ double AnalyticCostModel::phase_time(const Layer& layer, const LayerWork& work, 
   return 0;
 }
 
+double AnalyticCostModel::ring_wait(const PhaseWork& work, const GpuSpec& gpu, const LinkSpec& cp_link) const {
+  if (work.cp_ring_steps <= 0 || work.cp_ring_step_bytes <= 0) return 0;
+  // cp_ring_steps + 1 chunks of attention, each of the first steps overlapping one chunk's transfer: a
+  // step costs the longer of the two, so only a transfer longer than its chunk's attention shows.
+  const LinkSpec link = p2p_link(cp_link);
+  const double transfer = link.latency_s + work.cp_ring_step_bytes / link.bandwidth_bytes_per_s;
+  const double chunk = rate_time(work.attention_flops, gpu.peak_flops * params_.attention_efficiency, gpu.name, "peak_flops") /
+                       (work.cp_ring_steps + 1);
+  return work.cp_ring_steps * std::max(0.0, transfer - chunk);
+}
+
+double AnalyticCostModel::cp_ring_time(const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& cp_link) const {
+  switch (phase) {
+    case Phase::Forward: return ring_wait(work.forward, gpu, cp_link);
+    case Phase::BackwardInput: return ring_wait(work.recompute, gpu, cp_link) + ring_wait(work.backward_input, gpu, cp_link);
+    case Phase::BackwardWeight: return ring_wait(work.backward_weight, gpu, cp_link);
+  }
+  return 0;
+}
+
 double AnalyticCostModel::collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const {
   if (ranks <= 1 || bytes <= 0) return 0;
   if (!(link.bandwidth_bytes_per_s > 0)) throw_bad_input("cluster: link bandwidth is {} B/s; give a positive bandwidth", link.bandwidth_bytes_per_s);

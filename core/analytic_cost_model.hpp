@@ -56,6 +56,7 @@ class AnalyticCostModel : public CostModel {
   std::string name() const override { return "analytic"; }
   double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                     const LinkSpec& tp_link, int tp) const override;
+  double cp_ring_time(const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& cp_link) const override;
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
@@ -70,6 +71,7 @@ class AnalyticCostModel : public CostModel {
 
  private:
   double phase_work_time(const PhaseWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const;
+  double ring_wait(const PhaseWork& work, const GpuSpec& gpu, const LinkSpec& cp_link) const;
 
   AnalyticCostParams params_;
 };

@@ -188,7 +188,7 @@ void Cluster::check_capacity(int gpus) const {
   const long have = static_cast<long>(nodes) * gpus_per_node;
   if (gpus > have)
     throw_bad_input(
-        "tp x pp x dp = {} GPUs but cluster '{}' has {} ({} x {}); use fewer GPUs or a cluster file with more nodes",
+        "tp x cp x pp x dp = {} GPUs but cluster '{}' has {} ({} x {}); use fewer GPUs or a cluster file with more nodes",
         gpus, name, have, nodes, gpus_per_node);
 }
 

@@ -22,6 +22,11 @@ class CostModel {
   virtual double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                             const LinkSpec& tp_link, int tp) const = 0;
 
+  // Seconds one phase of a layer waits on context parallelism's K/V ring (PhaseWork::cp_ring_steps) beyond
+  // the attention each step hides behind, the ring passing between cp neighbours over `cp_link`; for
+  // BackwardInput the recomputation's ring too. 0 without context parallelism.
+  virtual double cp_ring_time(const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& cp_link) const = 0;
+
   // Seconds for a ring collective of an array of `bytes` over `ranks` ranks whose slowest link is `link`.
   virtual double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const = 0;
 
@@ -65,6 +70,9 @@ class CostModelOver : public CostModel {
   double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& tp_link,
                     int tp) const override {
     return below_.phase_time(layer, work, phase, gpu, tp_link, tp);
+  }
+  double cp_ring_time(const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& cp_link) const override {
+    return below_.cp_ring_time(work, phase, gpu, cp_link);
   }
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override {
     return below_.collective_time(kind, bytes, ranks, link);

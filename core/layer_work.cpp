@@ -12,9 +12,11 @@ constexpr double kBf16 = 2;  // bytes per activation element
 constexpr double kFp32 = 4;  // bytes per logit in the loss
 constexpr double kMask = 1;  // bytes per dropout-mask element
 
-// One micro-batch on one tp rank. Sizes are element counts; `t` divides what tp shards.
+// One micro-batch on one tp rank. Sizes are element counts; `t` divides what tp shards. With context
+// parallelism `s` is this rank's share of the sequence, s / cp, while its queries attend to `keys` keys
+// of the whole sequence.
 struct Dims {
-  double b, s, h, a, q, kv, f, V, t;
+  double b, s, h, a, q, kv, f, V, t, cp;
   bool sp;        // sequence parallelism in effect (requested and tp > 1)
   bool dropout;   // dropout masks stored and applied
   bool rotary;    // rotary positions applied to Q and K (no learned position table)
@@ -35,8 +37,10 @@ struct Dims {
 Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq) {
   Dims d{};
   d.b = w.micro_batch_size;
-  d.s = w.seq_len > 0 ? w.seq_len : default_seq;
-  d.keys = c.attention_window > 0 ? std::min<double>(d.s, c.attention_window) : d.s;
+  const double sequence = w.seq_len > 0 ? w.seq_len : default_seq;
+  d.cp = w.cp > 1 ? w.cp : 1;
+  d.s = sequence / d.cp;
+  d.keys = c.attention_window > 0 ? std::min<double>(sequence, c.attention_window) : sequence;
   d.h = c.hidden;
   d.a = c.heads;
   d.q = static_cast<double>(c.heads) * c.head_dim;
@@ -87,6 +91,16 @@ void tp_region_collectives(PhaseWork& p, const Dims& d) {
 // Narayanan counts), on a/t heads per rank.
 double attention_core_flops(const Dims& d) { return 2 * (2 * d.b * d.s * d.keys * d.q) / d.t; }
 
+// Context parallelism's ring (Megatron's default cp_comm_type p2p, Transformer Engine's ring attention):
+// each of cp - 1 steps passes this rank's K and V chunk to the next rank while the attention of the chunk
+// it holds runs; B passes K and V again and their gradients dK and dV, twice the bytes.
+double cp_kv_chunk_bytes(const Dims& d) { return 2 * kBf16 * d.n() * d.kv / d.t; }
+void cp_ring(PhaseWork& p, const Dims& d, double chunks) {
+  if (d.cp <= 1) return;
+  p.cp_ring_steps = static_cast<int>(d.cp) - 1;
+  p.cp_ring_step_bytes = chunks * cp_kv_chunk_bytes(d);
+}
+
 // Elementwise traffic of the attention core in F: the fused scale-mask-softmax reads the bf16 scores
 // and writes the probabilities (2 + 2 bytes per element); dropout on them reads 2, writes 2 and a
 // 1-byte mask.
@@ -107,6 +121,7 @@ PhaseWork block_forward(const Dims& d) {
   if (d.rotary) elementwise(p, 2 * kBf16 * n * (d.q + d.kv) / d.t);  // rotary on Q and K: read + write
   if (d.flash) {
     attention_gemm(p, attention_core_flops(d));          // one fused kernel; scores stay on chip
+    cp_ring(p, d, 1);
   } else {
     attention_gemm(p, attention_core_flops(d) / 2);      // QK^T
     elementwise(p, softmax_bytes(d));                    // scale, mask, softmax
@@ -149,6 +164,7 @@ PhaseWork block_backward_input(const Dims& d) {
     // FlashAttention-2's backward recomputes S = QK^T, then dV, dP, dQ, dK: 5 of the forward's
     // half-size products, in one kernel.
     attention_gemm(p, 2.5 * attention_core_flops(d));
+    cp_ring(p, d, 2);
   } else {
     attention_gemm(p, attention_core_flops(d) / 2);      // dP = dO V^T
     attention_gemm(p, attention_core_flops(d) / 2);      // dV = P^T dO
@@ -232,7 +248,9 @@ double block_working(const Dims& d, Recompute recompute, double stored) {
                          : recompute == Recompute::Selective && !d.flash ? (2 * kBf16 + (d.dropout ? kMask : 0)) * s2
                                                                           : 0.0;
   const double gradients = (d.flash ? 0.0 : 2 * kBf16 * s2) + kBf16 * d.n() * d.mlp_in() / d.t;
-  return dropped + gradients;  // B's: F holds only what it drops
+  // The cp ring's chunks in flight in B: the K, V, dK and dV received while the last ones are used.
+  const double ring = d.cp > 1 ? 2 * 2 * cp_kv_chunk_bytes(d) : 0.0;
+  return dropped + gradients + ring;  // B's: F holds only what it drops
 }
 
 // Transformer Engine's fp8 linear layers: the four GEMMs of a block (QKV, output projection, up, down)
@@ -385,14 +403,16 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
   }
   lw.parameters = transformer_layer_parameters(c, layer.kind, static_cast<int>(d.t));
   lw.micro_batch_size = w.micro_batch_size;
-  lw.seq_len = static_cast<int>(d.s);
+  lw.seq_len = static_cast<int>(d.s * d.cp);
+  lw.cp = static_cast<int>(d.cp);
   lw.recompute_mode = w.recompute;
   return lw;
 }
 
 double model_flops_per_microbatch(const Model& model, const Workload& w) {
   Workload whole = w;
-  whole.tp = 1;  // all tp ranks together
+  whole.tp = 1;  // all tp and cp ranks together
+  whole.cp = 1;
   double flops = 0;
   for (const Layer& layer : model.layers) {
     const LayerWork lw = layer_work(model, layer, whole);
@@ -404,6 +424,7 @@ double model_flops_per_microbatch(const Model& model, const Workload& w) {
 double hardware_flops_per_microbatch(const Model& model, const Workload& w) {
   Workload whole = w;
   whole.tp = 1;
+  whole.cp = 1;
   double flops = 0;
   for (const Layer& layer : model.layers) {
     const LayerWork lw = layer_work(model, layer, whole);

@@ -32,6 +32,10 @@ struct PhaseWork {
   double memory_bytes = 0;
   int kernels = 0;
   std::vector<Collective> collectives;  // tp collectives on the critical path of this phase
+  // Context parallelism's K/V ring: steps, each passing this many bytes to the next cp rank while the
+  // attention of one chunk runs (CostModel::cp_ring_time charges what the attention does not hide).
+  int cp_ring_steps = 0;
+  double cp_ring_step_bytes = 0;
 
   double flops() const { return gemm_flops + fp8_gemm_flops + attention_flops; }
 };
@@ -63,13 +67,14 @@ struct LayerWork {
   // The micro-batch this work is for, as layer_work() resolved it (seq_len: the workload's, or the model's
   // default), and the recomputation it includes: a measured cost model looks its entry up by these.
   int micro_batch_size = 1;
-  int seq_len = 0;
+  int seq_len = 0;  // the whole sequence, of which each of the cp ranks holds seq_len / cp tokens
+  int cp = 1;
   Recompute recompute_mode = Recompute::None;
 };
 
 LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w);
 
-// FLOPs of one micro-batch through the whole model, all tp ranks together (Narayanan's accounting:
+// FLOPs of one micro-batch through the whole model, all tp and cp ranks together (Narayanan's accounting:
 // backward = 2 x forward; model FLOPs exclude recomputation, hardware FLOPs include it).
 double model_flops_per_microbatch(const Model& model, const Workload& w);
 double hardware_flops_per_microbatch(const Model& model, const Workload& w);

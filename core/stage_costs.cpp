@@ -57,8 +57,10 @@ std::vector<LayerRange> explicit_split(const Model& model, int stages, const std
   return ranges;
 }
 
-double slowest_bandwidth(const LinkSpec& a, const LinkSpec& b) {
-  return std::min(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s);
+// A ring over both links' hops: the lower bandwidth, the higher latency, across nodes if either is.
+LinkSpec slower(const LinkSpec& a, const LinkSpec& b) {
+  return LinkSpec{std::min(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s), std::max(a.latency_s, b.latency_s),
+                  a.inter_node || b.inter_node};
 }
 
 }  // namespace
@@ -101,15 +103,24 @@ LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {
     const int a = first + i * stride;
     const int b = first + ((i + 1) % n) * stride;
     const LinkSpec l = cluster.link(a, b);
-    slowest.bandwidth_bytes_per_s = slowest_bandwidth(slowest, l);
-    slowest.latency_s = std::max(slowest.latency_s, l.latency_s);
+    slowest = LinkSpec{std::min(slowest.bandwidth_bytes_per_s, l.bandwidth_bytes_per_s),
+                       std::max(slowest.latency_s, l.latency_s), slowest.inter_node};
   }
   return slowest;
 }
 
+GroupLinks group_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu) {
+  return GroupLinks{group_link(cluster, first_gpu, 1, pc.tp), group_link(cluster, first_gpu, pc.tp, pc.cp)};
+}
+
+double layer_phase_time(const CostModel& cost, const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
+                        const GroupLinks& links, int tp) {
+  return cost.phase_time(layer, work, phase, gpu, links.tp, tp) + cost.cp_ring_time(work, phase, gpu, links.cp);
+}
+
 std::vector<double> layer_step_costs(const Model& model, const Workload& w, const ParallelConfig& pc,
                                      const Cluster& cluster, const CostModel& cost, int first_gpu) {
-  const LinkSpec tp_link = group_link(cluster, first_gpu, 1, pc.tp);
+  const GroupLinks links = group_links(cluster, pc, first_gpu);
   const GpuSpec& gpu = cluster.gpu_at(first_gpu);
   std::vector<double> out;
   out.reserve(model.layers.size());
@@ -117,7 +128,7 @@ std::vector<double> layer_step_costs(const Model& model, const Workload& w, cons
     const LayerWork work = layer_work(model, layer, w);
     double t = 0;
     for (Phase ph : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
-      t += cost.phase_time(layer, work, ph, gpu, tp_link, pc.tp);
+      t += layer_phase_time(cost, layer, work, ph, gpu, links, pc.tp);
     out.push_back(t);
   }
   return out;
@@ -144,12 +155,12 @@ struct ZeroGathers {
 }  // namespace
 
 double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc, bool fp8) {
-  const double gathered = pc.zero >= 3 && pc.dp > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
-  return cost.model_state_bytes_per_parameter(pc.dp, pc.zero) + gathered + (fp8 ? kFp8WeightCopyBytes : 0.0);
+  const double gathered = pc.zero >= 3 && pc.dp_cp() > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
+  return cost.model_state_bytes_per_parameter(pc.dp_cp(), pc.zero) + gathered + (fp8 ? kFp8WeightCopyBytes : 0.0);
 }
 
 double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_parameters) {
-  if (pc.zero < 3 || pc.dp <= 1 || !pc.resharded()) return 0;
+  if (pc.zero < 3 || pc.dp_cp() <= 1 || !pc.resharded()) return 0;
   return layer_parameters * (2 * kGatheredWeightBytes + kGradBytes);
 }
 
@@ -172,22 +183,24 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
                     model.num_layers());
     StageCost& sc = out[s];
     sc.layers = r;
-    const LinkSpec tp_link = group_link(cluster, stage_gpu[s], 1, pc.tp);
+    const GroupLinks links = group_links(cluster, pc, stage_gpu[s]);
     const GpuSpec& gpu = cluster.gpu_at(stage_gpu[s]);  // mixed clusters: this stage's own GPU type
-    const LinkSpec dp_link = group_link(cluster, stage_gpu[s], dp_stride(pc), pc.dp);
+    const int shards = pc.dp_cp();
+    // The dp-cp group reduces the gradients: its ring is as slow as the slower of its cp and dp hops.
+    const LinkSpec dp_link = slower(group_link(cluster, stage_gpu[s], dp_stride(pc), pc.dp), links.cp);
     ZeroGathers gathers;
     for (int i = r.first; i <= r.last; ++i) {
       const Layer& layer = model.layers[i];
       const LayerWork& lw = work[i];
-      sc.forward_s += cost.phase_time(layer, lw, Phase::Forward, gpu, tp_link, pc.tp);
-      sc.backward_input_s += cost.phase_time(layer, lw, Phase::BackwardInput, gpu, tp_link, pc.tp);
-      sc.backward_weight_s += cost.phase_time(layer, lw, Phase::BackwardWeight, gpu, tp_link, pc.tp);
+      sc.forward_s += layer_phase_time(cost, layer, lw, Phase::Forward, gpu, links, pc.tp);
+      sc.backward_input_s += layer_phase_time(cost, layer, lw, Phase::BackwardInput, gpu, links, pc.tp);
+      sc.backward_weight_s += layer_phase_time(cost, layer, lw, Phase::BackwardWeight, gpu, links, pc.tp);
       sc.activation_bytes += lw.activation_bytes;
       sc.weight_grad_bytes += lw.weight_grad_bytes;
       sc.working_bytes = std::max(sc.working_bytes, lw.working_bytes + zero3_layer_working_bytes(pc, lw.parameters));
       sc.parameters += lw.parameters;
-      if (pc.zero >= 3 && pc.dp > 1)
-        gathers.add(cost.collective_time(CollectiveKind::AllGather, lw.parameters * kGatheredWeightBytes, pc.dp, dp_link));
+      if (pc.zero >= 3 && shards > 1)
+        gathers.add(cost.collective_time(CollectiveKind::AllGather, lw.parameters * kGatheredWeightBytes, shards, dp_link));
     }
     // ZeRO-3 resharding after forward: each layer's weights are all-gathered before its forward and again
     // before its backward, every micro-batch, the next layer's prefetched during this one's compute: the
@@ -198,7 +211,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.forward_s = gathers.behind(sc.forward_s, gathers.first_s);
       sc.backward_input_s = gathers.behind(sc.backward_input_s, gathers.last_s);
     }
-    sc.reduce_every_microbatch = pc.zero >= 2 && pc.dp > 1;
+    sc.reduce_every_microbatch = pc.zero >= 2 && shards > 1;
     // Once per stage and phase, not per layer: an action runs its stage's layers as one unit.
     const double dispatch = cost.action_overhead_s();
     sc.forward_s += dispatch;
@@ -224,17 +237,17 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     sc.model_state_bytes = sc.parameters * state_per_param + sc.reserved_bytes;
 
     const double grads = sc.parameters * kGradBytes;
-    sc.grad_reduce_bytes = pc.dp > 1 ? grads : 0;
-    const double bucket = pc.bucket_parameters > 0 ? pc.bucket_parameters : std::max(4e7, 1e6 * pc.dp);
-    sc.grad_buckets = pc.overlap_grad_reduce && pc.dp > 1 ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
+    sc.grad_reduce_bytes = shards > 1 ? grads : 0;
+    const double bucket = pc.bucket_parameters > 0 ? pc.bucket_parameters : std::max(4e7, 1e6 * shards);
+    sc.grad_buckets = pc.overlap_grad_reduce && shards > 1 ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
     const CollectiveKind reduce = pc.distributed_optimizer() ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-    sc.grad_bucket_s = cost.collective_time(reduce, grads / sc.grad_buckets, pc.dp, dp_link);
+    sc.grad_bucket_s = cost.collective_time(reduce, grads / sc.grad_buckets, shards, dp_link);
     // ZeRO-3 with resharding gathers weights before each use instead (above), never after the step.
     sc.grad_gather_s = pc.distributed_optimizer() && !(pc.zero >= 3 && pc.resharded())
-                           ? cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, pc.dp, dp_link)
+                           ? cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, shards, dp_link)
                            : 0.0;
     sc.grad_reduce_s = sc.grad_buckets * sc.grad_bucket_s + sc.grad_gather_s;
-    sc.optimizer_s = cost.optimizer_step_time(pc.distributed_optimizer() ? sc.parameters / std::max(pc.dp, 1) : sc.parameters, gpu);
+    sc.optimizer_s = cost.optimizer_step_time(pc.distributed_optimizer() ? sc.parameters / shards : sc.parameters, gpu);
   }
   return out;
 }

@@ -95,6 +95,19 @@ std::vector<LayerWork> staged_layer_work(const Model& model, const Workload& w, 
 std::vector<double> layer_step_costs(const Model& model, const Workload& w, const ParallelConfig& pc,
                                      const Cluster& cluster, const CostModel& cost, int first_gpu = 0);
 
+// The links the phases of a layer use on one stage's GPUs: its tp group's (tp consecutive GPUs) and its
+// cp ring's (cp GPUs, tp apart), from the stage's first GPU.
+struct GroupLinks {
+  LinkSpec tp;
+  LinkSpec cp;
+};
+GroupLinks group_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu);
+
+// One phase of one layer as stage_costs() charges it: the cost model's time, tp collectives included,
+// plus what the layer waits on the cp ring.
+double layer_phase_time(const CostModel& cost, const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
+                        const GroupLinks& links, int tp);
+
 // The slowest link of the ring through GPUs first, first + stride, ..., first + (n-1) stride (the
 // lowest bandwidth and the highest latency among its n hops); the ideal cluster's free link
 // (infinite bandwidth, no latency) when cluster.ideal, and also when n <= 1.

@@ -51,15 +51,19 @@ Recompute recompute_from_string(const char* text) {
 }
 
 int ParallelConfig::gpus() const {
-  return static_cast<int>(bounded_product({tp, pp, dp}, std::numeric_limits<int>::max(), "GPUs --tp x --pp x --dp",
-                                          "use fewer GPUs"));
+  return static_cast<int>(bounded_product({tp, cp, pp, dp}, std::numeric_limits<int>::max(),
+                                          "GPUs --tp x --cp x --pp x --dp", "use fewer GPUs"));
 }
 
 int global_rank(const ParallelConfig& pc, RankOrder order, int tp_idx, int pp_idx, int dp_idx) {
-  if (order == RankOrder::TpPpDp) return (dp_idx * pc.pp + pp_idx) * pc.tp + tp_idx;
-  return (pp_idx * pc.dp + dp_idx) * pc.tp + tp_idx;
+  const int block = pc.tp * pc.cp;
+  if (order == RankOrder::TpPpDp) return (dp_idx * pc.pp + pp_idx) * block + tp_idx;
+  return (pp_idx * pc.dp + dp_idx) * block + tp_idx;
 }
 
-int dp_stride(const ParallelConfig& pc) { return pc.order == RankOrder::TpPpDp ? pc.tp * pc.pp : pc.tp; }
+int dp_stride(const ParallelConfig& pc) {
+  const int block = pc.tp * pc.cp;
+  return pc.order == RankOrder::TpPpDp ? block * pc.pp : block;
+}
 
 }  // namespace pw

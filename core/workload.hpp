@@ -25,6 +25,9 @@ struct Workload {
   int micro_batch_size = 1;  // b
   int seq_len = 0;           // s
   int tp = 1;                // t
+  // Context-parallel ranks sharing each sequence (mirrors ParallelConfig::cp): each holds s / cp tokens,
+  // and its queries attend to the whole sequence's keys, passed round the cp ring.
+  int cp = 1;
   bool sequence_parallel = true;  // only meaningful when tp > 1
   Recompute recompute = Recompute::None;
   Precision precision = Precision::Bf16;
@@ -38,6 +41,9 @@ struct Workload {
 
 struct ParallelConfig {
   int tp = 1;
+  // Context parallelism (Megatron's --context-parallel-size): each sequence split over cp GPUs, which
+  // reduce gradients and shard the ZeRO state together with the dp replicas (Megatron's dp-cp group).
+  int cp = 1;
   int pp = 1;
   int dp = 1;
   int vpp = 1;           // model chunks per pipeline rank
@@ -50,6 +56,8 @@ struct ParallelConfig {
   // fsdp_reshard_after_forward); Default: as torchtitan's "default", on without pp and off with it.
   enum class Reshard { Default, Always, Never } reshard_after_forward = Reshard::Default;
   bool distributed_optimizer() const { return zero >= 1; }
+  // The GPUs a stage's gradients are reduced over and its ZeRO state sharded over.
+  int dp_cp() const { return dp * cp; }
   bool resharded() const { return reshard_after_forward == Reshard::Always || (reshard_after_forward == Reshard::Default && pp == 1); }
   // Megatron-Core's --overlap-grad-reduce: each bucket's reduction starts as its last gradient is made in
   // the last micro-batch's backward (PyTorch DDP and FSDP do the same); false: all of it after.
@@ -58,7 +66,7 @@ struct ParallelConfig {
   // (megatron/core/distributed/distributed_data_parallel.py).
   double bucket_parameters = 0;
   RankOrder order = RankOrder::TpPpDp;  // where each (tp, pp, dp) rank sits in the cluster
-  // tp x pp x dp; BadInput naming --tp, --pp and --dp when it leaves an int (resolve() and the plan file
+  // tp x cp x pp x dp; BadInput naming the options when it leaves an int (resolve() and the plan file
   // refuse such configurations first, with their own names).
   int gpus() const;
 };
@@ -68,7 +76,8 @@ struct ParallelConfig {
 const char* to_string(ParallelConfig::Reshard r);
 std::optional<ParallelConfig::Reshard> reshard_from_string(const std::string& text);
 
-// The global GPU index of a (tp, pp, dp) rank under an order.
+// The global GPU index of a rank under an order. cp sits next to tp (Megatron's tp-cp-...): `tp_idx` is
+// the index inside the tp x cp block, cp_idx x tp + the tp index.
 int global_rank(const ParallelConfig& pc, RankOrder order, int tp_idx, int pp_idx, int dp_idx);
 // Under the configuration's own order: how far apart two dp peers of one stage are.
 int dp_stride(const ParallelConfig& pc);

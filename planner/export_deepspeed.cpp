@@ -29,6 +29,9 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
     throw_bad_input("--export deepspeed: DeepSpeed checkpoints whole layers (activation_checkpoint_interval), not "
                     "selectively; plan with --recompute none or full");
   if (pc.dp > 1) check_zero_level(ExportTarget::DeepSpeed, pc.zero);
+  if (pc.cp > 1)
+    throw_bad_input("--cp: DeepSpeed's pipeline engine has no ring-attention context parallelism (its Ulysses "
+                    "sequence parallelism splits heads, not the sequence's K/V); use --cp 1 with --export deepspeed");
   if (s.workload.precision == Precision::Fp8)
     throw_bad_input("--precision: DeepSpeed's config has no fp8 training mode (Transformer Engine layers are the "
                     "model's business); use --precision bf16 with --export deepspeed");

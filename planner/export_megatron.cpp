@@ -182,7 +182,7 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
     throw_bad_input("--export megatron: Megatron-LM runs 1f1b, interleaved and bfs, not {}; plan with --schedules "
                     "1f1b,interleaved,bfs",
                     s.schedule);
-  if (pc.dp > 1) check_zero_level(ExportTarget::Megatron, pc.zero);
+  if (pc.dp_cp() > 1) check_zero_level(ExportTarget::Megatron, pc.zero);
   const int chunks = plan.schedule.num_stages() / pc.pp;
   if (chunks > 1 && pc.pp < 2)
     throw_bad_input("--export megatron: Megatron-LM's interleaved schedule needs --pp 2 or more, got pp 1 with vpp {}", chunks);
@@ -198,6 +198,7 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   };
   add("--tensor-model-parallel-size", std::to_string(pc.tp));
   add("--pipeline-model-parallel-size", std::to_string(pc.pp));
+  if (pc.cp > 1) add("--context-parallel-size", std::to_string(pc.cp));
   if (pc.tp > 1 && s.workload.sequence_parallel) add("--sequence-parallel");
   add("--num-layers", std::to_string(model.num_blocks()));
   add("--seq-length", std::to_string(s.workload.seq_len));
@@ -220,10 +221,12 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
     add("--recompute-method", "uniform");
     add("--recompute-num-layers", "1");
   }
-  if (pc.distributed_optimizer() && pc.dp > 1) add("--use-distributed-optimizer");
+  // The dp-cp group reduces the gradients and shards the optimizer state, cp ranks included.
+  const bool reduced = pc.dp_cp() > 1;
+  if (pc.distributed_optimizer() && reduced) add("--use-distributed-optimizer");
   // Megatron's flags are off by default (store_true); the simulation reduced in overlapped buckets.
-  if (pc.overlap_grad_reduce && pc.dp > 1) add("--overlap-grad-reduce");
-  if (pc.bucket_parameters > 0 && pc.dp > 1) add("--ddp-bucket-size", fmt::format("{:.0f}", pc.bucket_parameters));
+  if (pc.overlap_grad_reduce && reduced) add("--overlap-grad-reduce");
+  if (pc.bucket_parameters > 0 && reduced) add("--ddp-bucket-size", fmt::format("{:.0f}", pc.bucket_parameters));
   // What was simulated: fused attention (no s x s scores stored) or the unfused kernels.
   add("--attention-backend", s.workload.flash_attention ? "flash" : "unfused");
   if (s.workload.precision == Precision::Fp8) {

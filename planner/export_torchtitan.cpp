@@ -59,7 +59,13 @@ std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model,
 std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::string& dir) {
   const Scenario& s = plan.scenario;
   const ParallelConfig& pc = s.parallel;
-  if (pc.dp > 1) check_zero_level(ExportTarget::Torchtitan, pc.zero);
+  if (pc.dp_cp() > 1) check_zero_level(ExportTarget::Torchtitan, pc.zero);
+  // torchtitan/distributed/parallel_dims.py: fsdp_enabled is dp_shard > 1 or cp > 1, the weights sharded
+  // over the dp_shard x cp ranks.
+  if (pc.cp > 1 && pc.zero != 3)
+    throw_bad_input("--zero: torchtitan shards weights and gradients over the cp ranks (FSDP) whenever cp > 1, not "
+                    "ZeRO-{}; use --zero 3 with --cp and --export torchtitan",
+                    pc.zero);
   if (s.workload.precision == Precision::Fp8)
     throw_bad_input("--precision: torchtitan's float8 runs torchao's scaling recipes, not the Transformer Engine fp8 "
                     "pipewright simulates; use --precision bf16 with --export torchtitan");
@@ -89,6 +95,7 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
     t += fmt::format("data_parallel_replicate_degree = {}\n", pc.dp);
     t += "data_parallel_shard_degree = 1\n";
   }
+  t += fmt::format("context_parallel_degree = {}\n", pc.cp);
   t += fmt::format("tensor_parallel_degree = {}\n", pc.tp);
   t += fmt::format("enable_sequence_parallel = {}\n", pc.tp > 1 && s.workload.sequence_parallel ? "true" : "false");
   t += fmt::format("pipeline_parallel_degree = {}\n", pc.pp);

@@ -146,15 +146,17 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   // Layer times per GPU type and tp link: one prefix-sum row per distinct pair among the ranks.
   struct Class {
     const GpuSpec* gpu;
-    LinkSpec tp_link;
+    GroupLinks links;
   };
   std::vector<Class> classes;
   std::vector<int> rank_class(static_cast<size_t>(P.ranks));
   for (int r = 0; r < P.ranks; ++r) {
     const int g = P.rank_gpu[static_cast<size_t>(r)];
-    const Class c{&cluster.gpu_at(g), group_link(cluster, g, 1, pc.tp)};
+    const Class c{&cluster.gpu_at(g), group_links(cluster, pc, g)};
     size_t k = 0;
-    while (k < classes.size() && !(same_gpu(*classes[k].gpu, *c.gpu) && same_link(classes[k].tp_link, c.tp_link))) ++k;
+    while (k < classes.size() && !(same_gpu(*classes[k].gpu, *c.gpu) && same_link(classes[k].links.tp, c.links.tp) &&
+                                   same_link(classes[k].links.cp, c.links.cp)))
+      ++k;
     if (k == classes.size()) classes.push_back(c);
     rank_class[static_cast<size_t>(r)] = static_cast<int>(k);
   }
@@ -166,7 +168,7 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
         const Layer& layer = s.model.layers[i];
         double t = 0;  // summed as layer_step_costs sums it
         for (Phase ph : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
-          t += cost.phase_time(layer, work[i], ph, *c.gpu, c.tp_link, pc.tp);
+          t += layer_phase_time(cost, layer, work[i], ph, *c.gpu, c.links, pc.tp);
         prefix[i + 1] = prefix[i] + t;
       }
       per_class.push_back(std::move(prefix));

@@ -29,18 +29,19 @@ std::vector<GpuPlace> place_ranks(const ParallelConfig& pc, const Cluster& clust
   std::vector<GpuPlace> places(static_cast<size_t>(pc.gpus()));
   for (int d = 0; d < pc.dp; ++d)
     for (int p = 0; p < pc.pp; ++p)
-      for (int t = 0; t < pc.tp; ++t) {
+      for (int t = 0; t < pc.tp * pc.cp; ++t) {
         const int g = global_rank(pc, order, t, p, d);
-        places[static_cast<size_t>(g)] = GpuPlace{g, cluster.node_of(g), g % cluster.gpus_per_node, t, p, d};
+        places[static_cast<size_t>(g)] = GpuPlace{g, cluster.node_of(g), g % cluster.gpus_per_node, t % pc.tp, t / pc.tp, p, d};
       }
   return places;
 }
 
 std::string placement_to_text(const std::vector<GpuPlace>& places) {
+  const bool cp = std::any_of(places.begin(), places.end(), [](const GpuPlace& p) { return p.cp_idx > 0; });
   std::string out;
   for (const GpuPlace& p : places)
-    out += fmt::format("rank {} -> node {} gpu {} (tp {}, pp {}, dp {})\n", p.global_rank, p.node, p.local_gpu,
-                       p.tp_idx, p.pp_idx, p.dp_idx);
+    out += fmt::format("rank {} -> node {} gpu {} (tp {}{}, pp {}, dp {})\n", p.global_rank, p.node, p.local_gpu, p.tp_idx,
+                       cp ? fmt::format(", cp {}", p.cp_idx) : "", p.pp_idx, p.dp_idx);
   return out;
 }
 
@@ -72,7 +73,7 @@ OrderCost rank_order_cost(const ParallelConfig& pc, const Cluster& cluster, cons
       throw_runtime("rank_order_cost: a transfer from rank {} to rank {}, pp = {}", x.from_rank, x.to_rank, pc.pp);
     const double bytes = x.bytes_per_microbatch * traffic.microbatches;
     for (int d = 0; d < pc.dp; ++d)
-      for (int t = 0; t < pc.tp; ++t) {
+      for (int t = 0; t < pc.tp * pc.cp; ++t) {
         const int a = global_rank(pc, order, t, x.from_rank, d), b = global_rank(pc, order, t, x.to_rank, d);
         c.p2p_link_s += link_seconds(cluster, a, b, bytes) + link_seconds(cluster, b, a, bytes);
       }
@@ -81,7 +82,7 @@ OrderCost rank_order_cost(const ParallelConfig& pc, const Cluster& cluster, cons
     // A ring all-reduce (or reduce-scatter + all-gather) moves 2 (n - 1) / n of the array over each hop.
     const double hop_share = 2.0 * (pc.dp - 1) / pc.dp;
     for (int r = 0; r < pc.pp; ++r)
-      for (int t = 0; t < pc.tp; ++t)
+      for (int t = 0; t < pc.tp * pc.cp; ++t)
         for (int d = 0; d < pc.dp; ++d) {
           const int a = global_rank(pc, order, t, r, d), b = global_rank(pc, order, t, r, (d + 1) % pc.dp);
           c.dp_link_s += link_seconds(cluster, a, b, hop_share * traffic.dp_gradient_bytes[static_cast<size_t>(r)]);

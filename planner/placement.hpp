@@ -18,6 +18,7 @@ struct GpuPlace {
   int node = 0;
   int local_gpu = 0;  // index inside the node
   int tp_idx = 0;
+  int cp_idx = 0;
   int pp_idx = 0;
   int dp_idx = 0;
 };
@@ -28,10 +29,11 @@ struct GpuPlace {
 std::vector<GpuPlace> place_ranks(const ParallelConfig& pc, const Cluster& cluster,
                                   RankOrder order = RankOrder::TpPpDp);
 
-// One line per GPU: "rank 12 -> node 1 gpu 4 (tp 0, pp 1, dp 1)".
+// One line per GPU: "rank 12 -> node 1 gpu 4 (tp 0, pp 1, dp 1)"; with context parallelism (a place with
+// cp_idx > 0) "(tp 0, cp 1, pp 1, dp 1)" on every line.
 std::string placement_to_text(const std::vector<GpuPlace>& places);
 
-// Traffic of one iteration, per tp rank (each of the tp ranks of a stage moves its own shard).
+// Traffic of one iteration, per tp rank (each of the tp x cp ranks of a stage moves its own shard).
 struct RankTransfer {
   int from_rank = 0;  // pipeline ranks
   int to_rank = 0;

@@ -61,8 +61,8 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                       {"last_layer", s.model.layers[static_cast<size_t>(st.layers.last)].name}});
   ojson gpus = ojson::array();
   for (const GpuPlace& p : place_ranks(pc, s.cluster, pc.order))
-    gpus.push_back({{"rank", p.global_rank}, {"node", p.node}, {"gpu", p.local_gpu}, {"tp", p.tp_idx}, {"pp", p.pp_idx},
-                    {"dp", p.dp_idx}});
+    gpus.push_back({{"rank", p.global_rank}, {"node", p.node}, {"gpu", p.local_gpu}, {"tp", p.tp_idx}, {"cp", p.cp_idx},
+                    {"pp", p.pp_idx}, {"dp", p.dp_idx}});
 
   ojson j;
   j["format"] = kFormat;
@@ -72,6 +72,7 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
   j["cluster"] = ojson::parse(cluster_to_json_text(s.cluster));
   j["gpus"] = pc.gpus();
   j["parallel"] = {{"tp", pc.tp},
+                   {"cp", pc.cp},
                    {"pp", pc.pp},
                    {"dp", pc.dp},
                    {"vpp", pc.vpp},
@@ -133,6 +134,7 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
 
   const JsonFields p = f.object("parallel");
   s.parallel.tp = p.positive_int("tp");
+  if (p.has("cp")) s.parallel.cp = p.positive_int("cp");  // since issue 13; 1 before
   s.parallel.pp = p.positive_int("pp");
   s.parallel.dp = p.positive_int("dp");
   s.parallel.vpp = p.positive_int("vpp");
@@ -150,17 +152,18 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   s.parallel.reshard_after_forward = *reshard;
   s.parallel.overlap_grad_reduce = p.boolean("overlap_grad_reduce", true);
   s.parallel.bucket_parameters = p.non_negative_number("bucket_parameters", 0.0);
-  const std::optional<std::int64_t> gpus = checked_product({s.parallel.tp, s.parallel.pp, s.parallel.dp});
+  const std::optional<std::int64_t> gpus = checked_product({s.parallel.tp, s.parallel.cp, s.parallel.pp, s.parallel.dp});
   if (!gpus || *gpus > std::numeric_limits<int>::max())
-    f.fail("parallel", fmt::format("tp x pp x dp = {} x {} x {} is beyond {} GPUs", s.parallel.tp, s.parallel.pp,
-                                   s.parallel.dp, std::numeric_limits<int>::max()));
+    f.fail("parallel", fmt::format("tp x cp x pp x dp = {} x {} x {} x {} is beyond {} GPUs", s.parallel.tp, s.parallel.cp,
+                                   s.parallel.pp, s.parallel.dp, std::numeric_limits<int>::max()));
   if (f.positive_integer("gpus") != *gpus)
-    f.fail("gpus", fmt::format("is {} but tp x pp x dp = {}", f.positive_integer("gpus"), *gpus));
+    f.fail("gpus", fmt::format("is {} but tp x cp x pp x dp = {}", f.positive_integer("gpus"), *gpus));
 
   const JsonFields w = f.object("workload");
   s.workload.micro_batch_size = w.positive_int("micro_batch_size");
   s.workload.seq_len = w.positive_int("seq_len");
   s.workload.tp = s.parallel.tp;
+  s.workload.cp = s.parallel.cp;
   s.workload.sequence_parallel = w.boolean("sequence_parallel", true);
   s.workload.flash_attention = w.boolean("flash_attention", true);
   s.workload.precision = precision_from_string(w.optional_string("precision").value_or("bf16"));

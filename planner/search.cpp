@@ -31,7 +31,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 auto config_key(const Candidate& c) {
-  return std::tie(c.tp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute, c.order);
+  return std::tie(c.tp, c.cp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute, c.order, c.precision,
+                  c.zero);
 }
 
 // In increasing order; pairs d, n / d up to the square root, so that a batch of 2^31 - 1 takes 46,341 steps.
@@ -75,15 +76,42 @@ std::vector<int> vpp_options(const std::string& schedule, int pp, int layers, co
   return out;
 }
 
+// The cp degrees to search: a fixed --cp (checked as resolve() would, so that the error names it once),
+// else 1 and the powers of two up to max_cp that split the sequence in 2 cp chunks of kMinCpTokens / 2 or
+// more, on models whose attention the cp ring runs (fused, no sliding window).
+std::vector<int> cp_options(const Scenario& base, const SearchSpace& space) {
+  if (space.cp) {
+    if (*space.cp < 1) throw_bad_input("--cp: must be at least 1, got {}", *space.cp);
+    if (space.gpus % *space.cp != 0) throw_bad_input("--gpus: {} is not a multiple of --cp {}", space.gpus, *space.cp);
+    return {*space.cp};
+  }
+  std::vector<int> out{1};
+  const Model& model = base.model;
+  if (!model.transformer || !base.workload.flash_attention || model.transformer->attention_window > 0) return out;
+  const long s = base.workload.seq_len > 0 ? base.workload.seq_len : model.default_seq_len();
+  for (int cp = 2; s % (2 * cp) == 0 && s / cp >= kMinCpTokens && (space.max_cp == 0 || cp <= space.max_cp); cp *= 2)
+    out.push_back(cp);
+  return out;
+}
+
 }  // namespace
 
 bool config_less(const Candidate& a, const Candidate& b) { return config_key(a) < config_key(b); }
 
+bool same_but_order_and_recompute(const Candidate& a, const Candidate& b) {
+  Candidate x = a;
+  x.order = b.order;
+  x.recompute = b.recompute;
+  return x == b;
+}
+
 std::string describe(const Candidate& c) {
-  return fmt::format("tp={}, pp={}, dp={}{}, micro-batch size {}, {} and {} recompute{}", c.tp, c.pp, c.dp,
+  return fmt::format("tp={}{}, pp={}, dp={}{}, micro-batch size {}, {} and {} recompute{}{}{}", c.tp,
+                     c.cp > 1 ? fmt::format(", cp={}", c.cp) : "", c.pp, c.dp,
                      c.vpp > 1 ? fmt::format(", vpp={}", c.vpp) : "", c.micro_batch_size, c.schedule,
                      c.recompute == Recompute::None ? "no" : to_string(c.recompute),
-                     c.order == RankOrder::TpPpDp ? "" : fmt::format(", rank order {}", to_string(c.order)));
+                     c.order == RankOrder::TpPpDp ? "" : fmt::format(", rank order {}", to_string(c.order)),
+                     c.precision == Precision::Fp8 ? ", fp8" : "", c.zero != 1 ? fmt::format(", ZeRO-{}", c.zero) : "");
 }
 
 const char* to_string(SplitMethod m) {
@@ -98,6 +126,10 @@ const char* to_string(SplitMethod m) {
 Scenario candidate_scenario(const Scenario& base, const Candidate& c) {
   Scenario s = base;
   s.parallel.tp = c.tp;
+  s.parallel.cp = c.cp;
+  s.parallel.zero = c.zero;
+  s.workload.cp = c.cp;
+  s.workload.precision = c.precision;
   s.parallel.pp = c.pp;
   s.parallel.dp = c.dp;
   s.parallel.vpp = c.vpp;
@@ -169,50 +201,60 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   if (space.recomputes.empty() && base.workload.flash_attention) std::erase(recomputes, Recompute::Selective);
 
   const std::vector<RankOrder> orders = space.order ? std::vector<RankOrder>{*space.order} : rank_orders();
+  const std::vector<Precision> precisions =
+      space.precisions.empty() ? std::vector<Precision>{base.workload.precision} : space.precisions;
+  const int zero = space.zeros.empty() ? base.parallel.zero : space.zeros.front();
+  const std::vector<int> cps = cp_options(base, space);
 
   std::vector<Candidate> out;
   bool any_pp = false, any_dp_match = false, any_dp = false, any_mbs = false, any_vpp = false;
-  for (int tp : tps) {
-    for (int pp : divisors(n / tp)) {
-      if (space.pp && pp != *space.pp) continue;
-      if (pp > layers) continue;
-      any_pp = true;
-      const int dp = n / (tp * pp);
-      if (space.dp && dp != *space.dp) continue;
-      any_dp_match = true;
-      if (G % dp != 0) continue;
-      any_dp = true;
-      for (int mbs : divisors(G / dp)) {
-        if (space.micro_batch_size && mbs != *space.micro_batch_size) continue;
-        if (!space.micro_batch_sizes.empty() &&
-            std::find(space.micro_batch_sizes.begin(), space.micro_batch_sizes.end(), mbs) == space.micro_batch_sizes.end())
-          continue;
-        // Explicit layer costs are per micro-batch as given, whatever its size: a larger one would look free.
-        if (!model.transformer && !space.micro_batch_size && mbs != 1) continue;
-        any_mbs = true;
-        const int m = G / (dp * mbs);
-        for (const std::string& schedule : schedules)
-          for (int vpp : vpp_options(schedule, pp, layers, space.vpp)) {
-            any_vpp = true;
-            for (Recompute rc : recomputes) {
-              // Per-stage levels need each rank's memory to be one stage's (one chunk per rank).
-              if (rc == Recompute::PerStage && chunks_per_rank(schedule, vpp) > 1) continue;
-              for (RankOrder order : orders)
-                // Without pp or dp (or on the ideal cluster) the two orders place the same.
-                if (space.order || order == RankOrder::TpPpDp || (pp > 1 && dp > 1 && !base.cluster.ideal))
-                  out.push_back(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc, order});
+  for (int tp : tps)
+    for (int cp : cps) {
+      if ((n / tp) % cp != 0) continue;
+      for (int pp : divisors(n / (tp * cp))) {
+        if (space.pp && pp != *space.pp) continue;
+        if (pp > layers) continue;
+        any_pp = true;
+        const int dp = n / (tp * cp * pp);
+        if (space.dp && dp != *space.dp) continue;
+        any_dp_match = true;
+        if (G % dp != 0) continue;
+        any_dp = true;
+        for (int mbs : divisors(G / dp)) {
+          if (space.micro_batch_size && mbs != *space.micro_batch_size) continue;
+          if (!space.micro_batch_sizes.empty() &&
+              std::find(space.micro_batch_sizes.begin(), space.micro_batch_sizes.end(), mbs) == space.micro_batch_sizes.end())
+            continue;
+          // Explicit layer costs are per micro-batch as given, whatever its size: a larger one would look free.
+          if (!model.transformer && !space.micro_batch_size && mbs != 1) continue;
+          any_mbs = true;
+          const int m = G / (dp * mbs);
+          for (const std::string& schedule : schedules)
+            for (int vpp : vpp_options(schedule, pp, layers, space.vpp)) {
+              any_vpp = true;
+              for (Recompute rc : recomputes) {
+                // Per-stage levels need each rank's memory to be one stage's (one chunk per rank).
+                if (rc == Recompute::PerStage && chunks_per_rank(schedule, vpp) > 1) continue;
+                for (RankOrder order : orders)
+                  // Without pp or dp (or on the ideal cluster) the two orders place the same.
+                  if (space.order || order == RankOrder::TpPpDp || (pp > 1 && dp > 1 && !base.cluster.ideal))
+                    for (Precision precision : precisions)
+                      out.push_back(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc, order, cp, precision, zero});
+              }
             }
-          }
+        }
       }
     }
-  }
   if (out.empty()) {
     if (!any_pp)
-      throw_bad_input("--pp: no pipeline degree dividing {} GPUs / tp ({}) is at most the {} layers of '{}'{}", n,
-                      join_ints(tps), layers, model.name, space.pp ? fmt::format(" and equal to {}", *space.pp) : "");
+      throw_bad_input("--pp: no pipeline degree dividing {} GPUs / (tp x cp) (tp in {{{}}}, cp in {{{}}}) is at most the "
+                      "{} layers of '{}'{}",
+                      n, join_ints(tps), join_ints(cps), layers, model.name,
+                      space.pp ? fmt::format(" and equal to {}", *space.pp) : "");
     if (!any_dp_match)
-      throw_bad_input("--dp: tp x pp x {} is never {} GPUs with tp in {{{}}} and pp at most the {} layers of '{}'",
-                      *space.dp, n, join_ints(tps), layers, model.name);
+      throw_bad_input("--dp: tp x cp x pp x {} is never {} GPUs with tp in {{{}}}, cp in {{{}}} and pp at most the {} "
+                      "layers of '{}'",
+                      *space.dp, n, join_ints(tps), join_ints(cps), layers, model.name);
     if (!any_dp) {
       if (space.dp)
         throw_bad_input("--global-batch-size: {} is not a multiple of --dp {}; use {} or {}", G, *space.dp,
@@ -344,7 +386,7 @@ class Searcher {
     if (top_.empty()) explain_failure();
     refine();
     SearchResult result;
-    for (auto& s : top_) result.plans.push_back(Plan{s.config, std::move(s.evaluation)});
+    for (auto& s : top_) result.plans.push_back(Plan{s.config, std::move(s.evaluation), std::move(s.twins)});
     stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     result.stats = stats_;
     return result;
@@ -355,6 +397,7 @@ class Searcher {
     double time = 0;
     Candidate config;
     Evaluation evaluation;
+    std::vector<Candidate> twins;
   };
   struct Entry {
     size_t index = 0;      // into candidates_
@@ -373,17 +416,25 @@ class Searcher {
   static constexpr long kRefineNodes = 5000;
   static constexpr int kRefineTies = 16;
 
-  static auto table_key(const Candidate& c) { return std::make_tuple(c.tp, c.micro_batch_size, c.recompute); }
+  using TableKey = std::tuple<int, int, int, Recompute, Precision>;
+  static TableKey table_key(const Candidate& c) {
+    return std::make_tuple(c.tp, c.cp, c.micro_batch_size, c.recompute, c.precision);
+  }
 
-  double state_per_parameter(const Candidate& c) const {
+  // At the candidate's ZeRO level, or with `loosest` at the highest it may take (what a bound that
+  // drops it before its level is known must assume).
+  double state_per_parameter(const Candidate& c, bool loosest = false) const {
     ParallelConfig pc = base_.parallel;
     pc.dp = c.dp;
     pc.pp = c.pp;
-    return state_bytes_per_parameter(cost_, pc, base_.workload.precision == Precision::Fp8);
+    pc.cp = c.cp;
+    pc.zero = loosest ? zero_levels_.back() : c.zero;
+    return state_bytes_per_parameter(cost_, pc, c.precision == Precision::Fp8);
   }
 
   void prepare() {
     const int n = space_.gpus;
+    zero_levels_ = space_.zeros.empty() ? std::vector<int>{base_.parallel.zero} : space_.zeros;
     for (const Candidate& c : candidates_)
       if (c.recompute != Recompute::PerStage) uniform_searched_.insert(c.recompute);
     // The step-time bounds are about one synchronous iteration; with the optimizer's post-validation the
@@ -393,7 +444,7 @@ class Searcher {
     // The workload of a (tp, micro-batch size, recompute) is the one resolve() makes for any candidate
     // with them (the sequence length defaulted, no sequence parallelism at tp 1, ...): the bounds must
     // use the layer work evaluate() will use.
-    std::map<std::tuple<int, int, Recompute>, Workload> workloads;
+    std::map<TableKey, Workload> workloads;
     for (const Candidate& c : candidates_) {
       auto key = table_key(c);
       if (workloads.count(key)) continue;
@@ -413,6 +464,8 @@ class Searcher {
       w.micro_batch_size = c.micro_batch_size;
       w.recompute = c.recompute;
       w.tp = c.tp;
+      w.cp = c.cp;
+      w.precision = c.precision;
       if (auto it = workloads.find(key); it != workloads.end()) w = it->second;
       tables_.emplace(key, make_layer_table(base_.model, w, c.tp, base_.cluster, cost_, groups));
     }
@@ -425,10 +478,11 @@ class Searcher {
     // The split-independent step bound charges an F&B composite its halves' sum, as the simulator does
     // unless the cost model gives the overlapped pair its own time; then schedules with composites go
     // without it (the bound after the split uses the composite's own time).
-    std::set<std::tuple<int, int, Recompute>> overlapped;
+    std::set<TableKey> overlapped;
     for (const auto& [key, table] : tables_) {
       ParallelConfig pc;
       pc.tp = std::get<0>(key);
+      pc.cp = std::get<1>(key);
       const std::vector<StageCost> whole = stage_costs(base_.model, table.work, {LayerRange{0, base_.model.num_layers() - 1}},
                                                        pc, base_.cluster, cost_, {0});
       if (whole.front().overlapped_fb_s > 0) overlapped.insert(key);
@@ -445,7 +499,7 @@ class Searcher {
       e.time_lb = composites.at(c.schedule) && overlapped.count(table_key(c))
                       ? 0.0
                       : step_time_bound(t, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
-      e.memory_lb = memory_bound(t, c.pp, state_per_parameter(c), reserve_);
+      e.memory_lb = memory_bound(t, c.pp, state_per_parameter(c, true), reserve_);
       if (options_.prune && !fits(e.memory_lb, loosest_)) {
         ++stats_.memory_pruned;
         memory_dropped_.push_back(e);
@@ -543,7 +597,7 @@ class Searcher {
   }
 
   void process(const Entry& e) {
-    const Candidate& c = candidates_[e.index];
+    Candidate c = candidates_[e.index];
     if (prune_time_ && exceeds(e.time_lb, threshold_.load())) {
       // The queue is sorted by this bound and the threshold only falls: nothing after this can enter.
       stop_ = true;
@@ -558,18 +612,28 @@ class Searcher {
           !time_checked_.exchange(true))
         check_time(elapsed, considered);
     }
+    // The lowest ZeRO level that fits: a higher one shards more state but only adds communication, so it
+    // is tried only where the lower one runs out of memory.
+    for (int level : zero_levels_) {
+      c.zero = level;
+      if (attempt(c) != Outcome::OverMemory) return;
+    }
+    count(&SearchStats::over_memory);
+  }
+
+  enum class Outcome { Done, OverMemory };
+
+  // One candidate at its ZeRO level: scored, or dropped (invalid, pruned, a twin), or over memory.
+  Outcome attempt(const Candidate& c) {
     Prepared p;
     try {
       p = prepare_candidate(c);
     } catch (const Error& err) {
       if (err.kind() != ErrorKind::BadInput) throw;
       note_invalid(c, err.what());
-      return;
+      return Outcome::Done;
     }
-    if (options_.prune && !fits(p.memory_lb, p.limit)) {
-      count(&SearchStats::over_memory);
-      return;
-    }
+    if (options_.prune && !fits(p.memory_lb, p.limit)) return Outcome::OverMemory;
     const std::shared_ptr<const Schedule> schedule = schedule_of(p);
     try {
       best_split(p.scenario, *schedule, false);
@@ -578,12 +642,11 @@ class Searcher {
       if (!levels.empty() && std::all_of(levels.begin(), levels.end(), [&](Recompute r) { return r == levels.front(); }) &&
           uniform_searched_.count(levels.front())) {
         count(&SearchStats::same_as_uniform);
-        return;
+        return Outcome::Done;
       }
     } catch (const Error& err) {
       if (err.kind() != ErrorKind::BadInput) throw;
-      count(&SearchStats::over_memory);  // no split fits
-      return;
+      return Outcome::OverMemory;  // no split fits
     }
     if (prune_time_ && !order_from_costs(c.schedule)) {
       const ParallelConfig& pc = p.scenario.parallel;
@@ -598,9 +661,10 @@ class Searcher {
                                                            : tables_.at(table_key(c)).work,
                                                        sc.ranges,
                                                        pc, p.scenario.cluster, cost_, stage_gpu);
+      // A higher ZeRO level is no faster: pruned here, pruned there.
       if (exceeds(step_time_bound(*schedule, costs, rank_gpu, p.scenario.cluster, cost_), threshold_.load())) {
         count(&SearchStats::bound_pruned);
-        return;
+        return Outcome::Done;
       }
     }
     Evaluation ev;
@@ -609,14 +673,12 @@ class Searcher {
     } catch (const Error& err) {
       if (err.kind() != ErrorKind::BadInput) throw;
       note_invalid(c, err.what());
-      return;
+      return Outcome::Done;
     }
     count(&SearchStats::simulated);
-    if (!ev.metrics.overflows.empty()) {
-      count(&SearchStats::over_memory);
-      return;
-    }
+    if (!ev.metrics.overflows.empty()) return Outcome::OverMemory;
     insert(Scored{ev.metrics.step_time_s, c, std::move(ev)});
+    return Outcome::Done;
   }
 
   // Once: what was considered and what the bound leaves of the rest against the time limit.
@@ -651,6 +713,17 @@ class Searcher {
 
   void insert(Scored s) {
     std::lock_guard<std::mutex> lock(mutex_);
+    for (Scored& t : top_)
+      if (t.time == s.time && t.evaluation.metrics.peak_memory_bytes == s.evaluation.metrics.peak_memory_bytes &&
+          same_but_order_and_recompute(t.config, s.config)) {
+        // One row for both; the first in config order leads, whichever finished first.
+        if (config_less(s.config, t.config)) std::swap(s, t);
+        for (Candidate& c : s.twins) t.twins.push_back(c);
+        t.twins.push_back(s.config);
+        std::sort(t.twins.begin(), t.twins.end(), config_less);
+        std::sort(top_.begin(), top_.end(), better);
+        return;
+      }
     top_.insert(std::upper_bound(top_.begin(), top_.end(), s, better), std::move(s));
     const size_t k = static_cast<size_t>(std::max(options_.top, 1));
     if (top_.size() > k) top_.resize(k);
@@ -738,7 +811,8 @@ class Searcher {
   const SearchOptions& options_;
 
   std::vector<Candidate> candidates_;
-  std::map<std::tuple<int, int, Recompute>, LayerTable> tables_;
+  std::map<TableKey, LayerTable> tables_;
+  std::vector<int> zero_levels_;
   std::set<Recompute> uniform_searched_;  // the uniform recompute modes among the candidates
   ScheduleCache cache_;
   double reserve_ = 0;

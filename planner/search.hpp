@@ -1,6 +1,6 @@
 #pragma once
-// The configuration search: every (tp, pp, dp, vpp, micro-batch size, schedule, recompute) that uses the
-// given GPUs and global batch, split by the partitioner (the first of its bottleneck-optimal splits),
+// The configuration search: every (tp, cp, pp, dp, vpp, micro-batch size, schedule, recompute, precision)
+// that uses the given GPUs and global batch, at the lowest ZeRO level that fits, split by the partitioner (the first of its bottleneck-optimal splits),
 // scored by the discrete-event simulator (evaluate()), under the GPU memory limit. Sound lower bounds
 // (planner/search_bounds.hpp) drop candidates that cannot enter the top K, so that the result equals
 // exhaustive scoring; threads share a queue of candidates ordered by bound, and the result does not depend
@@ -19,8 +19,15 @@ namespace pw {
 
 // What to search. An empty optional or list searches that dimension; a value fixes it.
 struct SearchSpace {
-  int gpus = 0;  // tp x pp x dp
-  std::optional<int> tp, pp, dp, vpp, micro_batch_size;  // explicit-cost models search micro-batch size 1 only
+  int gpus = 0;  // tp x cp x pp x dp
+  std::optional<int> tp, cp, pp, dp, vpp, micro_batch_size;  // explicit-cost models search micro-batch size 1 only
+  // Without a fixed cp: powers of two up to this (0: no limit) that leave each cp rank at least
+  // kMinCpTokens tokens of the sequence.
+  int max_cp = 0;
+  // ZeRO levels, ascending: each candidate takes the first whose plan fits in memory (a higher level only
+  // adds communication). Empty: the base scenario's level.
+  std::vector<int> zeros;
+  std::vector<Precision> precisions;   // empty: the base workload's
   // Non-empty: only these micro-batch sizes (those a profile measured, so that measured and modelled
   // times are never ranked against each other).
   std::vector<int> micro_batch_sizes;
@@ -30,8 +37,13 @@ struct SearchSpace {
   int max_tp = 0;                      // 0: the GPUs of a node
 };
 
-// One point of the space. Ties in step time are broken by this order (tp, pp, dp, vpp, micro-batch size,
-// schedule, recompute, rank order), so that the result is the same whatever the threads did first.
+// cp is for long sequences: the search offers a cp only while each rank keeps this many tokens (a chunk's
+// attention grows with its tokens squared, its K/V transfer linearly: across H100 nodes the transfer shows
+// below ~1,400 tokens for 8:1 grouped-query attention, ~11,000 for multi-head). --cp fixes any other.
+constexpr int kMinCpTokens = 4096;
+
+// One point of the space. Ties in step time are broken by this order (tp, cp, pp, dp, vpp, micro-batch
+// size, schedule, recompute, rank order, precision, ZeRO level), so that the result is the same whatever the threads did first.
 struct Candidate {
   int tp = 1, pp = 1, dp = 1, vpp = 1;
   int micro_batch_size = 1;
@@ -39,11 +51,15 @@ struct Candidate {
   std::string schedule;
   Recompute recompute = Recompute::None;  // PerStage: the partitioner gives each stage its level
   RankOrder order = RankOrder::TpPpDp;
+  int cp = 1;
+  Precision precision = Precision::Bf16;
+  int zero = 1;  // the level the plan runs at (SearchSpace::zeros)
 
   friend bool operator==(const Candidate&, const Candidate&) = default;
 };
 bool config_less(const Candidate& a, const Candidate& b);
-// "tp=8, pp=16, dp=8, vpp=3, micro-batch size 1, interleaved and selective recompute" ("no recompute" for none)
+// "tp=8, pp=16, dp=8, vpp=3, micro-batch size 1, interleaved and selective recompute" ("no recompute" for
+// none), with ", cp=2" after tp, ", fp8" and ", ZeRO-3" where they are not 1, bf16 and 1.
 std::string describe(const Candidate& c);
 
 // The base scenario (model, cluster, workload, global batch) with one candidate's degrees and schedule.
@@ -63,7 +79,14 @@ std::vector<LayerRange> split_for(const Scenario& resolved, const CostModel& cos
 struct Plan {
   Candidate config;
   Evaluation evaluation;  // evaluation.scenario.ranges holds the split
+  // Configurations that differ from `config` only in rank order or recompute and gave the same step time
+  // and peak memory (both orders inside one node, selective recompute with nothing to rebuild): one row of
+  // the top K, in config order after `config`, which is the first of them.
+  std::vector<Candidate> twins;
 };
+
+// Whether two scored configurations are twins: equal in every setting but rank order and recompute.
+bool same_but_order_and_recompute(const Candidate& a, const Candidate& b);
 
 struct SearchStats {
   long candidates = 0;      // points of the space with valid degrees

@@ -25,9 +25,9 @@ ProfileCoverage ProfiledCostModel::coverage(const Model& model, const Workload& 
     const std::string kind = layer.kind == LayerKind::Explicit ? "explicit" : layer_kind_name(layer.kind);
     if (std::count(c.profiled.begin(), c.profiled.end(), kind) || std::count(c.missing.begin(), c.missing.end(), kind))
       continue;
-    const bool found = entry_for(layer.kind, w.micro_batch_size, seq, w.recompute, w.tp) != nullptr;
+    const bool found = entry_for(layer.kind, w.micro_batch_size, seq, w.recompute, w.tp * w.cp) != nullptr;
     (found ? c.profiled : c.missing).push_back(kind);
-    if (!found && layer.kind == LayerKind::Block && w.recompute == Recompute::Selective && w.tp == 1 && config_ &&
+    if (!found && layer.kind == LayerKind::Block && w.recompute == Recompute::Selective && w.tp * w.cp == 1 && config_ &&
         profile_.find("block", layer_shape(*config_, LayerKind::Block), w.micro_batch_size, seq))
       selective_missing = true;
   }
@@ -36,6 +36,8 @@ ProfileCoverage ProfiledCostModel::coverage(const Model& model, const Workload& 
     c.reason = "explicit per-layer costs";
   else if (w.tp > 1)
     c.reason = fmt::format("tp {}: the profile is of one device", w.tp);
+  else if (w.cp > 1)
+    c.reason = fmt::format("cp {}: the profile is of whole sequences on one device", w.cp);
   else if (selective_missing)
     c.reason = "the profile has no selective-recompute time";
   else
@@ -45,7 +47,8 @@ ProfileCoverage ProfiledCostModel::coverage(const Model& model, const Workload& 
 
 double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                                      const LinkSpec& tp_link, int tp) const {
-  const LayerProfile* p = entry_for(layer.kind, work.micro_batch_size, work.seq_len, work.recompute_mode, tp);
+  // A cp rank runs a share of the sequence against all of its keys: no profiled length is that layer.
+  const LayerProfile* p = entry_for(layer.kind, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp);
   if (!p) return below_.phase_time(layer, work, phase, gpu, tp_link, tp);
   switch (phase) {
     case Phase::Forward: return p->forward.median_s;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <tuple>
 
@@ -16,6 +17,29 @@ namespace {
 
 void check_positive(int value, const char* option) {
   if (value < 1) throw_bad_input("{}: must be at least 1, got {}", option, value);
+}
+
+// Context parallelism as Megatron runs it (Transformer Engine's ring attention, causal sequences split in
+// 2 x cp chunks, each rank taking a head and a tail chunk: megatron/training/arguments.py asserts
+// seq_length % (2 x context_parallel_size) == 0).
+void check_context_parallel(const Scenario& s) {
+  const int cp = s.parallel.cp;
+  if (!s.model.transformer)
+    throw_bad_input("--cp: model '{}' gives explicit per-layer costs for whole sequences; use --cp 1", s.model.name);
+  if (s.workload.seq_len % (2 * cp) != 0)
+    throw_bad_input("--cp: {} splits each sequence into 2 x {} = {} chunks, which do not divide --seq-len {}; use a "
+                    "sequence length that is a multiple of {}",
+                    cp, cp, 2 * cp, s.workload.seq_len, 2 * cp);
+  if (!s.workload.flash_attention)
+    throw_bad_input("--cp: context parallelism runs on fused attention (Transformer Engine's ring attention); drop "
+                    "--no-flash-attention or use --cp 1");
+  if (s.model.transformer->attention_window > 0)
+    throw_bad_input("--cp: '{}' attends over a sliding window of {} tokens, which the cp ring does not model; use --cp 1",
+                    s.model.name, s.model.transformer->attention_window);
+  if (s.workload.sequence_parallel && s.parallel.tp > 1 && s.workload.seq_len / cp % s.parallel.tp != 0)
+    throw_bad_input("--cp: each cp rank's {} tokens do not split over --tp {} for sequence parallelism; use a --seq-len "
+                    "that is a multiple of {}",
+                    s.workload.seq_len / cp, s.parallel.tp, cp * std::lcm(2, s.parallel.tp));
 }
 
 }  // namespace
@@ -80,6 +104,7 @@ Scenario resolve(const Scenario& in) {
   Scenario s = in;
   ParallelConfig& pc = s.parallel;
   check_positive(pc.tp, "--tp");
+  check_positive(pc.cp, "--cp");
   check_positive(pc.pp, "--pp");
   check_positive(pc.dp, "--dp");
   check_positive(pc.vpp, "--vpp");
@@ -89,6 +114,8 @@ Scenario resolve(const Scenario& in) {
   if (s.workload.seq_len <= 0)
     s.workload.seq_len = 1;  // explicit-cost models: times are given per micro-batch, the length only labels tokens
   s.workload.tp = pc.tp;
+  s.workload.cp = pc.cp;
+  if (pc.cp > 1) check_context_parallel(s);
   if (s.workload.precision == Precision::Fp8) {
     std::vector<GpuSpec> gpus{s.cluster.gpu};
     for (const NodeGroup& g : s.cluster.node_groups) gpus.push_back(g.gpu);
@@ -199,9 +226,9 @@ Scenario resolve(const Scenario& in) {
 
 namespace {
 
-// What sets a replica's simulation apart from another's: each pipeline rank's GPU type, tp link and dp
-// link, and the link to the next rank. On a uniform cluster every replica has the same.
-using ReplicaKey = std::vector<std::tuple<std::string, double, double, double, double, double, double, double>>;
+// What sets a replica's simulation apart from another's: each pipeline rank's GPU type, tp and cp links,
+// and the link to the next rank. On a uniform cluster every replica has the same.
+using ReplicaKey = std::vector<std::tuple<std::string, double, double, double, double, double, double, double, double, double>>;
 
 ReplicaKey replica_key(const Scenario& s, int replica) {
   const ParallelConfig& pc = s.parallel;
@@ -209,10 +236,11 @@ ReplicaKey replica_key(const Scenario& s, int replica) {
   for (int r = 0; r < pc.pp; ++r) {
     const int g = pipeline_rank_gpu(pc, r, replica);
     const GpuSpec& gpu = s.cluster.gpu_at(g);
-    const LinkSpec tp_link = group_link(s.cluster, g, 1, pc.tp);
+    const GroupLinks links = group_links(s.cluster, pc, g);
     const LinkSpec next = r + 1 < pc.pp ? s.cluster.link(g, pipeline_rank_gpu(pc, r + 1, replica)) : LinkSpec{0, 0};
-    key.emplace_back(gpu.name, gpu.peak_flops, gpu.memory_bytes, tp_link.bandwidth_bytes_per_s, tp_link.latency_s,
-                     next.bandwidth_bytes_per_s, next.latency_s, s.cluster.memory_limit_at(g));
+    key.emplace_back(gpu.name, gpu.peak_flops, gpu.memory_bytes, links.tp.bandwidth_bytes_per_s, links.tp.latency_s,
+                     links.cp.bandwidth_bytes_per_s, links.cp.latency_s, next.bandwidth_bytes_per_s, next.latency_s,
+                     s.cluster.memory_limit_at(g));
   }
   return key;
 }
@@ -224,7 +252,7 @@ int replicas_to_compare(const Scenario& s) {
   const ParallelConfig& pc = s.parallel;
   if (!s.cluster.node_groups.empty()) return pc.dp;
   // A replica's lowest GPU is its index times this.
-  const std::int64_t step = pc.order == RankOrder::TpPpDp ? std::int64_t{pc.tp} * pc.pp : pc.tp;
+  const std::int64_t step = dp_stride(pc);
   const std::int64_t measured = s.cluster.measured ? s.cluster.measured->gpus : 0;
   const std::int64_t past_measured = (measured + step - 1) / step;
   return static_cast<int>(std::min<std::int64_t>(pc.dp, past_measured + s.cluster.gpus_per_node));
@@ -331,6 +359,7 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
   if (s.model.transformer) {
     Workload whole = s.workload;
     whole.tp = 1;
+    whole.cp = 1;
     whole.sequence_parallel = false;
     const double sequences = s.global_batch_size / static_cast<double>(s.workload.micro_batch_size);
     // Model FLOPs do not depend on recomputation; hardware FLOPs add each stage's own.

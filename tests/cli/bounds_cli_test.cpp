@@ -62,7 +62,7 @@ TEST_CASE("simulate --dp 1000000000 --microbatches 8: the global batch overflows
                   "lower --microbatches or --dp");
   check_bad_input({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--dp", "1000000000", "--tp", "8",
                    "--microbatches", "1"},
-                  "GPUs --tp x --pp x --dp = 8 x 1 x 1000000000 is beyond 2147483647; use fewer GPUs");
+                  "GPUs --tp x --cp x --pp x --dp = 8 x 1 x 1 x 1000000000 is beyond 2147483647; use fewer GPUs");
   check_bad_input({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--dp", "1000000000",
                    "--micro-batch-size", "4", "--global-batch-size", "8"},
                   "--global-batch-size: 8 is less than micro-batch size x dp = 4 x 1000000000; lower --micro-batch-size "
@@ -138,5 +138,5 @@ TEST_CASE("simulate --plan: batch and GPU products from a plan file name its fie
   j["parallel"]["pp"] = 1000;
   r = simulate(j);
   CHECK(r.code == 2);
-  CHECK(r.err == "error: " + edited + ": parallel tp x pp x dp = 1000 x 1000 x 1000000000 is beyond 2147483647 GPUs\n");
+  CHECK(r.err == "error: " + edited + ": parallel tp x cp x pp x dp = 1000 x 1 x 1000 x 1000000000 is beyond 2147483647 GPUs\n");
 }

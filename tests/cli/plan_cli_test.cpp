@@ -53,7 +53,7 @@ TEST_CASE("plan prints the best configurations as a table") {
   CHECK(all[0] == "gpt3-1.3b on dgx-h100: 8 GPUs, global batch 16 sequences of 1024 tokens");
   CHECK(all[1].rfind("searched ", 0) == 0);
   CHECK(all[1].find("configurations; the 3 fastest that fit in 80.0 GB per GPU:") != std::string::npos);
-  CHECK(all[3].rfind("  #  tp   pp    dp  vpp  mbs      m  schedule     recompute  split", 0) == 0);
+  CHECK(all[3].rfind("  #  tp  cp   pp    dp  zero  vpp  mbs      m  schedule     recompute  split", 0) == 0);
   CHECK(all[4].rfind("  1 ", 0) == 0);
   CHECK(all[5].rfind("  2 ", 0) == 0);
   CHECK(all[6].rfind("  3 ", 0) == 0);

@@ -56,7 +56,7 @@ TEST_CASE("malformed JSON names the file and the byte") {
 TEST_CASE("more GPUs than the cluster holds") {
   check_error({"--model", "gpt3-175b", "--cluster", source_path("examples/cluster-2x-h100.json"), "--tp", "8", "--pp", "4",
                "--microbatches", "4"},
-              "tp x pp x dp = 32 GPUs but cluster '2x-dgx-h100' has 16 (2 x 8); use fewer GPUs or a cluster file with more "
+              "tp x cp x pp x dp = 32 GPUs but cluster '2x-dgx-h100' has 16 (2 x 8); use fewer GPUs or a cluster file with more "
               "nodes");
   check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--tp", "16", "--microbatches", "8"},
               "--tp: 16 exceeds the 8 GPUs of a node in cluster 'dgx-h100'; tensor parallelism stays inside a node, use "

@@ -155,7 +155,7 @@ TEST_CASE("capacity of a fixed-size cluster") {
   const Cluster c = load_cluster(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/cluster-2x-h100.json");
   c.check_capacity(16);
   CHECK(bad_input([&] { c.check_capacity(32); }) ==
-        "tp x pp x dp = 32 GPUs but cluster '2x-dgx-h100' has 16 (2 x 8); use fewer GPUs or a cluster file with more "
+        "tp x cp x pp x dp = 32 GPUs but cluster '2x-dgx-h100' has 16 (2 x 8); use fewer GPUs or a cluster file with more "
         "nodes");
   cluster_preset("dgx-h100").check_capacity(4096);  // presets grow as needed
 }

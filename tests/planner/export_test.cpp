@@ -251,3 +251,28 @@ TEST_CASE("Megatron-LM arguments carry fp8 and unfused attention as simulated; D
         "--zero: 3 shards gradients and weights; Megatron-LM's distributed optimizer shards the optimizer state only "
         "(ZeRO-1); use --zero 0 or 1 with --export megatron");
 }
+
+TEST_CASE("context parallelism: Megatron-LM's --context-parallel-size, torchtitan's context_parallel_degree with FSDP") {
+  // megatron/core/model_parallel_config.py: context_parallel_size; the dp-cp group shards the optimizer
+  // even at dp 1. torchtitan/distributed/parallel_dims.py: fsdp_enabled = dp_shard > 1 or cp > 1.
+  Evaluation ev = plan_of(2, 4, 1, 1, "1f1b", 1, 8, Recompute::None, {8, 8, 8, 8});
+  ev.scenario.parallel.cp = 2;
+  const std::vector<std::string> a = megatron_arguments(ev);
+  const auto after = [&](const std::string& flag) {
+    const auto it = std::find(a.begin(), a.end(), flag);
+    return it == a.end() || it + 1 == a.end() ? std::string() : *(it + 1);
+  };
+  CHECK(after("--context-parallel-size") == "2");
+  CHECK(std::find(a.begin(), a.end(), "--use-distributed-optimizer") != a.end());
+  CHECK(bad_input([&] { torchtitan_export(ev, "out"); }) ==
+        "--zero: torchtitan shards weights and gradients over the cp ranks (FSDP) whenever cp > 1, not ZeRO-1; use "
+        "--zero 3 with --cp and --export torchtitan");
+  ev.scenario.parallel.zero = 3;
+  const std::string toml = torchtitan_export(ev, "out")[0].text;
+  CHECK(toml.find("context_parallel_degree = 2\n") != std::string::npos);
+  CHECK(toml.find("data_parallel_shard_degree = 1\n") != std::string::npos);
+  ev.scenario.parallel.zero = 1;
+  CHECK(bad_input([&] { deepspeed_export(ev); }) ==
+        "--cp: DeepSpeed's pipeline engine has no ring-attention context parallelism (its Ulysses sequence parallelism "
+        "splits heads, not the sequence's K/V); use --cp 1 with --export deepspeed");
+}

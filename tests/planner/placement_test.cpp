@@ -70,7 +70,7 @@ TEST_CASE("the placement reports node and local GPU of every rank") {
         "--tp: 3 does not divide the 8 GPUs of a node in cluster 'two', so a tp group would span two nodes; use a "
         "divisor of 8");
   CHECK(bad_input([&] { place_ranks(config(8, 2, 2), two_nodes()); }) ==
-        "tp x pp x dp = 32 GPUs but cluster 'two' has 16 (2 x 8); use fewer GPUs or a cluster file with more nodes");
+        "tp x cp x pp x dp = 32 GPUs but cluster 'two' has 16 (2 x 8); use fewer GPUs or a cluster file with more nodes");
 }
 
 TEST_CASE("the rank order keeps the heavier traffic off the slow links") {
@@ -145,7 +145,7 @@ TEST_CASE("mixed clusters: node groups give each GPU its type and memory, and ro
   CHECK(c.memory_limit() == 40e9);  // the smallest
   CHECK(bad_input([&] { c.gpu_at(24); }) == "runtime error: cluster 'mixed': GPU 24 is outside its 3 nodes of 8 GPUs");
   CHECK(bad_input([&] { c.check_capacity(32); }) ==
-        "tp x pp x dp = 32 GPUs but cluster 'mixed' has 24 (3 x 8); use fewer GPUs or a cluster file with more nodes");
+        "tp x cp x pp x dp = 32 GPUs but cluster 'mixed' has 24 (3 x 8); use fewer GPUs or a cluster file with more nodes");
 
   const std::string out = cluster_to_json_text(c);
   CHECK(out.find("\"node_groups\"") != std::string::npos);

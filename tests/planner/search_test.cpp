@@ -312,7 +312,8 @@ TEST_CASE("an empty space names the dimension that empties it") {
   CHECK(search_error(odd, space, cost) == "--global-batch-size: 3 is not a multiple of --dp 2; use 2 or 4");
   space.dp = 16;
   CHECK(search_error(base, space, cost) ==
-        "--dp: tp x pp x 16 is never 8 GPUs with tp in {1, 2, 4, 8} and pp at most the 26 layers of 'gpt3-1.3b'");
+        "--dp: tp x cp x pp x 16 is never 8 GPUs with tp in {1, 2, 4, 8}, cp in {1} and pp at most the 26 layers of "
+        "'gpt3-1.3b'");
   space = SearchSpace{};
   space.gpus = 8;
   space.schedules = {"interleaved"};
