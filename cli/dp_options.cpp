@@ -14,6 +14,9 @@ void DpOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--zero", zero,
                  "ZeRO level over dp: 0 plain DDP, 1 optimizer state (default), 2 and gradients, 3 and parameters "
                  "(FSDP)");
+  cmd.add_option("--dp-shard", dp_shard,
+                 "Hybrid sharding: shard the ZeRO state over groups of this many dp ranks, replicated across the "
+                 "groups (default: all of dp)");
   cmd.add_option("--reshard-after-forward", reshard,
                  "ZeRO-3: free gathered weights after forward: default (on without pp, as torchtitan), always or never")
       ->capture_default_str();
@@ -37,6 +40,7 @@ void DpOptions::apply(ParallelConfig& pc) const {
   pc.reshard_after_forward = *r;
   pc.overlap_grad_reduce = overlap_grad_reduce;
   pc.bucket_parameters = bucket_parameters;
+  pc.dp_shard = dp_shard;
 }
 
 bool DpOptions::zero_given() const {

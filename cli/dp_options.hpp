@@ -1,6 +1,6 @@
 #pragma once
 // How data parallelism reduces gradients, the same options on every command with a scenario:
-// --zero 0|1|2|3 (or Megatron's --distributed-optimizer / --no-distributed-optimizer for 1 and 0),
+// --zero 0|1|2|3 (or Megatron's --distributed-optimizer / --no-distributed-optimizer for 1 and 0), --dp-shard,
 // --reshard-after-forward, --overlap-grad-reduce / --no-overlap-grad-reduce, --ddp-bucket-size
 // (docs/cost-model.md).
 #include <CLI/CLI.hpp>
@@ -18,6 +18,7 @@ struct DpOptions {
   CLI::Option* distributed_optimizer_flag = nullptr;
   bool overlap_grad_reduce = true;
   double bucket_parameters = 0;  // 0: Megatron's default
+  int dp_shard = 0;              // 0: all of dp
 
   void add_to(CLI::App& cmd);
   // BadInput naming --ddp-bucket-size when it is not a positive count, --zero outside 0..3 or given with

@@ -59,10 +59,14 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
     row("MFU", format_percent(m.mfu));
   }
   row("bubble", format_percent(m.bubble_fraction));
-  if (s.parallel.dp > 1)
-    row("exposed dp comm", fmt::format("{} ({} of the step; ZeRO-{}, {})", format_seconds(m.exposed_dp_comm_s),
+  if (s.parallel.dp_cp() > 1)
+    row("exposed dp comm", fmt::format("{} ({} of the step; ZeRO-{}{}, {})", format_seconds(m.exposed_dp_comm_s),
                                        format_percent(m.step_time_s > 0 ? m.exposed_dp_comm_s / m.step_time_s : 0),
                                        s.parallel.zero,
+                                       s.parallel.dp_replicas() > 1
+                                           ? fmt::format(" over {} GPUs x {} replicas", s.parallel.shard_group(),
+                                                         s.parallel.dp_replicas())
+                                           : "",
                                        s.parallel.overlap_grad_reduce ? "buckets overlapped with the last backward"
                                                                       : "reduced after the last backward"));
   if (!s.synchronous_optimizer)

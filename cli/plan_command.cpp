@@ -152,8 +152,8 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
                      !mixed && r.plans.front().config.precision == Precision::Fp8 ? ", fp8" : "");
   out << fmt::format("searched {} configurations; the {} fastest that fit{}:\n\n", with_commas(r.stats.candidates),
                      r.plans.size(), std::isinf(limit) ? "" : fmt::format(" in {} per GPU", format_bytes(limit)));
-  std::vector<std::string> splits, recomputes, orders;
-  size_t split_width = 5, recompute_width = 9, order_width = 8;
+  std::vector<std::string> splits, recomputes, orders, schedules;
+  size_t split_width = 5, recompute_width = 9, order_width = 8, schedule_width = 11;
   bool per_stage = false;
   for (const Plan& p : r.plans) {
     splits.push_back(split_text(p.evaluation));
@@ -163,10 +163,14 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
     orders.push_back(with_twins(p, to_string(p.evaluation.scenario.parallel.order),
                                 [](const Candidate& c) { return std::string(to_string(c.order)); }));
     order_width = std::max(order_width, orders.back().size());
+    schedules.push_back(with_twins(p, p.config.schedule, [](const Candidate& c) { return c.schedule; }) +
+                        (mixed && p.config.precision == Precision::Fp8 ? " fp8" : ""));
+    schedule_width = std::max(schedule_width, schedules.back().size());
     per_stage = per_stage || !p.evaluation.scenario.stage_recompute.empty();
   }
-  const std::string row = "{:>3}  {:>2}  {:>2}  {:>3}  {:>4}  {:>4}  {:>3}  {:>3}  {:>5}  {:<11}  {:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
-  out << fmt::format(fmt::runtime(row), "#", "tp", "cp", "pp", "dp", "zero", "vpp", "mbs", "m", "schedule", "recompute",
+  const std::string row = "{:>3}  {:>2}  {:>2}  {:>3}  {:>4}  {:>4}  {:>3}  {:>3}  {:>5}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
+  out << fmt::format(fmt::runtime(row), "#", "tp", "cp", "pp", "dp", "zero", "vpp", "mbs", "m", "schedule", schedule_width,
+                     "recompute",
                      recompute_width, "split", split_width, "order", order_width, "step time", "tokens/s", "MFU", "bubble", "peak mem",
                      "vs uniform", "vs params");
   for (size_t i = 0; i < r.plans.size(); ++i) {
@@ -175,7 +179,7 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
     const Metrics& m = ev.metrics;
     out << fmt::format(fmt::runtime(row), i + 1, p.config.tp, p.config.cp, p.config.pp, p.config.dp, p.config.zero,
                        p.config.vpp, p.config.micro_batch_size, p.config.microbatches,
-                       mixed && p.config.precision == Precision::Fp8 ? p.config.schedule + " fp8" : p.config.schedule,
+                       schedules[i], schedule_width,
                        recomputes[i], recompute_width,
                        splits[i], split_width, orders[i], order_width, format_seconds(m.step_time_s), tokens_rate(m.throughput_tokens_per_s),
                        m.model_flops_per_iteration > 0 ? format_percent(m.mfu) : "-", format_percent(m.bubble_fraction),
@@ -202,7 +206,8 @@ std::vector<std::string> stage_recompute_names(const Evaluation& ev) {
 
 nlohmann::ordered_json twins_json(const Plan& p) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const Candidate& t : p.twins) out.push_back({{"rank_order", to_string(t.order)}, {"recompute", to_string(t.recompute)}});
+  for (const Candidate& t : p.twins)
+    out.push_back({{"schedule", t.schedule}, {"rank_order", to_string(t.order)}, {"recompute", to_string(t.recompute)}});
   return out;
 }
 

@@ -155,12 +155,12 @@ struct ZeroGathers {
 }  // namespace
 
 double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc, bool fp8) {
-  const double gathered = pc.zero >= 3 && pc.dp_cp() > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
-  return cost.model_state_bytes_per_parameter(pc.dp_cp(), pc.zero) + gathered + (fp8 ? kFp8WeightCopyBytes : 0.0);
+  const double gathered = pc.zero >= 3 && pc.shard_group() > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
+  return cost.model_state_bytes_per_parameter(pc.shard_group(), pc.zero) + gathered + (fp8 ? kFp8WeightCopyBytes : 0.0);
 }
 
 double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_parameters) {
-  if (pc.zero < 3 || pc.dp_cp() <= 1 || !pc.resharded()) return 0;
+  if (pc.zero < 3 || pc.shard_group() <= 1 || !pc.resharded()) return 0;
   return layer_parameters * (2 * kGatheredWeightBytes + kGradBytes);
 }
 
@@ -185,9 +185,15 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     sc.layers = r;
     const GroupLinks links = group_links(cluster, pc, stage_gpu[s]);
     const GpuSpec& gpu = cluster.gpu_at(stage_gpu[s]);  // mixed clusters: this stage's own GPU type
-    const int shards = pc.dp_cp();
-    // The dp-cp group reduces the gradients: its ring is as slow as the slower of its cp and dp hops.
-    const LinkSpec dp_link = slower(group_link(cluster, stage_gpu[s], dp_stride(pc), pc.dp), links.cp);
+    // The shard group (dp_shard dp ranks with their cp ranks) reduce-scatters the gradients and gathers the
+    // weights, its ring as slow as the slower of its cp and dp hops; with hybrid sharding the replicas then
+    // all-reduce their shard across groups. Without ZeRO the whole dp-cp group all-reduces.
+    const bool reduced = pc.dp_cp() > 1;
+    const int shards = pc.distributed_optimizer() ? pc.shard_group() : pc.dp_cp();
+    const int replicas = pc.distributed_optimizer() ? pc.dp_replicas() : 1;
+    const int shard_dp = shards / pc.cp;
+    const LinkSpec dp_link = slower(group_link(cluster, stage_gpu[s], dp_stride(pc), shard_dp), links.cp);
+    const LinkSpec replica_link = group_link(cluster, stage_gpu[s], dp_stride(pc) * shard_dp, replicas);
     ZeroGathers gathers;
     for (int i = r.first; i <= r.last; ++i) {
       const Layer& layer = model.layers[i];
@@ -211,7 +217,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.forward_s = gathers.behind(sc.forward_s, gathers.first_s);
       sc.backward_input_s = gathers.behind(sc.backward_input_s, gathers.last_s);
     }
-    sc.reduce_every_microbatch = pc.zero >= 2 && shards > 1;
+    sc.reduce_every_microbatch = pc.zero >= 2 && reduced;
     // Once per stage and phase, not per layer: an action runs its stage's layers as one unit.
     const double dispatch = cost.action_overhead_s();
     sc.forward_s += dispatch;
@@ -237,11 +243,12 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     sc.model_state_bytes = sc.parameters * state_per_param + sc.reserved_bytes;
 
     const double grads = sc.parameters * kGradBytes;
-    sc.grad_reduce_bytes = shards > 1 ? grads : 0;
-    const double bucket = pc.bucket_parameters > 0 ? pc.bucket_parameters : std::max(4e7, 1e6 * shards);
-    sc.grad_buckets = pc.overlap_grad_reduce && shards > 1 ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
+    sc.grad_reduce_bytes = reduced ? grads : 0;
+    const double bucket = pc.bucket_parameters > 0 ? pc.bucket_parameters : std::max(4e7, 1e6 * pc.dp_cp());
+    sc.grad_buckets = pc.overlap_grad_reduce && reduced ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
     const CollectiveKind reduce = pc.distributed_optimizer() ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-    sc.grad_bucket_s = cost.collective_time(reduce, grads / sc.grad_buckets, shards, dp_link);
+    sc.grad_bucket_s = cost.collective_time(reduce, grads / sc.grad_buckets, shards, dp_link) +
+                       cost.collective_time(CollectiveKind::AllReduce, grads / sc.grad_buckets / shards, replicas, replica_link);
     // ZeRO-3 with resharding gathers weights before each use instead (above), never after the step.
     sc.grad_gather_s = pc.distributed_optimizer() && !(pc.zero >= 3 && pc.resharded())
                            ? cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, shards, dp_link)

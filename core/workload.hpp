@@ -56,8 +56,15 @@ struct ParallelConfig {
   // fsdp_reshard_after_forward); Default: as torchtitan's "default", on without pp and off with it.
   enum class Reshard { Default, Always, Never } reshard_after_forward = Reshard::Default;
   bool distributed_optimizer() const { return zero >= 1; }
-  // The GPUs a stage's gradients are reduced over and its ZeRO state sharded over.
+  // Hybrid sharding (torchtitan's data_parallel_shard_degree x data_parallel_replicate_degree, Megatron's
+  // --num-distributed-optimizer-instances dp / dp_shard): the ZeRO state is sharded over groups of dp_shard
+  // consecutive dp ranks (with their cp ranks) and replicated across the dp / dp_shard groups. 0: all of dp.
+  int dp_shard = 0;
+  // The GPUs a stage's gradients are reduced over (Megatron's dp-cp group).
   int dp_cp() const { return dp * cp; }
+  // The GPUs a stage's ZeRO state is sharded over, and how many copies of it the dp ranks keep.
+  int shard_group() const { return (dp_shard > 0 ? dp_shard : dp) * cp; }
+  int dp_replicas() const { return dp_shard > 0 ? dp / dp_shard : 1; }
   bool resharded() const { return reshard_after_forward == Reshard::Always || (reshard_after_forward == Reshard::Default && pp == 1); }
   // Megatron-Core's --overlap-grad-reduce: each bucket's reduction starts as its last gradient is made in
   // the last micro-batch's backward (PyTorch DDP and FSDP do the same); false: all of it after.

@@ -29,6 +29,10 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
     throw_bad_input("--export deepspeed: DeepSpeed checkpoints whole layers (activation_checkpoint_interval), not "
                     "selectively; plan with --recompute none or full");
   if (pc.dp > 1) check_zero_level(ExportTarget::DeepSpeed, pc.zero);
+  if (pc.dp_replicas() > 1)
+    throw_bad_input("--dp-shard: DeepSpeed's pipeline engine shards ZeRO-1 state over all of dp; use --dp-shard {} (or "
+                    "none) with --export deepspeed",
+                    pc.dp);
   if (pc.cp > 1)
     throw_bad_input("--cp: DeepSpeed's pipeline engine has no ring-attention context parallelism (its Ulysses "
                     "sequence parallelism splits heads, not the sequence's K/V); use --cp 1 with --export deepspeed");

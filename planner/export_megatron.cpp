@@ -224,6 +224,9 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   // The dp-cp group reduces the gradients and shards the optimizer state, cp ranks included.
   const bool reduced = pc.dp_cp() > 1;
   if (pc.distributed_optimizer() && reduced) add("--use-distributed-optimizer");
+  // Hybrid sharding: Megatron's partial distributed optimizer, one instance per shard group.
+  if (pc.distributed_optimizer() && pc.dp_replicas() > 1)
+    add("--num-distributed-optimizer-instances", std::to_string(pc.dp_replicas()));
   // Megatron's flags are off by default (store_true); the simulation reduced in overlapped buckets.
   if (pc.overlap_grad_reduce && reduced) add("--overlap-grad-reduce");
   if (pc.bucket_parameters > 0 && reduced) add("--ddp-bucket-size", fmt::format("{:.0f}", pc.bucket_parameters));

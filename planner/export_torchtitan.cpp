@@ -62,6 +62,10 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
   if (pc.dp_cp() > 1) check_zero_level(ExportTarget::Torchtitan, pc.zero);
   // torchtitan/distributed/parallel_dims.py: fsdp_enabled is dp_shard > 1 or cp > 1, the weights sharded
   // over the dp_shard x cp ranks.
+  if (pc.dp_replicas() > 1 && pc.zero != 3)
+    throw_bad_input("--dp-shard: torchtitan shards within groups and replicates across them (HSDP) only with FSDP, "
+                    "not ZeRO-{}; use --zero 3 with --dp-shard and --export torchtitan",
+                    pc.zero);
   if (pc.cp > 1 && pc.zero != 3)
     throw_bad_input("--zero: torchtitan shards weights and gradients over the cp ranks (FSDP) whenever cp > 1, not "
                     "ZeRO-{}; use --zero 3 with --cp and --export torchtitan",
@@ -85,9 +89,10 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
       kVersion, s.model.name, s.cluster.name, pc.gpus(), s.schedule, format_seconds(plan.metrics.step_time_s),
       format_bytes(plan.metrics.peak_memory_bytes));
   if (pc.zero == 3) {
-    // FSDP over all of dp; reshard as simulated (torchtitan's "default" is the same rule: not with pp).
-    t += "data_parallel_replicate_degree = 1\n";
-    t += fmt::format("data_parallel_shard_degree = {}\n", pc.dp);
+    // FSDP over the shard groups (HSDP with replicas); reshard as simulated (torchtitan's "default" is the
+    // same rule: not with pp).
+    t += fmt::format("data_parallel_replicate_degree = {}\n", pc.dp_replicas());
+    t += fmt::format("data_parallel_shard_degree = {}\n", pc.dp / pc.dp_replicas());
     t += fmt::format("fsdp_reshard_after_forward = {}\n", quoted(to_string(pc.reshard_after_forward)));
   } else {
     t += "# pipewright counted dp as replicas with a sharded optimizer (ZeRO-1); torchtitan's FSDP\n"

@@ -79,6 +79,7 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"microbatches", pc.microbatches},
                    {"distributed_optimizer", pc.distributed_optimizer()},
                    {"zero", pc.zero},
+                   {"dp_shard", pc.dp_shard},
                    {"reshard_after_forward", to_string(pc.reshard_after_forward)},
                    {"overlap_grad_reduce", pc.overlap_grad_reduce},
                    {"bucket_parameters", pc.bucket_parameters}};
@@ -150,6 +151,7 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
       reshard_from_string(p.optional_string("reshard_after_forward").value_or("default"));
   if (!reshard) p.fail("reshard_after_forward", "must be \"default\", \"always\" or \"never\"");
   s.parallel.reshard_after_forward = *reshard;
+  if (p.has("dp_shard")) s.parallel.dp_shard = static_cast<int>(p.non_negative_integer("dp_shard"));
   s.parallel.overlap_grad_reduce = p.boolean("overlap_grad_reduce", true);
   s.parallel.bucket_parameters = p.non_negative_number("bucket_parameters", 0.0);
   const std::optional<std::int64_t> gpus = checked_product({s.parallel.tp, s.parallel.cp, s.parallel.pp, s.parallel.dp});

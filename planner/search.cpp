@@ -98,10 +98,11 @@ std::vector<int> cp_options(const Scenario& base, const SearchSpace& space) {
 
 bool config_less(const Candidate& a, const Candidate& b) { return config_key(a) < config_key(b); }
 
-bool same_but_order_and_recompute(const Candidate& a, const Candidate& b) {
+bool same_but_order_schedule_and_recompute(const Candidate& a, const Candidate& b) {
   Candidate x = a;
   x.order = b.order;
   x.recompute = b.recompute;
+  x.schedule = b.schedule;
   return x == b;
 }
 
@@ -715,7 +716,7 @@ class Searcher {
     std::lock_guard<std::mutex> lock(mutex_);
     for (Scored& t : top_)
       if (t.time == s.time && t.evaluation.metrics.peak_memory_bytes == s.evaluation.metrics.peak_memory_bytes &&
-          same_but_order_and_recompute(t.config, s.config)) {
+          same_but_order_schedule_and_recompute(t.config, s.config)) {
         // One row for both; the first in config order leads, whichever finished first.
         if (config_less(s.config, t.config)) std::swap(s, t);
         for (Candidate& c : s.twins) t.twins.push_back(c);

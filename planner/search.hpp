@@ -79,14 +79,15 @@ std::vector<LayerRange> split_for(const Scenario& resolved, const CostModel& cos
 struct Plan {
   Candidate config;
   Evaluation evaluation;  // evaluation.scenario.ranges holds the split
-  // Configurations that differ from `config` only in rank order or recompute and gave the same step time
-  // and peak memory (both orders inside one node, selective recompute with nothing to rebuild): one row of
-  // the top K, in config order after `config`, which is the first of them.
+  // Configurations that differ from `config` only in rank order, schedule or recompute and gave the same
+  // step time and peak memory (both orders inside one node, every schedule at pp 1 with one micro-batch,
+  // selective recompute with nothing to rebuild): one row of the top K, in config order after `config`,
+  // which is the first of them.
   std::vector<Candidate> twins;
 };
 
-// Whether two scored configurations are twins: equal in every setting but rank order and recompute.
-bool same_but_order_and_recompute(const Candidate& a, const Candidate& b);
+// Whether two configurations can be twins: equal in every setting but rank order, schedule and recompute.
+bool same_but_order_schedule_and_recompute(const Candidate& a, const Candidate& b);
 
 struct SearchStats {
   long candidates = 0;      // points of the space with valid degrees

@@ -108,6 +108,12 @@ Scenario resolve(const Scenario& in) {
   check_positive(pc.pp, "--pp");
   check_positive(pc.dp, "--dp");
   check_positive(pc.vpp, "--vpp");
+  if (pc.dp_shard < 0 || (pc.dp_shard > 0 && pc.dp % pc.dp_shard != 0))
+    throw_bad_input("--dp-shard: {} does not divide --dp {}; give a divisor of {} (the dp ranks of one shard group)",
+                    pc.dp_shard, pc.dp, pc.dp);
+  if (pc.dp_shard > 0 && pc.dp_shard < pc.dp && pc.zero == 0)
+    throw_bad_input("--dp-shard: ZeRO-0 shards nothing to replicate; give --zero 1, 2 or 3 with --dp-shard {}", pc.dp_shard);
+  if (pc.dp_shard == pc.dp) pc.dp_shard = 0;
   check_positive(s.workload.micro_batch_size, "--micro-batch-size");
   if (s.workload.seq_len < 0) throw_bad_input("--seq-len: must be positive, got {}", s.workload.seq_len);
   if (s.workload.seq_len == 0) s.workload.seq_len = s.model.default_seq_len();

@@ -110,3 +110,17 @@ TEST_CASE("simulate: fp8 on a GPU without an fp8 peak, or an unknown precision")
   check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--microbatches", "4", "--precision", "fp4"},
               "--precision: unknown 'fp4'; use bf16 or fp8");
 }
+
+TEST_CASE("context parallelism and hybrid sharding the run cannot take") {
+  check_error({"--model", "llama3-8b", "--cluster", "dgx-h100", "--cp", "3", "--microbatches", "4"},
+              "--cp: 3 splits each sequence into 2 x 3 = 6 chunks, which do not divide --seq-len 8192; use a sequence "
+              "length that is a multiple of 6");
+  check_error({"--model", "llama3-8b", "--cluster", "dgx-h100", "--cp", "2", "--no-flash-attention", "--microbatches", "4"},
+              "--cp: context parallelism runs on fused attention (Transformer Engine's ring attention); drop "
+              "--no-flash-attention or use --cp 1");
+  check_error({"--model", "llama3-8b", "--cluster", "dgx-h100", "--dp", "8", "--dp-shard", "3", "--microbatches", "4"},
+              "--dp-shard: 3 does not divide --dp 8; give a divisor of 8 (the dp ranks of one shard group)");
+  check_error({"--model", "llama3-8b", "--cluster", "dgx-h100", "--dp", "8", "--dp-shard", "4", "--zero", "0",
+               "--microbatches", "4"},
+              "--dp-shard: ZeRO-0 shards nothing to replicate; give --zero 1, 2 or 3 with --dp-shard 4");
+}

@@ -333,3 +333,25 @@ TEST_CASE("ZeRO-3: weights gathered per layer before F (and B when resharded), h
   CHECK(sc[0].reduce_every_microbatch);
   CHECK_FALSE(toy_stage_costs(toy_parallel(true, true))[0].reduce_every_microbatch);
 }
+
+TEST_CASE("hybrid sharding: reduce-scatter in the shard group, all-reduce of the shard across replicas") {
+  // dp 4 in shard groups of 2 (torchtitan's HSDP 2 x 2, Megatron's 2 distributed-optimizer instances): dp
+  // peers are tp x pp = 4 GPUs apart, on other nodes. 5e8 parameters in 13 buckets of 4e7; each bucket's
+  // 2e9 / 13 bytes are reduce-scattered over 2 ranks (0.5 x 2e9 / 13 / 5e9 + 1e-5 s), then each replica
+  // all-reduces its half with the other group's (2 x (0.5 x 1e9 / 13 / 5e9 + 1e-5) s). The optimizer state
+  // is sharded over 2: 2 + 4 + 12 / 2 bytes a parameter.
+  ParallelConfig pc = toy_parallel(true, true);
+  pc.dp = 4;
+  pc.dp_shard = 2;
+  CHECK(pc.shard_group() == 2);
+  CHECK(pc.dp_replicas() == 2);
+  const std::vector<StageCost> sc = toy_stage_costs(pc);
+  CHECK(sc[0].grad_buckets == 13);
+  CHECK(sc[0].grad_bucket_s ==
+        Approx(0.5 * 2e9 / 13 / 5e9 + 1e-5 + 2 * (0.5 * 1e9 / 13 / 5e9 + 1e-5)).epsilon(1e-12));
+  CHECK(sc[0].grad_gather_s == Approx(0.5 * 5e8 * 2 / 5e9 + 1e-5).epsilon(1e-12));
+  CHECK(sc[0].model_state_bytes == Approx(5e8 * (2 + 4 + 12.0 / 2) + 1e9).epsilon(1e-12));
+  // Without replicas: everything over the 4.
+  pc.dp_shard = 0;
+  CHECK(toy_stage_costs(pc)[0].model_state_bytes == Approx(5e8 * (2 + 4 + 12.0 / 4) + 1e9).epsilon(1e-12));
+}

@@ -276,3 +276,25 @@ TEST_CASE("context parallelism: Megatron-LM's --context-parallel-size, torchtita
         "--cp: DeepSpeed's pipeline engine has no ring-attention context parallelism (its Ulysses sequence parallelism "
         "splits heads, not the sequence's K/V); use --cp 1 with --export deepspeed");
 }
+
+TEST_CASE("hybrid sharding: Megatron-LM's distributed-optimizer instances, torchtitan's replicate x shard degrees") {
+  // megatron/training/arguments.py: --num-distributed-optimizer-instances (parallel_state.py splits the
+  // dp-cp ranks into that many consecutive groups); torchtitan's ParallelismConfig:
+  // data_parallel_replicate_degree x data_parallel_shard_degree.
+  Evaluation ev = plan_of(2, 2, 4, 1, "1f1b", 1, 16, Recompute::None, {16, 16});
+  ev.scenario.parallel.dp_shard = 2;
+  const std::vector<std::string> a = megatron_arguments(ev);
+  const auto it = std::find(a.begin(), a.end(), "--num-distributed-optimizer-instances");
+  REQUIRE(it != a.end());
+  CHECK(*(it + 1) == "2");
+  CHECK(bad_input([&] { torchtitan_export(ev, "out"); }) ==
+        "--dp-shard: torchtitan shards within groups and replicates across them (HSDP) only with FSDP, not ZeRO-1; use "
+        "--zero 3 with --dp-shard and --export torchtitan");
+  CHECK(bad_input([&] { deepspeed_export(ev); }) ==
+        "--dp-shard: DeepSpeed's pipeline engine shards ZeRO-1 state over all of dp; use --dp-shard 4 (or none) with "
+        "--export deepspeed");
+  ev.scenario.parallel.zero = 3;
+  ev.scenario.parallel.order = RankOrder::TpDpPp;
+  const std::string toml = torchtitan_export(ev, "out")[0].text;
+  CHECK(toml.find("data_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 2\n") != std::string::npos);
+}
