@@ -23,6 +23,9 @@ void DpOptions::add_to(CLI::App& cmd) {
   cmd.add_flag("--overlap-grad-reduce,!--no-overlap-grad-reduce", overlap_grad_reduce,
                "Reduce each gradient bucket as the last backward fills it (on by default, as Megatron-Core, DDP and "
                "FSDP run); off: the whole reduction after the last backward");
+  cmd.add_flag("--overlap-param-gather,!--no-overlap-param-gather", overlap_param_gather,
+               "All-gather the updated weights behind the next step's first forward (on by default, as Megatron-Core's "
+               "recipes and FSDP's prefetch run; needs --overlap-grad-reduce)");
   cmd.add_option("--ddp-bucket-size", bucket_parameters,
                  "Parameters per gradient bucket (default max(40M, 1M x dp), Megatron-Core's)");
 }
@@ -39,6 +42,7 @@ void DpOptions::apply(ParallelConfig& pc) const {
   if (!r) throw_bad_input("--reshard-after-forward: unknown '{}'; use default, always or never", reshard);
   pc.reshard_after_forward = *r;
   pc.overlap_grad_reduce = overlap_grad_reduce;
+  pc.overlap_param_gather = overlap_param_gather;
   pc.bucket_parameters = bucket_parameters;
   pc.dp_shard = dp_shard;
 }

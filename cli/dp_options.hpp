@@ -1,7 +1,8 @@
 #pragma once
 // How data parallelism reduces gradients, the same options on every command with a scenario:
 // --zero 0|1|2|3 (or Megatron's --distributed-optimizer / --no-distributed-optimizer for 1 and 0), --dp-shard,
-// --reshard-after-forward, --overlap-grad-reduce / --no-overlap-grad-reduce, --ddp-bucket-size
+// --reshard-after-forward, --overlap-grad-reduce / --no-overlap-grad-reduce, --overlap-param-gather /
+// --no-overlap-param-gather, --ddp-bucket-size
 // (docs/cost-model.md).
 #include <CLI/CLI.hpp>
 
@@ -17,6 +18,7 @@ struct DpOptions {
   std::string reshard = "default";
   CLI::Option* distributed_optimizer_flag = nullptr;
   bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
   double bucket_parameters = 0;  // 0: Megatron's default
   int dp_shard = 0;              // 0: all of dp
 

@@ -250,9 +250,14 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     sc.grad_bucket_s = cost.collective_time(reduce, grads / sc.grad_buckets, shards, dp_link) +
                        cost.collective_time(CollectiveKind::AllReduce, grads / sc.grad_buckets / shards, replicas, replica_link);
     // ZeRO-3 with resharding gathers weights before each use instead (above), never after the step.
-    sc.grad_gather_s = pc.distributed_optimizer() && !(pc.zero >= 3 && pc.resharded())
-                           ? cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, shards, dp_link)
-                           : 0.0;
+    const double gather = pc.distributed_optimizer() && !(pc.zero >= 3 && pc.resharded())
+                              ? cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, shards, dp_link)
+                              : 0.0;
+    // Overlapped with the next step's first forward of this stage: the first bucket is waited for, and
+    // whatever that forward cannot cover.
+    sc.grad_gather_s = pc.overlap_param_gather && pc.overlap_grad_reduce
+                           ? std::max(gather / sc.grad_buckets, gather - sc.forward_s)
+                           : gather;
     sc.grad_reduce_s = sc.grad_buckets * sc.grad_bucket_s + sc.grad_gather_s;
     sc.optimizer_s = cost.optimizer_step_time(pc.distributed_optimizer() ? sc.parameters / shards : sc.parameters, gpu);
   }

@@ -69,6 +69,11 @@ struct ParallelConfig {
   // Megatron-Core's --overlap-grad-reduce: each bucket's reduction starts as its last gradient is made in
   // the last micro-batch's backward (PyTorch DDP and FSDP do the same); false: all of it after.
   bool overlap_grad_reduce = true;
+  // Megatron-Core's --overlap-param-gather (megatron/training/arguments.py asserts it with the distributed
+  // optimizer and --overlap-grad-reduce, and takes effect only with both): the updated weights'
+  // all-gather runs behind the next step's first forward, each bucket waited for as its layers need it;
+  // FSDP prefetches the same way. False: all of it after the reduction.
+  bool overlap_param_gather = true;
   // Parameters a bucket holds (--ddp-bucket-size); 0: Megatron's default, max(40M, 1M x dp)
   // (megatron/core/distributed/distributed_data_parallel.py).
   double bucket_parameters = 0;

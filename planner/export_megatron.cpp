@@ -229,6 +229,8 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
     add("--num-distributed-optimizer-instances", std::to_string(pc.dp_replicas()));
   // Megatron's flags are off by default (store_true); the simulation reduced in overlapped buckets.
   if (pc.overlap_grad_reduce && reduced) add("--overlap-grad-reduce");
+  if (pc.overlap_param_gather && pc.overlap_grad_reduce && pc.distributed_optimizer() && reduced)
+    add("--overlap-param-gather");
   if (pc.bucket_parameters > 0 && reduced) add("--ddp-bucket-size", fmt::format("{:.0f}", pc.bucket_parameters));
   // What was simulated: fused attention (no s x s scores stored) or the unfused kernels.
   add("--attention-backend", s.workload.flash_attention ? "flash" : "unfused");

@@ -82,6 +82,7 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"dp_shard", pc.dp_shard},
                    {"reshard_after_forward", to_string(pc.reshard_after_forward)},
                    {"overlap_grad_reduce", pc.overlap_grad_reduce},
+                   {"overlap_param_gather", pc.overlap_param_gather},
                    {"bucket_parameters", pc.bucket_parameters}};
   j["workload"] = {{"micro_batch_size", s.workload.micro_batch_size},
                    {"seq_len", s.workload.seq_len},
@@ -153,6 +154,7 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   s.parallel.reshard_after_forward = *reshard;
   if (p.has("dp_shard")) s.parallel.dp_shard = static_cast<int>(p.non_negative_integer("dp_shard"));
   s.parallel.overlap_grad_reduce = p.boolean("overlap_grad_reduce", true);
+  s.parallel.overlap_param_gather = p.boolean("overlap_param_gather", true);
   s.parallel.bucket_parameters = p.non_negative_number("bucket_parameters", 0.0);
   const std::optional<std::int64_t> gpus = checked_product({s.parallel.tp, s.parallel.cp, s.parallel.pp, s.parallel.dp});
   if (!gpus || *gpus > std::numeric_limits<int>::max())

@@ -13,6 +13,7 @@ PIPEWRIGHT_MEGATRON_ARGS=(
   --recompute-granularity selective
   --use-distributed-optimizer
   --overlap-grad-reduce
+  --overlap-param-gather
   --attention-backend flash
   --use-tp-pp-dp-mapping
 )
