@@ -61,7 +61,8 @@ TransformerConfig config_from_shape(LayerKind kind, const std::string& shape, co
     c.kv_heads = parse_int(get("kv_heads"), "kv_heads", shape, where);
     c.head_dim = parse_int(get("head_dim"), "head_dim", shape, where);
     c.ffn = parse_int(get("ffn"), "ffn", shape, where);
-    c.mlp = get("mlp") == "swiglu" ? MlpKind::SwiGlu : MlpKind::Gelu;
+    const std::string& mlp = get("mlp");
+    c.mlp = mlp == "swiglu" ? MlpKind::SwiGlu : mlp == "geglu" ? MlpKind::GeGlu : mlp == "relu2" ? MlpKind::ReluSquared : MlpKind::Gelu;
     const std::string& bias = get("bias");
     c.bias = bias == "all";
     c.qkv_bias = bias == "qkv";

@@ -1,5 +1,6 @@
-// Hugging Face config.json (llama, mistral, qwen2, qwen3, phi3, nemotron, gpt2, gpt_neox) to a transformer
-// model. Each type's fields as its transformers configuration_*.py defines them.
+// Hugging Face config.json (llama, mistral, qwen2, qwen3, phi3, nemotron, gemma2, gemma3, gpt2, gpt_neox) to
+// a transformer model. Each type's fields as its transformers configuration_*.py defines them; a
+// multimodal config (Gemma 3's) gives its language model in text_config.
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -75,26 +76,60 @@ int default_seq_len(const JsonFields& f, bool learned_positions) {
   return std::min(window, kDefaultSeqLenCap);
 }
 
+// Gemma's pattern of sliding and global layers (configuration_gemma2.py, configuration_gemma3.py): from
+// layer_types when given, else every second layer global (Gemma 2) or every sliding_window_pattern-th
+// (Gemma 3, 6 by default). 0 when layer_types names no full-attention layer.
+int gemma_full_attention_every(const JsonFields& f, const std::string& type, int layers) {
+  if (f.has("layer_types") && f.required("layer_types").is_array()) {
+    const nlohmann::json& types = f.required("layer_types");
+    if (static_cast<int>(types.size()) != layers)
+      f.fail("layer_types", fmt::format("lists {} layers but num_hidden_layers is {}", types.size(), layers));
+    int first_full = 0;
+    while (first_full < layers && types[static_cast<size_t>(first_full)] != "full_attention") ++first_full;
+    const int every = first_full < layers ? first_full + 1 : 0;
+    for (int i = 0; i < layers; ++i) {
+      const nlohmann::json& t = types[static_cast<size_t>(i)];
+      if (t != "full_attention" && t != "sliding_attention")
+        f.fail("layer_types", fmt::format("layer {} is {}; give full_attention or sliding_attention", i, json_excerpt(t)));
+      if ((t == "full_attention") != (every > 0 && (i + 1) % every == 0))
+        f.fail("layer_types", fmt::format("is not a repeating pattern of sliding layers and one full-attention layer "
+                                          "(layer {} breaks it); describe the model in pipewright's model JSON",
+                                          i));
+    }
+    return every;
+  }
+  if (type == "gemma2") return 2;
+  return f.has("sliding_window_pattern") ? f.positive_int("sliding_window_pattern") : 6;
+}
+
 }  // namespace
 
 namespace detail {
-Model model_from_hf_config(const nlohmann::json& j, const std::string& source) {
-  const JsonFields f(j, source);
-  const std::string type = f.string("model_type");
+Model model_from_hf_config(const nlohmann::json& outer, const std::string& source) {
+  // A multimodal config keeps the language model's fields in text_config (Gemma 3, transformers v5's
+  // composite configs); its name stays the outer one.
+  const bool nested = outer.is_object() && outer.contains("text_config") && outer["text_config"].is_object();
+  const nlohmann::json& j = nested ? outer["text_config"] : outer;
+  const JsonFields f(j, nested ? source + ": text_config" : source);
+  // The language model's own type; a text_config without one is the outer type's.
+  const std::string type = nested && !f.has("model_type") ? JsonFields(outer, source).string("model_type") : f.string("model_type");
+  // Gemma 3's language model (Gemma3TextConfig) and Gemma 2: gated GELU MLP, explicit head_dim, sliding
+  // and global layers, tied embeddings.
+  const bool gemma = type == "gemma2" || type == "gemma3_text" || type == "gemma3";
   const bool gpt2 = type == "gpt2";
   const bool neox = type == "gpt_neox";
   // Nemotron (configuration_nemotron.py): rotary, GQA, LayerNorm1p (weight and bias), a squared-ReLU MLP
   // of up and down projections, no gate.
   const bool nemotron = type == "nemotron";
   const bool llama_like = type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" ||
-                          type == "phi3" || nemotron;
+                          type == "phi3" || nemotron || gemma;
   if (!gpt2 && !neox && !llama_like)
     throw_bad_input("{}: model_type '{}' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral, "
-                    "qwen2, qwen3, phi3 or nemotron, or a pipewright model JSON",
+                    "qwen2, qwen3, phi3, nemotron, gemma2 or gemma3, or a pipewright model JSON",
                     source, excerpt(type));
 
   TransformerConfig c;
-  c.family = nemotron ? "nemotron" : llama_like ? "llama" : "gpt";
+  c.family = nemotron ? "nemotron" : gemma ? "gemma" : llama_like ? "llama" : "gpt";
   c.hidden = required_int(f, "hidden_size");
   c.layers = required_int(f, "num_hidden_layers");
   if (c.layers > kMaxLayers)
@@ -116,7 +151,7 @@ Model model_from_hf_config(const nlohmann::json& j, const std::string& source) {
   c.ffn = gpt2 && present_key(f, "intermediate_size").empty() ? 4 * c.hidden : required_int(f, "intermediate_size");
   c.vocab = f.positive_integer("vocab_size");
   c.max_seq_len = default_seq_len(f, gpt2);
-  c.mlp = nemotron ? MlpKind::ReluSquared : llama_like ? MlpKind::SwiGlu : MlpKind::Gelu;
+  c.mlp = nemotron ? MlpKind::ReluSquared : gemma ? MlpKind::GeGlu : llama_like ? MlpKind::SwiGlu : MlpKind::Gelu;
   c.norm = llama_like && !nemotron ? NormKind::RmsNorm : NormKind::LayerNorm;
   if (nemotron && f.has("hidden_act") && f.string("hidden_act") != "relu2")
     f.fail("hidden_act", fmt::format("is \"{}\"; Nemotron's MLP is modelled with relu2 only", excerpt(f.string("hidden_act"))));
@@ -126,9 +161,11 @@ Model model_from_hf_config(const nlohmann::json& j, const std::string& source) {
   if ((type == "qwen2" || type == "qwen3") && f.boolean("use_sliding_window", false))
     f.fail("use_sliding_window", "is true; sliding windows on some layers only (max_window_layers) are not modelled; "
                                  "set it false or describe the model in pipewright's model JSON");
-  if ((type == "mistral" || type == "phi3") && f.has("sliding_window") && !f.required("sliding_window").is_null())
+  if ((type == "mistral" || type == "phi3" || gemma) && f.has("sliding_window") && !f.required("sliding_window").is_null())
     c.attention_window = f.positive_int("sliding_window");
-  c.tied_embeddings = f.boolean("tie_word_embeddings", gpt2);  // GPT-2 inherits the base default: tied
+  if (gemma && c.attention_window > 0) c.full_attention_every = gemma_full_attention_every(f, type, c.layers);
+  // GPT-2 and Gemma inherit the base default: tied.
+  c.tied_embeddings = f.boolean("tie_word_embeddings", gpt2 || gemma);
   c.learned_positions = gpt2;                                  // GPT-NeoX and the Llama family use rotary
   if (gpt2) {
     c.bias = true;
@@ -144,9 +181,10 @@ Model model_from_hf_config(const nlohmann::json& j, const std::string& source) {
     c.qkv_bias = type == "qwen2" || attention_bias;  // Qwen2 always has q, k, v biases
     c.dropout = any_dropout(f, {"attention_dropout"}, 0.0);
   }
-  const std::string name = f.has("_name_or_path") && f.required("_name_or_path").is_string() &&
-                                   !f.string("_name_or_path").empty()
-                               ? f.string("_name_or_path")
+  const JsonFields top(outer, source);
+  const std::string name = top.has("_name_or_path") && top.required("_name_or_path").is_string() &&
+                                   !top.string("_name_or_path").empty()
+                               ? top.string("_name_or_path")
                                : model_name_from_source(source);
   return make_transformer_model(name, c);
 }

@@ -26,7 +26,7 @@ KeptBytes kept_bytes(const TransformerConfig& c, LayerKind kind, int micro_batch
     case LayerKind::Block: {
       const double q = static_cast<double>(c.heads) * c.head_dim;
       const double kv = layout.kv_per_query_head ? q : static_cast<double>(c.kv_heads) * c.head_dim;
-      const double f = c.ffn, u = c.mlp == MlpKind::SwiGlu ? 2 * f : f;
+      const double f = c.ffn, u = gated(c.mlp) ? 2 * f : f;
       const double softmax = b * c.heads * s * s;
       const double slots = e * (4 * n * h + n * (2 * q + 2 * kv + u + f)) + kStat * 2 * n;
       k.after_forward = recompute == Recompute::Full        ? e * n * h

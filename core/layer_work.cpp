@@ -34,13 +34,13 @@ struct Dims {
   double mlp_in() const { return swiglu ? 2 * f : f; }           // up-projection width (gate + up for SwiGLU)
 };
 
-Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq) {
+Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq, int window) {
   Dims d{};
   d.b = w.micro_batch_size;
   const double sequence = w.seq_len > 0 ? w.seq_len : default_seq;
   d.cp = w.cp > 1 ? w.cp : 1;
   d.s = sequence / d.cp;
-  d.keys = c.attention_window > 0 ? std::min<double>(sequence, c.attention_window) : sequence;
+  d.keys = window > 0 ? std::min<double>(sequence, window) : sequence;
   d.h = c.hidden;
   d.a = c.heads;
   d.q = static_cast<double>(c.heads) * c.head_dim;
@@ -51,7 +51,7 @@ Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq) {
   d.sp = w.sequence_parallel && w.tp > 1;
   d.dropout = c.dropout;
   d.rotary = !c.learned_positions;
-  d.swiglu = c.mlp == MlpKind::SwiGlu;
+  d.swiglu = gated(c.mlp);
   d.flash = w.flash_attention;
   return d;
 }
@@ -381,7 +381,7 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
   if (w.recompute == Recompute::PerStage)
     throw_runtime("layer_work: per-stage recompute needs the level of the stage holding layer '{}'", layer.name);
   const TransformerConfig& c = *model.transformer;
-  const Dims d = dims_of(c, w, model.default_seq_len());
+  const Dims d = dims_of(c, w, model.default_seq_len(), c.block_window(layer.block));
   LayerWork lw;
   switch (layer.kind) {
     case LayerKind::Embedding: lw = embedding_work(d, c.learned_positions); break;

@@ -41,13 +41,20 @@ bool Model::has_explicit_costs() const {
   return false;
 }
 
+bool gated(MlpKind k) { return k == MlpKind::SwiGlu || k == MlpKind::GeGlu; }
+
+int TransformerConfig::block_window(int i) const {
+  if (attention_window <= 0) return 0;
+  return i >= 0 && full_attention_every > 0 && (i + 1) % full_attention_every == 0 ? 0 : attention_window;
+}
+
 Model make_transformer_model(const std::string& name, const TransformerConfig& config) {
   Model m;
   m.name = name;
   m.transformer = config;
   m.layers.push_back({"embedding", LayerKind::Embedding, std::nullopt});
   for (int i = 0; i < config.layers; ++i)
-    m.layers.push_back({"block" + std::to_string(i), LayerKind::Block, std::nullopt});
+    m.layers.push_back({"block" + std::to_string(i), LayerKind::Block, std::nullopt, i});
   m.layers.push_back({"head", LayerKind::Head, std::nullopt});
   return m;
 }
@@ -57,6 +64,7 @@ const char* to_string(MlpKind k) {
     case MlpKind::Gelu: return "gelu";
     case MlpKind::SwiGlu: return "swiglu";
     case MlpKind::ReluSquared: return "relu2";
+    case MlpKind::GeGlu: return "geglu";
   }
   return "?";
 }
@@ -75,7 +83,7 @@ double transformer_layer_parameters(const TransformerConfig& c, LayerKind kind, 
       const double q = static_cast<double>(c.heads) * c.head_dim;
       const double kv = static_cast<double>(c.kv_heads) * c.head_dim;
       const double f = c.ffn;
-      const double mlp_in = c.mlp == MlpKind::SwiGlu ? 2 * f : f;
+      const double mlp_in = gated(c.mlp) ? 2 * f : f;
       double p = (h * q + 2 * h * kv + q * h) / t + (mlp_in * h + f * h) / t + 2 * norm;
       if (c.bias || c.qkv_bias) p += (q + 2 * kv) / t;
       if (c.qk_norm) p += 2.0 * c.head_dim;  // one weight per head dimension, shared by the heads

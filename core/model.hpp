@@ -14,8 +14,10 @@ namespace pw {
 enum class LayerKind { Embedding, Block, Head, Explicit };
 // Gelu: up, GeLU, down. SwiGlu: gate and up, SiLU(gate) x up, down (Llama, Phi-3's fused gate_up).
 // ReluSquared: up, ReLU(x)^2, down, not gated (Nemotron).
-enum class MlpKind { Gelu, SwiGlu, ReluSquared };
-const char* to_string(MlpKind k);  // "gelu", "swiglu", "relu2"
+// GeGlu: Gemma's gated MLP with a tanh GELU gate, the same GEMMs and traffic as SwiGLU.
+enum class MlpKind { Gelu, SwiGlu, ReluSquared, GeGlu };
+const char* to_string(MlpKind k);  // "gelu", "swiglu", "relu2", "geglu"
+bool gated(MlpKind k);             // gate and up projections: SwiGLU, GeGLU
 enum class NormKind { LayerNorm, RmsNorm };
 
 // The shape of a decoder-only transformer, as config.json files and papers give it.
@@ -38,6 +40,11 @@ struct TransformerConfig {
   bool dropout = false;            // dropout masks stored (Korthikanti's accounting) or not
   bool qk_norm = false;            // RMSNorm of each head's queries and keys (Qwen3): 2 x head_dim weights a block
   int attention_window = 0;        // keys a query attends at most, in every block (sliding window); 0: all
+  // With a window, block i (from 0) attends to all keys when (i + 1) % full_attention_every == 0: Gemma 2's
+  // alternating local and global layers (2), Gemma 3's five local to one global (6). 0: every block slides.
+  int full_attention_every = 0;
+  // The window of block i under that pattern (i < 0: attention_window); 0: all keys.
+  int block_window(int i) const;
 };
 
 // Costs given directly (seconds and bytes for one micro-batch at the model's own shape).
@@ -55,6 +62,9 @@ struct Layer {
   std::string name;
   LayerKind kind = LayerKind::Block;
   std::optional<ExplicitCosts> explicit_costs;  // set iff kind == Explicit
+  // A block's position among the model's blocks, which decides its sliding window
+  // (TransformerConfig::block_window); -1 for other layers and hand-made ones.
+  int block = -1;
 };
 
 // An extra data edge of a layer graph, besides the chain i -> i + 1: layer `to` also reads the output

@@ -17,7 +17,7 @@ const char* to_text(NormKind k) { return k == NormKind::RmsNorm ? "rmsnorm" : "l
 TransformerConfig read_transformer(const JsonFields& t) {
   t.reject_unknown({"family", "hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq_len", "mlp",
                     "norm", "tied_embeddings", "learned_positions", "bias", "qkv_bias", "dropout", "qk_norm",
-                    "attention_window"});
+                    "attention_window", "full_attention_every"});
   TransformerConfig c;
   c.family = t.optional_string("family").value_or("");
   c.hidden = t.positive_int("hidden");
@@ -36,9 +36,9 @@ TransformerConfig read_transformer(const JsonFields& t) {
   c.vocab = t.positive_integer("vocab");
   c.max_seq_len = t.positive_int("seq_len");
   const std::string mlp = t.optional_string("mlp").value_or("gelu");
-  if (mlp != "gelu" && mlp != "swiglu" && mlp != "relu2")
-    t.fail("mlp", fmt::format("must be \"gelu\", \"swiglu\" or \"relu2\", got \"{}\"", excerpt(mlp)));
-  c.mlp = mlp == "swiglu" ? MlpKind::SwiGlu : mlp == "relu2" ? MlpKind::ReluSquared : MlpKind::Gelu;
+  if (mlp != "gelu" && mlp != "swiglu" && mlp != "relu2" && mlp != "geglu")
+    t.fail("mlp", fmt::format("must be \"gelu\", \"swiglu\", \"geglu\" or \"relu2\", got \"{}\"", excerpt(mlp)));
+  c.mlp = mlp == "swiglu" ? MlpKind::SwiGlu : mlp == "relu2" ? MlpKind::ReluSquared : mlp == "geglu" ? MlpKind::GeGlu : MlpKind::Gelu;
   const std::string norm = t.optional_string("norm").value_or("layernorm");
   if (norm != "layernorm" && norm != "rmsnorm")
     t.fail("norm", fmt::format("must be \"layernorm\" or \"rmsnorm\", got \"{}\"", excerpt(norm)));
@@ -50,6 +50,10 @@ TransformerConfig read_transformer(const JsonFields& t) {
   c.dropout = t.boolean("dropout", false);
   c.qk_norm = t.boolean("qk_norm", false);
   if (t.has("attention_window")) c.attention_window = t.positive_int("attention_window");
+  if (t.has("full_attention_every")) {
+    if (c.attention_window == 0) t.fail("full_attention_every", "needs attention_window: it says which blocks do not slide");
+    c.full_attention_every = t.positive_int("full_attention_every");
+  }
   if (c.heads % c.kv_heads != 0)
     throw_bad_input("{}: {} ({}) must divide {} ({})", t.source(), t.name("kv_heads"), c.kv_heads, t.name("heads"),
                     c.heads);
@@ -160,6 +164,7 @@ std::string model_to_json_text(const Model& model) {
     t["dropout"] = c.dropout;
     if (c.qk_norm) t["qk_norm"] = true;
     if (c.attention_window > 0) t["attention_window"] = c.attention_window;
+    if (c.full_attention_every > 0) t["full_attention_every"] = c.full_attention_every;
     j["transformer"] = t;
   } else {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();

@@ -299,6 +299,7 @@ void check_cpu_model(const Model& model) {
                     model.name);
   const TransformerConfig& c = *model.transformer;
   const char* missing = c.mlp == MlpKind::ReluSquared ? "a squared-ReLU MLP"
+                        : c.mlp == MlpKind::GeGlu     ? "a GeGLU MLP"
                         : c.qk_norm                   ? "query and key norms"
                         : c.attention_window > 0      ? "sliding-window attention"
                                                       : nullptr;

@@ -154,7 +154,7 @@ TEST_CASE("a snapshot folder holding config.json loads as a model named after th
 
 TEST_CASE("config.json problems are named") {
   CHECK(bad_input([] { model_from_json_text(R"({"model_type": "bert", "hidden_size": 8})", "c.json"); }) ==
-        "c.json: model_type 'bert' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral, qwen2, qwen3, phi3 or nemotron, "
+        "c.json: model_type 'bert' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral, qwen2, qwen3, phi3, nemotron, gemma2 or gemma3, "
         "or a pipewright model JSON");
   CHECK(bad_input([] { model_from_json_text(R"({"model_type": "gpt2", "n_layer": 2})", "c.json"); }) ==
         "c.json: missing required field 'hidden_size' (or 'n_embd')");
@@ -262,4 +262,56 @@ TEST_CASE("Qwen3, Phi-3 and Nemotron configs: query-key norms, a sliding window,
   // What pipewright's own layers do not compute is refused before a run.
   CHECK(model_to_json_text(n).find("\"mlp\": \"relu2\"") != std::string::npos);
   CHECK(parameter_count(model_from_json_text(model_to_json_text(q), "back.json")) == parameter_count(q));
+}
+
+TEST_CASE("Gemma 2 and Gemma 3: gated GELU, head_dim 256, sliding layers between global ones") {
+  // google/gemma-2-2b-it (configuration_gemma2.py: layer_types default, every second layer global; tied
+  // embeddings by default). Parameters: 256000 x 2304 tied, each block 2304 x (2048 + 2 x 1024) + 2048 x 2304
+  // + 3 x 2304 x 9216 + 2 norms, the final norm: 2,614,222,080 (the two extra norms of Gemma's blocks,
+  // 26 x 2 x 2304, are not counted: the card's 2,614,341,888).
+  const Model g = model_from_json_text(R"({"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
+      "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+      "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096, "vocab_size": 256000,
+      "max_position_embeddings": 8192})", "gemma2.json");
+  const TransformerConfig& c = *g.transformer;
+  CHECK(c.mlp == MlpKind::GeGlu);
+  CHECK(c.tied_embeddings);
+  CHECK(c.attention_window == 4096);
+  CHECK(c.full_attention_every == 2);
+  CHECK(parameter_count(g) == 2614222080.0);
+  CHECK(c.block_window(0) == 4096);
+  CHECK(c.block_window(1) == 0);
+  // At 8192 tokens a sliding block's queries attend 4096 keys, a global one's all 8192.
+  Workload w;
+  w.seq_len = 8192;
+  CHECK(layer_work(g, g.layers[1], w).forward.attention_flops * 2 == layer_work(g, g.layers[2], w).forward.attention_flops);
+  // The pattern survives the model JSON.
+  const Model back = model_from_json_text(model_to_json_text(g), "back.json");
+  CHECK(back.transformer->full_attention_every == 2);
+
+  // Gemma 3 12B: the language model in text_config, five sliding layers to one global (sliding_window_pattern
+  // 6), its 131072-token window extended by linear rope scaling: default length 8192.
+  const Model g3 = model_from_json_text(R"({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text",
+      "hidden_size": 3840, "intermediate_size": 15360, "num_hidden_layers": 48, "num_attention_heads": 16,
+      "num_key_value_heads": 8, "head_dim": 256, "sliding_window": 1024, "sliding_window_pattern": 6,
+      "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "max_position_embeddings": 131072,
+      "vocab_size": 262208}, "vision_config": {"model_type": "siglip_vision_model"}})", "gemma3.json");
+  CHECK(g3.transformer->full_attention_every == 6);
+  CHECK(g3.transformer->block_window(4) == 1024);
+  CHECK(g3.transformer->block_window(5) == 0);
+  CHECK(g3.transformer->max_seq_len == 8192);
+  // transformers v5 lists each layer's type instead; a list that is no such pattern is refused.
+  std::string types;
+  for (int i = 0; i < 6; ++i) types += std::string(i ? ", " : "") + (i % 3 == 2 ? "\"full_attention\"" : "\"sliding_attention\"");
+  const Model v5 = model_from_json_text(R"({"model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 128,
+      "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "sliding_window": 32,
+      "vocab_size": 100, "max_position_embeddings": 128, "layer_types": [)" + types + "]}", "v5.json");
+  CHECK(v5.transformer->full_attention_every == 3);
+  CHECK(bad_input([] {
+          model_from_json_text(R"({"model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 128,
+              "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+              "sliding_window": 32, "vocab_size": 100, "max_position_embeddings": 128,
+              "layer_types": ["full_attention", "sliding_attention", "full_attention"]})", "odd.json");
+        }) == "odd.json: layer_types is not a repeating pattern of sliding layers and one full-attention layer (layer 1 "
+              "breaks it); describe the model in pipewright's model JSON");
 }

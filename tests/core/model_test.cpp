@@ -173,7 +173,7 @@ TEST_CASE("the transformer form fills defaults and names missing fields") {
           model_from_json_text(R"({"transformer": {"hidden": 512, "layers": 4, "heads": 8, "mlp": "relu",
                                    "ffn": 2048, "vocab": 10, "seq_len": 256}})",
                                "m.json");
-        }) == "m.json: transformer.mlp must be \"gelu\", \"swiglu\" or \"relu2\", got \"relu\"");
+        }) == "m.json: transformer.mlp must be \"gelu\", \"swiglu\", \"geglu\" or \"relu2\", got \"relu\"");
   CHECK(bad_input([] {
           model_from_json_text(R"({"transformer": {"hiden": 512}})", "m.json");
         }).starts_with("m.json: unknown field 'transformer.hiden'; known fields: family, hidden,"));
