@@ -155,8 +155,13 @@ struct ZeroGathers {
 }  // namespace
 
 double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc, bool fp8) {
-  const double gathered = pc.zero >= 3 && pc.shard_group() > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
-  return cost.model_state_bytes_per_parameter(pc.shard_group(), pc.zero) + gathered + (fp8 ? kFp8WeightCopyBytes : 0.0);
+  const int n = pc.shard_group();
+  const double gathered = pc.zero >= 3 && n > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
+  // FSDP under pipelining accumulates whole gradients until the last micro-batch's reduce-scatter.
+  const double unsharded_grads = pc.zero >= 2 && !pc.gradients_sharded_each_microbatch()
+                                     ? cost.model_state_bytes_per_parameter(n, 1) - cost.model_state_bytes_per_parameter(n, 2)
+                                     : 0.0;
+  return cost.model_state_bytes_per_parameter(n, pc.zero) + gathered + unsharded_grads + (fp8 ? kFp8WeightCopyBytes : 0.0);
 }
 
 double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_parameters) {
@@ -217,7 +222,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.forward_s = gathers.behind(sc.forward_s, gathers.first_s);
       sc.backward_input_s = gathers.behind(sc.backward_input_s, gathers.last_s);
     }
-    sc.reduce_every_microbatch = pc.zero >= 2 && reduced;
+    sc.reduce_every_microbatch = pc.gradients_sharded_each_microbatch() && reduced;
     // Once per stage and phase, not per layer: an action runs its stage's layers as one unit.
     const double dispatch = cost.action_overhead_s();
     sc.forward_s += dispatch;

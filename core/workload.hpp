@@ -66,6 +66,10 @@ struct ParallelConfig {
   int shard_group() const { return (dp_shard > 0 ? dp_shard : dp) * cp; }
   int dp_replicas() const { return dp_shard > 0 ? dp / dp_shard : 1; }
   bool resharded() const { return reshard_after_forward == Reshard::Always || (reshard_after_forward == Reshard::Default && pp == 1); }
+  // Whether every micro-batch's gradients are reduce-scattered into the shards. ZeRO-2 does; so does FSDP
+  // (ZeRO-3) without pp, but PyTorch's pipelining runs FSDP without gradient sync until the last
+  // micro-batch (backward_maybe_with_nosync): the gradients accumulate unsharded and are reduced once.
+  bool gradients_sharded_each_microbatch() const { return zero == 2 || (zero == 3 && pp == 1); }
   // Megatron-Core's --overlap-grad-reduce: each bucket's reduction starts as its last gradient is made in
   // the last micro-batch's backward (PyTorch DDP and FSDP do the same); false: all of it after.
   bool overlap_grad_reduce = true;

@@ -306,16 +306,18 @@ TEST_CASE("ZeRO 0-3 model state per parameter: 2 + 4 + 12 bytes, sharded over dp
 TEST_CASE("ZeRO-3: weights gathered per layer before F (and B when resharded), hidden behind compute") {
   // pp 2: torchtitan's default keeps the gathered weights through the step, gathered once: F and B keep
   // their compute times, the all-gather of 5e8 x 2 bytes (0.10001 s) follows the reduction as the
-  // distributed optimizer's does, and a bf16 copy of every parameter stays: 5e8 x (18 / 2 + 2) + 1e9.
+  // distributed optimizer's does, and a bf16 copy of every parameter stays. PyTorch's pipelining syncs
+  // gradients only at the last micro-batch: they accumulate whole (4 bytes, not 4 / 2) and are reduced
+  // once: 5e8 x (18 / 2 + 2 + 2) + 1e9.
   ParallelConfig pc = toy_parallel(true, true);
   pc.zero = 3;
   std::vector<StageCost> sc = toy_stage_costs(pc);
   CHECK(sc[0].forward_s == Approx(0.046004).epsilon(1e-12));
   CHECK(sc[0].backward_input_s == Approx(0.06).epsilon(1e-12));
   CHECK(sc[0].grad_gather_s == Approx(0.10001).epsilon(1e-12));
-  CHECK(sc[0].model_state_bytes == Approx(5e8 * 11 + 1e9).epsilon(1e-12));
+  CHECK(sc[0].model_state_bytes == Approx(5e8 * 13 + 1e9).epsilon(1e-12));
   CHECK(sc[0].working_bytes == 0);
-  CHECK(sc[0].reduce_every_microbatch);
+  CHECK_FALSE(sc[0].reduce_every_microbatch);
   // Resharded after forward: stage 0 = embedding (1e8 parameters) + 2 blocks (2e8 each), each layer's bf16
   // all-gather over dp 2 at 5e9 B/s 0.5 x 2e8 / 5e9 + 1e-5 = 0.02001 s and 0.04001 s, 0.10003 s in all.
   // F (0.046004 s) waits for the first and cannot hide the other 0.08002 s; B starts from the last block
@@ -326,8 +328,16 @@ TEST_CASE("ZeRO-3: weights gathered per layer before F (and B when resharded), h
   CHECK(sc[0].forward_s == Approx(0.08002 + 0.02001).epsilon(1e-12));
   CHECK(sc[0].backward_input_s == Approx(0.06002 + 0.04001).epsilon(1e-12));
   CHECK(sc[0].grad_gather_s == 0);
-  CHECK(sc[0].model_state_bytes == Approx(5e8 * 9 + 1e9).epsilon(1e-12));
+  CHECK(sc[0].model_state_bytes == Approx(5e8 * 11 + 1e9).epsilon(1e-12));
   CHECK(sc[0].working_bytes == 2e8 * (2 * 2 + 4));
+  // Without pp, FSDP reduce-scatters every micro-batch's gradients and keeps only its shard: 18 / 2.
+  pc.pp = 1;
+  const Model whole = toy_model(4);
+  const std::vector<StageCost> one = stage_costs(whole, toy_work(), split_layers(whole, 1, {4}), pc, toy_cluster(),
+                                                 AnalyticCostModel(round_params()), {0});
+  CHECK(one[0].reduce_every_microbatch);
+  CHECK(one[0].model_state_bytes == Approx(one[0].parameters * 9 + 1e9).epsilon(1e-12));
+  pc.pp = 2;
   pc.zero = 2;
   sc = toy_stage_costs(pc);
   CHECK(sc[0].forward_s == Approx(0.046004).epsilon(1e-12));
