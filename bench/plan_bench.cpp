@@ -1,6 +1,7 @@
 // The planner's speed target (docs/benchmarks.md, "Planner"): GPT-3 175B on 1024 A100-80GB GPUs, global
-// batch 1536, the full space (tp 1..8, every pp and dp, every micro-batch size dividing the batch, every
-// schedule and vpp, three recompute modes), top 5.
+// batch 1536, the full space as `pipewright plan` searches it by default (tp 1..8, cp where the sequence
+// is long enough, every pp and dp, every micro-batch size dividing the batch, every schedule and vpp, the
+// recompute modes, both rank orders), top 5.
 //
 //   BM_Search       search_plans() alone, with 1 and 2 threads.
 //   BM_PlanCommand  `pipewright plan` as a user runs it: the search, the uniform and parameters splits of

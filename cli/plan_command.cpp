@@ -37,6 +37,7 @@ struct PlanOptions {
   std::string schedules;  // comma-separated
   std::optional<int> tp, cp, pp, dp, vpp, micro_batch_size, max_tp, max_cp;
   std::string precisions;  // comma-separated
+  std::string zeros;       // comma-separated
   std::string schedule, recompute, rank_order;
   std::string calibration;
   int top = 5;
@@ -191,7 +192,7 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
          "partition_method=\"parameters\"); OOM: that split does not fit. order: where ranks sit, tp innermost;\n"
          "tp-pp-dp keeps pipeline neighbours in a node, tp-dp-pp keeps data-parallel peers (--out lists every GPU).\n"
          "a/b: configurations differing only there gave the same step time and memory, one row for them. cp: GPUs\n"
-         "splitting each sequence; zero: the ZeRO level, the lowest that fits unless --zero fixes it.\n";
+         "splitting each sequence; zero: the ZeRO level (--zeros: the lowest listed that fits).\n";
   if (per_stage)
     out << "recompute per stage: F full, S selective, N none (NxK: K stages), the lightest that fits each stage.\n";
 }
@@ -375,16 +376,19 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   }
   o.dp_options.apply(base.parallel);
   if (target) check_zero_level(*target, base.parallel.zero);
-  // Unless fixed, each plan takes the lowest ZeRO level from 1 that fits (and the target can express).
-  if (!o.dp_options.zero_given())
-    for (int level : {1, 2, 3}) {
-      try {
-        if (target) check_zero_level(*target, level);
-        space.zeros.push_back(level);
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::BadInput) throw;
-      }
+  // --zeros: each plan takes the lowest of these levels that fits.
+  if (!o.zeros.empty()) {
+    if (o.dp_options.zero_given())
+      throw_bad_input("--zeros: --zero (or --[no-]distributed-optimizer) fixes one level and --zeros lists several; give "
+                      "one of them");
+    for (const std::string& z : split_commas(o.zeros)) {
+      if (z != "0" && z != "1" && z != "2" && z != "3") throw_bad_input("--zeros: '{}' is not a ZeRO level; list 0, 1, 2 or 3", z);
+      const int level = z[0] - '0';
+      if (target) check_zero_level(*target, level);
+      if (std::find(space.zeros.begin(), space.zeros.end(), level) == space.zeros.end()) space.zeros.push_back(level);
     }
+    std::sort(space.zeros.begin(), space.zeros.end());
+  }
 
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   check_work_unless_allowed("plan", {search_estimate(enumerate_candidates(base, space), threads)}, o.allow_large);
@@ -467,6 +471,9 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--cp", o->cp, "Fix the context-parallel degree (default: searched for long sequences)");
   cmd->add_option("--max-cp", o->max_cp, "Largest context-parallel degree to search");
   cmd->add_option("--precisions", o->precisions, "Precisions to search, comma-separated: bf16,fp8 (default: --precision's)");
+  cmd->add_option("--zeros", o->zeros,
+                  "ZeRO levels to search, comma-separated, e.g. 1,2,3: each plan takes the lowest that fits (default: "
+                  "--zero's, 1)");
   cmd->add_option("--pp", o->pp, "Fix the pipeline-parallel degree");
   cmd->add_option("--dp", o->dp, "Fix the data-parallel degree");
   cmd->add_option("--vpp", o->vpp, "Fix the model chunks per pipeline rank");

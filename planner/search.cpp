@@ -554,9 +554,13 @@ class Searcher {
     resolved.stage_recompute = std::move(r.stage_recompute);
   }
 
+  // One pass over the queue per ZeRO level: the first at the lowest level; each later one retries, in
+  // bound order, the candidates the previous left over memory, under the threshold the passes before
+  // set, so that most fall to their first-level bound before anything is built.
   void work() {
     const long total = static_cast<long>(queue_.size()) + stats_.memory_pruned;
     done_ = stats_.memory_pruned;
+    first_queue_ = queue_;
     int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
     threads = std::max(1, std::min(threads, static_cast<int>(std::max<size_t>(queue_.size(), 1))));
     threads_ = threads;
@@ -568,7 +572,7 @@ class Searcher {
           const size_t i = next_.fetch_add(1);
           if (i >= queue_.size() || stop_) break;
           process(queue_[i]);
-          report(1, total);
+          if (level_ == 0) report(1, total);
         }
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -576,13 +580,25 @@ class Searcher {
         stop_ = true;
       }
     };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-    if (error_) std::rethrow_exception(error_);
-    // Those the stop left in the queue were dropped by the bound.
-    stats_.bound_pruned += static_cast<long>(queue_.size()) - attempted_.load();
+    for (level_ = 0;; ++level_) {
+      std::vector<std::thread> pool;
+      for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+      worker();
+      for (auto& t : pool) t.join();
+      if (error_) std::rethrow_exception(error_);
+      // Those the stop left in the queue were dropped by the bound.
+      stats_.bound_pruned += static_cast<long>(queue_.size()) - attempted_.load();
+      if (retry_.empty()) break;
+      queue_ = std::move(retry_);
+      retry_.clear();
+      std::sort(queue_.begin(), queue_.end(), [&](const Entry& a, const Entry& b) {
+        if (a.time_lb != b.time_lb) return a.time_lb < b.time_lb;
+        return config_less(candidates_[a.index], candidates_[b.index]);
+      });
+      next_ = 0;
+      stop_ = false;
+      attempted_ = 0;
+    }
     report(total - done_, total);
   }
 
@@ -614,12 +630,15 @@ class Searcher {
         check_time(elapsed, considered);
     }
     // The lowest ZeRO level that fits: a higher one shards more state but only adds communication, so it
-    // is tried only where the lower one runs out of memory.
-    for (int level : zero_levels_) {
-      c.zero = level;
-      if (attempt(c) != Outcome::OverMemory) return;
+    // is tried only where the lower one runs out of memory, in the next pass.
+    c.zero = zero_levels_[level_];
+    if (attempt(c) != Outcome::OverMemory) return;
+    if (level_ + 1 < zero_levels_.size()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      retry_.push_back(e);
+    } else {
+      count(&SearchStats::over_memory);
     }
-    count(&SearchStats::over_memory);
   }
 
   enum class Outcome { Done, OverMemory };
@@ -763,7 +782,7 @@ class Searcher {
   // and stopped once no bound can beat the closest.
   [[noreturn]] void explain_failure() {
     std::vector<Entry> all = memory_dropped_;
-    all.insert(all.end(), queue_.begin(), queue_.end());
+    all.insert(all.end(), first_queue_.begin(), first_queue_.end());
     std::sort(all.begin(), all.end(), [&](const Entry& a, const Entry& b) {
       if (a.memory_lb != b.memory_lb) return a.memory_lb < b.memory_lb;
       return config_less(candidates_[a.index], candidates_[b.index]);
@@ -819,7 +838,10 @@ class Searcher {
   double reserve_ = 0;
   double loosest_ = 0;
   bool prune_time_ = true;
-  std::vector<Entry> queue_;
+  std::vector<Entry> queue_;        // this pass's
+  std::vector<Entry> first_queue_;  // the first pass's: every candidate the first bound kept
+  std::vector<Entry> retry_;        // over memory at this pass's level, for the next
+  size_t level_ = 0;                // into zero_levels_
   std::vector<Entry> memory_dropped_;
 
   std::mutex mutex_;
