@@ -7,19 +7,13 @@
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "planner/search.hpp"
+#include "small_cluster.hpp"
 
 using namespace pw;
+using pw::test::small_cluster;
 
 namespace {
 
-// Two nodes of four 24 GB GPUs.
-Cluster small_cluster() {
-  return cluster_from_json_text(R"({"name": "4x24gb", "nodes": 2, "gpus_per_node": 4,
-      "gpu": {"name": "24GB", "peak_tflops": 300, "memory_bytes": 24e9, "hbm_bytes_per_s": 2e12},
-      "intra_node": {"bandwidth_bytes_per_s": 2e11, "latency_s": 3e-6},
-      "inter_node": {"bandwidth_bytes_per_s": 2.5e10, "latency_s": 8e-6}})",
-                                "small cluster");
-}
 
 std::set<int> cps_of(const std::vector<Candidate>& candidates) {
   std::set<int> out;

@@ -12,21 +12,15 @@
 #include "planner/baseline_splits.hpp"
 #include "planner/partitioner.hpp"
 #include "planner/search.hpp"
+#include "small_cluster.hpp"
 #include "planner/search_bounds.hpp"
 #include "schedules/generators.hpp"
 
 using namespace pw;
+using pw::test::small_cluster;
 
 namespace {
 
-// Two nodes of four 24 GB GPUs: small enough that memory decides many candidates.
-Cluster small_cluster() {
-  return cluster_from_json_text(R"({"name": "4x24gb", "nodes": 2, "gpus_per_node": 4,
-      "gpu": {"name": "24GB", "peak_tflops": 300, "memory_bytes": 24e9, "hbm_bytes_per_s": 2e12},
-      "intra_node": {"bandwidth_bytes_per_s": 2e11, "latency_s": 3e-6},
-      "inter_node": {"bandwidth_bytes_per_s": 2.5e10, "latency_s": 8e-6}})",
-                                "small cluster");
-}
 
 Scenario base_scenario(const std::string& model, const Cluster& cluster, int global_batch, int seq_len = 1024) {
   Scenario s;

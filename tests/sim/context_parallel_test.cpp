@@ -2,8 +2,7 @@
 // Engine), its K/V ring, and the dp-cp group that reduces gradients and shards the ZeRO state.
 #include <catch2/catch.hpp>
 
-#include <functional>
-
+#include "../error_text.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "core/layer_work.hpp"
@@ -21,16 +20,6 @@ Workload llama_block(int cp) {
   w.seq_len = 8192;
   w.cp = cp;
   return w;
-}
-
-std::string bad_input_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    CHECK(e.kind() == ErrorKind::BadInput);
-    return e.what();
-  }
-  return "";
 }
 
 Scenario llama_scenario(int cp, int seq_len) {
@@ -149,23 +138,23 @@ TEST_CASE("cp: the step's tokens and model FLOPs are the whole sequences'; the G
 }
 
 TEST_CASE("cp: sequences it cannot split, unfused attention, windows and explicit models are refused") {
-  CHECK(bad_input_of([] { resolve(llama_scenario(3, 8192)); }) ==
+  CHECK(bad_input([] { resolve(llama_scenario(3, 8192)); }) ==
         "--cp: 3 splits each sequence into 2 x 3 = 6 chunks, which do not divide --seq-len 8192; use a sequence length "
         "that is a multiple of 6");
   Scenario s = llama_scenario(3, 8190);
   s.parallel.tp = 4;
-  CHECK(bad_input_of([&] { resolve(s); }) ==
+  CHECK(bad_input([&] { resolve(s); }) ==
         "--cp: each cp rank's 2730 tokens do not split over --tp 4 for sequence parallelism; use a --seq-len that is a "
         "multiple of 12");
   s = llama_scenario(2, 8192);
   s.workload.flash_attention = false;
-  CHECK(bad_input_of([&] { resolve(s); }) ==
+  CHECK(bad_input([&] { resolve(s); }) ==
         "--cp: context parallelism runs on fused attention (Transformer Engine's ring attention); drop "
         "--no-flash-attention or use --cp 1");
   s = llama_scenario(2, 8192);
   s.model.transformer->attention_window = 4096;
-  CHECK(bad_input_of([&] { resolve(s); }) ==
+  CHECK(bad_input([&] { resolve(s); }) ==
         "--cp: 'llama3-8b' attends over a sliding window of 4096 tokens, which the cp ring does not model; use --cp 1");
   s = llama_scenario(0, 8192);
-  CHECK(bad_input_of([&] { resolve(s); }) == "--cp: must be at least 1, got 0");
+  CHECK(bad_input([&] { resolve(s); }) == "--cp: must be at least 1, got 0");
 }
