@@ -156,3 +156,35 @@ TEST_CASE("a plan file keeps per-stage recompute levels and the rank order") {
   CHECK(error_of(missing.dump()) ==
         "p.json: workload.stage_recompute is missing: recompute \"per-stage\" needs each stage's level");
 }
+
+TEST_CASE("a plan file keeps context parallelism, hybrid sharding and the overlap settings") {
+  const AnalyticCostModel cost;
+  Scenario s;
+  s.model = model_preset("llama3-8b");
+  s.cluster = cluster_preset("dgx-h100");
+  s.parallel.tp = 2;
+  s.parallel.cp = 2;
+  s.parallel.pp = 2;
+  s.parallel.dp = 4;
+  s.parallel.zero = 3;
+  s.parallel.dp_shard = 2;
+  s.parallel.overlap_param_gather = false;
+  s.global_batch_size = 16;
+  const Evaluation ev = evaluate(s, cost);
+  const std::string text = plan_to_json_text(ev, PlanExtras{});
+  const PlanDocument doc = plan_from_json_text(text, "plan.json");
+  const ParallelConfig& pc = doc.scenario.parallel;
+  CHECK(pc.cp == 2);
+  CHECK(doc.scenario.workload.cp == 2);
+  CHECK(pc.zero == 3);
+  CHECK(pc.dp_shard == 2);
+  CHECK_FALSE(pc.overlap_param_gather);
+  CHECK(nlohmann::json::parse(text).at("gpus") == 32);
+  CHECK(evaluate(doc.scenario, cost).metrics.step_time_s == ev.metrics.step_time_s);
+  // Under tp-pp-dp, tp innermost and cp next: (dp 1 x pp 2 + pp 1) x (tp x cp = 4) + cp 1 x tp 2 + tp 1 = 15.
+  const nlohmann::json gpus = nlohmann::json::parse(text).at("placement").at("gpus");
+  bool found = false;
+  for (const auto& g : gpus)
+    if (g.at("dp") == 1 && g.at("pp") == 1 && g.at("cp") == 1 && g.at("tp") == 1) found = g.at("rank") == 15;
+  CHECK(found);
+}
