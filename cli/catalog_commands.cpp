@@ -64,21 +64,34 @@ CommandRunner add_clusters_command(CLI::App& app) {
       return;
     }
     nlohmann::json list = nlohmann::json::array();
-    if (!*json_out)
-      out << fmt::format("{:<15} {:<8} {:>10} {:>9} {:>10} {:>10} {:>12} {:>12}\n", "cluster", "GPU", "GPUs/node", "memory",
-                         "peak bf16", "HBM", "intra-node", "inter-node");
+    std::vector<std::vector<std::string>> rows{
+        {"cluster", "GPU", "GPUs/node", "memory", "peak bf16", "peak fp8", "HBM", "intra-node", "inter-node"}};
     for (const std::string& name : cluster_preset_names()) {
       const Cluster c = cluster_preset(name);
       if (*json_out) {
         list.push_back(nlohmann::json::parse(cluster_to_json_text(c)));
-      } else if (c.ideal) {
-        out << fmt::format("{:<15} {:<8} {:>10} {:>9} {:>10} {:>10} {:>12} {:>12}\n", name, c.gpu.name, "any", "no limit",
-                           fmt::format("{:.0f} TF/s", c.gpu.peak_flops / 1e12), "-", "free", "free");
-      } else {
-        out << fmt::format("{:<15} {:<8} {:>10} {:>9} {:>10} {:>10} {:>12} {:>12}\n", name, c.gpu.name, c.gpus_per_node,
-                           format_bytes(c.gpu.memory_bytes), fmt::format("{:.0f} TF/s", c.gpu.peak_flops / 1e12),
-                           format_rate(c.gpu.hbm_bytes_per_s), format_rate(c.intra_node.bandwidth_bytes_per_s),
-                           format_rate(c.inter_node.bandwidth_bytes_per_s));
+        continue;
+      }
+      const auto peak = [](double flops) { return flops > 0 ? fmt::format("{:.0f} TF/s", flops / 1e12) : std::string("-"); };
+      if (c.ideal)
+        rows.push_back({name, c.gpu.name, "any", "no limit", peak(c.gpu.peak_flops), peak(c.gpu.fp8_peak_flops), "-",
+                        "free", "free"});
+      else
+        rows.push_back({name, c.gpu.name, std::to_string(c.gpus_per_node), format_bytes(c.gpu.memory_bytes),
+                        peak(c.gpu.peak_flops), peak(c.gpu.fp8_peak_flops), format_rate(c.gpu.hbm_bytes_per_s),
+                        format_rate(c.intra_node.bandwidth_bytes_per_s), format_rate(c.inter_node.bandwidth_bytes_per_s)});
+    }
+    if (!*json_out) {
+      // The first two columns left-aligned, the figures right-aligned, each as wide as its widest cell.
+      std::vector<size_t> width(rows.front().size(), 0);
+      for (const auto& r : rows)
+        for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+      for (const auto& r : rows) {
+        std::string line;
+        for (size_t i = 0; i < r.size(); ++i)
+          line += i < 2 ? fmt::format("{:<{}}  ", r[i], width[i]) : fmt::format("{:>{}}  ", r[i], width[i]);
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << "\n";
       }
     }
     if (*json_out) out << nlohmann::json{{"clusters", list}}.dump(2) << "\n";

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <sstream>
 
 #include "cli_test_util.hpp"
 #include "core/model.hpp"
@@ -21,4 +22,23 @@ TEST_CASE("models --show prints the parameter count after the name, and the outp
   CHECK(j.at("parameters").get<std::int64_t>() == 8030261248);
   const Model back = model_from_json_text(shown.out, "shown.json");
   CHECK(parameter_count(back) == 8030261248.0);
+}
+
+TEST_CASE("clusters lists each preset's dense bf16 and fp8 peaks, the columns as wide as their cells") {
+  const CliResult r = run_cli({"clusters"});
+  REQUIRE(r.code == 0);
+  std::istringstream lines(r.out);
+  std::string header, line;
+  std::getline(lines, header);
+  CHECK(header.rfind("cluster        GPU                    GPUs/node    memory  peak bf16   peak fp8", 0) == 0);
+  bool a100 = false, h100 = false, gb200 = false;
+  while (std::getline(lines, line)) {
+    CHECK(line.size() <= header.size());
+    if (line.rfind("dgx-a100-80gb ", 0) == 0) a100 = line.find("312 TF/s          -") != std::string::npos;
+    if (line.rfind("dgx-h100 ", 0) == 0) h100 = line.find("989 TF/s  1979 TF/s") != std::string::npos;
+    if (line.rfind("gb200-nvl72 ", 0) == 0) gb200 = line.find("B200 (GB200) 186GB            72") != std::string::npos;
+  }
+  CHECK(a100);  // no fp8 tensor cores
+  CHECK(h100);
+  CHECK(gb200);
 }
