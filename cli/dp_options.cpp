@@ -20,7 +20,7 @@ void DpOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--reshard-after-forward", reshard,
                  "ZeRO-3: free gathered weights after forward: default (on without pp, as torchtitan), always or never")
       ->capture_default_str();
-  cmd.add_flag("--overlap-grad-reduce,!--no-overlap-grad-reduce", overlap_grad_reduce,
+  overlap_grad_reduce_flag = cmd.add_flag("--overlap-grad-reduce,!--no-overlap-grad-reduce", overlap_grad_reduce,
                "Reduce each gradient bucket as the last backward fills it (on by default, as Megatron-Core, DDP and "
                "FSDP run); off: the whole reduction after the last backward");
   cmd.add_flag("--overlap-param-gather,!--no-overlap-param-gather", overlap_param_gather,
@@ -46,6 +46,8 @@ void DpOptions::apply(ParallelConfig& pc) const {
   pc.bucket_parameters = bucket_parameters;
   pc.dp_shard = dp_shard;
 }
+
+bool DpOptions::overlap_given() const { return overlap_grad_reduce_flag && overlap_grad_reduce_flag->count() > 0; }
 
 bool DpOptions::zero_given() const {
   return zero != -1 || (distributed_optimizer_flag && distributed_optimizer_flag->count() > 0);

@@ -26,8 +26,11 @@ struct DpOptions {
   // BadInput naming --ddp-bucket-size when it is not a positive count, --zero outside 0..3 or given with
   // --distributed-optimizer, --reshard-after-forward not default, always or never.
   void apply(ParallelConfig& pc) const;
-  // Whether the command line fixed the ZeRO level (--zero or --[no-]distributed-optimizer).
+  // Whether the command line fixed the ZeRO level (--zero or --[no-]distributed-optimizer), or said whether
+  // to overlap the gradient reduction.
   bool zero_given() const;
+  bool overlap_given() const;
+  CLI::Option* overlap_grad_reduce_flag = nullptr;
 };
 
 }  // namespace pw

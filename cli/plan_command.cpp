@@ -376,6 +376,9 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   }
   o.dp_options.apply(base.parallel);
   if (target) check_zero_level(*target, base.parallel.zero);
+  // DeepSpeed's pipeline engine reduces after the last backward: plan it so, unless the user asked
+  // otherwise (then the export says why it cannot).
+  if (target == ExportTarget::DeepSpeed && !o.dp_options.overlap_given()) base.parallel.overlap_grad_reduce = false;
   // --zeros: each plan takes the lowest of these levels that fits.
   if (!o.zeros.empty()) {
     if (o.dp_options.zero_given())

@@ -29,6 +29,11 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
     throw_bad_input("--export deepspeed: DeepSpeed checkpoints whole layers (activation_checkpoint_interval), not "
                     "selectively; plan with --recompute none or full");
   if (pc.dp > 1) check_zero_level(ExportTarget::DeepSpeed, pc.zero);
+  // deepspeed/runtime/pipe/schedule.py (DeepSpeed edaa7221): TrainSchedule issues ReduceGrads after every
+  // micro-batch's backward, so the engine reduces the gradients after the last backward, never behind it.
+  if (pc.dp > 1 && pc.overlap_grad_reduce)
+    throw_bad_input("--overlap-grad-reduce: DeepSpeed's pipeline engine reduces gradients after the last backward "
+                    "(ReduceGrads); plan with --no-overlap-grad-reduce for --export deepspeed");
   if (pc.dp_replicas() > 1)
     throw_bad_input("--dp-shard: DeepSpeed's pipeline engine shards ZeRO-1 state over all of dp; use --dp-shard {} (or "
                     "none) with --export deepspeed",

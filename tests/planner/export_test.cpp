@@ -160,7 +160,12 @@ TEST_CASE("DeepSpeed: ds_config and, for an uneven split, the PipelineModule sub
   // 1f1b on pp 4 with 6 + 9 + 9 + 8 blocks: stages start at layers 0, 7, 16, 25 (PARTS, with the 34
   // layers at the end); DeepSpeed's uniform over 34 layers would be 9, 9, 8, 8 layers (0, 9, 18, 26, 34),
   // so the bounds are exported. 128 sequences = micro-batch 2 x 16 steps of gradient accumulation x dp 4.
-  const Evaluation ev = plan_of(2, 4, 4, 1, "1f1b", 2, 128, Recompute::Full, {6, 9, 9, 8});
+  Evaluation ev = plan_of(2, 4, 4, 1, "1f1b", 2, 128, Recompute::Full, {6, 9, 9, 8});
+  // deepspeed/runtime/pipe/schedule.py: TrainSchedule reduces after the last backward (ReduceGrads).
+  CHECK(error_of([&] { deepspeed_export(ev); }) ==
+        "--overlap-grad-reduce: DeepSpeed's pipeline engine reduces gradients after the last backward (ReduceGrads); "
+        "plan with --no-overlap-grad-reduce for --export deepspeed");
+  ev.scenario.parallel.overlap_grad_reduce = false;
   const std::vector<ExportFile> files = deepspeed_export(ev);
   REQUIRE(files.size() == 2);
   CHECK(files[0].name == "ds_config.json");
@@ -172,7 +177,8 @@ TEST_CASE("DeepSpeed: ds_config and, for an uneven split, the PipelineModule sub
 TEST_CASE("DeepSpeed: a split that partition_method=\"uniform\" gives is exported as \"uniform\"") {
   // 34 layers over 4 stages uniformly: 9, 9, 8, 8 layers = the embedding and 8 blocks, 9, 8, 7 and the head.
   CHECK(deepspeed_partition_uniform(34, 4) == std::vector<int>{0, 9, 18, 26, 34});
-  const Evaluation ev = plan_of(1, 4, 2, 1, "1f1b", 1, 16, Recompute::None, {8, 9, 8, 7});
+  Evaluation ev = plan_of(1, 4, 2, 1, "1f1b", 1, 16, Recompute::None, {8, 9, 8, 7});
+  ev.scenario.parallel.overlap_grad_reduce = false;
   CHECK(deepspeed_uniform(ev.scenario.model, ev.scenario.ranges));
   const std::vector<ExportFile> files = deepspeed_export(ev);
   REQUIRE(files.size() == 1);
@@ -290,6 +296,7 @@ TEST_CASE("hybrid sharding: Megatron-LM's distributed-optimizer instances, torch
   CHECK(bad_input([&] { torchtitan_export(ev, "out"); }) ==
         "--dp-shard: torchtitan shards within groups and replicates across them (HSDP) only with FSDP, not ZeRO-1; use "
         "--zero 3 with --dp-shard and --export torchtitan");
+  ev.scenario.parallel.overlap_grad_reduce = false;  // as DeepSpeed's engine reduces
   CHECK(bad_input([&] { deepspeed_export(ev); }) ==
         "--dp-shard: DeepSpeed's pipeline engine shards ZeRO-1 state over all of dp; use --dp-shard 4 (or none) with "
         "--export deepspeed");
