@@ -103,8 +103,7 @@ LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {
     const int a = first + i * stride;
     const int b = first + ((i + 1) % n) * stride;
     const LinkSpec l = cluster.link(a, b);
-    slowest = LinkSpec{std::min(slowest.bandwidth_bytes_per_s, l.bandwidth_bytes_per_s),
-                       std::max(slowest.latency_s, l.latency_s), slowest.inter_node};
+    slowest = slower(slowest, l);
   }
   return slowest;
 }
