@@ -50,6 +50,7 @@ struct PlanOptions {
   bool no_sequence_parallel = false;
   bool flash_attention = true;
   std::string precision = "bf16";
+  CLI::Option* precision_option = nullptr;
   DpOptions dp_options;
   std::vector<std::string> cost_params;
   std::string profile;
@@ -261,8 +262,8 @@ std::string choices_text(const std::vector<Recompute>& modes) {
   return out;
 }
 
-// --schedules / --schedule / --recompute / --rank-order narrowed to what the export target runs; BadInput when the user
-// asked for something it cannot run.
+// --schedules / --schedule / --recompute / --rank-order / --cp / --precisions narrowed to what the export target
+// runs; BadInput when the user asked for something it cannot run.
 void restrict_to_target(ExportTarget target, SearchSpace& space) {
   const std::vector<std::string> runs = export_schedules(target);
   if (space.schedules.empty()) {
@@ -282,8 +283,12 @@ void restrict_to_target(ExportTarget target, SearchSpace& space) {
         throw_bad_input("--export {}: it has no {} recompute; use --recompute {}", to_string(target), to_string(r),
                         choices_text(rc));
   }
-  // DeepSpeed's pipeline engine has no ring attention (export_deepspeed refuses cp > 1).
-  if (target == ExportTarget::DeepSpeed && !space.cp) space.cp = 1;
+  if (!export_runs_cp(target) && !space.cp) space.cp = 1;
+  const std::vector<Precision> runs_precisions = export_precisions(target);
+  for (Precision p : space.precisions)
+    if (std::find(runs_precisions.begin(), runs_precisions.end(), p) == runs_precisions.end())
+      throw_bad_input("--precisions: --export {} does not run {} as pipewright simulates it; leave it out",
+                      to_string(target), to_string(p));
   if (const std::optional<RankOrder> fixed = export_rank_order(target)) {
     if (space.order && *space.order != *fixed)
       throw_bad_input("--export {}: it places ranks {}, not {}; use --rank-order {}", to_string(target), to_string(*fixed),
@@ -338,6 +343,14 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   }
   if (!o.recompute.empty()) space.recomputes = {recompute_from_string(o.recompute.c_str())};
   if (!o.rank_order.empty()) space.order = rank_order_from_string(o.rank_order);
+  if (!o.precisions.empty()) {
+    if (o.precision_option->count() > 0)
+      throw_bad_input("--precisions: --precision fixes one and --precisions lists several; give one of them");
+    for (const std::string& p : split_commas(o.precisions)) {
+      const Precision x = precision_from_string(p);
+      if (std::find(space.precisions.begin(), space.precisions.end(), x) == space.precisions.end()) space.precisions.push_back(x);
+    }
+  }
   if (target) restrict_to_target(*target, space);
 
   CostModelChain chain(o.cost_params);
@@ -364,16 +377,6 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.sequence_parallel = !o.no_sequence_parallel;
   base.workload.flash_attention = o.flash_attention;
   base.workload.precision = precision_from_string(o.precision);
-  if (!o.precisions.empty()) {
-    if (o.precision != "bf16") throw_bad_input("--precisions: --precision fixes one and --precisions lists several; give one of them");
-    for (const std::string& p : split_commas(o.precisions)) {
-      const Precision x = precision_from_string(p);
-      if (x == Precision::Fp8 && target && *target != ExportTarget::Megatron)
-        throw_bad_input("--precisions: --export {} runs what pipewright simulates in bf16 only; list bf16 alone",
-                        to_string(*target));
-      if (std::find(space.precisions.begin(), space.precisions.end(), x) == space.precisions.end()) space.precisions.push_back(x);
-    }
-  }
   o.dp_options.apply(base.parallel);
   if (target) check_zero_level(*target, base.parallel.zero);
   // DeepSpeed's pipeline engine reduces after the last backward: plan it so, unless the user asked
@@ -486,7 +489,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--rank-order", o->rank_order, "Fix where ranks sit: tp-pp-dp or tp-dp-pp (tp innermost)");
   cmd->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "Turn off sequence parallelism");
   add_flash_attention_flag(*cmd, o->flash_attention);
-  add_precision_option(*cmd, o->precision);
+  o->precision_option = add_precision_option(*cmd, o->precision);
   o->dp_options.add_to(*cmd);
   cmd->add_option("--cost-param", o->cost_params, "Override a cost-model parameter, NAME=VALUE; repeatable");
   cmd->add_option("--profile", o->profile,

@@ -47,10 +47,11 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
 }
 
-void add_precision_option(CLI::App& cmd, std::string& precision) {
-  cmd.add_option("--precision", precision,
-                 "bf16, or fp8 as Transformer Engine runs it (the blocks' GEMMs at the GPU's fp8 peak, attention, norms, "
-                 "embedding and head in bf16)")
+CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
+  return cmd
+      .add_option("--precision", precision,
+                  "bf16, or fp8 as Transformer Engine runs it (the blocks' GEMMs at the GPU's fp8 peak, attention, "
+                  "norms, embedding and head in bf16)")
       ->capture_default_str();
 }
 

@@ -89,7 +89,7 @@ auto load_for_option(const char* option, const std::string& value, Loader load) 
 // --flash-attention (the default) and --no-flash-attention, the same on every command with a workload.
 void add_flash_attention_flag(CLI::App& cmd, bool& flash_attention);
 // --precision bf16|fp8.
-void add_precision_option(CLI::App& cmd, std::string& precision);
+CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision);
 
 // "a,,b" -> {"a", "", "b"}: a comma-separated option's items, empty ones kept (the caller names them).
 std::vector<std::string> split_commas(const std::string& text);

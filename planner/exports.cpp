@@ -47,6 +47,13 @@ std::vector<Recompute> export_recomputes(ExportTarget t) {
   return {Recompute::None, Recompute::Selective, Recompute::Full};
 }
 
+std::vector<Precision> export_precisions(ExportTarget t) {
+  if (t == ExportTarget::Megatron) return {Precision::Bf16, Precision::Fp8};
+  return {Precision::Bf16};
+}
+
+bool export_runs_cp(ExportTarget t) { return t != ExportTarget::DeepSpeed; }
+
 std::optional<RankOrder> export_rank_order(ExportTarget t) {
   // Megatron-LM takes either (--use-tp-pp-dp-mapping); DeepSpeed's topology and torchtitan's device mesh
   // put pp outermost.

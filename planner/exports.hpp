@@ -24,6 +24,10 @@ struct ExportFile {
 // The schedules (among schedule_names()) and recompute modes the target can run.
 std::vector<std::string> export_schedules(ExportTarget t);
 std::vector<Recompute> export_recomputes(ExportTarget t);
+// The precisions the target runs as pipewright simulates them (Transformer Engine's fp8: Megatron-LM only),
+// and whether it runs context parallelism (DeepSpeed's pipeline engine has no ring attention).
+std::vector<Precision> export_precisions(ExportTarget t);
+bool export_runs_cp(ExportTarget t);
 // The rank order the target places ranks in, when it has only one.
 std::optional<RankOrder> export_rank_order(ExportTarget t);
 // BadInput naming --zero when the target cannot shard as `zero` says (with dp > 1): Megatron-LM's

@@ -76,6 +76,11 @@ std::vector<int> vpp_options(const std::string& schedule, int pp, int layers, co
   return out;
 }
 
+// The ZeRO levels a candidate may take, lowest first: the space's, or the base scenario's one.
+std::vector<int> zero_levels_of(const Scenario& base, const SearchSpace& space) {
+  return space.zeros.empty() ? std::vector<int>{base.parallel.zero} : space.zeros;
+}
+
 // The cp degrees to search: a fixed --cp (checked as resolve() would, so that the error names it once),
 // else 1 and the powers of two up to max_cp that split the sequence in 2 cp chunks of kMinCpTokens / 2 or
 // more, on models whose attention the cp ring runs (fused, no sliding window).
@@ -204,7 +209,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   const std::vector<RankOrder> orders = space.order ? std::vector<RankOrder>{*space.order} : rank_orders();
   const std::vector<Precision> precisions =
       space.precisions.empty() ? std::vector<Precision>{base.workload.precision} : space.precisions;
-  const int zero = space.zeros.empty() ? base.parallel.zero : space.zeros.front();
+  const int zero = zero_levels_of(base, space).front();
   const std::vector<int> cps = cp_options(base, space);
 
   std::vector<Candidate> out;
@@ -435,7 +440,7 @@ class Searcher {
 
   void prepare() {
     const int n = space_.gpus;
-    zero_levels_ = space_.zeros.empty() ? std::vector<int>{base_.parallel.zero} : space_.zeros;
+    zero_levels_ = zero_levels_of(base_, space_);
     for (const Candidate& c : candidates_)
       if (c.recompute != Recompute::PerStage) uniform_searched_.insert(c.recompute);
     // The step-time bounds are about one synchronous iteration; with the optimizer's post-validation the

@@ -200,3 +200,14 @@ TEST_CASE("plan: a ZeRO level the export target cannot run is refused before the
   check_error(with(kSmall, {"--reshard-after-forward", "sometimes"}),
               "--reshard-after-forward: unknown 'sometimes'; use default, always or never");
 }
+
+TEST_CASE("plan refuses precision and ZeRO lists it cannot search as asked") {
+  check_error(with(kSmall, {"--precisions", "bf16,fp8", "--precision", "bf16"}),
+              "--precisions: --precision fixes one and --precisions lists several; give one of them");
+  check_error(with(kSmall, {"--precisions", "bf16,fp8", "--export", "torchtitan", "--export-dir", PIPEWRIGHT_TEST_TMP}),
+              "--precisions: --export torchtitan does not run fp8 as pipewright simulates it; leave it out");
+  check_error(with(kSmall, {"--zeros", "1,4"}), "--zeros: '4' is not a ZeRO level; list 0, 1, 2 or 3");
+  check_error(with(kSmall, {"--zeros", "1,3", "--zero", "1"}),
+              "--zeros: --zero (or --[no-]distributed-optimizer) fixes one level and --zeros lists several; give one of "
+              "them");
+}

@@ -73,30 +73,9 @@ double metric(const Metrics& m, const std::string& kind) {
   return 0;
 }
 
-Evaluation evaluate_run(const nlohmann::json& run, const CostModel& cost, int micro_batch_size);
 
-// A run's micro-batch size, or where the source does not give it ("largest that fits"), the largest power
-// of two dividing the sequences per replica whose plan fits in memory: the one a tuned run would use, the
-// same rule for every run.
-Evaluation evaluate_run(const nlohmann::json& run, const CostModel& cost) {
-  const nlohmann::json& b = run.at("micro_batch_size");
-  if (b.is_number_integer()) return evaluate_run(run, cost, b.get<int>());
-  REQUIRE(b == "largest that fits");
-  const int per_replica = run.at("global_batch_size").get<int>() / run.at("dp").get<int>();
-  int mbs = 1;
-  while (per_replica % (2 * mbs) == 0) mbs *= 2;
-  for (; mbs > 1; mbs /= 2) {
-    try {
-      Evaluation ev = evaluate_run(run, cost, mbs);
-      if (ev.metrics.overflows.empty()) return ev;
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::BadInput) throw;  // a micro-batch count the schedule cannot take
-    }
-  }
-  return evaluate_run(run, cost, 1);
-}
-
-Evaluation evaluate_run(const nlohmann::json& run, const CostModel& cost, int micro_batch_size) {
+// A run at one micro-batch size.
+Evaluation evaluate_at(const nlohmann::json& run, const CostModel& cost, int micro_batch_size) {
   Scenario s;
   s.model = run_model(run.at("model"));
   s.cluster = run_cluster(run.at("cluster"));
@@ -122,6 +101,28 @@ Evaluation evaluate_run(const nlohmann::json& run, const CostModel& cost, int mi
   if (run.contains("split")) s.split = run.at("split").get<std::vector<int>>();
   return evaluate(s, cost);
 }
+
+// A run's micro-batch size, or where the source does not give it ("largest that fits"), the largest power
+// of two dividing the sequences per replica whose plan fits in memory: the one a tuned run would use, the
+// same rule for every run.
+Evaluation evaluate_run(const nlohmann::json& run, const CostModel& cost) {
+  const nlohmann::json& b = run.at("micro_batch_size");
+  if (b.is_number_integer()) return evaluate_at(run, cost, b.get<int>());
+  REQUIRE(b == "largest that fits");
+  const int per_replica = run.at("global_batch_size").get<int>() / run.at("dp").get<int>();
+  int mbs = 1;
+  while (per_replica % (2 * mbs) == 0) mbs *= 2;
+  for (; mbs > 1; mbs /= 2) {
+    try {
+      Evaluation ev = evaluate_at(run, cost, mbs);
+      if (ev.metrics.overflows.empty()) return ev;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::BadInput) throw;  // a micro-batch count the schedule cannot take
+    }
+  }
+  return evaluate_at(run, cost, 1);
+}
+
 
 Prediction predict(const nlohmann::json& run, const CostModel& cost) {
   const Evaluation ev = evaluate_run(run, cost);
