@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -17,7 +18,9 @@ CommandRunner add_models_command(CLI::App& app) {
   auto json_out = std::make_shared<bool>(false);
   auto show = std::make_shared<std::string>();
   cmd->add_flag("--json", *json_out, "Print JSON");
-  cmd->add_option("--show", *show, "Print one model (preset or file) in pipewright's model JSON form");
+  cmd->add_option("--show", *show,
+                  "Print one model (preset or file) in pipewright's model JSON form, with its total and active "
+                  "(per token: top-k of the routed experts) parameter counts");
   return [json_out, show](std::ostream& out) {
     if (!show->empty()) {
       // The parameter count next to the name, so that a user sees what was read (a config.json's shape).
@@ -26,26 +29,36 @@ CommandRunner add_models_command(CLI::App& app) {
       nlohmann::ordered_json j;
       for (const auto& [key, value] : shown.items()) {
         j[key] = value;
-        if (key == "name") j["parameters"] = static_cast<std::int64_t>(std::llround(parameter_count(m)));
+        if (key != "name") continue;
+        j["total_parameters"] = static_cast<std::int64_t>(std::llround(parameter_count(m)));
+        j["active_parameters"] = static_cast<std::int64_t>(std::llround(active_parameter_count(m)));
       }
       out << j.dump(2) << "\n";
       return;
     }
     nlohmann::json list = nlohmann::json::array();
+    size_t width = 5;  // "model"
+    for (const std::string& name : model_preset_names()) width = std::max(width, name.size());
     if (!*json_out)
-      out << fmt::format("{:<14} {:>10} {:>7} {:>7} {:>6} {:>9} {:>7} {:>8}\n", "model", "parameters", "layers", "hidden",
-                         "heads", "kv heads", "ffn", "seq-len");
+      out << fmt::format("{:<{}} {:>10} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>8} {:>12}\n", "model", width, "parameters",
+                         "active", "layers", "hidden", "heads", "kv heads", "ffn", "seq-len", "experts");
     for (const std::string& name : model_preset_names()) {
       const Model m = model_preset(name);
       const TransformerConfig& t = *m.transformer;
       const double params = parameter_count(m);
+      const double active = active_parameter_count(m);
       if (*json_out) {
-        list.push_back({{"name", name}, {"parameters", params}, {"layers", t.layers}, {"hidden", t.hidden},
-                        {"heads", t.heads}, {"kv_heads", t.kv_heads}, {"ffn", t.ffn}, {"vocab", t.vocab},
-                        {"seq_len", t.max_seq_len}});
+        nlohmann::json entry = {{"name", name},         {"parameters", params},     {"active_parameters", active},
+                                {"layers", t.layers},   {"hidden", t.hidden},       {"heads", t.heads},
+                                {"kv_heads", t.kv_heads}, {"ffn", t.ffn},           {"vocab", t.vocab},
+                                {"seq_len", t.max_seq_len}};
+        if (t.moe) entry["experts"] = {{"routed", t.moe->experts}, {"top_k", t.moe->top_k}, {"ffn", t.moe->expert_ffn}};
+        list.push_back(entry);
       } else {
-        out << fmt::format("{:<14} {:>9.2f}B {:>7} {:>7} {:>6} {:>9} {:>7} {:>8}\n", name, params / 1e9, t.layers, t.hidden,
-                           t.heads, t.kv_heads, t.ffn, t.max_seq_len);
+        const std::string experts = t.moe ? fmt::format("{} top {}", t.moe->experts, t.moe->top_k) : "-";
+        out << fmt::format("{:<{}} {:>9.2f}B {:>8.2f}B {:>7} {:>7} {:>6} {:>9} {:>7} {:>8} {:>12}\n", name, width,
+                           params / 1e9, active / 1e9, t.layers, t.hidden, t.heads, t.kv_heads, t.ffn, t.max_seq_len,
+                           experts);
       }
     }
     if (*json_out) out << nlohmann::json{{"models", list}}.dump(2) << "\n";

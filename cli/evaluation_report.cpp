@@ -12,6 +12,17 @@
 namespace pw {
 namespace {
 
+bool has_composites(const Schedule& schedule) {
+  for (const auto& list : schedule.ranks)
+    for (const Action& a : list)
+      if (a.op == Op::FB) return true;
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
 std::string layer_range_text(const Model& model, const LayerRange& r) {
   auto name = [&](int i) { return model.layers[static_cast<size_t>(i)].name; };
   if (r.first == r.last) return name(r.first);
@@ -69,6 +80,12 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
                                            : "",
                                        s.parallel.overlap_grad_reduce ? "buckets overlapped with the last backward"
                                                                       : "reduced after the last backward"));
+  if (m.expert_all_to_all_s > 0)
+    row("expert all-to-all", fmt::format("{} on the busiest rank ({} of the step; ep {}{}{})",
+                                         format_seconds(m.expert_all_to_all_s),
+                                         format_percent(m.step_time_s > 0 ? m.expert_all_to_all_s / m.step_time_s : 0),
+                                         s.parallel.ep, s.parallel.etp > 1 ? fmt::format(", etp {}", s.parallel.etp) : "",
+                                         has_composites(ev.schedule) ? ", partly hidden in F&B composites" : ""));
   if (!s.synchronous_optimizer)
     row("optimizer step", fmt::format("post-validated, steady state of {} iterations", ev.sim.iterations));
   const std::string limit = std::isinf(m.memory_limit_bytes) ? "no limit" : format_bytes(m.memory_limit_bytes);

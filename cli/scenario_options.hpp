@@ -22,6 +22,8 @@ struct ScenarioOptions {
   std::string model;
   std::string cluster;
   int tp = 1, cp = 1, pp = 1, dp = 1, vpp = 1;
+  int ep = 1, etp = 1;          // expert parallelism (core/expert_parallel.hpp)
+  double capacity_factor = 0;   // 0: dropless
   std::optional<int> microbatches;
   std::optional<int> global_batch_size;
   int micro_batch_size = 1;

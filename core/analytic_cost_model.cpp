@@ -40,6 +40,10 @@ void validate(const AnalyticCostParams& p) {
   check_non_negative("grad_bytes_per_parameter", p.grad_bytes_per_parameter);
   check_non_negative("optimizer_state_bytes_per_parameter", p.optimizer_state_bytes_per_parameter);
   check_non_negative("memory_reserve_bytes", p.memory_reserve_bytes);
+  if (!(p.moe_load_imbalance >= 1) || !std::isfinite(p.moe_load_imbalance))
+    throw_bad_input("cost model: moe_load_imbalance = {} is below 1 or not finite; give the busiest rank's tokens over "
+                    "the average (1: balanced)",
+                    p.moe_load_imbalance);
 }
 
 namespace {
@@ -64,6 +68,7 @@ constexpr ParamField kParamFields[] = {
     {"optimizer_state_bytes_per_parameter", &AnalyticCostParams::optimizer_state_bytes_per_parameter},
     {"memory_reserve_bytes", &AnalyticCostParams::memory_reserve_bytes},
     {"fb_overlap", &AnalyticCostParams::fb_overlap},
+    {"moe_load_imbalance", &AnalyticCostParams::moe_load_imbalance},
 };
 
 }  // namespace
@@ -97,7 +102,13 @@ void set_param(AnalyticCostParams& params, const std::string& assignment) {
 AnalyticCostModel::AnalyticCostModel(AnalyticCostParams params) : params_(params) { validate(params_); }
 
 double AnalyticCostModel::compute_time(const PhaseWork& work, const GpuSpec& gpu) const {
-  return rate_time(work.gemm_flops, gpu.peak_flops * params_.gemm_efficiency, gpu.name, "peak_flops") +
+  // The busiest ep rank's share of routed GEMMs beyond the average, at the rate of the GEMMs they are among.
+  const double extra_routed = work.routed_padded ? 0 : (params_.moe_load_imbalance - 1) * work.routed_gemm_flops;
+  const bool routed_fp8 = work.fp8_gemm_flops > 0 && work.gemm_flops < work.routed_gemm_flops;
+  return rate_time(work.gemm_flops + (routed_fp8 ? 0 : extra_routed), gpu.peak_flops * params_.gemm_efficiency, gpu.name,
+                   "peak_flops") +
+         rate_time(routed_fp8 ? extra_routed : 0, gpu.fp8_peak_flops * params_.fp8_gemm_efficiency, gpu.name,
+                   "fp8_peak_tflops") +
          rate_time(work.fp8_gemm_flops, gpu.fp8_peak_flops * params_.fp8_gemm_efficiency, gpu.name, "fp8_peak_tflops") +
          rate_time(work.attention_flops, gpu.peak_flops * params_.attention_efficiency, gpu.name, "peak_flops") +
          rate_time(work.memory_bytes, gpu.hbm_bytes_per_s * params_.memory_efficiency, gpu.name, "hbm_bytes_per_s") +
@@ -153,6 +164,37 @@ double AnalyticCostModel::cp_ring_time(const LayerWork& work, Phase phase, const
     case Phase::Forward: return ring_wait(work.forward, gpu, cp_link);
     case Phase::BackwardInput: return ring_wait(work.recompute, gpu, cp_link) + ring_wait(work.backward_input, gpu, cp_link);
     case Phase::BackwardWeight: return ring_wait(work.backward_weight, gpu, cp_link);
+  }
+  return 0;
+}
+
+double AnalyticCostModel::all_to_all_time(double bytes, const AllToAllLinks& l) const {
+  if (l.ranks <= 1 || bytes <= 0) return 0;
+  // Each rank sends bytes / ep to every member (itself too, a local copy) at once: the peers inside its node
+  // share its NVLink bandwidth, those across nodes its network bandwidth, both at a collective's busbw.
+  const double to_each = bytes / l.ranks;
+  const auto over = [&](int peers, const LinkSpec& link) {
+    if (peers == 0) return 0.0;
+    if (!(link.bandwidth_bytes_per_s > 0))
+      throw_bad_input("cluster: link bandwidth is {} B/s; give a positive bandwidth", link.bandwidth_bytes_per_s);
+    return link.latency_s + peers * to_each / (link.bandwidth_bytes_per_s * params_.collective_efficiency);
+  };
+  return std::max(over(l.in_node, l.in_node_link), over(l.across, l.across_link));
+}
+
+double AnalyticCostModel::phase_expert_comm(const PhaseWork& work, const AllToAllLinks& links) const {
+  const double load = work.routed_padded ? 1.0 : params_.moe_load_imbalance;
+  double t = 0;
+  for (double bytes : work.all_to_alls) t += all_to_all_time(bytes * load, links);
+  for (const Collective& c : work.etp_collectives) t += collective_time(c.kind, c.bytes * load, links.etp, links.etp_link);
+  return t;
+}
+
+double AnalyticCostModel::expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const {
+  switch (phase) {
+    case Phase::Forward: return phase_expert_comm(work.forward, links);
+    case Phase::BackwardInput: return phase_expert_comm(work.recompute, links) + phase_expert_comm(work.backward_input, links);
+    case Phase::BackwardWeight: return phase_expert_comm(work.backward_weight, links);
   }
   return 0;
 }

@@ -41,6 +41,11 @@ struct AnalyticCostParams {
   // overlapped (DualPipe's F&B composite: one's communication and bubbles hide behind the other's compute).
   // 0 until measured: the composite then costs F + B + W.
   double fb_overlap = 0.0;
+  // The busiest expert-parallel rank's routed tokens over the average: its expert GEMMs and all-to-alls take
+  // this much longer, and every rank waits for it. 1: balanced, as the published MoE benchmarks force it
+  // (Megatron-Bridge's performance recipes set moe_router_force_load_balancing); a measured router's
+  // imbalance otherwise. A capacity factor that pads every expert (--capacity-factor) replaces it.
+  double moe_load_imbalance = 1.0;
 };
 
 // Sets one parameter by its field name ("gemm_efficiency", ...): the form `--cost-param NAME=VALUE` takes.
@@ -57,6 +62,9 @@ class AnalyticCostModel : public CostModel {
   double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                     const LinkSpec& tp_link, int tp) const override;
   double cp_ring_time(const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& cp_link) const override;
+  double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const override;
+  // One all-to-all of `bytes` per rank (itself included) over the ep group, at the average load.
+  double all_to_all_time(double bytes, const AllToAllLinks& links) const;
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
@@ -72,6 +80,7 @@ class AnalyticCostModel : public CostModel {
  private:
   double phase_work_time(const PhaseWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const;
   double ring_wait(const PhaseWork& work, const GpuSpec& gpu, const LinkSpec& cp_link) const;
+  double phase_expert_comm(const PhaseWork& work, const AllToAllLinks& links) const;
 
   AnalyticCostParams params_;
 };

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/cluster.hpp"
+#include "core/expert_parallel.hpp"
 #include "core/layer_work.hpp"
 
 namespace pw {
@@ -26,6 +27,11 @@ class CostModel {
   // the attention each step hides behind, the ring passing between cp neighbours over `cp_link`; for
   // BackwardInput the recomputation's ring too. 0 without context parallelism.
   virtual double cp_ring_time(const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& cp_link) const = 0;
+
+  // Seconds one phase of a layer spends in expert parallelism's all-to-alls (PhaseWork::all_to_alls) over the
+  // ep group `links` describes, and in expert tensor parallelism's collectives; for BackwardInput the
+  // recomputation's too. 0 for layers without routed experts.
+  virtual double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const = 0;
 
   // Seconds for a ring collective of an array of `bytes` over `ranks` ranks whose slowest link is `link`.
   virtual double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const = 0;
@@ -73,6 +79,9 @@ class CostModelOver : public CostModel {
   }
   double cp_ring_time(const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& cp_link) const override {
     return below_.cp_ring_time(work, phase, gpu, cp_link);
+  }
+  double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const override {
+    return below_.expert_comm_time(work, phase, links);
   }
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override {
     return below_.collective_time(kind, bytes, ranks, link);

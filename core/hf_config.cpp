@@ -1,5 +1,5 @@
-// Hugging Face config.json (llama, mistral, qwen2, qwen3, phi3, nemotron, gemma2, gemma3, gpt2, gpt_neox) to
-// a transformer model. Each type's fields as its transformers configuration_*.py defines them; a
+// Hugging Face config.json (llama, mistral, qwen2, qwen3, phi3, nemotron, gemma2, gemma3, gpt2, gpt_neox, and the
+// mixtures of experts mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, llama4) to a transformer model. Each type's fields as its transformers configuration_*.py defines them; a
 // multimodal config (Gemma 3's) gives its language model in text_config.
 #include <algorithm>
 #include <map>
@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/excerpt.hpp"
+#include "core/hf_moe_config.hpp"
 #include "core/json_text.hpp"
 #include "core/model.hpp"
 
@@ -98,7 +99,7 @@ int gemma_full_attention_every(const JsonFields& f, const std::string& type, int
     }
     return every;
   }
-  if (type == "gemma2") return 2;
+  if (type == "gemma2" || type == "gpt_oss") return 2;
   return f.has("sliding_window_pattern") ? f.positive_int("sliding_window_pattern") : 6;
 }
 
@@ -121,11 +122,15 @@ Model model_from_hf_config(const nlohmann::json& outer, const std::string& sourc
   // Nemotron (configuration_nemotron.py): rotary, GQA, LayerNorm1p (weight and bias), a squared-ReLU MLP
   // of up and down projections, no gate.
   const bool nemotron = type == "nemotron";
+  const bool moe = hf_moe_type(type);
+  const bool gpt_oss = type == "gpt_oss";
+  const bool llama4 = type == "llama4_text" || type == "llama4";
   const bool llama_like = type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" ||
-                          type == "phi3" || nemotron || gemma;
+                          type == "phi3" || nemotron || gemma || moe;
   if (!gpt2 && !neox && !llama_like)
     throw_bad_input("{}: model_type '{}' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral, "
-                    "qwen2, qwen3, phi3, nemotron, gemma2 or gemma3, or a pipewright model JSON",
+                    "qwen2, qwen3, phi3, nemotron, gemma2, gemma3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
+                    "deepseek_v3, gpt_oss or llama4, or a pipewright model JSON",
                     source, excerpt(type));
 
   TransformerConfig c;
@@ -155,15 +160,23 @@ Model model_from_hf_config(const nlohmann::json& outer, const std::string& sourc
   c.norm = llama_like && !nemotron ? NormKind::RmsNorm : NormKind::LayerNorm;
   if (nemotron && f.has("hidden_act") && f.string("hidden_act") != "relu2")
     f.fail("hidden_act", fmt::format("is \"{}\"; Nemotron's MLP is modelled with relu2 only", excerpt(f.string("hidden_act"))));
-  c.qk_norm = type == "qwen3";  // Qwen3Attention's q_norm and k_norm
+  c.qk_norm = type == "qwen3" || type == "qwen3_moe";  // Qwen3Attention's q_norm and k_norm
   // One sliding window in every layer (Mistral, Phi-3: sliding_window; null or absent: full attention).
   // Qwen2/3 window only the layers from max_window_layers on when use_sliding_window is set: not modelled.
-  if ((type == "qwen2" || type == "qwen3") && f.boolean("use_sliding_window", false))
+  if ((type == "qwen2" || type == "qwen3" || type == "qwen2_moe" || type == "qwen3_moe") &&
+      f.boolean("use_sliding_window", false))
     f.fail("use_sliding_window", "is true; sliding windows on some layers only (max_window_layers) are not modelled; "
                                  "set it false or describe the model in pipewright's model JSON");
-  if ((type == "mistral" || type == "phi3" || gemma) && f.has("sliding_window") && !f.required("sliding_window").is_null())
+  if ((type == "mistral" || type == "phi3" || type == "mixtral" || gemma || gpt_oss) && f.has("sliding_window") &&
+      !f.required("sliding_window").is_null())
     c.attention_window = f.positive_int("sliding_window");
-  if (gemma && c.attention_window > 0) c.full_attention_every = gemma_full_attention_every(f, type, c.layers);
+  if ((gemma || gpt_oss) && c.attention_window > 0) c.full_attention_every = gemma_full_attention_every(f, type, c.layers);
+  // Llama 4's chunked attention (attention_chunk_size keys) on its rotary layers, every
+  // no_rope_layer_interval-th layer (NoPE) attending to all: as a window of that many keys.
+  if (llama4 && f.has("attention_chunk_size")) {
+    c.attention_window = f.positive_int("attention_chunk_size");
+    c.full_attention_every = f.has("no_rope_layer_interval") ? f.positive_int("no_rope_layer_interval") : 4;
+  }
   // GPT-2 and Gemma inherit the base default: tied.
   c.tied_embeddings = f.boolean("tie_word_embeddings", gpt2 || gemma);
   c.learned_positions = gpt2;                                  // GPT-NeoX and the Llama family use rotary
@@ -176,11 +189,13 @@ Model model_from_hf_config(const nlohmann::json& outer, const std::string& sourc
   } else {
     // Llama's attention_bias puts biases on q, k, v and o; mlp_bias on the MLP. One flag covers
     // all linear layers, so both must be set for it; attention_bias alone counts the QKV biases.
-    const bool attention_bias = f.boolean("attention_bias", false);
-    c.bias = attention_bias && f.boolean("mlp_bias", false);
-    c.qkv_bias = type == "qwen2" || attention_bias;  // Qwen2 always has q, k, v biases
+    const bool attention_bias = f.boolean("attention_bias", gpt_oss);
+    // gpt-oss: biases on q, k, v and o (its experts' own are MoeConfig::expert_bias).
+    c.bias = attention_bias && (gpt_oss || f.boolean("mlp_bias", false));
+    c.qkv_bias = type == "qwen2" || type == "qwen2_moe" || attention_bias;  // Qwen2 always has q, k, v biases
     c.dropout = any_dropout(f, {"attention_dropout"}, 0.0);
   }
+  if (moe) read_hf_moe(f, type, c);
   const JsonFields top(outer, source);
   const std::string name = top.has("_name_or_path") && top.required("_name_or_path").is_string() &&
                                    !top.string("_name_or_path").empty()

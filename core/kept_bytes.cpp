@@ -36,6 +36,7 @@ KeptBytes kept_bytes(const TransformerConfig& c, LayerKind kind, int micro_batch
       k.output = e * n * h;
       break;
     }
+    case LayerKind::Mtp:  // refused by layer_work: the backends compute no MTP module
     case LayerKind::Explicit: break;
   }
   return k;

@@ -3,43 +3,21 @@
 #include <algorithm>
 
 #include "core/kept_bytes.hpp"
+#include "core/layer_dims.hpp"
 #include "core/error.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kBf16 = 2;  // bytes per activation element
-constexpr double kFp32 = 4;  // bytes per logit in the loss
-constexpr double kMask = 1;  // bytes per dropout-mask element
+using namespace detail;
 
-// One micro-batch on one tp rank. Sizes are element counts; `t` divides what tp shards. With context
-// parallelism `s` is this rank's share of the sequence, s / cp, while its queries attend to `keys` keys
-// of the whole sequence.
-struct Dims {
-  double b, s, h, a, q, kv, f, V, t, cp;
-  bool sp;        // sequence parallelism in effect (requested and tp > 1)
-  bool dropout;   // dropout masks stored and applied
-  bool rotary;    // rotary positions applied to Q and K (no learned position table)
-  bool swiglu;
-  bool flash;     // fused attention: no s x s tensor in memory
-
-  double n() const { return b * s; }  // tokens
-  // Elements of one hidden-size activation in the part tp replicates (norms, dropout, residual
-  // adds): the whole sequence without sp, a 1/t shard with it.
-  double rep() const { return sp ? n() * h / t : n() * h; }
-  // Bytes kept whole by tp without sp, divided by t with it (Korthikanti's "10 s b h" part).
-  double replicated(double bytes) const { return sp ? bytes / t : bytes; }
-  double keys;    // keys each query attends: s, or the sliding window when shorter
-  double attention_matrix() const { return a * s * keys * b / t; }  // elements of the a/t heads' s x keys scores
-  double mlp_in() const { return swiglu ? 2 * f : f; }           // up-projection width (gate + up for SwiGLU)
-};
-
-Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq, int window) {
+Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq, int block) {
   Dims d{};
   d.b = w.micro_batch_size;
   const double sequence = w.seq_len > 0 ? w.seq_len : default_seq;
   d.cp = w.cp > 1 ? w.cp : 1;
   d.s = sequence / d.cp;
+  const int window = c.block_window(block);
   d.keys = window > 0 ? std::min<double>(sequence, window) : sequence;
   d.h = c.hidden;
   d.a = c.heads;
@@ -53,48 +31,66 @@ Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq, int
   d.rotary = !c.learned_positions;
   d.swiglu = gated(c.mlp);
   d.flash = w.flash_attention;
+  if (c.mla) {
+    // MLA: queries (through their latent when q_lora_rank is set) and the KV latent with the shared rotary
+    // key; keys of qk_head_dim and values of v_head_dim per head, rebuilt from the latent.
+    const MlaConfig& m = *c.mla;
+    const double heads = c.heads;
+    d.q = heads * m.qk_head_dim();
+    d.o = heads * m.v_head_dim;
+    d.k_stored = d.q;
+    d.v_stored = d.o;
+    d.rope = heads * m.qk_rope_head_dim + m.qk_rope_head_dim;
+    d.latent = m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim;
+    if (m.q_lora_rank > 0)
+      d.in_proj = {{d.h, static_cast<double>(m.q_lora_rank), false}, {static_cast<double>(m.q_lora_rank), d.q, true}};
+    else
+      d.in_proj = {{d.h, d.q, true}};
+    d.in_proj.push_back({d.h, static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim), false});
+    d.in_proj.push_back({static_cast<double>(m.kv_lora_rank), heads * (m.qk_nope_head_dim + m.v_head_dim), true});
+  } else {
+    d.o = d.q;
+    d.k_stored = d.kv;
+    d.v_stored = d.kv;
+    d.rope = d.q + d.kv;
+    d.latent = 0;
+    d.in_proj = {{d.h, d.q + 2 * d.kv, true}};
+  }
+  if (c.moe_block(block)) {
+    const MoeConfig& m = *c.moe;
+    RoutedShape& r = d.routed;
+    d.moe = true;
+    r.experts = m.experts;
+    r.ep = std::max(w.ep, 1);
+    r.etp = std::max(w.etp, 1);
+    r.local = r.experts / r.ep;
+    r.k = m.top_k;
+    r.f = m.expert_ffn;
+    r.shared_f = m.shared_expert_ffn;
+    r.shared_gate = m.shared_expert_gate;
+    r.capacity = w.capacity_factor;
+    r.pairs = d.tokens_per_rank() * r.k * r.etp * (r.capacity > 0 ? r.capacity : 1.0);
+  }
   return d;
 }
 
-// An m x k by k x n product whose n (column parallel) or k (row parallel) is split over tp.
-void gemm(PhaseWork& p, double m, double k, double n, double t) {
-  p.gemm_flops += 2 * m * k * n / t;
-  ++p.kernels;
-}
+// A projection's GEMM in F (tokens x in -> out), its dgrad in B and its wgrad in W. A split projection
+// divides its FLOPs by tp; a whole one runs on this rank's tokens only (a 1/t share with sp).
+double projection_split(const Projection& pr, const Dims& d) { return pr.split ? d.t : (d.sp ? d.t : 1); }
+
 void attention_gemm(PhaseWork& p, double flops) {
   p.attention_flops += flops;
   ++p.kernels;
 }
-void elementwise(PhaseWork& p, double bytes) {
-  p.memory_bytes += bytes;
-  ++p.kernels;
-}
-void collective(PhaseWork& p, CollectiveKind kind, double bytes) { p.collectives.push_back({kind, bytes}); }
 
-// The tp collectives around one of the two tp regions of a block (attention, MLP). Forward: the
-// row-parallel output is all-reduced, or with sp the input all-gathered and the output
-// reduce-scattered. Backward-input mirrors it (the all-gather's gradient is a reduce-scatter and
-// vice versa; Megatron's re-gather of the input for the weight gradient overlaps the dgrad GEMM
-// and is not charged).
-void tp_region_collectives(PhaseWork& p, const Dims& d) {
-  if (d.t <= 1) return;
-  const double bytes = kBf16 * d.n() * d.h;
-  if (d.sp) {
-    collective(p, CollectiveKind::AllGather, bytes);
-    collective(p, CollectiveKind::ReduceScatter, bytes);
-  } else {
-    collective(p, CollectiveKind::AllReduce, bytes);
-  }
-}
-
-// QK^T and AV, each 2 b s^2 (a hd) FLOPs over the whole model width (full, non-causal square, as
-// Narayanan counts), on a/t heads per rank.
-double attention_core_flops(const Dims& d) { return 2 * (2 * d.b * d.s * d.keys * d.q) / d.t; }
+// QK^T (queries and keys q wide) and AV (values o wide), each 2 b s keys width FLOPs over the whole model
+// width (full, non-causal square, as Narayanan counts), on a/t heads per rank.
+double attention_core_flops(const Dims& d) { return 2 * d.b * d.s * d.keys * (d.q + d.o) / d.t; }
 
 // Context parallelism's ring (Megatron's default cp_comm_type p2p, Transformer Engine's ring attention):
 // each of cp - 1 steps passes this rank's K and V chunk to the next rank while the attention of the chunk
 // it holds runs; B passes K and V again and their gradients dK and dV, twice the bytes.
-double cp_kv_chunk_bytes(const Dims& d) { return 2 * kBf16 * d.n() * d.kv / d.t; }
+double cp_kv_chunk_bytes(const Dims& d) { return kBf16 * d.n() * (d.k_stored + d.v_stored) / d.t; }
 void cp_ring(PhaseWork& p, const Dims& d, double chunks) {
   if (d.cp <= 1) return;
   p.cp_ring_steps = static_cast<int>(d.cp) - 1;
@@ -107,18 +103,17 @@ void cp_ring(PhaseWork& p, const Dims& d, double chunks) {
 double softmax_bytes(const Dims& d) { return 2 * kBf16 * d.attention_matrix(); }
 double attention_dropout_bytes(const Dims& d) { return (2 * kBf16 + kMask) * d.attention_matrix(); }
 
-PhaseWork block_forward(const Dims& d) {
-  PhaseWork p;
-  const double n = d.n();
-  const double rep = d.rep();
-  // Norm: read x, write y (bf16). Bias-dropout-add: read the projection output and the residual,
-  // write the sum, plus a 1-byte mask with dropout. Linear biases are fused into GEMM epilogues.
-  const double norm = 2 * kBf16 * rep;
-  const double residual = 3 * kBf16 * rep + (d.dropout ? kMask * rep : 0);
+// Norm: read x, write y (bf16). Bias-dropout-add: read the projection output and the residual, write the
+// sum, plus a 1-byte mask with dropout. Linear biases are fused into GEMM epilogues.
+double norm_bytes(const Dims& d) { return 2 * kBf16 * d.rep(); }
+double residual_bytes(const Dims& d) { return 3 * kBf16 * d.rep() + (d.dropout ? kMask * d.rep() : 0); }
 
-  elementwise(p, norm);                                  // input norm
-  gemm(p, n, d.h, d.q + 2 * d.kv, d.t);                  // QKV projection (column parallel)
-  if (d.rotary) elementwise(p, 2 * kBf16 * n * (d.q + d.kv) / d.t);  // rotary on Q and K: read + write
+void attention_forward(PhaseWork& p, const Dims& d) {
+  const double n = d.n();
+  elementwise(p, norm_bytes(d));                         // input norm
+  for (const Projection& pr : d.in_proj) gemm(p, n, pr.in, pr.out, projection_split(pr, d));  // QKV (column parallel)
+  if (d.latent > 0) elementwise(p, 2 * kBf16 * n * d.latent / (d.sp ? d.t : 1));  // MLA's latent norms
+  if (d.rotary) elementwise(p, 2 * kBf16 * n * d.rope / d.t);  // rotary on Q and K: read + write
   if (d.flash) {
     attention_gemm(p, attention_core_flops(d));          // one fused kernel; scores stay on chip
     cp_ring(p, d, 1);
@@ -128,38 +123,51 @@ PhaseWork block_forward(const Dims& d) {
     if (d.dropout) elementwise(p, attention_dropout_bytes(d));
     attention_gemm(p, attention_core_flops(d) / 2);      // probabilities x V
   }
-  gemm(p, n, d.q, d.h, d.t);                             // output projection (row parallel)
+  gemm(p, n, d.o, d.h, d.t);                             // output projection (row parallel)
   tp_region_collectives(p, d);
-  elementwise(p, residual);                              // bias-dropout-add
-  elementwise(p, norm);                                  // post-attention norm
+  elementwise(p, residual_bytes(d));                     // bias-dropout-add
+}
+
+void dense_mlp_forward(PhaseWork& p, const Dims& d) {
+  const double n = d.n();
   gemm(p, n, d.h, d.mlp_in(), d.t);                      // up (GeLU) or fused gate+up (SwiGLU)
   // GeLU reads its input and writes its output; SwiGLU reads gate and up, writes their product.
   elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * n * d.f / d.t);
   gemm(p, n, d.f, d.h, d.t);                             // down projection (row parallel)
   tp_region_collectives(p, d);
-  elementwise(p, residual);                              // bias-dropout-add
+}
+
+PhaseWork block_forward(const Dims& d) {
+  PhaseWork p;
+  attention_forward(p, d);
+  elementwise(p, norm_bytes(d));                         // post-attention norm
+  if (d.moe)
+    moe_forward(p, d);
+  else
+    dense_mlp_forward(p, d);
+  elementwise(p, residual_bytes(d));                     // bias-dropout-add
   return p;
 }
 
-PhaseWork block_backward_input(const Dims& d) {
-  PhaseWork p;
-  const double n = d.n();
-  const double rep = d.rep();
-  // Norm backward with the residual gradient folded in: read x, dy and the residual gradient,
-  // write dx. Dropout backward: read the gradient and the mask, write the gradient.
-  const double norm = 4 * kBf16 * rep;
-  const double dropout = (2 * kBf16 + kMask) * rep;
+// Norm backward with the residual gradient folded in: read x, dy and the residual gradient, write dx.
+// Dropout backward: read the gradient and the mask, write the gradient.
+double norm_backward_bytes(const Dims& d) { return 4 * kBf16 * d.rep(); }
+double dropout_backward_bytes(const Dims& d) { return (2 * kBf16 + kMask) * d.rep(); }
 
-  if (d.dropout) elementwise(p, dropout);                // MLP output dropout
+void dense_mlp_backward_input(PhaseWork& p, const Dims& d) {
+  const double n = d.n();
   gemm(p, n, d.h, d.f, d.t);                             // down projection dgrad
   // GeLU backward reads input and gradient, writes the gradient; SwiGLU reads gate, up and the
   // product's gradient, writes both input gradients.
   elementwise(p, (d.swiglu ? 5 : 3) * kBf16 * n * d.f / d.t);
   gemm(p, n, d.mlp_in(), d.h, d.t);                      // up projection dgrad
   tp_region_collectives(p, d);
-  elementwise(p, norm);                                  // post-attention norm backward
-  if (d.dropout) elementwise(p, dropout);                // attention output dropout
-  gemm(p, n, d.h, d.q, d.t);                             // output projection dgrad
+}
+
+void attention_backward_input(PhaseWork& p, const Dims& d) {
+  const double n = d.n();
+  if (d.dropout) elementwise(p, dropout_backward_bytes(d));  // attention output dropout
+  gemm(p, n, d.h, d.o, d.t);                             // output projection dgrad
   if (d.flash) {
     // FlashAttention-2's backward recomputes S = QK^T, then dV, dP, dQ, dK: 5 of the forward's
     // half-size products, in one kernel.
@@ -173,10 +181,22 @@ PhaseWork block_backward_input(const Dims& d) {
     attention_gemm(p, attention_core_flops(d) / 2);      // dQ = dS K
     attention_gemm(p, attention_core_flops(d) / 2);      // dK = dS^T Q
   }
-  if (d.rotary) elementwise(p, 2 * kBf16 * n * (d.q + d.kv) / d.t);
-  gemm(p, n, d.q + 2 * d.kv, d.h, d.t);                  // QKV dgrad
+  if (d.rotary) elementwise(p, 2 * kBf16 * n * d.rope / d.t);
+  if (d.latent > 0) elementwise(p, 3 * kBf16 * n * d.latent / (d.sp ? d.t : 1));
+  for (const Projection& pr : d.in_proj) gemm(p, n, pr.out, pr.in, projection_split(pr, d));  // QKV dgrad
   tp_region_collectives(p, d);
-  elementwise(p, norm);                                  // input norm backward
+  elementwise(p, norm_backward_bytes(d));                // input norm backward
+}
+
+PhaseWork block_backward_input(const Dims& d) {
+  PhaseWork p;
+  if (d.dropout) elementwise(p, dropout_backward_bytes(d));  // MLP output dropout
+  if (d.moe)
+    moe_backward_input(p, d);
+  else
+    dense_mlp_backward_input(p, d);
+  elementwise(p, norm_backward_bytes(d));                // post-attention norm backward
+  attention_backward_input(p, d);
   return p;
 }
 
@@ -185,10 +205,14 @@ PhaseWork block_backward_input(const Dims& d) {
 PhaseWork block_backward_weight(const Dims& d) {
   PhaseWork p;
   const double n = d.n();
-  gemm(p, d.h, n, d.q + 2 * d.kv, d.t);
-  gemm(p, d.q, n, d.h, d.t);
-  gemm(p, d.h, n, d.mlp_in(), d.t);
-  gemm(p, d.f, n, d.h, d.t);
+  for (const Projection& pr : d.in_proj) gemm(p, pr.in, n, pr.out, projection_split(pr, d));
+  gemm(p, d.o, n, d.h, d.t);
+  if (d.moe) {
+    moe_backward_weight(p, d);
+  } else {
+    gemm(p, d.h, n, d.mlp_in(), d.t);
+    gemm(p, d.f, n, d.h, d.t);
+  }
   return p;
 }
 
@@ -202,7 +226,8 @@ PhaseWork attention_core_recompute(const Dims& d) {
   return p;
 }
 
-// Activations a block stores at F (Korthikanti et al. 2022, generalised to GQA and SwiGLU). Bytes.
+// Activations a block stores at F (Korthikanti et al. 2022, generalised to GQA, SwiGLU, MLA and routed
+// experts). Bytes.
 void block_memory(LayerWork& lw, const Dims& d, Recompute recompute) {
   const double sbh = d.s * d.b * d.h;
   const double sb = d.s * d.b;
@@ -218,20 +243,24 @@ void block_memory(LayerWork& lw, const Dims& d, Recompute recompute) {
   const double whole = 2 * kBf16 * sbh + kBf16 * sbh + kBf16 * sbh + (d.dropout ? 2 * kMask * sbh : 0);
   // Sharded by tp: Q, K, V; the output projection input; the MLP's inner tensors (GeLU input and
   // output, or SwiGLU gate, up and product).
-  const double qkv = kBf16 * sb * d.q + 2 * kBf16 * sb * d.kv;
-  const double out_proj_in = kBf16 * sb * d.q;
-  const double mlp = (d.swiglu ? 3 : 2) * kBf16 * sb * d.f;
+  const double qkv = kBf16 * sb * (d.q + d.k_stored + d.v_stored);
+  const double out_proj_in = kBf16 * sb * d.o;
+  const double mlp = d.moe ? 0 : (d.swiglu ? 3 : 2) * kBf16 * sb * d.f;
   // The s^2 term: scores 2 bytes, softmax output 2 bytes and, with dropout, the 1-byte mask
   // (5 a s^2 b as Korthikanti counts; 4 a s^2 b without dropout). Gone with selective recompute.
   // Fused attention keeps only the fp32 log-sum-exp per head and token instead.
   const double scores = d.flash                            ? kFp32 * d.a * d.s * d.b
                         : recompute == Recompute::Selective ? 0
                                                             : (2 * kBf16 + (d.dropout ? kMask : 0)) * d.a * d.s * d.keys * d.b;
+  // MLA's latents (the up projections' inputs), computed whole on each rank's tokens.
+  const double latents = d.replicated(kBf16 * sb * d.latent);
   const double sharded = qkv + out_proj_in + mlp + scores;
-  lw.activation_bytes = d.sp ? (whole + sharded) / d.t : whole + sharded / d.t;
-  // W needs the inputs of its four GEMMs: QKV input, output projection input, MLP input and the
-  // down projection input (GeLU output or SwiGLU product).
-  lw.weight_grad_bytes = d.replicated(2 * kBf16 * sbh) + (out_proj_in + kBf16 * sb * d.f) / d.t;
+  const MoeMemory moe = d.moe ? moe_memory(d) : MoeMemory{};
+  lw.activation_bytes = (d.sp ? (whole + sharded) / d.t : whole + sharded / d.t) + latents + moe.stored;
+  // W needs the inputs of its GEMMs: QKV input, output projection input, MLP input and the
+  // down projection input (GeLU output or SwiGLU product); MLA's latents; the experts' inputs.
+  lw.weight_grad_bytes = d.replicated(2 * kBf16 * sbh) + (out_proj_in + (d.moe ? 0 : kBf16 * sb * d.f)) / d.t + latents +
+                         moe.weight_grad;
 }
 
 // What a block's F or B holds beyond its stored activations while it runs (per tp rank, bytes): B's,
@@ -239,7 +268,7 @@ void block_memory(LayerWork& lw, const Dims& d, Recompute recompute) {
 //   F: full recompute computes every activation and keeps only the input; selective recompute without
 //      fused attention computes the s x s scores, softmax and mask and drops them.
 //   B: rebuilds the same, and makes the gradients of the unfused s x s softmax and scores (2 bytes each)
-//      and of the MLP's inner tensor.
+//      and of the MLP's inner tensor (the experts': their copies in flight too).
 double block_working(const Dims& d, Recompute recompute, double stored) {
   LayerWork none;
   block_memory(none, d, Recompute::None);
@@ -247,13 +276,14 @@ double block_working(const Dims& d, Recompute recompute, double stored) {
   const double dropped = recompute == Recompute::Full                    ? none.activation_bytes - stored
                          : recompute == Recompute::Selective && !d.flash ? (2 * kBf16 + (d.dropout ? kMask : 0)) * s2
                                                                           : 0.0;
-  const double gradients = (d.flash ? 0.0 : 2 * kBf16 * s2) + kBf16 * d.n() * d.mlp_in() / d.t;
+  const double mlp_gradient = d.moe ? moe_memory(d).working : kBf16 * d.n() * d.mlp_in() / d.t;
+  const double gradients = (d.flash ? 0.0 : 2 * kBf16 * s2) + mlp_gradient;
   // The cp ring's chunks in flight in B: the K, V, dK and dV received while the last ones are used.
   const double ring = d.cp > 1 ? 2 * 2 * cp_kv_chunk_bytes(d) : 0.0;
   return dropped + gradients + ring;  // B's: F holds only what it drops
 }
 
-// Transformer Engine's fp8 linear layers: the four GEMMs of a block (QKV, output projection, up, down)
+// Transformer Engine's fp8 linear layers: the block's GEMMs (QKV, output projection, up, down, the experts')
 // in F, B and W run at the fp8 rate; each GEMM input in F and each output gradient in B is cast first
 // (read 2 bytes, write 1, the amax taken in the same pass); the inputs W needs are kept as those fp8
 // copies, half the bytes.
@@ -264,8 +294,11 @@ void run_gemms_in_fp8(LayerWork& lw, const Dims& d) {
   }
   constexpr double kCast = kBf16 + 1;
   const double n = d.n();
-  const double forward_inputs = 2 * n * d.h + n * d.q / d.t + n * d.f / d.t;
-  const double output_grads = 2 * n * d.h + n * (d.q + 2 * d.kv) / d.t + n * d.mlp_in() / d.t;
+  double in_proj_out = 0;
+  for (const Projection& pr : d.in_proj) in_proj_out += pr.out / projection_split(pr, d);
+  const MoeMemory moe = d.moe ? moe_memory(d) : MoeMemory{};
+  const double forward_inputs = n * d.h + n * d.o / d.t + (d.moe ? moe.fp8_forward_inputs : n * d.h + n * d.f / d.t);
+  const double output_grads = n * d.h + n * in_proj_out + (d.moe ? moe.fp8_output_grads : n * d.h + n * d.mlp_in() / d.t);
   elementwise(lw.forward, kCast * forward_inputs);
   if (lw.recompute.fp8_gemm_flops > 0) elementwise(lw.recompute, kCast * forward_inputs);
   elementwise(lw.backward_input, kCast * output_grads);
@@ -355,6 +388,39 @@ LayerWork head_work(const Dims& d) {
   return lw;
 }
 
+// DeepSeek-V3's MTP module (one prediction depth): the next tokens' embeddings looked up (its own copy of
+// the table), the last hidden state and those embeddings normed, concatenated and projected 2h -> h
+// (column parallel), one block, and a loss through the shared LM head. It passes the main model's hidden
+// state on to the head, and its own to the next depth.
+LayerWork mtp_work(const Dims& d, const Dims& block, Recompute recompute) {
+  LayerWork lw = block_work(block, recompute);
+  const LayerWork head = head_work(d);
+  const LayerWork embedding = embedding_work(d, false);
+  const double n = d.n();
+  PhaseWork projection_f, projection_b, projection_w;
+  elementwise(projection_f, 2 * norm_bytes(d));
+  gemm(projection_f, n, 2 * d.h, d.h, d.t);
+  gemm(projection_b, n, d.h, 2 * d.h, d.t);
+  elementwise(projection_b, 2 * norm_backward_bytes(d));
+  gemm(projection_w, 2 * d.h, n, d.h, d.t);
+  for (const LayerWork* part : {&head, &embedding}) {
+    add_work(lw.forward, part->forward);
+    add_work(lw.backward_input, part->backward_input);
+    add_work(lw.backward_weight, part->backward_weight);
+    lw.activation_bytes += part->activation_bytes;
+    lw.weight_grad_bytes += part->weight_grad_bytes;
+    lw.working_bytes = std::max(lw.working_bytes, part->working_bytes);
+  }
+  add_work(lw.forward, projection_f);
+  add_work(lw.backward_input, projection_b);
+  add_work(lw.backward_weight, projection_w);
+  if (recompute == Recompute::Full) add_work(lw.recompute, projection_f);
+  lw.activation_bytes += d.replicated(kBf16 * n * 2 * d.h);  // the projection's input
+  lw.weight_grad_bytes += d.replicated(kBf16 * n * 2 * d.h);
+  lw.output_bytes = 2 * kBf16 * n * d.h / d.t;
+  return lw;
+}
+
 LayerWork explicit_work(const ExplicitCosts& c) {
   LayerWork lw;
   lw.forward_s = c.forward_s;
@@ -381,11 +447,20 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
   if (w.recompute == Recompute::PerStage)
     throw_runtime("layer_work: per-stage recompute needs the level of the stage holding layer '{}'", layer.name);
   const TransformerConfig& c = *model.transformer;
-  const Dims d = dims_of(c, w, model.default_seq_len(), c.block_window(layer.block));
+  const bool beyond_dense = c.moe || c.mla || c.attention_sinks || layer.kind == LayerKind::Mtp;
+  if (w.memory != MemoryAccounting::GpuBf16 && beyond_dense)
+    throw_bad_input("--memory: the {} accounting counts what pipewright's own layers keep, which do not compute '{}''s "
+                    "experts, latent attention, sinks or MTP modules; use the gpu accounting",
+                    to_string(w.memory), model.name);
+  const Dims d = dims_of(c, w, model.default_seq_len(), layer.block);
   LayerWork lw;
   switch (layer.kind) {
     case LayerKind::Embedding: lw = embedding_work(d, c.learned_positions); break;
     case LayerKind::Head: lw = head_work(d); break;
+    case LayerKind::Mtp:
+      lw = mtp_work(dims_of(c, w, model.default_seq_len(), -1), d, w.recompute);
+      if (w.precision == Precision::Fp8) run_gemms_in_fp8(lw, d);
+      break;
     default:
       lw = block_work(d, w.recompute);
       if (w.precision == Precision::Fp8) run_gemms_in_fp8(lw, d);
@@ -401,7 +476,9 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
     lw.output_bytes = kept.output;
     lw.working_bytes = 0;
   }
-  lw.parameters = transformer_layer_parameters(c, layer.kind, static_cast<int>(d.t));
+  const LayerParameters params = layer_parameters(c, layer.kind, layer.block, static_cast<int>(d.t), w.ep, w.etp);
+  lw.parameters = params.total();
+  lw.routed_parameters = params.routed;
   lw.micro_batch_size = w.micro_batch_size;
   lw.seq_len = static_cast<int>(d.s * d.cp);
   lw.cp = static_cast<int>(d.cp);
@@ -411,8 +488,11 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
 
 double model_flops_per_microbatch(const Model& model, const Workload& w) {
   Workload whole = w;
-  whole.tp = 1;  // all tp and cp ranks together
+  whole.tp = 1;  // all tp, cp and ep ranks together
   whole.cp = 1;
+  whole.ep = 1;
+  whole.etp = 1;
+  whole.capacity_factor = 0;  // the tokens routed, not the padding
   double flops = 0;
   for (const Layer& layer : model.layers) {
     const LayerWork lw = layer_work(model, layer, whole);
@@ -425,6 +505,8 @@ double hardware_flops_per_microbatch(const Model& model, const Workload& w) {
   Workload whole = w;
   whole.tp = 1;
   whole.cp = 1;
+  whole.ep = 1;
+  whole.etp = 1;
   double flops = 0;
   for (const Layer& layer : model.layers) {
     const LayerWork lw = layer_work(model, layer, whole);
@@ -443,6 +525,21 @@ void check_tensor_parallel(const Model& model, int tp) {
   if (c.kv_heads % tp != 0)
     throw_bad_input("--tp: {} does not divide the {} KV heads of '{}'; use a divisor of {}", tp, c.kv_heads,
                     model.name, c.kv_heads);
+}
+
+void add_work(PhaseWork& work, const PhaseWork& more) {
+  work.gemm_flops += more.gemm_flops;
+  work.fp8_gemm_flops += more.fp8_gemm_flops;
+  work.attention_flops += more.attention_flops;
+  work.memory_bytes += more.memory_bytes;
+  work.kernels += more.kernels;
+  work.collectives.insert(work.collectives.end(), more.collectives.begin(), more.collectives.end());
+  work.cp_ring_steps = std::max(work.cp_ring_steps, more.cp_ring_steps);
+  work.cp_ring_step_bytes += more.cp_ring_step_bytes;
+  work.routed_gemm_flops += more.routed_gemm_flops;
+  work.routed_padded = work.routed_padded || more.routed_padded;
+  work.all_to_alls.insert(work.all_to_alls.end(), more.all_to_alls.begin(), more.all_to_alls.end());
+  work.etp_collectives.insert(work.etp_collectives.end(), more.etp_collectives.begin(), more.etp_collectives.end());
 }
 
 const char* collective_name(CollectiveKind kind) {

@@ -36,6 +36,16 @@ struct PhaseWork {
   // attention of one chunk runs (CostModel::cp_ring_time charges what the attention does not hide).
   int cp_ring_steps = 0;
   double cp_ring_step_bytes = 0;
+  // Of gemm_flops (or fp8_gemm_flops), the routed experts' grouped GEMMs: the busiest rank of the expert-
+  // parallel group runs more of them than the average by the cost model's load imbalance, unless
+  // `routed_padded` (a capacity factor pads every expert to the same tokens, counted in the FLOPs).
+  double routed_gemm_flops = 0;
+  bool routed_padded = false;
+  // Expert parallelism's all-to-alls in this phase (token dispatch and combine, or their gradients): for
+  // each, the bytes this rank sends to the ep group, itself included, at the average load.
+  std::vector<double> all_to_alls;
+  // Expert tensor parallelism's collectives over the etp group (its tokens gathered, its outputs reduced).
+  std::vector<Collective> etp_collectives;
 
   double flops() const { return gemm_flops + fp8_gemm_flops + attention_flops; }
 };
@@ -48,7 +58,9 @@ struct LayerWork {
   // selective: the attention core). Charged to B.
   PhaseWork recompute;
 
-  double parameters = 0;           // parameters held by this tp rank
+  double parameters = 0;           // parameters held by this GPU (tp, and for routed experts ep x etp)
+  // Of `parameters`, the routed experts': sharded and reduced over the expert-data-parallel group.
+  double routed_parameters = 0;
   bool fp8 = false;                // its GEMMs run in fp8 (a block under Precision::Fp8)
   double activation_bytes = 0;     // stored at F for this micro-batch
   // Held from B until W (freed at W). Under GpuBf16 the part of activation_bytes W still needs; under
@@ -71,6 +83,9 @@ struct LayerWork {
   int cp = 1;
   Recompute recompute_mode = Recompute::None;
 };
+
+// Adds every figure of `more` to `work` (a layer made of parts: an MTP module's projection, block and head).
+void add_work(PhaseWork& work, const PhaseWork& more);
 
 LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w);
 

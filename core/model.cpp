@@ -1,5 +1,6 @@
 #include "core/model.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -55,6 +56,8 @@ Model make_transformer_model(const std::string& name, const TransformerConfig& c
   m.layers.push_back({"embedding", LayerKind::Embedding, std::nullopt});
   for (int i = 0; i < config.layers; ++i)
     m.layers.push_back({"block" + std::to_string(i), LayerKind::Block, std::nullopt, i});
+  for (int i = 0; i < config.mtp_layers; ++i)
+    m.layers.push_back({"mtp" + std::to_string(i), LayerKind::Mtp, std::nullopt, config.layers + i});
   m.layers.push_back({"head", LayerKind::Head, std::nullopt});
   return m;
 }
@@ -69,41 +72,90 @@ const char* to_string(MlpKind k) {
   return "?";
 }
 
-double transformer_layer_parameters(const TransformerConfig& c, LayerKind kind, int tp) {
+namespace {
+
+double attention_parameters(const TransformerConfig& c, double t) {
+  const double h = c.hidden;
+  double p = 0;
+  if (c.mla) {
+    const MlaConfig& m = *c.mla;
+    const double n = c.heads;
+    // Megatron-Core's MLA: the down projections and their norms whole on every tp rank, the up and
+    // output projections split by heads.
+    const double q = m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * n * m.qk_head_dim() / t
+                                       : h * n * m.qk_head_dim() / t;
+    p = q + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank +
+        static_cast<double>(m.kv_lora_rank) * n * (m.qk_nope_head_dim + m.v_head_dim) / t + n * m.v_head_dim * h / t;
+  } else {
+    const double q = static_cast<double>(c.heads) * c.head_dim;
+    const double kv = static_cast<double>(c.kv_heads) * c.head_dim;
+    p = (h * q + 2 * h * kv + q * h) / t;
+    if (c.bias || c.qkv_bias) p += (q + 2 * kv) / t;
+    if (c.bias) p += h;  // the output projection's bias, row parallel: whole
+  }
+  if (c.qk_norm) p += 2.0 * c.head_dim;  // one weight per head dimension, shared by the heads
+  if (c.attention_sinks) p += c.heads / t;
+  return p;
+}
+
+// A dense MLP of width f: up (gate and up when gated) and down; with biases, the up ones sharded and the
+// down one (row parallel, added after the reduction) whole.
+double mlp_parameters(const TransformerConfig& c, double f, double t) {
+  const double h = c.hidden;
+  const double mlp_in = gated(c.mlp) ? 2 * f : f;
+  return (mlp_in * h + f * h) / t + (c.bias ? mlp_in / t + h : 0);
+}
+
+}  // namespace
+
+LayerParameters layer_parameters(const TransformerConfig& c, LayerKind kind, int block, int tp, int ep, int etp) {
   const double t = tp > 1 ? tp : 1;
   const double h = c.hidden;
   const double V = static_cast<double>(c.vocab);
   const double norm = c.norm == NormKind::LayerNorm ? 2 * h : h;  // LayerNorm: weight and bias
+  LayerParameters p;
   switch (kind) {
     case LayerKind::Embedding:
-      return V * h / t + (c.learned_positions ? static_cast<double>(c.max_seq_len) * h : 0);
+      p.dense = V * h / t + (c.learned_positions ? static_cast<double>(c.max_seq_len) * h : 0);
+      break;
     case LayerKind::Head:
-      return norm + V * h / t;
-    case LayerKind::Block: {
-      const double q = static_cast<double>(c.heads) * c.head_dim;
-      const double kv = static_cast<double>(c.kv_heads) * c.head_dim;
-      const double f = c.ffn;
-      const double mlp_in = gated(c.mlp) ? 2 * f : f;
-      double p = (h * q + 2 * h * kv + q * h) / t + (mlp_in * h + f * h) / t + 2 * norm;
-      if (c.bias || c.qkv_bias) p += (q + 2 * kv) / t;
-      if (c.qk_norm) p += 2.0 * c.head_dim;  // one weight per head dimension, shared by the heads
-      // Column-parallel biases are sharded; the row-parallel ones (output and down projections)
-      // are added after the tp reduction, so every rank holds them whole.
-      if (c.bias) p += mlp_in / t + 2 * h;
-      return p;
+      p.dense = norm + V * h / t;
+      break;
+    case LayerKind::Block:
+    case LayerKind::Mtp: {
+      p.dense = attention_parameters(c, t) + 2 * norm;
+      if (c.moe_block(block)) {
+        const MoeConfig& m = *c.moe;
+        p.dense += m.router_parameters(c.hidden) + m.shared_parameters(c.hidden, gated(c.mlp)) / t;
+        p.routed = m.routed_parameters(c.hidden, gated(c.mlp)) / (std::max(ep, 1) * std::max(etp, 1));
+      } else {
+        p.dense += mlp_parameters(c, c.ffn, t);
+      }
+      // DeepSeek-V3's MTP module: norms of the hidden state and of the embedding, their 2h -> h projection,
+      // the block, a final norm, and its own copy of the embedding (the LM head it shares with the head).
+      if (kind == LayerKind::Mtp) p.dense += 2 * norm + 2 * h * h / t + norm + V * h / t;
+      break;
     }
     case LayerKind::Explicit: break;
   }
-  return 0;
+  return p;
 }
 
-double parameter_count(const Model& model) {
+double transformer_layer_parameters(const TransformerConfig& c, LayerKind kind, int tp) {
+  return layer_parameters(c, kind, -1, tp).total();
+}
+
+namespace {
+
+double counted_parameters(const Model& model, bool active) {
   double total = 0;
   for (const Layer& l : model.layers) {
     if (l.kind == LayerKind::Explicit) {
       total += l.explicit_costs ? l.explicit_costs->parameter_bytes / 2 : 0;  // bf16 weights
-    } else if (model.transformer) {
-      total += transformer_layer_parameters(*model.transformer, l.kind, 1);
+    } else if (model.transformer && l.kind != LayerKind::Mtp) {
+      const TransformerConfig& c = *model.transformer;
+      const LayerParameters p = layer_parameters(c, l.kind, l.block, 1);
+      total += p.dense + (active && p.routed > 0 ? p.routed * c.moe->top_k / c.moe->experts : p.routed);
     }
   }
   const bool has_head = model.transformer && !model.layers.empty() && model.layers.back().kind == LayerKind::Head;
@@ -111,6 +163,11 @@ double parameter_count(const Model& model) {
     total -= static_cast<double>(model.transformer->vocab) * model.transformer->hidden;  // one shared matrix
   return total;
 }
+
+}  // namespace
+
+double parameter_count(const Model& model) { return counted_parameters(model, false); }
+double active_parameter_count(const Model& model) { return counted_parameters(model, true); }
 
 namespace detail {
 std::string model_name_from_source(const std::string& source) {

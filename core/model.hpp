@@ -9,9 +9,15 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/mla.hpp"
+#include "core/moe.hpp"
+
 namespace pw {
 
-enum class LayerKind { Embedding, Block, Head, Explicit };
+// Mtp: one of DeepSeek-V3's multi-token-prediction modules (a projection of the last hidden state and the
+// next token's embedding, one transformer block, its own loss through the shared LM head), placed as
+// Megatron-Core places them: after the last block, before the head, on the last stage.
+enum class LayerKind { Embedding, Block, Head, Explicit, Mtp };
 // Gelu: up, GeLU, down. SwiGlu: gate and up, SiLU(gate) x up, down (Llama, Phi-3's fused gate_up).
 // ReluSquared: up, ReLU(x)^2, down, not gated (Nemotron).
 // GeGlu: Gemma's gated MLP with a tanh GELU gate, the same GEMMs and traffic as SwiGLU.
@@ -45,6 +51,13 @@ struct TransformerConfig {
   int full_attention_every = 0;
   // The window of block i under that pattern (i < 0: attention_window); 0: all keys.
   int block_window(int i) const;
+  // gpt-oss's attention sinks: one learned logit per head in every block's softmax.
+  bool attention_sinks = false;
+  std::optional<MoeConfig> moe;  // mixture of experts in the blocks its pattern names; absent: dense
+  std::optional<MlaConfig> mla;  // multi-head latent attention instead of (grouped-query) multi-head
+  int mtp_layers = 0;            // multi-token-prediction modules after the blocks
+  // Whether block i's MLP is routed experts (the MTP modules' blocks are, in an MoE model; i >= layers).
+  bool moe_block(int i) const { return moe && (i >= layers || moe->moe_block(i)); }
 };
 
 // Costs given directly (seconds and bytes for one micro-batch at the model's own shape).
@@ -124,13 +137,28 @@ std::string model_to_json_text(const Model& model);
 // pretraining recipes use it too).
 inline constexpr int kDefaultSeqLenCap = 8192;
 
-// Parameter count of the whole model (tied embeddings counted once).
+// Parameter count of the whole model (tied embeddings counted once), without its MTP modules, as DeepSeek
+// counts V3's 671B. Active: what one token runs through, top_k of each MoE block's routed experts and the
+// input embedding (DeepSeek and OpenAI leave the embedding out of their active counts; Mistral keeps it).
 double parameter_count(const Model& model);
+double active_parameter_count(const Model& model);
 
-// Parameters of one embedding, block or head layer of a transformer held by one of `tp` ranks.
+// Parameters of one layer as one GPU holds them: the dense part (attention, norms, dense MLP, router,
+// shared experts) sharded by tp, and the routed experts divided over ep x etp (Megatron-Core's expert
+// parallelism and expert tensor parallelism), which reduce their gradients over another group.
+struct LayerParameters {
+  double dense = 0;
+  double routed = 0;
+  double total() const { return dense + routed; }
+};
 // Weights of tp-sharded matrices and the biases of column-parallel layers are divided by tp; norms,
-// row-parallel biases and learned positions are replicated. The head holds its own copy of the
-// embedding matrix even when tied (Megatron keeps it on the last stage when pp > 1).
+// row-parallel biases, learned positions, MLA's down projections and the router are replicated. The head
+// holds its own copy of the embedding matrix even when tied (Megatron keeps it on the last stage when
+// pp > 1), and so does an MTP module (which reads the next tokens' embeddings). `block` is the layer's
+// Layer::block (its MoE or dense MLP); an MTP module's block is layers + its index.
+LayerParameters layer_parameters(const TransformerConfig& config, LayerKind kind, int block, int tp, int ep = 1,
+                                 int etp = 1);
+// The same for a dense block or an embedding or head: one of `tp` ranks' parameters.
 double transformer_layer_parameters(const TransformerConfig& config, LayerKind kind, int tp);
 
 namespace detail {

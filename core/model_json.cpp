@@ -1,4 +1,5 @@
 // pipewright's own model JSON: a transformer shape, or a list of layers with explicit costs.
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -14,10 +15,52 @@ namespace {
 
 const char* to_text(NormKind k) { return k == NormKind::RmsNorm ? "rmsnorm" : "layernorm"; }
 
+int optional_count(const JsonFields& f, const char* key, int fallback) {
+  return f.has(key) ? f.count(key, kMaxLayers, key) : fallback;
+}
+
+MoeConfig read_moe(const JsonFields& f, int layers) {
+  f.reject_unknown({"experts", "top_k", "expert_ffn", "shared_expert_ffn", "shared_expert_gate", "expert_bias",
+                    "router_score_bias", "first_dense", "every", "dense_blocks"});
+  MoeConfig m;
+  m.experts = f.count("experts", 1'000'000, "experts");
+  m.top_k = f.count("top_k", 1'000'000, "experts");
+  if (m.top_k > m.experts)
+    f.fail("top_k", fmt::format("is {}, above the {} experts; give a top_k <= {}", m.top_k, m.experts, m.experts));
+  m.expert_ffn = f.positive_int("expert_ffn");
+  m.shared_expert_ffn = f.has("shared_expert_ffn") ? static_cast<int>(f.non_negative_integer("shared_expert_ffn")) : 0;
+  m.shared_expert_gate = f.boolean("shared_expert_gate", false);
+  m.expert_bias = f.boolean("expert_bias", false);
+  m.router_score_bias = f.boolean("router_score_bias", false);
+  m.first_dense = f.has("first_dense") ? static_cast<int>(std::min<long>(f.non_negative_integer("first_dense"), kMaxLayers)) : 0;
+  m.every = optional_count(f, "every", 1);
+  if (f.has("dense_blocks"))
+    for (const nlohmann::json& v : f.array("dense_blocks", kMaxLayers, "layers")) {
+      if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() >= layers)
+        f.fail("dense_blocks", fmt::format("holds {}; give block indices from 0 to {}", json_excerpt(v), layers - 1));
+      m.dense_blocks.push_back(v.get<int>());
+    }
+  std::string where = f.name("");
+  if (where.ends_with('.')) where.pop_back();
+  check_moe(m, layers, f.source() + ": " + where);
+  return m;
+}
+
+MlaConfig read_mla(const JsonFields& f) {
+  f.reject_unknown({"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
+  MlaConfig a;
+  a.q_lora_rank = f.has("q_lora_rank") ? static_cast<int>(std::min<long>(f.non_negative_integer("q_lora_rank"), 1'000'000)) : 0;
+  a.kv_lora_rank = f.positive_int("kv_lora_rank");
+  a.qk_nope_head_dim = f.positive_int("qk_nope_head_dim");
+  a.qk_rope_head_dim = f.positive_int("qk_rope_head_dim");
+  a.v_head_dim = f.positive_int("v_head_dim");
+  return a;
+}
+
 TransformerConfig read_transformer(const JsonFields& t) {
   t.reject_unknown({"family", "hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq_len", "mlp",
                     "norm", "tied_embeddings", "learned_positions", "bias", "qkv_bias", "dropout", "qk_norm",
-                    "attention_window", "full_attention_every"});
+                    "attention_window", "full_attention_every", "attention_sinks", "moe", "mla", "mtp_layers"});
   TransformerConfig c;
   c.family = t.optional_string("family").value_or("");
   c.hidden = t.positive_int("hidden");
@@ -57,6 +100,14 @@ TransformerConfig read_transformer(const JsonFields& t) {
   if (c.heads % c.kv_heads != 0)
     throw_bad_input("{}: {} ({}) must divide {} ({})", t.source(), t.name("kv_heads"), c.kv_heads, t.name("heads"),
                     c.heads);
+  c.attention_sinks = t.boolean("attention_sinks", false);
+  if (t.has("moe")) c.moe = read_moe(t.object("moe"), c.layers);
+  if (t.has("mla")) {
+    c.mla = read_mla(t.object("mla"));
+    c.head_dim = c.mla->qk_head_dim();
+  }
+  if (t.has("mtp_layers")) c.mtp_layers = static_cast<int>(t.non_negative_integer("mtp_layers"));
+  if (c.mtp_layers > 16) t.fail("mtp_layers", fmt::format("is {}; give at most 16 prediction modules", c.mtp_layers));
   return c;
 }
 
@@ -112,7 +163,7 @@ std::vector<LayerEdge> read_edges(const JsonFields& top, const std::string& sour
 namespace detail {
 Model model_from_pipewright_json(const nlohmann::json& j, const std::string& source) {
   const JsonFields top(j, source);
-  top.reject_unknown({"name", "parameters", "layers", "transformer", "edges"});
+  top.reject_unknown({"name", "parameters", "total_parameters", "active_parameters", "layers", "transformer", "edges"});
   const std::string name = top.optional_string("name").value_or(model_name_from_source(source));
   if (top.has("layers") && top.has("transformer"))
     throw_bad_input("{}: give either \"layers\" or \"transformer\", not both", source);
@@ -129,12 +180,13 @@ Model model_from_pipewright_json(const nlohmann::json& j, const std::string& sou
   }
   if (top.has("edges")) m.edges = read_edges(top, source, m.num_layers());
   // What `models --show` prints for people to read; when kept, it must still describe the shape.
-  if (top.has("parameters")) {
-    const double given = top.non_negative_number("parameters");
-    const double counted = parameter_count(m);
+  for (const char* key : {"parameters", "total_parameters", "active_parameters"}) {
+    if (!top.has(key)) continue;
+    const double given = top.non_negative_number(key);
+    const double counted = std::string(key) == "active_parameters" ? active_parameter_count(m) : parameter_count(m);
     if (std::abs(given - counted) > 0.5)
-      top.fail("parameters", fmt::format("is {:.0f} but the model's layers hold {:.0f}; remove the field or fix the shape",
-                                         given, counted));
+      top.fail(key, fmt::format("is {:.0f} but the model's layers hold {:.0f}; remove the field or fix the shape", given,
+                                counted));
   }
   return m;
 }
@@ -165,6 +217,33 @@ std::string model_to_json_text(const Model& model) {
     if (c.qk_norm) t["qk_norm"] = true;
     if (c.attention_window > 0) t["attention_window"] = c.attention_window;
     if (c.full_attention_every > 0) t["full_attention_every"] = c.full_attention_every;
+    if (c.attention_sinks) t["attention_sinks"] = true;
+    if (c.moe) {
+      const MoeConfig& m = *c.moe;
+      nlohmann::ordered_json o;
+      o["experts"] = m.experts;
+      o["top_k"] = m.top_k;
+      o["expert_ffn"] = m.expert_ffn;
+      if (m.shared_expert_ffn > 0) o["shared_expert_ffn"] = m.shared_expert_ffn;
+      if (m.shared_expert_gate) o["shared_expert_gate"] = true;
+      if (m.expert_bias) o["expert_bias"] = true;
+      if (m.router_score_bias) o["router_score_bias"] = true;
+      if (m.first_dense > 0) o["first_dense"] = m.first_dense;
+      if (m.every > 1) o["every"] = m.every;
+      if (!m.dense_blocks.empty()) o["dense_blocks"] = m.dense_blocks;
+      t["moe"] = o;
+    }
+    if (c.mla) {
+      const MlaConfig& a = *c.mla;
+      nlohmann::ordered_json o;
+      if (a.q_lora_rank > 0) o["q_lora_rank"] = a.q_lora_rank;
+      o["kv_lora_rank"] = a.kv_lora_rank;
+      o["qk_nope_head_dim"] = a.qk_nope_head_dim;
+      o["qk_rope_head_dim"] = a.qk_rope_head_dim;
+      o["v_head_dim"] = a.v_head_dim;
+      t["mla"] = o;
+    }
+    if (c.mtp_layers > 0) t["mtp_layers"] = c.mtp_layers;
     j["transformer"] = t;
   } else {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();

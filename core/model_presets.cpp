@@ -49,6 +49,66 @@ TransformerConfig llama(int hidden, int ffn, int layers, int heads, int kv_heads
   return c;
 }
 
+// Mixtures of experts, from their config.json files on the Hugging Face Hub (the shapes core/hf_moe_config.cpp
+// reads): the Llama-style block with `experts` routed experts of `expert_ffn`, top `top_k`.
+TransformerConfig moe(TransformerConfig c, int experts, int top_k, int expert_ffn) {
+  c.moe = MoeConfig{};
+  c.moe->experts = experts;
+  c.moe->top_k = top_k;
+  c.moe->expert_ffn = expert_ffn;
+  return c;
+}
+
+TransformerConfig with_head_dim(TransformerConfig c, int head_dim) {
+  c.head_dim = head_dim;
+  return c;
+}
+
+// Qwen3-MoE (Qwen/Qwen3-30B-A3B, Qwen3-235B-A22B): head_dim 128, query-key norms, no shared expert. Trained
+// at 4096 tokens in its first pretraining stage (Qwen3 technical report, section 3.2).
+TransformerConfig qwen3_moe(int hidden, int layers, int heads, int ffn, int expert_ffn) {
+  TransformerConfig c = moe(with_head_dim(llama(hidden, ffn, layers, heads, 4, 151936, 4096), 128), 128, 8, expert_ffn);
+  c.family = "qwen3_moe";
+  c.qk_norm = true;
+  return c;
+}
+
+// DeepSeek-V3 (deepseek-ai/DeepSeek-V3 config.json; DeepSeek-AI 2024): multi-head latent attention, 3 dense
+// blocks then 58 MoE blocks of 256 routed experts (top 8) and one shared expert, one MTP module, 4096-token
+// pretraining sequences.
+TransformerConfig deepseek_v3() {
+  TransformerConfig c = moe(llama(7168, 18432, 61, 128, 128, 129280, 4096), 256, 8, 2048);
+  c.family = "deepseek_v3";
+  c.moe->shared_expert_ffn = 2048;
+  c.moe->first_dense = 3;
+  c.moe->router_score_bias = true;
+  c.mla = MlaConfig{1536, 512, 128, 64, 128};
+  c.head_dim = c.mla->qk_head_dim();
+  c.mtp_layers = 1;
+  return c;
+}
+
+// gpt-oss-120b (openai/gpt-oss-120b config.json): 128 experts of 2880 with biases, top 4; head_dim 64;
+// alternating 128-token sliding-window and full-attention layers; attention biases and sinks; 4096-token
+// pretraining context (its rope_scaling's original_max_position_embeddings).
+TransformerConfig gpt_oss_120b() {
+  TransformerConfig c = moe(with_head_dim(llama(2880, 2880, 36, 64, 8, 201088, 4096), 64), 128, 4, 2880);
+  c.family = "gpt_oss";
+  c.moe->expert_bias = true;
+  c.bias = true;
+  c.qkv_bias = true;
+  c.attention_sinks = true;
+  c.attention_window = 128;
+  c.full_attention_every = 2;
+  return c;
+}
+
+TransformerConfig mixtral(int hidden, int ffn, int layers, int heads, long vocab) {
+  TransformerConfig c = moe(llama(hidden, ffn, layers, heads, 8, vocab, 4096), 8, 2, ffn);
+  c.family = "mixtral";
+  return c;
+}
+
 const std::map<std::string, TransformerConfig>& presets() {
   static const std::map<std::string, TransformerConfig> table = {
       {"gpt3-1.3b", gpt3(2048, 24, 16)},
@@ -62,6 +122,13 @@ const std::map<std::string, TransformerConfig>& presets() {
       {"llama3-8b", llama(4096, 14336, 32, 32, 8, 128256, 8192)},
       {"llama3-70b", llama(8192, 28672, 80, 64, 8, 128256, 8192)},
       {"llama3-405b", llama(16384, 53248, 126, 128, 8, 128256, 8192)},
+      // Mistral's config.json files: Mixtral 8x7B (32000-token vocabulary) and 8x22B (32768).
+      {"mixtral-8x7b", mixtral(4096, 14336, 32, 32, 32000)},
+      {"mixtral-8x22b", mixtral(6144, 16384, 56, 48, 32768)},
+      {"deepseek-v3", deepseek_v3()},
+      {"qwen3-30b-a3b", qwen3_moe(2048, 48, 32, 6144, 768)},
+      {"qwen3-235b-a22b", qwen3_moe(4096, 94, 64, 12288, 1536)},
+      {"gpt-oss-120b", gpt_oss_120b()},
   };
   return table;
 }

@@ -8,6 +8,7 @@
 
 #include "core/balanced_split.hpp"
 #include "core/error.hpp"
+#include "core/expert_parallel.hpp"
 
 namespace pw {
 
@@ -109,12 +110,15 @@ LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {
 }
 
 GroupLinks group_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu) {
-  return GroupLinks{group_link(cluster, first_gpu, 1, pc.tp), group_link(cluster, first_gpu, pc.tp, pc.cp)};
+  GroupLinks links{group_link(cluster, first_gpu, 1, pc.tp), group_link(cluster, first_gpu, pc.tp, pc.cp), AllToAllLinks{}};
+  if (pc.ep > 1 || pc.etp > 1) links.ep = all_to_all_links(cluster, pc, first_gpu);
+  return links;
 }
 
 double layer_phase_time(const CostModel& cost, const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                         const GroupLinks& links, int tp) {
-  return cost.phase_time(layer, work, phase, gpu, links.tp, tp) + cost.cp_ring_time(work, phase, gpu, links.cp);
+  return cost.phase_time(layer, work, phase, gpu, links.tp, tp) + cost.cp_ring_time(work, phase, gpu, links.cp) +
+         cost.expert_comm_time(work, phase, links.ep);
 }
 
 std::vector<double> layer_step_costs(const Model& model, const Workload& w, const ParallelConfig& pc,
@@ -153,6 +157,14 @@ struct ZeroGathers {
 
 }  // namespace
 
+ParallelConfig expert_sharding(const ParallelConfig& pc) {
+  ParallelConfig e = pc;
+  e.dp = pc.expert_dp();
+  e.cp = 1;
+  e.dp_shard = 0;
+  return e;
+}
+
 double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc, bool fp8) {
   const int n = pc.shard_group();
   const double gathered = pc.zero >= 3 && n > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
@@ -177,6 +189,9 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     throw_runtime("stage_costs: {} stage GPUs for {} stages", stage_gpu.size(), ranges.size());
   const bool fp8 = std::any_of(work.begin(), work.end(), [](const LayerWork& lw) { return lw.fp8; });
   const double state_per_param = state_bytes_per_parameter(cost, pc, fp8);
+  const ParallelConfig expert_pc = expert_sharding(pc);
+  const double routed_state_per_param = state_bytes_per_parameter(cost, expert_pc, fp8);
+  const int expert_dp = pc.expert_dp();
   const int stages = static_cast<int>(ranges.size());
 
   std::vector<StageCost> out(stages);
@@ -198,6 +213,11 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     const int shard_dp = shards / pc.cp;
     const LinkSpec dp_link = slower(group_link(cluster, stage_gpu[s], dp_stride(pc), shard_dp), links.cp);
     const LinkSpec replica_link = group_link(cluster, stage_gpu[s], dp_stride(pc) * shard_dp, replicas);
+    // The routed experts' gradients and ZeRO state go over the expert-data-parallel group instead.
+    const LinkSpec expert_dp_link = expert_dp > 1 && (pc.ep > 1 || pc.etp > 1)
+                                        ? folded_ring_link(cluster, pc, stage_gpu[s], pc.etp * pc.ep, expert_dp)
+                                        : dp_link;
+    const int routed_shards = pc.distributed_optimizer() ? expert_dp : 1;
     ZeroGathers gathers;
     for (int i = r.first; i <= r.last; ++i) {
       const Layer& layer = model.layers[i];
@@ -205,12 +225,18 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.forward_s += layer_phase_time(cost, layer, lw, Phase::Forward, gpu, links, pc.tp);
       sc.backward_input_s += layer_phase_time(cost, layer, lw, Phase::BackwardInput, gpu, links, pc.tp);
       sc.backward_weight_s += layer_phase_time(cost, layer, lw, Phase::BackwardWeight, gpu, links, pc.tp);
+      sc.expert_comm_forward_s += cost.expert_comm_time(lw, Phase::Forward, links.ep);
+      sc.expert_comm_backward_s += cost.expert_comm_time(lw, Phase::BackwardInput, links.ep);
+      sc.routed_parameters += lw.routed_parameters;
       sc.activation_bytes += lw.activation_bytes;
       sc.weight_grad_bytes += lw.weight_grad_bytes;
       sc.working_bytes = std::max(sc.working_bytes, lw.working_bytes + zero3_layer_working_bytes(pc, lw.parameters));
       sc.parameters += lw.parameters;
-      if (pc.zero >= 3 && shards > 1)
-        gathers.add(cost.collective_time(CollectiveKind::AllGather, lw.parameters * kGatheredWeightBytes, shards, dp_link));
+      if (pc.zero >= 3 && (shards > 1 || (lw.routed_parameters > 0 && expert_dp > 1)))
+        gathers.add(cost.collective_time(CollectiveKind::AllGather, (lw.parameters - lw.routed_parameters) * kGatheredWeightBytes,
+                                         shards, dp_link) +
+                    cost.collective_time(CollectiveKind::AllGather, lw.routed_parameters * kGatheredWeightBytes, expert_dp,
+                                         expert_dp_link));
     }
     // ZeRO-3 resharding after forward: each layer's weights are all-gathered before its forward and again
     // before its backward, every micro-batch, the next layer's prefetched during this one's compute: the
@@ -221,13 +247,22 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.forward_s = gathers.behind(sc.forward_s, gathers.first_s);
       sc.backward_input_s = gathers.behind(sc.backward_input_s, gathers.last_s);
     }
-    sc.reduce_every_microbatch = pc.gradients_sharded_each_microbatch() && reduced;
     // Once per stage and phase, not per layer: an action runs its stage's layers as one unit.
     const double dispatch = cost.action_overhead_s();
     sc.forward_s += dispatch;
     sc.backward_input_s += dispatch;
     sc.backward_weight_s += dispatch;
     sc.overlapped_fb_s = cost.overlapped_fb_time(sc.forward_s, sc.backward_input_s + sc.backward_weight_s);
+    // Routed experts: in an F&B composite each half's all-to-alls run while the other half computes, and only
+    // what that compute cannot cover shows (DualPipe's overlap; Megatron's --overlap-moe-expert-parallel-comm).
+    if (sc.expert_comm_forward_s + sc.expert_comm_backward_s > 0) {
+      const double forward_compute = sc.forward_s - sc.expert_comm_forward_s;
+      const double backward_compute = sc.backward_input_s + sc.backward_weight_s - sc.expert_comm_backward_s;
+      const double overlapped = forward_compute + backward_compute +
+                                std::max(0.0, sc.expert_comm_forward_s - backward_compute) +
+                                std::max(0.0, sc.expert_comm_backward_s - forward_compute);
+      sc.overlapped_fb_s = sc.overlapped_fb_s > 0 ? std::min(sc.overlapped_fb_s, overlapped) : overlapped;
+    }
     sc.output_bytes = work[r.last].output_bytes;
     // A layer graph's edges that cross this boundary are relayed through it: each source's output once
     // (edges without bytes carry it; the last layer's own is counted above), each edge with bytes apart.
@@ -244,26 +279,36 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       }
     }
     sc.reserved_bytes = s < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0;  // ideal: no memory overheads
-    sc.model_state_bytes = sc.parameters * state_per_param + sc.reserved_bytes;
+    const double dense = sc.parameters - sc.routed_parameters;
+    sc.model_state_bytes = dense * state_per_param + sc.routed_parameters * routed_state_per_param + sc.reserved_bytes;
 
-    const double grads = sc.parameters * kGradBytes;
-    sc.grad_reduce_bytes = reduced ? grads : 0;
+    const bool routed_reduced = sc.routed_parameters > 0 && expert_dp > 1;
+    sc.grad_reduce_bytes = (reduced ? dense * kGradBytes : 0) + (routed_reduced ? sc.routed_parameters * kGradBytes : 0);
+    const bool any_reduced = reduced || routed_reduced;
+    sc.reduce_every_microbatch = pc.gradients_sharded_each_microbatch() && any_reduced;
     const double bucket = pc.bucket_parameters > 0 ? pc.bucket_parameters : std::max(4e7, 1e6 * pc.dp_cp());
-    sc.grad_buckets = pc.overlap_grad_reduce && reduced ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
+    sc.grad_buckets = pc.overlap_grad_reduce && any_reduced ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
     const CollectiveKind reduce = pc.distributed_optimizer() ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-    sc.grad_bucket_s = cost.collective_time(reduce, grads / sc.grad_buckets, shards, dp_link) +
-                       cost.collective_time(CollectiveKind::AllReduce, grads / sc.grad_buckets / shards, replicas, replica_link);
+    const double dense_grads = dense * kGradBytes / sc.grad_buckets;
+    const double routed_grads = sc.routed_parameters * kGradBytes / sc.grad_buckets;
+    sc.grad_bucket_s = cost.collective_time(reduce, dense_grads, shards, dp_link) +
+                       cost.collective_time(CollectiveKind::AllReduce, dense_grads / shards, replicas, replica_link) +
+                       cost.collective_time(reduce, routed_grads, expert_dp, expert_dp_link);
     // ZeRO-3 with resharding gathers weights before each use instead (above), never after the step.
-    const double gather = pc.distributed_optimizer() && !(pc.zero >= 3 && pc.resharded())
-                              ? cost.collective_time(CollectiveKind::AllGather, sc.parameters * kGatheredWeightBytes, shards, dp_link)
-                              : 0.0;
+    const bool gathers_after = pc.distributed_optimizer() && !(pc.zero >= 3 && pc.resharded());
+    const double gather =
+        gathers_after ? cost.collective_time(CollectiveKind::AllGather, dense * kGatheredWeightBytes, shards, dp_link) +
+                            cost.collective_time(CollectiveKind::AllGather, sc.routed_parameters * kGatheredWeightBytes,
+                                                 expert_dp, expert_dp_link)
+                      : 0.0;
     // Overlapped with the next step's first forward of this stage: the first bucket is waited for, and
     // whatever that forward cannot cover.
     sc.grad_gather_s = pc.overlap_param_gather && pc.overlap_grad_reduce
                            ? std::max(gather / sc.grad_buckets, gather - sc.forward_s)
                            : gather;
     sc.grad_reduce_s = sc.grad_buckets * sc.grad_bucket_s + sc.grad_gather_s;
-    sc.optimizer_s = cost.optimizer_step_time(pc.distributed_optimizer() ? sc.parameters / shards : sc.parameters, gpu);
+    sc.optimizer_s = cost.optimizer_step_time(
+        pc.distributed_optimizer() ? dense / shards + sc.routed_parameters / routed_shards : sc.parameters, gpu);
   }
   return out;
 }

@@ -27,6 +27,11 @@ struct StageCost {
   // of one micro-batch with the full backward of the rank's other chunk for another), measured as one
   // kernel; 0: the halves' sum, F + B + W, as if they ran one after the other.
   double overlapped_fb_s = 0;
+  // Of forward_s and backward_input_s, the expert-parallel all-to-alls (and etp collectives): what an F&B
+  // composite of two micro-batches hides behind the other's compute (DualPipe's overlap, Megatron's
+  // --overlap-moe-expert-parallel-comm).
+  double expert_comm_forward_s = 0;
+  double expert_comm_backward_s = 0;
   double activation_bytes = 0;   // allocated at F, per micro-batch
   // Held from B until W and freed there; B frees activation_bytes - weight_grad_bytes, or allocates the
   // difference when it keeps more for W than F kept for it (the CPU backend's output gradients).
@@ -34,6 +39,7 @@ struct StageCost {
   double output_bytes = 0;       // activation sent to the next stage (and its gradient sent back)
   double working_bytes = 0;      // the largest LayerWork::working_bytes of its layers: one layer runs at a time
   double parameters = 0;         // on one GPU of this stage
+  double routed_parameters = 0;  // of them, routed experts' (sharded and reduced over the expert-dp group)
   double model_state_bytes = 0;  // weights, gradients, optimizer state on one GPU
   double grad_reduce_s = 0;      // data-parallel reduction of this stage's gradients, all of it
   // The reduction in buckets (Megatron's DDP buckets, launched as each fills during the last backward):
@@ -100,11 +106,12 @@ std::vector<double> layer_step_costs(const Model& model, const Workload& w, cons
 struct GroupLinks {
   LinkSpec tp;
   LinkSpec cp;
+  AllToAllLinks ep;  // the ep group's all-to-all (core/expert_parallel.hpp)
 };
 GroupLinks group_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu);
 
 // One phase of one layer as stage_costs() charges it: the cost model's time, tp collectives included,
-// plus what the layer waits on the cp ring.
+// plus what the layer waits on the cp ring and spends in the ep all-to-alls.
 double layer_phase_time(const CostModel& cost, const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                         const GroupLinks& links, int tp);
 

@@ -28,6 +28,13 @@ struct Workload {
   // Context-parallel ranks sharing each sequence (mirrors ParallelConfig::cp): each holds s / cp tokens,
   // and its queries attend to the whole sequence's keys, passed round the cp ring.
   int cp = 1;
+  // Expert parallelism (mirrors ParallelConfig::ep, etp): the routed experts spread over ep GPUs, each
+  // expert's matrices split over etp.
+  int ep = 1;
+  int etp = 1;
+  // Tokens each expert takes at most, as a multiple of the average (Megatron's --moe-expert-capacity-factor
+  // with --moe-pad-expert-input-to-capacity: every expert padded to it); 0: dropless, as many as routed.
+  double capacity_factor = 0;
   bool sequence_parallel = true;  // only meaningful when tp > 1
   Recompute recompute = Recompute::None;
   Precision precision = Precision::Bf16;
@@ -46,6 +53,13 @@ struct ParallelConfig {
   int cp = 1;
   int pp = 1;
   int dp = 1;
+  // Expert parallelism, placed as Megatron-Core's parallel folding places it: a stage's tp x cp x dp GPUs,
+  // numbered tp fastest, then cp, then dp, are regrouped for the MoE layers as etp fastest, then ep, then
+  // the expert-data-parallel rank: an ep group is ep GPUs etp apart. etp x ep must divide tp x cp x dp.
+  int ep = 1;
+  int etp = 1;
+  // The GPUs a routed expert's gradients are reduced over (and its ZeRO state sharded over).
+  int expert_dp() const { return tp * cp * dp / (ep * etp); }
   int vpp = 1;           // model chunks per pipeline rank
   int microbatches = 1;  // m per pipeline per iteration
   // ZeRO sharding over dp (Rajbhandari et al. 2020): 0 plain DDP, 1 optimizer state (Megatron's

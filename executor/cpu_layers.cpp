@@ -302,6 +302,9 @@ void check_cpu_model(const Model& model) {
                         : c.mlp == MlpKind::GeGlu     ? "a GeGLU MLP"
                         : c.qk_norm                   ? "query and key norms"
                         : c.attention_window > 0      ? "sliding-window attention"
+                        : c.moe                       ? "mixture-of-experts blocks"
+                        : c.mla                       ? "multi-head latent attention"
+                        : c.attention_sinks           ? "attention sinks"
                                                       : nullptr;
   if (missing)
     throw_bad_input("--model: '{}' has {}, which pipewright's layers do not compute; use --compute sleep", model.name,
@@ -322,6 +325,7 @@ std::unique_ptr<CpuLayer> make_cpu_layer(const Model& model, int index, std::uin
     case LayerKind::Block: return std::make_unique<Block>(layer.name, c, seed, recompute);
     case LayerKind::Head:
       return std::make_unique<Head>(layer.name, c, seed, c.tied_embeddings ? tied_table_name(model) : std::string());
+    case LayerKind::Mtp:
     case LayerKind::Explicit: break;
   }
   throw_bad_input("--model: layer '{}' of '{}' has explicit costs; the cpu backend runs transformer layers only",

@@ -31,17 +31,23 @@ std::vector<GpuPlace> place_ranks(const ParallelConfig& pc, const Cluster& clust
     for (int p = 0; p < pc.pp; ++p)
       for (int t = 0; t < pc.tp * pc.cp; ++t) {
         const int g = global_rank(pc, order, t, p, d);
-        places[static_cast<size_t>(g)] = GpuPlace{g, cluster.node_of(g), g % cluster.gpus_per_node, t % pc.tp, t / pc.tp, p, d};
+        const int folded = t + pc.tp * pc.cp * d;  // tp fastest, then cp, then dp
+        places[static_cast<size_t>(g)] = GpuPlace{g,    cluster.node_of(g), g % cluster.gpus_per_node,
+                                                  t % pc.tp, t / pc.tp,     p,
+                                                  d,    folded % pc.etp,    folded / pc.etp % pc.ep,
+                                                  folded / (pc.etp * pc.ep)};
       }
   return places;
 }
 
 std::string placement_to_text(const std::vector<GpuPlace>& places) {
   const bool cp = std::any_of(places.begin(), places.end(), [](const GpuPlace& p) { return p.cp_idx > 0; });
+  const bool ep = std::any_of(places.begin(), places.end(), [](const GpuPlace& p) { return p.ep_idx > 0 || p.etp_idx > 0; });
   std::string out;
   for (const GpuPlace& p : places)
-    out += fmt::format("rank {} -> node {} gpu {} (tp {}{}, pp {}, dp {})\n", p.global_rank, p.node, p.local_gpu, p.tp_idx,
-                       cp ? fmt::format(", cp {}", p.cp_idx) : "", p.pp_idx, p.dp_idx);
+    out += fmt::format("rank {} -> node {} gpu {} (tp {}{}, pp {}, dp {}{})\n", p.global_rank, p.node, p.local_gpu, p.tp_idx,
+                       cp ? fmt::format(", cp {}", p.cp_idx) : "", p.pp_idx, p.dp_idx,
+                       ep ? fmt::format("; ep {}, etp {}", p.ep_idx, p.etp_idx) : "");
   return out;
 }
 

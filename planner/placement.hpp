@@ -21,6 +21,10 @@ struct GpuPlace {
   int cp_idx = 0;
   int pp_idx = 0;
   int dp_idx = 0;
+  // Its place in the experts' fold (core/expert_parallel.hpp): etp rank, ep rank, expert-data-parallel rank.
+  int etp_idx = 0;
+  int ep_idx = 0;
+  int expert_dp_idx = 0;
 };
 
 // Every GPU of the configuration, by global rank. Throws BadInput when the cluster cannot hold the
@@ -30,7 +34,8 @@ std::vector<GpuPlace> place_ranks(const ParallelConfig& pc, const Cluster& clust
                                   RankOrder order = RankOrder::TpPpDp);
 
 // One line per GPU: "rank 12 -> node 1 gpu 4 (tp 0, pp 1, dp 1)"; with context parallelism (a place with
-// cp_idx > 0) "(tp 0, cp 1, pp 1, dp 1)" on every line.
+// cp_idx > 0) "(tp 0, cp 1, pp 1, dp 1)" on every line; with expert parallelism its ep rank after
+// ("(tp 0, pp 1, dp 1; ep 3)").
 std::string placement_to_text(const std::vector<GpuPlace>& places);
 
 // Traffic of one iteration, per tp rank (each of the tp x cp ranks of a stage moves its own shard).

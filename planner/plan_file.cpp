@@ -62,7 +62,8 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
   ojson gpus = ojson::array();
   for (const GpuPlace& p : place_ranks(pc, s.cluster, pc.order))
     gpus.push_back({{"rank", p.global_rank}, {"node", p.node}, {"gpu", p.local_gpu}, {"tp", p.tp_idx}, {"cp", p.cp_idx},
-                    {"pp", p.pp_idx}, {"dp", p.dp_idx}});
+                    {"pp", p.pp_idx}, {"dp", p.dp_idx}, {"ep", p.ep_idx}, {"etp", p.etp_idx},
+                    {"expert_dp", p.expert_dp_idx}});
 
   ojson j;
   j["format"] = kFormat;
@@ -73,6 +74,8 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
   j["gpus"] = pc.gpus();
   j["parallel"] = {{"tp", pc.tp},
                    {"cp", pc.cp},
+                   {"ep", pc.ep},
+                   {"etp", pc.etp},
                    {"pp", pc.pp},
                    {"dp", pc.dp},
                    {"vpp", pc.vpp},
@@ -89,7 +92,8 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"sequence_parallel", s.workload.sequence_parallel},
                    {"recompute", to_string(s.workload.recompute)},
                    {"flash_attention", s.workload.flash_attention},
-                   {"precision", to_string(s.workload.precision)}};
+                   {"precision", to_string(s.workload.precision)},
+                   {"capacity_factor", s.workload.capacity_factor}};
   if (!s.stage_recompute.empty()) {
     ojson levels = ojson::array();
     for (Recompute r : s.stage_recompute) levels.push_back(to_string(r));
@@ -137,6 +141,8 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   const JsonFields p = f.object("parallel");
   s.parallel.tp = p.positive_int("tp");
   if (p.has("cp")) s.parallel.cp = p.positive_int("cp");  // since issue 13; 1 before
+  if (p.has("ep")) s.parallel.ep = p.positive_int("ep");  // since issue 14; 1 before
+  if (p.has("etp")) s.parallel.etp = p.positive_int("etp");
   s.parallel.pp = p.positive_int("pp");
   s.parallel.dp = p.positive_int("dp");
   s.parallel.vpp = p.positive_int("vpp");
@@ -168,6 +174,9 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   s.workload.seq_len = w.positive_int("seq_len");
   s.workload.tp = s.parallel.tp;
   s.workload.cp = s.parallel.cp;
+  s.workload.ep = s.parallel.ep;
+  s.workload.etp = s.parallel.etp;
+  s.workload.capacity_factor = w.non_negative_number("capacity_factor", 0.0);
   s.workload.sequence_parallel = w.boolean("sequence_parallel", true);
   s.workload.flash_attention = w.boolean("flash_attention", true);
   s.workload.precision = precision_from_string(w.optional_string("precision").value_or("bf16"));

@@ -22,6 +22,7 @@ std::string layer_kind_name(LayerKind kind) {
     case LayerKind::Embedding: return "embedding";
     case LayerKind::Block: return "block";
     case LayerKind::Head: return "head";
+    case LayerKind::Mtp: return "mtp";
     case LayerKind::Explicit: break;
   }
   throw_bad_input("explicit layers carry their own costs and have no profile; use a transformer model");
@@ -34,9 +35,13 @@ std::string layer_shape(const TransformerConfig& c, LayerKind kind) {
     case LayerKind::Embedding: return fmt::format("hidden={} vocab={} positions={}", c.hidden, c.vocab, positions);
     case LayerKind::Head: return fmt::format("hidden={} vocab={} norm={}", c.hidden, c.vocab, norm);
     case LayerKind::Block:
-      return fmt::format("hidden={} heads={} kv_heads={} head_dim={} ffn={} mlp={} norm={} bias={} positions={}",
+      return fmt::format("hidden={} heads={} kv_heads={} head_dim={} ffn={} mlp={} norm={} bias={} positions={}{}",
                          c.hidden, c.heads, c.kv_heads, c.head_dim, c.ffn, to_string(c.mlp),
-                         norm, c.bias ? "all" : c.qkv_bias ? "qkv" : "none", positions);
+                         norm, c.bias ? "all" : c.qkv_bias ? "qkv" : "none", positions,
+                         c.moe || c.mla ? fmt::format(" experts={} mla={}", c.moe ? c.moe->experts : 0, c.mla ? 1 : 0) : "");
+    // No backend measures these yet: the shape names them so that no dense block's profile stands in.
+    case LayerKind::Mtp:
+      return fmt::format("hidden={} heads={} mtp experts={}", c.hidden, c.heads, c.moe ? c.moe->experts : 0);
     case LayerKind::Explicit: break;
   }
   return layer_kind_name(kind);

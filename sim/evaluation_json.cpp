@@ -20,6 +20,7 @@ nlohmann::ordered_json metrics_json(const Metrics& m) {
   return {{"step_time_s", m.step_time_s},
           {"bubble_fraction", m.bubble_fraction},
           {"exposed_dp_comm_s", m.exposed_dp_comm_s},
+          {"expert_all_to_all_s", m.expert_all_to_all_s},
           {"tokens_per_iteration", m.tokens_per_iteration},
           {"throughput_tokens_per_s", m.throughput_tokens_per_s},
           {"model_tflops_per_gpu", m.model_tflops_per_gpu},

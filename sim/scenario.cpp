@@ -9,6 +9,7 @@
 
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/expert_parallel.hpp"
 #include "core/layer_work.hpp"
 #include "core/units.hpp"
 
@@ -121,6 +122,8 @@ Scenario resolve(const Scenario& in) {
     s.workload.seq_len = 1;  // explicit-cost models: times are given per micro-batch, the length only labels tokens
   s.workload.tp = pc.tp;
   s.workload.cp = pc.cp;
+  s.workload.ep = pc.ep;
+  s.workload.etp = pc.etp;
   if (pc.cp > 1) check_context_parallel(s);
   if (s.workload.precision == Precision::Fp8) {
     std::vector<GpuSpec> gpus{s.cluster.gpu};
@@ -132,6 +135,7 @@ Scenario resolve(const Scenario& in) {
                         g.name, s.cluster.name);
   }
   if (pc.tp == 1) s.workload.sequence_parallel = false;
+  check_expert_parallel(s.model, pc, s.workload);
 
   if (!s.cluster.ideal && pc.tp > s.cluster.gpus_per_node)
     throw_bad_input("--tp: {} exceeds the {} GPUs of a node in cluster '{}'; tensor parallelism stays inside a node, use --tp {} or less",
@@ -360,12 +364,19 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
   m.step_time_s = ev.sim.step_time_s;
   m.bubble_fraction = ev.sim.bubble_fraction;
   m.exposed_dp_comm_s = ev.sim.exposed_dp_comm_s;
+  std::vector<double> all_to_all(static_cast<size_t>(pc.pp), 0.0);
+  for (const StageReport& st : ev.stages)
+    all_to_all[static_cast<size_t>(st.rank)] +=
+        pc.microbatches * (st.cost.expert_comm_forward_s + st.cost.expert_comm_backward_s);
+  m.expert_all_to_all_s = *std::max_element(all_to_all.begin(), all_to_all.end());
   m.tokens_per_iteration = static_cast<double>(s.global_batch_size) * s.workload.seq_len;
   const double gpus = pc.gpus();
   if (s.model.transformer) {
     Workload whole = s.workload;
     whole.tp = 1;
     whole.cp = 1;
+    whole.ep = 1;
+    whole.etp = 1;
     whole.sequence_parallel = false;
     const double sequences = s.global_batch_size / static_cast<double>(s.workload.micro_batch_size);
     // Model FLOPs do not depend on recomputation; hardware FLOPs add each stage's own.

@@ -62,6 +62,9 @@ struct Metrics {
   double step_time_s = 0;
   double bubble_fraction = 0;       // pipeline idle time, the exposed dp communication not counted
   double exposed_dp_comm_s = 0;     // data-parallel reduction left after the last compute
+  // Expert parallelism's all-to-alls (and etp collectives) per step on the rank that spends the most in them:
+  // every micro-batch's dispatch and combine in F and B of its MoE layers. An F&B composite hides some.
+  double expert_all_to_all_s = 0;
   double tokens_per_iteration = 0;
   double throughput_tokens_per_s = 0;
   double model_flops_per_iteration = 0;     // all GPUs, no recomputation

@@ -541,6 +541,10 @@ void check_gpu_model(const Model& model) {
   const TransformerConfig& c = *model.transformer;
   if (!c.learned_positions && c.head_dim % 2 != 0)
     throw_bad_input("--model: '{}' has head_dim {}; rotary positions need an even head_dim", model.name, c.head_dim);
+  if (c.moe || c.mla || c.mtp_layers > 0 || c.attention_sinks)
+    throw_bad_input("--model: '{}' has {}, which the cuda backend's layers do not compute; use --compute sleep", model.name,
+                    c.moe ? "mixture-of-experts blocks" : c.mla ? "multi-head latent attention"
+                          : c.mtp_layers > 0 ? "multi-token-prediction modules" : "attention sinks");
   if (c.kv_heads < 1 || c.heads % c.kv_heads != 0)
     throw_bad_input("--model: '{}' has {} heads and {} kv_heads; heads must be a multiple of kv_heads", model.name,
                     c.heads, c.kv_heads);
@@ -555,6 +559,7 @@ std::unique_ptr<GpuLayer> make_gpu_layer(GpuContext& g, const Model& model, int 
     case LayerKind::Embedding: return std::make_unique<GpuEmbedding>(g, layer.name, c, cpu);
     case LayerKind::Block: return std::make_unique<GpuBlock>(g, layer.name, c, params, recompute);
     case LayerKind::Head: return std::make_unique<GpuHead>(g, layer.name, c, params);
+    case LayerKind::Mtp:
     case LayerKind::Explicit: break;
   }
   throw_bad_input("--model: layer '{}' of '{}' has explicit costs; the cuda backend runs transformer layers only",

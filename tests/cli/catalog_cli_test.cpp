@@ -12,14 +12,15 @@
 
 using namespace pw;
 
-TEST_CASE("models --show prints the parameter count after the name, and the output loads back") {
+TEST_CASE("models --show prints the total and active parameter counts after the name, and the output loads back") {
   const CliResult shown = run_cli({"models", "--show", "llama3-8b"});
   REQUIRE(shown.code == 0);
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(shown.out);
   CHECK(j.begin().key() == "name");
-  CHECK(std::next(j.begin()).key() == "parameters");
-  // Llama 3 8B: 8,030,261,248 parameters (Meta's model card rounds to 8.0B).
-  CHECK(j.at("parameters").get<std::int64_t>() == 8030261248);
+  CHECK(std::next(j.begin()).key() == "total_parameters");
+  // Llama 3 8B: 8,030,261,248 parameters (Meta's model card rounds to 8.0B), all of them active.
+  CHECK(j.at("total_parameters").get<std::int64_t>() == 8030261248);
+  CHECK(j.at("active_parameters").get<std::int64_t>() == 8030261248);
   const Model back = model_from_json_text(shown.out, "shown.json");
   CHECK(parameter_count(back) == 8030261248.0);
 }

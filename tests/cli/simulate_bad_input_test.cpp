@@ -35,8 +35,9 @@ std::string known_schedules() {
 
 TEST_CASE("an unknown preset names the option and lists the presets") {
   check_error({"--model", "gpt5", "--cluster", "dgx-h100", "--microbatches", "4"},
-              "--model: unknown model 'gpt5'; known models: gpt3-1.3b, gpt3-13b, gpt3-175b, gpt3-2.7b, gpt3-6.7b, "
-              "llama2-13b, llama2-70b, llama2-7b, llama3-405b, llama3-70b, llama3-8b (or give a path to a config.json or "
+              "--model: unknown model 'gpt5'; known models: deepseek-v3, gpt-oss-120b, gpt3-1.3b, gpt3-13b, gpt3-175b, "
+              "gpt3-2.7b, gpt3-6.7b, llama2-13b, llama2-70b, llama2-7b, llama3-405b, llama3-70b, llama3-8b, "
+              "mixtral-8x22b, mixtral-8x7b, qwen3-235b-a22b, qwen3-30b-a3b (or give a path to a config.json or "
               "pipewright model JSON)");
   check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h10", "--microbatches", "8"},
               "--cluster: unknown cluster 'dgx-h10'; known clusters: dgx-a100-40gb, dgx-a100-80gb, dgx-b200, dgx-h100, dgx-h800, gb200-nvl72, hgx-h200, "

@@ -154,7 +154,8 @@ TEST_CASE("a snapshot folder holding config.json loads as a model named after th
 
 TEST_CASE("config.json problems are named") {
   CHECK(bad_input([] { model_from_json_text(R"({"model_type": "bert", "hidden_size": 8})", "c.json"); }) ==
-        "c.json: model_type 'bert' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral, qwen2, qwen3, phi3, nemotron, gemma2 or gemma3, "
+        "c.json: model_type 'bert' is not supported; use a config.json of gpt2, gpt_neox, llama, mistral, qwen2, qwen3, "
+        "phi3, nemotron, gemma2, gemma3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss or llama4, "
         "or a pipewright model JSON");
   CHECK(bad_input([] { model_from_json_text(R"({"model_type": "gpt2", "n_layer": 2})", "c.json"); }) ==
         "c.json: missing required field 'hidden_size' (or 'n_embd')");

@@ -63,7 +63,8 @@ TEST_CASE("hostile json: messages quote a short excerpt of a large value") {
         "give a shorter string");
   CHECK(bad_input([&] { model_from_json_text(R"({"model_type": ")" + std::string(4000, 'b') + "\"}", "c.json"); }) ==
         "c.json: model_type 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb... (4000 bytes)' is not supported; use a "
-        "config.json of gpt2, gpt_neox, llama, mistral, qwen2, qwen3, phi3, nemotron, gemma2 or gemma3, or a pipewright model JSON");
+        "config.json of gpt2, gpt_neox, llama, mistral, qwen2, qwen3, phi3, nemotron, gemma2, gemma3, mixtral, "
+        "qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss or llama4, or a pipewright model JSON");
   CHECK(excerpt("two\nlines\x01") == "two\\nlines\\x01");
 }
 

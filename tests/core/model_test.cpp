@@ -64,9 +64,11 @@ TEST_CASE("a transformer model is embedding, L blocks and a head") {
 }
 
 TEST_CASE("presets carry the published shapes and are listed sorted") {
-  const std::vector<std::string> expected = {"gpt3-1.3b",  "gpt3-13b",   "gpt3-175b",  "gpt3-2.7b",
-                                             "gpt3-6.7b",  "llama2-13b", "llama2-70b", "llama2-7b",
-                                             "llama3-405b", "llama3-70b", "llama3-8b"};
+  const std::vector<std::string> expected = {"deepseek-v3",   "gpt-oss-120b",  "gpt3-1.3b",       "gpt3-13b",
+                                             "gpt3-175b",     "gpt3-2.7b",     "gpt3-6.7b",       "llama2-13b",
+                                             "llama2-70b",    "llama2-7b",     "llama3-405b",     "llama3-70b",
+                                             "llama3-8b",     "mixtral-8x22b", "mixtral-8x7b",    "qwen3-235b-a22b",
+                                             "qwen3-30b-a3b"};
   CHECK(model_preset_names() == expected);
 
   const TransformerConfig g = *model_preset("gpt3-175b").transformer;
@@ -104,10 +106,10 @@ TEST_CASE("presets carry the published shapes and are listed sorted") {
 
 TEST_CASE("an unknown model name lists the presets") {
   CHECK(bad_input([] { model_preset("gpt5"); }) ==
-        "unknown model 'gpt5'; known models: gpt3-1.3b, gpt3-13b, gpt3-175b, gpt3-2.7b, gpt3-6.7b, llama2-13b, "
-        "llama2-70b, llama2-7b, llama3-405b, llama3-70b, llama3-8b (or give a path to a config.json or pipewright "
-        "model JSON)");
-  CHECK(bad_input([] { load_model("gpt5"); }).starts_with("unknown model 'gpt5'; known models: gpt3-1.3b"));
+        "unknown model 'gpt5'; known models: deepseek-v3, gpt-oss-120b, gpt3-1.3b, gpt3-13b, gpt3-175b, gpt3-2.7b, "
+        "gpt3-6.7b, llama2-13b, llama2-70b, llama2-7b, llama3-405b, llama3-70b, llama3-8b, mixtral-8x22b, "
+        "mixtral-8x7b, qwen3-235b-a22b, qwen3-30b-a3b (or give a path to a config.json or pipewright model JSON)");
+  CHECK(bad_input([] { load_model("gpt5"); }).starts_with("unknown model 'gpt5'; known models: deepseek-v3"));
 }
 
 TEST_CASE("GPT-3 175B parameter count follows Narayanan's formula") {

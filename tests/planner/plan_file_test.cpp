@@ -96,7 +96,7 @@ TEST_CASE("the plan file holds the placement of every GPU and the format's heade
   // 16 GPUs, tp innermost, then pp, then dp; nodes of 8: global rank 13 is dp 3, pp 0, tp 1 on node 1, GPU 5.
   const auto& gpus = j.at("placement").at("gpus");
   REQUIRE(gpus.size() == 16);
-  CHECK(gpus[13] == nlohmann::json{{"rank", 13}, {"node", 1}, {"gpu", 5}, {"tp", 1}, {"cp", 0}, {"pp", 0}, {"dp", 3}});
+  CHECK(gpus[13] == nlohmann::json{{"rank", 13}, {"node", 1}, {"gpu", 5}, {"tp", 1}, {"cp", 0}, {"pp", 0}, {"dp", 3}, {"ep", 0}, {"etp", 0}, {"expert_dp", 7}});
   CHECK(j.at("split").at("stages").size() == 4);
   CHECK(j.at("split").at("stages")[0].at("first_layer") == "embedding");
   CHECK(j.at("schedule").at("actions").at("format") == "pipewright-schedule");

@@ -1,0 +1,54 @@
+#include "core/moe.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/mla.hpp"
+
+namespace pw {
+
+bool MoeConfig::moe_block(int i) const {
+  if (experts <= 0 || i < first_dense) return false;
+  if (every > 1 && (i + 1) % every != 0) return false;
+  return std::find(dense_blocks.begin(), dense_blocks.end(), i) == dense_blocks.end();
+}
+
+double MoeConfig::routed_parameters(int hidden, bool gated) const {
+  const double h = hidden, f = expert_ffn;
+  const double per_expert = (gated ? 3 : 2) * h * f + (expert_bias ? (gated ? 2 : 1) * f + h : 0);
+  return experts * per_expert;
+}
+
+double MoeConfig::router_parameters(int hidden) const {
+  return static_cast<double>(experts) * hidden + (expert_bias ? experts : 0) + (router_score_bias ? experts : 0);
+}
+
+double MoeConfig::shared_parameters(int hidden, bool gated) const {
+  const double h = hidden, f = shared_expert_ffn;
+  return (gated ? 3 : 2) * h * f + (shared_expert_gate && f > 0 ? h : 0);
+}
+
+void check_moe(const MoeConfig& moe, int layers, const std::string& source) {
+  if (moe.experts < 1) throw_bad_input("{}: an MoE model needs at least 1 routed expert, got {}", source, moe.experts);
+  if (moe.top_k < 1 || moe.top_k > moe.experts)
+    throw_bad_input("{}: top_k {} is not between 1 and the {} experts; give a top_k <= {}", source, moe.top_k,
+                    moe.experts, moe.experts);
+  if (moe.expert_ffn < 1) throw_bad_input("{}: the experts' intermediate size is {}; give a positive size", source, moe.expert_ffn);
+  bool any = false;
+  for (int i = 0; i < layers && !any; ++i) any = moe.moe_block(i);
+  if (!any)
+    throw_bad_input("{}: the dense-layer pattern (first {} dense, every {}) leaves none of the {} layers MoE; give fewer "
+                    "dense layers",
+                    source, moe.first_dense, moe.every, layers);
+}
+
+double MlaConfig::parameters(int hidden, int heads) const {
+  const double h = hidden, n = heads;
+  const double q = q_lora_rank > 0 ? h * q_lora_rank + q_lora_rank + q_lora_rank * n * qk_head_dim() : h * n * qk_head_dim();
+  const double kv_down = h * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank;
+  const double kv_up = static_cast<double>(kv_lora_rank) * n * (qk_nope_head_dim + v_head_dim);
+  const double out = n * v_head_dim * h;
+  return q + kv_down + kv_up + out;
+}
+
+}  // namespace pw

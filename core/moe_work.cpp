@@ -1,0 +1,110 @@
+// The MoE MLP of a block as Megatron-Core's MoELayer runs it with the all-to-all token dispatcher: the router
+// scores this rank's tokens, each token is copied to its top_k experts (permuted), the copies are sent to
+// the ep ranks holding those experts (dispatch all-to-all), gathered over etp, run through grouped GEMMs,
+// reduced over etp, sent back (combine all-to-all) and summed with the router's weights; shared experts run
+// as a dense tp MLP on every token beside them.
+#include "core/layer_dims.hpp"
+
+namespace pw::detail {
+namespace {
+
+void routed_gemm(PhaseWork& p, double flops, double weight_bytes, bool padded) {
+  p.gemm_flops += flops;
+  p.routed_gemm_flops += flops;
+  p.routed_padded = padded;
+  // A grouped GEMM reads every local expert's weights once: with few tokens per expert that traffic,
+  // not the FLOPs, bounds it.
+  p.memory_bytes += weight_bytes;
+  ++p.kernels;
+}
+
+// Routed token copies this rank sends (and receives) per all-to-all: its tokens x top_k, padded to capacity.
+double sent_pairs(const Dims& d) { return d.routed.pairs / d.routed.etp; }
+double expert_in(const Dims& d) { return (d.swiglu ? 2 : 1) * d.routed.f / d.routed.etp; }  // fc1 width per etp rank
+double expert_f(const Dims& d) { return d.routed.f / d.routed.etp; }
+double local_weights(const Dims& d, double width) { return kBf16 * d.routed.local * d.h * width; }
+bool padded(const Dims& d) { return d.routed.capacity > 0; }
+
+void etp_collective(PhaseWork& p, const Dims& d, CollectiveKind kind) {
+  if (d.routed.etp > 1) p.etp_collectives.push_back({kind, kBf16 * d.routed.pairs * d.h});
+}
+
+double shared_in(const Dims& d) { return (d.swiglu ? 2 : 1) * d.routed.shared_f; }
+
+}  // namespace
+
+void moe_forward(PhaseWork& p, const Dims& d) {
+  const double tokens = d.tokens_per_rank();
+  const RoutedShape& r = d.routed;
+  gemm(p, tokens, d.h, r.experts, 1);                 // router (whole on every rank)
+  elementwise(p, 3 * kFp32 * tokens * r.experts);     // scores (softmax or sigmoid), top-k
+  elementwise(p, 2 * kBf16 * sent_pairs(d) * d.h);    // permute: each token copied to its experts
+  p.all_to_alls.push_back(kBf16 * sent_pairs(d) * d.h);  // dispatch
+  etp_collective(p, d, CollectiveKind::AllGather);
+  routed_gemm(p, 2 * r.pairs * d.h * expert_in(d), local_weights(d, expert_in(d)), padded(d));  // fc1
+  elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * r.pairs * expert_f(d));
+  routed_gemm(p, 2 * r.pairs * expert_f(d) * d.h, local_weights(d, expert_f(d)), padded(d));    // fc2
+  etp_collective(p, d, CollectiveKind::ReduceScatter);
+  p.all_to_alls.push_back(kBf16 * sent_pairs(d) * d.h);  // combine
+  elementwise(p, kBf16 * (sent_pairs(d) + tokens) * d.h);  // unpermute, weighted by the router's scores
+  if (r.shared_f > 0) {
+    gemm(p, d.n(), d.h, shared_in(d), d.t);
+    elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * d.n() * r.shared_f / d.t);
+    gemm(p, d.n(), r.shared_f, d.h, d.t);
+    tp_region_collectives(p, d);
+    if (r.shared_gate) gemm(p, d.n(), d.h, 1, d.t);
+    elementwise(p, 3 * kBf16 * tokens * d.h);          // shared output added to the routed one
+  }
+}
+
+void moe_backward_input(PhaseWork& p, const Dims& d) {
+  const double tokens = d.tokens_per_rank();
+  const RoutedShape& r = d.routed;
+  elementwise(p, kBf16 * (sent_pairs(d) + tokens) * d.h);  // unpermute backward (and the scores' gradient)
+  p.all_to_alls.push_back(kBf16 * sent_pairs(d) * d.h);    // combine's gradient
+  etp_collective(p, d, CollectiveKind::AllGather);
+  routed_gemm(p, 2 * r.pairs * d.h * expert_f(d), local_weights(d, expert_f(d)), padded(d));    // fc2 dgrad
+  elementwise(p, (d.swiglu ? 5 : 3) * kBf16 * r.pairs * expert_f(d));
+  routed_gemm(p, 2 * r.pairs * expert_in(d) * d.h, local_weights(d, expert_in(d)), padded(d));  // fc1 dgrad
+  etp_collective(p, d, CollectiveKind::ReduceScatter);
+  p.all_to_alls.push_back(kBf16 * sent_pairs(d) * d.h);    // dispatch's gradient
+  elementwise(p, 2 * kBf16 * sent_pairs(d) * d.h);         // permute backward: copies summed per token
+  elementwise(p, 3 * kFp32 * tokens * r.experts);          // scores backward
+  gemm(p, tokens, r.experts, d.h, 1);                      // router dgrad
+  if (r.shared_f > 0) {
+    gemm(p, d.n(), d.h, r.shared_f, d.t);
+    elementwise(p, (d.swiglu ? 5 : 3) * kBf16 * d.n() * r.shared_f / d.t);
+    gemm(p, d.n(), shared_in(d), d.h, d.t);
+    tp_region_collectives(p, d);
+  }
+}
+
+void moe_backward_weight(PhaseWork& p, const Dims& d) {
+  const RoutedShape& r = d.routed;
+  routed_gemm(p, 2 * d.h * r.pairs * expert_in(d), 0, padded(d));
+  routed_gemm(p, 2 * expert_f(d) * r.pairs * d.h, 0, padded(d));
+  gemm(p, d.h, d.tokens_per_rank(), r.experts, 1);  // router
+  if (r.shared_f > 0) {
+    gemm(p, d.h, d.n(), shared_in(d), d.t);
+    gemm(p, r.shared_f, d.n(), d.h, d.t);
+  }
+}
+
+MoeMemory moe_memory(const Dims& d) {
+  const RoutedShape& r = d.routed;
+  const double tokens = d.tokens_per_rank();
+  MoeMemory m;
+  // The router's fp32 scores and its routing map (1 byte per token and expert); for each copy, fc1's input,
+  // its output (gate and up), their product (fc2's input) and the expert's output, which the weighted sum's
+  // backward reads; the shared experts' inner tensors as a dense MLP's.
+  m.stored = (kFp32 + 1) * tokens * r.experts + kBf16 * r.pairs * (d.h + expert_in(d) + expert_f(d)) +
+             kBf16 * sent_pairs(d) * d.h + kBf16 * d.n() * (shared_in(d) + r.shared_f) / d.t;
+  m.weight_grad = kBf16 * r.pairs * (d.h + expert_f(d)) + kBf16 * d.n() * r.shared_f / d.t;
+  // The dispatched and combined copies in flight, and the gradient of fc1's output.
+  m.working = 2 * kBf16 * sent_pairs(d) * d.h + kBf16 * r.pairs * expert_in(d) + kBf16 * d.n() * shared_in(d) / d.t;
+  m.fp8_forward_inputs = r.pairs * (d.h + expert_f(d)) + (r.shared_f > 0 ? d.n() * (d.h + r.shared_f / d.t) : 0);
+  m.fp8_output_grads = r.pairs * (d.h + expert_in(d)) + (r.shared_f > 0 ? d.n() * (d.h + shared_in(d) / d.t) : 0);
+  return m;
+}
+
+}  // namespace pw::detail
