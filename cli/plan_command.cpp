@@ -35,7 +35,7 @@ struct PlanOptions {
   int global_batch_size = 0;
   int seq_len = 0;
   std::string schedules;  // comma-separated
-  std::optional<int> tp, cp, pp, dp, vpp, micro_batch_size, max_tp, max_cp;
+  std::optional<int> tp, cp, pp, dp, vpp, micro_batch_size, max_tp, max_cp, ep, etp, max_ep;
   std::string precisions;  // comma-separated
   std::string zeros;       // comma-separated
   std::string schedule, recompute, rank_order;
@@ -170,8 +170,12 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
     schedule_width = std::max(schedule_width, schedules.back().size());
     per_stage = per_stage || !p.evaluation.scenario.stage_recompute.empty();
   }
-  const std::string row = "{:>3}  {:>2}  {:>2}  {:>3}  {:>4}  {:>4}  {:>3}  {:>3}  {:>5}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
-  out << fmt::format(fmt::runtime(row), "#", "tp", "cp", "pp", "dp", "zero", "vpp", "mbs", "m", "schedule", schedule_width,
+  // ep and etp only for models with routed experts.
+  const bool moe = base.model.transformer && base.model.transformer->moe;
+  const std::string expert_cells = moe ? "  {:>3}  {:>3}" : "{}{}";
+  const std::string row = "{:>3}  {:>2}  {:>2}" + expert_cells +
+                          "  {:>3}  {:>4}  {:>4}  {:>3}  {:>3}  {:>5}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
+  out << fmt::format(fmt::runtime(row), "#", "tp", "cp", moe ? "ep" : "", moe ? "etp" : "", "pp", "dp", "zero", "vpp", "mbs", "m", "schedule", schedule_width,
                      "recompute",
                      recompute_width, "split", split_width, "order", order_width, "step time", "tokens/s", "MFU", "bubble", "peak mem",
                      "vs uniform", "vs params");
@@ -179,7 +183,8 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
     const Plan& p = r.plans[i];
     const Evaluation& ev = p.evaluation;
     const Metrics& m = ev.metrics;
-    out << fmt::format(fmt::runtime(row), i + 1, p.config.tp, p.config.cp, p.config.pp, p.config.dp, p.config.zero,
+    out << fmt::format(fmt::runtime(row), i + 1, p.config.tp, p.config.cp, moe ? std::to_string(p.config.ep) : "",
+                       moe ? std::to_string(p.config.etp) : "", p.config.pp, p.config.dp, p.config.zero,
                        p.config.vpp, p.config.micro_batch_size, p.config.microbatches,
                        schedules[i], schedule_width,
                        recomputes[i], recompute_width,
@@ -194,6 +199,9 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
          "tp-pp-dp keeps pipeline neighbours in a node, tp-dp-pp keeps data-parallel peers (--out lists every GPU).\n"
          "a/b: configurations differing only there gave the same step time and memory, one row for them. cp: GPUs\n"
          "splitting each sequence; zero: the ZeRO level (--zeros: the lowest listed that fits).\n";
+  if (moe)
+    out << "ep: GPUs the routed experts spread over, folded into each stage's tp x cp x dp GPUs; etp: GPUs splitting\n"
+           "each expert.\n";
   if (per_stage)
     out << "recompute per stage: F full, S selective, N none (NxK: K stages), the lightest that fits each stage.\n";
 }
@@ -224,6 +232,8 @@ nlohmann::ordered_json plans_json(const Scenario& base, int gpus, const SearchRe
     for (const StageReport& st : ev.stages) ranges.push_back({st.layers.first, st.layers.last});
     plans.push_back({{"tp", p.config.tp},
                      {"cp", p.config.cp},
+                     {"ep", p.config.ep},
+                     {"etp", p.config.etp},
                      {"pp", p.config.pp},
                      {"dp", p.config.dp},
                      {"zero", p.config.zero},
@@ -243,6 +253,7 @@ nlohmann::ordered_json plans_json(const Scenario& base, int gpus, const SearchRe
                      {"mfu", m.mfu},
                      {"bubble_fraction", m.bubble_fraction},
                      {"peak_memory_bytes", m.peak_memory_bytes},
+                     {"expert_all_to_all_s", m.expert_all_to_all_s},
                      {"vs_uniform", gain_json(ev, cmp[i].uniform)},
                      {"vs_parameters", gain_json(ev, cmp[i].parameters)}});
   }
@@ -319,7 +330,9 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   if (o.seq_len < 0) throw_bad_input("--seq-len: must be positive, got {}", o.seq_len);
   if (o.max_tp && *o.max_tp < 1) throw_bad_input("--max-tp: must be at least 1, got {}", *o.max_tp);
   if (o.max_cp && *o.max_cp < 1) throw_bad_input("--max-cp: must be at least 1, got {}", *o.max_cp);
-  for (const auto& [name, value] : {std::pair{"--tp", o.tp}, {"--cp", o.cp}, {"--pp", o.pp}, {"--dp", o.dp},
+  if (o.max_ep && *o.max_ep < 1) throw_bad_input("--max-ep: must be at least 1, got {}", *o.max_ep);
+  for (const auto& [name, value] : {std::pair{"--tp", o.tp}, {"--cp", o.cp}, {"--ep", o.ep}, {"--etp", o.etp},
+                                    {"--pp", o.pp}, {"--dp", o.dp},
                                     {"--vpp", o.vpp}, {"--micro-batch-size", o.micro_batch_size}})
     if (value && *value < 1) throw_bad_input("{}: must be at least 1, got {}", name, *value);
 
@@ -328,6 +341,9 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   space.tp = o.tp;
   space.cp = o.cp;
   space.max_cp = o.max_cp.value_or(0);
+  space.ep = o.ep;
+  space.etp = o.etp;
+  space.max_ep = o.max_ep.value_or(0);
   space.pp = o.pp;
   space.dp = o.dp;
   space.vpp = o.vpp;
@@ -476,6 +492,9 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--tp", o->tp, "Fix the tensor-parallel degree");
   cmd->add_option("--cp", o->cp, "Fix the context-parallel degree (default: searched for long sequences)");
   cmd->add_option("--max-cp", o->max_cp, "Largest context-parallel degree to search");
+  cmd->add_option("--ep", o->ep, "Fix the expert-parallel degree (MoE models; default: searched)");
+  cmd->add_option("--etp", o->etp, "Fix the expert tensor-parallel degree (default: 1 and tp searched)");
+  cmd->add_option("--max-ep", o->max_ep, "Largest expert-parallel degree to search");
   cmd->add_option("--precisions", o->precisions, "Precisions to search, comma-separated: bf16,fp8 (default: --precision's)");
   cmd->add_option("--zeros", o->zeros,
                   "ZeRO levels to search, comma-separated, e.g. 1,2,3: each plan takes the lowest that fits (default: "

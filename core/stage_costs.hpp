@@ -65,6 +65,10 @@ struct StageCost {
 // parameter (the embedding and head, kept in bf16, are a few percent of a stage's).
 double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc, bool fp8 = false);
 
+// The sharding of the routed experts' state: over the expert-data-parallel group (tp x cp x dp / (ep x etp)
+// GPUs), no cp or dp_shard of its own.
+ParallelConfig expert_sharding(const ParallelConfig& pc);
+
 // What ZeRO-3 adds to a layer's working set when it reshards after forward: the gathered bf16 weights of
 // the layer and of the next one (prefetched) and the layer's unsharded fp32 gradient before its
 // reduce-scatter. 0 otherwise.

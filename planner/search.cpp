@@ -31,8 +31,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 auto config_key(const Candidate& c) {
-  return std::tie(c.tp, c.cp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute, c.order, c.precision,
-                  c.zero);
+  return std::tie(c.tp, c.cp, c.ep, c.etp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute, c.order,
+                  c.precision, c.zero);
 }
 
 // In increasing order; pairs d, n / d up to the square root, so that a batch of 2^31 - 1 takes 46,341 steps.
@@ -99,6 +99,36 @@ std::vector<int> cp_options(const Scenario& base, const SearchSpace& space) {
   return out;
 }
 
+// The (ep, etp) pairs a stage of tp x cp x dp GPUs can fold the model's experts into: fixed ones, checked as
+// resolve() would, or every ep dividing both the routed experts and those GPUs (up to max_ep), with etp 1
+// or, where it divides the experts' width, tp. {1, 1} for dense models.
+std::vector<std::pair<int, int>> expert_options(const Model& model, const SearchSpace& space, int tp, int cp, int dp) {
+  const bool moe = model.transformer && model.transformer->moe;
+  if (!moe) {
+    if ((space.ep && *space.ep != 1) || (space.etp && *space.etp != 1))
+      throw_bad_input("--{}: model '{}' has no routed experts to spread; use 1 or a mixture-of-experts model",
+                      space.ep && *space.ep != 1 ? "ep" : "etp", model.name);
+    return {{1, 1}};
+  }
+  const MoeConfig& m = *model.transformer->moe;
+  const long folded = static_cast<long>(tp) * cp * dp;
+  std::vector<int> etps;
+  if (space.etp) {
+    etps.push_back(*space.etp);
+  } else {
+    etps.push_back(1);
+    if (tp > 1 && m.expert_ffn % tp == 0) etps.push_back(tp);
+  }
+  std::vector<std::pair<int, int>> out;
+  for (int ep : divisors(m.experts)) {
+    if (space.ep && ep != *space.ep) continue;
+    if (!space.ep && space.max_ep > 0 && ep > space.max_ep) continue;
+    for (int etp : etps)
+      if (m.expert_ffn % etp == 0 && folded % (static_cast<long>(ep) * etp) == 0) out.emplace_back(ep, etp);
+  }
+  return out;
+}
+
 }  // namespace
 
 bool config_less(const Candidate& a, const Candidate& b) { return config_key(a) < config_key(b); }
@@ -112,8 +142,9 @@ bool same_but_order_schedule_and_recompute(const Candidate& a, const Candidate& 
 }
 
 std::string describe(const Candidate& c) {
-  return fmt::format("tp={}{}, pp={}, dp={}{}, micro-batch size {}, {} and {} recompute{}{}{}", c.tp,
-                     c.cp > 1 ? fmt::format(", cp={}", c.cp) : "", c.pp, c.dp,
+  return fmt::format("tp={}{}{}{}, pp={}, dp={}{}, micro-batch size {}, {} and {} recompute{}{}{}", c.tp,
+                     c.cp > 1 ? fmt::format(", cp={}", c.cp) : "", c.ep > 1 ? fmt::format(", ep={}", c.ep) : "",
+                     c.etp > 1 ? fmt::format(", etp={}", c.etp) : "", c.pp, c.dp,
                      c.vpp > 1 ? fmt::format(", vpp={}", c.vpp) : "", c.micro_batch_size, c.schedule,
                      c.recompute == Recompute::None ? "no" : to_string(c.recompute),
                      c.order == RankOrder::TpPpDp ? "" : fmt::format(", rank order {}", to_string(c.order)),
@@ -133,8 +164,12 @@ Scenario candidate_scenario(const Scenario& base, const Candidate& c) {
   Scenario s = base;
   s.parallel.tp = c.tp;
   s.parallel.cp = c.cp;
+  s.parallel.ep = c.ep;
+  s.parallel.etp = c.etp;
   s.parallel.zero = c.zero;
   s.workload.cp = c.cp;
+  s.workload.ep = c.ep;
+  s.workload.etp = c.etp;
   s.workload.precision = c.precision;
   s.parallel.pp = c.pp;
   s.parallel.dp = c.dp;
@@ -213,7 +248,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   const std::vector<int> cps = cp_options(base, space);
 
   std::vector<Candidate> out;
-  bool any_pp = false, any_dp_match = false, any_dp = false, any_mbs = false, any_vpp = false;
+  bool any_pp = false, any_dp_match = false, any_dp = false, any_ep = false, any_mbs = false, any_vpp = false;
   for (int tp : tps)
     for (int cp : cps) {
       if ((n / tp) % cp != 0) continue;
@@ -226,6 +261,9 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
         any_dp_match = true;
         if (G % dp != 0) continue;
         any_dp = true;
+        const std::vector<std::pair<int, int>> experts = expert_options(model, space, tp, cp, dp);
+        if (experts.empty()) continue;
+        any_ep = true;
         for (int mbs : divisors(G / dp)) {
           if (space.micro_batch_size && mbs != *space.micro_batch_size) continue;
           if (!space.micro_batch_sizes.empty() &&
@@ -245,7 +283,8 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
                   // Without pp or dp (or on the ideal cluster) the two orders place the same.
                   if (space.order || order == RankOrder::TpPpDp || (pp > 1 && dp > 1 && !base.cluster.ideal))
                     for (Precision precision : precisions)
-                      out.push_back(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc, order, cp, precision, zero});
+                      for (const auto& [ep, etp] : experts)
+                        out.push_back(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc, order, cp, precision, zero, ep, etp});
               }
             }
         }
@@ -268,6 +307,13 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
       throw_bad_input("--global-batch-size: {} is not a multiple of the data-parallel degree of any tp x pp x dp = {}; use "
                       "a multiple of {}",
                       G, n, n);
+    }
+    if (!any_ep) {
+      const MoeConfig& moe = *model.transformer->moe;
+      throw_bad_input("--ep: no expert-parallel degree{} divides both the {} routed experts of '{}' and the tp x cp x dp "
+                      "GPUs of a stage with etp {}; give an --ep dividing {} and those GPUs",
+                      space.ep ? fmt::format(" equal to {}", *space.ep) : "", moe.experts, model.name,
+                      space.etp.value_or(1), moe.experts);
     }
     if (!any_mbs && !space.micro_batch_sizes.empty() && !space.micro_batch_size)
       throw_bad_input("--profile: it measured micro-batch sizes {} and none of them x dp divides the global batch {}; "
@@ -422,9 +468,9 @@ class Searcher {
   static constexpr long kRefineNodes = 5000;
   static constexpr int kRefineTies = 16;
 
-  using TableKey = std::tuple<int, int, int, Recompute, Precision>;
+  using TableKey = std::tuple<int, int, int, Recompute, Precision, int, int>;
   static TableKey table_key(const Candidate& c) {
-    return std::make_tuple(c.tp, c.cp, c.micro_batch_size, c.recompute, c.precision);
+    return std::make_tuple(c.tp, c.cp, c.micro_batch_size, c.recompute, c.precision, c.ep, c.etp);
   }
 
   // At the candidate's ZeRO level, or with `loosest` at the highest it may take (what a bound that
@@ -434,8 +480,16 @@ class Searcher {
     pc.dp = c.dp;
     pc.pp = c.pp;
     pc.cp = c.cp;
+    pc.tp = c.tp;
+    pc.ep = c.ep;
+    pc.etp = c.etp;
     pc.zero = loosest ? zero_levels_.back() : c.zero;
-    return state_bytes_per_parameter(cost_, pc, c.precision == Precision::Fp8);
+    const bool fp8 = c.precision == Precision::Fp8;
+    const double dense = state_bytes_per_parameter(cost_, pc, fp8);
+    // Routed experts keep their state over the expert-data-parallel group: the bounds, which charge one
+    // figure per parameter, take the smaller of the two.
+    if (!base_.model.transformer || !base_.model.transformer->moe) return dense;
+    return std::min(dense, state_bytes_per_parameter(cost_, expert_sharding(pc), fp8));
   }
 
   void prepare() {
@@ -471,9 +525,12 @@ class Searcher {
       w.recompute = c.recompute;
       w.tp = c.tp;
       w.cp = c.cp;
+      w.ep = c.ep;
+      w.etp = c.etp;
       w.precision = c.precision;
       if (auto it = workloads.find(key); it != workloads.end()) w = it->second;
-      tables_.emplace(key, make_layer_table(base_.model, w, c.tp, base_.cluster, cost_, groups));
+      tables_.emplace(key, make_layer_table(base_.model, w, c.tp, base_.cluster, cost_, groups,
+                                            least_all_to_all_links(base_.cluster, c.ep)));
     }
     // The loosest memory limit of any GPU in use: what a bound over all ranks is held against.
     loosest_ = 0;
@@ -483,7 +540,8 @@ class Searcher {
 
     // The split-independent step bound charges an F&B composite its halves' sum, as the simulator does
     // unless the cost model gives the overlapped pair its own time; then schedules with composites go
-    // without it (the bound after the split uses the composite's own time).
+    // without it (the bound after the split uses the composite's own time). A composite that only hides
+    // all-to-alls costs at least both halves' compute: those schedules are bounded without the all-to-alls.
     std::set<TableKey> overlapped;
     for (const auto& [key, table] : tables_) {
       ParallelConfig pc;
@@ -496,15 +554,28 @@ class Searcher {
     std::map<std::string, bool> composites;
     for (const Candidate& c : candidates_)
       if (!composites.count(c.schedule)) composites[c.schedule] = uses_composites(c.schedule);
+    std::map<TableKey, LayerTable> hidden;
+    std::map<std::tuple<const LayerTable*, int, int, int>, double> step_bounds;
+    for (const auto& [key, table] : tables_)
+      if (std::get<5>(key) > 1 || std::get<6>(key) > 1) hidden.emplace(key, with_all_to_alls_hidden(table));
 
     for (size_t i = 0; i < candidates_.size(); ++i) {
       const Candidate& c = candidates_[i];
       const LayerTable& t = tables_.at(table_key(c));
       Entry e;
       e.index = i;
-      e.time_lb = composites.at(c.schedule) && overlapped.count(table_key(c))
-                      ? 0.0
-                      : step_time_bound(t, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
+      const bool composite = composites.at(c.schedule);
+      const auto h = hidden.find(table_key(c));
+      const LayerTable& bounded = composite && h != hidden.end() ? h->second : t;
+      if (composite && overlapped.count(table_key(c))) {
+        e.time_lb = 0.0;
+      } else {
+        // Schedules, orders and precisions share a bound: computed once per table and shape.
+        const auto shape = std::make_tuple(&bounded, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
+        auto [at, fresh] = step_bounds.try_emplace(shape, 0.0);
+        if (fresh) at->second = step_time_bound(bounded, c.pp, std::get<2>(shape), c.microbatches);
+        e.time_lb = at->second;
+      }
       e.memory_lb = memory_bound(t, c.pp, state_per_parameter(c, true), reserve_);
       if (options_.prune && !fits(e.memory_lb, loosest_)) {
         ++stats_.memory_pruned;

@@ -24,6 +24,10 @@ struct SearchSpace {
   // Without a fixed cp: powers of two up to this (0: no limit) that leave each cp rank at least
   // kMinCpTokens tokens of the sequence.
   int max_cp = 0;
+  // Expert parallelism for MoE models: a fixed ep / etp, or every ep dividing the routed experts and the
+  // stage's tp x cp x dp GPUs (up to max_ep, 0: no limit), with etp 1 or tp. Dense models: 1.
+  std::optional<int> ep, etp;
+  int max_ep = 0;
   // ZeRO levels, ascending: each candidate takes the first whose plan fits in memory (a higher level only
   // adds communication). Empty: the base scenario's level.
   std::vector<int> zeros;
@@ -42,7 +46,7 @@ struct SearchSpace {
 // below ~1,400 tokens for 8:1 grouped-query attention, ~11,000 for multi-head). --cp fixes any other.
 constexpr int kMinCpTokens = 4096;
 
-// One point of the space. Ties in step time are broken by this order (tp, cp, pp, dp, vpp, micro-batch
+// One point of the space. Ties in step time are broken by this order (tp, cp, ep, etp, pp, dp, vpp, micro-batch
 // size, schedule, recompute, rank order, precision, ZeRO level), so that the result is the same whatever the threads did first.
 struct Candidate {
   int tp = 1, pp = 1, dp = 1, vpp = 1;
@@ -54,12 +58,13 @@ struct Candidate {
   int cp = 1;
   Precision precision = Precision::Bf16;
   int zero = 1;  // the level the plan runs at (SearchSpace::zeros)
+  int ep = 1, etp = 1;
 
   friend bool operator==(const Candidate&, const Candidate&) = default;
 };
 bool config_less(const Candidate& a, const Candidate& b);
 // "tp=8, pp=16, dp=8, vpp=3, micro-batch size 1, interleaved and selective recompute" ("no recompute" for
-// none), with ", cp=2" after tp, ", fp8" and ", ZeRO-3" where they are not 1, bf16 and 1.
+// none), with ", cp=2", ", ep=8" and ", etp=2" after tp, ", fp8" and ", ZeRO-3" where they are not 1, bf16 and 1.
 std::string describe(const Candidate& c);
 
 // The base scenario (model, cluster, workload, global batch) with one candidate's degrees and schedule.

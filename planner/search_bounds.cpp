@@ -30,18 +30,35 @@ int stages_needed(const std::vector<double>& cost, double cap) {
 
 }  // namespace
 
+AllToAllLinks least_all_to_all_links(const Cluster& cluster, int ep) {
+  AllToAllLinks l;
+  if (ep <= 1 || cluster.ideal || cluster.measured || !cluster.node_groups.empty()) return l;
+  if (!(cluster.intra_node.bandwidth_bytes_per_s >= cluster.inter_node.bandwidth_bytes_per_s &&
+        cluster.intra_node.latency_s <= cluster.inter_node.latency_s))
+    return l;
+  l.ranks = ep;
+  const int per_node = std::max(1, cluster.gpus_per_node);
+  l.in_node = std::min(ep, per_node) - 1;
+  l.across = ep - std::min(ep, per_node);
+  l.in_node_link = cluster.intra_node;
+  l.across_link = cluster.inter_node;
+  return l;
+}
+
 LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp, const Cluster& cluster,
-                            const CostModel& cost, const std::vector<int>& tp_group_gpus) {
+                            const CostModel& cost, const std::vector<int>& tp_group_gpus, const AllToAllLinks& ep_links) {
   if (resolved.recompute == Recompute::PerStage) {
     // Every stage is at least as fast as without recompute and needs at least the memory of full
     // recompute, whatever level it takes: times from the one, work (memory) from the other.
     Workload w = resolved;
     w.recompute = Recompute::None;
-    const LayerTable fast = make_layer_table(model, w, tp, cluster, cost, tp_group_gpus);
+    const LayerTable fast = make_layer_table(model, w, tp, cluster, cost, tp_group_gpus, ep_links);
     w.recompute = Recompute::Full;
-    LayerTable t = make_layer_table(model, w, tp, cluster, cost, tp_group_gpus);
+    LayerTable t = make_layer_table(model, w, tp, cluster, cost, tp_group_gpus, ep_links);
     t.fastest = fast.fastest;
     t.fastest_fb = fast.fastest_fb;
+    t.fastest_compute = fast.fastest_compute;
+    t.fastest_fb_compute = fast.fastest_fb_compute;
     t.total_time = fast.total_time;
     t.max_time = fast.max_time;
     return t;
@@ -57,6 +74,8 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
   std::vector<Key> seen;
   t.fastest.assign(model.layers.size(), kInf);
   t.fastest_fb.assign(model.layers.size(), kInf);
+  t.fastest_compute.assign(model.layers.size(), kInf);
+  t.fastest_fb_compute.assign(model.layers.size(), kInf);
   for (int first : tp_group_gpus) {
     const GpuSpec& gpu = cluster.gpu_at(first);
     const LinkSpec link = group_link(cluster, first, 1, tp);
@@ -64,9 +83,14 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     seen.push_back(key);
     for (size_t i = 0; i < model.layers.size(); ++i) {
-      const double f = cost.phase_time(model.layers[i], t.work[i], Phase::Forward, gpu, link, tp);
-      const double b = cost.phase_time(model.layers[i], t.work[i], Phase::BackwardInput, gpu, link, tp);
-      const double w = cost.phase_time(model.layers[i], t.work[i], Phase::BackwardWeight, gpu, link, tp);
+      const auto compute = [&](Phase ph) { return cost.phase_time(model.layers[i], t.work[i], ph, gpu, link, tp); };
+      const auto comm = [&](Phase ph) { return cost.expert_comm_time(t.work[i], ph, ep_links); };
+      const double f = compute(Phase::Forward) + comm(Phase::Forward);
+      const double b = compute(Phase::BackwardInput) + comm(Phase::BackwardInput);
+      const double w = compute(Phase::BackwardWeight) + comm(Phase::BackwardWeight);
+      t.fastest_compute[i] = std::min(t.fastest_compute[i], compute(Phase::Forward) + compute(Phase::BackwardInput) +
+                                                                compute(Phase::BackwardWeight));
+      t.fastest_fb_compute[i] = std::min(t.fastest_fb_compute[i], compute(Phase::Forward) + compute(Phase::BackwardInput));
       t.fastest[i] = std::min(t.fastest[i], f + b + w);
       t.fastest_fb[i] = std::min(t.fastest_fb[i], f + b);
     }
@@ -115,6 +139,19 @@ double smallest_cap(double lo, double hi, Fits fits) {
 // bisection finds it with empty stages allowed (no constraint), which can only lower it. A greedy pass
 // that gives each stage as many layers as fit is optimal: consuming more layers earlier only raises the
 // next stage's allowance, P (1 - 1/m) + C / m.
+LayerTable with_all_to_alls_hidden(const LayerTable& t) {
+  LayerTable out = t;
+  out.fastest = t.fastest_compute;
+  out.fastest_fb = t.fastest_fb_compute;
+  out.total_time = 0;
+  out.max_time = 0;
+  for (double c : out.fastest) {
+    out.total_time += c;
+    out.max_time = std::max(out.max_time, c);
+  }
+  return out;
+}
+
 double step_time_bound(const LayerTable& t, int pp, int chunks, int microbatches) {
   const double m = microbatches;
   double busy = std::max(t.total_time / pp, t.max_time);

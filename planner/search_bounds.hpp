@@ -24,13 +24,27 @@ struct LayerTable {
   std::vector<double> fastest_fb;    // per layer: F + B seconds, likewise
   double total_time = 0;             // sum of `fastest`
   double max_time = 0;               // largest entry of `fastest`
+  // The same without the expert-parallel all-to-alls, which an F&B composite may hide entirely.
+  std::vector<double> fastest_compute, fastest_fb_compute;
   double parameters = 0;             // sum of work[i].parameters
   double activations = 0;            // sum of work[i].activation_bytes (one micro-batch)
 };
 
-// `tp_group_gpus`: the first GPU of every tp group the configurations may use (global ranks).
+// `tp_group_gpus`: the first GPU of every tp group the configurations may use (global ranks). `ep_links`: the
+// cheapest all-to-all any placement of the ep group can have (least_all_to_all_links), charged to every MoE
+// layer; the default charges none.
 LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp, const Cluster& cluster,
-                            const CostModel& cost, const std::vector<int>& tp_group_gpus);
+                            const CostModel& cost, const std::vector<int>& tp_group_gpus,
+                            const AllToAllLinks& ep_links = {});
+
+// The table with every layer's all-to-alls hidden (its times without them): what bounds a schedule of F&B
+// composites, each of which can hide one half's all-to-alls behind the other's compute.
+LayerTable with_all_to_alls_hidden(const LayerTable& t);
+
+// An ep group's all-to-all at its cheapest on a uniform cluster: as many peers as a node holds inside it, the
+// rest across nodes. Any placement has at least ep - gpus_per_node peers in other nodes and a node's links are
+// the faster, so no placement's all-to-all is cheaper. Clusters of several GPU types or measured links: none.
+AllToAllLinks least_all_to_all_links(const Cluster& cluster, int ep);
 
 // Step time, over every contiguous split into pp x chunks stages and every schedule: the larger of
 //   m x the busiest rank's F + B + W (for one chunk per rank the smallest possible largest stage;

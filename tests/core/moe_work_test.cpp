@@ -1,0 +1,194 @@
+// The work of MoE blocks (core/moe_work.cpp) in closed form: FLOPs of the router, the top-k experts and the
+// shared ones; the all-to-all bytes per token; expert memory per GPU under ep; the all-to-all's time on the
+// links the folded ep group uses; and what expert parallelism refuses.
+#include <catch2/catch.hpp>
+
+#include "core/analytic_cost_model.hpp"
+#include "core/cluster.hpp"
+#include "core/expert_parallel.hpp"
+#include "core/layer_work.hpp"
+#include "core/model.hpp"
+#include "core/stage_costs.hpp"
+#include "../error_text.hpp"
+
+using namespace pw;
+
+namespace {
+
+Workload moe_workload(int tp, int ep, int s = 4096) {
+  Workload w;
+  w.seq_len = s;
+  w.tp = tp;
+  w.ep = ep;
+  w.sequence_parallel = tp > 1;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("an MoE block's forward: attention, router, top-k experts; two all-to-alls of tokens x k x h") {
+  const Model m = model_preset("mixtral-8x7b");
+  const Layer& block = m.layers[static_cast<size_t>(m.block_index(0))];
+  const double n = 4096, h = 4096, q = 4096, kv = 1024, E = 8, k = 2, f = 14336;
+  const LayerWork lw = layer_work(m, block, moe_workload(1, 1));
+  // QKV and output projections, the router (h x E), and per routed copy the gated expert (h x 2f, f x h).
+  CHECK(lw.forward.gemm_flops == 2 * n * (h * (q + 2 * kv) + q * h + h * E + k * 3 * h * f));
+  CHECK(lw.forward.routed_gemm_flops == 2 * n * k * 3 * h * f);
+  // W: the same GEMMs' weight gradients; B: their input gradients.
+  CHECK(lw.backward_weight.gemm_flops == lw.forward.gemm_flops);
+  CHECK(lw.backward_input.gemm_flops == lw.forward.gemm_flops);
+  // Dispatch and combine in F, their gradients in B: each sends every token's k copies of h bf16 values.
+  CHECK(lw.forward.all_to_alls == std::vector<double>{2 * n * k * h, 2 * n * k * h});
+  CHECK(lw.backward_input.all_to_alls == std::vector<double>{2 * n * k * h, 2 * n * k * h});
+  CHECK(lw.backward_weight.all_to_alls.empty());
+  CHECK(lw.forward.collectives.empty());  // no tp
+
+  // With tp 2 and sequence parallelism each rank routes its half of the tokens: half the bytes.
+  const LayerWork tp2 = layer_work(m, block, moe_workload(2, 1));
+  CHECK(tp2.forward.all_to_alls == std::vector<double>{n * k * h, n * k * h});
+  CHECK(tp2.forward.routed_gemm_flops == n * k * 3 * h * f);
+  // A capacity factor pads every expert to 1.25 times the average: its FLOPs and bytes, and no imbalance.
+  Workload padded = moe_workload(1, 1);
+  padded.capacity_factor = 1.25;
+  const LayerWork cf = layer_work(m, block, padded);
+  CHECK(cf.forward.all_to_alls.front() == 1.25 * 2 * n * k * h);
+  CHECK(cf.forward.routed_gemm_flops == 1.25 * 2 * n * k * 3 * h * f);
+  CHECK(cf.forward.routed_padded);
+  // Model FLOPs count the routed tokens, not the padding, and no ep or tp.
+  CHECK(model_flops_per_microbatch(m, padded) == model_flops_per_microbatch(m, moe_workload(1, 1)));
+  CHECK(model_flops_per_microbatch(m, moe_workload(2, 4)) == model_flops_per_microbatch(m, moe_workload(1, 1)));
+}
+
+TEST_CASE("expert parameters and memory per GPU divide by ep x etp; the dense part by tp") {
+  const Model m = model_preset("mixtral-8x7b");
+  const Layer& block = m.layers[static_cast<size_t>(m.block_index(0))];
+  const double h = 4096, f = 14336, E = 8;
+  const double routed = E * 3 * h * f;
+  const double dense = h * 4096 + 2 * h * 1024 + 4096 * h + 2 * h + E * h;
+  const LayerWork ep8 = layer_work(m, block, moe_workload(1, 8));
+  CHECK(ep8.routed_parameters == routed / 8);
+  CHECK(ep8.parameters == dense + routed / 8);
+  Workload etp = moe_workload(2, 4);
+  etp.etp = 2;
+  const LayerWork folded = layer_work(m, block, etp);
+  CHECK(folded.routed_parameters == routed / 8);
+  CHECK(folded.parameters == (h * 4096 + 2 * h * 1024 + 4096 * h) / 2 + 2 * h + E * h + routed / 8);
+  // Stored for the backward per routed copy: fc1's input (h), its gate and up (2f), their product (f), and the
+  // expert's output (h) for the weighted sum; the router's fp32 scores and the routing map per token and expert.
+  const double n = 4096, k = 2;
+  const LayerWork none = layer_work(m, block, moe_workload(1, 1));
+  Workload dense_like = moe_workload(1, 1);
+  // Doubling top_k adds exactly the per-copy tensors.
+  Model k4 = m;
+  k4.transformer->moe->top_k = 4;
+  const LayerWork more = layer_work(k4, k4.layers[1], dense_like);
+  CHECK(more.activation_bytes - none.activation_bytes == 2 * n * (4 - k) * (h + 2 * f + f) + 2 * n * (4 - k) * h);
+}
+
+TEST_CASE("multi-head latent attention: its projections through the latents and its attention core") {
+  const Model m = model_preset("deepseek-v3");
+  const Layer& dense_block = m.layers[static_cast<size_t>(m.block_index(0))];
+  const double n = 4096, h = 7168, H = 128;
+  Workload w = moe_workload(1, 1);
+  const LayerWork lw = layer_work(m, dense_block, w);
+  // q down and up, kv down (latent and shared rope key) and up, output; the dense MLP (3 x h x 18432).
+  const double projections = h * 1536 + 1536 * H * 192 + h * 576 + 512 * H * 256 + H * 128 * h;
+  CHECK(lw.forward.gemm_flops == 2 * n * (projections + 3 * h * 18432));
+  // QK^T over 192-wide query and key heads, AV over 128-wide values, the whole 4096-token square.
+  CHECK(lw.forward.attention_flops == 2 * n * 4096 * (H * 192 + H * 128));
+  CHECK(lw.parameters == projections + 1536 + 512 + 2 * h + 3 * h * 18432);
+}
+
+TEST_CASE("the all-to-all's time: ep peers inside the node over NVLink, the rest over the network") {
+  const Cluster cluster = cluster_preset("dgx-h100");
+  ParallelConfig pc;
+  pc.dp = 16;
+  pc.ep = 16;
+  pc.order = RankOrder::TpDpPp;
+  // Folded: 16 consecutive GPUs, two nodes of 8: 7 peers inside, 8 across.
+  const AllToAllLinks l = all_to_all_links(cluster, pc, 0);
+  CHECK(l.in_node == 7);
+  CHECK(l.across == 8);
+  CHECK(ep_group(pc, 0) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  // With pp between tp and dp (tp-pp-dp), dp peers are pp apart: a group of 16 spans 4 nodes.
+  pc.pp = 2;
+  pc.order = RankOrder::TpPpDp;
+  const AllToAllLinks spread = all_to_all_links(cluster, pc, 0);
+  CHECK(spread.in_node == 3);
+  CHECK(spread.across == 12);
+  CHECK(ep_group(pc, 1).front() == 1);
+  CHECK(expert_dp_group(pc, 0) == std::vector<int>{0});
+
+  const AnalyticCostModel cost;
+  const double bytes = 64e6;
+  const double in_node = 2.5e-6 + 3 * bytes / 16 / (450e9 * 0.75);
+  const double across = 6e-6 + 12 * bytes / 16 / (50e9 * 0.75);
+  CHECK(cost.all_to_all_time(bytes, spread) == Approx(std::max(in_node, across)).epsilon(1e-12));
+
+  // The busiest rank's imbalance stretches its routed GEMMs and all-to-alls.
+  const Model m = model_preset("mixtral-8x7b");
+  const LayerWork lw = layer_work(m, m.layers[1], moe_workload(1, 16));
+  AnalyticCostParams skewed;
+  skewed.moe_load_imbalance = 1.5;
+  const AnalyticCostModel busy(skewed);
+  const GpuSpec& gpu = cluster.gpu;
+  CHECK(busy.compute_time(lw.forward, gpu) - cost.compute_time(lw.forward, gpu) ==
+        Approx(0.5 * lw.forward.routed_gemm_flops / (gpu.peak_flops * 0.70)).epsilon(1e-9));
+  CHECK(busy.expert_comm_time(lw, Phase::Forward, spread) ==
+        Approx(2 * cost.all_to_all_time(1.5 * lw.forward.all_to_alls.front(), spread)).epsilon(1e-12));
+}
+
+TEST_CASE("routed experts' model state is sharded over the expert-data-parallel group") {
+  const Model m = model_preset("mixtral-8x7b");
+  const Cluster cluster = cluster_preset("dgx-h100");
+  const AnalyticCostModel cost;
+  ParallelConfig pc;
+  pc.dp = 8;
+  pc.ep = 8;
+  pc.order = RankOrder::TpDpPp;
+  Workload w = moe_workload(1, 8);
+  const std::vector<LayerRange> one = {LayerRange{1, 1}};
+  const StageCost sc = stage_costs(m, one, w, pc, cluster, cost, {0}).front();
+  const LayerWork lw = layer_work(m, m.layers[1], w);
+  // ZeRO-1: the dense part's optimizer state over dp 8; each expert lives on one GPU (expert dp 1): whole.
+  CHECK(sc.routed_parameters == lw.routed_parameters);
+  CHECK(sc.model_state_bytes - sc.reserved_bytes ==
+        Approx((lw.parameters - lw.routed_parameters) * (2 + 4 + 12.0 / 8) + lw.routed_parameters * (2 + 4 + 12)));
+  CHECK(sc.expert_comm_forward_s > 0);
+  CHECK(sc.expert_comm_forward_s == cost.expert_comm_time(lw, Phase::Forward, all_to_all_links(cluster, pc, 0)));
+  // An F&B composite hides each half's all-to-alls behind the other's compute.
+  CHECK(sc.overlapped_fb_s < sc.forward_s + sc.backward_input_s + sc.backward_weight_s);
+  CHECK(sc.overlapped_fb_s >= sc.forward_s + sc.backward_input_s + sc.backward_weight_s - sc.expert_comm_forward_s -
+                                  sc.expert_comm_backward_s - 1e-12);
+}
+
+TEST_CASE("expert parallelism refuses what cannot run, naming the option and the fix") {
+  const Model mixtral = model_preset("mixtral-8x7b");
+  Workload w;
+  ParallelConfig pc;
+  pc.dp = 8;
+  pc.ep = 3;
+  CHECK(bad_input([&] { check_expert_parallel(mixtral, pc, w); }) ==
+        "--ep: 3 does not divide the 8 routed experts of 'mixtral-8x7b'; use a divisor of 8");
+  pc.ep = 8;
+  pc.dp = 4;
+  CHECK(bad_input([&] { check_expert_parallel(mixtral, pc, w); }) ==
+        "--ep: ep x etp = 8 x 1 does not divide the tp x cp x dp = 4 GPUs of a stage that the experts fold into; use "
+        "an ep x etp that divides 4");
+  pc.ep = 2;
+  pc.etp = 3;
+  CHECK(bad_input([&] { check_expert_parallel(mixtral, pc, w); }) ==
+        "--etp: 3 does not divide the experts' intermediate size 14336 of 'mixtral-8x7b'; use a divisor of 14336");
+  pc.etp = 1;
+  pc.tp = 2;
+  w.sequence_parallel = false;
+  CHECK(bad_input([&] { check_expert_parallel(mixtral, pc, w); }) ==
+        "--no-sequence-parallel: Megatron-Core's MoE layers need sequence parallelism with --tp 2; drop "
+        "--no-sequence-parallel or use --tp 1");
+  const Model dense = model_preset("llama3-8b");
+  CHECK(bad_input([&] { check_expert_parallel(dense, pc, w); }) ==
+        "--ep: model 'llama3-8b' has no routed experts to spread; use --ep 1 --etp 1 or a mixture-of-experts model");
+  w.capacity_factor = -1;
+  CHECK(bad_input([&] { check_expert_parallel(mixtral, pc, w); }) ==
+        "--capacity-factor: -1 is negative; give 0 (dropless) or a factor such as 1.25");
+}
