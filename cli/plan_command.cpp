@@ -374,6 +374,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   Scenario base;
   base.model = load_for_option("--model", o.model, load_model);
   base.cluster = load_for_option("--cluster", o.cluster, load_cluster);
+  if (target) restrict_experts(*target, base.model, space);
   if (!o.profile.empty()) chain.add_profile_file(o.profile, base.model, "--profile", o.force_profile);
   add_calibration(chain, o.calibration);
   // A profile's numbers and the analytic model's are not comparable: without a calibration to extrapolate,

@@ -13,27 +13,63 @@
 namespace pw {
 namespace {
 
+// Embedding, transformer layers, DeepSeek's MTP modules, head: what Megatron-LM's layout names (E, t, m, L).
 void check_layer_kinds(const Model& model, const char* what) {
   const int n = model.num_layers();
   bool ok = n >= 3 && model.layers.front().kind == LayerKind::Embedding && model.layers.back().kind == LayerKind::Head;
-  for (int i = 1; ok && i + 1 < n; ++i) ok = model.layers[static_cast<size_t>(i)].kind == LayerKind::Block;
+  bool mtp = false;
+  for (int i = 1; ok && i + 1 < n; ++i) {
+    const LayerKind k = model.layers[static_cast<size_t>(i)].kind;
+    ok = k == LayerKind::Mtp || (k == LayerKind::Block && !mtp);
+    mtp = mtp || k == LayerKind::Mtp;
+  }
   if (!ok)
-    throw_bad_input("{}: model '{}' is not an embedding, transformer layers and a head; Megatron-LM's layout names "
-                    "only those (E, t, L)",
+    throw_bad_input("{}: model '{}' is not an embedding, transformer layers, MTP modules and a head; Megatron-LM's layout "
+                    "names only those (E, t, m, L)",
                     what, model.name);
 }
 
+std::string repeated(char symbol, int count) {
+  if (count >= 4) return fmt::format("{}*{}", symbol, count);  // "t*k" is shorter than k t's from k = 4 on
+  return std::string(static_cast<size_t>(std::max(count, 0)), symbol);
+}
+
 std::string stage_token(const Model& model, const LayerRange& r) {
-  const int n = model.num_layers();
+  int blocks = 0, mtp = 0;
+  for (int i = r.first; i <= r.last; ++i) {
+    const LayerKind k = model.layers[static_cast<size_t>(i)].kind;
+    blocks += k == LayerKind::Block ? 1 : 0;
+    mtp += k == LayerKind::Mtp ? 1 : 0;
+  }
   std::string out;
   if (r.first == 0) out += "E";
-  const int blocks = std::min(r.last, n - 2) - std::max(r.first, 1) + 1;
-  if (blocks >= 4)  // "t*k" is shorter than k t's from k = 4 on
-    out += fmt::format("t*{}", blocks);
-  else if (blocks > 0)
-    out += std::string(static_cast<size_t>(blocks), 't');
-  if (r.last == n - 1) out += "L";
+  out += repeated('t', blocks) + repeated('m', mtp);
+  if (r.last == model.num_layers() - 1) out += "L";
   return out;
+}
+
+// "([0]*3+[1]*58)": the blocks' MoE flags as runs, or "([0,1]*24)" when a unit repeats.
+std::string moe_layer_pattern(const TransformerConfig& c) {
+  std::vector<int> flags;
+  for (int i = 0; i < c.layers; ++i) flags.push_back(c.moe_block(i) ? 1 : 0);
+  const int n = static_cast<int>(flags.size());
+  for (int unit = 2; unit <= n / 2; ++unit) {
+    if (n % unit != 0) continue;
+    bool repeats = true;
+    for (int i = unit; i < n && repeats; ++i) repeats = flags[static_cast<size_t>(i)] == flags[static_cast<size_t>(i % unit)];
+    if (!repeats) continue;
+    std::string body;
+    for (int i = 0; i < unit; ++i) body += (i ? "," : "") + std::to_string(flags[static_cast<size_t>(i)]);
+    return fmt::format("([{}]*{})", body, n / unit);
+  }
+  std::string out;
+  for (int i = 0; i < n;) {
+    int j = i;
+    while (j < n && flags[static_cast<size_t>(j)] == flags[static_cast<size_t>(i)]) ++j;
+    out += fmt::format("{}[{}]*{}", out.empty() ? "" : "+", flags[static_cast<size_t>(i)], j - i);
+    i = j;
+  }
+  return "(" + out + ")";
 }
 
 // Unrolls every match of "(...)*k" (group 1 repeated) or "x*k", left to right without overlap, as
@@ -87,6 +123,56 @@ std::vector<LayerRange> uniform_blocks(const Model& model, int stages) {
 
 }  // namespace
 
+// The routed experts, latent attention and MTP modules as Megatron-Core's TransformerConfig and
+// MLATransformerConfig take them (megatron/training/arguments.py generates these flags from their fields).
+template <typename Add>
+void add_expert_arguments(const Evaluation& plan, Add add) {
+  const Scenario& s = plan.scenario;
+  const ParallelConfig& pc = s.parallel;
+  const TransformerConfig& c = *s.model.transformer;
+  if (c.mla) {
+    add("--multi-latent-attention", "");
+    // The command line's defaults differ from MLATransformerConfig's: every rank given.
+    if (c.mla->q_lora_rank > 0) add("--q-lora-rank", std::to_string(c.mla->q_lora_rank));
+    add("--kv-lora-rank", std::to_string(c.mla->kv_lora_rank));
+    add("--qk-head-dim", std::to_string(c.mla->qk_nope_head_dim));
+    add("--qk-pos-emb-head-dim", std::to_string(c.mla->qk_rope_head_dim));
+    add("--v-head-dim", std::to_string(c.mla->v_head_dim));
+  }
+  if (c.mtp_layers > 0) add("--mtp-num-layers", std::to_string(c.mtp_layers));
+  if (!c.moe) return;
+  const MoeConfig& m = *c.moe;
+  // transformer_config.py: "Bias in Moe is only supported when ETP==1".
+  if (m.expert_bias && pc.etp > 1)
+    throw_bad_input("--etp: Megatron-Core runs experts with biases (gpt-oss) only at expert tensor parallelism 1, not "
+                    "{}; plan with --etp 1",
+                    pc.etp);
+  add("--num-experts", std::to_string(m.experts));
+  add("--moe-router-topk", std::to_string(m.top_k));
+  add("--moe-ffn-hidden-size", std::to_string(m.expert_ffn));
+  if (m.shared_expert_ffn > 0) add("--moe-shared-expert-intermediate-size", std::to_string(m.shared_expert_ffn));
+  if (m.shared_expert_gate) add("--moe-shared-expert-gate", "");
+  // An int k would make blocks 0, k, 2k, ... MoE; the list names each block (1: MoE), as a Python expression
+  // without spaces (arguments.py's _eval_pattern allows digits, commas, brackets, parentheses, + and *).
+  bool all = true;
+  for (int i = 0; i < c.layers; ++i) all = all && c.moe_block(i);
+  if (!all) add("--moe-layer-freq", moe_layer_pattern(c));
+  // DeepSeek-V3's routing: sigmoid scores with a bias per expert for the choice.
+  if (m.router_score_bias) {
+    add("--moe-router-score-function", "sigmoid");
+    add("--moe-router-enable-expert-bias", "");
+  }
+  add("--expert-model-parallel-size", std::to_string(pc.ep));
+  add("--expert-tensor-parallel-size", std::to_string(pc.etp));  // Megatron's default is tp
+  // What was simulated: grouped GEMMs for the local experts, all-to-all dispatch and combine.
+  add("--moe-grouped-gemm", "");
+  add("--moe-token-dispatcher-type", "alltoall");
+  if (s.workload.capacity_factor > 0) {
+    add("--moe-expert-capacity-factor", fmt::format("{:g}", s.workload.capacity_factor));
+    add("--moe-pad-expert-input-to-capacity", "");
+  }
+}
+
 std::vector<std::string> megatron_schedules() {
   std::vector<std::string> out;
   for (const std::string& s : schedule_names())
@@ -97,7 +183,16 @@ std::vector<std::string> megatron_schedules() {
 std::string megatron_layout(const Model& model, const std::vector<LayerRange>& ranges) {
   check_layer_kinds(model, "--export megatron");
   std::vector<std::string> tokens;
-  for (const LayerRange& r : ranges) tokens.push_back(stage_token(model, r));
+  int mtp_stages = 0;
+  for (const LayerRange& r : ranges) {
+    tokens.push_back(stage_token(model, r));
+    mtp_stages += tokens.back().find('m') != std::string::npos ? 1 : 0;
+  }
+  // pipeline_parallel_layer_layout.py: all m in one virtual stage.
+  if (mtp_stages > 1)
+    throw_bad_input("--export megatron: the split puts the MTP modules of '{}' on {} stages; Megatron-LM keeps them in "
+                    "one (plan with --split so that they share the last stage)",
+                    model.name, mtp_stages);
   std::string out;
   const size_t n = tokens.size();
   size_t i = 0;
@@ -147,20 +242,22 @@ std::vector<LayerRange> parse_megatron_layout(const std::string& layout, const M
           throw_bad_input("--pipeline-model-parallel-layout '{}': the embedding E must come first, found it in stage {}",
                           layout, stage);
         ++next;
-      } else if (c == 't') {
-        if (next == 0 || next >= n - 1)
-          throw_bad_input("--pipeline-model-parallel-layout '{}': {} transformer layers t; model '{}' has {} after the "
-                          "embedding",
-                          layout, std::count(text.begin(), text.end(), 't'), model.name, n - 2);
+      } else if (c == 't' || c == 'm') {
+        const LayerKind want = c == 't' ? LayerKind::Block : LayerKind::Mtp;
+        if (next == 0 || next >= n - 1 || model.layers[static_cast<size_t>(next)].kind != want)
+          throw_bad_input("--pipeline-model-parallel-layout '{}': {} t and {} m, but model '{}' has {} transformer layers "
+                          "then {} MTP modules after the embedding",
+                          layout, std::count(text.begin(), text.end(), 't'), std::count(text.begin(), text.end(), 'm'),
+                          model.name, model.num_blocks(), model.transformer ? model.transformer->mtp_layers : 0);
         ++next;
       } else if (c == 'L') {
         if (next != n - 1)
           throw_bad_input("--pipeline-model-parallel-layout '{}': the loss L must follow all {} transformer layers of '{}'",
-                          layout, n - 2, model.name);
+                          layout, model.num_blocks(), model.name);
         ++next;
       } else {
         throw_bad_input("--pipeline-model-parallel-layout '{}': '{}' is not a layer; use E (embedding), t (transformer "
-                        "layer) or L (loss)",
+                        "layer), m (MTP module) or L (loss)",
                         layout, c);
       }
     }
@@ -170,7 +267,7 @@ std::vector<LayerRange> parse_megatron_layout(const std::string& layout, const M
   }
   if (next != n)
     throw_bad_input("--pipeline-model-parallel-layout '{}': covers {} of the {} layers of '{}' (E, {} t, L)", layout, next,
-                    n, model.name, n - 2);
+                    n, model.name, model.num_blocks());
   return out;
 }
 
@@ -241,6 +338,7 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   }
   // Megatron-LM's default order is tp-cp-ep-dp-pp (pp outermost); this flag makes it tp-cp-ep-pp-dp.
   if (pc.order == RankOrder::TpPpDp && pc.pp > 1 && pc.dp > 1) add("--use-tp-pp-dp-mapping");
+  add_expert_arguments(plan, add);
   return a;
 }
 

@@ -73,6 +73,19 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
   if (s.workload.precision == Precision::Fp8)
     throw_bad_input("--precision: torchtitan's float8 runs torchao's scaling recipes, not the Transformer Engine fp8 "
                     "pipewright simulates; use --precision bf16 with --export torchtitan");
+  if (s.model.transformer && s.model.transformer->mtp_layers > 0)
+    throw_bad_input("--export torchtitan: torchtitan's models have no multi-token-prediction modules; plan '{}' without "
+                    "them (mtp_layers 0 in its model JSON)",
+                    s.model.name);
+  // torchtitan/distributed/parallel_dims.py: "expert_parallel_degree ({ep}) must divide dp_shard * cp * tp"; its
+  // sparse mesh (pp, dp_replicate, efsdp, ep) puts ep consecutive ranks in a group, the experts whole (etp 1),
+  // their state sharded over efsdp = dp_shard * cp * tp / ep and replicated over dp_replicate.
+  const int dp_shard = pc.zero == 3 ? pc.dp / pc.dp_replicas() : 1;
+  if (pc.ep > 1 && (pc.etp != 1 || (static_cast<long>(dp_shard) * pc.cp * pc.tp) % pc.ep != 0 || pc.dp_replicas() > 1))
+    throw_bad_input("--ep: torchtitan folds ep {} into dp_shard x cp x tp = {} x {} x {} (FSDP's shards) with whole "
+                    "experts (etp 1); plan with --zero 3, no --dp-shard and --etp 1, or an --ep dividing {}, for --export "
+                    "torchtitan",
+                    pc.ep, dp_shard, pc.cp, pc.tp, static_cast<long>(dp_shard) * pc.cp * pc.tp);
   std::vector<LayerRange> ranges;
   for (const StageReport& st : plan.stages) ranges.push_back(st.layers);
   const auto fqns = torchtitan_module_fqns(s.model, ranges);
@@ -104,6 +117,7 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
   t += fmt::format("tensor_parallel_degree = {}\n", pc.tp);
   t += fmt::format("enable_sequence_parallel = {}\n", pc.tp > 1 && s.workload.sequence_parallel ? "true" : "false");
   t += fmt::format("pipeline_parallel_degree = {}\n", pc.pp);
+  if (pc.ep > 1) t += fmt::format("expert_parallel_degree = {}\n", pc.ep);
   if (name.empty()) {
     t += fmt::format("# PyTorch has no schedule class for pipewright's {}: its order is in the CSV.\n", s.schedule);
     t += "pipeline_parallel_schedule = \"PipelineScheduleMulti\"\n";

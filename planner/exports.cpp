@@ -8,6 +8,28 @@
 
 namespace pw {
 
+void restrict_experts(ExportTarget t, const Model& model, SearchSpace& space) {
+  if (!model.transformer || !model.transformer->moe) return;
+  switch (t) {
+    case ExportTarget::DeepSpeed:
+      throw_bad_input("--export deepspeed: model '{}' has routed experts, which DeepSpeed's pipeline engine "
+                      "(PipelineModule) does not run with expert parallelism; use --export megatron or torchtitan",
+                      model.name);
+    case ExportTarget::Megatron:
+      if (space.order && *space.order != RankOrder::TpDpPp)
+        throw_bad_input("--rank-order: Megatron-LM's tp-pp-dp mapping folds the experts into the tp x cp ranks only, "
+                        "not as pipewright simulates ep; use --rank-order tp-dp-pp with --export megatron");
+      space.order = RankOrder::TpDpPp;
+      break;
+    case ExportTarget::Torchtitan:
+      if (space.etp && *space.etp != 1)
+        throw_bad_input("--etp: torchtitan removed expert tensor parallelism (April 2026); use --etp 1 with --export "
+                        "torchtitan");
+      space.etp = 1;
+      break;
+  }
+}
+
 ExportTarget export_target_from_string(const std::string& text) {
   if (text == "megatron") return ExportTarget::Megatron;
   if (text == "deepspeed") return ExportTarget::DeepSpeed;

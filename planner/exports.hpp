@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/workload.hpp"
+#include "planner/search.hpp"
 #include "sim/scenario.hpp"
 
 namespace pw {
@@ -34,6 +35,12 @@ std::optional<RankOrder> export_rank_order(ExportTarget t);
 // distributed optimizer is ZeRO-1, DeepSpeed's pipeline engine takes stages 0 and 1, torchtitan
 // replicates or shards weights with gradients (FSDP).
 void check_zero_level(ExportTarget t, int zero);
+
+// The expert parallelism the target runs for `model`, narrowing `space` to it: DeepSpeed's pipeline engine
+// runs no MoE layers (BadInput naming --export); Megatron-LM folds experts over ranks in its default order
+// (tp-cp-ep-dp-pp: --use-tp-pp-dp-mapping leaves the experts only the tp x cp ranks, so the order is fixed);
+// torchtitan runs ep with etp 1 (expert tensor parallelism was removed in April 2026). No-op for dense models.
+void restrict_experts(ExportTarget t, const Model& model, SearchSpace& space);
 
 // Every file name export_plan may write for the target (some only for some plans), so that a command can
 // check them before it searches.

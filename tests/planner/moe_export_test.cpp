@@ -1,0 +1,132 @@
+// MoE plans exported: Megatron-LM's MoE, MLA and MTP arguments (megatron/core/transformer/transformer_config.py
+// fields, which megatron/training/arguments.py turns into flags; --moe-layer-freq as arguments.py's
+// _eval_pattern reads it; the layout's m as pipeline_parallel_layer_layout.py reads it), torchtitan's
+// expert_parallel_degree (torchtitan/distributed/parallel_dims.py), and DeepSpeed's refusal. Megatron-LM
+// d98e8a6 and torchtitan b5bcd76 (both August 2026).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "../error_text.hpp"
+#include "planner/export_megatron.hpp"
+#include "planner/export_torchtitan.hpp"
+#include "planner/exports.hpp"
+#include "schedules/generators.hpp"
+
+using namespace pw;
+
+namespace {
+
+Evaluation moe_plan(const std::string& model, int tp, int pp, int dp, int ep, int global_batch, const std::vector<int>& blocks) {
+  Scenario s;
+  s.model = model_preset(model);
+  s.cluster = cluster_preset("dgx-h100");
+  s.parallel.tp = tp;
+  s.parallel.pp = pp;
+  s.parallel.dp = dp;
+  s.parallel.ep = ep;
+  s.parallel.order = RankOrder::TpDpPp;
+  s.schedule = "1f1b";
+  s.global_batch_size = global_batch;
+  Evaluation ev;
+  ev.scenario = resolve(s);
+  ScheduleSpec spec;
+  spec.name = "1f1b";
+  spec.ranks = pp;
+  spec.microbatches = ev.scenario.parallel.microbatches;
+  ev.schedule = make_schedule(spec);
+  ev.scenario.ranges = split_layers(s.model, pp, blocks);
+  for (int st = 0; st < pp; ++st) ev.stages.push_back(StageReport{st, st, ev.scenario.ranges[static_cast<size_t>(st)], {}});
+  return ev;
+}
+
+std::string after(const std::vector<std::string>& a, const std::string& flag) {
+  const auto it = std::find(a.begin(), a.end(), flag);
+  return it == a.end() ? "absent" : it + 1 == a.end() || (it + 1)->starts_with("--") ? "" : *(it + 1);
+}
+
+}  // namespace
+
+TEST_CASE("Megatron-LM: DeepSeek-V3's experts, latent attention, MTP module and layout") {
+  // pp 8: 7 + 8 x 6 + 6 blocks; the MTP module and the loss on the last stage with its 6 blocks.
+  const Evaluation ev = moe_plan("deepseek-v3", 2, 8, 64, 64, 8192, {7, 8, 8, 8, 8, 8, 8, 6});
+  const std::vector<std::string> a = megatron_arguments(ev);
+  CHECK(after(a, "--num-experts") == "256");
+  CHECK(after(a, "--moe-router-topk") == "8");
+  CHECK(after(a, "--moe-ffn-hidden-size") == "2048");
+  CHECK(after(a, "--moe-shared-expert-intermediate-size") == "2048");
+  // 3 dense blocks then 58 MoE: a list, as an int k would make blocks 0, k, 2k... MoE.
+  CHECK(after(a, "--moe-layer-freq") == "([0]*3+[1]*58)");
+  CHECK(after(a, "--expert-model-parallel-size") == "64");
+  CHECK(after(a, "--expert-tensor-parallel-size") == "1");  // explicit: Megatron's default is tp
+  CHECK(after(a, "--moe-grouped-gemm").empty());
+  CHECK(after(a, "--moe-token-dispatcher-type") == "alltoall");
+  CHECK(after(a, "--moe-router-score-function") == "sigmoid");
+  CHECK(after(a, "--moe-router-enable-expert-bias").empty());
+  CHECK(after(a, "--multi-latent-attention").empty());
+  CHECK(after(a, "--q-lora-rank") == "1536");
+  CHECK(after(a, "--kv-lora-rank") == "512");
+  CHECK(after(a, "--qk-head-dim") == "128");
+  CHECK(after(a, "--qk-pos-emb-head-dim") == "64");
+  CHECK(after(a, "--v-head-dim") == "128");
+  CHECK(after(a, "--mtp-num-layers") == "1");
+  CHECK(after(a, "--pipeline-model-parallel-layout") == "Et*7|(t*8|)*6,t*6mL");
+  CHECK(after(a, "--use-tp-pp-dp-mapping") == "absent");
+  // The layout reads back to the same split, m included.
+  const std::vector<LayerRange> back = parse_megatron_layout("Et*7|(t*8|)*6,t*6mL", ev.scenario.model);
+  REQUIRE(back.size() == ev.scenario.ranges.size());
+  for (size_t i = 0; i < back.size(); ++i) {
+    CHECK(back[i].first == ev.scenario.ranges[i].first);
+    CHECK(back[i].last == ev.scenario.ranges[i].last);
+  }
+  CHECK(bad_input([&] { parse_megatron_layout("Et*7|(t*8|)*6,t*6L", ev.scenario.model); }) ==
+        "--pipeline-model-parallel-layout 'Et*7|(t*8|)*6,t*6L': the loss L must follow all 61 transformer layers of "
+        "'deepseek-v3'");
+}
+
+TEST_CASE("Megatron-LM: a repeating dense/MoE pattern, capacity padding, and experts with biases at etp 1 only") {
+  Evaluation ev = moe_plan("mixtral-8x7b", 1, 2, 8, 8, 64, {16, 16});
+  Model& m = ev.scenario.model;
+  m.transformer->moe->every = 2;  // blocks 1, 3, 5, ... MoE (Llama 4 Maverick's interleave_moe_layer_step 2)
+  ev.scenario.workload.capacity_factor = 1.25;
+  const std::vector<std::string> a = megatron_arguments(ev);
+  CHECK(after(a, "--moe-layer-freq") == "([0,1]*16)");
+  CHECK(after(a, "--moe-expert-capacity-factor") == "1.25");
+  CHECK(after(a, "--moe-pad-expert-input-to-capacity").empty());
+  CHECK(after(a, "--multi-latent-attention") == "absent");
+  Evaluation oss = moe_plan("gpt-oss-120b", 2, 2, 4, 4, 64, {18, 18});
+  oss.scenario.parallel.etp = 2;
+  CHECK(bad_input([&] { megatron_arguments(oss); }) ==
+        "--etp: Megatron-Core runs experts with biases (gpt-oss) only at expert tensor parallelism 1, not 2; plan with "
+        "--etp 1");
+}
+
+TEST_CASE("torchtitan: expert_parallel_degree inside dp_shard x cp x tp; MTP and etp refused; DeepSpeed refuses MoE") {
+  Evaluation ev = moe_plan("qwen3-30b-a3b", 1, 2, 8, 8, 64, {24, 24});
+  ev.scenario.parallel.zero = 3;
+  const std::string toml = torchtitan_export(ev, "out")[0].text;
+  CHECK(toml.find("expert_parallel_degree = 8\n") != std::string::npos);
+  CHECK(toml.find("data_parallel_shard_degree = 8\n") != std::string::npos);
+  ev.scenario.parallel.zero = 1;  // replicas: the sparse region is cp x tp = 1
+  CHECK(bad_input([&] { torchtitan_export(ev, "out"); }) ==
+        "--ep: torchtitan folds ep 8 into dp_shard x cp x tp = 1 x 1 x 1 (FSDP's shards) with whole experts (etp 1); "
+        "plan with --zero 3, no --dp-shard and --etp 1, or an --ep dividing 1, for --export torchtitan");
+  const Evaluation v3 = moe_plan("deepseek-v3", 2, 8, 64, 64, 8192, {7, 8, 8, 8, 8, 8, 8, 6});
+  CHECK(bad_input([&] { torchtitan_export(v3, "out"); }) ==
+        "--export torchtitan: torchtitan's models have no multi-token-prediction modules; plan 'deepseek-v3' without "
+        "them (mtp_layers 0 in its model JSON)");
+
+  SearchSpace space;
+  CHECK(bad_input([&] { restrict_experts(ExportTarget::DeepSpeed, model_preset("mixtral-8x7b"), space); }) ==
+        "--export deepspeed: model 'mixtral-8x7b' has routed experts, which DeepSpeed's pipeline engine (PipelineModule) "
+        "does not run with expert parallelism; use --export megatron or torchtitan");
+  space.etp = 2;
+  CHECK(bad_input([&] { restrict_experts(ExportTarget::Torchtitan, model_preset("mixtral-8x7b"), space); }) ==
+        "--etp: torchtitan removed expert tensor parallelism (April 2026); use --etp 1 with --export torchtitan");
+  SearchSpace megatron;
+  restrict_experts(ExportTarget::Megatron, model_preset("mixtral-8x7b"), megatron);
+  CHECK(megatron.order == RankOrder::TpDpPp);
+  SearchSpace dense;
+  restrict_experts(ExportTarget::DeepSpeed, model_preset("llama3-8b"), dense);  // nothing to refuse
+  CHECK_FALSE(dense.order);
+}
