@@ -132,8 +132,8 @@ TEST_CASE("Megatron-LM layouts read back to the same split") {
 
 TEST_CASE("Megatron-LM layouts are read as Megatron reads them") {
   // Megatron's own example shapes (docs of --pipeline-model-parallel-layout): "Et*3|(tt|)*29,m|L" has an
-  // MTP layer, which pipewright models do not have; without it, "Et*3|(tt|)*29,t|L" is 32 stages of a
-  // 62-block model: 3 blocks and the embedding, then 29 stages of 2, then 1 block, then the loss alone.
+  // MTP module; without it, "Et*3|(tt|)*29,t|L" is 32 stages of a 62-block model: 3 blocks and the
+  // embedding, then 29 stages of 2, then 1 block, then the loss alone.
   TransformerConfig c = model_preset("llama3-8b").transformer.value();
   c.layers = 62;
   const Model model = make_transformer_model("deep", c);
@@ -148,8 +148,20 @@ TEST_CASE("Megatron-LM layouts are read as Megatron reads them") {
   CHECK(r[31].first == 63);
   CHECK(r[31].last == 63);
   CHECK(error_of([&] { parse_megatron_layout("Et*3|(tt|)*29,m|L", model); }) ==
-        "--pipeline-model-parallel-layout 'Et*3|(tt|)*29,m|L': 'm' is not a layer; use E (embedding), t "
-        "(transformer layer) or L (loss)");
+        "--pipeline-model-parallel-layout 'Et*3|(tt|)*29,m|L': 61 t and 1 m, but model 'deep' has 62 transformer "
+        "layers then 0 MTP modules after the embedding");
+  // With 61 blocks and one MTP module the example is 32 stages, the module alone on stage 30.
+  c.layers = 61;
+  c.mtp_layers = 1;
+  const Model mtp = make_transformer_model("mtp", c);
+  const std::vector<LayerRange> m = parse_megatron_layout("Et*3|(tt|)*29,m|L", mtp);
+  REQUIRE(m.size() == 32);
+  CHECK(mtp.layers[static_cast<size_t>(m[30].first)].kind == LayerKind::Mtp);
+  CHECK(m[30].first == m[30].last);
+  CHECK(megatron_layout(mtp, m) == "Ettt|(tt|)*29,m|L");  // "ttt": as short as "t*3"
+  CHECK(error_of([&] { parse_megatron_layout("Et*3|(tt|)*29,x|L", mtp); }) ==
+        "--pipeline-model-parallel-layout 'Et*3|(tt|)*29,x|L': 'x' is not a layer; use E (embedding), t (transformer "
+        "layer), m (MTP module) or L (loss)");
   CHECK(error_of([&] { parse_megatron_layout("Et*3||t*59L", model); }) ==
         "--pipeline-model-parallel-layout 'Et*3||t*59L': stage 1 is empty; pipewright stages hold at least one layer");
   CHECK(error_of([&] { parse_megatron_layout("Et*3|t*58L", model); }) ==
