@@ -6,6 +6,9 @@
 //   BM_Search       search_plans() alone, with 1 and 2 threads.
 //   BM_PlanCommand  `pipewright plan` as a user runs it: the search, the uniform and parameters splits of
 //                   the five plans, and the table (written to a discarded stream), with 2 threads.
+//   BM_PlanDeepSeekV3  the same for a mixture of experts: DeepSeek-V3 from its config.json
+//                   (examples/deepseek-v3.config.json) on 2048 H800s, global batch 15360 of 4096 tokens,
+//                   ep searched up to 64.
 //
 // Counters: configurations in the space, how many the simulator scored, and the best step time found
 // (the same for every thread count).
@@ -63,6 +66,21 @@ void BM_PlanCommand(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PlanCommand)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(3);
+
+void BM_PlanDeepSeekV3(benchmark::State& state) {
+  std::vector<std::string> args{"pipewright", "plan", "--model", PIPEWRIGHT_SOURCE_DIR "/examples/deepseek-v3.config.json",
+                                "--cluster", "dgx-h800", "--gpus", "2048", "--global-batch-size", "15360",
+                                "--max-ep", "64", "--threads", "2"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  for (auto _ : state) {
+    std::ostringstream out, err;
+    const int code = cli_main(static_cast<int>(argv.size()), argv.data(), out, err);
+    if (code != 0) state.SkipWithError(err.str().c_str());
+    benchmark::DoNotOptimize(out.str().size());
+  }
+}
+BENCHMARK(BM_PlanDeepSeekV3)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(3);
 
 }  // namespace
 

@@ -141,6 +141,8 @@ nlohmann::ordered_json evaluation_to_json(const Evaluation& ev) {
                       {"schedule", s.schedule},
                       {"tp", pc.tp},
                       {"cp", pc.cp},
+                      {"ep", pc.ep},
+                      {"etp", pc.etp},
                       {"pp", pc.pp},
                       {"dp", pc.dp},
                       {"vpp", pc.vpp},

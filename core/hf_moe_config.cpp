@@ -119,6 +119,7 @@ void read_hf_moe(const JsonFields& f, const std::string& type, TransformerConfig
   }
   check_moe(m, c.layers, f.source());
   c.moe = m;
+  c.family = type == "llama4" ? "llama4_text" : type;
 }
 
 }  // namespace pw::detail

@@ -28,6 +28,7 @@ namespace {
 
 const char* const kRunsFile = PIPEWRIGHT_SOURCE_DIR "/tests/validation/published_runs.json";
 const char* const kH100RunsFile = PIPEWRIGHT_SOURCE_DIR "/tests/validation/published_runs_h100.json";
+const char* const kMoeRunsFile = PIPEWRIGHT_SOURCE_DIR "/tests/validation/published_runs_moe_h100.json";
 
 struct Prediction {
   std::string name;
@@ -85,6 +86,9 @@ Evaluation evaluate_at(const nlohmann::json& run, const CostModel& cost, int mic
   s.parallel.vpp = run.at("vpp");
   s.parallel.zero = run.value("zero", run.at("distributed_optimizer").get<bool>() ? 1 : 0);
   s.parallel.cp = run.value("cp", 1);
+  s.parallel.ep = run.value("ep", 1);
+  s.parallel.etp = run.value("etp", 1);
+  if (run.contains("rank_order")) s.parallel.order = rank_order_from_string(run.at("rank_order").get<std::string>());
   s.parallel.dp_shard = run.value("dp_shard", 0);
   s.parallel.reshard_after_forward = *reshard_from_string(run.value("reshard_after_forward", std::string("default")));
   s.workload.precision = precision_from_string(run.value("precision", std::string("bf16")));
@@ -138,8 +142,8 @@ Prediction predict(const nlohmann::json& run, const CostModel& cost) {
   p.peak_memory_bytes = ev.metrics.peak_memory_bytes;
   p.memory_limit_bytes = ev.metrics.memory_limit_bytes;
   const ParallelConfig& pc = ev.scenario.parallel;
-  p.config = fmt::format("tp{}{} pp{} dp{}{} b{} B{} m{} {} {}{}{}", pc.tp, pc.cp > 1 ? fmt::format(" cp{}", pc.cp) : "",
-                         pc.pp, pc.dp,
+  p.config = fmt::format("tp{}{}{} pp{} dp{}{} b{} B{} m{} {} {}{}{}", pc.tp, pc.cp > 1 ? fmt::format(" cp{}", pc.cp) : "",
+                         pc.ep > 1 ? fmt::format(" ep{}", pc.ep) : "", pc.pp, pc.dp,
                          pc.vpp > 1 ? fmt::format(" v{}", pc.vpp) : "", ev.scenario.workload.micro_batch_size,
                          ev.scenario.global_batch_size, pc.microbatches, ev.scenario.schedule,
                          to_string(ev.scenario.workload.recompute),
@@ -217,6 +221,16 @@ TEST_CASE("the default cost model predicts H100-era runs") {
   REQUIRE(e.all.size() >= 10);
   CHECK(median(e.all) <= 0.085);
   CHECK(*std::max_element(e.all.begin(), e.all.end()) <= 0.20);
+}
+
+TEST_CASE("the default cost model predicts MoE training runs") {
+  // Megatron-Bridge's H100 MoE rows (docs/validation.md). Issue 14's target is a median of 10% and a max of
+  // 25%; the model stands at 32.1% and 87.6% (no node-deduplicated dispatch, no 1F1B all-to-all overlap, one
+  // GEMM efficiency for narrow experts); this gate holds today's values until those land.
+  const ErrorSummary e = predict_and_print(kMoeRunsFile);
+  REQUIRE(e.all.size() >= 5);
+  CHECK(median(e.all) <= 0.325);
+  CHECK(*std::max_element(e.all.begin(), e.all.end()) <= 0.88);
 }
 
 TEST_CASE("every published run fits the GPU memory the simulator predicts") {

@@ -1,0 +1,66 @@
+// Mixtures of experts on the command line: simulate reports the all-to-all's share, plan --json names ep and
+// etp per plan, models --show --json gives total and active counts, and bad expert settings exit 2 with one
+// line naming the option.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+
+TEST_CASE("simulate --ep reports the expert all-to-all and its share of the step") {
+  const CliResult r = run_cli({"simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--pp", "4", "--dp", "8",
+                               "--ep", "8", "--global-batch-size", "256", "--rank-order", "tp-dp-pp", "--json"});
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.at("ep") == 8);
+  CHECK(j.at("etp") == 1);
+  const double a2a = j.at("expert_all_to_all_s").get<double>();
+  CHECK(a2a > 0);
+  CHECK(a2a < j.at("step_time_s").get<double>());
+  const CliResult text = run_cli({"simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--pp", "4", "--dp",
+                                  "8", "--ep", "8", "--global-batch-size", "256", "--rank-order", "tp-dp-pp"});
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("  expert all-to-all       ") != std::string::npos);
+  CHECK(text.out.find("of the step; ep 8)") != std::string::npos);
+}
+
+TEST_CASE("plan --json names ep and etp per plan, and models --show --json the total and active counts") {
+  const CliResult r = run_cli({"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "16",
+                               "--global-batch-size", "64", "--top", "2", "--json", "--schedules", "1f1b"});
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const nlohmann::json& p : j.at("plans")) {
+    const int ep = p.at("ep"), etp = p.at("etp"), tp = p.at("tp"), dp = p.at("dp");
+    CHECK(8 % ep == 0);
+    CHECK(tp * dp % (ep * etp) == 0);
+  }
+  const CliResult shown = run_cli({"models", "--show", source_path("examples/deepseek-v3.config.json"), "--json"});
+  REQUIRE(shown.code == 0);
+  const nlohmann::json m = nlohmann::json::parse(shown.out);
+  CHECK(m.at("total_parameters").get<std::int64_t>() == 671026419200);
+  CHECK(m.at("active_parameters").get<std::int64_t>() == 37552297472);
+}
+
+TEST_CASE("bad expert settings: one line naming the option, exit 2") {
+  const auto error = [](std::vector<std::string> args) {
+    const CliResult r = run_cli(args);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    return r.err;
+  };
+  CHECK(error({"simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--dp", "6", "--ep", "3",
+               "--microbatches", "2"}) ==
+        "error: --ep: 3 does not divide the 8 routed experts of 'mixtral-8x7b'; use a divisor of 8\n");
+  CHECK(error({"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--dp", "2", "--ep", "2", "--microbatches",
+               "2"}) ==
+        "error: --ep: model 'llama3-8b' has no routed experts to spread; use --ep 1 --etp 1 or a mixture-of-experts "
+        "model\n");
+  CHECK(error({"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+               "--export", "deepspeed"}) ==
+        "error: --export deepspeed: model 'mixtral-8x7b' has routed experts, which DeepSpeed's pipeline engine "
+        "(PipelineModule) does not run with expert parallelism; use --export megatron or torchtitan\n");
+  CHECK(error({"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+               "--ep", "16"}) ==
+        "error: --ep: no expert-parallel degree equal to 16 divides both the 8 routed experts of 'mixtral-8x7b' and the "
+        "tp x cp x dp GPUs of a stage with etp 1; give an --ep dividing 8 and those GPUs\n");
+}
