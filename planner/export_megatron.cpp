@@ -167,6 +167,18 @@ void add_expert_arguments(const Evaluation& plan, Add add) {
   // What was simulated: grouped GEMMs for the local experts, all-to-all dispatch and combine.
   add("--moe-grouped-gemm", "");
   add("--moe-token-dispatcher-type", "alltoall");
+  if (s.schedule == "interleaved-overlap") {
+    // transformer_config.py's rules for overlap_moe_expert_parallel_comm: ep > 1, no full recompute, at most
+    // one MTP layer; delay_wgrad_compute needs it and lets the weight gradients follow the other's dgrad.
+    if (s.workload.recompute == Recompute::Full)
+      throw_bad_input("--recompute: Megatron-Core's --overlap-moe-expert-parallel-comm does not run with full "
+                      "recompute; use none or selective with interleaved-overlap");
+    if (c.mtp_layers > 1)
+      throw_bad_input("--export megatron: --overlap-moe-expert-parallel-comm takes at most one MTP layer, '{}' has {}",
+                      s.model.name, c.mtp_layers);
+    add("--overlap-moe-expert-parallel-comm", "");
+    add("--delay-wgrad-compute", "");
+  }
   if (s.workload.capacity_factor > 0) {
     add("--moe-expert-capacity-factor", fmt::format("{:g}", s.workload.capacity_factor));
     add("--moe-pad-expert-input-to-capacity", "");
@@ -176,7 +188,7 @@ void add_expert_arguments(const Evaluation& plan, Add add) {
 std::vector<std::string> megatron_schedules() {
   std::vector<std::string> out;
   for (const std::string& s : schedule_names())
-    if (s == "1f1b" || s == "interleaved" || s == "bfs") out.push_back(s);
+    if (s == "1f1b" || s == "interleaved" || s == "interleaved-overlap" || s == "bfs") out.push_back(s);
   return out;
 }
 
@@ -276,10 +288,13 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   const ParallelConfig& pc = s.parallel;
   const std::vector<std::string> runs = megatron_schedules();
   if (std::find(runs.begin(), runs.end(), s.schedule) == runs.end())
-    throw_bad_input("--export megatron: Megatron-LM runs 1f1b, interleaved and bfs, not {}; plan with --schedules "
-                    "1f1b,interleaved,bfs",
+    throw_bad_input("--export megatron: Megatron-LM runs 1f1b, interleaved, interleaved-overlap and bfs, not {}; plan "
+                    "with --schedules 1f1b,interleaved,interleaved-overlap,bfs",
                     s.schedule);
   if (pc.dp_cp() > 1) check_zero_level(ExportTarget::Megatron, pc.zero);
+  if (s.schedule == "interleaved-overlap" && pc.ep < 2)
+    throw_bad_input("--ep: Megatron-Core overlaps the expert all-to-alls (interleaved-overlap) only with expert "
+                    "parallelism; plan with --ep 2 or more, or --schedules interleaved");
   const int chunks = plan.schedule.num_stages() / pc.pp;
   if (chunks > 1 && pc.pp < 2)
     throw_bad_input("--export megatron: Megatron-LM's interleaved schedule needs --pp 2 or more, got pp 1 with vpp {}", chunks);

@@ -284,7 +284,9 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
                   if (space.order || order == RankOrder::TpPpDp || (pp > 1 && dp > 1 && !base.cluster.ideal))
                     for (Precision precision : precisions)
                       for (const auto& [ep, etp] : experts)
-                        out.push_back(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc, order, cp, precision, zero, ep, etp});
+                        // Its composites only hide all-to-alls: without them it is interleaved, slower.
+                        if (ep > 1 || schedule != "interleaved-overlap")
+                          out.push_back(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc, order, cp, precision, zero, ep, etp});
               }
             }
         }

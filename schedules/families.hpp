@@ -10,6 +10,10 @@ Schedule make_gpipe(const ScheduleSpec& spec);
 Schedule make_1f1b(const ScheduleSpec& spec);
 Schedule make_interleaved(const ScheduleSpec& spec);  // checks --vpp and --microbatches itself
 Schedule make_bfs(const ScheduleSpec& spec);
+Schedule make_interleaved_overlap(const ScheduleSpec& spec);  // interleaved's checks
+// Interleaved 1F1B's order; `combined`: Megatron-Core's combined 1F1B (one more warm-up forward, then each
+// step's forward and backward as one F&B composite).
+Schedule interleaved_order(const ScheduleSpec& spec, bool combined);
 Schedule make_zero_bubble(const ScheduleSpec& spec);  // zb-h1 and zb-h2; checks --max-pending
 Schedule make_zb_v(const ScheduleSpec& spec);
 Schedule make_v_half(const ScheduleSpec& spec);

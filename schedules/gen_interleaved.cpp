@@ -53,7 +53,9 @@ std::vector<std::pair<int, int>> schedule_table(int m, int v, int n) {
 // Megatron's depth-first interleaved 1F1B (forward_backward_pipelining_with_interleaving): rank r
 // holds stages c p + r for chunks c; warm-up (p - r - 1) 2 + (v - 1) N forwards, then one forward and
 // one backward per step; backwards walk the chunks in reverse.
-Schedule make_interleaved(const ScheduleSpec& spec) {
+Schedule make_interleaved(const ScheduleSpec& spec) { return interleaved_order(spec, false); }
+
+Schedule interleaved_order(const ScheduleSpec& spec, bool combined) {
   const int p = spec.ranks, m = spec.microbatches, v = spec.chunks;
   const int n = spec.group_size == 0 ? p : spec.group_size;
   check_interleaved(spec, n);
@@ -64,11 +66,17 @@ Schedule make_interleaved(const ScheduleSpec& spec) {
     auto forward = [&](int k) { return Action{Op::F, table[k].second * p + r, table[k].first}; };
     auto backward = [&](int k) { return Action{Op::BW, (v - 1 - table[k].second) * p + r, table[k].first}; };
     auto& list = s.ranks[static_cast<size_t>(r)];
-    const int warmup = std::min((p - r - 1) * 2 + (v - 1) * n, total);
+    // Megatron's combined 1F1B adds one warm-up forward, so that no step's backward needs its forward.
+    const int warmup = std::min((p - r - 1) * 2 + (v - 1) * n + (combined ? 1 : 0), total);
     for (int k = 0; k < warmup; ++k) list.push_back(forward(k));
     for (int k = 0; k < total - warmup; ++k) {
-      list.push_back(forward(k + warmup));
-      list.push_back(backward(k));
+      const Action f = forward(k + warmup), b = backward(k);
+      if (combined)
+        list.push_back(Action{Op::FB, f.stage, f.microbatch, b.stage, b.microbatch});
+      else {
+        list.push_back(f);
+        list.push_back(b);
+      }
     }
     for (int k = total - warmup; k < total; ++k) list.push_back(backward(k));
   }

@@ -32,6 +32,7 @@ constexpr Family kFamilies[] = {
     {"dualpipev", make_dualpipev, Chunks::Two},
     {"gpipe", make_gpipe, Chunks::One},
     {"interleaved", make_interleaved, Chunks::Vpp},
+    {"interleaved-overlap", make_interleaved_overlap, Chunks::Vpp},
     {"v-half", make_v_half, Chunks::Two},
     {"v-min", make_v_min, Chunks::Two},
     {"zb-auto", make_zb_auto, Chunks::One, true},

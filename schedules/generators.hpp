@@ -34,6 +34,9 @@ struct ScheduleSpec {
 //   interleaved  Megatron's depth-first interleaved 1F1B; v >= 2 chunks per rank (stage c p + r),
 //                m >= p and the last group of N full or at least p micro-batches (Megatron's rule).
 //   bfs          looped breadth-first: interleaved with group size m (v >= 2, m >= p).
+//   interleaved-overlap  interleaved with each steady-state F and the BW after it as one F&B composite:
+//                Megatron-Core's --overlap-moe-expert-parallel-comm, which hides one micro-batch's
+//                expert all-to-alls behind the other's compute.
 //   zb-h1        zero-bubble H1: 1F1B with B and W split, at most p micro-batches pending W per rank.
 //   zb-h2        zero-bubble H2: up to 2(p - r) - 1 warm-up F on rank r, W deferred into the bubbles.
 //                zb-h1 and zb-h2 are one generator; max_pending in p..2p moves between them.

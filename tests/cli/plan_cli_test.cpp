@@ -119,7 +119,7 @@ TEST_CASE("plan --export writes the files and prints them") {
 TEST_CASE("plan: bad input is one line naming the option and the fix") {
   check_error(with(kSmall, {"--export", "nemo"}), "--export: unknown target 'nemo'; use megatron, deepspeed or torchtitan");
   check_error(with(kSmall, {"--export", "megatron"}),
-              "--export megatron: it cannot run schedule zb-h1; use --schedules 1f1b,bfs,interleaved");
+              "--export megatron: it cannot run schedule zb-h1; use --schedules 1f1b,bfs,interleaved,interleaved-overlap");
   check_error(with(kSmall, {"--threads", "-1"}), "--threads: must be 0 (all cores) or more, got -1");
   check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
                "--top", "0"},

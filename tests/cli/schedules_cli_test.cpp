@@ -82,8 +82,8 @@ TEST_CASE("compare: bad input names the option") {
   CliResult r = run_cli(tiny({"compare", "--schedules", "1f1b,zb-h3"}));
   CHECK(r.code == 2);
   CHECK(r.err ==
-        "error: --schedules: unknown schedule 'zb-h3'; known: 1f1b, bfs, dualpipev, gpipe, interleaved, v-half, v-min, "
-        "zb-auto, zb-h1, zb-h2, zb-v\n");
+        "error: --schedules: unknown schedule 'zb-h3'; known: 1f1b, bfs, dualpipev, gpipe, interleaved, "
+        "interleaved-overlap, v-half, v-min, zb-auto, zb-h1, zb-h2, zb-v\n");
   r = run_cli(tiny({"compare", "--schedules", "1f1b,,zb-h1"}));
   CHECK(r.err ==
         "error: --schedules: an empty name in '1f1b,,zb-h1'; give names separated by commas, such as "

@@ -244,7 +244,7 @@ TEST_CASE("export targets are named and checked") {
   CHECK(error_of([] { export_target_from_string("nemo"); }) ==
         "--export: unknown target 'nemo'; use megatron, deepspeed or torchtitan");
   CHECK(export_schedules(ExportTarget::DeepSpeed) == std::vector<std::string>{"1f1b"});
-  CHECK(export_schedules(ExportTarget::Megatron) == std::vector<std::string>{"1f1b", "bfs", "interleaved"});
+  CHECK(export_schedules(ExportTarget::Megatron) == std::vector<std::string>{"1f1b", "bfs", "interleaved", "interleaved-overlap"});
   CHECK(export_recomputes(ExportTarget::DeepSpeed) == std::vector<Recompute>{Recompute::None, Recompute::Full});
 }
 

@@ -101,6 +101,30 @@ TEST_CASE("Megatron-LM: a repeating dense/MoE pattern, capacity padding, and exp
         "--etp 1");
 }
 
+TEST_CASE("Megatron-LM: interleaved-overlap is interleaved with --overlap-moe-expert-parallel-comm") {
+  Evaluation ev = moe_plan("mixtral-8x7b", 1, 2, 8, 8, 64, {16, 16});
+  ev.scenario.schedule = "interleaved-overlap";
+  ev.scenario.parallel.vpp = 2;
+  ScheduleSpec spec{"interleaved-overlap", 2, ev.scenario.parallel.microbatches, 2};
+  ev.schedule = make_schedule(spec);
+  ev.scenario.ranges = split_layers(ev.scenario.model, 4, {8, 8, 8, 8});
+  ev.stages.clear();
+  for (int st = 0; st < 4; ++st) ev.stages.push_back(StageReport{st, st % 2, ev.scenario.ranges[static_cast<size_t>(st)], {}});
+  const std::vector<std::string> a = megatron_arguments(ev);
+  CHECK(after(a, "--num-virtual-stages-per-pipeline-rank") == "2");
+  CHECK(after(a, "--overlap-moe-expert-parallel-comm").empty());
+  CHECK(after(a, "--delay-wgrad-compute").empty());
+  ev.scenario.workload.recompute = Recompute::Full;
+  CHECK(bad_input([&] { megatron_arguments(ev); }) ==
+        "--recompute: Megatron-Core's --overlap-moe-expert-parallel-comm does not run with full recompute; use none or "
+        "selective with interleaved-overlap");
+  ev.scenario.workload.recompute = Recompute::None;
+  ev.scenario.parallel.ep = 1;
+  CHECK(bad_input([&] { megatron_arguments(ev); }) ==
+        "--ep: Megatron-Core overlaps the expert all-to-alls (interleaved-overlap) only with expert parallelism; plan "
+        "with --ep 2 or more, or --schedules interleaved");
+}
+
 TEST_CASE("torchtitan: expert_parallel_degree inside dp_shard x cp x tp; MTP and etp refused; DeepSpeed refuses MoE") {
   Evaluation ev = moe_plan("qwen3-30b-a3b", 1, 2, 8, 8, 64, {24, 24});
   ev.scenario.parallel.zero = 3;

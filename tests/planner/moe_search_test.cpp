@@ -34,7 +34,7 @@ Scenario moe_base(int global_batch) {
 SearchSpace moe_space() {
   SearchSpace space;
   space.gpus = 8;
-  space.schedules = {"1f1b", "interleaved", "dualpipev"};
+  space.schedules = {"1f1b", "interleaved", "interleaved-overlap", "dualpipev"};
   return space;
 }
 

@@ -32,11 +32,12 @@ ScheduleSpec interleaved(int p, int m, int v, int n = 0) {
 }  // namespace
 
 TEST_CASE("schedule names are sorted and unknown names list them") {
-  CHECK(schedule_names() == std::vector<std::string>{"1f1b", "bfs", "dualpipev", "gpipe", "interleaved", "v-half",
-                                                     "v-min", "zb-auto", "zb-h1", "zb-h2", "zb-v"});
+  CHECK(schedule_names() == std::vector<std::string>{"1f1b", "bfs", "dualpipev", "gpipe", "interleaved",
+                                                     "interleaved-overlap", "v-half", "v-min", "zb-auto", "zb-h1",
+                                                     "zb-h2", "zb-v"});
   CHECK(error_of({"x", 4, 8}) ==
-        "--schedule: unknown schedule 'x'; known: 1f1b, bfs, dualpipev, gpipe, interleaved, v-half, v-min, zb-auto, "
-        "zb-h1, zb-h2, zb-v");
+        "--schedule: unknown schedule 'x'; known: 1f1b, bfs, dualpipev, gpipe, interleaved, interleaved-overlap, "
+        "v-half, v-min, zb-auto, zb-h1, zb-h2, zb-v");
   CHECK(chunks_per_rank("interleaved", 3) == 3);
   CHECK(chunks_per_rank("bfs", 4) == 4);
   CHECK(chunks_per_rank("1f1b", 3) == 1);
@@ -365,6 +366,35 @@ TEST_CASE("zb-auto keeps each stage within its memory limit") {
           }
           CHECK(peak <= limit + 1e-9);
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("interleaved-overlap: one more warm-up forward, then each step's F and BW as one composite") {
+  // megatron/core/pipeline_parallel/schedules.py: num_warmup_microbatches + 1 with
+  // overlap_moe_expert_parallel_comm, then combined 1F1B steps.
+  for (int p : {1, 2, 4}) {
+    for (int m : {p, 2 * p, 3 * p}) {
+      const Schedule merged = make_schedule({"interleaved-overlap", p, m, 2});
+      INFO("p " << p << " m " << m);
+      validate(merged);
+      CHECK(merged.name == "interleaved-overlap");
+      for (int r = 0; r < p; ++r) {
+        const std::vector<Action>& list = merged.ranks[static_cast<size_t>(r)];
+        const int warmup = std::min((p - r - 1) * 2 + p + 1, 2 * m);
+        int composites = 0, forwards = 0, backwards = 0;
+        for (const Action& a : list) {
+          composites += a.op == Op::FB ? 1 : 0;
+          forwards += a.op == Op::F ? 1 : 0;
+          backwards += a.op == Op::BW ? 1 : 0;
+          if (a.op == Op::FB) CHECK(a.microbatch != a.microbatch2);
+        }
+        CHECK(forwards == warmup);
+        CHECK(composites == 2 * m - warmup);
+        CHECK(backwards == warmup);
+        // The warm-up forwards first, the cool-down backwards last.
+        for (int k = 0; k < warmup; ++k) CHECK(list[static_cast<size_t>(k)].op == Op::F);
       }
     }
   }

@@ -38,7 +38,7 @@ TEST_CASE("csv export: PyTorch's letters, one \\r\\n-terminated row per rank") {
 TEST_CASE("csv round trip: every family, compute-only and lowered") {
   for (const std::string& name : schedule_names()) {
     for (int p = 1; p <= 4; ++p) {
-      const int chunks = name == "interleaved" || name == "bfs" ? 2 : 1;
+      const int chunks = chunks_per_rank(name, 2);
       const Schedule s = make_schedule({name, p, 2 * p, chunks});
       for (const Schedule& original : {s, lower(s)}) {
         INFO(name << " p" << p << " lowered " << original.lowered);

@@ -17,7 +17,7 @@ TEST_CASE("every family simulates to the ASAP makespan on the ideal cluster", "[
   for (const std::string& name : schedule_names()) {
     for (int p = 1; p <= 4; ++p) {
       const bool v_shaped = name == "zb-v" || name == "v-half" || name == "v-min" || name == "dualpipev";
-      const int chunks = name == "interleaved" || name == "bfs" ? 2 : 1;
+      const int chunks = chunks_per_rank(name, 2);
       const int stages = p * (v_shaped ? 2 : chunks);
       CAPTURE(name, p);
       const Schedule s = generated(name, p, 2 * p, chunks);
