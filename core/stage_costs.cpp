@@ -253,16 +253,6 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     sc.backward_input_s += dispatch;
     sc.backward_weight_s += dispatch;
     sc.overlapped_fb_s = cost.overlapped_fb_time(sc.forward_s, sc.backward_input_s + sc.backward_weight_s);
-    // Routed experts: in an F&B composite each half's all-to-alls run while the other half computes, and only
-    // what that compute cannot cover shows (DualPipe's overlap; Megatron's --overlap-moe-expert-parallel-comm).
-    if (sc.expert_comm_forward_s + sc.expert_comm_backward_s > 0) {
-      const double forward_compute = sc.forward_s - sc.expert_comm_forward_s;
-      const double backward_compute = sc.backward_input_s + sc.backward_weight_s - sc.expert_comm_backward_s;
-      const double overlapped = forward_compute + backward_compute +
-                                std::max(0.0, sc.expert_comm_forward_s - backward_compute) +
-                                std::max(0.0, sc.expert_comm_backward_s - forward_compute);
-      sc.overlapped_fb_s = sc.overlapped_fb_s > 0 ? std::min(sc.overlapped_fb_s, overlapped) : overlapped;
-    }
     sc.output_bytes = work[r.last].output_bytes;
     // A layer graph's edges that cross this boundary are relayed through it: each source's output once
     // (edges without bytes carry it; the last layer's own is counted above), each edge with bytes apart.

@@ -28,8 +28,8 @@ struct StageCost {
   // kernel; 0: the halves' sum, F + B + W, as if they ran one after the other.
   double overlapped_fb_s = 0;
   // Of forward_s and backward_input_s, the expert-parallel all-to-alls (and etp collectives): what an F&B
-  // composite of two micro-batches hides behind the other's compute (DualPipe's overlap, Megatron's
-  // --overlap-moe-expert-parallel-comm).
+  // composite of two micro-batches hides behind the other's compute (core/overlapped_pair.hpp; DualPipe's
+  // overlap, Megatron's --overlap-moe-expert-parallel-comm).
   double expert_comm_forward_s = 0;
   double expert_comm_backward_s = 0;
   double activation_bytes = 0;   // allocated at F, per micro-batch

@@ -59,6 +59,8 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
     t.fastest_fb = fast.fastest_fb;
     t.fastest_compute = fast.fastest_compute;
     t.fastest_fb_compute = fast.fastest_fb_compute;
+    t.fastest_bw = fast.fastest_bw;
+    t.fastest_b = fast.fastest_b;
     t.total_time = fast.total_time;
     t.max_time = fast.max_time;
     return t;
@@ -76,6 +78,8 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
   t.fastest_fb.assign(model.layers.size(), kInf);
   t.fastest_compute.assign(model.layers.size(), kInf);
   t.fastest_fb_compute.assign(model.layers.size(), kInf);
+  t.fastest_bw.assign(model.layers.size(), kInf);
+  t.fastest_b.assign(model.layers.size(), kInf);
   for (int first : tp_group_gpus) {
     const GpuSpec& gpu = cluster.gpu_at(first);
     const LinkSpec link = group_link(cluster, first, 1, tp);
@@ -91,6 +95,8 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
       t.fastest_compute[i] = std::min(t.fastest_compute[i], compute(Phase::Forward) + compute(Phase::BackwardInput) +
                                                                 compute(Phase::BackwardWeight));
       t.fastest_fb_compute[i] = std::min(t.fastest_fb_compute[i], compute(Phase::Forward) + compute(Phase::BackwardInput));
+      t.fastest_bw[i] = std::min(t.fastest_bw[i], b + w);
+      t.fastest_b[i] = std::min(t.fastest_b[i], b);
       t.fastest[i] = std::min(t.fastest[i], f + b + w);
       t.fastest_fb[i] = std::min(t.fastest_fb[i], f + b);
     }
@@ -139,10 +145,33 @@ double smallest_cap(double lo, double hi, Fits fits) {
 // bisection finds it with empty stages allowed (no constraint), which can only lower it. A greedy pass
 // that gives each stage as many layers as fit is optimal: consuming more layers earlier only raises the
 // next stage's allowance, P (1 - 1/m) + C / m.
+// Proof. overlapped_pair_time is at least both halves' compute, at least the forward half and at least the
+// backward half (core/overlapped_pair.hpp), so at least any mix a x compute + b x F + c x (B + W) of them with
+// a + b + c = 1, charged half by half: the forward half a x its compute + b x F, the backward half a x its
+// compute + c x (B + W). An action alone costs at least its part of each. So each vertex (compute, forward,
+// backward) is a per-layer cost that no schedule's actions undercut, additive over layers as the bounds
+// need; the fill chain takes the same parts of F + B (the backward vertex: B alone).
 LayerTable with_all_to_alls_hidden(const LayerTable& t) {
+  const size_t n = t.fastest.size();
+  std::vector<double> forward(n), forward_b(n);
+  double compute = 0, forwards = 0, backwards = 0;
+  for (size_t i = 0; i < n; ++i) {
+    forward[i] = t.fastest[i] - t.fastest_bw[i];
+    compute += t.fastest_compute[i];
+    forwards += forward[i];
+    backwards += t.fastest_bw[i];
+  }
   LayerTable out = t;
-  out.fastest = t.fastest_compute;
-  out.fastest_fb = t.fastest_fb_compute;
+  if (compute >= forwards && compute >= backwards) {
+    out.fastest = t.fastest_compute;
+    out.fastest_fb = t.fastest_fb_compute;
+  } else if (forwards >= backwards) {
+    out.fastest = forward;
+    out.fastest_fb = forward;
+  } else {
+    out.fastest = t.fastest_bw;
+    out.fastest_fb = t.fastest_b;
+  }
   out.total_time = 0;
   out.max_time = 0;
   for (double c : out.fastest) {
@@ -338,6 +367,8 @@ double step_time_bound(const Schedule& s, const std::vector<StageCost>& stages, 
     times.b.push_back(c.backward_input_s);
     times.w.push_back(c.backward_weight_s);
     times.fb.push_back(c.overlapped_fb_s);  // 0: the halves' sum, as the simulator charges it
+    times.comm_f.push_back(c.expert_comm_forward_s);
+    times.comm_b.push_back(c.expert_comm_backward_s);
   }
   auto alone = [&](int from_rank, int to_rank, double bytes) {
     if (cluster.ideal) return 0.0;

@@ -24,8 +24,9 @@ struct LayerTable {
   std::vector<double> fastest_fb;    // per layer: F + B seconds, likewise
   double total_time = 0;             // sum of `fastest`
   double max_time = 0;               // largest entry of `fastest`
-  // The same without the expert-parallel all-to-alls, which an F&B composite may hide entirely.
-  std::vector<double> fastest_compute, fastest_fb_compute;
+  // Per layer: F + B + W and F + B without the expert-parallel all-to-alls (which an F&B composite may hide),
+  // and B + W and B with them.
+  std::vector<double> fastest_compute, fastest_fb_compute, fastest_bw, fastest_b;
   double parameters = 0;             // sum of work[i].parameters
   double activations = 0;            // sum of work[i].activation_bytes (one micro-batch)
 };
@@ -37,8 +38,8 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
                             const CostModel& cost, const std::vector<int>& tp_group_gpus,
                             const AllToAllLinks& ep_links = {});
 
-// The table with every layer's all-to-alls hidden (its times without them): what bounds a schedule of F&B
-// composites, each of which can hide one half's all-to-alls behind the other's compute.
+// What bounds a schedule of F&B composites, each of which can hide one half's all-to-alls behind the other's
+// compute: per layer the compute alone, or the forward alone, or the backward alone, whichever totals most.
 LayerTable with_all_to_alls_hidden(const LayerTable& t);
 
 // An ep group's all-to-all at its cheapest on a uniform cluster: as many peers as a node holds inside it, the

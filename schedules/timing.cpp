@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/overlapped_pair.hpp"
 #include "schedules/parts.hpp"
 #include "schedules/validate.hpp"
 
@@ -27,6 +28,9 @@ void check_sizes(const StageTimes& t, int stages) {
     throw_bad_input("stage times: comm needs one time per stage boundary ({}), got {}", stages - 1, t.comm.size());
   if (!t.fb.empty() && t.fb.size() != n)
     throw_bad_input("stage times: fb needs one time per stage ({}), got {}", stages, t.fb.size());
+  if ((!t.comm_f.empty() || !t.comm_b.empty()) && (t.comm_f.size() != n || t.comm_b.size() != n))
+    throw_bad_input("stage times: comm_f and comm_b need one time per stage ({}), got {} and {}", stages,
+                    t.comm_f.size(), t.comm_b.size());
 }
 
 double duration(const Action& a, const StageTimes& t) {
@@ -38,8 +42,10 @@ double duration(const Action& a, const StageTimes& t) {
     case Op::BW: return t.b[s] + t.w[s];
     case Op::FB: {
       const auto s2 = static_cast<size_t>(a.stage2);
-      if (!t.fb.empty() && t.fb[s] > 0) return t.fb[s];
-      return t.f[s] + t.b[s2] + t.w[s2];
+      double pair = !t.fb.empty() && t.fb[s] > 0 ? t.fb[s] : t.f[s] + t.b[s2] + t.w[s2];
+      if (!t.comm_f.empty() && t.comm_f[s] + t.comm_b[s2] > 0)
+        pair = std::min(pair, overlapped_pair_time(t.f[s], t.comm_f[s], t.b[s2] + t.w[s2], t.comm_b[s2]));
+      return pair;
     }
     default: return 0;
   }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/overlapped_pair.hpp"
 #include "sim/engine.hpp"
 
 namespace pw {
@@ -220,13 +221,20 @@ class PipelineSimulation {
             if (a.op == Op::B || a.op == Op::BW) done[key] |= 2;
             break;
           case Op::FB: {
-            // The overlapped pair's own time when the forward half's stage gives one; otherwise the
+            // With expert all-to-alls, each half's run while the other computes (core/overlapped_pair.hpp);
+            // else the overlapped pair's own time when the forward half's stage gives one; otherwise the
             // forward of one plus the full backward of the other, as if run one after the other.
             const ComputeCost& f = costs_[static_cast<std::size_t>(a.stage * kOpsPerStage + op_slot(Op::F))];
             const ComputeCost& b = costs_[static_cast<std::size_t>(a.stage2 * kOpsPerStage + op_slot(Op::BW))];
-            const double overlapped = in_.stages[static_cast<std::size_t>(a.stage)].overlapped_fb_s;
+            const StageCost& forward_stage = in_.stages[static_cast<std::size_t>(a.stage)];
+            const StageCost& backward_stage = in_.stages[static_cast<std::size_t>(a.stage2)];
+            const double overlapped = forward_stage.overlapped_fb_s;
             ComputeCost fb = f;
             fb.duration = overlapped > 0 ? overlapped : f.duration + b.duration;
+            if (forward_stage.expert_comm_forward_s + backward_stage.expert_comm_backward_s > 0)
+              fb.duration = std::min(fb.duration,
+                                     overlapped_pair_time(f.duration, forward_stage.expert_comm_forward_s, b.duration,
+                                                          backward_stage.expert_comm_backward_s));
             fb.release = b.release;
             fb.held_end = b.held_end;
             fb.grad_stage = b.grad_stage;
