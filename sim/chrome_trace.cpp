@@ -16,7 +16,7 @@ double micros(double seconds) { return std::round(seconds * 1e9) / 1e3; }
 
 int tid_of(Lane lane) { return static_cast<int>(lane); }
 
-constexpr Lane kLanes[] = {Lane::Compute, Lane::Send, Lane::Recv, Lane::Collective, Lane::Optimizer};
+constexpr Lane kLanes[] = {Lane::Compute, Lane::Send, Lane::Recv, Lane::Collective, Lane::Optimizer, Lane::AllToAll};
 
 json metadata(const char* what, int pid, int tid, json args) {
   json e = {{"name", what}, {"ph", "M"}, {"pid", pid}, {"args", std::move(args)}};
@@ -60,7 +60,11 @@ void ChromeTraceWriter::on_event(const SimEvent& e) {
       args["microbatch2"] = e.action.microbatch2;
     }
   }
-  if (e.lane != Lane::Compute && e.lane != Lane::Optimizer) args["bytes"] = e.bytes;
+  if (e.lane == Lane::AllToAll) {
+    name = "all-to-all " + to_text(e.action);
+    all_to_all_ = true;
+  }
+  if (e.lane != Lane::Compute && e.lane != Lane::Optimizer && e.lane != Lane::AllToAll) args["bytes"] = e.bytes;
   args["predicted_us"] = micros(e.end_s - e.start_s);
   if (e.lane == Lane::Compute && e.rank >= 0 && e.rank < static_cast<int>(stages_.size())) {
     stages_[static_cast<std::size_t>(e.rank)].insert(e.action.stage);
@@ -109,6 +113,7 @@ nlohmann::json ChromeTraceWriter::trace() const {
         {{"name", label != labels_.end() ? label->second : default_label(r, stages_[static_cast<std::size_t>(r)])}}));
     events.push_back(metadata("process_sort_index", r, -1, {{"sort_index", r}}));
     for (Lane lane : kLanes) {
+      if (lane == Lane::AllToAll && !all_to_all_) continue;  // models without routed experts have none
       events.push_back(metadata("thread_name", r, tid_of(lane), {{"name", to_string(lane)}}));
       events.push_back(metadata("thread_sort_index", r, tid_of(lane), {{"sort_index", tid_of(lane)}}));
     }

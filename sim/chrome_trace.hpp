@@ -1,7 +1,8 @@
 #pragma once
 // An observer that writes the simulated iteration as a Chrome trace / Perfetto JSON timeline:
-// pid = pipeline rank, tid = lane (compute, send, recv, collective, optimizer), complete (X) events with ts and dur
-// in microseconds, flow arrows (s/f) from each send to its receive, and a "memory" counter per rank.
+// pid = pipeline rank, tid = lane (compute, send, recv, collective, optimizer, and all-to-all for routed
+// experts), complete (X) events with ts and dur in microseconds, flow arrows (s/f) from each send to its
+// receive, and a "memory" counter per rank.
 // The executor writes the same schema, so a simulated and a measured trace open side by side.
 #include <map>
 #include <set>
@@ -39,6 +40,7 @@ class ChromeTraceWriter : public SimObserver {
   nlohmann::json other_data_;
   std::vector<std::set<int>> stages_;  // per rank, from the compute events
   std::map<int, std::string> labels_;
+  bool all_to_all_ = false;  // an all-to-all event was seen: the lane is named
 };
 
 // Writes a JSON document to a file (two-space indent off: traces get large) with write_output_file.

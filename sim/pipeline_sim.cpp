@@ -20,6 +20,7 @@ const char* to_string(Lane lane) {
     case Lane::Recv: return "recv";
     case Lane::Collective: return "collective";
     case Lane::Optimizer: return "optimizer";
+    case Lane::AllToAll: return "all-to-all";
   }
   return "?";
 }
@@ -548,7 +549,12 @@ class PipelineSimulation {
       if (observer_) observer_->on_memory(r, now, R.bytes);
     }
     R.held += c.held_end;
-    if (observer_) emit(r, Lane::Compute, R.pc, R.compute_start, now, 0, -1);
+    if (observer_) {
+      emit(r, Lane::Compute, R.pc, R.compute_start, now, 0, -1);
+      const Action& a = schedule_.ranks[static_cast<std::size_t>(r)][R.pc];
+      const double all_to_all = std::min(now - R.compute_start, all_to_all_seconds(a));
+      if (all_to_all > 0) emit(r, Lane::AllToAll, a, R.compute_start, R.compute_start + all_to_all, 0, -1);
+    }
     if (c.grad_stage >= 0) gradients_done(r, static_cast<std::size_t>(c.grad_stage));
     ++R.pc;
     advance(r);
@@ -684,6 +690,18 @@ class PipelineSimulation {
     }
     R.collective.finish();
     try_collective(r);
+  }
+
+  // The expert all-to-alls a compute action runs (the AllToAll lane).
+  double all_to_all_seconds(const Action& a) const {
+    const auto stage = [&](int s) -> const StageCost& { return in_.stages[static_cast<std::size_t>(s)]; };
+    switch (a.op) {
+      case Op::F: return stage(a.stage).expert_comm_forward_s;
+      case Op::B:
+      case Op::BW: return stage(a.stage).expert_comm_backward_s;
+      case Op::FB: return stage(a.stage).expert_comm_forward_s + stage(a.stage2).expert_comm_backward_s;
+      default: return 0;
+    }
   }
 
   void emit(int r, Lane lane, std::uint32_t index, double start, double end, double bytes, long flow) {

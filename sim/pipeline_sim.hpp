@@ -15,7 +15,7 @@
 
 namespace pw {
 
-enum class Lane { Compute, Send, Recv, Collective, Optimizer };
+enum class Lane { Compute, Send, Recv, Collective, Optimizer, AllToAll };
 const char* to_string(Lane lane);
 
 // One thing that took time in the simulated world. By lane:
@@ -28,6 +28,10 @@ const char* to_string(Lane lane);
 //               microbatch -1 (all of them); bytes: the stage's gradients (StageCost::grad_reduce_bytes).
 //   Optimizer   the rank's optimizer step over all its stages, after the iteration's flush (synchronous) or its
 //               own last action and reductions; action stage and microbatch -1 (optimizer_step_event).
+//   AllToAll    the expert-parallel all-to-alls of one compute action (the same action), from its start for
+//               as long as they take (StageCost::expert_comm_*: its MoE layers' dispatches and combines,
+//               interleaved with their compute inside the action); in an F&B composite, both halves' at once,
+//               as they run beside the other half's compute. Only for stages with routed experts.
 struct SimEvent {
   int rank = 0;
   Lane lane = Lane::Compute;

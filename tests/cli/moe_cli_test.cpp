@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "cli_test_util.hpp"
 
 TEST_CASE("simulate --ep reports the expert all-to-all and its share of the step") {
@@ -63,4 +65,37 @@ TEST_CASE("bad expert settings: one line naming the option, exit 2") {
                "--ep", "16"}) ==
         "error: --ep: no expert-parallel degree equal to 16 divides both the 8 routed experts of 'mixtral-8x7b' and the "
         "tp x cp x dp GPUs of a stage with etp 1; give an --ep dividing 8 and those GPUs\n");
+}
+
+TEST_CASE("simulate --trace puts each action's all-to-alls on a lane of their own") {
+  const std::string path = std::string(PIPEWRIGHT_TEST_TMP) + "/moe_trace.json";
+  const auto trace_of = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"--trace", path});
+    REQUIRE(run_cli(args).code == 0);
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+  };
+  const nlohmann::json t = trace_of({"simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--pp", "2",
+                                     "--dp", "8", "--ep", "8", "--vpp", "2", "--schedule", "interleaved-overlap",
+                                     "--microbatches", "4", "--rank-order", "tp-dp-pp"});
+  int named = 0, all_to_all = 0, composites = 0, compute = 0;
+  for (const nlohmann::json& e : t.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name" && e.at("args").at("name") == "all-to-all") ++named;
+    compute += e.value("cat", "") == "compute" ? 1 : 0;
+    if (e.value("cat", "") != "all-to-all") continue;
+    ++all_to_all;
+    CHECK(e.at("tid") == 5);
+    CHECK(e.at("dur").get<double>() > 0);
+    composites += e.at("args").at("op") == "FB" ? 1 : 0;
+  }
+  CHECK(named == 2);  // one lane per rank
+  // Every stage holds MoE blocks, so every compute action has its all-to-all event, composites included.
+  CHECK(all_to_all == compute);
+  CHECK(composites > 0);
+  const nlohmann::json dense = trace_of({"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--pp", "2",
+                                         "--microbatches", "4"});
+  for (const nlohmann::json& e : dense.at("traceEvents")) {
+    CHECK(e.value("cat", "") != "all-to-all");
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") CHECK(e.at("args").at("name") != "all-to-all");
+  }
 }
