@@ -81,10 +81,11 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
                                        s.parallel.overlap_grad_reduce ? "buckets overlapped with the last backward"
                                                                       : "reduced after the last backward"));
   if (m.expert_all_to_all_s > 0)
-    row("expert all-to-all", fmt::format("{} on the busiest rank ({} of the step; ep {}{}{})",
+    row("expert all-to-all", fmt::format("{} on the busiest rank ({} of the step; ep {}{}{}{})",
                                          format_seconds(m.expert_all_to_all_s),
                                          format_percent(m.step_time_s > 0 ? m.expert_all_to_all_s / m.step_time_s : 0),
                                          s.parallel.ep, s.parallel.etp > 1 ? fmt::format(", etp {}", s.parallel.etp) : "",
+                                         s.workload.dispatcher == Workload::Dispatcher::Flex ? ", flex dispatcher" : "",
                                          has_composites(ev.schedule) ? ", partly hidden in F&B composites" : ""));
   if (!s.synchronous_optimizer)
     row("optimizer step", fmt::format("post-validated, steady state of {} iterations", ev.sim.iterations));

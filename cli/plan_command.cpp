@@ -52,6 +52,7 @@ struct PlanOptions {
   std::string precision = "bf16";
   CLI::Option* precision_option = nullptr;
   DpOptions dp_options;
+  MoeOptions moe_options;
   std::vector<std::string> cost_params;
   std::string profile;
   bool allow_large = false;
@@ -395,6 +396,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.flash_attention = o.flash_attention;
   base.workload.precision = precision_from_string(o.precision);
   o.dp_options.apply(base.parallel);
+  o.moe_options.apply(base.workload);
   if (target) check_zero_level(*target, base.parallel.zero);
   // DeepSpeed's pipeline engine reduces after the last backward: plan it so, unless the user asked
   // otherwise (then the export says why it cannot).
@@ -511,6 +513,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   add_flash_attention_flag(*cmd, o->flash_attention);
   o->precision_option = add_precision_option(*cmd, o->precision);
   o->dp_options.add_to(*cmd);
+  o->moe_options.add_to(*cmd);
   cmd->add_option("--cost-param", o->cost_params, "Override a cost-model parameter, NAME=VALUE; repeatable");
   cmd->add_option("--profile", o->profile,
                   "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the analytic "

@@ -23,8 +23,7 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
                  "Expert-parallel degree: each MoE layer's routed experts spread over this many GPUs, folded into the "
                  "tp x cp x dp GPUs of a stage (Megatron-Core's parallel folding)");
   cmd.add_option("--etp", etp, "Expert tensor-parallel degree: each routed expert's matrices split over this many GPUs");
-  cmd.add_option("--capacity-factor", capacity_factor,
-                 "Routed tokens each expert takes, as a multiple of the average, padded to it; 0: dropless (default)");
+  moe_options.add_to(cmd);
   cmd.add_option("--pp", pp, "Pipeline-parallel degree (ranks)");
   cmd.add_option("--dp", dp, "Data-parallel degree");
   cmd.add_option("--vpp", vpp, "Model chunks per pipeline rank (interleaved)");
@@ -148,7 +147,7 @@ Scenario ScenarioOptions::to_scenario() const {
   s.workload.cp = cp;
   s.workload.ep = ep;
   s.workload.etp = etp;
-  s.workload.capacity_factor = capacity_factor;
+  moe_options.apply(s.workload);
   s.workload.sequence_parallel = !no_sequence_parallel;
   s.workload.flash_attention = flash_attention;
   s.workload.precision = precision_from_string(precision);
@@ -172,7 +171,7 @@ Scenario ScenarioOptions::to_scenario() const {
 namespace {
 
 // The scenario options a plan file replaces; giving one with --plan would be ambiguous.
-constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--cp", "--ep", "--etp", "--capacity-factor", "--pp", "--dp", "--vpp", "--microbatches",
+constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--cp", "--ep", "--etp", "--capacity-factor", "--dispatcher", "--pp", "--dp", "--vpp", "--microbatches",
                                       "--global-batch-size", "--micro-batch-size", "--seq-len", "--schedule",
                                       "--schedule-csv", "--max-pending", "--split", "--recompute", "--stage-recompute",
                                       "--rank-order", "--no-sequence-parallel", "--flash-attention", "--group-size"};

@@ -12,6 +12,7 @@
 #include "cli/cost_model_chain.hpp"
 #include "cli/output_path.hpp"
 #include "core/analytic_cost_model.hpp"
+#include "cli/moe_options.hpp"
 #include "core/error.hpp"
 #include "planner/plan_file.hpp"
 #include "sim/scenario.hpp"
@@ -23,7 +24,7 @@ struct ScenarioOptions {
   std::string cluster;
   int tp = 1, cp = 1, pp = 1, dp = 1, vpp = 1;
   int ep = 1, etp = 1;          // expert parallelism (core/expert_parallel.hpp)
-  double capacity_factor = 0;   // 0: dropless
+  MoeOptions moe_options;
   std::optional<int> microbatches;
   std::optional<int> global_batch_size;
   int micro_batch_size = 1;

@@ -168,24 +168,38 @@ double AnalyticCostModel::cp_ring_time(const LayerWork& work, Phase phase, const
   return 0;
 }
 
-double AnalyticCostModel::all_to_all_time(double bytes, const AllToAllLinks& l) const {
+double AnalyticCostModel::all_to_all_time(double bytes, const AllToAllLinks& l, const RoutedDispatch& dispatch) const {
   if (l.ranks <= 1 || bytes <= 0) return 0;
+  const auto over = [&](double volume, const LinkSpec& link) {
+    if (volume <= 0) return 0.0;
+    if (!(link.bandwidth_bytes_per_s > 0))
+      throw_bad_input("cluster: link bandwidth is {} B/s; give a positive bandwidth", link.bandwidth_bytes_per_s);
+    return link.latency_s + volume / (link.bandwidth_bytes_per_s * params_.collective_efficiency);
+  };
   // Each rank sends bytes / ep to every member (itself too, a local copy) at once: the peers inside its node
   // share its NVLink bandwidth, those across nodes its network bandwidth, both at a collective's busbw.
   const double to_each = bytes / l.ranks;
-  const auto over = [&](int peers, const LinkSpec& link) {
-    if (peers == 0) return 0.0;
-    if (!(link.bandwidth_bytes_per_s > 0))
-      throw_bad_input("cluster: link bandwidth is {} B/s; give a positive bandwidth", link.bandwidth_bytes_per_s);
-    return link.latency_s + peers * to_each / (link.bandwidth_bytes_per_s * params_.collective_efficiency);
-  };
-  return std::max(over(l.in_node, l.in_node_link), over(l.across, l.across_link));
+  double in_node = l.in_node * to_each, across = l.across * to_each;
+  const int per_node = l.in_node + 1;
+  const int nodes = l.ranks / per_node;
+  if (dispatch.node_dedup && l.across > 0 && nodes > 1 && dispatch.top_k > 0 && dispatch.experts > 0) {
+    // One copy of a token to each other node that holds any of its top_k experts (uniform routing over the
+    // experts, spread evenly over the ep group's nodes): P(a node is hit) = 1 - C(E - E/G, k) / C(E, k).
+    const double experts = dispatch.experts, per = experts / nodes;
+    double missed = 1;
+    for (int i = 0; i < dispatch.top_k; ++i) missed *= std::max(0.0, experts - per - i) / (experts - i);
+    const double token_bytes = bytes / dispatch.top_k;
+    across = token_bytes * (nodes - 1) * (1 - missed);
+    // Inside each node every copy goes to its expert's GPU: those arriving from other nodes are forwarded.
+    in_node = bytes * l.in_node / per_node;
+  }
+  return std::max(over(in_node, l.in_node_link), over(across, l.across_link));
 }
 
 double AnalyticCostModel::phase_expert_comm(const PhaseWork& work, const AllToAllLinks& links) const {
   const double load = work.routed_padded ? 1.0 : params_.moe_load_imbalance;
   double t = 0;
-  for (double bytes : work.all_to_alls) t += all_to_all_time(bytes * load, links);
+  for (double bytes : work.all_to_alls) t += all_to_all_time(bytes * load, links, work.dispatch);
   for (const Collective& c : work.etp_collectives) t += collective_time(c.kind, c.bytes * load, links.etp, links.etp_link);
   return t;
 }

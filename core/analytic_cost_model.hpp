@@ -63,8 +63,9 @@ class AnalyticCostModel : public CostModel {
                     const LinkSpec& tp_link, int tp) const override;
   double cp_ring_time(const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& cp_link) const override;
   double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const override;
-  // One all-to-all of `bytes` per rank (itself included) over the ep group, at the average load.
-  double all_to_all_time(double bytes, const AllToAllLinks& links) const;
+  // One all-to-all of `bytes` per rank (itself included: k copies of its tokens) over the ep group, at the
+  // average load, its copies routed as `dispatch` says.
+  double all_to_all_time(double bytes, const AllToAllLinks& links, const RoutedDispatch& dispatch = {}) const;
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;

@@ -69,6 +69,7 @@ Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq, int
     r.shared_f = m.shared_expert_ffn;
     r.shared_gate = m.shared_expert_gate;
     r.capacity = w.capacity_factor;
+    r.node_dedup = w.dispatcher == Workload::Dispatcher::Flex;
     r.pairs = d.tokens_per_rank() * r.k * r.etp * (r.capacity > 0 ? r.capacity : 1.0);
   }
   return d;
@@ -539,6 +540,7 @@ void add_work(PhaseWork& work, const PhaseWork& more) {
   work.routed_gemm_flops += more.routed_gemm_flops;
   work.routed_padded = work.routed_padded || more.routed_padded;
   work.all_to_alls.insert(work.all_to_alls.end(), more.all_to_alls.begin(), more.all_to_alls.end());
+  if (!more.all_to_alls.empty()) work.dispatch = more.dispatch;
   work.etp_collectives.insert(work.etp_collectives.end(), more.etp_collectives.begin(), more.etp_collectives.end());
 }
 

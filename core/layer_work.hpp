@@ -22,6 +22,16 @@ struct Collective {
   double bytes = 0;
 };
 
+// How a phase's all-to-alls carry the token copies: each to its expert's GPU (Megatron's alltoall
+// dispatcher), or, with node_dedup, one copy per token to each other node hosting any of its top_k of the
+// `experts` experts, spread to those experts over the node's links (DeepEP and HybridEP, Megatron's flex
+// dispatcher).
+struct RoutedDispatch {
+  int experts = 0;
+  int top_k = 0;
+  bool node_dedup = false;
+};
+
 // One phase (F, B or W) of one layer: compute-bound GEMM FLOPs, attention-core FLOPs (QK^T, AV and
 // their gradients), memory-bound bytes (norms, activations functions, softmax, residuals, optimizer-free
 // elementwise work) and the number of kernel launches.
@@ -42,8 +52,10 @@ struct PhaseWork {
   double routed_gemm_flops = 0;
   bool routed_padded = false;
   // Expert parallelism's all-to-alls in this phase (token dispatch and combine, or their gradients): for
-  // each, the bytes this rank sends to the ep group, itself included, at the average load.
+  // each, the bytes this rank sends to the ep group, itself included, at the average load (k copies of
+  // each token), and how they are routed (Workload::dispatcher).
   std::vector<double> all_to_alls;
+  RoutedDispatch dispatch;
   // Expert tensor parallelism's collectives over the etp group (its tokens gathered, its outputs reduced).
   std::vector<Collective> etp_collectives;
 

@@ -25,6 +25,11 @@ double expert_f(const Dims& d) { return d.routed.f / d.routed.etp; }
 double local_weights(const Dims& d, double width) { return kBf16 * d.routed.local * d.h * width; }
 bool padded(const Dims& d) { return d.routed.capacity > 0; }
 
+void all_to_all(PhaseWork& p, const Dims& d) {
+  p.all_to_alls.push_back(kBf16 * sent_pairs(d) * d.h);
+  p.dispatch = RoutedDispatch{static_cast<int>(d.routed.experts), static_cast<int>(d.routed.k), d.routed.node_dedup};
+}
+
 void etp_collective(PhaseWork& p, const Dims& d, CollectiveKind kind) {
   if (d.routed.etp > 1) p.etp_collectives.push_back({kind, kBf16 * d.routed.pairs * d.h});
 }
@@ -39,13 +44,13 @@ void moe_forward(PhaseWork& p, const Dims& d) {
   gemm(p, tokens, d.h, r.experts, 1);                 // router (whole on every rank)
   elementwise(p, 3 * kFp32 * tokens * r.experts);     // scores (softmax or sigmoid), top-k
   elementwise(p, 2 * kBf16 * sent_pairs(d) * d.h);    // permute: each token copied to its experts
-  p.all_to_alls.push_back(kBf16 * sent_pairs(d) * d.h);  // dispatch
+  all_to_all(p, d);  // dispatch
   etp_collective(p, d, CollectiveKind::AllGather);
   routed_gemm(p, 2 * r.pairs * d.h * expert_in(d), local_weights(d, expert_in(d)), padded(d));  // fc1
   elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * r.pairs * expert_f(d));
   routed_gemm(p, 2 * r.pairs * expert_f(d) * d.h, local_weights(d, expert_f(d)), padded(d));    // fc2
   etp_collective(p, d, CollectiveKind::ReduceScatter);
-  p.all_to_alls.push_back(kBf16 * sent_pairs(d) * d.h);  // combine
+  all_to_all(p, d);  // combine
   elementwise(p, kBf16 * (sent_pairs(d) + tokens) * d.h);  // unpermute, weighted by the router's scores
   if (r.shared_f > 0) {
     gemm(p, d.n(), d.h, shared_in(d), d.t);
@@ -61,13 +66,13 @@ void moe_backward_input(PhaseWork& p, const Dims& d) {
   const double tokens = d.tokens_per_rank();
   const RoutedShape& r = d.routed;
   elementwise(p, kBf16 * (sent_pairs(d) + tokens) * d.h);  // unpermute backward (and the scores' gradient)
-  p.all_to_alls.push_back(kBf16 * sent_pairs(d) * d.h);    // combine's gradient
+  all_to_all(p, d);  // combine's gradient
   etp_collective(p, d, CollectiveKind::AllGather);
   routed_gemm(p, 2 * r.pairs * d.h * expert_f(d), local_weights(d, expert_f(d)), padded(d));    // fc2 dgrad
   elementwise(p, (d.swiglu ? 5 : 3) * kBf16 * r.pairs * expert_f(d));
   routed_gemm(p, 2 * r.pairs * expert_in(d) * d.h, local_weights(d, expert_in(d)), padded(d));  // fc1 dgrad
   etp_collective(p, d, CollectiveKind::ReduceScatter);
-  p.all_to_alls.push_back(kBf16 * sent_pairs(d) * d.h);    // dispatch's gradient
+  all_to_all(p, d);  // dispatch's gradient
   elementwise(p, 2 * kBf16 * sent_pairs(d) * d.h);         // permute backward: copies summed per token
   elementwise(p, 3 * kFp32 * tokens * r.experts);          // scores backward
   gemm(p, tokens, r.experts, d.h, 1);                      // router dgrad

@@ -41,6 +41,14 @@ const char* to_string(Recompute r) {
   return "none";
 }
 
+const char* to_string(Workload::Dispatcher d) { return d == Workload::Dispatcher::Flex ? "flex" : "alltoall"; }
+
+Workload::Dispatcher dispatcher_from_string(const std::string& text) {
+  if (text == "alltoall") return Workload::Dispatcher::AllToAll;
+  if (text == "flex") return Workload::Dispatcher::Flex;
+  throw_bad_input("--dispatcher: '{}' is not a token dispatcher; use alltoall or flex (DeepEP, HybridEP)", text);
+}
+
 Recompute recompute_from_string(const char* text) {
   const std::string_view t = text ? text : "";
   if (t == "none") return Recompute::None;

@@ -35,6 +35,9 @@ struct Workload {
   // Tokens each expert takes at most, as a multiple of the average (Megatron's --moe-expert-capacity-factor
   // with --moe-pad-expert-input-to-capacity: every expert padded to it); 0: dropless, as many as routed.
   double capacity_factor = 0;
+  // Megatron-Core's token dispatcher for routed experts: alltoall (each copy to its expert's GPU) or flex
+  // (DeepEP / HybridEP: one copy per token and remote node, forwarded inside it).
+  enum class Dispatcher { AllToAll, Flex } dispatcher = Dispatcher::AllToAll;
   bool sequence_parallel = true;  // only meaningful when tp > 1
   Recompute recompute = Recompute::None;
   Precision precision = Precision::Bf16;
@@ -45,6 +48,9 @@ struct Workload {
   // Whose activations the memory counts: the GPU framework's bf16 ones, or what the CPU backend keeps.
   MemoryAccounting memory = MemoryAccounting::GpuBf16;
 };
+
+const char* to_string(Workload::Dispatcher d);                        // "alltoall", "flex"
+Workload::Dispatcher dispatcher_from_string(const std::string& text);  // BadInput naming --dispatcher otherwise
 
 struct ParallelConfig {
   int tp = 1;

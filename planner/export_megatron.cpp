@@ -166,7 +166,8 @@ void add_expert_arguments(const Evaluation& plan, Add add) {
   add("--expert-tensor-parallel-size", std::to_string(pc.etp));  // Megatron's default is tp
   // What was simulated: grouped GEMMs for the local experts, all-to-all dispatch and combine.
   add("--moe-grouped-gemm", "");
-  add("--moe-token-dispatcher-type", "alltoall");
+  // flex: DeepEP (Megatron's default --moe-flex-dispatcher-backend), which deduplicates across nodes.
+  add("--moe-token-dispatcher-type", to_string(s.workload.dispatcher));
   if (s.schedule == "interleaved-overlap") {
     // transformer_config.py's rules for overlap_moe_expert_parallel_comm: ep > 1, no full recompute, at most
     // one MTP layer; delay_wgrad_compute needs it and lets the weight gradients follow the other's dgrad.

@@ -86,6 +86,9 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
                     "experts (etp 1); plan with --zero 3, no --dp-shard and --etp 1, or an --ep dividing {}, for --export "
                     "torchtitan",
                     pc.ep, dp_shard, pc.cp, pc.tp, static_cast<long>(dp_shard) * pc.cp * pc.tp);
+  if (pc.ep > 1 && s.workload.dispatcher != Workload::Dispatcher::AllToAll)
+    throw_bad_input("--dispatcher: torchtitan's expert parallelism dispatches with all-to-alls, not the flex "
+                    "dispatcher's node-deduplicated copies; use --dispatcher alltoall with --export torchtitan");
   std::vector<LayerRange> ranges;
   for (const StageReport& st : plan.stages) ranges.push_back(st.layers);
   const auto fqns = torchtitan_module_fqns(s.model, ranges);

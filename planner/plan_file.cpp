@@ -93,7 +93,8 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"recompute", to_string(s.workload.recompute)},
                    {"flash_attention", s.workload.flash_attention},
                    {"precision", to_string(s.workload.precision)},
-                   {"capacity_factor", s.workload.capacity_factor}};
+                   {"capacity_factor", s.workload.capacity_factor},
+                   {"dispatcher", to_string(s.workload.dispatcher)}};
   if (!s.stage_recompute.empty()) {
     ojson levels = ojson::array();
     for (Recompute r : s.stage_recompute) levels.push_back(to_string(r));
@@ -177,6 +178,11 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   s.workload.ep = s.parallel.ep;
   s.workload.etp = s.parallel.etp;
   s.workload.capacity_factor = w.non_negative_number("capacity_factor", 0.0);
+  try {
+    s.workload.dispatcher = dispatcher_from_string(w.optional_string("dispatcher").value_or("alltoall"));
+  } catch (const Error& e) {
+    w.fail("dispatcher", e.what());
+  }
   s.workload.sequence_parallel = w.boolean("sequence_parallel", true);
   s.workload.flash_attention = w.boolean("flash_attention", true);
   s.workload.precision = precision_from_string(w.optional_string("precision").value_or("bf16"));

@@ -532,7 +532,8 @@ class Searcher {
       w.precision = c.precision;
       if (auto it = workloads.find(key); it != workloads.end()) w = it->second;
       tables_.emplace(key, make_layer_table(base_.model, w, c.tp, base_.cluster, cost_, groups,
-                                            least_all_to_all_links(base_.cluster, c.ep)));
+                                            least_all_to_all_links(base_.cluster, c.ep,
+                                                                   w.dispatcher == Workload::Dispatcher::Flex)));
     }
     // The loosest memory limit of any GPU in use: what a bound over all ranks is held against.
     loosest_ = 0;

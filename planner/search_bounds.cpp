@@ -30,7 +30,7 @@ int stages_needed(const std::vector<double>& cost, double cap) {
 
 }  // namespace
 
-AllToAllLinks least_all_to_all_links(const Cluster& cluster, int ep) {
+AllToAllLinks least_all_to_all_links(const Cluster& cluster, int ep, bool flex) {
   AllToAllLinks l;
   if (ep <= 1 || cluster.ideal || cluster.measured || !cluster.node_groups.empty()) return l;
   if (!(cluster.intra_node.bandwidth_bytes_per_s >= cluster.inter_node.bandwidth_bytes_per_s &&
@@ -40,7 +40,7 @@ AllToAllLinks least_all_to_all_links(const Cluster& cluster, int ep) {
   const int per_node = std::max(1, cluster.gpus_per_node);
   l.in_node = std::min(ep, per_node) - 1;
   l.across = ep - std::min(ep, per_node);
-  l.in_node_link = cluster.intra_node;
+  l.in_node_link = flex ? LinkSpec{std::numeric_limits<double>::infinity(), 0} : cluster.intra_node;
   l.across_link = cluster.inter_node;
   return l;
 }

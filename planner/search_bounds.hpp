@@ -44,8 +44,10 @@ LayerTable with_all_to_alls_hidden(const LayerTable& t);
 
 // An ep group's all-to-all at its cheapest on a uniform cluster: as many peers as a node holds inside it, the
 // rest across nodes. Any placement has at least ep - gpus_per_node peers in other nodes and a node's links are
-// the faster, so no placement's all-to-all is cheaper. Clusters of several GPU types or measured links: none.
-AllToAllLinks least_all_to_all_links(const Cluster& cluster, int ep);
+// the faster, so no placement's all-to-all is cheaper. With the flex dispatcher a spread group moves less
+// inside nodes, so only the network's part is kept (the node's link free). Clusters of several GPU types or
+// measured links: none.
+AllToAllLinks least_all_to_all_links(const Cluster& cluster, int ep, bool flex = false);
 
 // Step time, over every contiguous split into pp x chunks stages and every schedule: the larger of
 //   m x the busiest rank's F + B + W (for one chunk per rank the smallest possible largest stage;

@@ -209,3 +209,30 @@ TEST_CASE("expert parallelism refuses what cannot run, naming the option and the
   CHECK(bad_input([&] { check_expert_parallel(mixtral, pc, w); }) ==
         "--capacity-factor: -1 is negative; give 0 (dropless) or a factor such as 1.25");
 }
+
+TEST_CASE("the flex dispatcher sends one copy of a token to each other node holding any of its experts") {
+  const Cluster cluster = cluster_preset("dgx-h100");
+  ParallelConfig pc;
+  pc.dp = 16;
+  pc.ep = 16;
+  pc.order = RankOrder::TpDpPp;
+  const AllToAllLinks two_nodes = all_to_all_links(cluster, pc, 0);  // 8 + 8
+  const AnalyticCostModel cost;
+  const double bytes = 2.0 * 4096 * 8 * 2048;  // 4096 tokens x top 8 x h 2048, bf16
+  const RoutedDispatch flex{128, 8, true};
+  // 64 of the 128 experts on the other node: it is missed with C(64, 8) / C(128, 8).
+  double missed = 1;
+  for (int i = 0; i < 8; ++i) missed *= (64.0 - i) / (128.0 - i);
+  const double across = 6e-6 + bytes / 8 * (1 - missed) / (50e9 * 0.75);
+  const double in_node = 2.5e-6 + bytes * 7 / 8 / (450e9 * 0.75);
+  CHECK(cost.all_to_all_time(bytes, two_nodes, flex) == Approx(std::max(across, in_node)).epsilon(1e-12));
+  // The alltoall dispatcher sends the 8 / 16 of each token's copies that live on the other node.
+  CHECK(cost.all_to_all_time(bytes, two_nodes) == Approx(6e-6 + 8 * bytes / 16 / (50e9 * 0.75)).epsilon(1e-12));
+  // Inside one node nothing is deduplicated.
+  ParallelConfig one = pc;
+  one.ep = 8;
+  const AllToAllLinks node = all_to_all_links(cluster, one, 0);
+  CHECK(cost.all_to_all_time(bytes, node, flex) == cost.all_to_all_time(bytes, node));
+  CHECK(bad_input([] { dispatcher_from_string("deepep"); }) ==
+        "--dispatcher: 'deepep' is not a token dispatcher; use alltoall or flex (DeepEP, HybridEP)");
+}
