@@ -27,6 +27,15 @@ Workload moe_workload(int tp, int ep, int s = 4096) {
   return w;
 }
 
+// dp GPUs of one stage, ep of them per expert group, placed tp-dp-pp (data-parallel peers consecutive).
+ParallelConfig folded(int dp, int ep) {
+  ParallelConfig pc;
+  pc.dp = dp;
+  pc.ep = ep;
+  pc.order = RankOrder::TpDpPp;
+  return pc;
+}
+
 }  // namespace
 
 TEST_CASE("an MoE block's forward: attention, router, top-k experts; two all-to-alls of tokens x k x h") {
@@ -104,10 +113,7 @@ TEST_CASE("multi-head latent attention: its projections through the latents and 
 
 TEST_CASE("the all-to-all's time: ep peers inside the node over NVLink, the rest over the network") {
   const Cluster cluster = cluster_preset("dgx-h100");
-  ParallelConfig pc;
-  pc.dp = 16;
-  pc.ep = 16;
-  pc.order = RankOrder::TpDpPp;
+  ParallelConfig pc = folded(16, 16);
   // Folded: 16 consecutive GPUs, two nodes of 8: 7 peers inside, 8 across.
   const AllToAllLinks l = all_to_all_links(cluster, pc, 0);
   CHECK(l.in_node == 7);
@@ -145,10 +151,7 @@ TEST_CASE("routed experts' model state is sharded over the expert-data-parallel 
   const Model m = model_preset("mixtral-8x7b");
   const Cluster cluster = cluster_preset("dgx-h100");
   const AnalyticCostModel cost;
-  ParallelConfig pc;
-  pc.dp = 8;
-  pc.ep = 8;
-  pc.order = RankOrder::TpDpPp;
+  const ParallelConfig pc = folded(8, 8);
   Workload w = moe_workload(1, 8);
   const std::vector<LayerRange> one = {LayerRange{1, 1}};
   const StageCost sc = stage_costs(m, one, w, pc, cluster, cost, {0}).front();
@@ -212,10 +215,7 @@ TEST_CASE("expert parallelism refuses what cannot run, naming the option and the
 
 TEST_CASE("the flex dispatcher sends one copy of a token to each other node holding any of its experts") {
   const Cluster cluster = cluster_preset("dgx-h100");
-  ParallelConfig pc;
-  pc.dp = 16;
-  pc.ep = 16;
-  pc.order = RankOrder::TpDpPp;
+  const ParallelConfig pc = folded(16, 16);
   const AllToAllLinks two_nodes = all_to_all_links(cluster, pc, 0);  // 8 + 8
   const AnalyticCostModel cost;
   const double bytes = 2.0 * 4096 * 8 * 2048;  // 4096 tokens x top 8 x h 2048, bf16

@@ -13,6 +13,7 @@
 #include "planner/search.hpp"
 #include "planner/search_bounds.hpp"
 #include "schedules/generators.hpp"
+#include "screened_candidate.hpp"
 #include "small_cluster.hpp"
 
 using namespace pw;
@@ -74,31 +75,11 @@ TEST_CASE("the MoE bounds stay below what evaluate() reports") {
   for (const Candidate& c : enumerate_candidates(base, moe_space())) {
     if (c.micro_batch_size > 1 || c.ep == 1) continue;
     Scenario s;
-    Schedule schedule;
-    try {
-      s = resolve(candidate_scenario(base, c));
-      ScheduleSpec spec;
-      spec.name = s.schedule;
-      spec.ranks = s.parallel.pp;
-      spec.microbatches = s.parallel.microbatches;
-      spec.chunks = chunks_per_rank(s.schedule, s.parallel.vpp);
-      schedule = make_schedule(spec);
-      PartitionOptions po;
-      po.simulate = false;
-      po.schedule = &schedule;
-      PartitionResult r = best_partition(s, cost, po);
-      s.ranges = r.ranges;
-      s.stage_recompute = r.stage_recompute;
-    } catch (const Error& e) {
-      REQUIRE(e.kind() == ErrorKind::BadInput);
-      continue;
-    }
+    if (!pw::test::screened(base, c, cost, s)) continue;  // invalid, or no split fits
     const Evaluation ev = evaluate(s, cost);
     const ParallelConfig& pc = s.parallel;
-    std::vector<int> groups;
-    for (int g = 0; g < pc.gpus(); g += pc.tp) groups.push_back(g);
-    const LayerTable t =
-        make_layer_table(s.model, s.workload, pc.tp, s.cluster, cost, groups, least_all_to_all_links(s.cluster, pc.ep));
+    const LayerTable t = make_layer_table(s.model, s.workload, pc.tp, s.cluster, cost, pw::test::tp_group_gpus(pc),
+                                          least_all_to_all_links(s.cluster, pc.ep));
     bool composite = false;
     for (const auto& list : ev.schedule.ranks)
       for (const Action& a : list) composite = composite || a.op == Op::FB;

@@ -12,6 +12,7 @@
 #include "planner/baseline_splits.hpp"
 #include "planner/partitioner.hpp"
 #include "planner/search.hpp"
+#include "screened_candidate.hpp"
 #include "small_cluster.hpp"
 #include "planner/search_bounds.hpp"
 #include "schedules/generators.hpp"
@@ -103,30 +104,10 @@ TEST_CASE("every bound stays below what evaluate() reports") {
   for (const Candidate& c : enumerate_candidates(base, space)) {
     if (c.micro_batch_size > 2) continue;  // keep the test quick: the bounds do not depend on it
     Scenario s;
-    Schedule schedule;
-    try {
-      s = resolve(candidate_scenario(base, c));
-      ScheduleSpec spec;
-      spec.name = s.schedule;
-      spec.ranks = s.parallel.pp;
-      spec.microbatches = s.parallel.microbatches;
-      spec.chunks = chunks_per_rank(s.schedule, s.parallel.vpp);
-      schedule = make_schedule(spec);
-      PartitionOptions po;
-      po.simulate = false;
-      po.schedule = &schedule;
-      PartitionResult r = best_partition(s, cost, po);
-      s.ranges = r.ranges;
-      s.stage_recompute = r.stage_recompute;
-    } catch (const Error& e) {
-      REQUIRE(e.kind() == ErrorKind::BadInput);
-      continue;  // invalid, or no split fits
-    }
+    if (!pw::test::screened(base, c, cost, s)) continue;  // invalid, or no split fits
     const Evaluation ev = evaluate(s, cost);
     const ParallelConfig& pc = s.parallel;
-    std::vector<int> groups;
-    for (int g = 0; g < pc.gpus(); g += pc.tp) groups.push_back(g);
-    const LayerTable t = make_layer_table(s.model, s.workload, pc.tp, s.cluster, cost, groups);
+    const LayerTable t = make_layer_table(s.model, s.workload, pc.tp, s.cluster, cost, pw::test::tp_group_gpus(pc));
     const double spp = state_bytes_per_parameter(cost, pc);
     const double reserve = cost.memory_reserve_bytes();
     std::vector<int> rank_gpu;
