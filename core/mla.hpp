@@ -12,9 +12,6 @@ struct MlaConfig {
   int v_head_dim = 0;
 
   int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
-  // Parameters of one attention module for `heads` heads on a hidden size h, all tp ranks together:
-  // q (down, norm, up, or one projection), kv down (latent and shared rope key), its norm, kv up, output.
-  double parameters(int hidden, int heads) const;
 
   friend bool operator==(const MlaConfig&, const MlaConfig&) = default;
 };

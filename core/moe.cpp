@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "core/mla.hpp"
 
 namespace pw {
 
@@ -40,15 +39,6 @@ void check_moe(const MoeConfig& moe, int layers, const std::string& source) {
     throw_bad_input("{}: the dense-layer pattern (first {} dense, every {}) leaves none of the {} layers MoE; give fewer "
                     "dense layers",
                     source, moe.first_dense, moe.every, layers);
-}
-
-double MlaConfig::parameters(int hidden, int heads) const {
-  const double h = hidden, n = heads;
-  const double q = q_lora_rank > 0 ? h * q_lora_rank + q_lora_rank + q_lora_rank * n * qk_head_dim() : h * n * qk_head_dim();
-  const double kv_down = h * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank;
-  const double kv_up = static_cast<double>(kv_lora_rank) * n * (qk_nope_head_dim + v_head_dim);
-  const double out = n * v_head_dim * h;
-  return q + kv_down + kv_up + out;
 }
 
 }  // namespace pw

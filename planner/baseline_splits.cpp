@@ -16,7 +16,7 @@ std::vector<double> layer_parameter_counts(const Model& model) {
     if (l.kind == LayerKind::Explicit)
       counts.push_back(l.explicit_costs ? l.explicit_costs->parameter_bytes : 0.0);
     else
-      counts.push_back(transformer_layer_parameters(*model.transformer, l.kind, 1));
+      counts.push_back(layer_parameters(*model.transformer, l.kind, l.block, 1).total());
   }
   return counts;
 }

@@ -9,6 +9,7 @@
 
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
+#include "planner/baseline_splits.hpp"
 #include "planner/partitioner.hpp"
 #include "planner/search.hpp"
 #include "planner/search_bounds.hpp"
@@ -93,4 +94,14 @@ TEST_CASE("the MoE bounds stay below what evaluate() reports") {
   }
   CHECK(checked > 20);
   CHECK(composites > 0);
+}
+
+TEST_CASE("the parameters split counts each MoE block's routed experts (DeepSpeed's partition_method)") {
+  const Model v3 = model_preset("deepseek-v3");
+  const std::vector<double> counts = layer_parameter_counts(v3);
+  const TransformerConfig& c = *v3.transformer;
+  // Layer 1 + i is block i: blocks 0..2 dense, 3.. MoE with 256 experts of 3 x 7168 x 2048.
+  CHECK(counts[1] == layer_parameters(c, LayerKind::Block, 0, 1).total());
+  CHECK(counts[4] == layer_parameters(c, LayerKind::Block, 3, 1).total());
+  CHECK(counts[4] - counts[1] > 256.0 * 3 * 7168 * 2048 - 3.0 * 7168 * 18432);
 }
