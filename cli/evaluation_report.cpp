@@ -12,17 +12,6 @@
 namespace pw {
 namespace {
 
-bool has_composites(const Schedule& schedule) {
-  for (const auto& list : schedule.ranks)
-    for (const Action& a : list)
-      if (a.op == Op::FB) return true;
-  return false;
-}
-
-}  // namespace
-
-namespace {
-
 std::string layer_range_text(const Model& model, const LayerRange& r) {
   auto name = [&](int i) { return model.layers[static_cast<size_t>(i)].name; };
   if (r.first == r.last) return name(r.first);

@@ -154,6 +154,11 @@ LinkMatrix read_measured(const JsonFields& parent) {
 
 }  // namespace
 
+LinkSpec slower(const LinkSpec& a, const LinkSpec& b) {
+  return LinkSpec{std::min(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s), std::max(a.latency_s, b.latency_s),
+                  a.inter_node || b.inter_node};
+}
+
 LinkSpec Cluster::link(int a, int b) const {
   const bool across = node_of(a) != node_of(b);
   LinkSpec l = measured && a >= 0 && b >= 0 && a < measured->gpus && b < measured->gpus ? measured->at(a, b)

@@ -29,6 +29,9 @@ struct LinkSpec {
   bool inter_node = false;
 };
 
+// A ring or group over both links' hops: the lower bandwidth, the higher latency, across nodes if either is.
+LinkSpec slower(const LinkSpec& a, const LinkSpec& b);
+
 // Measured per-pair links (the profiler writes them); overrides the class defaults where present.
 struct LinkMatrix {
   int gpus = 0;  // square, gpus x gpus, row-major

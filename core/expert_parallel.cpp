@@ -41,6 +41,8 @@ void check_expert_parallel(const Model& model, const ParallelConfig& pc, const W
 
 namespace {
 
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
 // The GPU at folded index f past `first_gpu`: inside the tp x cp block, then from replica to replica.
 int folded_rank(const ParallelConfig& pc, int first_gpu, long f) {
   const long block = static_cast<long>(pc.tp) * pc.cp;
@@ -62,17 +64,6 @@ std::vector<int> expert_dp_group(const ParallelConfig& pc, int first_gpu) {
   return folded_group(pc, first_gpu, 0, pc.etp * pc.ep, pc.expert_dp());
 }
 
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-LinkSpec slowest(const LinkSpec& a, const LinkSpec& b) {
-  return LinkSpec{std::min(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s), std::max(a.latency_s, b.latency_s),
-                  a.inter_node || b.inter_node};
-}
-
-}  // namespace
-
 LinkSpec folded_ring_link(const Cluster& cluster, const ParallelConfig& pc, int first_gpu, int stride, int n) {
   if (cluster.ideal || n <= 1) return LinkSpec{kInf, 0};
   // The members' places in their nodes repeat within a few nodes' worth of hops (past a measured link
@@ -81,9 +72,9 @@ LinkSpec folded_ring_link(const Cluster& cluster, const ParallelConfig& pc, int 
   const int hops = std::min(n, measured + 2 * cluster.gpus_per_node + 2);
   LinkSpec out{kInf, 0};
   for (int i = 0; i < hops; ++i)
-    out = slowest(out, cluster.link(folded_rank(pc, first_gpu, static_cast<long>(i) * stride),
+    out = slower(out, cluster.link(folded_rank(pc, first_gpu, static_cast<long>(i) * stride),
                                     folded_rank(pc, first_gpu, static_cast<long>((i + 1) % n) * stride)));
-  out = slowest(out, cluster.link(folded_rank(pc, first_gpu, static_cast<long>(n - 1) * stride), first_gpu));
+  out = slower(out, cluster.link(folded_rank(pc, first_gpu, static_cast<long>(n - 1) * stride), first_gpu));
   return out;
 }
 
@@ -99,10 +90,10 @@ AllToAllLinks all_to_all_links(const Cluster& cluster, const ParallelConfig& pc,
     const LinkSpec l = cluster.link(me, group[i]);
     if (cluster.node_of(group[i]) == cluster.node_of(me)) {
       ++out.in_node;
-      out.in_node_link = slowest(out.in_node_link, l);
+      out.in_node_link = slower(out.in_node_link, l);
     } else {
       ++out.across;
-      out.across_link = slowest(out.across_link, l);
+      out.across_link = slower(out.across_link, l);
     }
   }
   out.etp_link = folded_ring_link(cluster, pc, first_gpu, 1, pc.etp);

@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "core/excerpt.hpp"
 #include "core/hf_moe_config.hpp"
 
 namespace pw::detail {
@@ -17,31 +16,13 @@ int non_negative_int(const JsonFields& f, const std::string& key, int fallback) 
   return static_cast<int>(v);
 }
 
-// Qwen's mlp_only_layers: block indices kept dense.
-std::vector<int> dense_list(const JsonFields& f, const std::string& key, int layers) {
-  std::vector<int> out;
-  if (!f.has(key)) return out;
-  const nlohmann::json& list = f.array(key, kMaxLayers, "layers");
-  for (const nlohmann::json& v : list) {
-    if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() >= layers)
-      f.fail(key, fmt::format("holds {}; give block indices from 0 to {}", json_excerpt(v), layers - 1));
-    out.push_back(v.get<int>());
-  }
-  return out;
-}
-
 // Llama 4's moe_layers when given (else every interleave_moe_layer_step-th block, from step - 1): must be
 // a pattern MoeConfig can say.
 int llama4_every(const JsonFields& f, int layers) {
   const int step = f.has("interleave_moe_layer_step") ? f.positive_int("interleave_moe_layer_step") : 1;
   if (f.has("moe_layers")) {
-    const nlohmann::json& list = f.array("moe_layers", kMaxLayers, "layers");
     std::vector<bool> moe(static_cast<size_t>(layers), false);
-    for (const nlohmann::json& v : list) {
-      if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() >= layers)
-        f.fail("moe_layers", fmt::format("holds {}; give block indices from 0 to {}", json_excerpt(v), layers - 1));
-      moe[v.get<size_t>()] = true;
-    }
+    for (int i : f.indices("moe_layers", layers)) moe[static_cast<size_t>(i)] = true;
     for (int i = 0; i < layers; ++i)
       if (moe[static_cast<size_t>(i)] != ((i + 1) % step == 0))
         f.fail("moe_layers", fmt::format("is not every {}th block (block {} breaks it); describe the model in "
@@ -72,7 +53,7 @@ void read_hf_moe(const JsonFields& f, const std::string& type, TransformerConfig
     m.top_k = f.positive_int("num_experts_per_tok");
     m.expert_ffn = f.positive_int("moe_intermediate_size");
     m.every = f.has("decoder_sparse_step") ? f.positive_int("decoder_sparse_step") : 1;
-    m.dense_blocks = dense_list(f, "mlp_only_layers", c.layers);
+    if (f.has("mlp_only_layers")) m.dense_blocks = f.indices("mlp_only_layers", c.layers);
     if (type == "qwen2_moe") {
       m.shared_expert_ffn = non_negative_int(f, "shared_expert_intermediate_size", 0);
       m.shared_expert_gate = m.shared_expert_ffn > 0;

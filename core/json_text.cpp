@@ -264,6 +264,16 @@ long JsonFields::non_negative_integer(const std::string& key) const {
   return x;
 }
 
+std::vector<int> JsonFields::indices(const std::string& key, int count) const {
+  std::vector<int> out;
+  for (const nlohmann::json& v : array(key, kMaxLayers, "layers")) {
+    if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() >= count)
+      fail(key, fmt::format("holds {}; give block indices from 0 to {}", json_excerpt(v), count - 1));
+    out.push_back(v.get<int>());
+  }
+  return out;
+}
+
 bool JsonFields::boolean(const std::string& key, bool fallback) const {
   const nlohmann::json* v = find(key);
   if (!v) return fallback;

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/file_caps.hpp"
 
@@ -55,6 +56,9 @@ class JsonFields {
   // A required array of at most `cap` entries.
   const nlohmann::json& array(const std::string& key, long cap, const char* what) const;
   std::optional<long> optional_positive_integer(const std::string& key) const;
+  // A required array of indices into `count` things (layers, blocks): BadInput "holds <value>; give block
+  // indices from 0 to count - 1" for any other entry.
+  std::vector<int> indices(const std::string& key, int count) const;
   long non_negative_integer(const std::string& key) const;
   bool boolean(const std::string& key, bool fallback) const;
   std::string string(const std::string& key) const;

@@ -141,10 +141,6 @@ LayerParameters layer_parameters(const TransformerConfig& c, LayerKind kind, int
   return p;
 }
 
-double transformer_layer_parameters(const TransformerConfig& c, LayerKind kind, int tp) {
-  return layer_parameters(c, kind, -1, tp).total();
-}
-
 namespace {
 
 double counted_parameters(const Model& model, bool active) {

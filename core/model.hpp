@@ -158,8 +158,6 @@ struct LayerParameters {
 // Layer::block (its MoE or dense MLP); an MTP module's block is layers + its index.
 LayerParameters layer_parameters(const TransformerConfig& config, LayerKind kind, int block, int tp, int ep = 1,
                                  int etp = 1);
-// The same for a dense block or an embedding or head: one of `tp` ranks' parameters.
-double transformer_layer_parameters(const TransformerConfig& config, LayerKind kind, int tp);
 
 namespace detail {
 // The two readers behind model_from_json_text, by form (core/hf_config.cpp, core/model_json.cpp).

@@ -34,12 +34,7 @@ MoeConfig read_moe(const JsonFields& f, int layers) {
   m.router_score_bias = f.boolean("router_score_bias", false);
   m.first_dense = f.has("first_dense") ? static_cast<int>(std::min<long>(f.non_negative_integer("first_dense"), kMaxLayers)) : 0;
   m.every = optional_count(f, "every", 1);
-  if (f.has("dense_blocks"))
-    for (const nlohmann::json& v : f.array("dense_blocks", kMaxLayers, "layers")) {
-      if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() >= layers)
-        f.fail("dense_blocks", fmt::format("holds {}; give block indices from 0 to {}", json_excerpt(v), layers - 1));
-      m.dense_blocks.push_back(v.get<int>());
-    }
+  if (f.has("dense_blocks")) m.dense_blocks = f.indices("dense_blocks", layers);
   std::string where = f.name("");
   if (where.ends_with('.')) where.pop_back();
   check_moe(m, layers, f.source() + ": " + where);

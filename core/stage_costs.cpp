@@ -58,12 +58,6 @@ std::vector<LayerRange> explicit_split(const Model& model, int stages, const std
   return ranges;
 }
 
-// A ring over both links' hops: the lower bandwidth, the higher latency, across nodes if either is.
-LinkSpec slower(const LinkSpec& a, const LinkSpec& b) {
-  return LinkSpec{std::min(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s), std::max(a.latency_s, b.latency_s),
-                  a.inter_node || b.inter_node};
-}
-
 }  // namespace
 
 std::vector<LayerRange> split_layers(const Model& model, int stages, const std::vector<int>& blocks_per_stage,

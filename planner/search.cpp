@@ -412,11 +412,7 @@ bool uses_composites(const std::string& name) {
     spec.microbatches = m;
     spec.chunks = chunks_per_rank(name, 2);
     try {
-      const Schedule s = make_schedule(spec);
-      for (const auto& list : s.ranks)
-        for (const Action& a : list)
-          if (a.op == Op::FB) return true;
-      return false;
+      return has_composites(make_schedule(spec));
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::BadInput) throw;
     }

@@ -171,4 +171,11 @@ Action action_of(const WorkPart& part) {
   return Action{op, part.stage, part.microbatch};
 }
 
+bool has_composites(const Schedule& s) {
+  for (const auto& list : s.ranks)
+    for (const Action& a : list)
+      if (a.op == Op::FB) return true;
+  return false;
+}
+
 }  // namespace pw

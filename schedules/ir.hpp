@@ -67,6 +67,9 @@ struct Schedule {
   int num_stages() const { return placement.stages(); }
 };
 
+// Whether any rank's list holds an F&B composite (Op::FB).
+bool has_composites(const Schedule& s);
+
 // Adds sends and receives: a send right after the compute action that produces the tensor, a receive
 // right before the first action that consumes it; none between stages on the same rank. Compute order
 // is never changed.

@@ -258,7 +258,7 @@ TEST_CASE("Qwen3, Phi-3 and Nemotron configs: query-key norms, a sliding window,
                                        "nemotron.json");
   CHECK(n.transformer->mlp == MlpKind::ReluSquared);
   CHECK(n.transformer->norm == NormKind::LayerNorm);
-  CHECK(transformer_layer_parameters(*n.transformer, LayerKind::Block, 1) ==
+  CHECK(layer_parameters(*n.transformer, LayerKind::Block, 0, 1).total() ==
         3072.0 * (3072 + 2 * 1024) + 3072.0 * 3072 + 2 * 3072.0 * 9216 + 2 * 2 * 3072.0);
   // What pipewright's own layers do not compute is refused before a run.
   CHECK(model_to_json_text(n).find("\"mlp\": \"relu2\"") != std::string::npos);

@@ -81,9 +81,7 @@ TEST_CASE("the MoE bounds stay below what evaluate() reports") {
     const ParallelConfig& pc = s.parallel;
     const LayerTable t = make_layer_table(s.model, s.workload, pc.tp, s.cluster, cost, pw::test::tp_group_gpus(pc),
                                           least_all_to_all_links(s.cluster, pc.ep));
-    bool composite = false;
-    for (const auto& list : ev.schedule.ranks)
-      for (const Action& a : list) composite = composite || a.op == Op::FB;
+    const bool composite = has_composites(ev.schedule);
     INFO(describe(c));
     const double step = ev.metrics.step_time_s;
     const int chunks = ev.schedule.num_stages() / pc.pp;
