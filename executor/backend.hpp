@@ -62,11 +62,27 @@ class MemoryTracker {
   std::vector<MemorySample> samples_;
 };
 
+// Exchanges among the data-parallel replicas of one pipeline rank: what a backend's expert all-to-all and
+// gradient reduction use. Members are named by their replica index; every replica of a pipeline rank makes
+// the same calls in the same order (they run the same action list), which is what pairs their messages.
+class Collectives {
+ public:
+  virtual ~Collectives() = default;
+  // Sends parts[i] to replica group[i] and returns what each member sent here, in group order (this
+  // replica's own part is handed back as it is). `group` holds this replica. Waits as a receive does.
+  virtual std::vector<TensorPtr> all_to_all(const std::vector<int>& group, std::vector<TensorPtr> parts) = 0;
+};
+
 // The part of the run a rank's compute sees.
 struct RankSetup {
   int rank = 0;
   std::vector<int> stages;  // the stages this rank holds, ascending
   int num_stages = 0;
+  // Data parallelism: this rank belongs to replica `replica` of `replicas` copies of the pipeline, each
+  // training on its own micro-batches.
+  int replica = 0;
+  int replicas = 1;
+  Collectives* collectives = nullptr;  // among the replicas of this pipeline rank; set when replicas > 1
   MemoryTracker* memory = nullptr;
   const std::atomic<bool>* stop = nullptr;  // set when the run is stopping; long waits should end (RunAborted)
 };
@@ -96,21 +112,30 @@ class RankCompute {
   virtual void optimizer_step() = 0;
 };
 
-// The losses of a run, one per iteration, added by the rank that holds the head from its own thread.
+// The losses of a run, one per iteration: the mean over the ranks that hold the head (one per data-parallel
+// replica), each adding its own from its thread.
 class LossLog {
  public:
-  void add(double loss) {
+  void add(int iteration, double loss) {
     std::lock_guard lock(mutex_);
-    values_.push_back(loss);
+    if (sums_.size() <= static_cast<size_t>(iteration)) {
+      sums_.resize(static_cast<size_t>(iteration) + 1, 0.0);
+      counts_.resize(sums_.size(), 0);
+    }
+    sums_[static_cast<size_t>(iteration)] += loss;
+    ++counts_[static_cast<size_t>(iteration)];
   }
   std::vector<double> values() const {
     std::lock_guard lock(mutex_);
-    return values_;
+    std::vector<double> out;
+    for (size_t i = 0; i < sums_.size() && counts_[i] > 0; ++i) out.push_back(sums_[i] / counts_[i]);
+    return out;
   }
 
  private:
   mutable std::mutex mutex_;
-  std::vector<double> values_;
+  std::vector<double> sums_;
+  std::vector<int> counts_;
 };
 
 // A rank of a backend that computes the loss: where the iteration is, and the mean loss over its
@@ -125,7 +150,7 @@ class LossRank : public RankCompute {
     holds_head_ = false;
   }
   void end_iteration() override {
-    if (holds_head_) log_.add(loss_);
+    if (holds_head_) log_.add(iteration_, loss_);
   }
 
  protected:

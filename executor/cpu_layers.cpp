@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "executor/cpu_layer_parts.hpp"
+#include "executor/cpu_moe_mlp.hpp"
 
 namespace pw {
 
@@ -32,66 +34,9 @@ double LayerContext::bytes() const {
 
 namespace {
 
-constexpr double kInitStd = 0.02;
-
-Param make_param(const std::string& name, Eigen::Index rows, Eigen::Index cols, double fill, std::uint64_t seed,
-                 bool random) {
-  Param p;
-  p.name = name;
-  p.value.resize(rows, cols);
-  if (random) {
-    Rng rng(seed_for(seed, name));
-    for (Eigen::Index i = 0; i < p.value.size(); ++i) p.value.data()[i] = static_cast<float>(kInitStd * rng.normal());
-  } else {
-    p.value.setConstant(static_cast<float>(fill));
-  }
-  p.grad.setZero(rows, cols);
-  return p;
-}
-
-// A norm's scale (and, for LayerNorm, shift).
-struct Norm {
-  NormKind kind = NormKind::LayerNorm;
-  Param gamma, beta;
-
-  Norm(const std::string& name, NormKind k, int h, std::uint64_t seed) : kind(k) {
-    gamma = make_param(name + ".gamma", 1, h, 1.0, seed, false);
-    if (kind == NormKind::LayerNorm) beta = make_param(name + ".beta", 1, h, 0.0, seed, false);
-  }
-  bool has_beta() const { return kind == NormKind::LayerNorm; }
-  Mat forward(const Mat& x, Mat& xhat, Mat& rstd) const {
-    return ops::norm_forward(x, gamma.value, has_beta() ? &beta.value : nullptr, kind, xhat, rstd);
-  }
-  Mat backward_input(const Mat& dy, const Mat& xhat, const Mat& rstd) const {
-    return ops::norm_backward_input(dy, gamma.value, xhat, rstd, kind);
-  }
-  WeightGradTerm term(Mat&& xhat, Mat dy) {
-    return {WeightGradTerm::Kind::Norm, std::move(xhat), std::move(dy), {}, 0, &gamma, has_beta() ? &beta : nullptr};
-  }
-  void collect(std::vector<Param*>& out) {
-    out.push_back(&gamma);
-    if (has_beta()) out.push_back(&beta);
-  }
-};
-
-struct Linear {
-  Param w, b;
-  bool bias = false;
-
-  Linear(const std::string& name, int in, int out, bool with_bias, std::uint64_t seed) : bias(with_bias) {
-    w = make_param(name + ".w", in, out, 0.0, seed, true);
-    if (bias) b = make_param(name + ".b", 1, out, 0.0, seed, false);
-  }
-  Mat forward(const Mat& x) const { return ops::linear_forward(x, w.value, bias ? &b.value : nullptr); }
-  Mat backward_input(const Mat& dy) const { return ops::linear_backward_input(dy, w.value); }
-  WeightGradTerm term(Mat&& x, Mat dy) {
-    return {WeightGradTerm::Kind::Linear, std::move(x), std::move(dy), {}, 0, &w, bias ? &b : nullptr};
-  }
-  void collect(std::vector<Param*>& out) {
-    out.push_back(&w);
-    if (bias) out.push_back(&b);
-  }
-};
+using cpu::Linear;
+using cpu::make_param;
+using cpu::Norm;
 
 class Embedding : public CpuLayer {
  public:
@@ -133,7 +78,8 @@ class Embedding : public CpuLayer {
 
 class Block : public CpuLayer {
  public:
-  Block(const std::string& name, const TransformerConfig& c, std::uint64_t seed, Recompute recompute)
+  Block(const std::string& name, const TransformerConfig& c, std::uint64_t seed, Recompute recompute,
+        std::unique_ptr<cpu::CpuMlp> mlp)
       : c_(c),
         recompute_(recompute),
         q_(c.heads * c.head_dim),
@@ -142,11 +88,10 @@ class Block : public CpuLayer {
         norm2_(name + ".norm2", c.norm, c.hidden, seed),
         qkv_(name + ".qkv", c.hidden, q_ + 2 * kv_, c.bias || c.qkv_bias, seed),
         out_(name + ".out", q_, c.hidden, c.bias, seed),
-        up_(name + ".up", c.hidden, c.mlp == MlpKind::SwiGlu ? 2 * c.ffn : c.ffn, c.bias, seed),
-        down_(name + ".down", c.ffn, c.hidden, c.bias, seed) {}
+        mlp_(std::move(mlp)) {}
 
-  // Saved slots from F for B.
-  enum Slot { kXhat1, kRstd1, kN1, kQ, kK, kV, kProbs, kO, kXhat2, kRstd2, kN2, kU, kG, kSlots };
+  // Saved slots from F for B; the MLP's own follow from kMlp.
+  enum Slot { kXhat1, kRstd1, kN1, kQ, kK, kV, kProbs, kO, kXhat2, kRstd2, kN2, kMlp };
 
   Mat forward(const Mat& x, const MicroBatch& mb, LayerContext& ctx) override {
     shape_ = {mb.batch, mb.seq, c_.heads, c_.kv_heads, c_.head_dim};
@@ -180,15 +125,17 @@ class Block : public CpuLayer {
     qkv_.collect(out);
     out_.collect(out);
     norm2_.collect(out);
-    up_.collect(out);
-    down_.collect(out);
+    mlp_->collect(out);
     return out;
   }
 
+  void connect(Collectives* collectives) override { mlp_->connect(collectives); }
+
  private:
-  // F keeping every slot B needs in `s`. Recomputation runs it again, bit for bit, from the same input.
-  Mat run_forward(const Mat& x, std::vector<Mat>& s) const {
-    s.assign(kSlots, Mat());
+  // F keeping every slot B needs in `s`. Recomputation runs it again, bit for bit, from the same input (an
+  // MoE MLP exchanging tokens again with the other replicas, which recompute alike).
+  Mat run_forward(const Mat& x, std::vector<Mat>& s) {
+    s.assign(static_cast<size_t>(kMlp + mlp_->slots()), Mat());
     s[kN1] = norm1_.forward(x, s[kXhat1], s[kRstd1]);
     const Mat qkv = qkv_.forward(s[kN1]);
     s[kQ] = qkv.leftCols(q_);
@@ -201,18 +148,12 @@ class Block : public CpuLayer {
     s[kO] = ops::attention_forward(s[kQ], s[kK], s[kV], shape_, s[kProbs]);
     const Mat x1 = x + out_.forward(s[kO]);
     s[kN2] = norm2_.forward(x1, s[kXhat2], s[kRstd2]);
-    s[kU] = up_.forward(s[kN2]);
-    s[kG] = c_.mlp == MlpKind::SwiGlu ? ops::swiglu(s[kU]) : ops::gelu(s[kU]);
-    return x1 + down_.forward(s[kG]);
+    return x1 + mlp_->forward(s[kN2], s.data() + kMlp);
   }
 
   Mat run_backward(const Mat& dy, std::vector<Mat>& s, const GradSink& sink) {
-    // MLP: y = x1 + down(act(up(norm2(x1)))).
-    const Mat dg = down_.backward_input(dy);
-    sink(down_.term(std::move(s[kG]), dy));
-    Mat du = c_.mlp == MlpKind::SwiGlu ? ops::swiglu_backward(s[kU], dg) : ops::gelu_backward(s[kU], dg);
-    const Mat dn2 = up_.backward_input(du);
-    sink(up_.term(std::move(s[kN2]), std::move(du)));
+    // MLP: y = x1 + mlp(norm2(x1)).
+    const Mat dn2 = mlp_->backward(dy, s[kN2], s.data() + kMlp, sink);
     Mat dx1 = dy + norm2_.backward_input(dn2, s[kXhat2], s[kRstd2]);
     sink(norm2_.term(std::move(s[kXhat2]), dn2));
     // Attention: x1 = x + out(attention(rotary(qkv(norm1(x))))).
@@ -239,7 +180,8 @@ class Block : public CpuLayer {
   Recompute recompute_;
   int q_, kv_;
   Norm norm1_, norm2_;
-  Linear qkv_, out_, up_, down_;
+  Linear qkv_, out_;
+  std::unique_ptr<cpu::CpuMlp> mlp_;
   ops::AttentionShape shape_;
 };
 
@@ -302,9 +244,10 @@ void check_cpu_model(const Model& model) {
                         : c.mlp == MlpKind::GeGlu     ? "a GeGLU MLP"
                         : c.qk_norm                   ? "query and key norms"
                         : c.attention_window > 0      ? "sliding-window attention"
-                        : c.moe                       ? "mixture-of-experts blocks"
+                        : c.moe && c.moe->router_score_bias ? "a router score bias (e_score_correction_bias)"
                         : c.mla                       ? "multi-head latent attention"
                         : c.attention_sinks           ? "attention sinks"
+                        : c.mtp_layers > 0            ? "multi-token-prediction layers"
                                                       : nullptr;
   if (missing)
     throw_bad_input("--model: '{}' has {}, which pipewright's layers do not compute; use --compute sleep", model.name,
@@ -316,13 +259,21 @@ static std::string tied_table_name(const Model& model) {
   return model.layers.front().name + ".tokens";
 }
 
-std::unique_ptr<CpuLayer> make_cpu_layer(const Model& model, int index, std::uint64_t seed, Recompute recompute) {
+std::unique_ptr<CpuLayer> make_cpu_layer(const Model& model, int index, std::uint64_t seed, Recompute recompute,
+                                         const ExpertShard& shard) {
   check_cpu_model(model);
   const Layer& layer = model.layers[static_cast<size_t>(index)];
   const TransformerConfig& c = *model.transformer;
   switch (layer.kind) {
     case LayerKind::Embedding: return std::make_unique<Embedding>(layer.name, c, seed);
-    case LayerKind::Block: return std::make_unique<Block>(layer.name, c, seed, recompute);
+    case LayerKind::Block: {
+      std::unique_ptr<cpu::CpuMlp> mlp;
+      if (c.moe_block(layer.block))
+        mlp = std::make_unique<cpu::MoeMlp>(layer.name, c, shard, seed);
+      else
+        mlp = std::make_unique<cpu::DenseMlp>(layer.name, c.hidden, c.ffn, c.mlp, c.bias, seed);
+      return std::make_unique<Block>(layer.name, c, seed, recompute, std::move(mlp));
+    }
     case LayerKind::Head:
       return std::make_unique<Head>(layer.name, c, seed, c.tied_embeddings ? tied_table_name(model) : std::string());
     case LayerKind::Mtp:

@@ -10,6 +10,7 @@
 
 #include "core/model.hpp"
 #include "core/workload.hpp"
+#include "executor/backend.hpp"
 #include "executor/cpu_ops.hpp"
 #include "executor/cpu_tensor.hpp"
 
@@ -52,6 +53,14 @@ struct LayerContext {
 // Receives each weight-gradient term as B produces it.
 using GradSink = std::function<void(WeightGradTerm&&)>;
 
+// Which routed experts a replica's MoE blocks hold: replica group[i] of an ep group holds experts
+// [i E/ep, (i+1) E/ep); with ep 1 every expert is here.
+struct ExpertShard {
+  int ep = 1;
+  int index = 0;           // this replica's place in `group`
+  std::vector<int> group;  // the replicas of the ep group, in order (empty with ep 1)
+};
+
 class CpuLayer {
  public:
   virtual ~CpuLayer() = default;
@@ -63,6 +72,9 @@ class CpuLayer {
   // needed and gives the weight-gradient work to `sink`.
   virtual Mat backward_input(const Mat& dy, LayerContext& ctx, double loss_scale, const GradSink& sink) = 0;
   virtual std::vector<Param*> params() = 0;
+  // The exchange with the other replicas (an MoE block whose experts are spread over them); it serves the
+  // one rank that computes this layer.
+  virtual void connect(Collectives*) {}
 };
 
 // Builds the layer for model.layers[index] with its initial weights: matrices from N(0, 0.02) drawn
@@ -71,8 +83,9 @@ class CpuLayer {
 // gradients before each optimizer step (CpuModel::sum_tied_gradients).
 // `recompute` applies to blocks: Full keeps only the block's input at F and reruns the block's forward at
 // the start of B; Selective keeps all but the attention softmax, which B rebuilds from Q and K.
+// An MoE block holds the routed experts `shard` names (all of them by default).
 std::unique_ptr<CpuLayer> make_cpu_layer(const Model& model, int index, std::uint64_t seed,
-                                         Recompute recompute = Recompute::None);
+                                         Recompute recompute = Recompute::None, const ExpertShard& shard = {});
 
 // The model shapes the CPU backend runs: a transformer (not explicit per-layer costs). Throws BadInput
 // naming the field and the fix otherwise.

@@ -15,13 +15,15 @@ double StageContext::bytes() const {
 CpuModel::CpuModel(const Model& model, std::uint64_t seed, Recompute recompute)
     : CpuModel(model, seed, std::vector<Recompute>(static_cast<size_t>(model.num_layers()), recompute)) {}
 
-CpuModel::CpuModel(const Model& model, std::uint64_t seed, const std::vector<Recompute>& layer_recompute) : model_(model) {
+CpuModel::CpuModel(const Model& model, std::uint64_t seed, const std::vector<Recompute>& layer_recompute,
+                   const ExpertShard& shard)
+    : model_(model) {
   check_cpu_model(model);
   if (static_cast<int>(layer_recompute.size()) != model.num_layers())
     throw_runtime("CpuModel: {} recompute levels for the {} layers of '{}'", layer_recompute.size(), model.num_layers(),
                   model.name);
   for (int i = 0; i < model.num_layers(); ++i)
-    layers_.push_back(make_cpu_layer(model, i, seed, layer_recompute[static_cast<size_t>(i)]));
+    layers_.push_back(make_cpu_layer(model, i, seed, layer_recompute[static_cast<size_t>(i)], shard));
   if (model.transformer->tied_embeddings) {
     // The embedding's first parameter is its token table; the head's last is the LM weight (no bias).
     tied_table_ = layers_.front()->params().front();
@@ -67,6 +69,10 @@ void CpuModel::backward_weight(StageContext& ctx) {
     lc.pending.clear();
   }
   ctx.layers.clear();
+}
+
+void CpuModel::connect(const LayerRange& range, Collectives* collectives) {
+  for (int i = range.first; i <= range.last; ++i) layers_[static_cast<size_t>(i)]->connect(collectives);
 }
 
 std::vector<Param*> CpuModel::params(const LayerRange& range) {

@@ -23,8 +23,10 @@ class CpuModel {
   // Every layer of `model` with weights drawn from `seed` (BadInput for models the CPU cannot run); blocks
   // recompute as `recompute` says (make_cpu_layer).
   CpuModel(const Model& model, std::uint64_t seed, Recompute recompute = Recompute::None);
-  // Layer i recomputes as layer_recompute[i] says (one level per layer of the model).
-  CpuModel(const Model& model, std::uint64_t seed, const std::vector<Recompute>& layer_recompute);
+  // Layer i recomputes as layer_recompute[i] says (one level per layer of the model); MoE blocks hold the
+  // routed experts `shard` names.
+  CpuModel(const Model& model, std::uint64_t seed, const std::vector<Recompute>& layer_recompute,
+           const ExpertShard& shard = {});
 
   const Model& model() const { return model_; }
   int num_layers() const { return static_cast<int>(layers_.size()); }
@@ -49,6 +51,10 @@ class CpuModel {
                      bool defer_weights);
   // W: applies what B kept and empties `ctx`.
   void backward_weight(StageContext& ctx);
+
+  // The layers of `range` exchange with the other replicas through `collectives` (MoE blocks whose experts
+  // are spread over them).
+  void connect(const LayerRange& range, Collectives* collectives);
 
   std::vector<Param*> params(const LayerRange& range);
   std::vector<Param*> params();

@@ -21,6 +21,9 @@ struct Param {
   Mat adam_m;
   Mat adam_v;
   int steps = 0;  // optimizer steps taken (Adam's bias correction)
+  // A routed expert's: data-parallel replicas reduce its gradient over the expert-data-parallel group (the
+  // replicas holding the same experts) instead of all of them.
+  bool expert = false;
 };
 
 // SplitMix64 with a Box-Muller normal: the same numbers on every platform and standard library

@@ -19,7 +19,7 @@ std::vector<std::byte> message_to_wire(const MessageKey& key, const Message& mes
 
 // The key and message from bytes message_to_wire wrote, the tensor rebuilt by `backend`, the send time
 // counted from this process's last barrier `since`. Runtime error naming `from` for bytes too short, or a
-// header no pipewright sends (not a SEND_F or SEND_B, a negative stage or micro-batch, a send time beyond a week).
+// header no pipewright sends (not a SEND_F or SEND_B, a negative stage, micro-batch or exchange, a send time beyond a week).
 struct WireMessage {
   MessageKey key;
   Message message;

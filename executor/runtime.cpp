@@ -174,8 +174,16 @@ struct Shared {
   std::optional<std::string> failure;
   bool failed_elsewhere = false;  // another process's failure, which that process reports
 
-  void fail(int rank, const std::string& where, const std::string& what) {
-    fail_with(fmt::format("rank {} failed at {}: {}", rank, where, what));
+  int workers() const { return schedule.num_ranks() * options.replicas; }
+  // "rank 2", or with replicas "rank 2 of replica 1".
+  std::string name_of(int worker) const {
+    const int ranks = schedule.num_ranks();
+    if (options.replicas == 1) return fmt::format("rank {}", worker);
+    return fmt::format("rank {} of replica {}", worker % ranks, worker / ranks);
+  }
+
+  void fail(int worker, const std::string& where, const std::string& what) {
+    fail_with(fmt::format("{} failed at {}: {}", name_of(worker), where, what));
   }
 
   void fail_with(const std::string& message, bool elsewhere = false) {
@@ -212,11 +220,43 @@ TensorPtr take(Map& map, const Key& key, const char* what, const Action& a) {
   return t;
 }
 
-class RankRunner {
+// One worker: a pipeline rank of one replica. It runs the rank's action list and, for its backend, the
+// exchanges with the same rank of the other replicas (Collectives).
+class RankRunner : public Collectives {
  public:
-  RankRunner(Shared& shared, StallWatch& watch, int slot, int rank, int total_iterations,
+  RankRunner(Shared& shared, StallWatch& watch, int slot, int worker, int total_iterations,
              std::vector<IterationRecord>& records)
-      : sh_(shared), watch_(watch), slot_(slot), rank_(rank), total_(total_iterations), records_(records) {}
+      : sh_(shared),
+        watch_(watch),
+        slot_(slot),
+        worker_(worker),
+        rank_(worker % shared.schedule.num_ranks()),
+        replica_(worker / shared.schedule.num_ranks()),
+        total_(total_iterations),
+        records_(records) {}
+
+  std::vector<TensorPtr> all_to_all(const std::vector<int>& group, std::vector<TensorPtr> parts) override {
+    if (parts.size() != group.size())
+      throw_runtime("all-to-all: {} parts for a group of {} replicas", parts.size(), group.size());
+    const MessageKey key{iteration_, Op::SendF, current_.stage, current_.microbatch, ++exchanges_};
+    const Clock::time_point now = Clock::now();
+    for (size_t i = 0; i < group.size(); ++i)
+      if (group[i] != replica_) sh_.transport.send(worker_, worker_of(group[i], rank_), key, Message{parts[i], now, -1});
+    std::vector<TensorPtr> got(group.size());
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (group[i] == replica_) {
+        got[i] = std::move(parts[i]);
+        continue;
+      }
+      const int src = worker_of(group[i], rank_);
+      timeout_reason_ = fmt::format("no message from {} (exchange {} at {}) within {:g} s", sh_.name_of(src), key.exchange,
+                                    to_text(current_), sh_.options.timeout_s);
+      watch_.waiting(slot_);
+      got[i] = sh_.transport.recv(worker_, src, key, deadline_after(sh_.options.timeout_s)).tensor;
+      watch_.working(slot_, to_text(current_));
+    }
+    return got;
+  }
 
   double run_peak() const { return memory_.peak(); }
 
@@ -231,6 +271,9 @@ class RankRunner {
     try {
       RankSetup setup;
       setup.rank = rank_;
+      setup.replica = replica_;
+      setup.replicas = sh_.options.replicas;
+      if (setup.replicas > 1) setup.collectives = this;
       for (int s = 0; s < sh_.schedule.num_stages(); ++s)
         if (sh_.schedule.placement.rank_of(s) == rank_) setup.stages.push_back(s);
       setup.num_stages = sh_.schedule.num_stages();
@@ -243,12 +286,12 @@ class RankRunner {
     } catch (const RunAborted&) {
       // Another rank failed first; its error is the run's.
     } catch (const RecvTimeout&) {
-      sh_.fail(rank_, watch_.where(slot_), timeout_reason_);
+      sh_.fail(worker_, watch_.where(slot_), timeout_reason_);
     } catch (const PeerLost& e) {
-      sh_.fail_with(fmt::format("rank {} failed: its process ({}) ended while rank {} waited at {}", e.rank, e.process,
-                                rank_, watch_.where(slot_)));
+      sh_.fail_with(fmt::format("{} failed: its process ({}) ended while {} waited at {}", sh_.name_of(e.rank), e.process,
+                                sh_.name_of(worker_), watch_.where(slot_)));
     } catch (const std::exception& e) {
-      sh_.fail(rank_, watch_.where(slot_), e.what());
+      sh_.fail(worker_, watch_.where(slot_), e.what());
     }
   }
 
@@ -256,10 +299,14 @@ class RankRunner {
     const Clock::time_point origin = meet("the start of an iteration");
     origin_ = origin;
     memory_.begin_iteration(origin);
-    RankIteration& rec = records_[static_cast<size_t>(it)].ranks[static_cast<size_t>(rank_)];
+    RankIteration& rec = records_[static_cast<size_t>(it)].ranks[static_cast<size_t>(worker_)];
+    iteration_ = it;
+    exchanges_ = 0;
+    current_ = Action{};
     compute_->begin_iteration(it, sh_.schedule.microbatches);
     for (const Action& a : sh_.schedule.ranks[static_cast<size_t>(rank_)]) {
       watch_.working(slot_, to_text(a));
+      current_ = a;
       if (sh_.stop) throw RunAborted();
       if (sh_.options.before_action) sh_.options.before_action(rank_, it, a);
       step(a, it, rec);
@@ -272,7 +319,7 @@ class RankRunner {
     const double step_start = since_origin(Clock::now());
     if (sh_.options.optimizer_step) compute_->optimizer_step();
     rec.end_s = since_origin(Clock::now());
-    if (sh_.options.optimizer_step) rec.events.push_back(optimizer_step_event(rank_, step_start, rec.end_s));
+    if (sh_.options.optimizer_step) rec.events.push_back(optimizer_step_event(worker_, step_start, rec.end_s));
     rec.activation_peak_bytes = memory_.iteration_peak();
     rec.memory = memory_.samples();
   }
@@ -288,6 +335,7 @@ class RankRunner {
   double since_origin(Clock::time_point t) const { return seconds_between(origin_, t); }
 
   int rank_of(int stage) const { return sh_.schedule.placement.rank_of(stage); }
+  int worker_of(int replica, int rank) const { return replica * sh_.schedule.num_ranks() + rank; }
   bool has_stage(int stage) const { return stage >= 0 && stage < sh_.schedule.num_stages(); }
 
   // Where a forward output goes: the next stage's input here, or the outbox for its SEND_F.
@@ -321,7 +369,7 @@ class RankRunner {
     const double cpu_start = is_compute(a.op) ? thread_cpu_s() : 0;
     const Clock::time_point start = Clock::now();
     SimEvent e;
-    e.rank = rank_;
+    e.rank = worker_;
     e.action = a;
     switch (a.op) {
       case Op::F:
@@ -351,7 +399,8 @@ class RankRunner {
         e.lane = Lane::Send;
         e.bytes = t ? t->bytes() : 0;
         e.flow_id = flow_id(fwd, a.stage, a.microbatch);
-        sh_.transport.send(rank_, rank_of(fwd ? a.stage + 1 : a.stage - 1), MessageKey{it, a.op, a.stage, a.microbatch},
+        sh_.transport.send(worker_, worker_of(replica_, rank_of(fwd ? a.stage + 1 : a.stage - 1)),
+                           MessageKey{it, a.op, a.stage, a.microbatch},
                            Message{std::move(t), start, e.flow_id});
         break;
       }
@@ -360,11 +409,11 @@ class RankRunner {
         const bool fwd = a.op == Op::RecvF;
         const int from_stage = fwd ? a.stage - 1 : a.stage + 1;
         const Op send_op = fwd ? Op::SendF : Op::SendB;
-        const int src = rank_of(from_stage);
-        timeout_reason_ = fmt::format("no message from rank {} ({}) within {:g} s", src,
+        const int src = worker_of(replica_, rank_of(from_stage));
+        timeout_reason_ = fmt::format("no message from {} ({}) within {:g} s", sh_.name_of(src),
                                       to_text(Action{send_op, from_stage, a.microbatch}), sh_.options.timeout_s);
         watch_.waiting(slot_);
-        Message m = sh_.transport.recv(rank_, src, MessageKey{it, send_op, from_stage, a.microbatch},
+        Message m = sh_.transport.recv(worker_, src, MessageKey{it, send_op, from_stage, a.microbatch},
                                        deadline_after(sh_.options.timeout_s));
         e.lane = Lane::Recv;
         e.bytes = m.tensor ? m.tensor->bytes() : 0;
@@ -387,9 +436,14 @@ class RankRunner {
 
   Shared& sh_;
   StallWatch& watch_;
-  int slot_;  // the rank's place among this process's ranks
-  int rank_;
+  int slot_;  // the worker's place among this process's workers
+  int worker_;
+  int rank_;  // in the pipeline
+  int replica_;
   int total_;
+  int iteration_ = 0;
+  int exchanges_ = 0;  // collective exchanges so far in this iteration
+  Action current_;     // the action running, which names the exchanges made in it
   std::vector<IterationRecord>& records_;
   std::unique_ptr<RankCompute> compute_;
   MemoryTracker memory_;
@@ -403,6 +457,7 @@ class RankRunner {
 Schedule checked_schedule(const Schedule& schedule, const RunOptions& options) {
   if (options.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", options.iterations);
   if (options.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", options.warmup);
+  if (options.replicas < 1) throw_bad_input("--dp: must be at least 1, got {}", options.replicas);
   check_timeout(options.timeout_s);
   Schedule lowered = schedule.lowered ? schedule : lower(schedule);
   validate(lowered);
@@ -430,10 +485,10 @@ struct RankThreads {
               std::unique_ptr<Meeting> meeting_of_ranks, std::vector<int> local_ranks)
       : schedule(std::move(lowered)),
         options(o),
-        own_transport(transport ? nullptr : std::make_unique<ThreadTransport>(schedule.num_ranks())),
+        own_transport(transport ? nullptr : std::make_unique<ThreadTransport>(schedule.num_ranks() * o.replicas)),
         meeting(std::move(meeting_of_ranks)),
         local(std::move(local_ranks)),
-        result(empty_result(options, schedule.num_ranks())),
+        result(empty_result(options, schedule.num_ranks() * o.replicas)),
         watch(static_cast<int>(local.size()), options.timeout_s),
         shared(schedule, backend, options, transport ? *transport : *own_transport, *meeting, watch) {
     const int total = options.warmup + options.iterations;
@@ -445,7 +500,7 @@ struct RankThreads {
   RunOptions options;
   std::unique_ptr<Transport> own_transport;
   std::unique_ptr<Meeting> meeting;
-  std::vector<int> local;  // the ranks run here, one thread each
+  std::vector<int> local;  // the workers run here, one thread each
   RunResult result;
   StallWatch watch;
   Shared shared;
@@ -498,12 +553,14 @@ RanksOutcome run_ranks(const std::shared_ptr<RankThreads>& state, bool give_up_s
 
 // "rank 0 stalled at 0F0: it did not return within 1 s; the run ended without it", every stalled rank named
 // ("rank 0 stalled at 0F0 and rank 2 at 2B1: they did ...").
-std::string stall_text(std::vector<StalledRank> stalled, const std::vector<int>& local, double timeout_s) {
+std::string stall_text(std::vector<StalledRank> stalled, const Shared& shared, const std::vector<int>& local,
+                       double timeout_s) {
   std::sort(stalled.begin(), stalled.end(), [](const StalledRank& a, const StalledRank& b) { return a.slot < b.slot; });
   std::string ranks;
   for (size_t i = 0; i < stalled.size(); ++i) {
     const char* before = i == 0 ? "" : i + 1 == stalled.size() ? " and " : ", ";
-    ranks += fmt::format("{}rank {} {}{}{}", before, local[static_cast<size_t>(stalled[i].slot)], i == 0 ? "stalled at " : "at ",
+    ranks += fmt::format("{}{} {}{}{}", before, shared.name_of(local[static_cast<size_t>(stalled[i].slot)]),
+                         i == 0 ? "stalled at " : "at ",
                          stalled[i].where, stalled[i].waiting ? " (in a wait past its deadline)" : "");
   }
   const bool one = stalled.size() == 1;
@@ -526,13 +583,14 @@ void check_timeout(double timeout_s) {
 
 RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, Transport* transport) {
   Schedule lowered = checked_schedule(schedule, options);
-  const int ranks = lowered.num_ranks();
-  std::vector<int> all(static_cast<size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) all[static_cast<size_t>(r)] = r;
+  const int workers = lowered.num_ranks() * options.replicas;
+  std::vector<int> all(static_cast<size_t>(workers));
+  for (int w = 0; w < workers; ++w) all[static_cast<size_t>(w)] = w;
   auto state = std::make_shared<RankThreads>(std::move(lowered), options, backend, transport,
-                                             std::make_unique<ThreadMeeting>(ranks), std::move(all));
+                                             std::make_unique<ThreadMeeting>(workers), std::move(all));
   const RanksOutcome outcome = run_ranks(state, /*give_up_stalled=*/true);
-  if (!outcome.stalled.empty()) throw RankStalled(stall_text(outcome.stalled, state->local, options.timeout_s));
+  if (!outcome.stalled.empty())
+    throw RankStalled(stall_text(outcome.stalled, state->shared, state->local, options.timeout_s));
   if (outcome.failure) throw_runtime("{}", *outcome.failure);
   set_step_times(state->result);
   return std::move(state->result);
@@ -541,9 +599,10 @@ RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOpti
 RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, ProcessGroup& group) {
   const Schedule lowered = checked_schedule(schedule, options);
   const int ranks = lowered.num_ranks();
-  if (group.size() != ranks)
-    throw_bad_input("processes: {} were started for a schedule of {} ranks; start one process per rank", group.size(),
-                    ranks);
+  if (group.size() != ranks * options.replicas)
+    throw_bad_input("processes: {} were started for a schedule of {} ranks{}; start one process per rank{}", group.size(),
+                    ranks, options.replicas > 1 ? fmt::format(" x {} replicas", options.replicas) : "",
+                    options.replicas > 1 ? " of each replica" : "");
   const std::unique_ptr<Transport> transport = group.transport_for(backend);
   return run_schedule(lowered, backend, options, group, *transport, {group.rank()});
 }
@@ -551,7 +610,7 @@ RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOpti
 RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOptions& options, ProcessGroup& group,
                        Transport& transport, const std::vector<int>& local_ranks) {
   const Schedule lowered = checked_schedule(schedule, options);
-  const int ranks = lowered.num_ranks();
+  const int ranks = lowered.num_ranks() * options.replicas;
   if (local_ranks.empty()) throw_runtime("process {} holds no rank of the schedule", group.rank());
   for (size_t i = 0; i < local_ranks.size(); ++i)
     if (local_ranks[i] < 0 || local_ranks[i] >= ranks || (i > 0 && local_ranks[i] <= local_ranks[i - 1]))
@@ -567,7 +626,7 @@ RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOpti
   }
   RunResult result = std::move(state->result);
 
-  const std::string where = fmt::format("rank {} failed at the gathering of the records", me);
+  const std::string where = fmt::format("{} failed at the gathering of the records", state->shared.name_of(me));
   std::vector<std::vector<std::byte>> gathered;
   try {
     gathered = group.gather(process_records_to_wire(local_ranks, result),
@@ -581,8 +640,8 @@ RunResult run_schedule(const Schedule& schedule, Backend& backend, const RunOpti
     throw_runtime("{}", message);
   } catch (const PeerLost& e) {
     const std::string message =
-        fmt::format("rank {} failed: its process ({}) ended while rank {} waited at the gathering of the records", e.rank,
-                    e.process, me);
+        fmt::format("{} failed: its process ({}) ended while {} waited at the gathering of the records",
+                    state->shared.name_of(e.rank), e.process, state->shared.name_of(me));
     transport.announce_failure(message);
     throw_runtime("{}", message);
   }

@@ -25,6 +25,10 @@ void check_timeout(double timeout_s);
 struct RunOptions {
   int iterations = 1;   // measured
   int warmup = 0;       // run first, not measured
+  // Data parallelism: this many copies of the pipeline run the schedule side by side, each on its own
+  // micro-batches. Replica d's pipeline rank r is worker d * ranks + r: the index of its records, its
+  // transport rank and, under a launcher, its process.
+  int replicas = 1;
   // Longest wait for a receive or for the other ranks; with ranks as threads of one process also the
   // longest a rank may stay inside one action (a kernel, before_action) before it is overdue
   // (executor/stall_watch.hpp).
@@ -53,9 +57,10 @@ struct IterationRecord {
   std::vector<RankIteration> ranks;
 };
 
+// Records are per worker (RunOptions::replicas): with one replica, per rank.
 struct RunResult {
   std::vector<IterationRecord> iterations;     // warm-up ones first
-  std::vector<double> activation_peak_bytes;   // per rank, over the whole run
+  std::vector<double> activation_peak_bytes;   // per worker, over the whole run
 };
 
 // Ranks as threads: a rank stayed inside one action (or a wait) for longer than the timeout. A thread cannot
@@ -83,8 +88,8 @@ class RunFailedElsewhere : public Error {
   explicit RunFailedElsewhere(const std::string& message) : Error(ErrorKind::Runtime, message) {}
 };
 
-// Ranks as processes: this process runs rank group.rank() of the schedule, whose rank count must be the
-// group's size (BadInput otherwise). Iterations start and optimizer steps happen together across the group
+// Ranks as processes: this process runs worker group.rank() of the schedule, whose rank count times the
+// replicas must be the group's size (BadInput otherwise). Iterations start and optimizer steps happen together across the group
 // (its barrier); every rank's records and activation peak are gathered at process 0, whose result is the
 // whole run's; another process's result holds its own rank's only (the others' stay empty, step times are
 // its rank's). Errors as above, plus RunFailedElsewhere when another process failed first. On any error the

@@ -18,6 +18,9 @@ struct MessageKey {
   Op op = Op::SendF;  // SendF or SendB
   int stage = 0;      // the sending stage
   int microbatch = 0;
+  // 0: the stage's own SEND_F or SEND_B; n > 0: the n-th collective exchange (Collectives) of the sending
+  // rank in this iteration, made during the action on `stage` and `microbatch`.
+  int exchange = 0;
 
   friend auto operator<=>(const MessageKey&, const MessageKey&) = default;
 };

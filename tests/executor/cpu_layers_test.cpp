@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 
 #include "executor/cpu_model.hpp"
 #include "executor_test_util.hpp"
@@ -15,12 +16,16 @@ namespace {
 // by central differences, against <grad, d>. Untrained residual streams are small (weights of std 0.02),
 // so the norms curve sharply and a plain central difference at a step the float loss can resolve is
 // off by O(eps^2) terms of several percent; Richardson extrapolation of steps eps and eps / 2 cancels them.
-void check_gradients(const Model& model) {
+// `prepare` may change the initial weights first; `checked` picks the parameters checked (all by default).
+void check_gradients(const Model& model, const std::function<void(CpuModel&)>& prepare = {},
+                     const std::function<bool(const Param&)>& checked = {}) {
   CpuModel m(model, 11);
+  if (prepare) prepare(m);
   const std::vector<MicroBatch> data = test::batches(model, 2);
   test::reference_iteration(m, data);
   Rng rng(3);
   for (Param* p : m.params()) {
+    if (checked && !checked(*p)) continue;
     Mat d(p->value.rows(), p->value.cols());
     for (Eigen::Index i = 0; i < d.size(); ++i) d.data()[i] = static_cast<float>(rng.normal());
     const double analytic = static_cast<double>(p->grad.cwiseProduct(d).sum());
@@ -153,4 +158,58 @@ TEST_CASE("Adam training lowers the loss") {
     (it == 0 ? first : last) = loss;
   }
   CHECK(last < 0.5 * first);
+}
+
+// Every expert picked (top k = E): the loss is smooth, so every parameter is checked, the router's softmax
+// and the shared expert's gate included.
+Model all_experts_picked(bool gpt) {
+  Model model = test::tiny_moe(3, gpt);
+  TransformerConfig c = *model.transformer;
+  c.moe->top_k = c.moe->experts;
+  return make_transformer_model(model.name, c);
+}
+
+TEST_CASE("MoE blocks, every expert picked: parameter gradients agree with finite differences") {
+  check_gradients(all_experts_picked(false));
+  check_gradients(all_experts_picked(true));
+}
+
+// Top 2 of 4: the loss jumps where a token's choice changes, which a step upstream of a router can cause.
+// With the last block's router at 100 times its initial scale, its tokens' logits lie too far apart for
+// the steps on that block's MLP (router, experts, shared expert and gate) and the head to change a choice.
+TEST_CASE("MoE blocks, top 2 of 4 experts: the last block's MLP gradients agree with finite differences") {
+  for (bool gpt : {false, true}) {
+    const auto spread = [](CpuModel& m) {
+      for (Param* p : m.params())
+        if (p->name == "block2.router.w") p->value *= 100.0f;
+    };
+    const auto downstream = [](const Param& p) {
+      return p.name.rfind("head", 0) == 0 || p.name.rfind("block2.router", 0) == 0 ||
+             p.name.rfind("block2.expert", 0) == 0 || p.name.rfind("block2.shared", 0) == 0;
+    };
+    check_gradients(test::tiny_moe(3, gpt), spread, downstream);
+  }
+}
+
+TEST_CASE("MoE blocks: a shard holds its own experts, named by their index in the whole model") {
+  const Model model = test::tiny_moe(3);
+  const auto names = [&](const ExpertShard& shard) {
+    CpuModel m(model, 11, std::vector<Recompute>(static_cast<size_t>(model.num_layers()), Recompute::None), shard);
+    std::vector<std::string> out;
+    for (Param* p : m.params())
+      if (p->expert && p->name.rfind("block2.", 0) == 0) out.push_back(p->name);
+    return out;
+  };
+  CHECK(names({}) == std::vector<std::string>{"block2.expert0.up.w", "block2.expert0.down.w", "block2.expert1.up.w",
+                                              "block2.expert1.down.w", "block2.expert2.up.w", "block2.expert2.down.w",
+                                              "block2.expert3.up.w", "block2.expert3.down.w"});
+  CHECK(names({2, 1, {4, 5}}) == std::vector<std::string>{"block2.expert2.up.w", "block2.expert2.down.w",
+                                                         "block2.expert3.up.w", "block2.expert3.down.w"});
+  // Block 0 is dense (first_dense 1): no experts, its MLP is the dense one.
+  CpuModel whole_model(model, 11);
+  for (Param* p : whole_model.params()) {
+    INFO(p->name);
+    CHECK(p->expert == (p->name.find(".expert") != std::string::npos));
+    CHECK(p->name.rfind("block0.expert", 0) != 0);
+  }
 }

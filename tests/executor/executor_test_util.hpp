@@ -45,6 +45,25 @@ inline Model tiny_gpt(int layers = 3) {
   return make_transformer_model("test-gpt", c);
 }
 
+// Llama style with routed experts from block 1 on: 4 experts, top 2, a shared expert behind a sigmoid gate
+// (Qwen2-MoE's shape); `gpt`: GELU experts with biases (gpt-oss's) and no shared expert.
+inline Model tiny_moe(int layers = 3, bool gpt = false) {
+  TransformerConfig c = *(gpt ? tiny_gpt(layers) : tiny_llama(layers)).transformer;
+  MoeConfig moe;
+  moe.experts = 4;
+  moe.top_k = 2;
+  moe.expert_ffn = 12;
+  moe.first_dense = 1;
+  if (gpt) {
+    moe.expert_bias = true;
+  } else {
+    moe.shared_expert_ffn = 8;
+    moe.shared_expert_gate = true;
+  }
+  c.moe = moe;
+  return make_transformer_model(gpt ? "test-gpt-moe" : "test-llama-moe", c);
+}
+
 inline LayerRange whole(const CpuModel& m) { return LayerRange{0, m.num_layers() - 1}; }
 
 // Mean loss over the micro-batches (F only).
