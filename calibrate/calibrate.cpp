@@ -43,8 +43,8 @@ void check_run(const RunRecord& run, const Profile& profile, const std::string& 
     throw_bad_input("{}: model '{}' gives explicit per-layer costs; calibrate on runs of the profiled transformer model",
                     run.path, m.name);
   for (const Layer& layer : m.layers) {
-    const std::string kind = layer_kind_name(layer.kind);
-    const std::string shape = layer_shape(*m.transformer, layer.kind);
+    const std::string kind = profile_kind(*m.transformer, layer);
+    const std::string shape = layer_shape(*m.transformer, layer);
     const bool found = std::any_of(profile.layers.begin(), profile.layers.end(),
                                    [&](const LayerProfile& e) { return e.kind == kind && e.shape == shape; });
     if (!found)
@@ -118,6 +118,13 @@ Calibration calibrate(const CalibrateInputs& in) {
   if (profile.layers.empty())
     throw_bad_input("--profile: {} has no layer entries; write one with pipewright profile --micro-batch-size 1 2 4",
                     in.profile);
+  // The fits are of dense layers' work (FLOPs and bytes by phase); an MoE block's expert GEMMs and
+  // dispatch are not a term of them yet.
+  for (const LayerProfile& e : profile.layers)
+    if (e.kind == "moe-block")
+      throw_bad_input("--profile: {} times MoE blocks (kind \"moe-block\"), which calibrate does not fit; plan, "
+                      "simulate and run with --profile {} instead",
+                      in.profile, in.profile);
 
   Calibration c;
   c.tool = fmt::format("pipewright {} calibrate", kVersion);

@@ -102,8 +102,26 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
     throw_bad_input("--tp: the {} backend runs pipeline parallelism only, got --tp {}; use --tp 1", o.backend, sc.parallel.tp);
   if (sc.parallel.cp != 1)
     throw_bad_input("--cp: the {} backend runs pipeline parallelism only, got --cp {}; use --cp 1", o.backend, sc.parallel.cp);
-  if (sc.parallel.dp != 1)
+  if (o.backend == "cuda" && sc.parallel.dp != 1)
     throw_bad_input("--dp: the {} backend runs one pipeline, got --dp {}; use --dp 1", o.backend, sc.parallel.dp);
+  if (sc.parallel.etp != 1)
+    throw_bad_input("--etp: the {} backend computes each expert whole, got --etp {}; use --etp 1", o.backend,
+                    sc.parallel.etp);
+  // The replicas keep whole optimizer states and all-reduce their gradients after the last backward.
+  if (sc.parallel.dp > 1 && o.scenario.dp_options.zero_given() && sc.parallel.zero != 0) {
+    const CLI::Option* flag = o.scenario.dp_options.distributed_optimizer_flag;
+    if (flag && flag->count() > 0)
+      throw_bad_input("--distributed-optimizer: the {} backend's replicas keep whole optimizer states (plain data "
+                      "parallelism); leave it out",
+                      o.backend);
+    throw_bad_input("--zero: the {} backend's replicas keep whole optimizer states (plain data parallelism), got "
+                    "--zero {}; use --zero 0 or leave it out",
+                    o.backend, sc.parallel.zero);
+  }
+  if (sc.parallel.dp > 1 && o.scenario.dp_options.overlap_given() && sc.parallel.overlap_grad_reduce)
+    throw_bad_input("--overlap-grad-reduce: the {} backend's replicas average their gradients after the last "
+                    "backward; leave it out",
+                    o.backend);
   if (o.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", o.iterations);
   if (o.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", o.warmup);
   check_timeout(o.timeout_s);
@@ -147,9 +165,12 @@ std::string predicted_by(const CostModelChain& chain, const RunCommandOptions& o
 void print_report(std::ostream& out, const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
                   const RunResult& r, const Summary& s, const std::vector<double>& losses, const LoadVerdict& load) {
   const Scenario& sc = ev.scenario;
-  out << fmt::format("{} on {}: pp {}{}, schedule {}, {} micro-batches of {} x {} tokens\n", sc.model.name, sc.cluster.name,
-                     sc.parallel.pp, sc.parallel.vpp > 1 ? fmt::format(", vpp {}", sc.parallel.vpp) : "", sc.schedule,
-                     sc.parallel.microbatches, sc.workload.micro_batch_size, sc.workload.seq_len);
+  out << fmt::format("{} on {}: pp {}{}{}{}, schedule {}, {} micro-batches of {} x {} tokens{}\n", sc.model.name,
+                     sc.cluster.name, sc.parallel.pp, sc.parallel.vpp > 1 ? fmt::format(", vpp {}", sc.parallel.vpp) : "",
+                     sc.parallel.dp > 1 ? fmt::format(", dp {}", sc.parallel.dp) : "",
+                     sc.parallel.ep > 1 ? fmt::format(", ep {}", sc.parallel.ep) : "", sc.schedule,
+                     sc.parallel.microbatches, sc.workload.micro_batch_size, sc.workload.seq_len,
+                     sc.parallel.dp > 1 ? " per replica" : "");
   out << fmt::format("backend {}, {} compute, ranks as {}, {} iteration{} after {} warm-up\n", o.backend, o.compute,
                      o.ranks_as, o.iterations, o.iterations == 1 ? "" : "s", o.warmup);
   out << self_profile_line(chain, sc) << "\n";
@@ -162,14 +183,18 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
   row("machine", load.line);
   if (!losses.empty()) row("loss", fmt::format("{:.4f} (first iteration) -> {:.4f} (last)", losses.front(), losses.back()));
   out << "\n";
-  out << fmt::format("  {:>4}  {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>12} {:>12}\n", "rank", "stages", "busy",
-                     "busy cpu", "idle", "pred busy", "pred idle", "act. peak", "pred peak");
-  for (const RankStats& p : ev.sim.ranks) {
-    const RankIteration& m = s.typical->ranks[static_cast<size_t>(p.rank)];
-    out << fmt::format("  {:>4}  {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>12} {:>12}\n", p.rank, stage_list(ev, p.rank),
+  // With replicas, a row per worker: replica d's rank r (records at d x pp + r).
+  const bool replicas = sc.parallel.dp > 1;
+  out << fmt::format("  {:>4}{}  {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>12} {:>12}\n", "rank",
+                     replicas ? fmt::format("  {:>7}", "replica") : "", "stages", "busy", "busy cpu", "idle", "pred busy",
+                     "pred idle", "act. peak", "pred peak");
+  for (size_t w = 0; w < s.typical->ranks.size(); ++w) {
+    const RankStats& p = ev.sim.ranks[w % ev.sim.ranks.size()];
+    const RankIteration& m = s.typical->ranks[w];
+    out << fmt::format("  {:>4}{}  {:<8} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>12} {:>12}\n", p.rank,
+                       replicas ? fmt::format("  {:>7}", w / ev.sim.ranks.size()) : "", stage_list(ev, p.rank),
                        format_seconds(m.busy_s), format_seconds(m.busy_cpu_s), format_seconds(s.typical->step_time_s - m.busy_s),
-                       format_seconds(p.busy_s), format_seconds(p.idle_s),
-                       format_bytes(r.activation_peak_bytes[static_cast<size_t>(p.rank)]),
+                       format_seconds(p.busy_s), format_seconds(p.idle_s), format_bytes(r.activation_peak_bytes[w]),
                        format_bytes(p.activation_peak_bytes));
   }
   out << "\n  busy, busy cpu (the rank thread's CPU time in its compute; less than busy when other threads shared\n"
@@ -183,19 +208,21 @@ nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& cha
   using nlohmann::json;
   const Scenario& sc = ev.scenario;
   json ranks = json::array();
-  for (const RankStats& p : ev.sim.ranks) {
-    const RankIteration& m = s.typical->ranks[static_cast<size_t>(p.rank)];
+  for (size_t w = 0; w < s.typical->ranks.size(); ++w) {
+    const RankStats& p = ev.sim.ranks[w % ev.sim.ranks.size()];
+    const RankIteration& m = s.typical->ranks[w];
     json stages = json::array();
     for (const StageReport& st : ev.stages)
       if (st.rank == p.rank) stages.push_back(st.stage);
     ranks.push_back({{"rank", p.rank},
+                     {"replica", w / ev.sim.ranks.size()},
                      {"stages", stages},
                      {"busy_s", m.busy_s},
                      {"busy_cpu_s", m.busy_cpu_s},
                      {"idle_s", s.typical->step_time_s - m.busy_s},
                      {"predicted_busy_s", p.busy_s},
                      {"predicted_idle_s", p.idle_s},
-                     {"activation_peak_bytes", r.activation_peak_bytes[static_cast<size_t>(p.rank)]},
+                     {"activation_peak_bytes", r.activation_peak_bytes[w]},
                      {"predicted_activation_peak_bytes", p.activation_peak_bytes}});
   }
   return json{{"pipewright_version", kVersion},
@@ -206,6 +233,8 @@ nlohmann::json report_json(const RunCommandOptions& o, const CostModelChain& cha
               {"compute", o.compute},
               {"pp", sc.parallel.pp},
               {"vpp", sc.parallel.vpp},
+              {"dp", sc.parallel.dp},
+              {"ep", sc.parallel.ep},
               {"microbatches", sc.parallel.microbatches},
               {"micro_batch_size", sc.workload.micro_batch_size},
               {"seq_len", sc.workload.seq_len},
@@ -271,6 +300,12 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   // The prediction counts the memory of the backend that runs: what its layers keep from F for B and from B
   // for W, at its element width (core/kept_bytes.hpp).
   if (o.backend == "cpu") scenario.workload.memory = MemoryAccounting::CpuFloat32;
+  // What the executor's replicas do: plain data parallelism, gradients averaged after the last backward.
+  if (scenario.parallel.dp > 1) {
+    scenario.parallel.zero = 0;
+    scenario.parallel.overlap_grad_reduce = false;
+    scenario.parallel.overlap_param_gather = false;
+  }
   if (o.backend == "cuda")
     scenario.workload.memory = dtype_from_text(o.dtype) == DType::F32 ? MemoryAccounting::CudaFloat32 : MemoryAccounting::CudaBf16;
   check_work_unless_allowed(
@@ -279,7 +314,7 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
                    simulation_source(o.scenario)),
       o.allow_large);
   // The cuda backend's processes may hold several ranks each (a thread per GPU): its process plan checks them.
-  if (launched && o.backend != "cuda") launched->check_ranks(scenario.parallel.pp);
+  if (launched && o.backend != "cuda") launched->check_ranks(scenario.parallel.pp, scenario.parallel.dp);
   if (!o.inject_failure.empty()) parse_injected_failure(o.inject_failure);
   CostModelChain chain = o.scenario.cost_models(scenario.model, doc);
   profile_first(o, scenario, chain, launched != nullptr);
@@ -344,6 +379,8 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
     config.optimizer.lr = o.lr;
     config.recompute = ev.scenario.workload.recompute;
     config.stage_recompute = ev.scenario.stage_recompute;
+    config.replicas = ev.scenario.parallel.dp;
+    config.ep = ev.scenario.parallel.ep;
     auto b = std::make_unique<CpuBackend>(ev.scenario.model, ranges, config);
     cpu = b.get();
     backend = std::move(b);
@@ -355,6 +392,7 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   options.warmup = o.warmup;
   options.timeout_s = o.timeout_s;
   options.before_action = hook;
+  options.replicas = ev.scenario.parallel.dp;
   const RunResult result = !launched ? run_threads(schedule, backend, options, gpu)
                            : gpu     ? launched->run(schedule, *backend, options, gpu->transport(), gpu->local_ranks())
                                      : launched->run(schedule, *backend, options);

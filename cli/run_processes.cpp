@@ -29,14 +29,18 @@ namespace {
 
 }  // namespace
 
-void LaunchedRun::check_ranks(int ranks) const {
-  if (ranks != env_.world_size)
+void LaunchedRun::check_ranks(int ranks, int replicas) const {
+  if (replicas == 1 && ranks != env_.world_size)
     throw_bad_input("--pp: the pipeline has {} ranks but {} started {} processes; start {} {} or run --pp {}", ranks,
                     env_.launcher, env_.world_size, world_size_flag(env_), ranks, env_.world_size);
+  if (ranks * replicas != env_.world_size)
+    throw_bad_input("--dp: {} replicas of a pipeline of {} ranks take {} processes but {} started {}; start {} {}",
+                    replicas, ranks, ranks * replicas, env_.launcher, env_.world_size, world_size_flag(env_),
+                    ranks * replicas);
 }
 
 RunResult LaunchedRun::run(const Schedule& schedule, Backend& backend, const RunOptions& options) {
-  check_ranks(schedule.num_ranks());
+  check_ranks(schedule.num_ranks(), options.replicas);
   return run_schedule(schedule, backend, options, group_);
 }
 
@@ -63,14 +67,22 @@ std::vector<double> LaunchedRun::losses(const std::vector<double>& local) {
                   e.process, group_.rank());
   }
   if (!reports()) return local;
-  // The last stage holds the loss: its process's losses are the run's, the others' are empty.
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    if (it->empty()) continue;
-    std::vector<double> out(it->size() / sizeof(double));
-    std::memcpy(out.data(), it->data(), out.size() * sizeof(double));
-    return out;
+  // The last stage holds the loss: the processes holding it (one per data-parallel replica) have their
+  // replica's losses, the others none; the run's are the mean over the replicas, added in process order.
+  std::vector<double> sum;
+  int holders = 0;
+  for (const std::vector<std::byte>& bytes : all) {
+    if (bytes.empty()) continue;
+    std::vector<double> one(bytes.size() / sizeof(double));
+    std::memcpy(one.data(), bytes.data(), one.size() * sizeof(double));
+    if (sum.empty()) sum.assign(one.size(), 0.0);
+    if (one.size() != sum.size())
+      throw_runtime("the gathering of the losses: one process has {} iterations' losses, another {}", one.size(), sum.size());
+    for (size_t i = 0; i < one.size(); ++i) sum[i] += one[i];
+    ++holders;
   }
-  return {};
+  for (double& v : sum) v /= holders;
+  return sum;
 }
 
 void run_launched(const LaunchEnv& env, double timeout_s, std::ostream& out,

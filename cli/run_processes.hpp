@@ -25,15 +25,16 @@ class LaunchedRun {
   bool reports() const { return group_.rank() == 0; }
   // "processes under openmpi": how the report's second line says the ranks ran.
   std::string ranks_as() const { return "processes under " + env_.launcher; }
-  // BadInput naming --pp and the launcher's flag unless it started one process per pipeline rank.
-  void check_ranks(int ranks) const;
+  // BadInput naming --pp (--dp with replicas) and the launcher's flag unless it started one process per
+  // pipeline rank of each data-parallel replica.
+  void check_ranks(int ranks, int replicas = 1) const;
   // This process's rank of the schedule; at process 0 every rank's records.
   RunResult run(const Schedule& schedule, Backend& backend, const RunOptions& options);
   // This process's ranks `local_ranks` of the schedule, as threads, over `transport` (the cuda backend's:
   // processes that hold several ranks each); at process 0 every rank's records.
   RunResult run(const Schedule& schedule, Backend& backend, const RunOptions& options, Transport& transport,
                 const std::vector<int>& local_ranks);
-  // At process 0: the losses of the process that holds the last stage (`local` there); elsewhere `local`.
+  // At process 0: the mean of the losses of the processes holding the last stage; elsewhere `local`.
   std::vector<double> losses(const std::vector<double>& local);
   const LaunchEnv& env() const { return env_; }
   ProcessGroup& group() { return group_; }

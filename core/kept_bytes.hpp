@@ -35,12 +35,21 @@ inline KeptLayout cuda_kept_layout(double element_bytes) { return {element_bytes
 //   head       F: x-hat, norm output (2 n h e), 1/rms (n), probabilities or logits (n V e), target ids (n),
 //                 log-sum-exp (n) with head_keeps_lse
 //              B: norm output + logit gradient (n h + n V), x-hat + norm gradient (2 n h), all e
-KeptBytes kept_bytes(const TransformerConfig& config, LayerKind kind, int micro_batch_size, int seq_len,
-                     Recompute recompute, const KeptLayout& layout);
+//   MoE block  (the CPU's, executor/cpu_moe_mlp.hpp) the block's attention and norms as above; its MLP keeps,
+//              with R = n k rows routed (every replica's share when the routing is balanced), f' the expert
+//              FFN, u' its up width, f_s and u_s the shared expert's:
+//              F: choices and weights (2 n k), outputs (n k h), received rows' expert and counts (R + ep),
+//                 expert inputs, up outputs, activations (R (h + u' + f')), shared up and activation
+//                 (n (u_s + f_s)), with the gate its output and value (n h + n), all e
+//              B: attention and norms n (2q + 2kv + 6h); router n (h + E); experts R (2h + u' + f');
+//                 shared n (2h + u_s + f_s); gate n (h + 1), all e
+// `block` is the layer's place among the blocks (which are MoE); `ep` the replicas the experts spread over.
+KeptBytes kept_bytes(const TransformerConfig& config, LayerKind kind, int block, int micro_batch_size, int seq_len,
+                     Recompute recompute, const KeptLayout& layout, int ep = 1);
 
-inline KeptBytes cpu_kept_bytes(const TransformerConfig& config, LayerKind kind, int micro_batch_size, int seq_len,
-                                Recompute recompute) {
-  return kept_bytes(config, kind, micro_batch_size, seq_len, recompute, kCpuKeptLayout);
+inline KeptBytes cpu_kept_bytes(const TransformerConfig& config, LayerKind kind, int block, int micro_batch_size,
+                                int seq_len, Recompute recompute, int ep = 1) {
+  return kept_bytes(config, kind, block, micro_batch_size, seq_len, recompute, kCpuKeptLayout, ep);
 }
 
 }  // namespace pw

@@ -448,11 +448,15 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
   if (w.recompute == Recompute::PerStage)
     throw_runtime("layer_work: per-stage recompute needs the level of the stage holding layer '{}'", layer.name);
   const TransformerConfig& c = *model.transformer;
-  const bool beyond_dense = c.moe || c.mla || c.attention_sinks || layer.kind == LayerKind::Mtp;
-  if (w.memory != MemoryAccounting::GpuBf16 && beyond_dense)
+  // The CPU's layers compute routed experts; the CUDA backend's compute none of these.
+  const bool beyond_cpu = c.mla || c.attention_sinks || layer.kind == LayerKind::Mtp ||
+                          (c.moe && c.moe->router_score_bias);
+  if (w.memory != MemoryAccounting::GpuBf16 && (beyond_cpu || (c.moe && w.memory != MemoryAccounting::CpuFloat32)))
     throw_bad_input("--memory: the {} accounting counts what pipewright's own layers keep, which do not compute '{}''s "
-                    "experts, latent attention, sinks or MTP modules; use the gpu accounting",
-                    to_string(w.memory), model.name);
+                    "{}; use the gpu accounting",
+                    to_string(w.memory), model.name,
+                    w.memory == MemoryAccounting::CpuFloat32 ? "latent attention, sinks, MTP modules or router score bias"
+                                                             : "experts, latent attention, sinks or MTP modules");
   const Dims d = dims_of(c, w, model.default_seq_len(), layer.block);
   LayerWork lw;
   switch (layer.kind) {
@@ -471,7 +475,8 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
   if (w.memory != MemoryAccounting::GpuBf16) {
     const KeptLayout layout = w.memory == MemoryAccounting::CpuFloat32 ? kCpuKeptLayout
                               : cuda_kept_layout(w.memory == MemoryAccounting::CudaBf16 ? 2 : 4);
-    const KeptBytes kept = kept_bytes(c, layer.kind, w.micro_batch_size, static_cast<int>(d.s), w.recompute, layout);
+    const KeptBytes kept =
+        kept_bytes(c, layer.kind, layer.block, w.micro_batch_size, static_cast<int>(d.s), w.recompute, layout, std::max(w.ep, 1));
     lw.activation_bytes = kept.after_forward;
     lw.weight_grad_bytes = kept.after_backward;
     lw.output_bytes = kept.output;

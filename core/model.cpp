@@ -29,10 +29,20 @@ std::vector<int> Model::block_indices() const {
   return out;
 }
 
-Model one_block_model(const Model& model) {
-  if (!model.transformer) throw_runtime("one_block_model: model '{}' has no transformer shape", model.name);
+Model one_block_per_kind(const Model& model) {
+  if (!model.transformer) throw_runtime("one_block_per_kind: model '{}' has no transformer shape", model.name);
   TransformerConfig c = *model.transformer;
-  c.layers = 1;
+  if (c.moe) {
+    bool dense = false, moe = false;
+    for (int i = 0; i < c.layers; ++i) (c.moe_block(i) ? moe : dense) = true;
+    // The dense one first, then the MoE one.
+    c.moe->first_dense = dense ? 1 : 0;
+    c.moe->every = 1;
+    c.moe->dense_blocks.clear();
+    c.layers = (dense ? 1 : 0) + (moe ? 1 : 0);
+  } else {
+    c.layers = 1;
+  }
   return make_transformer_model(model.name, c);
 }
 

@@ -113,9 +113,10 @@ struct Model {
 
 // Builds the layer list (embedding, L blocks, head) of a transformer.
 Model make_transformer_model(const std::string& name, const TransformerConfig& config);
-// A transformer model cut to one block: its distinct layers (embedding, block, head), what the profilers
-// time, without the memory of every other block. `model` must have a transformer shape.
-Model one_block_model(const Model& model);
+// A transformer model cut to one block of each kind it has: its distinct layers (embedding, a dense block,
+// an MoE block, head), what the profilers time, without the memory of every other block. `model` must
+// have a transformer shape.
+Model one_block_per_kind(const Model& model);
 
 // Built-in presets: gpt3-1.3b ... llama3-405b. Throws BadInput naming the list for unknown names.
 std::vector<std::string> model_preset_names();

@@ -174,14 +174,16 @@ Mat MoeMlp::forward(const Mat& n, Mat* s) {
 
   if (shared_) {
     Mat shared_slots[2];
-    s[kSharedOut] = shared_->forward(n, shared_slots);
+    Mat shared_out = shared_->forward(n, shared_slots);
     s[kSharedU] = std::move(shared_slots[0]);
     s[kSharedG] = std::move(shared_slots[1]);
     if (gate_) {
+      // The gate's gradient needs the shared output it scaled.
       s[kGate] = (1.0f + (-gate_->forward(n).array()).exp()).inverse().matrix();
-      out += (s[kSharedOut].array().colwise() * s[kGate].col(0).array()).matrix();
+      out += (shared_out.array().colwise() * s[kGate].col(0).array()).matrix();
+      s[kSharedOut] = std::move(shared_out);
     } else {
-      out += s[kSharedOut];
+      out += shared_out;
     }
   }
   return out;

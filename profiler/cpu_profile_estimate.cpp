@@ -26,7 +26,7 @@ std::string sizes_text(const std::vector<int>& sizes) {
 
 std::vector<WorkEstimate> cpu_profile_estimate(const Model& model, const CpuProfileRequest& request, const CoreSpeed& core) {
   check_cpu_model(model);
-  const Model one = one_block_model(model);
+  const Model one = one_block_per_kind(model);
   const TransformerConfig& c = *one.transformer;
   const int seq = request.seq_len > 0 ? request.seq_len : model.default_seq_len();
   const ProfileOptions& o = request.options;
@@ -53,7 +53,7 @@ std::vector<WorkEstimate> cpu_profile_estimate(const Model& model, const CpuProf
       flops += run_flops;
       seconds += item_seconds(run_flops / core.flops);
       inputs += 2 * tokens * c.hidden * kFloatBytes;  // x and dy
-      const KeptBytes k = cpu_kept_bytes(c, layer.kind, w.micro_batch_size, seq, Recompute::None);
+      const KeptBytes k = cpu_kept_bytes(c, layer.kind, layer.block, w.micro_batch_size, seq, Recompute::None);
       kept = std::max(kept, k.after_forward + k.after_backward + k.output);
     }
   }

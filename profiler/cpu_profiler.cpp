@@ -33,7 +33,7 @@ Mat random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
 
 Model one_block(const Model& model) {
   check_cpu_model(model);
-  return one_block_model(model);
+  return one_block_per_kind(model);
 }
 
 // The softmax rebuild a block's B starts with under selective recomputation, on random Q and K of the
@@ -88,11 +88,11 @@ std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vect
     if (b < 1) throw_bad_input("--micro-batch-size: must be at least 1, got {}", b);
     const Eigen::Index n = static_cast<Eigen::Index>(b) * seq_len;
     for (int i = 0; i < small.num_layers(); ++i) {
-      const LayerKind kind = small.layers[static_cast<size_t>(i)].kind;
+      const Layer& layer = small.layers[static_cast<size_t>(i)];
       Item it{{}, LayerRange{i, i}, synthetic_microbatch(1, 0, 0, b, seq_len, c.vocab), random_matrix(n, c.hidden, 2),
               random_matrix(n, c.hidden, 3)};
-      it.p.kind = layer_kind_name(kind);
-      it.p.shape = layer_shape(c, kind);
+      it.p.kind = profile_kind(c, layer);
+      it.p.shape = layer_shape(c, layer);
       it.p.micro_batch_size = b;
       it.p.seq_len = seq_len;
       items.push_back(std::move(it));
@@ -121,7 +121,7 @@ std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vect
     p.forward = timing_of(samples[k][0]);
     p.backward_input = timing_of(samples[k][1]);
     p.backward_weight = timing_of(samples[k][2]);
-    if (p.kind == "block") p.selective_recompute = time_selective_recompute(c, p.micro_batch_size, seq_len, options);
+    if (p.kind == "block" || p.kind == "moe-block") p.selective_recompute = time_selective_recompute(c, p.micro_batch_size, seq_len, options);
     out.push_back(p);
   }
   return out;

@@ -37,14 +37,27 @@ std::string layer_shape(const TransformerConfig& c, LayerKind kind) {
     case LayerKind::Block:
       return fmt::format("hidden={} heads={} kv_heads={} head_dim={} ffn={} mlp={} norm={} bias={} positions={}{}",
                          c.hidden, c.heads, c.kv_heads, c.head_dim, c.ffn, to_string(c.mlp),
-                         norm, c.bias ? "all" : c.qkv_bias ? "qkv" : "none", positions,
-                         c.moe || c.mla ? fmt::format(" experts={} mla={}", c.moe ? c.moe->experts : 0, c.mla ? 1 : 0) : "");
+                         norm, c.bias ? "all" : c.qkv_bias ? "qkv" : "none", positions, c.mla ? " mla=1" : "");
     // No backend measures these yet: the shape names them so that no dense block's profile stands in.
     case LayerKind::Mtp:
       return fmt::format("hidden={} heads={} mtp experts={}", c.hidden, c.heads, c.moe ? c.moe->experts : 0);
     case LayerKind::Explicit: break;
   }
   return layer_kind_name(kind);
+}
+
+std::string profile_kind(const TransformerConfig& c, const Layer& layer) {
+  if (layer.kind == LayerKind::Block && c.moe_block(layer.block)) return "moe-block";
+  return layer_kind_name(layer.kind);
+}
+
+std::string layer_shape(const TransformerConfig& c, const Layer& layer) {
+  const std::string shape = layer_shape(c, layer.kind);
+  if (layer.kind != LayerKind::Block || !c.moe_block(layer.block)) return shape;
+  const MoeConfig& m = *c.moe;
+  return fmt::format("{} experts={} top_k={} expert_ffn={} shared_ffn={} shared_gate={} expert_bias={}{}", shape, m.experts,
+                     m.top_k, m.expert_ffn, m.shared_expert_ffn, m.shared_expert_gate ? 1 : 0, m.expert_bias ? 1 : 0,
+                     m.router_score_bias ? " score_bias=1" : "");
 }
 
 namespace {
@@ -145,8 +158,8 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
                       "selective_recompute", "activation_bytes", "weight_grad_bytes", "output_bytes"});
     LayerProfile l;
     l.kind = f.string("kind");
-    if (l.kind != "embedding" && l.kind != "block" && l.kind != "head")
-      f.fail("kind", fmt::format("must be \"embedding\", \"block\" or \"head\", got \"{}\"", excerpt(l.kind)));
+    if (l.kind != "embedding" && l.kind != "block" && l.kind != "moe-block" && l.kind != "head")
+      f.fail("kind", fmt::format("must be \"embedding\", \"block\", \"moe-block\" or \"head\", got \"{}\"", excerpt(l.kind)));
     l.shape = f.string("shape");
     l.micro_batch_size = f.positive_int("micro_batch_size");
     l.seq_len = f.positive_int("seq_len");

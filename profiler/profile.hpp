@@ -80,12 +80,18 @@ struct Profile {
   const LayerProfile* find(const std::string& kind, const std::string& shape, int micro_batch_size, int seq_len) const;
 };
 
-// "embedding", "block", "head" (BadInput for explicit layers, which carry their own costs).
+// "embedding", "block", "head", "mtp" (BadInput for explicit layers, which carry their own costs).
 std::string layer_kind_name(LayerKind kind);
 // The dimensions that set a layer's cost, as text: "hidden=64 heads=4 kv_heads=2 head_dim=16 ffn=172
 // mlp=swiglu norm=rmsnorm bias=none positions=rotary" for a block; hidden, vocab and positions for the
 // embedding; hidden, vocab and norm for the head.
 std::string layer_shape(const TransformerConfig& config, LayerKind kind);
+// A layer's kind in a profile: its LayerKind's name, or "moe-block" for a block with routed experts (a
+// dense block of an MoE model computes as a dense model's block and shares its entries).
+std::string profile_kind(const TransformerConfig& config, const Layer& layer);
+// Its shape: layer_shape of its kind, for an MoE block followed by the routed experts' figures
+// ("experts=4 top_k=2 expert_ffn=12 shared_ffn=8 shared_gate=1 expert_bias=0").
+std::string layer_shape(const TransformerConfig& config, const Layer& layer);
 
 // {"format": "pipewright-profile", "version": 1, ...} as docs/profile-format.md describes.
 std::string profile_to_json_text(const Profile& profile);

@@ -9,11 +9,12 @@ namespace pw {
 ProfiledCostModel::ProfiledCostModel(Profile profile, const Model& model, const CostModel& fallback)
     : CostModelOver(fallback), profile_(std::move(profile)), config_(model.transformer) {}
 
-const LayerProfile* ProfiledCostModel::entry_for(LayerKind kind, int micro_batch_size, int seq_len, Recompute recompute,
-                                                 int tp) const {
-  if (!config_ || kind == LayerKind::Explicit || tp > 1) return nullptr;
-  const LayerProfile* p = profile_.find(layer_kind_name(kind), layer_shape(*config_, kind), micro_batch_size, seq_len);
-  if (p && kind == LayerKind::Block && recompute == Recompute::Selective && !p->selective_recompute) return nullptr;
+const LayerProfile* ProfiledCostModel::entry_for(const Layer& layer, int micro_batch_size, int seq_len,
+                                                 Recompute recompute, int tp) const {
+  if (!config_ || layer.kind == LayerKind::Explicit || tp > 1) return nullptr;
+  const LayerProfile* p =
+      profile_.find(profile_kind(*config_, layer), layer_shape(*config_, layer), micro_batch_size, seq_len);
+  if (p && layer.kind == LayerKind::Block && recompute == Recompute::Selective && !p->selective_recompute) return nullptr;
   return p;
 }
 
@@ -22,13 +23,15 @@ ProfileCoverage ProfiledCostModel::coverage(const Model& model, const Workload& 
   const int seq = w.seq_len > 0 ? w.seq_len : model.default_seq_len();
   bool selective_missing = false;
   for (const Layer& layer : model.layers) {
-    const std::string kind = layer.kind == LayerKind::Explicit ? "explicit" : layer_kind_name(layer.kind);
+    const std::string kind = layer.kind == LayerKind::Explicit ? "explicit"
+                             : config_                          ? profile_kind(*config_, layer)
+                                                                : layer_kind_name(layer.kind);
     if (std::count(c.profiled.begin(), c.profiled.end(), kind) || std::count(c.missing.begin(), c.missing.end(), kind))
       continue;
-    const bool found = entry_for(layer.kind, w.micro_batch_size, seq, w.recompute, w.tp * w.cp) != nullptr;
+    const bool found = entry_for(layer, w.micro_batch_size, seq, w.recompute, w.tp * w.cp) != nullptr;
     (found ? c.profiled : c.missing).push_back(kind);
     if (!found && layer.kind == LayerKind::Block && w.recompute == Recompute::Selective && w.tp * w.cp == 1 && config_ &&
-        profile_.find("block", layer_shape(*config_, LayerKind::Block), w.micro_batch_size, seq))
+        profile_.find(kind, layer_shape(*config_, layer), w.micro_batch_size, seq))
       selective_missing = true;
   }
   if (c.missing.empty()) return c;
@@ -48,7 +51,7 @@ ProfileCoverage ProfiledCostModel::coverage(const Model& model, const Workload& 
 double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                                      const LinkSpec& tp_link, int tp) const {
   // A cp rank runs a share of the sequence against all of its keys: no profiled length is that layer.
-  const LayerProfile* p = entry_for(layer.kind, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp);
+  const LayerProfile* p = entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp);
   if (!p) return below_.phase_time(layer, work, phase, gpu, tp_link, tp);
   switch (phase) {
     case Phase::Forward: return p->forward.median_s;
@@ -68,6 +71,21 @@ LinkSpec ProfiledCostModel::p2p_link(const LinkSpec& nominal) const {
   if (profile_.links.empty() || nominal.inter_node) return below_.p2p_link(nominal);
   const LinkProfile& l = profile_.links.front();
   return LinkSpec{l.bandwidth_bytes_per_s, l.latency_s};
+}
+
+// Only a CPU profile's link is the one the exchanges run over (the executor's transport between threads or
+// processes); NCCL's collectives on GPUs are not its point-to-point sends.
+double ProfiledCostModel::expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const {
+  if (profile_.machine.backend != "cpu") return below_.expert_comm_time(work, phase, links);
+  AllToAllLinks measured = links;
+  measured.in_node_link = p2p_link(links.in_node_link);
+  measured.etp_link = p2p_link(links.etp_link);
+  return below_.expert_comm_time(work, phase, measured);
+}
+
+double ProfiledCostModel::collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const {
+  if (profile_.machine.backend != "cpu") return below_.collective_time(kind, bytes, ranks, link);
+  return below_.collective_time(kind, bytes, ranks, p2p_link(link));
 }
 
 double ProfiledCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu) const {

@@ -13,7 +13,7 @@ namespace pw {
 
 // Which of a model's distinct layers a profile answers for at one workload, and why the others are not.
 struct ProfileCoverage {
-  std::vector<std::string> profiled;  // layer kinds ("embedding", "block", "head") timed by the profile
+  std::vector<std::string> profiled;  // layer kinds ("embedding", "block", "moe-block", "head") timed by the profile
   std::vector<std::string> missing;   // layer kinds the next cost model answers for
   std::string reason;                 // why they are missing (empty when none is)
 };
@@ -34,12 +34,17 @@ class ProfiledCostModel : public CostModelOver {
   // The first measured link when the profile has one, for links inside a node (a profile measures one
   // node; a link between nodes is the model's below).
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
+  // The expert all-to-alls and the collectives as the model below times them, over a CPU profile's
+  // measured link where they stay inside a node.
+  double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const override;
+  double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
 
-  // The profile entry used for layers of this kind at this micro-batch, or null when the fallback answers
-  // (tp > 1: the profile is of one device; selective recomputation of a block without a measured rebuild).
-  const LayerProfile* entry_for(LayerKind kind, int micro_batch_size, int seq_len, Recompute recompute = Recompute::None,
-                                int tp = 1) const;
+  // The profile entry used for `layer` at this micro-batch (profile_kind and layer_shape find it), or null
+  // when the fallback answers (tp > 1: the profile is of one device; selective recomputation of a block
+  // without a measured rebuild).
+  const LayerProfile* entry_for(const Layer& layer, int micro_batch_size, int seq_len,
+                                Recompute recompute = Recompute::None, int tp = 1) const;
   // The model's distinct layer kinds at `workload` (seq_len 0: the model's).
   ProfileCoverage coverage(const Model& model, const Workload& workload) const;
 

@@ -28,7 +28,7 @@ struct Events {
 
 Model one_block(const Model& model) {
   check_gpu_model(model);
-  return one_block_model(model);
+  return one_block_per_kind(model);
 }
 
 Buf random_buf(GpuContext& g, long rows, long cols, std::uint64_t seed) {
@@ -66,8 +66,8 @@ std::vector<LayerProfile> profile_gpu_layers(GpuContext& g, const Model& model, 
       const LayerKind kind = small.layers[static_cast<size_t>(i)].kind;
       GpuLayer& layer = *layers[static_cast<size_t>(i)];
       LayerProfile p;
-      p.kind = layer_kind_name(kind);
-      p.shape = layer_shape(c, kind);
+      p.kind = profile_kind(c, small.layers[static_cast<size_t>(i)]);
+      p.shape = layer_shape(c, small.layers[static_cast<size_t>(i)]);
       p.micro_batch_size = b;
       p.seq_len = seq;
       double high_water = 0;

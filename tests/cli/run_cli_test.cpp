@@ -112,7 +112,6 @@ TEST_CASE("run: bad input exits 2 with one line naming the option") {
   check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--microbatches", "2",
                    "--compute", "fast"},
                   "--compute: must be real or sleep, got 'fast'");
-  check_bad_input(with(kSleepUniform, {"--dp", "2"}), "--dp: the cpu backend runs one pipeline, got --dp 2; use --dp 1");
   check_bad_input({"run", "--model", source_path("examples/tiny-llama.json"), "--cluster", "dgx-h100", "--tp", "2",
                    "--microbatches", "2"},
                   "--tp: the cpu backend runs pipeline parallelism only, got --tp 2; use --tp 1");

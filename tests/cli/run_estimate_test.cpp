@@ -24,7 +24,7 @@ TEST_CASE("run estimate: the cpu backend's tensors, the same under either accoun
   const TransformerConfig& c = *s.model.transformer;
   for (const Layer& l : s.model.layers) {
     parameters += layer_work(s.model, l, Workload{}).parameters;
-    const KeptBytes k = cpu_kept_bytes(c, l.kind, 1, 128, Recompute::None);
+    const KeptBytes k = cpu_kept_bytes(c, l.kind, l.block, 1, 128, Recompute::None);
     kept += k.after_forward + k.after_backward;
   }
   const RunWork adam{1, 0, true, true};

@@ -55,7 +55,7 @@ TEST_CASE("a transformer model is embedding, L blocks and a head") {
   CHECK_FALSE(m.has_explicit_costs());
   CHECK(m.default_seq_len() == 2048);
   // Cut to one block: the same embedding, block and head, one block of them.
-  const Model one = one_block_model(m);
+  const Model one = one_block_per_kind(m);
   REQUIRE(one.num_layers() == 3);
   CHECK(one.name == m.name);
   CHECK(one.num_blocks() == 1);

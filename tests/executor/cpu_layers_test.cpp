@@ -165,7 +165,9 @@ TEST_CASE("Adam training lowers the loss") {
 Model all_experts_picked(bool gpt) {
   Model model = test::tiny_moe(3, gpt);
   TransformerConfig c = *model.transformer;
-  c.moe->top_k = c.moe->experts;
+  MoeConfig moe = *c.moe;
+  moe.top_k = moe.experts;
+  c.moe = moe;
   return make_transformer_model(model.name, c);
 }
 

@@ -68,6 +68,14 @@ TEST_CASE("predicted activation peaks equal the cpu backend's measured ones") {
     check_equal(peaks(llama, "zb-v", 2, {2, 1, 1, 1}, Recompute::PerStage,
                       {Recompute::Full, Recompute::None, Recompute::Selective, Recompute::None}));
   }
+  // With every expert on the rank (ep 1) the rows routed are exactly n k.
+  SECTION("MoE blocks (router, experts, gated shared expert), zb-h1") {
+    check_equal(peaks(test::tiny_moe(5), "zb-h1", 1, {3, 2}, Recompute::None));
+  }
+  SECTION("MoE blocks with expert biases, 1f1b, selective") {
+    check_equal(peaks(test::tiny_moe(5, /*gpt=*/true), "1f1b", 1, {3, 2}, Recompute::Selective));
+  }
+  SECTION("MoE blocks, zb-h1, full") { check_equal(peaks(test::tiny_moe(5), "zb-h1", 1, {3, 2}, Recompute::Full)); }
   SECTION("gpt, tied embeddings") {
     TransformerConfig c = *test::tiny_gpt(4).transformer;
     c.tied_embeddings = true;

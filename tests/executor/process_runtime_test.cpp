@@ -150,19 +150,22 @@ struct ProcessOutcome {
   std::vector<double> losses;
 };
 
-// Runs `schedule` as loopback processes of `per_process` ranks each (process k holds ranks k x per_process
-// onwards), each with its own CpuBackend built like the others.
+// Runs `schedule` as loopback processes of `per_process` workers each (process k holds workers k x per_process
+// onwards; with options.replicas, worker d ranks + r is replica d's rank r), each with its own CpuBackend
+// built from `config` like the others.
 std::vector<ProcessOutcome> run_as_processes(const Model& model, const std::vector<LayerRange>& ranges,
-                                             const Schedule& schedule, const RunOptions& options, int per_process = 1) {
-  const int p = schedule.num_ranks() / per_process;
-  Hub hub(p, schedule.num_ranks());
+                                             const Schedule& schedule, const RunOptions& options, int per_process = 1,
+                                             const CpuBackendConfig& config = {}) {
+  const int workers = schedule.num_ranks() * options.replicas;
+  const int p = workers / per_process;
+  Hub hub(p, workers);
   std::vector<ProcessOutcome> out(static_cast<size_t>(p));
   {
     std::vector<std::jthread> processes;
     for (int k = 0; k < p; ++k)
       processes.emplace_back([&, k] {
         ProcessOutcome& o = out[static_cast<size_t>(k)];
-        CpuBackend backend(model, ranges, CpuBackendConfig{});
+        CpuBackend backend(model, ranges, config);
         LoopbackGroup group(hub, k);
         try {
           if (per_process == 1) {
@@ -330,4 +333,52 @@ TEST_CASE("a process's ranks must be ascending ranks of the schedule") {
                     "process 0: its ranks must be ascending ranks of the schedule's 4");
   CHECK_THROWS_WITH(run_schedule(schedule_of("1f1b", 4, 8), backend, RunOptions{}, group, transport, {3, 4}),
                     "process 0: its ranks must be ascending ranks of the schedule's 4");
+}
+
+TEST_CASE("MoE replicas as processes: the experts' all-to-alls cross as wire bytes, the threads run's losses bit for bit") {
+  const Model model = test::tiny_moe(3);
+  const std::vector<LayerRange> ranges = {{0, 2}, {3, 4}};
+  const Schedule s = schedule_of("1f1b", 2, 4);
+  CpuBackendConfig config;
+  config.replicas = 2;
+  config.ep = 2;
+  RunOptions options;
+  options.iterations = 2;
+  options.timeout_s = 30;
+  options.replicas = 2;
+  CpuBackend threads_backend(model, ranges, config);
+  const RunResult threads = run_schedule(s, threads_backend, options);
+  const std::vector<double> want = threads_backend.losses();
+  REQUIRE(want.size() == 2);
+  CHECK(want[1] < want[0]);
+
+  const std::vector<ProcessOutcome> processes = run_as_processes(model, ranges, s, options, 1, config);
+  REQUIRE(processes.size() == 4);
+  for (const ProcessOutcome& o : processes) REQUIRE(o.error.empty());
+  // Workers 1 and 3 hold the head of replicas 0 and 1: each has its replica's loss, the mean is the run's.
+  CHECK(processes[0].losses.empty());
+  REQUIRE(processes[1].losses.size() == 2);
+  REQUIRE(processes[3].losses.size() == 2);
+  for (size_t i = 0; i < 2; ++i) CHECK((processes[1].losses[i] + processes[3].losses[i]) / 2 == Approx(want[i]).epsilon(1e-12));
+  const RunResult& gathered = *processes[0].result;
+  REQUIRE(gathered.iterations[0].ranks.size() == 4);
+  for (size_t w = 0; w < 4; ++w) {
+    INFO("worker " << w);
+    CHECK(gathered.activation_peak_bytes[w] == threads.activation_peak_bytes[w]);
+    CHECK(gathered.iterations[1].ranks[w].events.size() == threads.iterations[1].ranks[w].events.size());
+  }
+}
+
+TEST_CASE("replicas as processes need one process per rank of each replica") {
+  const Model model = test::tiny_llama(3);
+  CpuBackendConfig config;
+  config.replicas = 2;
+  CpuBackend backend(model, {{0, 2}, {3, 4}}, config);
+  Hub hub(2);
+  LoopbackGroup group(hub, 0);
+  RunOptions options;
+  options.replicas = 2;
+  CHECK_THROWS_WITH(run_schedule(schedule_of("1f1b", 2, 4), backend, options, group),
+                    "processes: 2 were started for a schedule of 2 ranks x 2 replicas; start one process per rank of "
+                    "each replica");
 }

@@ -475,3 +475,38 @@ TEST_CASE("torchrun's variables, 4 processes: a stalled rank is named, not the r
   CHECK(t.seconds < 8);
   WARN("rank 0 stalls, 4 processes over TCP, --timeout 2: ended in " << t.seconds << " s");
 }
+
+TEST_CASE("torchrun's variables, 4 processes over TCP: tiny-moe dp 2 x ep 2 x pp 2, the threads run's losses") {
+  SKIP_WITHOUT_BINARY();
+  // The experts' all-to-alls and the gradient averaging cross between processes as wire bytes.
+  std::vector<std::string> args = {PIPEWRIGHT_BINARY, "run", "--model",
+                                   std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-moe.json", "--cluster", "ideal",
+                                   "--pp", "2", "--dp", "2", "--ep", "2", "--microbatches", "4", "--iterations", "2",
+                                   "--warmup", "0", "--no-profile", "--json", "--timeout", "60"};
+  const Proc threads = one_process(args, "moe-threads");
+  INFO(threads.err);
+  REQUIRE(threads.code == 0);
+  const Torchrun t = torchrun_by_hand(4, args, "moe");
+  for (const Proc& p : t.procs) {
+    INFO(p.err);
+    REQUIRE(p.code == 0);
+  }
+  for (size_t k = 1; k < 4; ++k) CHECK(t.procs[k].out.empty());
+  const json a = json::parse(threads.out);
+  const json b = json::parse(t.procs[0].out);
+  REQUIRE(a["losses"].size() == 2);
+  // The mean of the two replicas' losses, added in the same order: the same doubles.
+  CHECK(b["losses"] == a["losses"]);
+  REQUIRE(b["ranks"].size() == 4);
+  for (size_t w = 0; w < 4; ++w) {
+    CHECK(b["ranks"][w]["rank"] == w % 2);
+    CHECK(b["ranks"][w]["replica"] == w / 2);
+    CHECK(b["ranks"][w]["busy_s"].get<double>() > 0);
+  }
+  // One process too few: said once, naming --dp and the launcher's count.
+  const Torchrun few = torchrun_by_hand(3, args, "moe-few");
+  CHECK(few.procs[0].code == 2);
+  CHECK(few.procs[0].err ==
+        "error: --dp: 2 replicas of a pipeline of 2 ranks take 4 processes but torchrun started 3; start "
+        "torchrun --nproc_per_node 4\n");
+}

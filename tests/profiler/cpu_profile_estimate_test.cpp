@@ -43,7 +43,7 @@ TEST_CASE("cpu profile estimate: the repetition rules' runs of every layer at th
   r.options.min_time_s = 0;  // the counts alone: 3 warm-up, 1 untimed in each of 5 rounds, 10 timed
   const std::vector<WorkEstimate> parts = cpu_profile_estimate(llama, r, at(1e10));
   REQUIRE(parts.size() == 2);
-  const Model one = one_block_model(llama);
+  const Model one = one_block_per_kind(llama);
   // F + B + W of every layer is the model's FLOPs of a micro-batch (backward twice forward).
   const double flops = model_flops(one, 1, 256) + model_flops(one, 2, 256);
   CHECK(parts[1].seconds == Approx(18 * flops / 1e10).epsilon(1e-12));
@@ -69,7 +69,7 @@ TEST_CASE("cpu profile estimate: timed runs go on to the minimum time, unless th
   r.options.min_repetitions = 1;
   const Model tiny = test::tiny_llama();
   // At 1 FLOP/s every run is longer than 0.2 s: one timed run of each of the three layers.
-  const Model one = one_block_model(tiny);
+  const Model one = one_block_per_kind(tiny);
   CHECK(cpu_profile_estimate(tiny, r, at(1))[1].seconds == Approx(model_flops(one, 1, 8)).epsilon(1e-12));
   // At 1 TFLOP/s 1000 runs of these few kFLOPs are shorter than 0.2 s: the count ends them.
   CHECK(cpu_profile_estimate(tiny, r, at(1e12))[1].seconds == Approx(1000 * model_flops(one, 1, 8) / 1e12).epsilon(1e-12));
@@ -82,7 +82,7 @@ TEST_CASE("cpu profile estimate: timed runs go on to the minimum time, unless th
 
 TEST_CASE("cpu profile estimate: the memory of the one-block model's tensors") {
   const Model llama = model_preset("llama3-70b");
-  const Model one = one_block_model(llama);
+  const Model one = one_block_per_kind(llama);
   const double parameters = parameters_of(one);
   CpuProfileRequest r;
   const WorkEstimate memory = cpu_profile_estimate(llama, r, at(1e10))[0];
@@ -113,7 +113,7 @@ TEST_CASE("core speed: positive rates, measured") {
 TEST_CASE("the parameters the CPU backend makes for a block are the ones layer_work counts") {
   // The optimizer's timing sizes itself by layer_work's count instead of building the model to count them.
   for (const Model& m : {test::tiny_llama(), model_preset("gpt3-1.3b")}) {
-    const Model one = one_block_model(m);
+    const Model one = one_block_per_kind(m);
     CpuModel built(one, 1);
     double made = 0;
     for (const Param* p : built.params(LayerRange{1, 1})) made += static_cast<double>(p->value.size());

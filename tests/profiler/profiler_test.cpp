@@ -89,7 +89,7 @@ TEST_CASE("malformed profiles name the file and the field") {
   CHECK(error(R"({"format": "x", "version": 1, "layers": []})") ==
         "p.json: format must be \"pipewright-profile\"; is this a profile written by `pipewright profile`?");
   CHECK(error(R"({"format": "pipewright-profile", "version": 1, "layers": [{"kind": "mlp"}]})") ==
-        "p.json: layers[0].kind must be \"embedding\", \"block\" or \"head\", got \"mlp\"");
+        "p.json: layers[0].kind must be \"embedding\", \"block\", \"moe-block\" or \"head\", got \"mlp\"");
   const std::string head = R"({"format": "pipewright-profile", "version": 1, "layers": [], "collectives": [)";
   const std::string link = R"("link": {"bandwidth_bytes_per_s": 1e11, "latency_s": 0}})";
   CHECK(error(head + R"({"kind": "all_to_all", "ranks": 4, "bytes": 1e6, "time_s": 1e-4, )" + link + "]}") ==
@@ -184,8 +184,8 @@ TEST_CASE("the profiled cost model uses the profile where it matches and the fal
   const LayerWork work2 = layer_work(m, block, w2);
   CHECK(profiled.phase_time(block, work2, Phase::Forward, gpu, {}, 1) ==
         analytic.phase_time(block, work2, Phase::Forward, gpu, {}, 1));
-  CHECK(profiled.entry_for(LayerKind::Block, 2, 8) == nullptr);
-  CHECK(profiled.entry_for(LayerKind::Block, 1, 8) != nullptr);
+  CHECK(profiled.entry_for(block, 2, 8) == nullptr);
+  CHECK(profiled.entry_for(block, 1, 8) != nullptr);
   // tp > 1: the profile is of one device.
   CHECK(profiled.phase_time(block, work, Phase::Forward, gpu, LinkSpec{1e11, 1e-6}, 2) ==
         analytic.phase_time(block, work, Phase::Forward, gpu, LinkSpec{1e11, 1e-6}, 2));
