@@ -2,7 +2,8 @@
 # Predicted vs measured step time and activation peak (per rank) on this machine: profiles the tiny Llama-style
 # model, then runs gpipe, 1f1b, interleaved and zb-h1 with uneven splits through `pipewright run --json` (2 ranks
 # with real compute; 4 and 8 ranks with sleep compute; 2 processes under mpirun, and 2 under torchrun's variables
-# joined over TCP) and prints one markdown table. Builds nothing.
+# joined over TCP), then the tiny MoE example as 2 data-parallel replicas with its experts over both (ep 2:
+# threads, mpirun, torchrun), and prints one markdown table. Builds nothing.
 #
 #   bench/fidelity.sh [BUILD_DIR]          (default: build)
 #
@@ -31,6 +32,9 @@ EOF
 
 echo "fidelity.sh: profiling $(basename "$model") on this machine ..." >&2
 "$pw" profile --backend cpu --model "$model" --micro-batch-size 1 --out "$work/profile.json" >"$work/profile.txt"
+moe_model="$root/examples/tiny-moe.json"
+echo "fidelity.sh: profiling $(basename "$moe_model") on this machine ..." >&2
+"$pw" profile --backend cpu --model "$moe_model" --micro-batch-size 2 --out "$work/moe-profile.json" >"$work/moe-profile.txt"
 
 # Uneven split of `blocks` over `stages`: the first stage (with the embedding) takes one block from the last
 # (with the head), e.g. 8 over 2: 5,3; 32 over 16: 3,2,...,2,1.
@@ -47,44 +51,67 @@ rows="$work/rows.tsv"
 # row MODE RANKS SCHEDULE SPLIT JSON_FILE|'' REASON
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$rows"; }
 
-# run_row MODE LAUNCH(threads|mpirun) RANKS COMPUTE MODEL BLOCKS SCHEDULE
-run_row() {
-  local mode="$1" launch="$2" ranks="$3" compute="$4" model_file="$5" blocks="$6" schedule="$7"
-  local vpp=1
-  [[ "$schedule" == interleaved ]] && vpp=2
-  local sp
-  sp="$(split "$blocks" $((ranks * vpp)))"
-  local out="$work/run-$launch-$ranks-$compute-$schedule.json" err="$work/run-$launch-$ranks-$compute-$schedule.err"
-  local args=(run --model "$model_file" --cluster ideal --pp "$ranks" --vpp "$vpp" --microbatches $((2 * ranks))
-              --schedule "$schedule" --split "$sp" --compute "$compute" --profile "$work/profile.json"
-              --iterations "$iterations" --warmup "$warmup" --json)
-  echo "fidelity.sh: $mode, $ranks ranks, $schedule, split $sp" >&2
-  local status=0
-  if [[ "$launch" == mpirun ]]; then
+# launch LAUNCH(threads|mpirun|torchrun) PROCESSES OUT ERR ARGS...: one `pipewright run`, as threads or as
+# PROCESSES processes; sets `status`.
+launch() {
+  local how="$1" processes="$2" out="$3" err="$4"
+  shift 4
+  status=0
+  if [[ "$how" == mpirun ]]; then
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 \
-      mpirun -np "$ranks" --oversubscribe "$pw" "${args[@]}" >"$out" 2>"$err" || status=$?
-  elif [[ "$launch" == torchrun ]]; then
+      mpirun -np "$processes" --oversubscribe "$pw" "$@" >"$out" 2>"$err" || status=$?
+  elif [[ "$how" == torchrun ]]; then
     # The variables torchrun gives its workers, set by hand (no torchrun here); process 0 prints the report
     # and listens at MASTER_PORT + 1.
     local port pids=() k
     port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1] - 1)')"
-    for ((k = 0; k < ranks; k++)); do
-      WORLD_SIZE="$ranks" RANK="$k" LOCAL_RANK="$k" LOCAL_WORLD_SIZE="$ranks" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
-        timeout 600 "$pw" "${args[@]}" >"$out.$k" 2>"$err.$k" &
+    for ((k = 0; k < processes; k++)); do
+      WORLD_SIZE="$processes" RANK="$k" LOCAL_RANK="$k" LOCAL_WORLD_SIZE="$processes" MASTER_ADDR=127.0.0.1 \
+        MASTER_PORT="$port" timeout 600 "$pw" "$@" >"$out.$k" 2>"$err.$k" &
       pids+=($!)
     done
-    for ((k = 0; k < ranks; k++)); do wait "${pids[$k]}" || status=$?; done
+    for ((k = 0; k < processes; k++)); do wait "${pids[$k]}" || status=$?; done
     mv "$out.0" "$out"
     cat "$err".* >"$err"
     rm -f "$out".* "$err".*
   else
-    "$pw" "${args[@]}" >"$out" 2>"$err" || status=$?
+    "$pw" "$@" >"$out" 2>"$err" || status=$?
   fi
-  if [[ $status -ne 0 ]] || ! python3 -c "import json,sys; json.load(open(sys.argv[1]))['measured_step_time_s']" "$out" 2>/dev/null; then
-    row "$mode" "$ranks" "$schedule" "$sp" "" "unavailable: $(head -c 300 "$err" | tr '\t\n' '  ')(exit $status)"
+}
+
+# record MODE RANKS SCHEDULE SPLIT OUT ERR: the row of a finished run.
+record() {
+  if [[ $status -ne 0 ]] || ! python3 -c "import json,sys; json.load(open(sys.argv[1]))['measured_step_time_s']" "$5" 2>/dev/null; then
+    row "$1" "$2" "$3" "$4" "" "unavailable: $(head -c 300 "$6" | tr '\t\n' '  ')(exit $status)"
   else
-    row "$mode" "$ranks" "$schedule" "$sp" "$out" ""
+    row "$1" "$2" "$3" "$4" "$5" ""
   fi
+}
+
+# run_row MODE LAUNCH(threads|mpirun|torchrun) RANKS COMPUTE MODEL BLOCKS SCHEDULE
+run_row() {
+  local mode="$1" how="$2" ranks="$3" compute="$4" model_file="$5" blocks="$6" schedule="$7"
+  local vpp=1
+  [[ "$schedule" == interleaved ]] && vpp=2
+  local sp
+  sp="$(split "$blocks" $((ranks * vpp)))"
+  local out="$work/run-$how-$ranks-$compute-$schedule.json" err="$work/run-$how-$ranks-$compute-$schedule.err"
+  echo "fidelity.sh: $mode, $ranks ranks, $schedule, split $sp" >&2
+  launch "$how" "$ranks" "$out" "$err" run --model "$model_file" --cluster ideal --pp "$ranks" --vpp "$vpp" \
+    --microbatches $((2 * ranks)) --schedule "$schedule" --split "$sp" --compute "$compute" \
+    --profile "$work/profile.json" --iterations "$iterations" --warmup "$warmup" --json
+  record "$mode" "$ranks" "$schedule" "$sp" "$out" "$err"
+}
+
+# moe_row MODE LAUNCH: the tiny MoE example on 2 data-parallel replicas of one stage, its experts over both
+# (ep 2): every MoE block's dispatch and combine cross between the replicas.
+moe_row() {
+  local mode="$1" how="$2"
+  local out="$work/run-$how-moe.json" err="$work/run-$how-moe.err"
+  echo "fidelity.sh: $mode" >&2
+  launch "$how" 2 "$out" "$err" run --model "$moe_model" --cluster ideal --pp 1 --dp 2 --ep 2 --microbatches 8 \
+    --micro-batch-size 2 --profile "$work/moe-profile.json" --iterations "$iterations" --warmup "$warmup" --json
+  record "$mode" "1 x dp 2" 1f1b "4" "$out" "$err"
 }
 
 schedules=(gpipe 1f1b interleaved zb-h1)
@@ -102,6 +129,13 @@ else
   done
 fi
 for s in "${schedules[@]}"; do run_row "torchrun processes (TCP), real compute" torchrun 2 real "$model" 8 "$s"; done
+moe_row "threads, real compute, tiny-moe ep 2" threads
+if command -v mpirun >/dev/null; then
+  moe_row "mpirun processes, real compute, tiny-moe ep 2" mpirun
+else
+  row "mpirun processes, real compute, tiny-moe ep 2" "1 x dp 2" 1f1b 4 "" "unavailable: no mpirun on PATH"
+fi
+moe_row "torchrun processes (TCP), real compute, tiny-moe ep 2" torchrun
 
 python3 - "$rows" "$work/profile.json" "$iterations" "$warmup" <<'EOF'
 import json, sys

@@ -162,8 +162,10 @@ std::string predicted_by(const CostModelChain& chain, const RunCommandOptions& o
   return fmt::format("{} on {} ({})", chain.description(), sc.cluster.name, why);
 }
 
+// `note`: a line on what runs differently from what the plan or the options said (empty: nothing).
 void print_report(std::ostream& out, const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
-                  const RunResult& r, const Summary& s, const std::vector<double>& losses, const LoadVerdict& load) {
+                  const RunResult& r, const Summary& s, const std::vector<double>& losses, const LoadVerdict& load,
+                  const std::string& note) {
   const Scenario& sc = ev.scenario;
   out << fmt::format("{} on {}: pp {}{}{}{}, schedule {}, {} micro-batches of {} x {} tokens{}\n", sc.model.name,
                      sc.cluster.name, sc.parallel.pp, sc.parallel.vpp > 1 ? fmt::format(", vpp {}", sc.parallel.vpp) : "",
@@ -173,7 +175,7 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
                      sc.parallel.dp > 1 ? " per replica" : "");
   out << fmt::format("backend {}, {} compute, ranks as {}, {} iteration{} after {} warm-up\n", o.backend, o.compute,
                      o.ranks_as, o.iterations, o.iterations == 1 ? "" : "s", o.warmup);
-  out << self_profile_line(chain, sc) << "\n";
+  out << note << self_profile_line(chain, sc) << "\n";
   auto row = [&](const char* label, const std::string& value) { out << fmt::format("  {:<22}{}\n", label, value); };
   row("measured step time", fmt::format("{} (median of {}; min {}, max {}, spread {:.1f}%)", format_seconds(s.median),
                                         s.step_times.size(), format_seconds(s.min), format_seconds(s.max), s.spread_pct));
@@ -301,6 +303,14 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   // for W, at its element width (core/kept_bytes.hpp).
   if (o.backend == "cpu") scenario.workload.memory = MemoryAccounting::CpuFloat32;
   // What the executor's replicas do: plain data parallelism, gradients averaged after the last backward.
+  std::string note;
+  if (scenario.parallel.dp > 1 && (scenario.parallel.zero != 0 || scenario.parallel.overlap_grad_reduce))
+    note = fmt::format("the replicas keep whole optimizer states and average their gradients after the last backward "
+                       "(not {}{}): the prediction is for that\n",
+                       scenario.parallel.zero != 0 ? fmt::format("ZeRO-{}", scenario.parallel.zero) : "",
+                       scenario.parallel.overlap_grad_reduce
+                           ? fmt::format("{}the reduction overlapped with the backward", scenario.parallel.zero != 0 ? ", " : "")
+                           : "");
   if (scenario.parallel.dp > 1) {
     scenario.parallel.zero = 0;
     scenario.parallel.overlap_grad_reduce = false;
@@ -405,13 +415,13 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
 
   // The load average and cores are this process's machine's (process 0's, under a launcher).
   const MachineLoad load = machine_load_of(result, read_load_average(), launched ? online_cores() : usable_cores());
-  const LoadVerdict verdict = judge_machine_load(load, cpu != nullptr);
+  const LoadVerdict verdict = judge_machine_load(load, cpu != nullptr, ev.scenario.parallel.pp);
   if (o.json) {
     nlohmann::json report = report_json(o, chain, ev, result, summary, losses);
     report["machine_load"] = machine_load_json(load, verdict);
     out << report.dump(2) << "\n";
   } else {
-    print_report(out, o, chain, ev, result, summary, losses, verdict);
+    print_report(out, o, chain, ev, result, summary, losses, verdict, note);
   }
   if (!o.trace.empty()) {
     nlohmann::json other = {{"model", ev.scenario.model.name}, {"cluster", ev.scenario.cluster.name},

@@ -52,7 +52,7 @@ MachineLoad machine_load_of(const RunResult& result, double load_average, int co
   return load;
 }
 
-LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute) {
+LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute, int pipeline_ranks) {
   LoadVerdict v;
   if (!cpu_compute || !(load.compute_wall_s > 0)) {
     v.line = fmt::format("{}; not judged without CPU compute (sleep compute, GPU kernels)", load_text(load));
@@ -64,7 +64,12 @@ LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute) {
   v.shared = short_of_cores || others_busy;
   v.line = fmt::format("ranks ran {:.0f}% of their compute time on a core", load.cpu_share() * 100);
   if (load.lowest_rank >= 0 && load.ranks > 1)
-    v.line += fmt::format(" (rank {} {:.0f}%)", load.lowest_rank, load.lowest_rank_cpu_share * 100);
+    v.line += fmt::format(" ({} {:.0f}%)",
+                          pipeline_ranks > 0 && load.ranks > pipeline_ranks
+                              ? fmt::format("rank {} of replica {}", load.lowest_rank % pipeline_ranks,
+                                            load.lowest_rank / pipeline_ranks)
+                              : fmt::format("rank {}", load.lowest_rank),
+                          load.lowest_rank_cpu_share * 100);
   v.line += "; " + load_text(load);
   if (!v.shared) return v;
   if (short_of_cores && load.ranks > load.cores)

@@ -47,7 +47,9 @@ struct LoadVerdict {
 MachineLoad machine_load_of(const RunResult& result, double load_average, int cores);
 
 // The verdict on a run whose ranks computed on CPUs (`cpu_compute`), or the load alone otherwise.
-LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute);
+// `pipeline_ranks`: with data-parallel replicas, the records are per worker (replica d's rank r at
+// d x pipeline_ranks + r), named so; 0: every record is a rank.
+LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute, int pipeline_ranks = 0);
 
 // As `run --json` writes it under "machine_load": the verdict (judged, shared, its line) and the figures.
 nlohmann::json machine_load_json(const MachineLoad& load, const LoadVerdict& verdict);

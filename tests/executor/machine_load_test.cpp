@@ -104,3 +104,10 @@ TEST_CASE("machine load: the load average is /proc/loadavg's first field, -1 whe
   CHECK(read_load_average("/nonexistent/loadavg") == -1);
   CHECK(usable_cores() >= 1);
 }
+
+TEST_CASE("with replicas the rank furthest from a core is named with its replica") {
+  // Workers 0..3: replica 0's ranks 0 and 1, then replica 1's; worker 3 got the least of a core.
+  const LoadVerdict v =
+      judge_machine_load(machine_load_of(run_of({0.01, 0.01, 0.01, 0.01}, {0.009, 0.009, 0.009, 0.005}, 1), 1.0, 4), true, 2);
+  CHECK(v.line.find("(rank 1 of replica 1 50%)") != std::string::npos);
+}
