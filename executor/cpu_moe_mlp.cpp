@@ -92,6 +92,17 @@ std::vector<Mat> split_rows(const Mat& all, const Mat& counts) {
   return parts;
 }
 
+// The rows `idx` of `all`, in that order; and the reverse, each row of `part` written back to its row of `all`.
+Mat gather_rows(const Mat& all, const std::vector<Eigen::Index>& idx) {
+  Mat out(static_cast<Eigen::Index>(idx.size()), all.cols());
+  for (size_t i = 0; i < idx.size(); ++i) out.row(static_cast<Eigen::Index>(i)) = all.row(idx[i]);
+  return out;
+}
+
+void scatter_rows(const Mat& part, const std::vector<Eigen::Index>& idx, Mat& all) {
+  for (size_t i = 0; i < idx.size(); ++i) all.row(idx[i]) = part.row(static_cast<Eigen::Index>(i));
+}
+
 }  // namespace
 
 Mat MoeMlp::forward(const Mat& n, Mat* s) {
@@ -148,12 +159,10 @@ Mat MoeMlp::forward(const Mat& n, Mat* s) {
     const auto& idx = order[e];
     const auto m = static_cast<Eigen::Index>(idx.size());
     if (m == 0) continue;
-    Mat x(m, h);
-    for (Eigen::Index i = 0; i < m; ++i) x.row(i) = rows.row(idx[static_cast<size_t>(i)]);
+    const Mat x = gather_rows(rows, idx);
     const Mat u = experts_[e].up.forward(x);
     const Mat g = activation(mlp_, u);
-    const Mat y = experts_[e].down.forward(g);
-    for (Eigen::Index i = 0; i < m; ++i) y_rows.row(idx[static_cast<size_t>(i)]) = y.row(i);
+    scatter_rows(experts_[e].down.forward(g), idx, y_rows);
     s[kX].middleRows(at, m) = x;
     s[kU].middleRows(at, m) = u;
     s[kG].middleRows(at, m) = g;
@@ -233,14 +242,12 @@ Mat MoeMlp::backward(const Mat& dy, Mat& n, Mat* s, const GradSink& sink) {
     const auto& idx = order[e];
     const auto m = static_cast<Eigen::Index>(idx.size());
     if (m == 0) continue;
-    Mat dye(m, h);
-    for (Eigen::Index i = 0; i < m; ++i) dye.row(i) = dy_rows.row(idx[static_cast<size_t>(i)]);
+    Mat dye = gather_rows(dy_rows, idx);
     const Mat dg = experts_[e].down.backward_input(dye);
     sink(experts_[e].down.term(s[kG].middleRows(at, m), std::move(dye)));
     Mat du = activation_backward(mlp_, s[kU].middleRows(at, m), dg);
-    const Mat dx = experts_[e].up.backward_input(du);
+    scatter_rows(experts_[e].up.backward_input(du), idx, dx_rows);
     sink(experts_[e].up.term(s[kX].middleRows(at, m), std::move(du)));
-    for (Eigen::Index i = 0; i < m; ++i) dx_rows.row(idx[static_cast<size_t>(i)]) = dx.row(i);
     at += m;
   }
   const std::vector<Mat> back = exchange(split_rows(dx_rows, s[kRecvCount]));

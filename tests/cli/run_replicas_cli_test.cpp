@@ -30,6 +30,14 @@ TEST_CASE("run --dp 2 --ep 2: a row per replica's rank, the loss falling, predic
   CHECK(r.out.find("tiny-moe on ideal: pp 2, dp 2, ep 2, schedule 1f1b, 4 micro-batches of 1 x 32 tokens per replica\n") ==
         0);
   CHECK(r.out.find("  rank  replica  stages ") != std::string::npos);
+  // simulate's defaults are ZeRO-1 with the reduction overlapped: run says what runs instead.
+  const std::string note =
+      "the replicas keep whole optimizer states and average their gradients after the last backward (not ZeRO-1, the "
+      "reduction overlapped with the backward): the prediction is for that\n";
+  CHECK(r.out.find(note) != std::string::npos);
+  const CliResult plain = run_cli(moe_run({"--zero", "0", "--no-overlap-grad-reduce"}));
+  REQUIRE(plain.code == 0);
+  CHECK(plain.out.find("the replicas keep") == std::string::npos);
 
   const CliResult j = run_cli(moe_run({"--json"}));
   INFO(j.err);
