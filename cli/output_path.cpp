@@ -30,9 +30,14 @@ void check_outputs(const std::vector<OptionPath>& outputs, const std::vector<Opt
     if (out.path.empty()) continue;
     std::error_code ec;
     const fs::path folder = fs::path(out.path).parent_path();
-    if (!folder.empty() && !fs::is_directory(folder, ec))
-      throw_bad_input("{}: the folder '{}' does not exist; create it or write '{}' elsewhere", out.option,
-                      folder.string(), fs::path(out.path).filename().string());
+    if (!folder.empty() && !fs::is_directory(folder, ec)) {
+      // Made when the file is written, if what exists of it is a folder.
+      fs::path existing = folder;
+      while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
+      if (!existing.empty() && !fs::is_directory(existing, ec))
+        throw_bad_input("{}: the folder '{}' cannot be made: '{}' is a file; write '{}' elsewhere", out.option,
+                        folder.string(), existing.string(), fs::path(out.path).filename().string());
+    }
     for (const OptionPath& in : inputs)
       if (!in.path.empty() && existing_same_file(out.path, in.path))
         throw_bad_input("{}: '{}' is an input of this command ({}); write the output to another file", out.option,

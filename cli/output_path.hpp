@@ -12,8 +12,9 @@ struct OptionPath {
   std::string path;
 };
 
-// BadInput when an output's folder does not exist:
-//   "<option>: the folder '<folder>' does not exist; create it or write '<name>' elsewhere"
+// An output's folder that does not exist is made when the file is written (write_output_file). BadInput
+// when it cannot be, part of its path being a file:
+//   "<option>: the folder '<folder>' cannot be made: '<file>' is a file; write '<name>' elsewhere"
 // when an output is the same file as an input (by filesystem identity; inputs that do not exist,
 // such as preset names, never match):
 //   "<option>: '<out>' is an input of this command (<input option>); write the output to another file"

@@ -57,6 +57,12 @@ void write_output_file(const std::string& path, std::string_view text) {
     const fs::path resolved = fs::canonical(target, ec);
     if (!ec) target = resolved;
   }
+  // A folder that does not exist yet is made (the commands checked first that it can be: cli/output_path.hpp).
+  const fs::path folder = target.parent_path();
+  if (!folder.empty() && !fs::exists(folder, ec)) {
+    fs::create_directories(folder, ec);
+    if (ec) fail(path, ec.value());
+  }
   const fs::file_status status = fs::status(target, ec);
   if (fs::exists(status) && !fs::is_regular_file(status)) {
     if (fs::is_directory(status)) fail(path, EISDIR);
@@ -82,8 +88,8 @@ void write_output_file(const std::string& path, std::string_view text) {
     fail(path, error);
   }
   // The rename itself reaches the disk with the folder.
-  const std::string folder = target.has_parent_path() ? target.parent_path().string() : ".";
-  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const std::string folder_name = folder.empty() ? "." : folder.string();
+  const int dir = ::open(folder_name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);

@@ -10,7 +10,8 @@ namespace pw {
 // Writes `text` to a new file beside `path`, flushes it to the disk and renames it over `path`: a reader
 // sees the old file or the whole new one. On failure the temporary file is removed, `path` is left as it
 // was and Runtime "cannot write '<path>': <the system's reason>" is thrown. A path that exists and is not
-// a regular file (a terminal, /dev/null, a pipe) is written in place; a symbolic link is followed.
+// a regular file (a terminal, /dev/null, a pipe) is written in place; a symbolic link is followed. Missing
+// folders on the way are made.
 void write_output_file(const std::string& path, std::string_view text);
 
 }  // namespace pw

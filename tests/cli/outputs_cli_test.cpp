@@ -61,9 +61,14 @@ TEST_CASE("simulate --export-csv and --trace never write over the model, cluster
   check_refused(with({"--trace", out, "--export-csv", out}),
                 "--export-csv: '" + out + "' is also the --trace output; give each output its own file");
   CHECK_FALSE(fs::exists(out));
-  check_refused(with({"--trace", (dir / "missing" / "t.json").string()}),
-                "--trace: the folder '" + (dir / "missing").string() + "' does not exist; create it or write 't.json' "
-                "elsewhere");
+  // A missing folder is made; one under a file cannot be, and is refused before any work.
+  const fs::path made = dir / "made" / "deeper";
+  REQUIRE(run_cli(with({"--trace", (made / "t.json").string()})).code == 0);
+  CHECK(fs::is_regular_file(made / "t.json"));
+  fs::remove_all(dir / "made");
+  check_refused(with({"--trace", (dir / fs::path(model).filename() / "sub" / "t.json").string()}),
+                "--trace: the folder '" + (dir / fs::path(model).filename() / "sub").string() + "' cannot be made: '" +
+                    model + "' is a file; write 't.json' elsewhere");
 
   const std::string plan = (dir / "plan.json").string();
   REQUIRE(run_cli({"plan", "--model", model, "--cluster", "ideal", "--gpus", "2", "--global-batch-size", "4", "--out", plan})
@@ -130,4 +135,20 @@ TEST_CASE("simulate and run --plan: the profile the plan recorded is an input to
                 "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
                 "another file",
                 profile);
+}
+
+TEST_CASE("plan --export-dir makes a folder that does not exist yet; one under a file is refused before the search") {
+  const fs::path dir = fresh_folder("outputs-export-dir");
+  const fs::path exports = dir / "exports" / "megatron";
+  const CliResult r = run_cli({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
+                               "--global-batch-size", "16", "--export", "megatron", "--export-dir", exports.string()});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(fs::is_regular_file(exports / "megatron_args.sh"));
+  const std::string file = (dir / "exports" / "megatron" / "megatron_args.sh").string();
+  // --gpus 1000000 would search for long: the refusal comes first.
+  check_refused({"plan", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "1000000", "--global-batch-size",
+                 "4096", "--export", "megatron", "--export-dir", file + "/sub"},
+                "--export-dir: the folder '" + file + "/sub' cannot be made: '" + file +
+                    "' is a file; write 'megatron_args.sh' elsewhere");
 }

@@ -62,9 +62,14 @@ TEST_CASE("write_output_file: a write that fails half-way (the disk full) leaves
   CHECK(entries(dir) == 1);
 }
 
-TEST_CASE("write_output_file: a folder that is missing or cannot hold files names the path") {
-  CHECK(bad_input([] { write_output_file("/nonexistent-pipewright-dir/plan.json", "x"); }) ==
-        "runtime error: cannot write '/nonexistent-pipewright-dir/plan.json': No such file or directory");
+TEST_CASE("write_output_file: missing folders are made; a folder that cannot be made or hold files names the path") {
+  const fs::path made = fresh_folder("output-file-made");
+  write_output_file((made / "a" / "b" / "plan.json").string(), "x");
+  CHECK(file_contents(made / "a" / "b" / "plan.json") == "x");
+  write_output_file((made / "file").string(), "x");
+  const std::string under_file = (made / "file" / "sub" / "plan.json").string();
+  CHECK(bad_input([&] { write_output_file(under_file, "x"); }) == "runtime error: cannot write '" + under_file +
+                                                                       "': Not a directory");
   // /proc takes no new files, even from root.
   CHECK(bad_input([] { write_output_file("/proc/pipewright-plan.json", "x"); }).starts_with(
       "runtime error: cannot write '/proc/pipewright-plan.json': "));
