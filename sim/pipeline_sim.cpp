@@ -1,6 +1,7 @@
 #include "sim/pipeline_sim.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -70,14 +71,17 @@ struct Boundary {
   std::int32_t dst = -1;
   std::int32_t link = -1;
 };
-enum TransferFlag : std::uint8_t { kSent = 1, kReceived = 2, kArrived = 4 };
+enum TransferFlag : std::uint8_t { kSent = 1, kReceived = 2, kArrived = 4, kPosted = 8 };
 
 struct RankState {
   const Step* steps = nullptr;
   std::uint32_t pc = 0;
   std::uint32_t size = 0;
-  bool blocked = false;  // at a receive whose data has not arrived
-  double wait_since = 0;
+  // At a compute action whose input (transfer `waiting_for`) has not arrived. A receive is posted where it
+  // stands in the list and waited for by the action that consumes it, as PyTorch's pipelining runtime
+  // does; with receives right before their consumers (lower()) that is the same as waiting at the receive.
+  bool blocked = false;
+  std::uint32_t waiting_for = kNone;
   double compute_start = 0;
   // The compute in progress when transfers slow it (transfer_compute_slowdown > 0): the seconds of it left
   // at full speed as of segment_start, its current speed, and the version of its completion event.
@@ -287,6 +291,7 @@ class PipelineSimulation {
       }
     }
     if (num_sends != num_recvs || !all_matched()) report_unmatched();
+    find_inputs();
 
     ranks_.assign(static_cast<std::size_t>(num_ranks_), RankState{});
     for (int r = 0; r < num_ranks_; ++r) {
@@ -497,6 +502,11 @@ class PipelineSimulation {
       const Step st = R.steps[R.pc];
       switch (st.kind) {
         case StepKind::Compute: {
+          if (const std::uint32_t id = missing_input(r, R.pc); id != kNone) {
+            R.blocked = true;
+            R.waiting_for = id;
+            return;
+          }
           const ComputeCost& c = costs_[st.index];
           R.compute_start = now;
           if (c.grad_stage >= 0) release_early_buckets(c, now);
@@ -525,12 +535,13 @@ class PipelineSimulation {
           ++R.pc;
           break;
         case StepKind::Recv:
-          if (!(flags_[st.index] & kArrived)) {
-            R.blocked = true;
-            R.wait_since = now;
-            return;
+          if (flags_[st.index] & kArrived) {
+            if (observer_) emit(r, Lane::Recv, R.pc, now, now, boundary_of(decode(st.index)).bytes, st.index);
+          } else {
+            flags_[st.index] |= kPosted;
+            posted_at_[st.index] = now;
+            recv_step_[st.index] = R.pc;
           }
-          if (observer_) emit(r, Lane::Recv, R.pc, now, now, boundary_of(decode(st.index)).bytes, st.index);
           ++R.pc;
           break;
       }
@@ -602,11 +613,12 @@ class PipelineSimulation {
     if (observer_) emit(b.src, Lane::Send, send_action(k), start, now, b.bytes, id);
     S.send.finish();
     try_send(b.src);
+    // A posted receive ends as its data arrives: from when both it was posted and the data sent.
+    if (observer_ && (flags_[id] & kPosted)) emit(b.dst, Lane::Recv, recv_step_[id], std::max(posted_at_[id], start), now, b.bytes, id);
     RankState& D = ranks_[static_cast<std::size_t>(b.dst)];
-    if (D.blocked && D.steps[D.pc].index == id) {
+    if (D.blocked && D.waiting_for == id) {
       D.blocked = false;
-      if (observer_) emit(b.dst, Lane::Recv, D.pc, std::max(D.wait_since, start), now, b.bytes, id);
-      ++D.pc;
+      D.waiting_for = kNone;
       advance(b.dst);
     }
   }
@@ -720,6 +732,37 @@ class PipelineSimulation {
     observer_->on_event(e);
   }
 
+  // For each compute step, the transfers that bring its inputs from another rank (at most two: an F&B's).
+  void find_inputs() {
+    inputs_.assign(steps_.size(), {kNone, kNone});
+    posted_at_.assign(flags_.size(), 0.0);
+    recv_step_.assign(flags_.size(), kNone);
+    for (int r = 0; r < num_ranks_; ++r) {
+      const auto& list = schedule_.ranks[static_cast<std::size_t>(r)];
+      const std::size_t first = offsets_[static_cast<std::size_t>(r)];
+      const auto remote = [&](bool fwd, int stage) {
+        const int from = fwd ? stage - 1 : stage + 1;
+        return from >= 0 && from < num_stages_ && schedule_.placement.rank_of(from) != r;
+      };
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const Action& a = list[i];
+        std::array<std::uint32_t, 2>& in = inputs_[first + i];
+        if ((a.op == Op::F || a.op == Op::FB) && remote(true, a.stage))
+          in[0] = transfer_id(true, a.stage - 1, a.microbatch);
+        if ((a.op == Op::B || a.op == Op::BW) && remote(false, a.stage))
+          in[0] = transfer_id(false, a.stage + 1, a.microbatch);
+        if (a.op == Op::FB && remote(false, a.stage2)) in[1] = transfer_id(false, a.stage2 + 1, a.microbatch2);
+      }
+    }
+  }
+
+  // The first input of compute step `step` of rank `r` that has not arrived, or kNone.
+  std::uint32_t missing_input(int r, std::uint32_t pc) const {
+    for (std::uint32_t id : inputs_[offsets_[static_cast<std::size_t>(r)] + pc])
+      if (id != kNone && !(flags_[id] & kArrived)) return id;
+    return kNone;
+  }
+
   void check_finished() const {
     std::string stuck;
     for (int r = 0; r < num_ranks_; ++r) {
@@ -807,6 +850,9 @@ class PipelineSimulation {
   std::size_t keys_ = 0;                 // stages x micro-batches
   std::vector<Boundary> boundaries_;     // forward from stage s at s, backward from s at stages + s
   std::vector<std::uint8_t> flags_;      // per transfer: TransferFlag bits
+  std::vector<double> posted_at_;        // per transfer: when its receive was posted (kPosted)
+  std::vector<std::uint32_t> recv_step_;  // per transfer: its receive's place in the receiving rank's list
+  std::vector<std::array<std::uint32_t, 2>> inputs_;  // per step: the transfers a compute step waits for
   std::vector<RankState> ranks_;
   std::vector<int> grad_count_;
   std::vector<ReductionPiece> pieces_;
