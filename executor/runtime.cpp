@@ -312,7 +312,7 @@ class RankRunner : public Collectives {
       step(a, it, rec);
     }
     compute_->end_iteration();
-    if (!fwd_in_.empty() || !grad_in_.empty() || !fwd_out_.empty() || !grad_out_.empty())
+    if (!fwd_in_.empty() || !grad_in_.empty() || !fwd_out_.empty() || !grad_out_.empty() || !posted_.empty())
       throw_runtime("the iteration ended with tensors no action consumed");
     meet("the end of the iteration");
     watch_.working(slot_, "the optimizer step");
@@ -365,7 +365,50 @@ class RankRunner : public Collectives {
     return (forward ? 0 : stages * m) + sending_stage * m + mb;
   }
 
+  // A receive is posted where it stands in the list and waited for by the action that consumes it, as
+  // PyTorch's pipelining runtime runs its lists (and the simulator times them).
+  struct Posted {
+    Action recv;
+    int src = 0;
+    MessageKey key;
+    Clock::time_point at{};
+  };
+  using PostedKey = std::tuple<bool, int, int>;  // (forward, consuming stage, micro-batch)
+
+  // Waits for the posted receives bringing `a`'s inputs and hands them over as if they had arrived here.
+  void await_inputs(const Action& a, RankIteration& rec) {
+    if (a.op == Op::F || a.op == Op::FB) await(true, a.stage, a.microbatch, rec);
+    if (a.op == Op::B || a.op == Op::BW) await(false, a.stage, a.microbatch, rec);
+    if (a.op == Op::FB) await(false, a.stage2, a.microbatch2, rec);
+  }
+
+  void await(bool fwd, int stage, int mb, RankIteration& rec) {
+    auto it = posted_.find({fwd, stage, mb});
+    if (it == posted_.end()) return;
+    const Posted p = it->second;
+    posted_.erase(it);
+    const Op send_op = fwd ? Op::SendF : Op::SendB;
+    timeout_reason_ = fmt::format("no message from {} ({}) within {:g} s", sh_.name_of(p.src),
+                                  to_text(Action{send_op, p.key.stage, mb}), sh_.options.timeout_s);
+    watch_.working(slot_, to_text(p.recv));  // a wait past the timeout is the receive's
+    watch_.waiting(slot_);
+    Message m = sh_.transport.recv(worker_, p.src, p.key, deadline_after(sh_.options.timeout_s));
+    watch_.working(slot_, to_text(current_));
+    SimEvent e;
+    e.rank = worker_;
+    e.action = p.recv;
+    e.lane = Lane::Recv;
+    e.bytes = m.tensor ? m.tensor->bytes() : 0;
+    e.flow_id = m.flow_id;
+    // As the simulator counts it: from when both the receive was posted and the data was sent.
+    e.start_s = since_origin(std::max(p.at, m.sent));
+    e.end_s = std::max(e.start_s, since_origin(Clock::now()));
+    rec.events.push_back(e);
+    (fwd ? fwd_in_ : grad_in_)[{stage, mb}] = std::move(m.tensor);
+  }
+
   void step(const Action& a, int it, RankIteration& rec) {
+    if (is_compute(a.op)) await_inputs(a, rec);
     const double cpu_start = is_compute(a.op) ? thread_cpu_s() : 0;
     const Clock::time_point start = Clock::now();
     SimEvent e;
@@ -408,24 +451,13 @@ class RankRunner : public Collectives {
       case Op::RecvB: {
         const bool fwd = a.op == Op::RecvF;
         const int from_stage = fwd ? a.stage - 1 : a.stage + 1;
-        const Op send_op = fwd ? Op::SendF : Op::SendB;
-        const int src = worker_of(replica_, rank_of(from_stage));
-        timeout_reason_ = fmt::format("no message from {} ({}) within {:g} s", sh_.name_of(src),
-                                      to_text(Action{send_op, from_stage, a.microbatch}), sh_.options.timeout_s);
-        watch_.waiting(slot_);
-        Message m = sh_.transport.recv(worker_, src, MessageKey{it, send_op, from_stage, a.microbatch},
-                                       deadline_after(sh_.options.timeout_s));
-        e.lane = Lane::Recv;
-        e.bytes = m.tensor ? m.tensor->bytes() : 0;
-        e.flow_id = m.flow_id;
-        // As the simulator counts it: from when both the stream is here and the data was sent.
-        e.start_s = since_origin(std::max(start, m.sent));
-        (fwd ? fwd_in_ : grad_in_)[{a.stage, a.microbatch}] = std::move(m.tensor);
-        break;
+        const MessageKey key{it, fwd ? Op::SendF : Op::SendB, from_stage, a.microbatch};
+        posted_[{fwd, a.stage, a.microbatch}] = Posted{a, worker_of(replica_, rank_of(from_stage)), key, start};
+        return;  // its event is recorded when the consuming action has waited for it
       }
     }
     const Clock::time_point end = Clock::now();
-    if (e.lane != Lane::Recv) e.start_s = since_origin(start);
+    e.start_s = since_origin(start);
     e.end_s = std::max(e.start_s, since_origin(end));
     if (is_compute(a.op)) {
       rec.busy_s += e.end_s - e.start_s;
@@ -451,6 +483,7 @@ class RankRunner : public Collectives {
   std::string timeout_reason_;
   std::map<Key, TensorPtr> fwd_in_, grad_in_;    // inputs waiting for their F / B, by the consuming stage
   std::map<Key, TensorPtr> fwd_out_, grad_out_;  // outputs waiting for their SEND, by the producing stage
+  std::map<PostedKey, Posted> posted_;            // receives posted and not yet waited for
 };
 
 // Options and schedule checked before anything runs; returns the lowered schedule.

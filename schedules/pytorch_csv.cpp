@@ -78,7 +78,7 @@ bool parse_int(const std::string& digits, int& value) {
 [[noreturn]] void bad_cell(const std::string& where, const std::string& text) {
   throw_bad_input(
       "{}: '{}' is not a PyTorch action; expected <stage><op><micro-batch> with op F, I, W, B, SEND_F, RECV_F, "
-      "SEND_B or RECV_B (such as 2F0, 0I3, 3SEND_F1), or (<F action>;<B action>)OVERLAP_F_B",
+      "SEND_B or RECV_B (such as 2F0, 0I3, 3SEND_F1), or (<action>;<action>)OVERLAP_F_B",
       where, excerpt(text));
 }
 
@@ -112,20 +112,35 @@ std::optional<Action> parse_simple(const std::string& text, const std::string& w
   bad_cell(where, text);
 }
 
-std::optional<Action> parse_cell(const std::string& text, const std::string& where) {
+// A cell's actions. PyTorch's runtime (torch/distributed/pipelining/runtime.py, _PipelineScheduleRuntime at
+// 1f1416a3) runs a composite's sub-actions one after another in the order listed, unless an overlap
+// function is registered for it. A forward then a full backward, (xFm;yBn)OVERLAP_F_B as ScheduleDualPipeV
+// writes it, is pipewright's F&B composite (forward first, then the full backward); any other composite of
+// compute actions (a backward first, an input-gradient I half, more than two) is read as its sub-actions
+// in order, which is how PyTorch runs it.
+std::vector<Action> parse_cell(const std::string& text, const std::string& where) {
   const std::string suffix = ")OVERLAP_F_B";
-  if (text.empty() || text.front() != '(') return parse_simple(text, where);
+  if (text.empty() || text.front() != '(') {
+    const auto a = parse_simple(text, where);
+    return a ? std::vector<Action>{*a} : std::vector<Action>{};
+  }
   if (text.size() <= suffix.size() + 1 || text.compare(text.size() - suffix.size(), suffix.size(), suffix) != 0)
     bad_cell(where, text);
   const std::string inner = text.substr(1, text.size() - suffix.size() - 1);
-  const auto semicolon = inner.find(';');
-  if (semicolon == std::string::npos) bad_cell(where, text);
-  const auto f = parse_simple(trim(inner.substr(0, semicolon)), where);
-  const auto b = parse_simple(trim(inner.substr(semicolon + 1)), where);
-  if (!f || !b || f->op != Op::F || b->op != Op::BW)
-    throw_bad_input("{}: '{}': an OVERLAP_F_B here is one forward and one full backward, such as (0F1;1B0)OVERLAP_F_B",
-                    where, excerpt(text));
-  return Action{Op::FB, f->stage, f->microbatch, b->stage, b->microbatch};
+  std::vector<Action> halves;
+  for (size_t from = 0; from <= inner.size();) {
+    const size_t semicolon = std::min(inner.find(';', from), inner.size());
+    const auto a = parse_simple(trim(inner.substr(from, semicolon - from)), where);
+    if (!a || !is_compute(a->op))
+      throw_bad_input("{}: '{}': the actions of an OVERLAP_F_B composite are computations (F, I, B, W), such as "
+                      "(0F1;1B0)OVERLAP_F_B",
+                      where, excerpt(text));
+    halves.push_back(*a);
+    from = semicolon + 1;
+  }
+  if (halves.size() == 2 && halves[0].op == Op::F && halves[1].op == Op::BW)
+    return {Action{Op::FB, halves[0].stage, halves[0].microbatch, halves[1].stage, halves[1].microbatch}};
+  return halves;
 }
 
 }  // namespace
@@ -162,24 +177,34 @@ Schedule schedule_from_pytorch_csv(const std::string& text, const std::string& s
   s.name = source;
   int largest_mb = -1;
   long actions = 0;
+  std::string empty_cell;  // the first, where PyTorch's compute_comms format has none
   for (size_t r = 0; r < lines.size(); ++r) {
     const std::string row_name = fmt::format("{}: row {}", source, r + 1);
     const std::vector<std::string> cells = split_cells(lines[r], row_name);
     std::vector<Action> list;
     for (size_t c = 0; c < cells.size(); ++c) {
       const std::string cell = trim(cells[c]);
-      if (cell.empty()) continue;  // an idle step
-      const auto a = parse_cell(cell, fmt::format("{}, cell {}", row_name, c + 1));
-      if (!a) continue;
-      if (++actions > kMaxScheduleActions)
-        throw_bad_input("{}: more than {} actions, the cap for a schedule file; give a schedule with fewer", row_name,
-                        kMaxScheduleActions);
-      if (is_comm(a->op)) s.lowered = true;
-      largest_mb = std::max({largest_mb, a->microbatch, a->op == Op::FB ? a->microbatch2 : -1});
-      list.push_back(*a);
+      if (cell.empty()) {  // an idle step
+        if (empty_cell.empty()) empty_cell = fmt::format("{}, cell {}", row_name, c + 1);
+        continue;
+      }
+      for (const Action& a : parse_cell(cell, fmt::format("{}, cell {}", row_name, c + 1))) {
+        if (++actions > kMaxScheduleActions)
+          throw_bad_input("{}: more than {} actions, the cap for a schedule file; give a schedule with fewer", row_name,
+                          kMaxScheduleActions);
+        if (is_comm(a.op)) s.lowered = true;
+        largest_mb = std::max({largest_mb, a.microbatch, a.op == Op::FB ? a.microbatch2 : -1});
+        list.push_back(a);
+      }
     }
     s.ranks.push_back(std::move(list));
   }
+  // _load_csv (runtime.py) reads a compute_comms file's cells as actions, each of them; an idle step is
+  // a compute_only file's.
+  if (s.lowered && !empty_cell.empty())
+    throw_bad_input("{}: an empty cell in a file with sends and receives; PyTorch's compute_comms format has an "
+                    "action in every cell (only compute_only files mark idle steps), so remove it",
+                    empty_cell);
   s.placement = detect_placement(s.ranks, source);
   if (microbatches < 0) throw_bad_input("{}: micro-batches must be positive, got {}", source, microbatches);
   s.microbatches = microbatches > 0 ? microbatches : largest_mb + 1;

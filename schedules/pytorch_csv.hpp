@@ -4,10 +4,14 @@
 // order, an action "<stage><op><micro-batch>". PyTorch's ops and ours:
 //   F -> F,  I (backward input) -> B,  W -> W,  B (full backward) -> BW,
 //   SEND_F / RECV_F / SEND_B / RECV_B -> the same communication ops,
-//   (<stage>F<mb>;<stage>B<mb>)OVERLAP_F_B -> FB (forward overlapped with a full backward).
+//   (<stage>F<mb>;<stage>B<mb>)OVERLAP_F_B -> FB (forward overlapped with a full backward); any other
+//   composite of computations ((7B3;0F7), (0F1;1I0), three halves) -> its actions in the order listed, as
+//   PyTorch's runtime runs them.
 // PyTorch writes an idle step (None) as an empty cell and ends rows with "\r\n" (Python's csv
-// writer); empty cells are skipped on import. UNSHARD, RESHARD and REDUCE_GRAD (FSDP and data-parallel
-// bookkeeping, which the simulator models on its own) are skipped too.
+// writer); empty cells are skipped on import, and refused in a file with sends and receives (PyTorch's
+// compute_comms format has none). UNSHARD, RESHARD and REDUCE_GRAD (FSDP and data-parallel bookkeeping,
+// which the simulator models on its own) are skipped too. Receives run as PyTorch runs them: posted where
+// they stand, waited for by the action that consumes the tensor (sim/pipeline_sim.hpp, executor/runtime.hpp).
 #include <string>
 
 #include "schedules/ir.hpp"

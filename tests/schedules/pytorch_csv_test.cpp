@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
+
 #include "core/error.hpp"
 #include "schedules/generators.hpp"
 
@@ -122,10 +125,14 @@ TEST_CASE("csv import: PyTorch's lowered form, FSDP actions skipped, explicit pl
 TEST_CASE("csv import errors name the file, row and cell, and broken schedules show the grid") {
   CHECK(error_of("0F0,0X0\r\n") ==
         "s.csv: row 1, cell 2: '0X0' is not a PyTorch action; expected <stage><op><micro-batch> with op F, I, W, B, "
-        "SEND_F, RECV_F, SEND_B or RECV_B (such as 2F0, 0I3, 3SEND_F1), or (<F action>;<B action>)OVERLAP_F_B");
-  CHECK(error_of("0F0\r\n1F0,(1F1;1I0)OVERLAP_F_B\r\n") ==
-        "s.csv: row 2, cell 2: '(1F1;1I0)OVERLAP_F_B': an OVERLAP_F_B here is one forward and one full backward, such "
-        "as (0F1;1B0)OVERLAP_F_B");
+        "SEND_F, RECV_F, SEND_B or RECV_B (such as 2F0, 0I3, 3SEND_F1), or (<action>;<action>)OVERLAP_F_B");
+  CHECK(error_of("0F0\r\n1F0,(1F1;1SEND_B0)OVERLAP_F_B\r\n") ==
+        "s.csv: row 2, cell 2: '(1F1;1SEND_B0)OVERLAP_F_B': the actions of an OVERLAP_F_B composite are computations "
+        "(F, I, B, W), such as (0F1;1B0)OVERLAP_F_B");
+  // runtime.py's _load_csv takes every cell of a compute_comms file as an action.
+  CHECK(error_of("0F0,0SEND_F0,,0RECV_B0,0B0\r\n1RECV_F0,1F0,1B0,1SEND_B0\r\n") ==
+        "s.csv: row 1, cell 3: an empty cell in a file with sends and receives; PyTorch's compute_comms format has an "
+        "action in every cell (only compute_only files mark idle steps), so remove it");
   CHECK(error_of("0F0,\"0B0\r\n") == "s.csv: row 1: a quoted cell is not closed; close it with \"");
   CHECK(error_of("") == "s.csv: empty; a PyTorch schedule CSV has one row of actions per rank");
   CHECK(error_of(",,\r\n") == "s.csv: no actions; a schedule needs at least one row with actions");
@@ -168,4 +175,60 @@ TEST_CASE("csv import caps rows and actions and quotes a long cell in part") {
   CHECK(error_of("0F0," + std::string(2'000'000, 'X') + "\r\n")
             .starts_with("s.csv: row 1, cell 2: 'XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX... (2000000 bytes)' is not a "
                          "PyTorch action"));
+}
+
+TEST_CASE("csv import: composites as PyTorch's runtime runs them (runtime.py at 1f1416a3: sub-actions in order)") {
+  // Forward then full backward, as ScheduleDualPipeV writes it: pipewright's F&B composite.
+  const std::string v = "0F0,0F1,1F0,(1F1;1B0)OVERLAP_F_B,1I1,1W1,0B0,0B1\r\n";
+  const Schedule fb = schedule_from_pytorch_csv(v, "v.csv");
+  CHECK(fb.ranks[0][3] == action_from_text("1F1&1BW0"));
+  CHECK(schedule_to_pytorch_csv(fb) == v);
+  // An input-gradient half, a backward first, two forwards: the sub-actions one after another.
+  const Schedule halves = schedule_from_pytorch_csv(
+      "(0F0;1F0)OVERLAP_F_B,(0F1;1I0)OVERLAP_F_B,1W0,1F1,(1B1;0B0)OVERLAP_F_B,0B1\r\n", "h.csv");
+  std::vector<std::string> got;
+  for (const Action& a : halves.ranks[0]) got.push_back(to_text(a));
+  CHECK(got == std::vector<std::string>{"0F0", "1F0", "0F1", "1B0", "1W0", "1F1", "1BW1", "0BW0", "0BW1"});
+}
+
+namespace {
+
+std::string artifact(const std::string& name) {
+  std::ifstream in(std::string(PIPEWRIGHT_SOURCE_DIR) + "/tests/schedules/pytorch_artifacts/" + name);
+  REQUIRE(in);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("PyTorch's own artifacts import: DualPipeV 4 ranks x 10 micro-batches, ZB1P 2 ranks both forms") {
+  const Schedule dualpipev = schedule_from_pytorch_csv(artifact("dualpipev_4rank_10mb.csv"), "dualpipev.csv");
+  CHECK(dualpipev.placement.kind == PlacementKind::V);
+  CHECK(dualpipev.num_ranks() == 4);
+  CHECK(dualpipev.microbatches == 10);
+  CHECK(has_composites(dualpipev));
+  // Written back, the file PyTorch wrote (its rows end with \r\n where the stored artifact has \n).
+  std::string expected = artifact("dualpipev_4rank_10mb.csv");
+  std::string crlf;
+  for (char c : expected) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  CHECK(schedule_to_pytorch_csv(dualpipev) == crlf);
+
+  const Schedule compute = schedule_from_pytorch_csv(artifact("zb1p_2rank_2stagep_compute.csv"), "zb1p.csv");
+  const Schedule comms = schedule_from_pytorch_csv(artifact("zb1p_2rank_2stagep_comms.csv"), "zb1p-comms.csv");
+  CHECK(!compute.lowered);
+  CHECK(comms.lowered);
+  CHECK(compute.placement.kind == PlacementKind::Loop);
+  CHECK(comms.placement.stage_rank == compute.placement.stage_rank);
+  CHECK(compute.microbatches == 8);
+  // The same compute order: PyTorch's test lowering merges each I directly followed by its W into a full
+  // backward (_merge_bw) and adds the sends and receives.
+  std::vector<std::vector<Action>> merged = compute.ranks;
+  for (auto& list : merged)
+    for (size_t i = 0; i + 1 < list.size(); ++i)
+      if (list[i].op == Op::B && list[i + 1].op == Op::W && list[i].stage == list[i + 1].stage &&
+          list[i].microbatch == list[i + 1].microbatch) {
+        list[i].op = Op::BW;
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      }
+  CHECK(strip_comm(comms).ranks == merged);
 }
