@@ -46,30 +46,33 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
                     "model's business); use --precision bf16 with --export deepspeed");
   std::vector<LayerRange> ranges;
   for (const StageReport& st : plan.stages) ranges.push_back(st.layers);
-  const bool uniform = deepspeed_uniform(s.model, ranges);
   const std::vector<int> parts = parts_from_ranges(ranges);
+  // deepspeed/runtime/pipe/module.py (DeepSpeed edaa7221), PipelineModule._partition_layers: the split is
+  // partition_method's, 'uniform' or 'parameters' (the default) when one of them gives the plan's bounds;
+  // no method takes bounds, so any other split is set by a subclass overriding that method.
+  const char* method = deepspeed_uniform(s.model, ranges)                                   ? "uniform"
+                       : parts == parts_from_ranges(parameters_split(s.model, pc.pp)) ? "parameters"
+                                                                                          : nullptr;
   const bool full = s.workload.recompute == Recompute::Full;
 
+  // deepspeed/runtime/config.py get_pipeline_config copies the "pipeline" section, and pipe/engine.py reads
+  // only pipe_partitioned, grad_partitioned, use_reentrant and activation_checkpoint_interval of it: the
+  // stage count and the split are PipelineModule's arguments. A positive interval here overrides the
+  // module's; 0 would not turn the module's off, so none is written without recomputation.
   nlohmann::ordered_json config;
   config["train_batch_size"] = s.global_batch_size;
   config["train_micro_batch_size_per_gpu"] = s.workload.micro_batch_size;
   config["gradient_accumulation_steps"] = pc.microbatches;
   config["bf16"] = {{"enabled", true}};
   config["zero_optimization"] = {{"stage", pc.zero}};
-  nlohmann::ordered_json pipeline;
-  pipeline["stages"] = pc.pp;
-  if (uniform)
-    pipeline["partition"] = "uniform";
-  else
-    pipeline["partition"] = parts;
-  pipeline["activation_checkpoint_interval"] = full ? 1 : 0;
-  config["pipeline"] = pipeline;
-  config["activation_checkpointing"] = {{"partition_activations", full && pc.tp > 1},
-                                        {"cpu_checkpointing", false},
-                                        {"contiguous_memory_optimization", false},
-                                        {"synchronize_checkpoint_boundary", false}};
+  if (full) {
+    config["pipeline"] = {{"activation_checkpoint_interval", 1}};
+    config["activation_checkpointing"] = {{"partition_activations", pc.tp > 1},
+                                          {"cpu_checkpointing", false},
+                                          {"contiguous_memory_optimization", false},
+                                          {"synchronize_checkpoint_boundary", false}};
+  }
   std::vector<ExportFile> files{ExportFile{"ds_config.json", config.dump(2) + "\n"}};
-  if (uniform) return files;
 
   std::string layer_list;
   for (size_t i = 0; i < s.model.layers.size(); ++i) {
@@ -84,8 +87,7 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
   // With tensor parallelism the module needs the three-axis topology; without, num_stages makes one.
   const std::string tp_note =
       pc.tp > 1 ? fmt::format("# Tensor parallelism (tp {}) comes from your model code's mpu (e.g. Megatron-DeepSpeed's\n"
-                              "# --tensor-model-parallel-size {}) and the topology below.\n"
-                              "#   from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology\n",
+                              "# --tensor-model-parallel-size {}) and the topology below.\n",
                               pc.tp, pc.tp)
                 : "";
   const std::string stages_arg =
@@ -94,34 +96,50 @@ std::vector<ExportFile> deepspeed_export(const Evaluation& plan) {
   std::string text = fmt::format(
       "# pipewright {}: {} on {}, {} GPUs (tp {}, pp {}, dp {}); predicted {} per step, {} peak memory.\n"
       "#\n"
-      "# DeepSpeed's PipelineModule takes partition_method 'uniform', 'parameters' or 'type:<regex>'; none of\n"
-      "# them takes per-stage bounds. This subclass sets the plan's bounds where PipelineModule computes its\n"
-      "# own (_partition_layers in deepspeed/runtime/pipe/module.py): stage s builds layers\n"
-      "# PARTS[s] .. PARTS[s + 1] - 1 of the `layers` list. The list must be pipewright's, one entry per layer:\n"
+      "# The plan's stages for DeepSpeed's PipelineModule (deepspeed/runtime/pipe/module.py), which decides the\n"
+      "# split (ds_config.json cannot: DeepSpeed reads no stage count or partition from it). Build the module with\n"
+      "#   from pipewright_partition import pipeline_module\n"
+      "#   model = pipeline_module(layers, loss_fn=...)\n"
+      "# where `layers` is pipewright's layer list, one entry per layer:\n"
       "{}"
-      "# If your list has extra entries (a lambda, a separate final norm), shift the bounds after them.\n"
+      "# If your list has extra entries (a lambda, a separate final norm), {}.\n"
       "{}"
-      "#\n"
-      "#   from pipewright_partition import PipewrightPipelineModule\n"
-      "#   model = PipewrightPipelineModule(layers=layers, {}, activation_checkpoint_interval={}, ...)\n"
       "from deepspeed.pipe import PipelineModule\n"
-      "\n"
-      "PARTS = [{}]\n"
-      "\n"
-      "\n"
-      "class PipewrightPipelineModule(PipelineModule):\n"
-      "    def _partition_layers(self, method=\"pipewright\"):\n"
-      "        num_stages = self._topo.get_dim(\"pipe\")\n"
-      "        if len(PARTS) != num_stages + 1 or PARTS[-1] != len(self._layer_specs):\n"
-      "            raise RuntimeError(\n"
-      "                f\"pipewright partition: {{len(PARTS) - 1}} stages over {{PARTS[-1]}} layers, but the module has \"\n"
-      "                f\"{{num_stages}} stages and {{len(self._layer_specs)}} layers\"\n"
-      "            )\n"
-      "        self.parts = list(PARTS)\n"
-      "        stage_id = self._topo.get_coord(self.global_rank).pipe\n"
-      "        self._set_bounds(start=self.parts[stage_id], stop=self.parts[stage_id + 1])\n",
+      "{}",
       kVersion, s.model.name, s.cluster.name, pc.gpus(), pc.tp, pc.pp, pc.dp, format_seconds(plan.metrics.step_time_s),
-      format_bytes(plan.metrics.peak_memory_bytes), layer_list, tp_note, stages_arg, full ? 1 : 0, fmt::join(parts, ", "));
+      format_bytes(plan.metrics.peak_memory_bytes), layer_list,
+      method ? fmt::format("partition_method=\"{}\"\n# counts them and splits another list: give it pipewright's", method)
+             : "shift the bounds in PARTS after them",
+      tp_note, pc.tp > 1 ? "from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology\n" : "");
+  const std::string make = fmt::format(
+      "\n\ndef pipeline_module(layers, **kwargs):\n"
+      "    return {}(layers=layers, {}, {}activation_checkpoint_interval={}, **kwargs)\n",
+      method ? "PipelineModule" : "PipewrightPipelineModule", stages_arg,
+      method ? fmt::format("partition_method=\"{}\", ", method) : "", full ? 1 : 0);
+  if (method) {
+    text += make;
+  } else {
+    text += fmt::format(
+        "\n"
+        "# Stage s builds layers PARTS[s] .. PARTS[s + 1] - 1. No partition_method takes bounds: this subclass sets\n"
+        "# them where PipelineModule computes its own (_partition_layers).\n"
+        "PARTS = [{}]\n"
+        "\n"
+        "\n"
+        "class PipewrightPipelineModule(PipelineModule):\n"
+        "    def _partition_layers(self, method=\"pipewright\"):\n"
+        "        num_stages = self._topo.get_dim(\"pipe\")\n"
+        "        if len(PARTS) != num_stages + 1 or PARTS[-1] != len(self._layer_specs):\n"
+        "            raise RuntimeError(\n"
+        "                f\"pipewright partition: {{len(PARTS) - 1}} stages over {{PARTS[-1]}} layers, but the module has \"\n"
+        "                f\"{{num_stages}} stages and {{len(self._layer_specs)}} layers\"\n"
+        "            )\n"
+        "        self.parts = list(PARTS)\n"
+        "        stage_id = self._topo.get_coord(self.global_rank).pipe\n"
+        "        self._set_bounds(start=self.parts[stage_id], stop=self.parts[stage_id + 1])\n"
+        "{}",
+        fmt::join(parts, ", "), make);
+  }
   files.push_back(ExportFile{"pipewright_partition.py", text});
   return files;
 }

@@ -193,14 +193,38 @@ TEST_CASE("DeepSpeed: a split that partition_method=\"uniform\" gives is exporte
   ev.scenario.parallel.overlap_grad_reduce = false;
   CHECK(deepspeed_uniform(ev.scenario.model, ev.scenario.ranges));
   const std::vector<ExportFile> files = deepspeed_export(ev);
-  REQUIRE(files.size() == 1);
+  REQUIRE(files.size() == 2);
   check_golden("ds_config_uniform.json", files[0].text);
+  check_golden("pipewright_partition_uniform.py", files[1].text);
+  // deepspeed/runtime/config.py copies "pipeline" and nothing reads its "stages" or "partition".
+  CHECK(files[0].text.find("\"stages\"") == std::string::npos);
+  CHECK(files[0].text.find("\"partition\"") == std::string::npos);
   CHECK(error_of([] { deepspeed_export(plan_of(1, 4, 2, 2, "interleaved", 1, 16, Recompute::None, {4, 4, 4, 4, 4, 4, 4, 4})); }) ==
         "--export deepspeed: DeepSpeed's pipeline engine runs its own 1F1B order, not interleaved; plan with "
         "--schedules 1f1b");
   CHECK(error_of([] { deepspeed_export(plan_of(1, 4, 2, 1, "1f1b", 1, 16, Recompute::Selective, {8, 8, 8, 8})); }) ==
         "--export deepspeed: DeepSpeed checkpoints whole layers (activation_checkpoint_interval), not selectively; "
         "plan with --recompute none or full");
+}
+
+TEST_CASE("DeepSpeed: a split that partition_method=\"parameters\" gives is built by that method") {
+  const Model model = model_preset("llama3-8b");
+  const std::vector<LayerRange> params = parameters_split(model, 4);
+  std::vector<int> blocks;
+  for (const LayerRange& r : params) {
+    int n = 0;
+    for (int i = r.first; i <= r.last; ++i) n += model.layers[static_cast<size_t>(i)].kind == LayerKind::Block;
+    blocks.push_back(n);
+  }
+  Evaluation ev = plan_of(1, 4, 2, 1, "1f1b", 1, 16, Recompute::None, blocks);
+  ev.scenario.parallel.overlap_grad_reduce = false;
+  REQUIRE(parts_from_ranges(ev.scenario.ranges) == parts_from_ranges(params));
+  REQUIRE_FALSE(deepspeed_uniform(model, params));
+  const std::vector<ExportFile> files = deepspeed_export(ev);
+  REQUIRE(files.size() == 2);
+  CHECK(files[1].text.find("    return PipelineModule(layers=layers, num_stages=4, partition_method=\"parameters\", "
+                           "activation_checkpoint_interval=0, **kwargs)\n") != std::string::npos);
+  CHECK(files[1].text.find("PARTS") == std::string::npos);
 }
 
 TEST_CASE("DeepSpeed's partition methods, as its code computes them") {

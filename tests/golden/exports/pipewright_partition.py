@@ -1,21 +1,21 @@
 # pipewright 0.1.0: llama3-8b on dgx-h100, 32 GPUs (tp 2, pp 4, dp 4); predicted 12.500 s per step, 71.2 GB peak memory.
 #
-# DeepSpeed's PipelineModule takes partition_method 'uniform', 'parameters' or 'type:<regex>'; none of
-# them takes per-stage bounds. This subclass sets the plan's bounds where PipelineModule computes its
-# own (_partition_layers in deepspeed/runtime/pipe/module.py): stage s builds layers
-# PARTS[s] .. PARTS[s + 1] - 1 of the `layers` list. The list must be pipewright's, one entry per layer:
+# The plan's stages for DeepSpeed's PipelineModule (deepspeed/runtime/pipe/module.py), which decides the
+# split (ds_config.json cannot: DeepSpeed reads no stage count or partition from it). Build the module with
+#   from pipewright_partition import pipeline_module
+#   model = pipeline_module(layers, loss_fn=...)
+# where `layers` is pipewright's layer list, one entry per layer:
 #      0: embedding
 #      1..32: block0 .. block31
 #     33: head
-# If your list has extra entries (a lambda, a separate final norm), shift the bounds after them.
+# If your list has extra entries (a lambda, a separate final norm), shift the bounds in PARTS after them.
 # Tensor parallelism (tp 2) comes from your model code's mpu (e.g. Megatron-DeepSpeed's
 # --tensor-model-parallel-size 2) and the topology below.
-#   from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology
-#
-#   from pipewright_partition import PipewrightPipelineModule
-#   model = PipewrightPipelineModule(layers=layers, topology=PipeModelDataParallelTopology(num_pp=4, num_mp=2, num_dp=4), activation_checkpoint_interval=1, ...)
 from deepspeed.pipe import PipelineModule
+from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology
 
+# Stage s builds layers PARTS[s] .. PARTS[s + 1] - 1. No partition_method takes bounds: this subclass sets
+# them where PipelineModule computes its own (_partition_layers).
 PARTS = [0, 7, 16, 25, 34]
 
 
@@ -30,3 +30,7 @@ class PipewrightPipelineModule(PipelineModule):
         self.parts = list(PARTS)
         stage_id = self._topo.get_coord(self.global_rank).pipe
         self._set_bounds(start=self.parts[stage_id], stop=self.parts[stage_id + 1])
+
+
+def pipeline_module(layers, **kwargs):
+    return PipewrightPipelineModule(layers=layers, topology=PipeModelDataParallelTopology(num_pp=4, num_mp=2, num_dp=4), activation_checkpoint_interval=1, **kwargs)
