@@ -397,7 +397,12 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.precision = precision_from_string(o.precision);
   o.dp_options.apply(base.parallel);
   o.moe_options.apply(base.workload);
-  if (target) check_zero_level(*target, base.parallel.zero);
+  // torchtitan replicates the whole state or shards all of it: without a level given, plan both (the
+  // lower where it fits) rather than Megatron's default ZeRO-1, which it cannot run.
+  if (target == ExportTarget::Torchtitan && !o.dp_options.zero_given() && o.zeros.empty())
+    space.zeros = {0, 3};
+  else if (target)
+    check_zero_level(*target, base.parallel.zero);
   // DeepSpeed's pipeline engine reduces after the last backward: plan it so, unless the user asked
   // otherwise (then the export says why it cannot).
   if (target == ExportTarget::DeepSpeed && !o.dp_options.overlap_given()) base.parallel.overlap_grad_reduce = false;

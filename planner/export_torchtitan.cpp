@@ -34,10 +34,11 @@ std::string torch_schedule_name(const Scenario& s) {
   return "";
 }
 
-std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model, const std::vector<LayerRange>& ranges) {
+std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model, const std::vector<LayerRange>& ranges,
+                                                             const std::string& output) {
   if (!model.transformer)
     throw_bad_input("--export torchtitan: model '{}' gives explicit layer costs; torchtitan's module names "
-                    "(tok_embeddings, layers.N, norm, output) need a transformer",
+                    "(tok_embeddings, layers.N, norm, lm_head) need a transformer",
                     model.name);
   std::vector<std::vector<std::string>> out;
   for (const LayerRange& r : ranges) {
@@ -48,7 +49,7 @@ std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model,
       if (l.kind == LayerKind::Block) names.push_back(fmt::format("layers.{}", i - 1));
       if (l.kind == LayerKind::Head) {
         names.push_back("norm");
-        names.push_back("output");
+        names.push_back(output);
       }
     }
     out.push_back(std::move(names));
@@ -56,10 +57,49 @@ std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model,
   return out;
 }
 
-std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::string& dir) {
-  const Scenario& s = plan.scenario;
+namespace {
+
+// The torchtitan configs of pipewright's presets: main's config_registry function and v0.2.2's model name
+// and flavor (torchtitan/models/<name>/__init__.py there).
+struct TitanModel {
+  const char* preset;
+  const char* module;    // main: torchtitan.models.<module>.config_registry
+  const char* function;  // main: its function; "" when main has none
+  const char* name;      // v0.2.2 [model] name
+  const char* flavor;    // v0.2.2 [model] flavor
+};
+constexpr TitanModel kTitanModels[] = {
+    {"llama3-8b", "llama3", "llama3_8b", "llama3", "8B"},
+    {"llama3-70b", "llama3", "llama3_70b", "llama3", "70B"},
+    {"llama3-405b", "llama3", "llama3_405b", "llama3", "405B"},
+    {"qwen3-30b-a3b", "qwen3", "qwen3_30b_a3b", "qwen3", "30B-A3B"},
+    {"qwen3-235b-a22b", "qwen3", "", "qwen3", "235B-A22B"},
+    {"gpt-oss-120b", "gpt_oss", "gpt_oss_120b", "gpt_oss", "120b"},
+};
+
+const TitanModel* titan_model(const Model& model) {
+  for (const TitanModel& m : kTitanModels)
+    if (model.name == m.preset) return &m;
+  return nullptr;
+}
+
+std::string python_list(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + quoted(names[i]);
+  return out + "]";
+}
+
+// What torchtitan is given for the plan's parallelism, shared by both forms.
+struct TitanPlan {
+  int replicate = 1, shard = 1;
+  bool fsdp = false;
+  std::string schedule;  // pipeline_parallel_schedule
+  bool csv = false;
+};
+
+// Refuses what torchtitan cannot run as simulated; returns the degrees and the schedule name.
+TitanPlan titan_plan(const Scenario& s, const Schedule& schedule) {
   const ParallelConfig& pc = s.parallel;
-  if (pc.dp_cp() > 1) check_zero_level(ExportTarget::Torchtitan, pc.zero);
   // torchtitan/distributed/parallel_dims.py: fsdp_enabled is dp_shard > 1 or cp > 1, the weights sharded
   // over the dp_shard x cp ranks.
   if (pc.dp_replicas() > 1 && pc.zero != 3)
@@ -73,85 +113,153 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
   if (s.workload.precision == Precision::Fp8)
     throw_bad_input("--precision: torchtitan's float8 runs torchao's scaling recipes, not the Transformer Engine fp8 "
                     "pipewright simulates; use --precision bf16 with --export torchtitan");
+  if (s.workload.recompute == Recompute::Selective)
+    throw_bad_input("--recompute: torchtitan's selective checkpointing (SelectiveAC) is op-level, saving matmul "
+                    "outputs and recomputing every second one, not the attention-core recomputation pipewright "
+                    "simulates; use --recompute none or full with --export torchtitan");
   if (s.model.transformer && s.model.transformer->mtp_layers > 0)
-    throw_bad_input("--export torchtitan: torchtitan's models have no multi-token-prediction modules; plan '{}' without "
-                    "them (mtp_layers 0 in its model JSON)",
+    throw_bad_input("--export torchtitan: torchtitan's models have no multi-token-prediction modules under pipeline "
+                    "parallelism (deepseek_v3's MTPDecoder refuses pp); plan '{}' without them (mtp_layers 0 in its "
+                    "model JSON)",
                     s.model.name);
+  if (pc.tp > 1 && !s.workload.sequence_parallel)
+    throw_bad_input("--no-sequence-parallel: torchtitan v0.2.2 runs sequence parallelism whenever tp > 1; plan with "
+                    "sequence parallelism for --export torchtitan");
   // torchtitan/distributed/parallel_dims.py: "expert_parallel_degree ({ep}) must divide dp_shard * cp * tp"; its
   // sparse mesh (pp, dp_replicate, efsdp, ep) puts ep consecutive ranks in a group, the experts whole (etp 1),
   // their state sharded over efsdp = dp_shard * cp * tp / ep and replicated over dp_replicate.
-  const int dp_shard = pc.zero == 3 ? pc.dp / pc.dp_replicas() : 1;
-  if (pc.ep > 1 && (pc.etp != 1 || (static_cast<long>(dp_shard) * pc.cp * pc.tp) % pc.ep != 0 || pc.dp_replicas() > 1))
+  TitanPlan t;
+  t.fsdp = pc.zero == 3;
+  t.shard = t.fsdp ? pc.dp / pc.dp_replicas() : 1;
+  t.replicate = t.fsdp ? pc.dp_replicas() : pc.dp;
+  if (pc.ep > 1 && (pc.etp != 1 || (static_cast<long>(t.shard) * pc.cp * pc.tp) % pc.ep != 0 || pc.dp_replicas() > 1))
     throw_bad_input("--ep: torchtitan folds ep {} into dp_shard x cp x tp = {} x {} x {} (FSDP's shards) with whole "
                     "experts (etp 1); plan with --zero 3, no --dp-shard and --etp 1, or an --ep dividing {}, for --export "
                     "torchtitan",
-                    pc.ep, dp_shard, pc.cp, pc.tp, static_cast<long>(dp_shard) * pc.cp * pc.tp);
+                    pc.ep, t.shard, pc.cp, pc.tp, static_cast<long>(t.shard) * pc.cp * pc.tp);
   if (pc.ep > 1 && s.workload.dispatcher != Workload::Dispatcher::AllToAll)
     throw_bad_input("--dispatcher: torchtitan's expert parallelism dispatches with all-to-alls, not the flex "
                     "dispatcher's node-deduplicated copies; use --dispatcher alltoall with --export torchtitan");
+  if (pc.dp_cp() > 1) check_zero_level(ExportTarget::Torchtitan, pc.zero);
+  // torchtitan/trainer.py: each micro-batch's tokens divide over the tp ranks (sequence parallel) and the
+  // cp ranks' head and tail halves.
+  const long tokens = static_cast<long>(s.workload.micro_batch_size) * s.workload.seq_len;
+  const long shards = static_cast<long>(pc.tp) * (pc.cp > 1 ? 2 * pc.cp : 1);
+  if (tokens % shards != 0)
+    throw_bad_input("--seq-len: torchtitan splits each micro-batch's {} tokens over tp {} x {} context shards; use a "
+                    "sequence length that {} divides",
+                    tokens, pc.tp, pc.cp > 1 ? 2 * pc.cp : 1, shards);
+  t.schedule = torch_schedule_name(s);
+  t.csv = t.schedule.empty();
+  if (t.csv) {
+    // torchtitan places stages by the schedule's name, even for a CSV: V for ZBVZeroBubble, loop otherwise.
+    const PlacementKind kind = schedule.placement.kind;
+    if (kind == PlacementKind::Explicit)
+      throw_bad_input("--export torchtitan: schedule {} puts its stages on ranks neither in loop nor in V order, and "
+                      "torchtitan places stages only those two ways; plan with another schedule",
+                      s.schedule);
+    t.schedule = kind == PlacementKind::V ? "ZBVZeroBubble" : "PipelineScheduleMulti";
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::string& dir) {
+  const Scenario& s = plan.scenario;
+  const ParallelConfig& pc = s.parallel;
+  const TitanPlan t = titan_plan(s, plan.schedule);
   std::vector<LayerRange> ranges;
   for (const StageReport& st : plan.stages) ranges.push_back(st.layers);
-  const auto fqns = torchtitan_module_fqns(s.model, ranges);
-  const std::string name = torch_schedule_name(s);
   const std::string csv_path = (std::filesystem::path(dir) / "pipewright_schedule.csv").generic_string();
+  const TitanModel* known = titan_model(s.model);
+  const bool full = s.workload.recompute == Recompute::Full;
+  const std::string header = fmt::format("pipewright {}: {} on {}, {} GPUs (tp {}, cp {}, pp {}, dp {}{}), {} schedule; "
+                                         "predicted {} per step, {} peak memory.",
+                                         kVersion, s.model.name, s.cluster.name, pc.gpus(), pc.tp, pc.cp, pc.pp, pc.dp,
+                                         pc.ep > 1 ? fmt::format(", ep {}", pc.ep) : "", s.schedule,
+                                         format_seconds(plan.metrics.step_time_s),
+                                         format_bytes(plan.metrics.peak_memory_bytes));
 
-  std::string t = fmt::format(
-      "# pipewright {}: {} on {}, {} GPUs, {} schedule; predicted {} per step, {} peak memory.\n"
-      "# Keys of torchtitan's ParallelismConfig (torchtitan/config/parallelism.py) and TrainingConfig\n"
-      "# (torchtitan/config/training.py), the generation with pipeline_parallel_module_fqns_per_model_part and\n"
-      "# num_pp_microbatches; older releases name the split module_fqns_per_model_part or\n"
-      "# pipeline_parallel_split_points.\n"
-      "[parallelism]\n",
-      kVersion, s.model.name, s.cluster.name, pc.gpus(), s.schedule, format_seconds(plan.metrics.step_time_s),
-      format_bytes(plan.metrics.peak_memory_bytes));
-  if (pc.zero == 3) {
-    // FSDP over the shard groups (HSDP with replicas); reshard as simulated (torchtitan's "default" is the
-    // same rule: not with pp).
-    t += fmt::format("data_parallel_replicate_degree = {}\n", pc.dp_replicas());
-    t += fmt::format("data_parallel_shard_degree = {}\n", pc.dp / pc.dp_replicas());
-    t += fmt::format("fsdp_reshard_after_forward = {}\n", quoted(to_string(pc.reshard_after_forward)));
+  // main: the Python config module.
+  std::string py = fmt::format(
+      "# {}\n"
+      "# torchtitan main (b5bcd76c, Aug 2026): a run is a function returning Trainer.Config. Run this plan with\n"
+      "#   PYTHONPATH=<this folder> torchrun --nproc_per_node=<GPUs per node> ... -m torchtitan.train \\\n"
+      "#       --module pipewright_plan --config {}\n"
+      "# on {} GPUs in all. module_fqns_per_model_part below assumes {} transformer layers (layers.0 ..\n"
+      "# layers.{}); torchtitan drops any module a stage does not list without a word.\n",
+      header, known && *known->function ? "pipewright_plan" : "<your function calling apply_plan>", pc.gpus(),
+      s.model.num_blocks(), s.model.num_blocks() - 1);
+  py += "from torchtitan.distributed.activation_checkpoint import FullAC\nfrom torchtitan.trainer import Trainer\n";
+  if (known && *known->function)
+    py += fmt::format("from torchtitan.models.{}.config_registry import {}\n", known->module, known->function);
+  py += "\n\ndef apply_plan(config: Trainer.Config) -> Trainer.Config:\n    p = config.parallelism\n";
+  py += fmt::format("    p.data_parallel_replicate_degree = {}\n    p.data_parallel_shard_degree = {}\n", t.replicate,
+                    t.shard);
+  if (t.fsdp) py += fmt::format("    p.fsdp_reshard_after_forward = {}\n", quoted(to_string(pc.reshard_after_forward)));
+  py += fmt::format("    p.tensor_parallel_degree = {}\n", pc.tp);
+  py += fmt::format("    p.enable_sequence_parallel = {}\n", pc.tp > 1 && s.workload.sequence_parallel ? "True" : "False");
+  py += fmt::format("    p.context_parallel_degree = {}\n", pc.cp);
+  py += fmt::format("    p.expert_parallel_degree = {}\n", pc.ep);
+  py += fmt::format("    p.pipeline_parallel_degree = {}\n", pc.pp);
+  py += fmt::format("    p.pipeline_parallel_schedule = {}\n", quoted(t.schedule));
+  if (t.csv) py += fmt::format("    p.pipeline_parallel_schedule_csv = {}\n", quoted(csv_path));
+  py += fmt::format("    p.num_pp_microbatches = {}\n", pc.microbatches);
+  py += "    p.module_fqns_per_model_part = [\n";
+  for (const auto& stage : torchtitan_module_fqns(s.model, ranges, "lm_head"))
+    py += "        " + python_list(stage) + ",\n";
+  py += "    ]\n";
+  py += fmt::format("    config.training.num_tokens_per_microbatch_per_dp_rank = {}\n",
+                    static_cast<long>(s.workload.micro_batch_size) * s.workload.seq_len);
+  py += fmt::format("    config.training.num_tokens_per_train_step = {}\n",
+                    static_cast<long>(s.global_batch_size) * s.workload.seq_len);
+  py += fmt::format("    config.training.max_context_length = {}\n", s.workload.seq_len);
+  // trainer.py: CUDA graphs (on by default) refuse pipeline and expert parallelism.
+  py += "    config.training.disable_cuda_graphs = True\n";
+  py += fmt::format("    config.activation_checkpoint = {}\n", full ? "FullAC.Config()" : "None");
+  py += "    return config\n";
+  if (known && *known->function)
+    py += fmt::format("\n\ndef pipewright_plan() -> Trainer.Config:\n    return apply_plan({}())\n", known->function);
+  else
+    py += fmt::format("\n\n# pipewright knows no torchtitan config of '{}': give yours to apply_plan, e.g.\n"
+                      "#   def my_plan() -> Trainer.Config:\n#       return apply_plan(my_model_config())\n",
+                      s.model.name);
+
+  // v0.2.2: the TOML file.
+  std::string toml = fmt::format(
+      "# {}\n"
+      "# torchtitan v0.2.2 (the last release read from TOML): torchrun ... -m torchtitan.train --job.config_file "
+      "torchtitan_v0.2.2.toml\n"
+      "# Keys of torchtitan/config/job_config.py at v0.2.2; module_fqns_per_model_part assumes {} transformer layers.\n",
+      header, s.model.num_blocks());
+  if (known) {
+    toml += fmt::format("\n[model]\nname = {}\nflavor = {}\n", quoted(known->name), quoted(known->flavor));
   } else {
-    t += "# pipewright counted dp as replicas with a sharded optimizer (ZeRO-1); torchtitan's FSDP\n"
-         "# (data_parallel_shard_degree) shards weights too and needs less memory than predicted.\n";
-    t += fmt::format("data_parallel_replicate_degree = {}\n", pc.dp);
-    t += "data_parallel_shard_degree = 1\n";
+    toml += fmt::format("# pipewright knows no torchtitan model for '{}': add its [model] name and flavor.\n",
+                        s.model.name);
   }
-  t += fmt::format("context_parallel_degree = {}\n", pc.cp);
-  t += fmt::format("tensor_parallel_degree = {}\n", pc.tp);
-  t += fmt::format("enable_sequence_parallel = {}\n", pc.tp > 1 && s.workload.sequence_parallel ? "true" : "false");
-  t += fmt::format("pipeline_parallel_degree = {}\n", pc.pp);
-  if (pc.ep > 1) t += fmt::format("expert_parallel_degree = {}\n", pc.ep);
-  if (name.empty()) {
-    t += fmt::format("# PyTorch has no schedule class for pipewright's {}: its order is in the CSV.\n", s.schedule);
-    t += "pipeline_parallel_schedule = \"PipelineScheduleMulti\"\n";
-    t += fmt::format("pipeline_parallel_schedule_csv = {}\n", quoted(csv_path));
-  } else {
-    t += fmt::format("pipeline_parallel_schedule = {}\n", quoted(name));
-  }
-  t += fmt::format("num_pp_microbatches = {}\n", pc.microbatches);
-  t += "pipeline_parallel_module_fqns_per_model_part = [\n";
-  for (const auto& stage : fqns) {
-    t += "  [";
-    for (size_t i = 0; i < stage.size(); ++i) t += (i ? ", " : "") + quoted(stage[i]);
-    t += "],\n";
-  }
-  t += "]\n\n[training]\n";
-  t += fmt::format("num_tokens_per_microbatch_per_dp_rank = {}\n",
-                   static_cast<long>(s.workload.micro_batch_size) * s.workload.seq_len);
-  t += fmt::format("num_tokens_per_train_step = {}\n", static_cast<long>(s.global_batch_size) * s.workload.seq_len);
-  t += fmt::format("max_context_length = {}\n", s.workload.seq_len);
-  t += "\n[activation_checkpoint]\n";
-  switch (s.workload.recompute) {
-    case Recompute::None: t += "mode = \"none\"\n"; break;
-    case Recompute::Selective:
-      t += "# torchtitan's op-level selective checkpointing is the closest to recomputing the attention core.\n"
-           "mode = \"selective\"\nselective_ac_option = \"op\"\n";
-      break;
-    case Recompute::Full: t += "mode = \"full\"\n"; break;
-    case Recompute::PerStage: break;  // export_plan() refuses it
-  }
-  std::vector<ExportFile> files{ExportFile{"torchtitan.toml", t}};
-  if (name.empty()) files.push_back(ExportFile{"pipewright_schedule.csv", schedule_to_pytorch_csv(plan.schedule)});
+  toml += "\n[parallelism]\n";
+  toml += fmt::format("data_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n", t.replicate, t.shard);
+  if (t.fsdp) toml += fmt::format("fsdp_reshard_after_forward = {}\n", quoted(to_string(pc.reshard_after_forward)));
+  toml += fmt::format("tensor_parallel_degree = {}\n", pc.tp);
+  toml += fmt::format("context_parallel_degree = {}\n", pc.cp);
+  toml += fmt::format("expert_parallel_degree = {}\n", pc.ep);
+  toml += fmt::format("pipeline_parallel_degree = {}\n", pc.pp);
+  toml += fmt::format("pipeline_parallel_schedule = {}\n", quoted(t.schedule));
+  if (t.csv) toml += fmt::format("pipeline_parallel_schedule_csv = {}\n", quoted(csv_path));
+  // pipeline_parallel.py at v0.2.2: n_microbatches = local_batch_size // pipeline_parallel_microbatch_size.
+  toml += fmt::format("pipeline_parallel_microbatch_size = {}\n", s.workload.micro_batch_size);
+  toml += "module_fqns_per_model_part = [\n";
+  for (const auto& stage : torchtitan_module_fqns(s.model, ranges, "output")) toml += "  " + python_list(stage) + ",\n";
+  toml += "]\n\n[training]\n";
+  toml += fmt::format("local_batch_size = {}\n", static_cast<long>(s.workload.micro_batch_size) * pc.microbatches);
+  toml += fmt::format("global_batch_size = {}\n", s.global_batch_size);
+  toml += fmt::format("seq_len = {}\n", s.workload.seq_len);
+  toml += fmt::format("\n[activation_checkpoint]\nmode = {}\n", full ? "\"full\"" : "\"none\"");
+
+  std::vector<ExportFile> files{ExportFile{"pipewright_plan.py", py}, ExportFile{"torchtitan_v0.2.2.toml", toml}};
+  if (t.csv) files.push_back(ExportFile{"pipewright_schedule.csv", schedule_to_pytorch_csv(plan.schedule)});
   return files;
 }
 

@@ -1,9 +1,21 @@
 #pragma once
-// torchtitan configuration for a plan, in the keys of torchtitan's ParallelismConfig
-// (torchtitan/config/parallelism.py) and TrainingConfig (torchtitan/config/training.py) of the generation
-// that names the split pipeline_parallel_module_fqns_per_model_part and the micro-batch count
-// num_pp_microbatches (older releases: pipeline_parallel_split_points, module_fqns_per_model_part).
-// Module names are those of torchtitan's Llama: tok_embeddings, layers.N, norm, output.
+// torchtitan configuration for a plan, for the two forms torchtitan has taken, each checked against its
+// source (docs/planning.md#exports):
+// - main (pytorch/torchtitan b5bcd76c, Aug 2026): a Python module whose function returns Trainer.Config
+//   (torchtitan/trainer.py), run as `-m torchtitan.train --module pipewright_plan --config pipewright_plan`;
+//   ParallelismConfig and TrainingConfig fields of torchtitan/config/configs.py (num_pp_microbatches,
+//   num_tokens_per_microbatch_per_dp_rank, module_fqns_per_model_part with lm_head), FullAC or no
+//   activation checkpointing, CUDA graphs off (trainer.py refuses them with pp or ep).
+// - v0.2.2 (73a0e697, Feb 2026, the last release read from TOML with --job.config_file): the [parallelism],
+//   [training] and [activation_checkpoint] keys of torchtitan/config/job_config.py, the output projection
+//   named `output`, micro-batches as local_batch_size / pipeline_parallel_microbatch_size.
+// Stages go to ranks by the schedule's name (torchtitan/distributed/pipeline_parallel.py): V placement for
+// ZBVZeroBubble and DualPipeV, loop placement for every other; a schedule PyTorch has no class for ships as
+// a compute_only CSV (schedules/pytorch_csv.hpp) under the name that places its stages alike. Plans
+// torchtitan cannot run as simulated are refused with the reason: ZeRO-1 or -2 (torchtitan replicates or
+// shards weights, gradients and optimizer state together), selective recomputation (its selective
+// checkpointing is op-level, not the attention core), fp8, MTP, expert tensor parallelism, the flex
+// dispatcher, placements neither loop nor V.
 #include <string>
 #include <vector>
 
@@ -16,11 +28,12 @@ namespace pw {
 // (the plan then ships its order as a CSV).
 std::string torch_schedule_name(const Scenario& s);
 
-// The module FQNs of each stage.
-std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model, const std::vector<LayerRange>& ranges);
+// The module FQNs of each stage; `output` names the output projection (v0.2.2: "output", main: "lm_head").
+std::vector<std::vector<std::string>> torchtitan_module_fqns(const Model& model, const std::vector<LayerRange>& ranges,
+                                                             const std::string& output);
 
-// torchtitan.toml, plus pipewright_schedule.csv (PyTorch's compute_only CSV, schedules/pytorch_csv.hpp;
-// referenced as `dir`/pipewright_schedule.csv) when PyTorch has no class for the schedule.
+// pipewright_plan.py (main) and torchtitan_v0.2.2.toml, plus pipewright_schedule.csv when PyTorch has no
+// class for the schedule (referenced as `dir`/pipewright_schedule.csv).
 std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::string& dir);
 
 }  // namespace pw

@@ -59,13 +59,14 @@ std::vector<std::string> export_file_names(ExportTarget t) {
   switch (t) {
     case ExportTarget::Megatron: return {"megatron_args.sh"};
     case ExportTarget::DeepSpeed: return {"ds_config.json", "pipewright_partition.py"};
-    case ExportTarget::Torchtitan: return {"torchtitan.toml", "pipewright_schedule.csv"};
+    case ExportTarget::Torchtitan: return {"pipewright_plan.py", "torchtitan_v0.2.2.toml", "pipewright_schedule.csv"};
   }
   return {};
 }
 
 std::vector<Recompute> export_recomputes(ExportTarget t) {
-  if (t == ExportTarget::DeepSpeed) return {Recompute::None, Recompute::Full};
+  // DeepSpeed checkpoints whole layers; torchtitan's selective checkpointing is op-level, not Megatron's.
+  if (t == ExportTarget::DeepSpeed || t == ExportTarget::Torchtitan) return {Recompute::None, Recompute::Full};
   return {Recompute::None, Recompute::Selective, Recompute::Full};
 }
 
@@ -117,9 +118,13 @@ void check_zero_level(ExportTarget t, int zero) {
                         zero);
       break;
     case ExportTarget::Torchtitan:
-      if (zero == 2)
-        throw_bad_input("--zero: torchtitan replicates or shards weights with gradients (FSDP), never gradients "
-                        "alone; use --zero 3 with --export torchtitan");
+      // torchtitan/config/configs.py: data_parallel_replicate_degree and data_parallel_shard_degree, the latter
+      // FSDP over weights, gradients and optimizer state together; no level shards less.
+      if (zero == 1 || zero == 2)
+        throw_bad_input("--zero: torchtitan replicates the whole training state (data_parallel_replicate_degree) "
+                        "or shards weights, gradients and optimizer state together (FSDP), not ZeRO-{}; use --zero 0 "
+                        "or 3 with --export torchtitan",
+                        zero);
       break;
   }
 }

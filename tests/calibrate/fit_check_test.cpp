@@ -123,7 +123,7 @@ TEST_CASE("the median |error| of held-out points ignores those without a predict
   CHECK(std::isnan(pw::median_abs_error_pct({}, &pw::HeldOutPoint::calibrated_s)));
 }
 
-TEST_CASE("calibrate on a poor fit: exit 2 and nothing written; --accept-poor-fit writes it, flagged") {
+TEST_CASE("calibrate on a poor fit: exit 2 and nothing written, --accept-poor-fit writes it, flagged") {
   const synth::Fixture f = synth::fixture("fit-check-cli");
   for (size_t i = 0; i < f.runs.size(); ++i) remeasure(f.runs[i], 1, 0.050 * (1 + 0.01 * static_cast<double>(i)), true);
   const std::string out = std::string(PIPEWRIGHT_TEST_TMP) + "/fit-check-cli-calibration.json";

@@ -115,7 +115,7 @@ TEST_CASE("a fit on micro-batch sizes 1, 2 and 4 predicts 8") {
   }
 }
 
-TEST_CASE("a profile at one micro-batch size is rejected; two sizes fit with a warning") {
+TEST_CASE("a profile at one micro-batch size is rejected, two sizes fit with a warning") {
   const pw::Model m = tiny("tiny-llama.json");
   const synth::Truth t;
   std::vector<std::string> warnings;

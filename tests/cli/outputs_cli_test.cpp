@@ -137,7 +137,7 @@ TEST_CASE("simulate and run --plan: the profile the plan recorded is an input to
                 profile);
 }
 
-TEST_CASE("plan --export-dir makes a folder that does not exist yet; one under a file is refused before the search") {
+TEST_CASE("plan --export-dir makes a folder that does not exist yet, one under a file is refused before the search") {
   const fs::path dir = fresh_folder("outputs-export-dir");
   const fs::path exports = dir / "exports" / "megatron";
   const CliResult r = run_cli({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",

@@ -192,8 +192,13 @@ TEST_CASE("plan: a ZeRO level the export target cannot run is refused before the
               "--zero: 3 shards gradients and weights; Megatron-LM's distributed optimizer shards the optimizer state "
               "only (ZeRO-1); use --zero 0 or 1 with --export megatron");
   check_error(with(kSmall, {"--zero", "2", "--export", "torchtitan"}),
-              "--zero: torchtitan replicates or shards weights with gradients (FSDP), never gradients alone; use "
-              "--zero 3 with --export torchtitan");
+              "--zero: torchtitan replicates the whole training state (data_parallel_replicate_degree) or shards "
+              "weights, gradients and optimizer state together (FSDP), not ZeRO-2; use --zero 0 or 3 with --export "
+              "torchtitan");
+  check_error(with(kSmall, {"--zero", "1", "--export", "torchtitan"}),
+              "--zero: torchtitan replicates the whole training state (data_parallel_replicate_degree) or shards "
+              "weights, gradients and optimizer state together (FSDP), not ZeRO-1; use --zero 0 or 3 with --export "
+              "torchtitan");
   check_error(with(one_f, {"--zero", "3", "--export", "deepspeed"}),
               "--zero: DeepSpeed's pipeline engine takes ZeRO stage 0 or 1, not 3; use --zero 0 or 1 with --export "
               "deepspeed");

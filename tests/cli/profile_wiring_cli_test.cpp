@@ -136,7 +136,7 @@ TEST_CASE("plan --json and compare --profile report the cost model") {
                    "  micro-batch 1 x 32 tokens: embedding, block, head from the profile\n") != std::string::npos);
 }
 
-TEST_CASE("run without --profile profiles this machine first and predicts with it; --no-profile does not") {
+TEST_CASE("run without --profile profiles this machine first and predicts with it, --no-profile does not") {
   const std::vector<std::string> base{"run", "--model", kLlama, "--cluster", "ideal", "--pp", "2", "--microbatches", "2",
                                       "--iterations", "1", "--warmup", "0"};
   std::vector<std::string> text_args = base;

@@ -142,7 +142,7 @@ TEST_CASE("run: a rank that fails ends the run with exit 1, naming the rank and 
   CHECK(r.err == "error: rank 1 failed at 1F2: injected failure (--inject-failure)\n");
 }
 
-TEST_CASE("run: every number is checked; NaN, infinities, a denormal rate and a timeout past a day are bad input") {
+TEST_CASE("run: every number is checked, NaN, infinities, a denormal rate and a timeout past a day are bad input") {
   const std::string timeout = "--timeout: must be a number of seconds from 0.001 to 86400 (a day), got ";
   // 1e10 s and inf used to overflow the deadline: the run failed at once, blaming the other ranks.
   const std::vector<std::pair<std::string, std::string>> timeouts = {

@@ -92,7 +92,7 @@ TEST_CASE("compare: bad input names the option") {
   CHECK(r.err == "error: --schedule: compare runs the list in --schedules; drop --schedule\n");
 }
 
-TEST_CASE("show --svg: one box per compute action; the terminal view by default") {
+TEST_CASE("show --svg: one box per compute action, the terminal view by default") {
   const std::string svg = tmp_path("show-zbv.svg");
   CliResult r = run_cli(tiny({"show", "--schedule", "zb-v", "--svg", svg, "--title", "ZB-V"}));
   INFO(r.err);
@@ -127,7 +127,7 @@ TEST_CASE("show --trace: the compute slices of a simulated trace") {
             " has no compute slices; give a trace written by pipewright simulate or run --trace\n");
 }
 
-TEST_CASE("simulate --export-csv writes PyTorch's CSV; --schedule-csv runs it back") {
+TEST_CASE("simulate --export-csv writes PyTorch's CSV, --schedule-csv runs it back") {
   const std::string csv = tmp_path("exported-interleaved.csv");
   const nlohmann::json generated =
       run_json(tiny({"simulate", "--schedule", "interleaved", "--vpp", "2", "--export-csv", csv}));
@@ -166,7 +166,7 @@ TEST_CASE("simulate --schedule-csv: the file must fit the configuration") {
                     0) == 0);
 }
 
-TEST_CASE("simulate --no-sync-optimizer reports ZB-H2's steady state; --max-pending moves zb-h1 to zb-h2") {
+TEST_CASE("simulate --no-sync-optimizer reports ZB-H2's steady state, --max-pending moves zb-h1 to zb-h2") {
   // F = B = W = 2 ms per stage, p = 4, m = 8. Synchronised ZB-H2: 3 m 2 + (p - 1) 2 = 54 ms. With
   // post-validation rank 0 runs without a gap and the iterations follow every 48 ms; the optimizer
   // step (tens of microseconds) is all that is left of the bubble.

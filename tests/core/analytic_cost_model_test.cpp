@@ -67,7 +67,7 @@ TEST_CASE("a phase's time is its roofline terms plus launches plus its tp collec
   CHECK(cost.compute_time(work.forward, round_gpu()) == Approx(0.02 + 0.004 + 0.002 + 1e-5).epsilon(1e-12));
 }
 
-TEST_CASE("backward-input time includes the recomputed forward; backward-weight is its own work") {
+TEST_CASE("backward-input time includes the recomputed forward, backward-weight is its own work") {
   const AnalyticCostModel cost(round_params());
   LayerWork work;
   work.backward_input.gemm_flops = 2e12;  // 0.04 s

@@ -38,7 +38,7 @@ ParallelConfig folded(int dp, int ep) {
 
 }  // namespace
 
-TEST_CASE("an MoE block's forward: attention, router, top-k experts; two all-to-alls of tokens x k x h") {
+TEST_CASE("an MoE block's forward: attention, router, top-k experts, two all-to-alls of tokens x k x h") {
   const Model m = model_preset("mixtral-8x7b");
   const Layer& block = m.layers[static_cast<size_t>(m.block_index(0))];
   const double n = 4096, h = 4096, q = 4096, kv = 1024, E = 8, k = 2, f = 14336;
@@ -71,7 +71,7 @@ TEST_CASE("an MoE block's forward: attention, router, top-k experts; two all-to-
   CHECK(model_flops_per_microbatch(m, moe_workload(2, 4)) == model_flops_per_microbatch(m, moe_workload(1, 1)));
 }
 
-TEST_CASE("expert parameters and memory per GPU divide by ep x etp; the dense part by tp") {
+TEST_CASE("expert parameters and memory per GPU divide by ep x etp, the dense part by tp") {
   const Model m = model_preset("mixtral-8x7b");
   const Layer& block = m.layers[static_cast<size_t>(m.block_index(0))];
   const double h = 4096, f = 14336, E = 8;

@@ -62,7 +62,7 @@ TEST_CASE("write_output_file: a write that fails half-way (the disk full) leaves
   CHECK(entries(dir) == 1);
 }
 
-TEST_CASE("write_output_file: missing folders are made; a folder that cannot be made or hold files names the path") {
+TEST_CASE("write_output_file: missing folders are made, a folder that cannot be made or hold files names the path") {
   const fs::path made = fresh_folder("output-file-made");
   write_output_file((made / "a" / "b" / "plan.json").string(), "x");
   CHECK(file_contents(made / "a" / "b" / "plan.json") == "x");

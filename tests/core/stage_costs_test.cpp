@@ -114,7 +114,7 @@ std::vector<StageCost> toy_stage_costs(const ParallelConfig& pc) {
 
 }  // namespace
 
-TEST_CASE("an explicit split maps blocks to stages; embedding joins the first and head the last") {
+TEST_CASE("an explicit split maps blocks to stages, embedding joins the first and head the last") {
   const Model m = toy_model(4);  // layers: 0 embedding, 1-4 blocks, 5 head
   CHECK(same(split_layers(m, 2, {2, 2}), {{0, 2}, {3, 5}}));
   CHECK(same(split_layers(m, 3, {1, 2, 1}), {{0, 1}, {2, 3}, {4, 5}}));

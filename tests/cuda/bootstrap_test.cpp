@@ -31,7 +31,7 @@ TEST_CASE("one process per GPU: torchrun on 2 nodes of 4", "[cuda][host]") {
   CHECK(to_text(given) == "rank 6 of 8 on GPU 2; NCCL id over tcp:node-001:29600");
 }
 
-TEST_CASE("one process per node with a thread per GPU; CUDA_VISIBLE_DEVICES narrowing a process to its GPU", "[cuda][host]") {
+TEST_CASE("one process per node with a thread per GPU, CUDA_VISIBLE_DEVICES narrowing a process to its GPU", "[cuda][host]") {
   // mpirun -np 2 (one per node), 8 ranks: 4 threads per process on GPUs 0-3; the id over MPI.
   const NcclBootstrap node = plan_bootstrap(launched("openmpi", 1, 2, 0, 1), 8, 4, "");
   CHECK(node.first_rank == 4);

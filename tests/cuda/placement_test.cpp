@@ -8,7 +8,7 @@
 
 using namespace pw;
 
-TEST_CASE("ranks go round the GPUs; sharing a GPU means the local transport", "[cuda][host]") {
+TEST_CASE("ranks go round the GPUs, sharing a GPU means the local transport", "[cuda][host]") {
   const GpuPlacement one = place_ranks(4, 1, "auto");
   CHECK(one.device_of_rank == std::vector<int>{0, 0, 0, 0});
   CHECK(one.local_transport);

@@ -133,7 +133,7 @@ TEST_CASE("TCP: a process of another world size is bad input at both ends, namin
   CHECK(other == text);
 }
 
-TEST_CASE("TCP: strangers on the rendezvous port are dropped and named; the id still arrives", "[cuda][host]") {
+TEST_CASE("TCP: strangers on the rendezvous port are dropped and named, the id still arrives", "[cuda][host]") {
   const RendezvousSpec spec = tcp_at(free_port());
   CerrCapture log;
   UniqueIdBytes at0{}, at1{};

@@ -91,7 +91,7 @@ void check_against_sequential(const Model& model, const Schedule& schedule, Reco
 
 }  // namespace
 
-TEST_CASE("every schedule gives the loss and gradients of a sequential run (p = 2, 3, 4; uneven stages)") {
+TEST_CASE("every schedule gives the loss and gradients of a sequential run (p = 2, 3, 4, uneven stages)") {
   for (const std::string& name : schedule_names())
     for (int p : {2, 3, 4}) {
       const Schedule schedule = schedule_for(name, p);

@@ -69,7 +69,7 @@ std::string text_of(const std::vector<std::byte>& b) { return std::string(reinte
 
 }  // namespace
 
-TEST_CASE("tcp group: a barrier lets nobody through before the last arrives; gather and broadcast move bytes") {
+TEST_CASE("tcp group: a barrier lets nobody through before the last arrives, gather and broadcast move bytes") {
   std::vector<Clock::time_point> left(3);
   Clock::time_point last_arrived{};
   std::vector<std::vector<std::vector<std::byte>>> gathered(3);
@@ -216,7 +216,7 @@ TEST_CASE("tcp group: an announced failure ends every other process's wait with 
   CHECK(caught[1] == "rank 2 failed at 0F1: boom; then aborted");
 }
 
-TEST_CASE("tcp group: waits end at their deadline; a process 0 that never listens is named with its address") {
+TEST_CASE("tcp group: waits end at their deadline, a process 0 that never listens is named with its address") {
   // Process 1 never comes to the meeting and waits on nothing: process 0 names it at the deadline.
   std::string timed_out;
   run_processes(2, [&](TcpProcessGroup& g) {

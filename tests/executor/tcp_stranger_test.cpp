@@ -52,7 +52,7 @@ Socket join_as_rank_1(int port, const Sha256& token) {
 
 }  // namespace
 
-TEST_CASE("strangers on the port while the job joins are dropped and named; the job goes on at once") {
+TEST_CASE("strangers on the port while the job joins are dropped and named, the job goes on at once") {
   const int port = free_port();
   const Sha256 job = token_of(1);
   CerrCapture log;

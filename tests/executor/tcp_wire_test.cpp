@@ -34,7 +34,7 @@ TEST_CASE("sha256 agrees with FIPS 180-4's examples") {
   CHECK(hex(sha256(std::string(64, 'a'))) == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
 }
 
-TEST_CASE("the job token: one per job id, address and port; compared whole") {
+TEST_CASE("the job token: one per job id, address and port, compared whole") {
   LaunchEnv a;
   a.launcher = "torchrun";
   a.job_id_variable = "TORCHELASTIC_RUN_ID";

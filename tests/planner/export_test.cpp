@@ -18,6 +18,7 @@
 #include "planner/export_torchtitan.hpp"
 #include "planner/exports.hpp"
 #include "schedules/generators.hpp"
+#include "schedules/pytorch_csv.hpp"
 
 using namespace pw;
 
@@ -99,15 +100,15 @@ TEST_CASE("Megatron-LM arguments for an interleaved plan with an uneven split") 
   check_golden("megatron_interleaved.sh", f.text);
 }
 
-TEST_CASE("Megatron-LM's own even split needs no layout; breadth-first sets the group size") {
+TEST_CASE("Megatron-LM's own even split needs no layout, breadth-first sets the group size") {
   // 32 blocks over 4 x 2 stages, 4 each: Megatron's default split, so --num-virtual-stages-per-pipeline-rank
   // 2 instead of a layout; bfs is interleaved with a group of all m = 16 micro-batches; full recompute is
   // --recompute-granularity full --recompute-method uniform --recompute-num-layers 1.
   const Evaluation ev = plan_of(8, 4, 1, 2, "bfs", 2, 32, Recompute::Full, {4, 4, 4, 4, 4, 4, 4, 4});
   check_golden("megatron_bfs_even.sh", megatron_export(ev).text);
   CHECK(error_of([] { megatron_export(plan_of(1, 4, 1, 1, "zb-h1", 1, 8, Recompute::None, {8, 8, 8, 8})); }) ==
-        "--export megatron: Megatron-LM runs 1f1b, interleaved and bfs, not zb-h1; plan with --schedules "
-        "1f1b,interleaved,bfs");
+        "--export megatron: Megatron-LM runs 1f1b, interleaved, interleaved-overlap and bfs, not zb-h1; plan with "
+        "--schedules 1f1b,interleaved,interleaved-overlap,bfs");
 }
 
 TEST_CASE("Megatron-LM layouts read back to the same split") {
@@ -241,26 +242,57 @@ TEST_CASE("DeepSpeed's partition methods, as its code computes them") {
   CHECK(deepspeed_partition_balanced({1, 1}, 3) == std::vector<int>{0, 1, 2, 2});
 }
 
-TEST_CASE("torchtitan: the [parallelism] section with module names per stage") {
-  // Interleaved with Megatron's group size is PyTorch's Interleaved1F1B; stage i's modules: tok_embeddings
-  // first, layers.N for block N, norm and output with the head.
-  const Evaluation ev = plan_of(2, 4, 2, 2, "interleaved", 1, 64, Recompute::Selective, {3, 4, 4, 5, 4, 4, 4, 4});
+TEST_CASE("torchtitan: main's Python config and v0.2.2's TOML, module names per stage, FSDP") {
+  // Interleaved with Megatron's group size is PyTorch's Interleaved1F1B (loop placement); stage i's modules:
+  // tok_embeddings first, layers.N for block N, norm and the output projection (main: lm_head,
+  // torchtitan/models/common/decoder.py; v0.2.2: output) with the head.
+  Evaluation ev = plan_of(2, 4, 2, 2, "interleaved", 1, 64, Recompute::Full, {3, 4, 4, 5, 4, 4, 4, 4});
   CHECK(torch_schedule_name(ev.scenario) == "Interleaved1F1B");
+  // torchtitan/config/configs.py has data_parallel_replicate_degree and FSDP's data_parallel_shard_degree only.
+  CHECK(bad_input([&] { torchtitan_export(ev, "out"); }) ==
+        "--zero: torchtitan replicates the whole training state (data_parallel_replicate_degree) or shards weights, "
+        "gradients and optimizer state together (FSDP), not ZeRO-1; use --zero 0 or 3 with --export torchtitan");
+  ev.scenario.parallel.zero = 3;
   const std::vector<ExportFile> files = torchtitan_export(ev, "out");
-  REQUIRE(files.size() == 1);
-  check_golden("torchtitan_interleaved.toml", files[0].text);
+  REQUIRE(files.size() == 2);
+  CHECK(files[0].name == "pipewright_plan.py");
+  CHECK(files[1].name == "torchtitan_v0.2.2.toml");
+  check_golden("pipewright_plan_interleaved.py", files[0].text);
+  check_golden("torchtitan_v0.2.2_interleaved.toml", files[1].text);
+  // The activation_checkpoint.py policies: SelectiveAC is op-level, not the attention core.
+  ev.scenario.workload.recompute = Recompute::Selective;
+  CHECK(bad_input([&] { torchtitan_export(ev, "out"); }) ==
+        "--recompute: torchtitan's selective checkpointing (SelectiveAC) is op-level, saving matmul outputs and "
+        "recomputing every second one, not the attention-core recomputation pipewright simulates; use --recompute "
+        "none or full with --export torchtitan");
+  CHECK(export_recomputes(ExportTarget::Torchtitan) == std::vector<Recompute>{Recompute::None, Recompute::Full});
 }
 
-TEST_CASE("torchtitan: a schedule PyTorch has no class for ships as a CSV") {
-  // zb-h1 on pp 2 with m = 4: PipelineScheduleMulti loads pipewright's order from the CSV (one row per
-  // rank; I is the input-gradient backward, W the weight-gradient one).
+TEST_CASE("torchtitan: a schedule PyTorch has no class for ships as a CSV, under the name that places its stages") {
+  // zb-h1 on pp 2 with m = 4: the CSV (one row per rank; I the input-gradient backward, W the weight one)
+  // runs under _PipelineScheduleRuntime; PipelineScheduleMulti gives loop placement
+  // (torchtitan/distributed/pipeline_parallel.py, _get_pp_rank_to_stage_indices_mapping).
   const Evaluation ev = plan_of(1, 2, 1, 1, "zb-h1", 1, 4, Recompute::None, {16, 16});
   CHECK(torch_schedule_name(ev.scenario).empty());
   const std::vector<ExportFile> files = torchtitan_export(ev, "exports");
-  REQUIRE(files.size() == 2);
-  check_golden("torchtitan_zb_h1.toml", files[0].text);
-  CHECK(files[1].name == "pipewright_schedule.csv");
-  check_golden("pipewright_schedule_zb_h1.csv", files[1].text);
+  REQUIRE(files.size() == 3);
+  check_golden("pipewright_plan_zb_h1.py", files[0].text);
+  check_golden("torchtitan_v0.2.2_zb_h1.toml", files[1].text);
+  CHECK(files[2].name == "pipewright_schedule.csv");
+  check_golden("pipewright_schedule_zb_h1.csv", files[2].text);
+
+  // V-Half puts rank r's stages at r and 2p - 1 - r: only ZBVZeroBubble (and DualPipeV) place stages so in
+  // torchtitan, so the CSV goes under that name and its rows run the stages torchtitan built.
+  const Evaluation v = plan_of(1, 2, 1, 1, "v-half", 1, 4, Recompute::None, {8, 8, 8, 8});
+  REQUIRE(v.schedule.placement.kind == PlacementKind::V);
+  const std::vector<ExportFile> vf = torchtitan_export(v, "exports");
+  REQUIRE(vf.size() == 3);
+  CHECK(vf[0].text.find("    p.pipeline_parallel_schedule = \"ZBVZeroBubble\"\n") != std::string::npos);
+  CHECK(vf[1].text.find("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n") != std::string::npos);
+  const Schedule back = schedule_from_pytorch_csv(vf[2].text, "v.csv");
+  CHECK(back.placement.stage_rank == std::vector<int>{0, 1, 1, 0});
+  // Stage 3 (rank 0's second) holds the last blocks and the head: its module list ends with norm and lm_head.
+  CHECK(vf[0].text.find("\"layers.31\", \"norm\", \"lm_head\"],\n    ]") != std::string::npos);
 }
 
 TEST_CASE("export targets are named and checked") {
@@ -272,7 +304,7 @@ TEST_CASE("export targets are named and checked") {
   CHECK(export_recomputes(ExportTarget::DeepSpeed) == std::vector<Recompute>{Recompute::None, Recompute::Full});
 }
 
-TEST_CASE("Megatron-LM arguments carry fp8 and unfused attention as simulated; DeepSpeed and torchtitan refuse fp8") {
+TEST_CASE("Megatron-LM arguments carry fp8 and unfused attention as simulated, DeepSpeed and torchtitan refuse fp8") {
   Evaluation ev = plan_of(2, 4, 2, 2, "interleaved", 1, 64, Recompute::Selective, {3, 4, 4, 5, 4, 4, 4, 4});
   ev.scenario.workload.precision = Precision::Fp8;
   ev.scenario.workload.flash_attention = false;
@@ -310,9 +342,10 @@ TEST_CASE("context parallelism: Megatron-LM's --context-parallel-size, torchtita
         "--zero: torchtitan shards weights and gradients over the cp ranks (FSDP) whenever cp > 1, not ZeRO-1; use "
         "--zero 3 with --cp and --export torchtitan");
   ev.scenario.parallel.zero = 3;
-  const std::string toml = torchtitan_export(ev, "out")[0].text;
-  CHECK(toml.find("context_parallel_degree = 2\n") != std::string::npos);
-  CHECK(toml.find("data_parallel_shard_degree = 1\n") != std::string::npos);
+  const std::vector<ExportFile> cp = torchtitan_export(ev, "out");
+  CHECK(cp[0].text.find("    p.context_parallel_degree = 2\n") != std::string::npos);
+  CHECK(cp[0].text.find("    p.data_parallel_shard_degree = 1\n") != std::string::npos);
+  CHECK(cp[1].text.find("context_parallel_degree = 2\n") != std::string::npos);
   ev.scenario.parallel.zero = 1;
   CHECK(bad_input([&] { deepspeed_export(ev); }) ==
         "--cp: DeepSpeed's pipeline engine has no ring-attention context parallelism (its Ulysses sequence parallelism "
@@ -338,6 +371,8 @@ TEST_CASE("hybrid sharding: Megatron-LM's distributed-optimizer instances, torch
         "--export deepspeed");
   ev.scenario.parallel.zero = 3;
   ev.scenario.parallel.order = RankOrder::TpDpPp;
-  const std::string toml = torchtitan_export(ev, "out")[0].text;
-  CHECK(toml.find("data_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 2\n") != std::string::npos);
+  const std::vector<ExportFile> hsdp = torchtitan_export(ev, "out");
+  CHECK(hsdp[0].text.find("    p.data_parallel_replicate_degree = 2\n    p.data_parallel_shard_degree = 2\n") !=
+        std::string::npos);
+  CHECK(hsdp[1].text.find("data_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 2\n") != std::string::npos);
 }

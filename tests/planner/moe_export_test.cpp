@@ -125,7 +125,7 @@ TEST_CASE("Megatron-LM: interleaved-overlap is interleaved with --overlap-moe-ex
         "with --ep 2 or more, or --schedules interleaved");
 }
 
-TEST_CASE("torchtitan: expert_parallel_degree inside dp_shard x cp x tp; MTP and etp refused; DeepSpeed refuses MoE") {
+TEST_CASE("torchtitan: expert_parallel_degree inside dp_shard x cp x tp, MTP and etp refused, DeepSpeed refuses MoE") {
   Evaluation ev = moe_plan("qwen3-30b-a3b", 1, 2, 8, 8, 64, {24, 24});
   ev.scenario.parallel.zero = 3;
   const std::string toml = torchtitan_export(ev, "out")[0].text;
@@ -137,8 +137,8 @@ TEST_CASE("torchtitan: expert_parallel_degree inside dp_shard x cp x tp; MTP and
         "plan with --zero 3, no --dp-shard and --etp 1, or an --ep dividing 1, for --export torchtitan");
   const Evaluation v3 = moe_plan("deepseek-v3", 2, 8, 64, 64, 8192, {7, 8, 8, 8, 8, 8, 8, 6});
   CHECK(bad_input([&] { torchtitan_export(v3, "out"); }) ==
-        "--export torchtitan: torchtitan's models have no multi-token-prediction modules; plan 'deepseek-v3' without "
-        "them (mtp_layers 0 in its model JSON)");
+        "--export torchtitan: torchtitan's models have no multi-token-prediction modules under pipeline parallelism "
+        "(deepseek_v3's MTPDecoder refuses pp); plan 'deepseek-v3' without them (mtp_layers 0 in its model JSON)");
 
   SearchSpace space;
   CHECK(bad_input([&] { restrict_experts(ExportTarget::DeepSpeed, model_preset("mixtral-8x7b"), space); }) ==

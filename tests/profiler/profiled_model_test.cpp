@@ -61,7 +61,7 @@ TEST_CASE("a profile records the model it measured, and reads it back") {
   CHECK_FALSE(profiled_model_of(costs));
 }
 
-TEST_CASE("the first figure that differs, in the recorded order; name and depth are not compared") {
+TEST_CASE("the first figure that differs, in the recorded order, name and depth are not compared") {
   const ProfiledModel llama = *profiled_model_of(test::tiny_llama(3));
   CHECK_FALSE(first_difference(llama, *profiled_model_of(test::tiny_llama(30))));
   TransformerConfig renamed = *test::tiny_llama(3).transformer;

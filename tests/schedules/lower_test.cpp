@@ -35,7 +35,7 @@ TEST_CASE("lower: send right after the producer, receive right before the consum
   validate(s);
 }
 
-TEST_CASE("lower: a middle rank receives and sends both ways; B and W split sends after B only") {
+TEST_CASE("lower: a middle rank receives and sends both ways, B and W split sends after B only") {
   const Schedule s = lower(make_schedule({"zb-h1", 3, 1}));
   CHECK(s.ranks == parse_rows({
                        {"0F0", "0SEND_F0", "0RECV_B0", "0B0", "0W0"},

@@ -126,7 +126,7 @@ TEST_CASE("cp: a stage's reduction runs over dp x cp ranks on the slower of the 
   CHECK(c.optimizer_s == Approx(cost.optimizer_step_time(c.parameters / 2, s.cluster.gpu)).epsilon(1e-12));
 }
 
-TEST_CASE("cp: the step's tokens and model FLOPs are the whole sequences'; the GPUs are tp x cp x pp x dp") {
+TEST_CASE("cp: the step's tokens and model FLOPs are the whole sequences', the GPUs are tp x cp x pp x dp") {
   const AnalyticCostModel cost;
   const Evaluation one = evaluate(llama_scenario(1, 8192), cost);
   const Evaluation two = evaluate(llama_scenario(2, 8192), cost);

@@ -207,7 +207,7 @@ TEST_CASE("observers see every action once, sends paired with receives", "[sim][
   for (double b : in_use) CHECK(b == 0);  // everything allocated is freed by the end
 }
 
-TEST_CASE("a compute-only schedule is lowered first; the result is the same", "[sim]") {
+TEST_CASE("a compute-only schedule is lowered first, the result is the same", "[sim]") {
   const Schedule s = generated("interleaved", 4, 8, 2);
   const auto costs = uniform_costs(8, 0.5, 0.75, 0.25, 1, 0, 1e5);
   Recorder a, b;

@@ -14,4 +14,5 @@ PIPEWRIGHT_MEGATRON_ARGS=(
   --recompute-granularity full
   --recompute-method uniform
   --recompute-num-layers 1
+  --attention-backend flash
 )
