@@ -397,6 +397,8 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.precision = precision_from_string(o.precision);
   o.dp_options.apply(base.parallel);
   o.moe_options.apply(base.workload);
+  // PyTorch groups an interleaved schedule's micro-batches its own way when m is not a multiple of pp.
+  if (target == ExportTarget::Torchtitan && base.group_size == 0) base.group_size = kPyTorchGroupSize;
   // torchtitan replicates the whole state or shards all of it: without a level given, plan both (the
   // lower where it fits) rather than Megatron's default ZeRO-1, which it cannot run.
   if (target == ExportTarget::Torchtitan && !o.dp_options.zero_given() && o.zeros.empty())

@@ -325,7 +325,7 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   else if (chunks > 1)
     add("--num-virtual-stages-per-pipeline-rank", std::to_string(chunks));
   if (chunks > 1) {
-    const int group = s.schedule == "bfs" ? pc.microbatches : (s.group_size > 0 ? s.group_size : pc.pp);
+    const int group = s.schedule == "bfs" ? pc.microbatches : interleaved_group_size(s);
     if (group != pc.pp) add("--microbatch-group-size-per-virtual-pipeline-stage", std::to_string(group));
   }
   if (s.workload.recompute == Recompute::Selective) add("--recompute-granularity", "selective");

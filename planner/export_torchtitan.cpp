@@ -25,7 +25,7 @@ std::string quoted(const std::string& s) {
 }  // namespace
 
 std::string torch_schedule_name(const Scenario& s) {
-  const int group = s.group_size > 0 ? s.group_size : s.parallel.pp;
+  const int group = s.schedule == "interleaved" ? interleaved_group_size(s) : s.parallel.pp;
   if (s.schedule == "gpipe") return "GPipe";
   if (s.schedule == "1f1b") return "1F1B";
   if (s.schedule == "interleaved" && group == s.parallel.pp) return "Interleaved1F1B";

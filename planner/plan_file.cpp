@@ -102,7 +102,10 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
   }
   j["global_batch_size"] = s.global_batch_size;
   j["schedule"] = {{"name", s.schedule},
-                   {"group_size", s.group_size},
+                   // PyTorch's automatic group is written as the size it comes to.
+                   {"group_size", s.group_size != kPyTorchGroupSize ? s.group_size
+                                  : s.schedule == "interleaved"      ? interleaved_group_size(s)
+                                                                     : 0},
                    {"max_pending", s.max_pending},
                    {"actions", ojson::parse(schedule_to_json_text(ev.schedule))}};
   j["optimizer"] = {{"synchronous", s.synchronous_optimizer}, {"async_iterations", s.async_iterations}};

@@ -89,9 +89,22 @@ ScheduleSpec schedule_spec(const Scenario& s) {
   spec.ranks = s.parallel.pp;
   spec.microbatches = s.parallel.microbatches;
   spec.chunks = chunks_per_rank(s.schedule, s.parallel.vpp);
-  spec.group_size = s.group_size;
+  spec.group_size = s.group_size == kPyTorchGroupSize && s.schedule == "interleaved" ? interleaved_group_size(s)
+                                                                                     : std::max(s.group_size, 0);
   spec.max_pending = s.max_pending;
   return spec;
+}
+
+int interleaved_group_size(const Scenario& s) {
+  const int p = s.parallel.pp, m = s.parallel.microbatches;
+  if (s.group_size > 0) return s.group_size;
+  if (s.group_size == 0 || p < 1 || m < 1) return p;
+  const int rounds = std::max(1, m / p);
+  if (m % rounds != 0)
+    throw_bad_input("--microbatches: PyTorch's Interleaved1F1B runs {} micro-batches in {} rounds of pp {}, which "
+                    "needs a multiple of {}; use {} or {}",
+                    m, rounds, p, rounds, m - m % rounds, m - m % rounds + rounds);
+  return m / rounds;
 }
 
 Schedule evaluated_schedule(const Scenario& s, const std::vector<StageCost>& costs, const CostModel& cost) {

@@ -23,7 +23,9 @@ struct Scenario {
   Workload workload;             // workload.tp mirrors parallel.tp; seq_len 0 -> the model's
   int global_batch_size = 0;     // sequences per iteration over all replicas; 0: use parallel.microbatches
   std::string schedule = "1f1b";
-  int group_size = 0;            // interleaved micro-batch group size (0: p)
+  // Interleaved micro-batch group size: 0 Megatron's (p), kPyTorchGroupSize PyTorch's automatic one
+  // (interleaved_group_size), or the size itself.
+  int group_size = 0;
   int max_pending = 0;           // zb-h1/zb-h2: micro-batches awaiting W per rank (0: the schedule's own)
   std::vector<int> split;        // transformer blocks per stage (per chunk with vpp); empty: balanced
   std::vector<LayerRange> ranges;  // exact layer ranges per stage (the planner's); win over `split`
@@ -98,6 +100,14 @@ Evaluation evaluate(const Scenario& s, const CostModel& cost, SimObserver* obser
 // What the generator builds a resolved scenario's schedule from: its name, pp, chunks, micro-batches, group
 // size and pending limit (without zb-auto's stage costs).
 ScheduleSpec schedule_spec(const Scenario& resolved);
+
+// Scenario::group_size for PyTorch's rule (torch/distributed/pipelining/schedules.py, Interleaved1F1B at
+// 1f1416a3): number_of_rounds = max(1, m // pp), microbatches_per_round = m // number_of_rounds, and m a
+// multiple of the rounds (ValueError otherwise).
+inline constexpr int kPyTorchGroupSize = -1;
+// The group the interleaved schedule of `s` runs: group_size, p for 0, PyTorch's for kPyTorchGroupSize
+// (BadInput naming --microbatches when PyTorch refuses m).
+int interleaved_group_size(const Scenario& s);
 
 // The compute-only schedule evaluate() simulates for a resolved scenario with these stage costs: the
 // imported one, or the generated one; zb-auto's order is searched on the costs (stage times, the link

@@ -152,3 +152,23 @@ TEST_CASE("plan --export-dir makes a folder that does not exist yet, one under a
                 "--export-dir: the folder '" + file + "/sub' cannot be made: '" + file +
                     "' is a file; write 'megatron_args.sh' elsewhere");
 }
+
+TEST_CASE("plan --export torchtitan groups interleaved micro-batches as PyTorch does when m is not a multiple of pp") {
+  // 6 micro-batches on pp 4: Megatron's group of 4 refuses them; PyTorch runs one round of 6, which ships as
+  // the CSV of pipewright's order (PyTorch's own Interleaved1F1B is named only for groups of pp).
+  const fs::path dir = fresh_folder("outputs-pytorch-group");
+  const std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4", "--pp",
+                                         "4", "--global-batch-size", "6", "--schedules", "interleaved", "--top", "1"};
+  std::vector<std::string> with_export = args;
+  for (const char* a : {"--export", "torchtitan", "--export-dir"}) with_export.push_back(a);
+  with_export.push_back(dir.string());
+  const CliResult r = run_cli(with_export);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(file_contents(dir / "pipewright_plan.py").find("    p.pipeline_parallel_schedule = \"PipelineScheduleMulti\"\n") !=
+        std::string::npos);
+  CHECK(fs::is_regular_file(dir / "pipewright_schedule.csv"));
+  const CliResult megatron = run_cli(args);
+  CHECK(megatron.code == 2);
+  CHECK(megatron.err.find("interleaved with micro-batch group size 4 needs a multiple of 4, got 6") != std::string::npos);
+}
