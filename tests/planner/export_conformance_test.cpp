@@ -1,0 +1,239 @@
+// The rules each framework's own source sets for what pipewright writes, transcribed with the file and the
+// commit read; every export is held to them field by field.
+//   torchtitan main b5bcd76c66d0acb1a08b176d9639425bc55e0b2a (2026-08-21): torchtitan/config/configs.py
+//     (ParallelismConfig L120-290, TrainingConfig L35-117), torchtitan/trainer.py (Trainer.Config),
+//     torchtitan/distributed/activation_checkpoint.py (FullAC), torchtitan/distributed/pipeline_parallel.py.
+//   torchtitan v0.2.2 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce: torchtitan/config/job_config.py (Parallelism
+//     L311-483, Training L242-308, ActivationCheckpoint L650-717, Model).
+//   DeepSpeed edaa7221267243c7be7fb49c5d5f5c4fb97b4641: deepspeed/runtime/config.py (get_pipeline_config and
+//     the batch keys), deepspeed/runtime/pipe/engine.py (the "pipeline" keys read), deepspeed/runtime/pipe/module.py
+//     (PipelineModule.__init__ L125-137).
+//   PyTorch 1f1416a34fd869bab1df91ac807ced3e3f11c722: torch/distributed/pipelining/schedules.py (_action_regex,
+//     _Action.from_str), runtime.py (_load_csv, stage placement from the rows).
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "core/cluster.hpp"
+#include "core/model.hpp"
+#include "planner/baseline_splits.hpp"
+#include "planner/export_deepspeed.hpp"
+#include "planner/export_torchtitan.hpp"
+#include "schedules/generators.hpp"
+#include "schedules/pytorch_csv.hpp"
+#include "sim/scenario.hpp"
+
+using namespace pw;
+
+namespace {
+
+const std::set<std::string> kTitanParallelism = {
+    "data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward",
+    "enable_fsdp_symm_mem", "tensor_parallel_degree", "enable_sequence_parallel", "spmd_backend",
+    "pipeline_parallel_degree", "module_fqns_per_model_part", "pipeline_parallel_first_stage_less_layers",
+    "pipeline_parallel_last_stage_less_layers", "pipeline_parallel_layers_per_stage", "pipeline_parallel_schedule",
+    "pipeline_parallel_schedule_csv", "num_pp_microbatches", "context_parallel_degree",
+    "context_parallel_load_balancer", "context_parallel_ptrr_mask_key", "expert_parallel_degree"};
+const std::set<std::string> kTitanTraining = {
+    "num_tokens_per_microbatch_per_dp_rank", "num_tokens_per_train_step", "max_context_length", "max_norm", "steps",
+    "enable_cpu_offload", "disable_cuda_graphs", "dtype", "mixed_precision_param", "mixed_precision_reduce", "gc_freq",
+    "gc_debug"};
+const std::set<std::string> kV022Parallelism = {
+    "data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward",
+    "tensor_parallel_degree", "disable_loss_parallel", "enable_async_tensor_parallel", "pipeline_parallel_degree",
+    "module_fqns_per_model_part", "pipeline_parallel_first_stage_less_layers",
+    "pipeline_parallel_last_stage_less_layers", "pipeline_parallel_layers_per_stage", "pipeline_parallel_schedule",
+    "pipeline_parallel_schedule_csv", "pipeline_parallel_microbatch_size", "pipeline_parallel_expert_parallel_overlap",
+    "context_parallel_degree", "context_parallel_load_balancer", "context_parallel_rotate_method",
+    "expert_parallel_degree", "expert_tensor_parallel_degree", "expert_parallel_comm_backend"};
+const std::set<std::string> kV022Training = {"local_batch_size", "global_batch_size", "seq_len", "steps"};
+const std::set<std::string> kV022ActivationCheckpoint = {"mode", "selective_ac_option"};
+const std::set<std::string> kV022Model = {"name", "flavor"};
+// get_schedule_class's names (PyTorch schedules.py).
+const std::set<std::string> kTorchSchedules = {"1F1B",        "Interleaved1F1B",       "GPipe",
+                                               "LoopedBFS",   "InterleavedZeroBubble", "PipelineScheduleSingle",
+                                               "PipelineScheduleMulti", "ZBVZeroBubble", "DualPipeV"};
+
+Evaluation plan(const std::string& model, const std::string& schedule, int pp, int dp, int vpp, int zero,
+                Recompute recompute) {
+  Scenario s;
+  s.model = model_preset(model);
+  s.cluster = cluster_preset("dgx-h100");
+  s.parallel.pp = pp;
+  s.parallel.dp = dp;
+  s.parallel.vpp = vpp;
+  s.parallel.zero = zero;
+  s.parallel.overlap_grad_reduce = false;
+  s.schedule = schedule;
+  s.workload.recompute = recompute;
+  s.global_batch_size = 8 * pp * dp;
+  Evaluation ev;
+  ev.scenario = resolve(s);
+  ev.schedule = make_schedule(schedule_spec(ev.scenario));
+  ev.scenario.ranges = uniform_split(ev.scenario.model, ev.schedule.num_stages());
+  for (int st = 0; st < ev.schedule.num_stages(); ++st)
+    ev.stages.push_back(StageReport{st, ev.schedule.placement.rank_of(st), ev.scenario.ranges[static_cast<size_t>(st)], {}});
+  return ev;
+}
+
+// The names assigned as `<prefix><name> =` in the text.
+std::set<std::string> assigned(const std::string& text, const std::string& prefix) {
+  std::set<std::string> out;
+  const std::regex re("^" + prefix + "([a-z_0-9]+) = ");
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, re)) out.insert(m[1]);
+  }
+  return out;
+}
+
+// TOML keys by section.
+std::map<std::string, std::set<std::string>> toml_keys(const std::string& text) {
+  std::map<std::string, std::set<std::string>> out;
+  std::string section;
+  std::istringstream in(text);
+  const std::regex key("^([a-z_0-9]+) = ");
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > 2 && line.front() == '[' && line.back() == ']' && line[1] != '"') {
+      section = line.substr(1, line.size() - 2);
+      continue;
+    }
+    std::smatch m;
+    if (std::regex_search(line, m, key)) out[section].insert(m[1]);
+  }
+  return out;
+}
+
+void check_subset(const std::set<std::string>& used, const std::set<std::string>& known, const std::string& what) {
+  for (const std::string& name : used) {
+    INFO(what << ": " << name);
+    CHECK(known.count(name) == 1);
+  }
+}
+
+// Every cell as PyTorch's _Action.from_str reads it: its regex matched whole, or a composite of such.
+void check_csv_grammar(const std::string& csv) {
+  const std::regex action(R"((\d+)(F|I|B|W|UNSHARD|RESHARD|REDUCE_GRAD|SEND_F|RECV_F|SEND_B|RECV_B)(\d+))");
+  const std::regex composite(R"(\((\d+F\d+);(\d+B\d+)\)OVERLAP_F_B)");
+  std::istringstream in(csv);
+  for (std::string row; std::getline(in, row, '\n');) {
+    REQUIRE(!row.empty());
+    CHECK(row.back() == '\r');  // csv.writer's line end
+    row.pop_back();
+    std::istringstream cells(row);
+    for (std::string cell; std::getline(cells, cell, ',');) {
+      INFO(cell);
+      CHECK((std::regex_match(cell, action) || std::regex_match(cell, composite)));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("torchtitan exports name only the fields of the config classes they target (main and v0.2.2)") {
+  struct Case {
+    std::string model, schedule;
+    int pp, dp, vpp, zero;
+    Recompute recompute;
+  };
+  for (const Case& c : {Case{"llama3-8b", "1f1b", 4, 2, 1, 3, Recompute::None},
+                        Case{"llama3-8b", "interleaved", 4, 1, 2, 0, Recompute::Full},
+                        Case{"llama3-8b", "zb-h1", 2, 2, 1, 0, Recompute::None},
+                        Case{"llama3-8b", "v-half", 2, 1, 1, 0, Recompute::None},
+                        Case{"llama3-8b", "dualpipev", 2, 2, 1, 3, Recompute::Full},
+                        Case{"gpt3-1.3b", "gpipe", 2, 1, 1, 0, Recompute::None}}) {
+    INFO(c.model << " " << c.schedule);
+    const Evaluation ev = plan(c.model, c.schedule, c.pp, c.dp, c.vpp, c.zero, c.recompute);
+    const std::vector<ExportFile> files = torchtitan_export(ev, "out");
+    check_subset(assigned(files[0].text, "    p\\."), kTitanParallelism, "ParallelismConfig (main)");
+    check_subset(assigned(files[0].text, "    config\\.training\\."), kTitanTraining, "TrainingConfig (main)");
+    // Every stage's modules: the decoder's top-level children (torchtitan/models/common/decoder.py).
+    CHECK(files[0].text.find("\"output\"") == std::string::npos);
+    CHECK(files[0].text.find("\"lm_head\"]") != std::string::npos);
+    const auto sections = toml_keys(files[1].text);
+    for (const auto& [section, keys] : sections) {
+      INFO("[" << section << "]");
+      const std::set<std::string>& known = section == "parallelism"             ? kV022Parallelism
+                                           : section == "training"              ? kV022Training
+                                           : section == "activation_checkpoint" ? kV022ActivationCheckpoint
+                                           : section == "model"                 ? kV022Model
+                                                                                : std::set<std::string>{};
+      check_subset(keys, known, section);
+    }
+    CHECK(files[1].text.find("\"lm_head\"") == std::string::npos);
+    // The schedule is a get_schedule_class name; a CSV only under a name whose placement matches its rows.
+    const std::regex schedule_line("pipeline_parallel_schedule = \"([A-Za-z0-9]+)\"");
+    std::smatch m;
+    REQUIRE(std::regex_search(files[1].text, m, schedule_line));
+    CHECK(kTorchSchedules.count(m[1]) == 1);
+    if (files.size() == 3) {
+      check_csv_grammar(files[2].text);
+      const Schedule back = schedule_from_pytorch_csv(files[2].text, "csv");
+      CHECK(back.placement.kind == (m[1] == "ZBVZeroBubble" ? PlacementKind::V : PlacementKind::Loop));
+    }
+  }
+}
+
+TEST_CASE("every schedule's PyTorch CSV keeps PyTorch's grammar and stage placement (each stage on the rank of its row)") {
+  for (const std::string& name : schedule_names())
+    for (int p : {2, 4}) {
+      const Schedule s = make_schedule({name, p, 2 * p, chunks_per_rank(name, 2)});
+      for (const Schedule& form : {s, lower(s)}) {
+        INFO(name << " p" << p << " lowered " << form.lowered);
+        const std::string csv = schedule_to_pytorch_csv(form);
+        check_csv_grammar(csv);
+        // runtime.py places each stage on the rank whose row holds its actions: one rank per stage, and
+        // m forwards of each stage.
+        const Schedule back = schedule_from_pytorch_csv(csv, "csv");
+        CHECK(back.placement.stage_rank == s.placement.stage_rank);
+        std::map<int, int> forwards;
+        for (const auto& list : back.ranks)
+          for (const Action& a : list)
+            if (a.op == Op::F || a.op == Op::FB) ++forwards[a.stage];
+        for (int st = 0; st < s.num_stages(); ++st) CHECK(forwards[st] == 2 * p);
+      }
+    }
+}
+
+TEST_CASE("DeepSpeed exports write only the keys DeepSpeed reads and PipelineModule's own arguments") {
+  const std::set<std::string> top = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+                                     "bf16", "zero_optimization", "pipeline", "activation_checkpointing"};
+  const std::set<std::string> pipeline_read = {"pipe_partitioned", "grad_partitioned", "use_reentrant",
+                                               "activation_checkpoint_interval"};
+  const std::set<std::string> module_args = {"layers", "num_stages", "topology", "loss_fn", "seed_layers", "seed_fn",
+                                             "base_seed", "partition_method", "activation_checkpoint_interval",
+                                             "activation_checkpoint_func", "checkpointable_layers", "dynamic_shape"};
+  for (Recompute r : {Recompute::None, Recompute::Full}) {
+    const Evaluation ev = plan("llama3-8b", "1f1b", 4, 2, 1, 1, r);
+    const std::vector<ExportFile> files = deepspeed_export(ev);
+    const nlohmann::json config = nlohmann::json::parse(files[0].text);
+    for (const auto& [key, value] : config.items()) {
+      INFO(key);
+      CHECK(top.count(key) == 1);
+    }
+    if (config.contains("pipeline"))
+      for (const auto& [key, value] : config["pipeline"].items()) {
+        INFO("pipeline." << key);
+        CHECK(pipeline_read.count(key) == 1);
+      }
+    // config.py's _batch_assertion: train_batch_size == micro x gradient_accumulation_steps x dp.
+    CHECK(config["train_batch_size"].get<int>() == config["train_micro_batch_size_per_gpu"].get<int>() *
+                                                       config["gradient_accumulation_steps"].get<int>() * 2);
+    // The keyword arguments of the PipelineModule call, module.py L125-137.
+    const std::regex call(R"(\((layers=layers, [^)]*)\))");
+    std::smatch m;
+    REQUIRE(std::regex_search(files[1].text, m, call));
+    std::istringstream args(m[1].str());
+    for (std::string arg; std::getline(args, arg, ',');) {
+      const std::string name = arg.substr(arg.find_first_not_of(' '), arg.find('=') - arg.find_first_not_of(' '));
+      if (name.starts_with("**")) continue;
+      INFO(name);
+      CHECK(module_args.count(name) == 1);
+    }
+  }
+}
