@@ -216,3 +216,27 @@ TEST_CASE("plan refuses precision and ZeRO lists it cannot search as asked") {
               "--zeros: --zero (or --[no-]distributed-optimizer) fixes one level and --zeros lists several; give one of "
               "them");
 }
+
+TEST_CASE("the README's plan (GPT-3 175B on 1024 A100s) exports to Megatron-LM, DeepSpeed and torchtitan") {
+  // Each target's search keeps to what it runs: Megatron-LM any of its schedules, DeepSpeed 1f1b with the
+  // reduction after the last backward, torchtitan ZeRO 0 or 3 (never Megatron's default ZeRO-1).
+  const std::string root = std::string(PIPEWRIGHT_TEST_TMP) + "/readme-exports";
+  std::filesystem::remove_all(root);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> targets = {
+      {"megatron", {"megatron_args.sh"}},
+      {"deepspeed", {"ds_config.json", "pipewright_partition.py"}},
+      {"torchtitan", {"pipewright_plan.py", "torchtitan_v0.2.2.toml"}}};
+  for (const auto& [target, names] : targets) {
+    INFO(target);
+    const std::string dir = root + "/" + target;
+    const CliResult r = run_cli({"plan", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "1024",
+                                 "--global-batch-size", "1536", "--top", "1", "--json", "--export", target,
+                                 "--export-dir", dir});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    for (const std::string& name : names) CHECK(std::filesystem::is_regular_file(dir + "/" + name));
+    const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"][0];
+    if (target == "deepspeed") CHECK(plan["schedule"] == "1f1b");
+    if (target == "torchtitan") CHECK((plan["zero"] == 0 || plan["zero"] == 3));
+  }
+}
