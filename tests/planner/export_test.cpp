@@ -268,6 +268,15 @@ TEST_CASE("torchtitan: main's Python config and v0.2.2's TOML, module names per 
   CHECK(export_recomputes(ExportTarget::Torchtitan) == std::vector<Recompute>{Recompute::None, Recompute::Full});
 }
 
+TEST_CASE("torchtitan: a dense 1f1b plan replicated over dp (ZeRO 0) for main and v0.2.2") {
+  Evaluation ev = plan_of(1, 4, 2, 1, "1f1b", 1, 16, Recompute::None, {8, 8, 8, 8});
+  ev.scenario.parallel.zero = 0;
+  const std::vector<ExportFile> files = torchtitan_export(ev, "out");
+  REQUIRE(files.size() == 2);
+  check_golden("pipewright_plan_1f1b.py", files[0].text);
+  check_golden("torchtitan_v0.2.2_1f1b.toml", files[1].text);
+}
+
 TEST_CASE("torchtitan: a schedule PyTorch has no class for ships as a CSV, under the name that places its stages") {
   // zb-h1 on pp 2 with m = 4: the CSV (one row per rank; I the input-gradient backward, W the weight one)
   // runs under _PipelineScheduleRuntime; PipelineScheduleMulti gives loop placement
@@ -287,6 +296,9 @@ TEST_CASE("torchtitan: a schedule PyTorch has no class for ships as a CSV, under
   REQUIRE(v.schedule.placement.kind == PlacementKind::V);
   const std::vector<ExportFile> vf = torchtitan_export(v, "exports");
   REQUIRE(vf.size() == 3);
+  check_golden("pipewright_plan_v_half.py", vf[0].text);
+  check_golden("torchtitan_v0.2.2_v_half.toml", vf[1].text);
+  check_golden("pipewright_schedule_v_half.csv", vf[2].text);
   CHECK(vf[0].text.find("    p.pipeline_parallel_schedule = \"ZBVZeroBubble\"\n") != std::string::npos);
   CHECK(vf[1].text.find("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n") != std::string::npos);
   const Schedule back = schedule_from_pytorch_csv(vf[2].text, "v.csv");
