@@ -20,6 +20,7 @@
 
 #include "core/cluster.hpp"
 #include "core/model.hpp"
+#include "planned.hpp"
 #include "planner/baseline_splits.hpp"
 #include "planner/export_deepspeed.hpp"
 #include "planner/export_torchtitan.hpp"
@@ -71,13 +72,7 @@ Evaluation plan(const std::string& model, const std::string& schedule, int pp, i
   s.schedule = schedule;
   s.workload.recompute = recompute;
   s.global_batch_size = 8 * pp * dp;
-  Evaluation ev;
-  ev.scenario = resolve(s);
-  ev.schedule = make_schedule(schedule_spec(ev.scenario));
-  ev.scenario.ranges = uniform_split(ev.scenario.model, ev.schedule.num_stages());
-  for (int st = 0; st < ev.schedule.num_stages(); ++st)
-    ev.stages.push_back(StageReport{st, ev.schedule.placement.rank_of(st), ev.scenario.ranges[static_cast<size_t>(st)], {}});
-  return ev;
+  return test::planned(s);
 }
 
 // The names assigned as `<prefix><name> =` in the text.

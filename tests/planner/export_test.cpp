@@ -16,6 +16,7 @@
 #include "planner/export_deepspeed.hpp"
 #include "planner/export_megatron.hpp"
 #include "planner/export_torchtitan.hpp"
+#include "planned.hpp"
 #include "planner/exports.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/pytorch_csv.hpp"
@@ -39,20 +40,7 @@ Evaluation plan_of(int tp, int pp, int dp, int vpp, const std::string& schedule,
   s.workload.micro_batch_size = mbs;
   s.workload.recompute = recompute;
   s.global_batch_size = global_batch;
-  Evaluation ev;
-  ev.scenario = resolve(s);
-  ScheduleSpec spec;
-  spec.name = schedule;
-  spec.ranks = pp;
-  spec.microbatches = ev.scenario.parallel.microbatches;
-  spec.chunks = chunks_per_rank(schedule, vpp);
-  ev.schedule = make_schedule(spec);
-  ev.scenario.ranges = split_layers(s.model, ev.schedule.num_stages(), blocks);
-  for (int st = 0; st < ev.schedule.num_stages(); ++st)
-    ev.stages.push_back(StageReport{st, ev.schedule.placement.rank_of(st), ev.scenario.ranges[static_cast<size_t>(st)], {}});
-  ev.metrics.step_time_s = 12.5;
-  ev.metrics.peak_memory_bytes = 71.2e9;
-  return ev;
+  return test::planned(s, blocks);
 }
 
 // PIPEWRIGHT_UPDATE_GOLDEN=1 rewrites the file; read a rewritten one against the comments here before

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "planned.hpp"
 #include "../error_text.hpp"
 #include "planner/export_megatron.hpp"
 #include "planner/export_torchtitan.hpp"
@@ -28,16 +29,7 @@ Evaluation moe_plan(const std::string& model, int tp, int pp, int dp, int ep, in
   s.parallel.order = RankOrder::TpDpPp;
   s.schedule = "1f1b";
   s.global_batch_size = global_batch;
-  Evaluation ev;
-  ev.scenario = resolve(s);
-  ScheduleSpec spec;
-  spec.name = "1f1b";
-  spec.ranks = pp;
-  spec.microbatches = ev.scenario.parallel.microbatches;
-  ev.schedule = make_schedule(spec);
-  ev.scenario.ranges = split_layers(s.model, pp, blocks);
-  for (int st = 0; st < pp; ++st) ev.stages.push_back(StageReport{st, st, ev.scenario.ranges[static_cast<size_t>(st)], {}});
-  return ev;
+  return test::planned(s, blocks);
 }
 
 std::string after(const std::vector<std::string>& a, const std::string& flag) {

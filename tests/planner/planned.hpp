@@ -1,0 +1,27 @@
+#pragma once
+// A plan as the search returns it, for the export tests: the scenario resolved, its schedule generated,
+// stage s holding `blocks[s]` transformer blocks (the embedding on the first stage, the head on the last),
+// or DeepSpeed's uniform split when `blocks` is empty; predictions fixed so that goldens do not move with
+// the cost model.
+#include <vector>
+
+#include "planner/baseline_splits.hpp"
+#include "schedules/generators.hpp"
+#include "sim/scenario.hpp"
+
+namespace pw::test {
+
+inline Evaluation planned(const Scenario& s, const std::vector<int>& blocks = {}) {
+  Evaluation ev;
+  ev.scenario = resolve(s);
+  ev.schedule = make_schedule(schedule_spec(ev.scenario));
+  ev.scenario.ranges = blocks.empty() ? uniform_split(s.model, ev.schedule.num_stages())
+                                      : split_layers(s.model, ev.schedule.num_stages(), blocks);
+  for (int st = 0; st < ev.schedule.num_stages(); ++st)
+    ev.stages.push_back(StageReport{st, ev.schedule.placement.rank_of(st), ev.scenario.ranges[static_cast<size_t>(st)], {}});
+  ev.metrics.step_time_s = 12.5;
+  ev.metrics.peak_memory_bytes = 71.2e9;
+  return ev;
+}
+
+}  // namespace pw::test
