@@ -14,6 +14,7 @@
 #include "cli/cost_model_chain.hpp"
 #include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/train_cost_options.hpp"
 #include "cli/work_bounds.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
@@ -53,6 +54,7 @@ struct PlanOptions {
   CLI::Option* precision_option = nullptr;
   DpOptions dp_options;
   MoeOptions moe_options;
+  TrainCostOptions train_cost;
   std::vector<std::string> cost_params;
   std::string profile;
   bool allow_large = false;
@@ -422,6 +424,9 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     std::sort(space.zeros.begin(), space.zeros.end());
   }
 
+  std::optional<TrainingRunSpec> train;
+  if (o.train_cost.asked()) train = o.train_cost.spec(o.gpus);
+
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   check_work_unless_allowed("plan", {search_estimate(enumerate_candidates(base, space), threads)}, o.allow_large);
   ProgressBar bar(std::cerr, stderr_is_terminal());
@@ -439,10 +444,19 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   for (const Plan& p : result.plans) shown.push_back(p.evaluation.scenario.workload);
   if (o.json) {
     nlohmann::ordered_json j = plans_json(base, o.gpus, result, cmp);
+    if (train)
+      for (size_t i = 0; i < result.plans.size(); ++i)
+        j["plans"][i]["training_run"] =
+            train_cost_json(training_run_cost(*train, result.plans[i].evaluation.metrics.throughput_tokens_per_s));
     j["cost_model"] = chain.to_json(base.model, shown);
     out << j.dump(2) << "\n";
   } else {
     print_table(out, base, o.gpus, result, cmp);
+    if (train) {
+      std::vector<double> rates;
+      for (const Plan& p : result.plans) rates.push_back(p.evaluation.metrics.throughput_tokens_per_s);
+      print_train_costs(out, o.train_cost, *train, rates);
+    }
     if (chain.profiled()) {
       out << fmt::format("\ncost model: {}\n", chain.description());
       if (!space.micro_batch_sizes.empty())
@@ -494,6 +508,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--schedules", o->schedules, "Schedules to search, comma-separated (default: all)");
   cmd->add_option("--max-tp", o->max_tp, "Largest tensor-parallel degree to search (default: the GPUs of a node)");
   cmd->add_option("--top", o->top, "Plans to print")->capture_default_str();
+  o->train_cost.add_to(*cmd);
   cmd->add_option("--threads", o->threads, "Threads for the search (default: all cores)");
   cmd->add_flag("--json", o->json, "Print JSON instead of the table");
   cmd->add_option("--out", o->out_path, "Write the best plan to this file (docs/plan-format.md)");

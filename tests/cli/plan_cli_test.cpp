@@ -240,3 +240,37 @@ TEST_CASE("the README's plan (GPT-3 175B on 1024 A100s) exports to Megatron-LM, 
     if (target == "torchtitan") CHECK((plan["zero"] == 0 || plan["zero"] == 3));
   }
 }
+
+TEST_CASE("plan --train-tokens: each plan's wall time, GPU-hours, cost, interruptions and goodput") {
+  const std::vector<std::string> base = {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
+                                         "--global-batch-size", "16", "--top", "2", "--train-tokens", "20B",
+                                         "--gpu-hour-price", "2.5", "--mtbf-per-gpu", "10000"};
+  const CliResult text = run_cli(base);
+  INFO(text.err);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("time to train 20B tokens on 8 GPUs:\na failure every 416.7 days of GPU time (--mtbf-per-gpu), "
+                      "so one every 52.1 days on all of them; a checkpoint takes 60 s to write, a restart 10.0 min:\n") !=
+        std::string::npos);
+  std::vector<std::string> json_args = base;
+  json_args.push_back("--json");
+  const CliResult j = run_cli(json_args);
+  REQUIRE(j.code == 0);
+  const nlohmann::json plans = nlohmann::json::parse(j.out)["plans"];
+  REQUIRE(plans.size() == 2);
+  for (const nlohmann::json& p : plans) {
+    const nlohmann::json& run = p["training_run"];
+    // The compute time is the tokens at the plan's throughput; the rest is Daly's model (core tests).
+    CHECK(run["compute_s"].get<double>() == Approx(20e9 / p["throughput_tokens_per_s"].get<double>()).epsilon(1e-12));
+    CHECK(run["wall_s"].get<double>() > run["compute_s"].get<double>());
+    CHECK(run["cost"].get<double>() == Approx(run["gpu_hours"].get<double>() * 2.5).epsilon(1e-12));
+    CHECK(run["gpu_hours"].get<double>() == Approx(run["wall_s"].get<double>() * 8 / 3600).epsilon(1e-12));
+  }
+  // Refused before the search, naming the option.
+  check_error({"plan", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "1000000", "--global-batch-size", "4096",
+               "--train-tokens", "15Q"},
+              "--train-tokens: '15Q' is not a token count; write a positive number with an optional K, M, B or T, such "
+              "as 15T");
+  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+               "--train-tokens", "1T", "--gpu-hour-price", "-2"},
+              "--gpu-hour-price: must be 0 or a positive price per GPU-hour, got -2");
+}

@@ -1,0 +1,95 @@
+#include "cli/train_cost_options.hpp"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "core/units.hpp"
+
+namespace pw {
+namespace {
+
+// "12.3 days", "5.2 h", "76.4 min", "60 s": spans from a checkpoint's write to a whole run.
+std::string duration_text(double s) {
+  if (s >= 2 * 86400) return fmt::format("{:.1f} days", s / 86400);
+  if (s >= 2 * 3600) return fmt::format("{:.1f} h", s / 3600);
+  if (s >= 120) return fmt::format("{:.1f} min", s / 60);
+  return fmt::format("{:.0f} s", s);
+}
+
+// "15T", "300B", "2.5M": a token count as --train-tokens takes it.
+std::string tokens_text(double n) {
+  for (const auto& [scale, suffix] : {std::pair{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}})
+    if (n >= scale) return fmt::format("{:g}{}", n / scale, suffix);
+  return fmt::format("{:g}", n);
+}
+
+// "1.23 M" GPU-hours, "$4.56 M": large counts with their order of magnitude.
+std::string count_text(double x) {
+  if (x >= 1e9) return fmt::format("{:.2f} G", x / 1e9);
+  if (x >= 1e6) return fmt::format("{:.2f} M", x / 1e6);
+  if (x >= 1e3) return fmt::format("{:.1f} k", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+
+}  // namespace
+
+void TrainCostOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--train-tokens", tokens, "Tokens to train (e.g. 15T): each plan's days, GPU-hours and failures");
+  cmd.add_option("--gpu-hour-price", price, "Price of one GPU-hour, for the cost of --train-tokens");
+  mtbf_option = cmd.add_option("--mtbf-per-gpu", mtbf_per_gpu_hours,
+                               "Mean hours between failures per GPU (default Llama 3 405B's: 50,677; 0: none)");
+  cmd.add_option("--checkpoint-write", checkpoint_write_s, "Seconds to write one checkpoint")->capture_default_str();
+  cmd.add_option("--restart", restart_s, "Seconds from a failure to training again")->capture_default_str();
+}
+
+TrainingRunSpec TrainCostOptions::spec(int gpus) const {
+  TrainingRunSpec s;
+  s.tokens = parse_token_count(tokens, "--train-tokens");
+  s.gpus = gpus;
+  s.mtbf_per_gpu_s = mtbf_per_gpu_hours * 3600;
+  s.checkpoint_write_s = checkpoint_write_s;
+  s.restart_s = restart_s;
+  s.price_per_gpu_hour = price;
+  training_run_cost(s, 1.0);  // every figure checked before the search
+  return s;
+}
+
+void print_train_costs(std::ostream& out, const TrainCostOptions& o, const TrainingRunSpec& spec,
+                       const std::vector<double>& tokens_per_s) {
+  const bool failures = spec.mtbf_per_gpu_s > 0;
+  out << fmt::format("\ntime to train {} tokens on {:.0f} GPUs", tokens_text(spec.tokens), spec.gpus);
+  if (failures)
+    out << fmt::format(":\na failure every {} of GPU time ({}), so one every {} on all of them; a checkpoint takes {} "
+                       "to write, a restart {}",
+                       duration_text(spec.mtbf_per_gpu_s),
+                       o.mtbf_option && o.mtbf_option->count() > 0 ? "--mtbf-per-gpu" : "Llama 3 405B's rate",
+                       duration_text(spec.mtbf_per_gpu_s / spec.gpus), duration_text(spec.checkpoint_write_s),
+                       duration_text(spec.restart_s));
+  out << ":\n\n";
+  const std::string row = "{:>3}  {:>12}  {:>10}  {:>10}  {:>13}  {:>16}  {:>8}\n";
+  out << fmt::format(fmt::runtime(row), "#", "wall time", "GPU-hours", "cost", "interruptions", "checkpoint every",
+                     "goodput");
+  for (size_t i = 0; i < tokens_per_s.size(); ++i) {
+    const TrainingRunCost c = training_run_cost(spec, tokens_per_s[i]);
+    out << fmt::format(fmt::runtime(row), i + 1, duration_text(c.wall_s), count_text(c.gpu_hours),
+                       c.cost ? count_text(*c.cost) : "-", failures ? fmt::format("{:.0f}", c.interruptions) : "-",
+                       failures ? duration_text(c.checkpoint_interval_s) : "-", format_percent(c.goodput));
+  }
+  out << "\nwall time: the tokens at the plan's throughput, plus checkpoints, restarts and the work redone after\n"
+         "each failure, checkpointing at the interval that minimises it (J. T. Daly, FGCS 2006); goodput: the\n"
+         "share of it spent training; cost: GPU-hours x --gpu-hour-price.\n";
+}
+
+nlohmann::ordered_json train_cost_json(const TrainingRunCost& c) {
+  nlohmann::ordered_json j = {{"compute_s", c.compute_s},
+                              {"wall_s", c.wall_s},
+                              {"gpu_hours", c.gpu_hours},
+                              {"interruptions", c.interruptions},
+                              {"checkpoint_interval_s", c.checkpoint_interval_s},
+                              {"goodput", c.goodput}};
+  if (c.cost) j["cost"] = *c.cost;
+  return j;
+}
+
+}  // namespace pw

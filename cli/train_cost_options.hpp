@@ -1,0 +1,38 @@
+#pragma once
+// `plan --train-tokens 15T`: how long and how much each plan takes to train that many tokens, failures
+// included (core/time_to_train.hpp): --gpu-hour-price, --mtbf-per-gpu (hours; Llama 3 405B's rate by
+// default, 0 for none), --checkpoint-write and --restart (seconds).
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/time_to_train.hpp"
+
+namespace pw {
+
+struct TrainCostOptions {
+  std::string tokens;  // empty: not asked
+  std::optional<double> price;
+  double mtbf_per_gpu_hours = kLlama3MtbfPerGpuHours;
+  double checkpoint_write_s = TrainingRunSpec{}.checkpoint_write_s;
+  double restart_s = TrainingRunSpec{}.restart_s;
+  CLI::Option* mtbf_option = nullptr;
+
+  void add_to(CLI::App& cmd);
+  bool asked() const { return !tokens.empty(); }
+  // The run on `gpus` GPUs; BadInput naming the option for anything malformed (checked before the search).
+  TrainingRunSpec spec(int gpus) const;
+};
+
+// One row per plan (its throughput): days, GPU-hours, cost, interruptions, checkpoint interval, goodput,
+// with a line saying what was assumed.
+void print_train_costs(std::ostream& out, const TrainCostOptions& o, const TrainingRunSpec& spec,
+                       const std::vector<double>& tokens_per_s);
+nlohmann::ordered_json train_cost_json(const TrainingRunCost& c);
+
+}  // namespace pw
