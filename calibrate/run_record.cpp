@@ -34,10 +34,13 @@ RunRecord run_from_json_text(const std::string& text, const std::string& path) {
   r.measured_step_s = measured_time(f, "measured_step_time_s");
   const nlohmann::json& ranks = f.required("ranks");
   if (!ranks.is_array() || ranks.empty()) f.fail("ranks", "must be a non-empty array of per-rank results");
+  // With data-parallel replicas (`run --dp`) a row per replica's rank: the replicas compute alike, and
+  // replica 0's ranks are the pipeline the fits see.
   for (size_t i = 0; i < ranks.size(); ++i) {
     const JsonFields rank(ranks[i], path, fmt::format("ranks[{}].", i));
-    if (rank.non_negative_integer("rank") != static_cast<long>(i))
-      rank.fail("rank", fmt::format("must be {} (ranks in order)", i));
+    if (rank.has("replica") && rank.non_negative_integer("replica") > 0) continue;
+    if (rank.non_negative_integer("rank") != static_cast<long>(r.busy_s.size()))
+      rank.fail("rank", fmt::format("must be {} (ranks in order)", r.busy_s.size()));
     r.busy_s.push_back(measured_time(rank, "busy_s"));
   }
   if (f.has("machine_load")) {
