@@ -174,7 +174,6 @@ struct Shared {
   std::optional<std::string> failure;
   bool failed_elsewhere = false;  // another process's failure, which that process reports
 
-  int workers() const { return schedule.num_ranks() * options.replicas; }
   // "rank 2", or with replicas "rank 2 of replica 1".
   std::string name_of(int worker) const {
     const int ranks = schedule.num_ranks();
@@ -243,6 +242,7 @@ class RankRunner : public Collectives {
     for (size_t i = 0; i < group.size(); ++i)
       if (group[i] != replica_) sh_.transport.send(worker_, worker_of(group[i], rank_), key, Message{parts[i], now, -1});
     std::vector<TensorPtr> got(group.size());
+    const std::string where = watch_.where(slot_);  // an action, or the optimizer step's reduction
     for (size_t i = 0; i < group.size(); ++i) {
       if (group[i] == replica_) {
         got[i] = std::move(parts[i]);
@@ -250,10 +250,10 @@ class RankRunner : public Collectives {
       }
       const int src = worker_of(group[i], rank_);
       timeout_reason_ = fmt::format("no message from {} (exchange {} at {}) within {:g} s", sh_.name_of(src), key.exchange,
-                                    to_text(current_), sh_.options.timeout_s);
+                                    where, sh_.options.timeout_s);
       watch_.waiting(slot_);
       got[i] = sh_.transport.recv(worker_, src, key, deadline_after(sh_.options.timeout_s)).tensor;
-      watch_.working(slot_, to_text(current_));
+      watch_.working(slot_, where);
     }
     return got;
   }
