@@ -232,3 +232,10 @@ TEST_CASE("PyTorch's own artifacts import: DualPipeV 4 ranks x 10 micro-batches,
       }
   CHECK(strip_comm(comms).ranks == merged);
 }
+
+TEST_CASE("pipewright's dualpipev on 4 ranks x 10 micro-batches is PyTorch's ScheduleDualPipeV, cell for cell") {
+  // PyTorch's test_csv_compare holds ScheduleDualPipeV(pp 4, 10 micro-batches) to this artifact.
+  std::string want;
+  for (char c : artifact("dualpipev_4rank_10mb.csv")) want += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  CHECK(schedule_to_pytorch_csv(make_schedule({"dualpipev", 4, 10})) == want);
+}
