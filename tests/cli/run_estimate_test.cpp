@@ -35,3 +35,20 @@ TEST_CASE("run estimate: the cpu backend's tensors, the same under either accoun
   const RunWork sgd{1, 0, true, false};
   CHECK(cpu_tensors_estimate(cpu, sgd).bytes == Approx(8 * parameters + 2 * kept).epsilon(1e-12));
 }
+
+TEST_CASE("run estimate: data-parallel replicas each hold a copy and record their own actions") {
+  Scenario s;
+  s.model = model_preset("gpt3-1.3b");
+  s.cluster = cluster_preset("ideal");
+  s.parallel.pp = 2;
+  s.parallel.microbatches = 4;
+  s.workload.seq_len = 128;
+  s.schedule = "1f1b";
+  const Scenario one = resolve(s);
+  s.parallel.dp = 3;
+  const Scenario three = resolve(s);
+  const RunWork adam{2, 1, true, true};
+  CHECK(cpu_tensors_estimate(three, adam).bytes == Approx(3 * cpu_tensors_estimate(one, adam).bytes).epsilon(1e-12));
+  CHECK(run_records_estimate(three, adam).bytes == Approx(3 * run_records_estimate(one, adam).bytes).epsilon(1e-12));
+  CHECK(cpu_tensors_estimate(three, adam).fix == "run a smaller model or fewer --dp replicas, use --compute sleep");
+}
