@@ -248,14 +248,22 @@ class RankRunner : public Collectives {
         got[i] = std::move(parts[i]);
         continue;
       }
-      const int src = worker_of(group[i], rank_);
-      timeout_reason_ = fmt::format("no message from {} (exchange {} at {}) within {:g} s", sh_.name_of(src), key.exchange,
-                                    where, sh_.options.timeout_s);
-      watch_.waiting(slot_);
-      got[i] = sh_.transport.recv(worker_, src, key, deadline_after(sh_.options.timeout_s)).tensor;
-      watch_.working(slot_, where);
+      got[i] = wait_for(worker_of(group[i], rank_), key, fmt::format("exchange {} at {}", key.exchange, where), where)
+                   .tensor;
     }
     return got;
+  }
+
+  // Receives the message `key` from worker `src`, the wait shown as `where` and a timeout naming `what`.
+  Message wait_for(int src, const MessageKey& key, const std::string& what, const std::string& where) {
+    timeout_reason_ =
+        fmt::format("no message from {} ({}) within {:g} s", sh_.name_of(src), what, sh_.options.timeout_s);
+    const std::string before = watch_.where(slot_);
+    watch_.working(slot_, where);
+    watch_.waiting(slot_);
+    Message m = sh_.transport.recv(worker_, src, key, deadline_after(sh_.options.timeout_s));
+    watch_.working(slot_, before);
+    return m;
   }
 
   double run_peak() const { return memory_.peak(); }
@@ -369,8 +377,6 @@ class RankRunner : public Collectives {
   // PyTorch's pipelining runtime runs its lists (and the simulator times them).
   struct Posted {
     Action recv;
-    int src = 0;
-    MessageKey key;
     Clock::time_point at{};
   };
   using PostedKey = std::tuple<bool, int, int>;  // (forward, consuming stage, micro-batch)
@@ -387,13 +393,11 @@ class RankRunner : public Collectives {
     if (it == posted_.end()) return;
     const Posted p = it->second;
     posted_.erase(it);
-    const Op send_op = fwd ? Op::SendF : Op::SendB;
-    timeout_reason_ = fmt::format("no message from {} ({}) within {:g} s", sh_.name_of(p.src),
-                                  to_text(Action{send_op, p.key.stage, mb}), sh_.options.timeout_s);
-    watch_.working(slot_, to_text(p.recv));  // a wait past the timeout is the receive's
-    watch_.waiting(slot_);
-    Message m = sh_.transport.recv(worker_, p.src, p.key, deadline_after(sh_.options.timeout_s));
-    watch_.working(slot_, to_text(current_));
+    const int from_stage = fwd ? stage - 1 : stage + 1;
+    const Action send{fwd ? Op::SendF : Op::SendB, from_stage, mb};
+    // A wait past the timeout is the receive's.
+    Message m = wait_for(worker_of(replica_, rank_of(from_stage)), MessageKey{iteration_, send.op, from_stage, mb},
+                         to_text(send), to_text(p.recv));
     SimEvent e;
     e.rank = worker_;
     e.action = p.recv;
@@ -449,10 +453,7 @@ class RankRunner : public Collectives {
       }
       case Op::RecvF:
       case Op::RecvB: {
-        const bool fwd = a.op == Op::RecvF;
-        const int from_stage = fwd ? a.stage - 1 : a.stage + 1;
-        const MessageKey key{it, fwd ? Op::SendF : Op::SendB, from_stage, a.microbatch};
-        posted_[{fwd, a.stage, a.microbatch}] = Posted{a, worker_of(replica_, rank_of(from_stage)), key, start};
+        posted_[{a.op == Op::RecvF, a.stage, a.microbatch}] = Posted{a, start};
         return;  // its event is recorded when the consuming action has waited for it
       }
     }

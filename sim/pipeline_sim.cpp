@@ -75,12 +75,12 @@ enum TransferFlag : std::uint8_t { kSent = 1, kReceived = 2, kArrived = 4, kPost
 
 struct RankState {
   const Step* steps = nullptr;
+  const std::array<std::uint32_t, 2>* inputs = nullptr;  // per step: the transfers a compute step waits for
   std::uint32_t pc = 0;
   std::uint32_t size = 0;
-  // At a compute action whose input (transfer `waiting_for`) has not arrived. A receive is posted where it
+  // The transfer the compute action at pc waits for (kNone: not waiting). A receive is posted where it
   // stands in the list and waited for by the action that consumes it, as PyTorch's pipelining runtime
   // does; with receives right before their consumers (lower()) that is the same as waiting at the receive.
-  bool blocked = false;
   std::uint32_t waiting_for = kNone;
   double compute_start = 0;
   // The compute in progress when transfers slow it (transfer_compute_slowdown > 0): the seconds of it left
@@ -297,6 +297,7 @@ class PipelineSimulation {
     for (int r = 0; r < num_ranks_; ++r) {
       RankState& R = ranks_[static_cast<std::size_t>(r)];
       R.steps = steps_.data() + offsets_[static_cast<std::size_t>(r)];
+      R.inputs = inputs_.data() + offsets_[static_cast<std::size_t>(r)];
       R.size = static_cast<std::uint32_t>(offsets_[static_cast<std::size_t>(r) + 1] -
                                           offsets_[static_cast<std::size_t>(r)]);
       R.send.reserve(sends[static_cast<std::size_t>(r)]);
@@ -502,8 +503,7 @@ class PipelineSimulation {
       const Step st = R.steps[R.pc];
       switch (st.kind) {
         case StepKind::Compute: {
-          if (const std::uint32_t id = missing_input(r, R.pc); id != kNone) {
-            R.blocked = true;
+          if (const std::uint32_t id = missing_input(R); id != kNone) {
             R.waiting_for = id;
             return;
           }
@@ -616,8 +616,7 @@ class PipelineSimulation {
     // A posted receive ends as its data arrives: from when both it was posted and the data sent.
     if (observer_ && (flags_[id] & kPosted)) emit(b.dst, Lane::Recv, recv_step_[id], std::max(posted_at_[id], start), now, b.bytes, id);
     RankState& D = ranks_[static_cast<std::size_t>(b.dst)];
-    if (D.blocked && D.waiting_for == id) {
-      D.blocked = false;
+    if (D.waiting_for == id) {
       D.waiting_for = kNone;
       advance(b.dst);
     }
@@ -756,9 +755,9 @@ class PipelineSimulation {
     }
   }
 
-  // The first input of compute step `step` of rank `r` that has not arrived, or kNone.
-  std::uint32_t missing_input(int r, std::uint32_t pc) const {
-    for (std::uint32_t id : inputs_[offsets_[static_cast<std::size_t>(r)] + pc])
+  // The first input of the rank's compute step at pc that has not arrived, or kNone.
+  std::uint32_t missing_input(const RankState& R) const {
+    for (std::uint32_t id : R.inputs[R.pc])
       if (id != kNone && !(flags_[id] & kArrived)) return id;
     return kNone;
   }
@@ -852,7 +851,7 @@ class PipelineSimulation {
   std::vector<std::uint8_t> flags_;      // per transfer: TransferFlag bits
   std::vector<double> posted_at_;        // per transfer: when its receive was posted (kPosted)
   std::vector<std::uint32_t> recv_step_;  // per transfer: its receive's place in the receiving rank's list
-  std::vector<std::array<std::uint32_t, 2>> inputs_;  // per step: the transfers a compute step waits for
+  std::vector<std::array<std::uint32_t, 2>> inputs_;  // per step of every rank, as steps_
   std::vector<RankState> ranks_;
   std::vector<int> grad_count_;
   std::vector<ReductionPiece> pieces_;
