@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
@@ -304,14 +305,14 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   if (o.backend == "cpu") scenario.workload.memory = MemoryAccounting::CpuFloat32;
   // What the executor's replicas do: plain data parallelism, gradients averaged after the last backward.
   std::string note;
-  if (scenario.parallel.dp > 1 && (scenario.parallel.zero != 0 || scenario.parallel.overlap_grad_reduce))
-    note = fmt::format("the replicas keep whole optimizer states and average their gradients after the last backward "
-                       "(not {}{}): the prediction is for that\n",
-                       scenario.parallel.zero != 0 ? fmt::format("ZeRO-{}", scenario.parallel.zero) : "",
-                       scenario.parallel.overlap_grad_reduce
-                           ? fmt::format("{}the reduction overlapped with the backward", scenario.parallel.zero != 0 ? ", " : "")
-                           : "");
   if (scenario.parallel.dp > 1) {
+    std::vector<std::string> unlike;
+    if (scenario.parallel.zero != 0) unlike.push_back(fmt::format("ZeRO-{}", scenario.parallel.zero));
+    if (scenario.parallel.overlap_grad_reduce) unlike.push_back("the reduction overlapped with the backward");
+    if (!unlike.empty())
+      note = fmt::format("the replicas keep whole optimizer states and average their gradients after the last backward "
+                         "(not {}): the prediction is for that\n",
+                         fmt::join(unlike, ", "));
     scenario.parallel.zero = 0;
     scenario.parallel.overlap_grad_reduce = false;
     scenario.parallel.overlap_param_gather = false;

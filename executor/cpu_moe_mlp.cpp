@@ -55,6 +55,23 @@ std::vector<Mat> MoeMlp::exchange(std::vector<Mat> parts) {
   return result;
 }
 
+MoeMlp::Routes MoeMlp::route(const Mat& choice) const {
+  Routes r;
+  r.count.assign(static_cast<size_t>(shard_.ep), 0);
+  for (Eigen::Index c = 0; c < choice.size(); ++c) {
+    const size_t p = static_cast<size_t>(static_cast<int>(choice(c / choice.cols(), c % choice.cols())) / local_);
+    r.member.push_back(p);
+    r.row.push_back(r.count[p]++);
+  }
+  return r;
+}
+
+std::vector<Mat> MoeMlp::Routes::parts(Eigen::Index cols) const {
+  std::vector<Mat> out;
+  for (Eigen::Index n : count) out.emplace_back(n, cols);
+  return out;
+}
+
 std::vector<std::vector<Eigen::Index>> MoeMlp::rows_by_expert(const Mat& recv_expert) const {
   std::vector<std::vector<Eigen::Index>> order(static_cast<size_t>(local_));
   for (Eigen::Index r = 0; r < recv_expert.rows(); ++r) {
@@ -127,20 +144,15 @@ Mat MoeMlp::forward(const Mat& n, Mat* s) {
   }
 
   // Dispatch: each member gets its experts' (token, choice) rows, a column naming the local expert first.
-  std::vector<Mat> parts(static_cast<size_t>(shard_.ep));
-  std::vector<Eigen::Index> count(static_cast<size_t>(shard_.ep), 0);
-  for (Eigen::Index t = 0; t < T; ++t)
-    for (Eigen::Index j = 0; j < k; ++j) ++count[static_cast<size_t>(static_cast<int>(s[kChoice](t, j)) / local_)];
-  for (size_t p = 0; p < parts.size(); ++p) parts[p].resize(count[p], 1 + h);
-  std::fill(count.begin(), count.end(), 0);
-  for (Eigen::Index t = 0; t < T; ++t)
-    for (Eigen::Index j = 0; j < k; ++j) {
-      const int e = static_cast<int>(s[kChoice](t, j));
-      Mat& part = parts[static_cast<size_t>(e / local_)];
-      const Eigen::Index r = count[static_cast<size_t>(e / local_)]++;
-      part(r, 0) = static_cast<float>(e % local_);
-      part.row(r).tail(h) = n.row(t);
-    }
+  const Routes routes = route(s[kChoice]);
+  std::vector<Mat> parts = routes.parts(1 + h);
+  for (Eigen::Index c = 0; c < T * k; ++c) {
+    const int e = static_cast<int>(s[kChoice](c / k, c % k));
+    Mat& part = parts[routes.member[static_cast<size_t>(c)]];
+    const Eigen::Index r = routes.row[static_cast<size_t>(c)];
+    part(r, 0) = static_cast<float>(e % local_);
+    part.row(r).tail(h) = n.row(c / k);
+  }
   const std::vector<Mat> received = exchange(std::move(parts));
 
   // The local experts on every row received, grouped by expert.
@@ -172,14 +184,11 @@ Mat MoeMlp::forward(const Mat& n, Mat* s) {
   // Combine: the outputs go back, each member's in the order it sent them.
   const std::vector<Mat> back = exchange(split_rows(y_rows, s[kRecvCount]));
   s[kOut].resize(T * k, h);
-  std::fill(count.begin(), count.end(), 0);
   Mat out = Mat::Zero(T, h);
-  for (Eigen::Index t = 0; t < T; ++t)
-    for (Eigen::Index j = 0; j < k; ++j) {
-      const size_t p = static_cast<size_t>(static_cast<int>(s[kChoice](t, j)) / local_);
-      s[kOut].row(t * k + j) = back[p].row(count[p]++);
-      out.row(t) += s[kWeight](t, j) * s[kOut].row(t * k + j);
-    }
+  for (Eigen::Index c = 0; c < T * k; ++c) {
+    s[kOut].row(c) = back[routes.member[static_cast<size_t>(c)]].row(routes.row[static_cast<size_t>(c)]);
+    out.row(c / k) += s[kWeight](c / k, c % k) * s[kOut].row(c);
+  }
 
   if (shared_) {
     Mat shared_slots[2];
@@ -219,19 +228,14 @@ Mat MoeMlp::backward(const Mat& dy, Mat& n, Mat* s, const GradSink& sink) {
   }
 
   // Each choice's output gradient is its weight times dy; the weight's gradient is <dy, its output>.
-  std::vector<Mat> parts(static_cast<size_t>(shard_.ep));
-  std::vector<Eigen::Index> count(static_cast<size_t>(shard_.ep), 0);
-  for (Eigen::Index t = 0; t < T; ++t)
-    for (Eigen::Index j = 0; j < k; ++j) ++count[static_cast<size_t>(static_cast<int>(s[kChoice](t, j)) / local_)];
-  for (size_t p = 0; p < parts.size(); ++p) parts[p].resize(count[p], h);
-  std::fill(count.begin(), count.end(), 0);
+  const Routes routes = route(s[kChoice]);
+  std::vector<Mat> parts = routes.parts(h);
   Mat dweight(T, k);
-  for (Eigen::Index t = 0; t < T; ++t)
-    for (Eigen::Index j = 0; j < k; ++j) {
-      const size_t p = static_cast<size_t>(static_cast<int>(s[kChoice](t, j)) / local_);
-      parts[p].row(count[p]++) = s[kWeight](t, j) * dy.row(t);
-      dweight(t, j) = dy.row(t).dot(s[kOut].row(t * k + j));
-    }
+  for (Eigen::Index c = 0; c < T * k; ++c) {
+    parts[routes.member[static_cast<size_t>(c)]].row(routes.row[static_cast<size_t>(c)]) =
+        s[kWeight](c / k, c % k) * dy.row(c / k);
+    dweight(c / k, c % k) = dy.row(c / k).dot(s[kOut].row(c));
+  }
   const Mat dy_rows = stack_rows(exchange(std::move(parts)), h, 0);
 
   // The experts' backward on the rows they computed, in the order F grouped them.
@@ -251,12 +255,8 @@ Mat MoeMlp::backward(const Mat& dy, Mat& n, Mat* s, const GradSink& sink) {
     at += m;
   }
   const std::vector<Mat> back = exchange(split_rows(dx_rows, s[kRecvCount]));
-  std::fill(count.begin(), count.end(), 0);
-  for (Eigen::Index t = 0; t < T; ++t)
-    for (Eigen::Index j = 0; j < k; ++j) {
-      const size_t p = static_cast<size_t>(static_cast<int>(s[kChoice](t, j)) / local_);
-      dn.row(t) += back[p].row(count[p]++);
-    }
+  for (Eigen::Index c = 0; c < T * k; ++c)
+    dn.row(c / k) += back[routes.member[static_cast<size_t>(c)]].row(routes.row[static_cast<size_t>(c)]);
 
   // The router: the softmax over the chosen logits; the others get no gradient.
   Mat dlogits = Mat::Zero(T, moe_.experts);

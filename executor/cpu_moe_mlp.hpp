@@ -49,6 +49,15 @@ class MoeMlp : public CpuMlp {
     Linear up, down;
   };
 
+  // Where each (token, choice) c = t k + j goes: its expert's member of the ep group, its row in the part sent
+  // there (rows in (token, choice) order), and the rows each member gets.
+  struct Routes {
+    std::vector<size_t> member;
+    std::vector<Eigen::Index> row;
+    std::vector<Eigen::Index> count;
+    std::vector<Mat> parts(Eigen::Index cols) const;  // one empty part per member, sized for its rows
+  };
+  Routes route(const Mat& choice) const;
   // Sends parts[i] to member i of the ep group; returns what each sent here.
   std::vector<Mat> exchange(std::vector<Mat> parts);
   // The rows of `recv_expert` in local-expert order: order[e] lists the received rows of local expert e.

@@ -8,7 +8,10 @@
 
 using namespace pw;
 
-TEST_CASE("run estimate: the cpu backend's tensors, the same under either accounting") {
+namespace {
+
+// GPT-3 1.3B over 2 stages, 4 micro-batches of 128 tokens.
+Scenario small_run() {
   Scenario s;
   s.model = model_preset("gpt3-1.3b");
   s.cluster = cluster_preset("ideal");
@@ -16,6 +19,13 @@ TEST_CASE("run estimate: the cpu backend's tensors, the same under either accoun
   s.parallel.microbatches = 4;
   s.workload.seq_len = 128;
   s.schedule = "1f1b";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("run estimate: the cpu backend's tensors, the same under either accounting") {
+  Scenario s = small_run();
   const Scenario gpu = resolve(s);
   s.workload.memory = MemoryAccounting::CpuFloat32;
   const Scenario cpu = resolve(s);
@@ -37,13 +47,7 @@ TEST_CASE("run estimate: the cpu backend's tensors, the same under either accoun
 }
 
 TEST_CASE("run estimate: data-parallel replicas each hold a copy and record their own actions") {
-  Scenario s;
-  s.model = model_preset("gpt3-1.3b");
-  s.cluster = cluster_preset("ideal");
-  s.parallel.pp = 2;
-  s.parallel.microbatches = 4;
-  s.workload.seq_len = 128;
-  s.schedule = "1f1b";
+  Scenario s = small_run();
   const Scenario one = resolve(s);
   s.parallel.dp = 3;
   const Scenario three = resolve(s);
