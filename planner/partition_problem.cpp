@@ -72,17 +72,28 @@ std::vector<std::vector<Holding>> activation_holdings(const Schedule& schedule) 
         --now.full[c];
       }
     };
+    // Only the allocation points a backward follows: one that another F follows is covered by the next.
+    auto record = [&] {
+      const bool repeat = !points.empty() && points.back().full == now.full && points.back().partial == now.partial;
+      if (!repeat) points.push_back(now);
+    };
+    bool pending = false;
     for (const Action& a : schedule.ranks[static_cast<size_t>(r)]) {
       if (!is_compute(a.op)) continue;
       if (a.op == Op::F || a.op == Op::FB) {
         ++now.full[chunk(a.stage)];
-        const bool repeat = !points.empty() && points.back().full == now.full && points.back().partial == now.partial;
-        if (!repeat) points.push_back(now);
-        if (a.op == Op::FB) backward(Op::BW, a.stage2);
+        pending = a.op == Op::F;
+        if (a.op == Op::FB) {
+          record();
+          backward(Op::BW, a.stage2);
+        }
       } else {
+        if (pending) record();
+        pending = false;
         backward(a.op, a.stage);
       }
     }
+    if (pending) record();
     // Steady states repeat one holding many times: keep each once, in order of first appearance.
     std::vector<Holding> distinct;
     std::vector<size_t> order(points.size());
@@ -99,7 +110,8 @@ std::vector<std::vector<Holding>> activation_holdings(const Schedule& schedule) 
   return out;
 }
 
-PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost, const Schedule& schedule) {
+PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost, const Schedule& schedule,
+                                        const ProblemOptions& options) {
   PartitionProblem P;
   const ParallelConfig& pc = s.parallel;
   const Cluster& cluster = s.cluster;
@@ -173,6 +185,23 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
       }
       per_class.push_back(std::move(prefix));
     }
+    if (options.phases && P.level_time_prefix.empty())
+      for (const Class& c : classes) {
+        PartitionProblem::PhasePrefix pp{std::vector<double>(n + 1, 0.0), std::vector<double>(n + 1, 0.0),
+                                         std::vector<double>(n + 1, 0.0), std::vector<double>(n + 1, 0.0),
+                                         std::vector<double>(n + 1, 0.0)};
+        for (size_t i = 0; i < n; ++i) {
+          const Layer& layer = s.model.layers[i];
+          const double cf = cost.expert_comm_time(work[i], Phase::Forward, c.links.ep);
+          const double cb = cost.expert_comm_time(work[i], Phase::BackwardInput, c.links.ep);
+          pp.f[i + 1] = pp.f[i] + layer_phase_time(cost, layer, work[i], Phase::Forward, *c.gpu, c.links, pc.tp) - cf;
+          pp.b[i + 1] = pp.b[i] + layer_phase_time(cost, layer, work[i], Phase::BackwardInput, *c.gpu, c.links, pc.tp) - cb;
+          pp.w[i + 1] = pp.w[i] + layer_phase_time(cost, layer, work[i], Phase::BackwardWeight, *c.gpu, c.links, pc.tp);
+          pp.comm_f[i + 1] = pp.comm_f[i] + cf;
+          pp.comm_b[i + 1] = pp.comm_b[i] + cb;
+        }
+        P.phase_prefix.push_back(std::move(pp));
+      }
     P.level_time_prefix.push_back(std::move(per_class));
 
     std::vector<double> act(n + 1, 0.0), wg(n + 1, 0.0);
@@ -210,12 +239,13 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     P.backward_link.push_back(bwd);
   }
 
+  P.dispatch_s = cost.action_overhead_s();
   P.state_per_parameter = state_bytes_per_parameter(cost, pc, s.workload.precision == Precision::Fp8);
   for (int st = 0; st < P.stages; ++st)  // as stage_costs() charges it
     P.stage_reserve.push_back(st < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0.0);
   for (int r = 0; r < P.ranks; ++r) P.rank_limit.push_back(cluster.memory_limit_at(P.rank_gpu[static_cast<size_t>(r)]));
 
-  P.holdings = activation_holdings(schedule);
+  P.holdings = options.holdings ? *options.holdings : activation_holdings(schedule);
   P.chunk_holdings.resize(static_cast<size_t>(P.ranks));
   for (int r = 0; r < P.ranks; ++r) {
     const std::vector<Holding>& hs = P.holdings[static_cast<size_t>(r)];

@@ -38,6 +38,14 @@ struct PartitionProblem {
   // Per level and distinct (GPU type, tp link): prefix sums of each layer's F + B + W seconds.
   std::vector<std::vector<std::vector<double>>> level_time_prefix;
   std::vector<int> stage_class;  // stage -> index into level_time_prefix[level]
+  // With `phases` (make_partition_problem), per class, at the lightest level (the least any level takes): prefix sums of each layer's F, B and W
+  // seconds without the expert all-to-alls, and of those all-to-alls in F and in B. What the bounds on a
+  // split's simulated step read (planner/fastest_split.hpp).
+  struct PhasePrefix {
+    std::vector<double> f, b, w, comm_f, comm_b;
+  };
+  std::vector<PhasePrefix> phase_prefix;
+  double dispatch_s = 0;  // CostModel::action_overhead_s, added to every stage action
   std::vector<double> param_prefix;  // per tp rank
   std::vector<std::vector<double>> level_act_prefix, level_wg_prefix;  // per level
   std::vector<RangeMax> level_working;  // per level: the largest LayerWork::working_bytes over layers
@@ -81,8 +89,17 @@ struct PartitionProblem {
   double bottleneck(const std::vector<LayerRange>& ranges) const;
 };
 
+// What make_partition_problem may skip or take ready-made.
+struct ProblemOptions {
+  bool phases = false;  // fill phase_prefix (what only the search by simulated step time reads)
+  // activation_holdings(schedule), when the caller keeps them with the schedule (the configuration search
+  // meets one schedule in many configurations).
+  const std::vector<std::vector<Holding>>* holdings = nullptr;
+};
+
 // `schedule`: the compute-only schedule of the scenario (make_schedule of its spec).
-PartitionProblem make_partition_problem(const Scenario& resolved, const CostModel& cost, const Schedule& schedule);
+PartitionProblem make_partition_problem(const Scenario& resolved, const CostModel& cost, const Schedule& schedule,
+                                        const ProblemOptions& options = {});
 
 // The holdings of every rank at each allocation point of its order (F, or the F of a composite),
 // Pareto-maximal only: what bounds the activation peak for every choice of per-chunk sizes.

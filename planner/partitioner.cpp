@@ -5,9 +5,12 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "planner/baseline_splits.hpp"
+#include "planner/fastest_split.hpp"
 #include "planner/partition_dp.hpp"
 #include "planner/partition_problem.hpp"
 #include "planner/partition_search.hpp"
+#include "planner/search_bounds.hpp"
 #include "schedules/generators.hpp"
 #include "sim/pipeline_sim.hpp"
 
@@ -116,38 +119,107 @@ bool fits(const MemoryNeed& need) { return need.need_bytes <= need.limit_bytes; 
   throw Error(ErrorKind::BadInput, memory_need_message(s, need));
 }
 
+// Simulates splits as evaluate() would simulate them.
+class SplitSimulator {
+ public:
+  SplitSimulator(const Scenario& s, const CostModel& cost, const PartitionProblem& p, const Schedule& schedule)
+      : s_(s), cost_(cost), p_(p) {
+    in_.schedule = lower(schedule);
+    in_.rank_gpu = p.rank_gpu;
+    in_.cluster = s.cluster;
+    in_.cost = &cost;
+    for (int st = 0; st < p.stages; ++st)
+      stage_gpu_.push_back(p.rank_gpu[static_cast<size_t>(p.stage_rank[static_cast<size_t>(st)])]);
+    compute_only_ = &schedule;
+  }
+
+  std::vector<StageCost> costs(const std::vector<LayerRange>& ranges) const {
+    return stage_costs(s_.model, p_.work_for(ranges), ranges, s_.parallel, s_.cluster, cost_, stage_gpu_);
+  }
+
+  // The split's simulated step time and whether every rank's peak fits its GPU.
+  std::pair<double, bool> step(const std::vector<LayerRange>& ranges) { return step(costs(ranges)); }
+  std::pair<double, bool> step(std::vector<StageCost> stages) {
+    in_.stages = std::move(stages);
+    // zb-auto searches its order on the stage costs: each split gets the order evaluate() would run.
+    if (order_from_costs(s_.schedule) && !s_.imported_schedule) in_.schedule = lower(evaluated_schedule(s_, in_.stages, cost_));
+    const SimResult r = simulate(in_);
+    bool fits = true;
+    for (const RankStats& rs : r.ranks)
+      if (rs.peak_memory_bytes > p_.rank_limit[static_cast<size_t>(rs.rank)]) fits = false;
+    return {r.step_time_s, fits};
+  }
+
+  // A sharper bound than the branch and bound's, from the schedule itself (planner/search_bounds.hpp).
+  double bound(const std::vector<StageCost>& stages) const {
+    return step_time_bound(*compute_only_, stages, p_.rank_gpu, s_.cluster, cost_);
+  }
+
+ private:
+  const Scenario& s_;
+  const CostModel& cost_;
+  const PartitionProblem& p_;
+  SimInput in_;
+  std::vector<int> stage_gpu_;
+  const Schedule* compute_only_ = nullptr;
+};
+
 struct Choice {
   std::vector<LayerRange> ranges;
-  double step_time_s = 0;
+  double step_time_s = kInf;
   bool fits = true;
 };
 
-// Ranks the candidates by simulated step time (the first wins ties), as evaluate() would simulate each.
-Choice simulate_best(const Scenario& s, const CostModel& cost, const PartitionProblem& p, const Schedule& schedule,
-                     const std::vector<std::vector<LayerRange>>& candidates) {
-  SimInput in;
-  in.schedule = lower(schedule);
-  in.rank_gpu = p.rank_gpu;
-  in.cluster = s.cluster;
-  in.cost = &cost;
-  std::vector<int> stage_gpu;
-  for (int st = 0; st < p.stages; ++st) stage_gpu.push_back(p.rank_gpu[static_cast<size_t>(p.stage_rank[static_cast<size_t>(st)])]);
+// Ranks the candidates by simulated step time (the first wins ties).
+Choice simulate_best(SplitSimulator& sim, const std::vector<std::vector<LayerRange>>& candidates) {
   Choice best;
-  best.step_time_s = kInf;
   for (const std::vector<LayerRange>& ranges : candidates) {
-    in.stages = stage_costs(s.model, p.work_for(ranges), ranges, s.parallel, s.cluster, cost, stage_gpu);
-    // zb-auto searches its order on the stage costs: each split gets the order evaluate() would run.
-    if (order_from_costs(s.schedule) && !s.imported_schedule) in.schedule = lower(evaluated_schedule(s, in.stages, cost));
-    const SimResult r = simulate(in);
-    if (r.step_time_s < best.step_time_s) {
-      best.ranges = ranges;
-      best.step_time_s = r.step_time_s;
-      best.fits = true;
-      for (const RankStats& rs : r.ranks)
-        if (rs.peak_memory_bytes > p.rank_limit[static_cast<size_t>(rs.rank)]) best.fits = false;
-    }
+    const auto [step, fits] = sim.step(ranges);
+    if (step < best.step_time_s) best = Choice{ranges, step, fits};
   }
   return best;
+}
+
+// Whether the branch and bound's bounds hold: not for a cost model's own time for an overlapped F&B pair
+// (which may undercut its halves) nor for zb-auto (whose order, and so memory, follows each split's costs).
+bool step_bounds_hold(const Scenario& s, bool composites, const std::vector<StageCost>& some_split) {
+  if (order_from_costs(s.schedule) && !s.imported_schedule) return false;
+  if (!composites) return true;
+  for (const StageCost& c : some_split)
+    if (c.overlapped_fb_s > 0) return false;
+  return true;
+}
+
+
+// The fastest split by simulated step time: the best tied split, the uniform and the parameters splits
+// start the branch and bound (planner/fastest_split.hpp), so that the result is never slower than they are.
+Choice fastest_of_all(const Scenario& s, const PartitionProblem& p, const Schedule& schedule, SplitSimulator& sim,
+                      Choice start, const PartitionOptions& options, PartitionResult& result) {
+  for (const std::vector<LayerRange>& baseline : {uniform_split(s.model, p.stages), parameters_split(s.model, p.stages)}) {
+    const auto [step, fits] = sim.step(baseline);
+    if (fits && (!start.fits || step < start.step_time_s)) start = Choice{baseline, step, true};
+  }
+  FastestSplitOptions fo;
+  fo.microbatches = s.parallel.microbatches;
+  fo.node_budget = options.fastest_nodes;
+  fo.judge_budget = options.fastest_judged;
+  fo.composites = has_composites(schedule);
+  if (!start.fits || !step_bounds_hold(s, fo.composites, sim.costs(start.ranges))) {
+    result.fastest_proven = false;
+    return start;
+  }
+  auto judge = [&](const std::vector<LayerRange>& ranges, double threshold) {
+    if (!fits_exactly(p, ranges)) return kInf;
+    std::vector<StageCost> stages = sim.costs(ranges);
+    if (exceeds(sim.bound(stages), threshold)) return kInf;
+    ++result.simulated;
+    const auto [step, fits] = sim.step(std::move(stages));
+    return fits ? step : kInf;
+  };
+  const FastestSplit f = fastest_split(p, fo, start.ranges, start.step_time_s, judge);
+  result.fastest_proven = f.complete;
+  if (f.step_time_s < start.step_time_s) start = Choice{f.ranges, f.step_time_s, true};
+  return start;
 }
 
 }  // namespace
@@ -164,7 +236,9 @@ std::string memory_need_message(const Scenario& s, const MemoryNeed& need) {
 
 MemoryNeed smallest_memory_need(const Scenario& s, const CostModel& cost, const PartitionOptions& options) {
   const Schedule schedule = options.schedule ? *options.schedule : scenario_schedule(s);
-  return least_memory(make_partition_problem(s, cost, schedule), options.search_nodes).need;
+  ProblemOptions problem;
+  problem.holdings = options.holdings;
+  return least_memory(make_partition_problem(s, cost, schedule, problem), options.search_nodes).need;
 }
 
 std::vector<Recompute> stage_recompute_for(const Scenario& resolved, const CostModel& cost,
@@ -178,13 +252,19 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost) { retur
 PartitionResult best_partition(const Scenario& s, const CostModel& cost, const PartitionOptions& options) {
   if (options.max_ties < 1) throw_runtime("best_partition: max_ties is {}; it must be at least 1", options.max_ties);
   const Schedule schedule = options.schedule ? *options.schedule : scenario_schedule(s);
-  const PartitionProblem p = make_partition_problem(s, cost, schedule);
+  ProblemOptions problem;
+  problem.phases = options.simulate && options.fastest;
+  problem.holdings = options.holdings;
+  const PartitionProblem p = make_partition_problem(s, cost, schedule, problem);
   const std::vector<double> caps = rank_caps(p);
 
   PartitionResult result;
   // Each chunk judged alone: exact with one chunk per rank, a relaxation (a lower bound) with several.
   const Split relaxed = min_bottleneck(p, caps);
-  if (relaxed.ranges.empty()) throw_no_fit(s, least_memory(p, options.search_nodes).need);
+  if (relaxed.ranges.empty()) {
+    if (!options.explain_no_fit) throw Error(ErrorKind::BadInput, "no split fits in memory");
+    throw_no_fit(s, least_memory(p, options.search_nodes).need);
+  }
   result.lower_bound_s = relaxed.value;
 
   double optimum = relaxed.value;
@@ -224,14 +304,20 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost, const P
   }
 
   result.candidates = static_cast<int>(tied.size());
+  result.min_bottleneck_s = optimum;
   if (options.simulate) {
-    const Choice c = simulate_best(s, cost, p, schedule, tied);
+    SplitSimulator sim(s, cost, p, schedule);
+    Choice c = simulate_best(sim, tied);
+    result.simulated = static_cast<int>(tied.size());
+    if (options.fastest) c = fastest_of_all(s, p, schedule, sim, std::move(c), options, result);
+    else result.fastest_proven = false;
     result.ranges = c.ranges;
     result.step_time_s = c.step_time_s;
     result.fits = c.fits;
   } else {
     result.ranges = tied.front();
     result.fits = fits_exactly(p, result.ranges);
+    result.fastest_proven = false;
   }
   result.bottleneck_s = p.bottleneck(result.ranges);
   if (s.workload.recompute == Recompute::PerStage) result.stage_recompute = p.stage_levels(result.ranges);

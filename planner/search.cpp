@@ -347,6 +347,14 @@ namespace {
 struct CachedSchedule {
   std::shared_ptr<const Schedule> schedule;  // null when the cache was full (regenerate on demand)
   ScheduleSummary summary;
+  // activation_holdings(*schedule), made once on first use (many schedules end at the memory bound).
+  const std::vector<std::vector<Holding>>* holdings() const {
+    if (!schedule) return nullptr;
+    std::call_once(holdings_once, [&] { holdings_ = activation_holdings(*schedule); });
+    return &holdings_;
+  }
+  mutable std::once_flag holdings_once;
+  mutable std::vector<std::vector<Holding>> holdings_;
   std::string error;  // the generator's BadInput message; the rest is empty then
 };
 
@@ -499,6 +507,9 @@ class Searcher {
     // simulator reports a steady state of overlapping iterations, so only memory prunes then.
     prune_time_ = options_.prune && base_.synchronous_optimizer;
     reserve_ = base_.cluster.ideal ? 0.0 : cost_.memory_reserve_bytes();
+    same_memory_everywhere_ = true;
+    for (int g = 1; g < n; ++g)
+      same_memory_everywhere_ = same_memory_everywhere_ && base_.cluster.memory_limit_at(g) == base_.cluster.memory_limit_at(0);
     // The workload of a (tp, micro-batch size, recompute) is the one resolve() makes for any candidate
     // with them (the sequence length defaulted, no sequence parallelism at tp 1, ...): the bounds must
     // use the layer work evaluate() will use.
@@ -614,14 +625,17 @@ class Searcher {
 
   // The partitioner's split. `simulate` false: the first bottleneck-optimal split in its secondary order
   // (the search ranks candidates by it); true: the best of the tied splits by simulation (the reported
-  // plans). BadInput from it means that no split fits in memory.
-  // With several chunks per rank and memory binding, the partitioner's branch and bound gets a node
-  // budget (deterministic: the same split whatever the threads do); the reported plans get a larger one.
-  // Sets the scenario's ranges (and per-stage recompute levels).
-  void best_split(Scenario& resolved, const Schedule& schedule, bool simulate) {
+  // plans: the fastest of all splits, planner/fastest_split.hpp). BadInput from it means that no split fits
+  // in memory. With several chunks per rank and memory binding, the partitioner's branch and bound gets a
+  // node budget (deterministic: the same split whatever the threads do); the reported plans get a larger
+  // one. Sets the scenario's ranges (and per-stage recompute levels).
+  void best_split(Scenario& resolved, const Schedule& schedule, bool simulate,
+                  const std::vector<std::vector<Holding>>* holdings = nullptr) {
     PartitionOptions po;
     po.simulate = simulate;
     po.schedule = &schedule;
+    po.holdings = holdings;
+    po.explain_no_fit = false;  // over memory is all the search needs to know
     po.search_nodes = simulate ? kRefineNodes : kScreenNodes;
     po.max_ties = simulate ? kRefineTies : 1;  // 1: the first tied split in the partitioner's secondary order
     PartitionResult r = best_partition(resolved, cost_, po);
@@ -720,6 +734,7 @@ class Searcher {
 
   // One candidate at its ZeRO level: scored, or dropped (invalid, pruned, a twin), or over memory.
   Outcome attempt(const Candidate& c) {
+    if (known_over_memory(c)) return Outcome::OverMemory;
     Prepared p;
     try {
       p = prepare_candidate(c);
@@ -728,10 +743,10 @@ class Searcher {
       note_invalid(c, err.what());
       return Outcome::Done;
     }
-    if (options_.prune && !fits(p.memory_lb, p.limit)) return Outcome::OverMemory;
+    if (options_.prune && !fits(p.memory_lb, p.limit)) return over_memory(c);
     const std::shared_ptr<const Schedule> schedule = schedule_of(p);
     try {
-      best_split(p.scenario, *schedule, false);
+      best_split(p.scenario, *schedule, false, p.cached->holdings());
       // Every stage at one level: the uniform candidate of that level is the same plan.
       const std::vector<Recompute>& levels = p.scenario.stage_recompute;
       if (!levels.empty() && std::all_of(levels.begin(), levels.end(), [&](Recompute r) { return r == levels.front(); }) &&
@@ -741,7 +756,7 @@ class Searcher {
       }
     } catch (const Error& err) {
       if (err.kind() != ErrorKind::BadInput) throw;
-      return Outcome::OverMemory;  // no split fits
+      return over_memory(c);  // no split fits
     }
     if (prune_time_ && !order_from_costs(c.schedule)) {
       const ParallelConfig& pc = p.scenario.parallel;
@@ -774,6 +789,26 @@ class Searcher {
     if (!ev.metrics.overflows.empty()) return Outcome::OverMemory;
     insert(Scored{ev.metrics.step_time_s, c, std::move(ev)});
     return Outcome::Done;
+  }
+
+  // Whether no split fits does not depend on where the ranks sit when every GPU has the same memory: a
+  // candidate found over memory (by the bound or by the partitioner, not by one split's simulation) answers
+  // for its other rank order too.
+  static Candidate memory_key(Candidate c) {
+    c.order = RankOrder::TpPpDp;
+    return c;
+  }
+  bool known_over_memory(const Candidate& c) {
+    if (!same_memory_everywhere_) return false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return over_memory_.count(memory_key(c)) > 0;
+  }
+  Outcome over_memory(const Candidate& c) {
+    if (same_memory_everywhere_) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      over_memory_.insert(memory_key(c));
+    }
+    return Outcome::OverMemory;
   }
 
   // Once: what was considered and what the bound leaves of the rest against the time limit.
@@ -878,6 +913,7 @@ class Searcher {
         const std::shared_ptr<const Schedule> schedule = schedule_of(p);
         PartitionOptions po;
         po.schedule = schedule.get();
+        po.holdings = p.cached->holdings();
         po.search_nodes = kRefineNodes;
         const MemoryNeed need = smallest_memory_need(p.scenario, cost_, po);
         if (!closest || excess(need) < excess(closest->need) ||
@@ -918,6 +954,11 @@ class Searcher {
   std::vector<Entry> retry_;        // over memory at this pass's level, for the next
   size_t level_ = 0;                // into zero_levels_
   std::vector<Entry> memory_dropped_;
+  bool same_memory_everywhere_ = false;
+  struct ConfigLess {
+    bool operator()(const Candidate& a, const Candidate& b) const { return config_less(a, b); }
+  };
+  std::set<Candidate, ConfigLess> over_memory_;  // memory_key()s, under mutex_
 
   std::mutex mutex_;
   std::atomic<size_t> next_{0};

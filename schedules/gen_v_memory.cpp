@@ -84,15 +84,15 @@ Lists put_w(Lists lists, bool split) {
   return lists;
 }
 
-// Peak activations of one rank, in chunk micro-batches: F and f allocate one each, a W frees one;
-// without W lists, each free slot runs an owed W. Stops at the first slot above `stop_above` (the
-// squeeze only asks whether a move stays within its limit).
-int peak_memory(const Lists& lists, int stop_above = std::numeric_limits<int>::max()) {
-  const bool has_w = lists.size() > 4;
-  const int bound = last_slot(lists);
+// The memory walk of one rank, in chunk micro-batches: F and f allocate one each, a W frees one; without
+// W lists, each free slot runs an owed W.
+struct Walk {
+  bool has_w = false;
   Cursor at{};
-  int owed = 0, held = 0, peak = 0;
-  for (int slot = 0; slot <= bound; ++slot) {
+  int owed = 0, held = 0;
+
+  // Runs slot `slot` (the earliest unconsumed pass sits there, or the slot is free).
+  void step(const Lists& lists, int slot) {
     const auto [time, kind] = next_pass(lists, at, static_cast<int>(lists.size()));
     if (time == slot) {
       ++at[static_cast<size_t>(kind)];
@@ -103,11 +103,100 @@ int peak_memory(const Lists& lists, int stop_above = std::numeric_limits<int>::m
       --held;
       --owed;
     }
-    peak = std::max(peak, held);
-    if (peak > stop_above) break;
+  }
+};
+
+int peak_memory(const Lists& lists) {
+  Walk walk;
+  walk.has_w = lists.size() > 4;
+  int peak = 0;
+  for (int slot = 0, bound = last_slot(lists); slot <= bound; ++slot) {
+    walk.step(lists, slot);
+    peak = std::max(peak, walk.held);
   }
   return peak;
 }
+
+// One rank's walk kept slot by slot, so that moving one pass earlier is judged by walking only from its new
+// slot until the walk meets the kept one again (the squeeze tries many slots for every pass; walking the
+// whole rank each time made it quadratic in the micro-batches). The rank's peak is within the squeeze's
+// limit throughout, so only what follows the new slot can break it.
+class RankMemory {
+ public:
+  explicit RankMemory(const Lists& lists) { rebuild(lists); }
+
+  void rebuild(const Lists& lists) {
+    const int bound = last_slot(lists);
+    held_.assign(static_cast<size_t>(bound) + 2, 0);
+    owed_ = held_;
+    from_ = held_;
+    Walk walk;
+    walk.has_w = lists.size() > 4;
+    for (int slot = 0; slot <= bound; ++slot) {
+      held_[static_cast<size_t>(slot)] = walk.held;
+      owed_[static_cast<size_t>(slot)] = walk.owed;
+      walk.step(lists, slot);
+      from_[static_cast<size_t>(slot)] = walk.held;  // after the slot; turned into suffix maxima below
+    }
+    held_.back() = walk.held;
+    owed_.back() = walk.owed;
+    from_.back() = 0;
+    for (int slot = bound; slot >= 0; --slot)
+      from_[static_cast<size_t>(slot)] = std::max(from_[static_cast<size_t>(slot)], from_[static_cast<size_t>(slot) + 1]);
+  }
+
+  // Whether the rank's peak stays within `limit` with `lists`, which equal the kept ones but for one pass
+  // moved from slot `old_slot` to the earlier `new_slot`. Remembers the walk for accept().
+  bool within(const Lists& lists, int new_slot, int old_slot, int limit) {
+    const int kept_bound = static_cast<int>(held_.size()) - 2;
+    Walk walk;
+    walk.has_w = lists.size() > 4;
+    walk.held = held_[static_cast<size_t>(new_slot)];
+    walk.owed = owed_[static_cast<size_t>(new_slot)];
+    for (size_t t = 0; t < lists.size(); ++t)
+      walk.at[t] = static_cast<size_t>(std::lower_bound(lists[t].begin(), lists[t].end(), new_slot) - lists[t].begin());
+    trial_start_ = new_slot;
+    trial_.clear();
+    met_ = -1;
+    for (int slot = new_slot, bound = last_slot(lists); slot <= bound; ++slot) {
+      // Past the old slot both walks have run the same passes: once their counts agree, so does the rest.
+      if (slot > old_slot && slot <= kept_bound && walk.held == held_[static_cast<size_t>(slot)] &&
+          walk.owed == owed_[static_cast<size_t>(slot)]) {
+        met_ = slot;
+        return from_[static_cast<size_t>(slot)] <= limit;
+      }
+      const int held = walk.held, owed = walk.owed;
+      walk.step(lists, slot);
+      trial_.push_back({held, owed, walk.held});
+      if (walk.held > limit) return false;
+    }
+    return true;
+  }
+
+  // The move within() judged last is made: its walk replaces the kept one up to where they met. The suffix
+  // maxima before the new slot go stale; the squeeze visits passes in slot order and never asks for them.
+  void accept(const Lists& lists) {
+    if (met_ < 0) {
+      rebuild(lists);
+      return;
+    }
+    for (size_t k = 0; k < trial_.size(); ++k) {
+      const size_t slot = static_cast<size_t>(trial_start_) + k;
+      held_[slot] = trial_[k][0];
+      owed_[slot] = trial_[k][1];
+    }
+    for (size_t k = trial_.size(); k-- > 0;) {
+      const size_t slot = static_cast<size_t>(trial_start_) + k;
+      from_[slot] = std::max(trial_[k][2], from_[slot + 1]);
+    }
+  }
+
+ private:
+  // Per slot: the counts before it runs and the peak from it on.
+  std::vector<int> held_, owed_, from_;
+  int trial_start_ = 0, met_ = -1;
+  std::vector<std::array<int, 3>> trial_;  // per slot from trial_start_: counts before, held after
+};
 
 struct Pass {
   int slot, rank, kind, mb;
@@ -115,25 +204,28 @@ struct Pass {
 };
 
 // Visits every pass of every rank in (slot, rank, kind, micro-batch) order; `visit` may move the
-// visited pass to another slot, never one not yet visited.
+// visited pass to another slot, never one not yet visited. A heap of each list's next pass: the
+// unvisited ones keep their slots, so the heap stays ordered.
 template <typename Visit>
 void in_slot_order(Ranks& ranks, Visit visit) {
   const size_t kinds = ranks.front().size();
-  std::vector<std::vector<size_t>> at(ranks.size(), std::vector<size_t>(kinds, 0));
-  size_t total = 0;
-  for (const Lists& r : ranks)
-    for (const auto& l : r) total += l.size();
-  for (size_t n = 0; n < total; ++n) {
-    Pass best{std::numeric_limits<int>::max(), 0, 0, 0};
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      for (size_t t = 0; t < kinds; ++t) {
-        if (at[r][t] >= ranks[r][t].size()) continue;
-        const Pass next{ranks[r][t][at[r][t]], static_cast<int>(r), static_cast<int>(t), static_cast<int>(at[r][t])};
-        if (next.key() < best.key()) best = next;
-      }
+  auto later = [](const Pass& a, const Pass& b) { return b.key() < a.key(); };
+  std::vector<Pass> heap;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    for (size_t t = 0; t < kinds; ++t)
+      if (!ranks[r][t].empty()) heap.push_back(Pass{ranks[r][t][0], static_cast<int>(r), static_cast<int>(t), 0});
+  std::make_heap(heap.begin(), heap.end(), later);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const Pass x = heap.back();
+    heap.pop_back();
+    const auto& list = ranks[static_cast<size_t>(x.rank)][static_cast<size_t>(x.kind)];
+    const size_t next = static_cast<size_t>(x.mb) + 1;
+    if (next < list.size()) {
+      heap.push_back(Pass{list[next], x.rank, x.kind, static_cast<int>(next)});
+      std::push_heap(heap.begin(), heap.end(), later);
     }
-    ++at[static_cast<size_t>(best.rank)][static_cast<size_t>(best.kind)];
-    visit(best);
+    visit(x);
   }
 }
 
@@ -185,7 +277,11 @@ Ranks squeeze(Ranks ranks, bool with_w) {
   if (with_w)
     for (Lists& r : ranks) r = put_w(r, false);
   int limit = 0;
-  for (const Lists& r : ranks) limit = std::max(limit, peak_memory(r));
+  std::vector<RankMemory> memory;
+  for (const Lists& r : ranks) {
+    limit = std::max(limit, peak_memory(r));
+    memory.emplace_back(r);
+  }
   const int m = static_cast<int>(ranks.front()[kF0].size());
   std::vector<std::vector<char>> occupied;
   for (const Lists& r : ranks) occupied.emplace_back(static_cast<size_t>(r.back().back() + 1), 0);
@@ -208,9 +304,10 @@ Ranks squeeze(Ranks ranks, bool with_w) {
     for (int s = after + 1; s < x.slot && !moved; ++s) {
       if (taken[static_cast<size_t>(s)]) continue;
       slot = s;
-      moved = peak_memory(ranks[static_cast<size_t>(x.rank)], limit) <= limit;
+      moved = memory[static_cast<size_t>(x.rank)].within(ranks[static_cast<size_t>(x.rank)], s, x.slot, limit);
     }
     if (!moved) slot = x.slot;
+    else memory[static_cast<size_t>(x.rank)].accept(ranks[static_cast<size_t>(x.rank)]);
     taken[static_cast<size_t>(slot)] = 1;
   });
   if (!with_w)

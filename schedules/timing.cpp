@@ -1,11 +1,11 @@
 #include "schedules/timing.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "core/error.hpp"
 #include "core/overlapped_pair.hpp"
 #include "schedules/parts.hpp"
-#include "schedules/validate.hpp"
 
 namespace pw {
 
@@ -51,6 +51,17 @@ double duration(const Action& a, const StageTimes& t) {
   }
 }
 
+// What one compute action waits for and completes, as indices into the part table, with the transfer delay
+// of each input: compute_dependencies and parts_of, without their allocations (asap_timing runs inside the
+// configuration search for every candidate).
+struct Needs {
+  std::array<size_t, 3> wait{};
+  std::array<double, 3> delay{};
+  int waits = 0;
+  std::array<size_t, 3> make{};
+  int makes = 0;
+};
+
 }  // namespace
 
 ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
@@ -58,8 +69,8 @@ ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
   check_sizes(times, stages);
   // Part end times, indexed (part, stage, micro-batch); negative until done.
   std::vector<double> done(static_cast<size_t>(3 * stages * m), -1.0);
-  auto index = [&](const WorkPart& p) {
-    return static_cast<size_t>((static_cast<int>(p.part) * stages + p.stage) * m + p.microbatch);
+  auto index = [&](Part part, int stage, int mb) {
+    return static_cast<size_t>((static_cast<int>(part) * stages + stage) * m + mb);
   };
 
   ScheduleTiming out;
@@ -68,6 +79,56 @@ ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
   out.end.resize(ranks);
   std::vector<size_t> next(ranks, 0);
   std::vector<double> free_at(ranks, 0.0);
+  auto needs_of = [&](const Action& a, int r) {
+    Needs n;
+    // Only neighbours' tensors cross ranks: F(s-1) over boundary s-1, B(s+1) over boundary s.
+    auto wait = [&](Part part, int stage, int mb) {
+      const size_t i = index(part, stage, mb);
+      for (int k = 0; k < n.waits; ++k)
+        if (n.wait[static_cast<size_t>(k)] == i) return;
+      const bool remote = s.placement.rank_of(stage) != r;
+      const int boundary = part == Part::F ? stage : stage - 1;
+      n.wait[static_cast<size_t>(n.waits)] = i;
+      n.delay[static_cast<size_t>(n.waits)] = remote && !times.comm.empty() ? times.comm[static_cast<size_t>(boundary)] : 0.0;
+      ++n.waits;
+    };
+    auto forward = [&](int st, int mb) {
+      if (st > 0) wait(Part::F, st - 1, mb);
+    };
+    auto backward = [&](int st, int mb) {
+      wait(Part::F, st, mb);
+      if (st < stages - 1) wait(Part::B, st + 1, mb);
+    };
+    auto make = [&](Part part, int stage, int mb) { n.make[static_cast<size_t>(n.makes++)] = index(part, stage, mb); };
+    switch (a.op) {
+      case Op::F:
+        forward(a.stage, a.microbatch);
+        make(Part::F, a.stage, a.microbatch);
+        break;
+      case Op::B:
+        backward(a.stage, a.microbatch);
+        make(Part::B, a.stage, a.microbatch);
+        break;
+      case Op::BW:
+        backward(a.stage, a.microbatch);
+        make(Part::B, a.stage, a.microbatch);
+        make(Part::W, a.stage, a.microbatch);
+        break;
+      case Op::W:
+        wait(Part::B, a.stage, a.microbatch);
+        make(Part::W, a.stage, a.microbatch);
+        break;
+      case Op::FB:
+        forward(a.stage, a.microbatch);
+        backward(a.stage2, a.microbatch2);
+        make(Part::F, a.stage, a.microbatch);
+        make(Part::B, a.stage2, a.microbatch2);
+        make(Part::W, a.stage2, a.microbatch2);
+        break;
+      default: break;
+    }
+    return n;
+  };
   for (bool progress = true; progress;) {
     progress = false;
     for (size_t r = 0; r < ranks; ++r) {
@@ -76,24 +137,15 @@ ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
         const Action& a = list[next[r]];
         double start = free_at[r];
         bool ready = true;
-        if (is_compute(a.op)) {
-          for (const Action& d : compute_dependencies(a, stages)) {
-            const WorkPart part = parts_of(d).front();
-            const double t = done[index(part)];
-            if (t < 0) {
-              ready = false;
-              break;
-            }
-            // Only neighbours' tensors cross ranks: F(s-1) over boundary s-1, B(s+1) over boundary s.
-            const bool remote = s.placement.rank_of(part.stage) != static_cast<int>(r);
-            const int boundary = part.part == Part::F ? part.stage : part.stage - 1;
-            const double delay = remote && !times.comm.empty() ? times.comm[static_cast<size_t>(boundary)] : 0.0;
-            start = std::max(start, t + delay);
-          }
+        const Needs n = needs_of(a, static_cast<int>(r));
+        for (int k = 0; k < n.waits && ready; ++k) {
+          const double t = done[n.wait[static_cast<size_t>(k)]];
+          if (t < 0) ready = false;
+          else start = std::max(start, t + n.delay[static_cast<size_t>(k)]);
         }
         if (!ready) break;
         const double finish = start + duration(a, times);
-        for (const WorkPart& p : parts_of(a)) done[index(p)] = finish;
+        for (int k = 0; k < n.makes; ++k) done[n.make[static_cast<size_t>(k)]] = finish;
         out.start[r].push_back(start);
         out.end[r].push_back(finish);
         free_at[r] = finish;

@@ -7,6 +7,7 @@
 #include "core/analytic_cost_model.hpp"
 #include "core/units.hpp"
 #include "partition_test_util.hpp"
+#include "planner/baseline_splits.hpp"
 #include "planner/partition_problem.hpp"
 #include "planner/partitioner.hpp"
 
@@ -134,6 +135,7 @@ TEST_CASE("the partitioner's split equals brute force by bottleneck and by simul
       s.cluster = exact_cluster(limit);
       PartitionOptions all;
       all.max_ties = 1000;  // more than the 165 splits of 12 layers into 4 stages: every tied split is ranked
+      all.fastest = false;  // the tied splits only (the test below searches them all)
       const PartitionResult r = best_partition(s, cost, all);
       CHECK(r.bottleneck_s == bf.best_bottleneck);
       CHECK(r.step_time_s == bf.best_tied_step);
@@ -146,9 +148,12 @@ TEST_CASE("the partitioner's split equals brute force by bottleneck and by simul
       if (r.lower_bound_s < r.bottleneck_s) ++bound_binding;
 
       // The default cap ranks at most 64; with no more tied splits than that, the result is the same.
-      const PartitionResult d = best_partition(s, cost);
+      PartitionOptions capped;
+      capped.fastest = false;
+      const PartitionResult d = best_partition(s, cost, capped);
       if (bf.tied <= 64) CHECK(d.step_time_s == r.step_time_s);
       CHECK(d.bottleneck_s == bf.best_bottleneck);
+      CHECK(d.min_bottleneck_s == bf.best_bottleneck);
 
       // The split's simulated time is what evaluate() reports for it.
       Scenario chosen = s;
@@ -160,6 +165,56 @@ TEST_CASE("the partitioner's split equals brute force by bottleneck and by simul
   }
   // Some two-chunk instances must have needed the search beyond the relaxation.
   CHECK(bound_binding > 0);
+}
+
+// The default search: the least simulated step time over EVERY split that fits, as brute force finds it,
+// exactly, proven by the branch and bound, never slower than the uniform or the parameters split, and
+// (the point of the search) strictly faster than the best bottleneck-optimal split on some instances.
+TEST_CASE("the partitioner's split has the least simulated step time of all splits, as brute force finds it") {
+  const AnalyticCostModel cost = exact_cost();
+  const Case cases[] = {{"1f1b", 4, 1, 16},  {"1f1b", 3, 1, 6},  {"gpipe", 3, 1, 3},       {"zb-h1", 4, 1, 8},
+                        {"zb-h2", 3, 1, 6},  {"interleaved", 2, 2, 4}, {"interleaved", 2, 2, 8}, {"zb-v", 2, 2, 4},
+                        {"dualpipev", 2, 2, 4}};
+  std::mt19937 rng(20261202);
+  int faster_than_tied = 0;
+  long simulated = 0, splits = 0;
+  for (const Case& c : cases) {
+    const int stages = c.pp * c.vpp;
+    for (int trial = 0; trial < 12; ++trial) {
+      const int n = std::uniform_int_distribution<int>(stages, 12)(rng);
+      const Model model = random_model(rng, n);
+      const Scenario base = scenario_for(model, exact_cluster(1e18), c.schedule, c.pp, c.vpp, c.microbatches);
+      const std::vector<Row> rows = all_splits(base, cost);
+      const double limit = pick_limit(rows, trial % 3);
+      const BruteForce bf = judge(rows, limit);
+      INFO(c.schedule << " p=" << c.pp << " v=" << c.vpp << " n=" << n << " trial " << trial << " limit " << limit);
+      Scenario s = base;
+      s.cluster = exact_cluster(limit);
+      const PartitionResult r = best_partition(s, cost);
+      CHECK(r.step_time_s == bf.best_step);
+      CHECK(r.fastest_proven);
+      CHECK(r.fits);
+      CHECK(r.min_bottleneck_s == bf.best_bottleneck);
+      CHECK(r.bottleneck_s >= r.min_bottleneck_s);
+      if (bf.best_step < bf.best_tied_step) ++faster_than_tied;
+      simulated += r.simulated;
+      splits += static_cast<long>(rows.size());
+      for (const std::vector<LayerRange>& baseline : {uniform_split(model, stages), parameters_split(model, stages)}) {
+        Scenario b = s;
+        b.ranges = baseline;
+        const Evaluation ev = evaluate(b, cost);
+        if (ev.metrics.overflows.empty()) CHECK(r.step_time_s <= ev.metrics.step_time_s);
+      }
+      Scenario chosen = s;
+      chosen.ranges = r.ranges;
+      const Evaluation ev = evaluate(chosen, cost);
+      CHECK(ev.metrics.step_time_s == r.step_time_s);
+      CHECK(ev.metrics.overflows.empty());
+    }
+  }
+  CHECK(faster_than_tied > 10);
+  // The bounds spare most simulations.
+  CHECK(simulated * 4 < splits);
 }
 
 // Run with [.gap]: how much slower the best bottleneck-optimal split is than the fastest feasible split,

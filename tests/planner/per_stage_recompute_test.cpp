@@ -126,12 +126,24 @@ TEST_CASE("per-stage recompute: the partitioner's split and levels equal brute f
     for (const Found& f : feasible)
       if (f.bottleneck <= best_bottleneck * (1 + 1e-9)) best_step = std::min(best_step, f.step);
 
+    double fastest = std::numeric_limits<double>::infinity();
+    for (const Found& f : feasible) fastest = std::min(fastest, f.step);
+
     PartitionOptions po;
     po.max_ties = 1000;  // every bottleneck-optimal split is simulated
-    const PartitionResult r = best_partition(resolve(s), cost, po);
+    po.fastest = false;
+    const PartitionResult tied = best_partition(resolve(s), cost, po);
+    CHECK(tied.bottleneck_s == Approx(best_bottleneck).epsilon(1e-9));
+    CHECK(tied.step_time_s == Approx(best_step).epsilon(1e-9));
+
+    // The default searches every split: the fastest of all splits and levels, here faster than any
+    // bottleneck-optimal one.
+    const PartitionResult r = best_partition(resolve(s), cost);
     REQUIRE(r.stage_recompute.size() == static_cast<size_t>(pp));
-    CHECK(r.bottleneck_s == Approx(best_bottleneck).epsilon(1e-9));
-    CHECK(r.step_time_s == Approx(best_step).epsilon(1e-9));
+    CHECK(r.min_bottleneck_s == Approx(best_bottleneck).epsilon(1e-9));
+    CHECK(r.step_time_s == Approx(fastest).epsilon(1e-9));
+    CHECK(r.fastest_proven);
+    CHECK(r.step_time_s < tied.step_time_s);
 
     // What the partitioner chose fits, mixes levels (some stages recompute, some do not), and no stage
     // could take a lighter level: one step lighter overflows that stage's rank.

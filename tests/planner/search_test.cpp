@@ -80,6 +80,26 @@ TEST_CASE("the search's best plans equal exhaustive scoring of the same space") 
   }
 }
 
+// The plan table's "vs uniform" and "vs params" columns are never negative: each plan's split is searched
+// by simulated step time from those two (planner/fastest_split.hpp).
+TEST_CASE("no plan loses to the uniform or the parameters split of its configuration") {
+  const AnalyticCostModel cost;
+  for (const char* model : {"gpt3-1.3b", "llama3-8b"}) {
+    const Scenario base = base_scenario(model, small_cluster(), 32);
+    SearchOptions o;
+    o.top = 8;
+    const SearchResult r = search_plans(base, small_space(), cost, o);
+    const std::vector<SplitComparison> c = compare_splits(r.plans, cost);
+    REQUIRE(c.size() == r.plans.size());
+    for (size_t i = 0; i < r.plans.size(); ++i) {
+      INFO(model << " plan " << i + 1 << ": " << describe(r.plans[i].config));
+      const double step = r.plans[i].evaluation.metrics.step_time_s;
+      for (const Evaluation* baseline : {&c[i].uniform, &c[i].parameters})
+        if (baseline->metrics.overflows.empty()) CHECK(step <= baseline->metrics.step_time_s);
+    }
+  }
+}
+
 TEST_CASE("the result does not depend on the number of threads") {
   const AnalyticCostModel cost;
   const Scenario base = base_scenario("gpt3-1.3b", small_cluster(), 32);
