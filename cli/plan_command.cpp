@@ -12,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/cost_model_chain.hpp"
+#include "cli/explain_output.hpp"
 #include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/train_cost_options.hpp"
@@ -45,6 +46,7 @@ struct PlanOptions {
   int threads = 0;
   bool json = false;
   bool stats = false;
+  bool explain = false;
   std::string out_path;
   std::string export_target;
   std::string export_dir = ".";
@@ -438,6 +440,8 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   const SearchResult result = search_plans(base, space, cost, so);
   bar.finish();
   const std::vector<SplitComparison> cmp = compare_splits(result.plans, cost, o.threads);
+  std::optional<PlanExplanation> explanation;
+  if (o.explain) explanation = explain_plans(result.plans, cost);
 
   // Which layers of the plans shown the profile timed, per micro-batch shape.
   std::vector<Workload> shown;
@@ -448,6 +452,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
       for (size_t i = 0; i < result.plans.size(); ++i)
         j["plans"][i]["training_run"] =
             train_cost_json(training_run_cost(*train, result.plans[i].evaluation.metrics.throughput_tokens_per_s));
+    if (explanation) j["explain"] = explanation_json(*explanation);
     j["cost_model"] = chain.to_json(base.model, shown);
     out << j.dump(2) << "\n";
   } else {
@@ -457,6 +462,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
       for (const Plan& p : result.plans) rates.push_back(p.evaluation.metrics.throughput_tokens_per_s);
       print_train_costs(out, o.train_cost, *train, rates);
     }
+    if (explanation) print_explanation(out, *explanation);
     if (chain.profiled()) {
       out << fmt::format("\ncost model: {}\n", chain.description());
       if (!space.micro_batch_sizes.empty())
@@ -543,6 +549,8 @@ CommandRunner add_plan_command(CLI::App& app) {
   add_force_profile_option(*cmd, o->force_profile);
   add_calibration_option(*cmd, o->calibration);
   add_allow_large_flag(*cmd, o->allow_large);
+  cmd->add_flag("--explain", o->explain,
+                "Break the best plan's step down, name what binds it and what each runner-up loses");
   cmd->add_flag("--stats", o->stats, "Print how many configurations the bounds dropped and how many were simulated");
   return [o](std::ostream& out) { run_plan(*o, out); };
 }

@@ -81,6 +81,37 @@ TEST_CASE("plan --json lists the plans best first") {
   }
 }
 
+TEST_CASE("plan --explain breaks the best step down, names what binds it and what each runner-up loses") {
+  const CliResult text = run_cli(with(kSmall, {"--explain"}));
+  INFO(text.err);
+  REQUIRE(text.code == 0);
+  const size_t why = text.out.find("\nwhy plan 1: its step of ");
+  REQUIRE(why != std::string::npos);
+  for (const char* part : {"\n  compute ", "\n  recompute ", "\n  tp ", "\n  cp ", "\n  ep ", "\n  pp ", "\n  dp ",
+                           "\n  optimizer ", "\n  bubble ", "\nbinds: ", "\nrunners-up against plan 1:\n  #2 +",
+                           "\n  #3 +"})
+    CHECK(text.out.find(part, why) != std::string::npos);
+
+  const CliResult r = run_cli(with(kSmall, {"--explain", "--json"}));
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& e = j.at("explain");
+  double sum = 0;
+  for (const auto& [key, value] : e.at("breakdown").items()) sum += value.get<double>();
+  CHECK(e.at("breakdown").size() == 9);
+  CHECK(sum == Approx(j.at("plans")[0].at("step_time_s").get<double>()).epsilon(1e-12));
+  CHECK(e.at("step_time_s").get<double>() == j.at("plans")[0].at("step_time_s").get<double>());
+  REQUIRE(e.at("runners_up").size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    const nlohmann::json& u = e.at("runners_up")[i];
+    CHECK(u.at("plan").get<int>() == static_cast<int>(i) + 2);
+    CHECK(u.at("loss_s").get<double>() ==
+          j.at("plans")[i + 1].at("step_time_s").get<double>() - j.at("plans")[0].at("step_time_s").get<double>());
+  }
+  // Without --explain, no explanation.
+  CHECK(!nlohmann::json::parse(run_cli(with(kSmall, {"--json"})).out).contains("explain"));
+}
+
 TEST_CASE("plan --out writes a plan that simulate --plan reproduces") {
   const std::string path = tmp("plan-cli.json");
   std::filesystem::remove(path);

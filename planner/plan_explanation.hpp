@@ -1,0 +1,43 @@
+#pragma once
+// Why the best plan is the best: its step broken down (sim/step_breakdown.hpp), the constraint that binds
+// it, and for each runner-up what it loses against it and why, in one line each.
+#include <string>
+#include <vector>
+
+#include "core/cost_model.hpp"
+#include "planner/search.hpp"
+#include "sim/step_breakdown.hpp"
+
+namespace pw {
+
+struct Loss {
+  std::string part;  // "bubble", "pp", "dp", "tp", "cp", "ep", "recompute", "optimizer" or "compute"
+  double seconds = 0;
+};
+
+struct RunnerUp {
+  int rank = 0;            // its row in the plan table (2, 3, ...)
+  double loss_s = 0;       // its step minus the best plan's
+  std::string differs;     // "tp=8 (not 4), vpp=6 (not 12)"
+  Loss most;               // the part of the step that grew the most
+  std::string line;        // all of it, in words
+};
+
+struct PlanExplanation {
+  StepBreakdown step;
+  // The largest part of the step besides compute, in words ("the micro-batch count: ..."), and a second
+  // line when the fullest rank is within 10% of its GPU's memory ("memory: ...").
+  std::vector<std::string> binding;
+  std::vector<RunnerUp> runners_up;
+};
+
+// The parts of a breakdown by name, in the order they are shown.
+std::vector<Loss> parts_of(const StepBreakdown& b);
+
+// Explains plans[0] against the others. Simulates each plan once more (with free transfers).
+PlanExplanation explain_plans(const std::vector<Plan>& plans, const CostModel& cost);
+
+// Where two configurations differ, a's values first: "tp=8 (not 4), rank order tp-dp-pp (not tp-pp-dp)".
+std::string describe_difference(const Candidate& a, const Candidate& b);
+
+}  // namespace pw
