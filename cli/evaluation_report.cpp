@@ -18,11 +18,7 @@ std::string layer_range_text(const Model& model, const LayerRange& r) {
   return fmt::format("{}..{}", name(r.first), name(r.last));
 }
 
-std::string tokens_rate(double tokens_per_s) {
-  if (tokens_per_s >= 1e6) return fmt::format("{:.2f} M tokens/s", tokens_per_s / 1e6);
-  if (tokens_per_s >= 1e3) return fmt::format("{:.1f} k tokens/s", tokens_per_s / 1e3);
-  return fmt::format("{:.1f} tokens/s", tokens_per_s);
-}
+std::string tokens_rate(double tokens_per_s) { return format_short(tokens_per_s) + " tokens/s"; }
 
 // "per stage: full, full, none, none".
 std::string stage_recompute_text(const std::vector<Recompute>& levels) {

@@ -38,4 +38,10 @@ std::string format_rate(double bytes_per_s) { return si(bytes_per_s, "B/s"); }
 std::string format_flops(double flops_per_s) { return si(flops_per_s, "FLOP/s"); }
 std::string format_percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
 
+std::string format_short(double n) {
+  if (n >= 1e6) return fmt::format("{:.2f} M", n / 1e6);
+  if (n >= 1e3) return fmt::format("{:.1f} k", n / 1e3);
+  return fmt::format("{:.1f}", n);
+}
+
 }  // namespace pw

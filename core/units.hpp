@@ -9,5 +9,6 @@ std::string format_bytes(double bytes);       // decimal: "79.2 GB", "512 MB", "
 std::string format_rate(double bytes_per_s);  // "450 GB/s"
 std::string format_flops(double flops_per_s); // "312 TFLOP/s"
 std::string format_percent(double fraction);  // 0.4567 -> "45.7%"
+std::string format_short(double n);           // 180300 -> "180.3 k", 1234567 -> "1.23 M", 12.5 -> "12.5"
 
 }  // namespace pw

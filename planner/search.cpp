@@ -53,6 +53,30 @@ bool tp_shards_model(const Model& model, int tp) {
   return t.heads % tp == 0 && (t.kv_heads % tp == 0 || tp % t.kv_heads == 0);
 }
 
+// The (pp, dp) pairs for `room` GPUs per tp x cp: pp x dp = room; with SearchSpace::up_to_gpus (any count up
+// to room), for each dp dividing the global batch the deepest pipeline that fits (more stages take less time
+// each), or with a fixed pp the most replicas.
+std::vector<std::pair<int, int>> pipeline_shapes(int room, int global_batch, int layers, const SearchSpace& space) {
+  std::vector<std::pair<int, int>> out;
+  if (!space.up_to_gpus) {
+    for (int pp : divisors(room)) out.emplace_back(pp, room / pp);
+    return out;
+  }
+  if (space.pp) {
+    int dp = 0;
+    for (int d : divisors(global_batch))
+      if (*space.pp * static_cast<long>(d) <= room && (!space.dp || d == *space.dp)) dp = d;
+    out.emplace_back(*space.pp, dp);
+    return out;
+  }
+  for (int dp : divisors(global_batch)) {
+    if (dp > room || (space.dp && dp != *space.dp)) continue;
+    out.emplace_back(std::min(layers, room / dp), dp);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::string join_ints(const std::vector<int>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
 
 // The vpp values a schedule can run with pp ranks and `layers` layers: 1 for one chunk per rank, the
@@ -160,6 +184,25 @@ const char* to_string(SplitMethod m) {
   return "?";
 }
 
+Candidate candidate_of(const Scenario& s) {
+  Candidate c;
+  c.tp = s.parallel.tp;
+  c.cp = s.parallel.cp;
+  c.ep = s.parallel.ep;
+  c.etp = s.parallel.etp;
+  c.pp = s.parallel.pp;
+  c.dp = s.parallel.dp;
+  c.vpp = s.parallel.vpp;
+  c.micro_batch_size = s.workload.micro_batch_size;
+  c.microbatches = s.parallel.microbatches;
+  c.schedule = s.schedule;
+  c.recompute = s.workload.recompute;
+  c.order = s.parallel.order;
+  c.precision = s.workload.precision;
+  c.zero = s.parallel.zero;
+  return c;
+}
+
 Scenario candidate_scenario(const Scenario& base, const Candidate& c) {
   Scenario s = base;
   s.parallel.tp = c.tp;
@@ -220,11 +263,12 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
       throw_bad_input("--tp: {} cannot shard model '{}' (attention heads, key/value heads or explicit costs); use --tp 1 "
                       "or a divisor of the head count",
                       t, model.name);
-    if (n % t != 0) throw_bad_input("--gpus: {} is not a multiple of --tp {}", n, t);
+    if (n % t != 0 && !space.up_to_gpus) throw_bad_input("--gpus: {} is not a multiple of --tp {}", n, t);
     tps.push_back(t);
   } else {
     for (int t = 1; t <= max_tp; t *= 2)
-      if (n % t == 0 && (base.cluster.ideal || node % t == 0) && tp_shards_model(model, t)) tps.push_back(t);
+      if ((n % t == 0 || space.up_to_gpus) && (base.cluster.ideal || node % t == 0) && tp_shards_model(model, t))
+        tps.push_back(t);
     if (tps.empty()) throw_bad_input("--max-tp: no tensor-parallel degree up to {} shards model '{}' and divides {} GPUs",
                                      max_tp, model.name, n);
   }
@@ -251,13 +295,12 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   bool any_pp = false, any_dp_match = false, any_dp = false, any_ep = false, any_mbs = false, any_vpp = false;
   for (int tp : tps)
     for (int cp : cps) {
-      if ((n / tp) % cp != 0) continue;
-      for (int pp : divisors(n / (tp * cp))) {
+      if (!space.up_to_gpus && (n / tp) % cp != 0) continue;
+      for (const auto& [pp, dp] : pipeline_shapes(n / (tp * cp), G, layers, space)) {
         if (space.pp && pp != *space.pp) continue;
         if (pp > layers) continue;
         any_pp = true;
-        const int dp = n / (tp * cp * pp);
-        if (space.dp && dp != *space.dp) continue;
+        if (dp < 1 || (space.dp && dp != *space.dp)) continue;
         any_dp_match = true;
         if (G % dp != 0) continue;
         any_dp = true;
@@ -787,7 +830,7 @@ class Searcher {
     }
     count(&SearchStats::simulated);
     if (!ev.metrics.overflows.empty()) return Outcome::OverMemory;
-    insert(Scored{ev.metrics.step_time_s, c, std::move(ev)});
+    insert(Scored{ev.metrics.step_time_s, c, std::move(ev), {}});
     return Outcome::Done;
   }
 

@@ -20,6 +20,9 @@ namespace pw {
 // What to search. An empty optional or list searches that dimension; a value fixes it.
 struct SearchSpace {
   int gpus = 0;  // tp x cp x pp x dp
+  // Configurations of at most `gpus` GPUs (what is left after failures): for each tp, cp and pp (the divisors
+  // of what is left and the powers of two), the most replicas that fit and divide the global batch.
+  bool up_to_gpus = false;
   std::optional<int> tp, cp, pp, dp, vpp, micro_batch_size;  // explicit-cost models search micro-batch size 1 only
   // Without a fixed cp: powers of two up to this (0: no limit) that leave each cp rank at least
   // kMinCpTokens tokens of the sequence.
@@ -69,6 +72,8 @@ std::string describe(const Candidate& c);
 
 // The base scenario (model, cluster, workload, global batch) with one candidate's degrees and schedule.
 Scenario candidate_scenario(const Scenario& base, const Candidate& c);
+// The configuration of a resolved scenario (a plan file's): candidate_scenario's inverse.
+Candidate candidate_of(const Scenario& resolved);
 
 // How a plan's layers are split over its stages.
 enum class SplitMethod {

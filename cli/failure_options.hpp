@@ -1,0 +1,30 @@
+#pragma once
+// `plan --fail 1node` (or `8gpus`, or a bare GPU count): the best plan on what a run keeps when that much of
+// it fails, with the same global batch.
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "core/cluster.hpp"
+
+namespace pw {
+
+struct FailureOptions {
+  std::string fail;  // empty: not asked
+
+  void add_to(CLI::App& cmd);
+  bool asked() const { return !fail.empty(); }
+};
+
+// What --fail takes from a run of `gpus` GPUs on `cluster`.
+struct LostGpus {
+  int gpus = 0;   // GPUs lost
+  int nodes = 0;  // whole nodes lost (0 when given in GPUs)
+  int left = 0;   // GPUs the run keeps
+  std::string what;  // "1 node (8 GPUs)", "3 GPUs"
+};
+
+// BadInput naming --fail for a malformed count ("15Q"), zero, or more than the run or the cluster has.
+LostGpus lost_gpus(const std::string& fail, int gpus, const Cluster& cluster);
+
+}  // namespace pw

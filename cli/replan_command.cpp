@@ -1,0 +1,108 @@
+// `pipewright replan --plan plan.json --failed-nodes 3,17`: the best plan on the nodes a running plan keeps
+// when some of its nodes fail, with the same global batch, and what the run must change.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/failure_output.hpp"
+#include "cli/output_path.hpp"
+#include "cli/scenario_options.hpp"
+#include "core/error.hpp"
+#include "core/failed_nodes.hpp"
+#include "core/output_file.hpp"
+#include "core/units.hpp"
+#include "planner/failure_report.hpp"
+#include "planner/plan_file.hpp"
+#include "sim/scenario.hpp"
+
+namespace pw {
+namespace {
+
+struct ReplanOptions {
+  ScenarioOptions scenario;  // --plan only
+  std::vector<int> failed_nodes;
+  int top = 5;
+  int threads = 0;
+  bool json = false;
+  std::string out_path;
+};
+
+// "3, 17" (at most a few listed, then how many more).
+std::string node_list(const std::vector<int>& nodes) {
+  std::string out;
+  for (size_t i = 0; i < nodes.size() && i < 8; ++i) out += (i ? ", " : "") + std::to_string(nodes[i]);
+  if (nodes.size() > 8) out += fmt::format(" and {} more", nodes.size() - 8);
+  return out;
+}
+
+void run_replan(const ReplanOptions& o, std::ostream& out) {
+  if (o.scenario.plan.empty()) throw_bad_input("--plan: give the plan file the run was started from (pipewright plan --out)");
+  if (o.failed_nodes.empty()) throw_bad_input("--failed-nodes: list the failed nodes, e.g. --failed-nodes 3,17");
+  if (o.top < 1) throw_bad_input("--top: must be at least 1, got {}", o.top);
+  const std::optional<PlanDocument> doc = o.scenario.plan_document();
+  check_outputs({{"--out", o.out_path}}, o.scenario.plan_input_paths(doc));
+  const Scenario& running = doc->scenario;
+  const CostModelChain chain = o.scenario.cost_models(running.model, doc);
+  const CostModel& cost = chain.model();
+
+  const Evaluation now = evaluate(running, cost);
+  const Plan before{candidate_of(now.scenario), now, {}};
+  const int gpus = now.scenario.parallel.gpus();
+  const Cluster& cluster = now.scenario.cluster;
+  const int per = cluster.ideal ? gpus : cluster.gpus_per_node;
+  const int used_nodes = (gpus + per - 1) / per;
+  // The search builds each configuration's schedule: the plan's written action lists are for its own.
+  Scenario left = now.scenario;
+  left.imported_schedule.reset();
+  left.cluster = without_nodes(cluster, used_nodes, o.failed_nodes);
+  int gpus_left = gpus;
+  for (int n : o.failed_nodes) gpus_left -= std::min(per, gpus - n * per);
+
+  SearchSpace space;
+  space.gpus = gpus_left;
+  SearchOptions so;
+  so.top = o.top;
+  so.threads = o.threads;
+  const AfterFailure after = replan(left, space, gpus_left, cost, so, before, gpus);
+
+  const std::string heading =
+      fmt::format("node{} {} of {} failed, {} GPUs are left", o.failed_nodes.size() == 1 ? "" : "s",
+                  node_list(o.failed_nodes), used_nodes, gpus_left);
+  if (o.json) {
+    nlohmann::ordered_json j = {{"plan", o.scenario.plan},
+                                {"failed_nodes", o.failed_nodes},
+                                {"before", {{"gpus", gpus},
+                                            {"step_time_s", now.metrics.step_time_s},
+                                            {"throughput_tokens_per_s", now.metrics.throughput_tokens_per_s}}},
+                                {"after", after_failure_json(after, cost, o.threads)}};
+    out << j.dump(2) << "\n";
+  } else {
+    out << fmt::format("{}: {} on {} GPUs ({} nodes): step {}, {} tokens/s\n", o.scenario.plan, describe(before.config), gpus,
+                       used_nodes, format_seconds(now.metrics.step_time_s),
+                       format_short(now.metrics.throughput_tokens_per_s));
+    print_after_failure(out, heading, after, cost, o.threads);
+  }
+  if (!o.out_path.empty() && after.report) {
+    write_output_file(o.out_path, plan_to_json_text(after.result.plans.front().evaluation, PlanExtras{}));
+    if (!o.json) out << fmt::format("\nwrote plan 1 to {}\n", o.out_path);
+  }
+}
+
+}  // namespace
+
+CommandRunner add_replan_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("replan", "Re-plan a running plan on the nodes left when some of its nodes fail");
+  auto o = std::make_shared<ReplanOptions>();
+  o->scenario.add_plan_option(*cmd, "Re-plan");
+  cmd->add_option("--failed-nodes", o->failed_nodes, "The failed nodes, comma-separated indices among the plan's nodes")
+      ->delimiter(',');
+  cmd->add_option("--top", o->top, "Plans to print")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads for the search (default: all cores)");
+  cmd->add_flag("--json", o->json, "Print JSON instead of the table");
+  cmd->add_option("--out", o->out_path, "Write the best plan after the failure to this file");
+  return [o](std::ostream& out) { run_replan(*o, out); };
+}
+
+}  // namespace pw
