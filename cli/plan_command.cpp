@@ -17,6 +17,7 @@
 #include "cli/failure_output.hpp"
 #include "cli/output_path.hpp"
 #include "cli/plan_table.hpp"
+#include "cli/spare_nodes_output.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/train_cost_options.hpp"
 #include "cli/work_bounds.hpp"
@@ -118,6 +119,44 @@ std::vector<OptionPath> output_paths(const PlanOptions& o, const std::optional<E
   if (target)
     for (const std::string& name : export_file_names(*target))
       out.push_back({"--export-dir", (std::filesystem::path(o.export_dir) / name).string()});
+  return out;
+}
+
+// What the spare-node templates keep of plan 1: how a layer is sharded (tp, cp, ep, etp) and its precision;
+// the pipeline, replicas, schedule and recompute follow the GPUs left.
+SearchSpace template_space(const SearchSpace& space, const Candidate& best) {
+  SearchSpace t = space;
+  t.tp = best.tp;
+  t.cp = best.cp;
+  t.ep = best.ep;
+  t.etp = best.etp;
+  t.precisions = {best.precision};
+  return t;
+}
+
+std::string template_fixes(const Candidate& best) {
+  return fmt::format("tp={}{}{}", best.tp, best.cp > 1 ? fmt::format(", cp={}", best.cp) : "",
+                     best.ep > 1 ? fmt::format(", ep={}", best.ep) : "");
+}
+
+// The plans with k = 0 .. count - 1 of the pool's last nodes out (Oobleck's templates): plan 1, then the
+// search on what is left, kept to plan 1's sharding of a layer (template_space).
+std::vector<SpareTemplate> spare_templates(const Scenario& base, const SearchSpace& space, const SparePool& pool, int count,
+                                           int gpus, const CostModel& cost, const SearchOptions& so, const Plan& best) {
+  std::vector<SpareTemplate> out{SpareTemplate{best, gpus}};
+  const SearchSpace fixed = template_space(space, best.config);
+  for (int k = 1; k < count; ++k) {
+    Scenario left = base;
+    std::vector<int> failed;
+    for (int n = pool.nodes - k; n < pool.nodes; ++n) failed.push_back(n);
+    left.cluster = without_nodes(base.cluster, pool.nodes, failed);
+    const int gpus_left = gpus - k * pool.gpus_per_node;
+    const AfterFailure after = replan(left, fixed, gpus_left, cost, so, best, gpus);
+    SpareTemplate t;
+    t.gpus = gpus_left;
+    if (after.report) t.plan = after.result.plans.front();
+    out.push_back(std::move(t));
+  }
   return out;
 }
 
@@ -229,6 +268,15 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   if (o.train_cost.asked()) train = o.train_cost.spec(o.gpus);
   std::optional<LostGpus> lost;
   if (o.failure.asked()) lost = lost_gpus(o.failure.fail, o.gpus, base.cluster);
+  SparePool pool;
+  if (o.train_cost.spares) {
+    if (base.cluster.ideal) throw_bad_input("--spares: cluster '{}' is ideal and has no nodes to hold back", base.cluster.name);
+    pool.gpus_per_node = base.cluster.gpus_per_node;
+    pool.nodes = (o.gpus + pool.gpus_per_node - 1) / pool.gpus_per_node;
+    pool.mtbf_per_gpu_s = o.train_cost.mtbf_per_gpu_hours * 3600;
+    pool.repair_s = o.train_cost.repair_hours * 3600;
+    o.train_cost.check_spares(pool.nodes);
+  }
 
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   check_work_unless_allowed("plan", {search_estimate(enumerate_candidates(base, space), threads)}, o.allow_large);
@@ -294,6 +342,17 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     } else {
       print_after_failure(out, heading, after, cost, o.threads);
     }
+  }
+  if (train && o.train_cost.spares) {
+    SearchOptions quiet = so;
+    quiet.progress = nullptr;
+    quiet.top = 1;
+    const Plan& best = result.plans.front();
+    const std::vector<SpareTemplate> templates =
+        spare_templates(base, space, pool, templates_needed(pool, *o.train_cost.spares), o.gpus, cost, quiet, best);
+    const std::vector<SpareRow> rows = spare_rows(pool, *o.train_cost.spares, templates, *train);
+    if (o.json) j_out["spares"] = spare_json(pool, rows);
+    else print_spare_table(out, pool, *train, template_fixes(best.config), rows);
   }
   if (o.json) out << j_out.dump(2) << "\n";
   if (o.stats)

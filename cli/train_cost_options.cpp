@@ -2,14 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <utility>
 
+#include "core/error.hpp"
 #include "core/units.hpp"
 
 namespace pw {
-namespace {
 
-// "12.3 days", "5.2 h", "76.4 min", "60 s": spans from a checkpoint's write to a whole run.
 std::string duration_text(double s) {
   if (s >= 2 * 86400) return fmt::format("{:.1f} days", s / 86400);
   if (s >= 2 * 3600) return fmt::format("{:.1f} h", s / 3600);
@@ -17,22 +17,18 @@ std::string duration_text(double s) {
   return fmt::format("{:.0f} s", s);
 }
 
-// "15T", "300B", "2.5M": a token count as --train-tokens takes it.
 std::string tokens_text(double n) {
   for (const auto& [scale, suffix] : {std::pair{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}})
     if (n >= scale) return fmt::format("{:g}{}", n / scale, suffix);
   return fmt::format("{:g}", n);
 }
 
-// "1.23 M" GPU-hours, "$4.56 M": large counts with their order of magnitude.
 std::string count_text(double x) {
   if (x >= 1e9) return fmt::format("{:.2f} G", x / 1e9);
   if (x >= 1e6) return fmt::format("{:.2f} M", x / 1e6);
   if (x >= 1e3) return fmt::format("{:.1f} k", x / 1e3);
   return fmt::format("{:.0f}", x);
 }
-
-}  // namespace
 
 void TrainCostOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--train-tokens", tokens, "Tokens to train (e.g. 15T): each plan's days, GPU-hours and failures");
@@ -41,6 +37,18 @@ void TrainCostOptions::add_to(CLI::App& cmd) {
                                "Mean hours between failures per GPU (default Llama 3 405B's: 50,677; 0: none)");
   cmd.add_option("--checkpoint-write", checkpoint_write_s, "Seconds to write one checkpoint")->capture_default_str();
   cmd.add_option("--restart", restart_s, "Seconds from a failure to training again")->capture_default_str();
+  cmd.add_option("--spares", spares,
+                 "With --train-tokens: goodput and cost for 0 to this many spare nodes held back from the run");
+  cmd.add_option("--repair", repair_hours, "Hours until a failed node is back (for --spares)")->capture_default_str();
+}
+
+void TrainCostOptions::check_spares(int pool_nodes) const {
+  if (!spares) return;
+  if (!asked()) throw_bad_input("--spares: give --train-tokens too; the run's length decides what spares are worth");
+  if (*spares < 0 || *spares >= pool_nodes)
+    throw_bad_input("--spares: {} spare nodes of the run's {}; give 0 to {}", *spares, pool_nodes, pool_nodes - 1);
+  if (!(repair_hours > 0) || !std::isfinite(repair_hours))
+    throw_bad_input("--repair: must be a positive number of hours, got {}", repair_hours);
 }
 
 TrainingRunSpec TrainCostOptions::spec(int gpus) const {

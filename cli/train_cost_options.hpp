@@ -22,12 +22,23 @@ struct TrainCostOptions {
   double checkpoint_write_s = TrainingRunSpec{}.checkpoint_write_s;
   double restart_s = TrainingRunSpec{}.restart_s;
   CLI::Option* mtbf_option = nullptr;
+  std::optional<int> spares;  // --spares: the table for 0 .. this many spare nodes
+  double repair_hours = 24;   // --repair
 
   void add_to(CLI::App& cmd);
+  // BadInput for --spares without --train-tokens, out of 0 .. pool_nodes - 1, or a --repair not positive.
+  void check_spares(int pool_nodes) const;
   bool asked() const { return !tokens.empty(); }
   // The run on `gpus` GPUs; BadInput naming the option for anything malformed (checked before the search).
   TrainingRunSpec spec(int gpus) const;
 };
+
+// "12.3 days", "5.2 h", "76.4 min", "60 s": spans from a checkpoint's write to a whole run.
+std::string duration_text(double s);
+// "15T", "300B", "2.5M": a token count as --train-tokens takes it.
+std::string tokens_text(double n);
+// "1.23 M" GPU-hours, "4.56 M" of a currency: large counts with their order of magnitude.
+std::string count_text(double x);
 
 // One row per plan (its throughput): days, GPU-hours, cost, interruptions, checkpoint interval, goodput,
 // with a line saying what was assumed.

@@ -55,7 +55,8 @@ bool tp_shards_model(const Model& model, int tp) {
 
 // The (pp, dp) pairs for `room` GPUs per tp x cp: pp x dp = room; with SearchSpace::up_to_gpus (any count up
 // to room), for each dp dividing the global batch the deepest pipeline that fits (more stages take less time
-// each), or with a fixed pp the most replicas.
+// each) and the deepest that divides the micro-batches or is a power of two, or with a fixed pp the most
+// replicas.
 std::vector<std::pair<int, int>> pipeline_shapes(int room, int global_batch, int layers, const SearchSpace& space) {
   std::vector<std::pair<int, int>> out;
   if (!space.up_to_gpus) {
@@ -71,7 +72,16 @@ std::vector<std::pair<int, int>> pipeline_shapes(int room, int global_batch, int
   }
   for (int dp : divisors(global_batch)) {
     if (dp > room || (space.dp && dp != *space.dp)) continue;
-    out.emplace_back(std::min(layers, room / dp), dp);
+    const int deepest = std::min(layers, room / dp);
+    out.emplace_back(deepest, dp);
+    // Schedules that cycle micro-batches in groups of pp (interleaved) need pp to divide them: the deepest
+    // such pipeline (at micro-batch size 1), and the deepest power of two.
+    int divides = deepest;
+    while ((global_batch / dp) % divides != 0) --divides;
+    int power = 1;
+    while (power * 2 <= deepest) power *= 2;
+    for (int pp : {divides, power})
+      if (std::find(out.begin(), out.end(), std::make_pair(pp, dp)) == out.end()) out.emplace_back(pp, dp);
   }
   std::sort(out.begin(), out.end());
   return out;

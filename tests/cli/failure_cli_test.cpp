@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 
 #include "cli_test_util.hpp"
@@ -91,4 +92,38 @@ TEST_CASE("replan re-plans a plan file on the nodes left") {
               "--failed-nodes: node 4 is not one of the run's nodes, 0 to 3; give indices in that range");
   check_error({"replan", "--plan", path}, "--failed-nodes: list the failed nodes, e.g. --failed-nodes 3,17");
   check_error({"replan", "--failed-nodes", "1"}, "--plan: give the plan file the run was started from (pipewright plan --out)");
+}
+
+TEST_CASE("plan --spares: per number of spare nodes the plan, how often the run is short and what the run costs") {
+  const CliResult r = run_cli(with(kPlan, {"--train-tokens", "10B", "--gpu-hour-price", "2", "--spares", "1", "--mtbf-per-gpu",
+                                           "1000", "--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& sp = j.at("spares");
+  CHECK(sp.at("pool_nodes") == 4);
+  const double mu = 4.0 * 8 / 1000 * 24;  // nodes x GPUs per node / MTBF x the 24 h repair
+  CHECK(sp.at("mean_nodes_down").get<double>() == Approx(mu).epsilon(1e-12));
+  REQUIRE(sp.at("rows").size() == 2);
+  const nlohmann::json& none = sp.at("rows")[0];
+  CHECK(none.at("gpus") == 32);
+  CHECK(none.at("tokens_per_s").get<double>() == j.at("plans")[0].at("throughput_tokens_per_s").get<double>());
+  CHECK(none.at("short_probability").get<double>() == Approx(1 - std::exp(-mu)).epsilon(1e-9));
+  CHECK(none.at("expected_tokens_per_s").get<double>() < none.at("tokens_per_s").get<double>());
+  CHECK(none.at("gpu_hours").get<double>() == Approx(none.at("wall_s").get<double>() / 3600 * 32).epsilon(1e-12));
+  CHECK(none.at("cost").get<double>() == Approx(2 * none.at("gpu_hours").get<double>()).epsilon(1e-12));
+  const nlohmann::json& one = sp.at("rows")[1];
+  CHECK(one.at("gpus") == 24);
+  CHECK(one.at("short_probability").get<double>() == Approx(1 - std::exp(-mu) * (1 + mu)).epsilon(1e-9));
+
+  const CliResult text = run_cli(with(kPlan, {"--train-tokens", "10B", "--spares", "1"}));
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("\nspare nodes for 10B tokens on 4 nodes: a failed node is back after 24.0 h (--repair)") !=
+        std::string::npos);
+  CHECK(text.out.find("\nspares   GPUs  plan ") != std::string::npos);
+
+  check_error(with(kPlan, {"--spares", "1"}), "--spares: give --train-tokens too; the run's length decides what spares are worth");
+  check_error(with(kPlan, {"--train-tokens", "10B", "--spares", "4"}), "--spares: 4 spare nodes of the run's 4; give 0 to 3");
+  check_error(with(kPlan, {"--train-tokens", "10B", "--spares", "1", "--repair", "-3"}),
+              "--repair: must be a positive number of hours, got -3");
 }

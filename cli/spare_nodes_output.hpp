@@ -1,0 +1,40 @@
+#pragma once
+// `plan --train-tokens ... --spares K`: per number of spare nodes held back, the plan the run trains with,
+// how often it runs short of spares, its expected throughput, wall time, goodput and cost (core/spare_nodes.hpp).
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/spare_nodes.hpp"
+#include "core/time_to_train.hpp"
+#include "planner/search.hpp"
+
+namespace pw {
+
+// The plan with k nodes out of the pool (k = 0, 1, ...); none when nothing fits.
+struct SpareTemplate {
+  std::optional<Plan> plan;
+  int gpus = 0;  // what is left to it
+};
+
+struct SpareRow {
+  int spares = 0;
+  int gpus = 0;  // the run's: the pool's less the spares'
+  std::optional<Candidate> config;
+  double tokens_per_s = 0;  // its plan's
+  SpareOutcome outcome;
+  TrainingRunCost run;      // at the expected throughput; GPU-hours count the whole pool
+};
+
+std::vector<SpareRow> spare_rows(const SparePool& pool, int max_spares, const std::vector<SpareTemplate>& templates,
+                                 const TrainingRunSpec& spec);
+
+// `fixed`: what the templates keep of plan 1 ("tp=4, interleaved and no recompute").
+void print_spare_table(std::ostream& out, const SparePool& pool, const TrainingRunSpec& spec, const std::string& fixed,
+                       const std::vector<SpareRow>& rows);
+nlohmann::ordered_json spare_json(const SparePool& pool, const std::vector<SpareRow>& rows);
+
+}  // namespace pw
