@@ -147,6 +147,11 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     P.levels = {s.workload.recompute};
   }
   for (Recompute level : P.levels) {
+    if (options.work && P.levels.size() == 1) {
+      if (options.work->size() != n) throw_runtime("partitioner: {} layer works for {} layers", options.work->size(), n);
+      P.level_work.push_back(*options.work);
+      continue;
+    }
     Workload w = s.workload;
     w.recompute = level;
     std::vector<LayerWork> work;

@@ -95,6 +95,8 @@ struct ProblemOptions {
   // activation_holdings(schedule), when the caller keeps them with the schedule (the configuration search
   // meets one schedule in many configurations).
   const std::vector<std::vector<Holding>>* holdings = nullptr;
+  // Each layer's work under the scenario's workload (one recompute level), when the caller has it.
+  const std::vector<LayerWork>* work = nullptr;
 };
 
 // `schedule`: the compute-only schedule of the scenario (make_schedule of its spec).

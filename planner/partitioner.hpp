@@ -64,10 +64,13 @@ struct PartitionResult {
 
 struct PartitionOptions {
   int max_ties = 64;              // bottleneck-optimal splits ranked by simulation
-  bool simulate = true;           // false: no simulation; the first tied split by the secondary order
+  // false: no simulation; with one chunk per rank the dynamic programme's own bottleneck-optimal split (ties
+  // uncounted), with several the first tied split by the secondary order
+  bool simulate = true;
   long search_nodes = 20000;      // branch-and-bound nodes (several chunks per rank, memory binding): ~2 us each
   const Schedule* schedule = nullptr;  // the scenario's compute-only schedule, when the caller has it
   const std::vector<std::vector<Holding>>* holdings = nullptr;  // activation_holdings(*schedule), likewise
+  const std::vector<LayerWork>* work = nullptr;  // each layer's work under the scenario's workload, likewise
   // With simulate: search every split by simulated step time (planner/fastest_split.hpp), starting from the
   // best tied split and the uniform and parameters splits; within these budgets (branch-and-bound nodes,
   // splits simulated), else the best found.

@@ -2,6 +2,7 @@
 // The largest of a fixed array's values over any range [begin, end), in O(1) after O(n log n): the
 // partitioner asks it for a stage's working memory (the largest transient of its layers) at every node.
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <vector>
 
@@ -23,8 +24,7 @@ class RangeMax {
   // 0 for an empty range.
   double max(std::size_t begin, std::size_t end) const {
     if (end <= begin) return 0;
-    std::size_t level = 0;
-    while ((std::size_t{2} << level) <= end - begin) ++level;
+    const std::size_t level = static_cast<std::size_t>(std::bit_width(end - begin)) - 1;
     const std::vector<double>& row = table_[level];
     return std::max(row[begin], row[end - (std::size_t{1} << level)]);
   }

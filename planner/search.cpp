@@ -526,6 +526,7 @@ class Searcher {
   static constexpr long kScreenNodes = 500;
   static constexpr long kRefineNodes = 5000;
   static constexpr int kRefineTies = 16;
+  static constexpr int kRefineJudged = 64;  // splits the search by simulated step time judges per plan
 
   using TableKey = std::tuple<int, int, int, Recompute, Precision, int, int>;
   static TableKey table_key(const Candidate& c) {
@@ -683,11 +684,13 @@ class Searcher {
   // node budget (deterministic: the same split whatever the threads do); the reported plans get a larger
   // one. Sets the scenario's ranges (and per-stage recompute levels).
   void best_split(Scenario& resolved, const Schedule& schedule, bool simulate,
-                  const std::vector<std::vector<Holding>>* holdings = nullptr) {
+                  const std::vector<std::vector<Holding>>* holdings = nullptr, const std::vector<LayerWork>* work = nullptr) {
     PartitionOptions po;
     po.simulate = simulate;
     po.schedule = &schedule;
     po.holdings = holdings;
+    po.work = work;
+    if (simulate) po.fastest_judged = kRefineJudged;
     po.explain_no_fit = false;  // over memory is all the search needs to know
     po.search_nodes = simulate ? kRefineNodes : kScreenNodes;
     po.max_ties = simulate ? kRefineTies : 1;  // 1: the first tied split in the partitioner's secondary order
@@ -799,7 +802,8 @@ class Searcher {
     if (options_.prune && !fits(p.memory_lb, p.limit)) return over_memory(c);
     const std::shared_ptr<const Schedule> schedule = schedule_of(p);
     try {
-      best_split(p.scenario, *schedule, false, p.cached->holdings());
+      best_split(p.scenario, *schedule, false, p.cached->holdings(),
+                 c.recompute == Recompute::PerStage ? nullptr : &tables_.at(table_key(c)).work);
       // Every stage at one level: the uniform candidate of that level is the same plan.
       const std::vector<Recompute>& levels = p.scenario.stage_recompute;
       if (!levels.empty() && std::all_of(levels.begin(), levels.end(), [&](Recompute r) { return r == levels.front(); }) &&

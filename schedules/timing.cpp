@@ -129,6 +129,9 @@ ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
     }
     return n;
   };
+  // Each rank's next action's needs, kept while it waits (the loop below revisits waiting ranks).
+  std::vector<Needs> waiting(ranks);
+  std::vector<char> known(ranks, 0);
   for (bool progress = true; progress;) {
     progress = false;
     for (size_t r = 0; r < ranks; ++r) {
@@ -137,7 +140,11 @@ ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
         const Action& a = list[next[r]];
         double start = free_at[r];
         bool ready = true;
-        const Needs n = needs_of(a, static_cast<int>(r));
+        if (!known[r]) {
+          waiting[r] = needs_of(a, static_cast<int>(r));
+          known[r] = 1;
+        }
+        const Needs& n = waiting[r];
         for (int k = 0; k < n.waits && ready; ++k) {
           const double t = done[n.wait[static_cast<size_t>(k)]];
           if (t < 0) ready = false;
@@ -151,6 +158,7 @@ ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
         free_at[r] = finish;
         out.makespan = std::max(out.makespan, finish);
         ++next[r];
+        known[r] = 0;
         progress = true;
       }
     }
