@@ -270,13 +270,8 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost, const P
 
   double optimum = relaxed.value;
   std::vector<std::vector<LayerRange>> tied;
-  if (!options.simulate && p.max_chunks == 1) {
-    // Screening: the programme's own optimal split, exact with one chunk per rank; the ties go uncounted.
-    tied.push_back(relaxed.ranges);
-  } else {
-    for (std::vector<LayerRange>& r : best_splits_within(p, caps, tie_limit(optimum), options.max_ties, &result.tied_splits))
-      if (p.max_chunks == 1 || fits_exactly(p, r)) tied.push_back(std::move(r));
-  }
+  for (std::vector<LayerRange>& r : best_splits_within(p, caps, tie_limit(optimum), options.max_ties, &result.tied_splits))
+    if (p.max_chunks == 1 || fits_exactly(p, r)) tied.push_back(std::move(r));
 
   if (tied.empty()) {
     // Several chunks per rank, and their sum binds: find splits that fit, then the best.

@@ -64,9 +64,7 @@ struct PartitionResult {
 
 struct PartitionOptions {
   int max_ties = 64;              // bottleneck-optimal splits ranked by simulation
-  // false: no simulation; with one chunk per rank the dynamic programme's own bottleneck-optimal split (ties
-  // uncounted), with several the first tied split by the secondary order
-  bool simulate = true;
+  bool simulate = true;  // false: no simulation; the first tied split by the secondary order
   long search_nodes = 20000;      // branch-and-bound nodes (several chunks per rank, memory binding): ~2 us each
   const Schedule* schedule = nullptr;  // the scenario's compute-only schedule, when the caller has it
   const std::vector<std::vector<Holding>>* holdings = nullptr;  // activation_holdings(*schedule), likewise
