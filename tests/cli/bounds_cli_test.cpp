@@ -28,13 +28,6 @@ void check_refused(const std::vector<std::string>& args, const std::string& star
   CHECK(seconds < 10);  // the target is 2 s; generous for a loaded machine
 }
 
-void check_bad_input(const std::vector<std::string>& args, const std::string& message) {
-  const CliResult r = run_cli(args);
-  INFO(r.err);
-  CHECK(r.code == 2);
-  CHECK(r.err == "error: " + message + "\n");
-}
-
 const std::string kMemory = " of this machine's memory; ";
 
 }  // namespace

@@ -14,20 +14,8 @@ const std::vector<std::string> kPlan = {"plan", "--model", "gpt3-1.3b", "--clust
                                         "--global-batch-size", "64", "--seq-len", "1024", "--schedules",
                                         "1f1b,interleaved,zb-v", "--top", "2"};
 
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
 
-std::string tmp(const std::string& name) { return std::string(PIPEWRIGHT_TEST_TMP) + "/" + name; }
 
-void check_error(const std::vector<std::string>& args, const std::string& message) {
-  const CliResult r = run_cli(args);
-  INFO(r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err == "error: " + message + "\n");
-}
 
 }  // namespace
 
@@ -56,15 +44,15 @@ TEST_CASE("plan --fail plans on what is left with the same global batch") {
 }
 
 TEST_CASE("plan --fail: bad counts are one line naming --fail") {
-  check_error(with(kPlan, {"--fail", "15Q"}), "--fail: '15Q' is not a count of GPUs or nodes; give e.g. 8, 8gpus or 1node");
-  check_error(with(kPlan, {"--fail", "0"}), "--fail: '0' loses nothing; give at least 1 GPU or node");
-  check_error(with(kPlan, {"--fail", "4nodes"}), "--fail: 4 nodes (32 GPUs) leaves none of the plan's 32 GPUs; fail fewer");
+  check_bad_input(with(kPlan, {"--fail", "15Q"}), "--fail: '15Q' is not a count of GPUs or nodes; give e.g. 8, 8gpus or 1node");
+  check_bad_input(with(kPlan, {"--fail", "0"}), "--fail: '0' loses nothing; give at least 1 GPU or node");
+  check_bad_input(with(kPlan, {"--fail", "4nodes"}), "--fail: 4 nodes (32 GPUs) leaves none of the plan's 32 GPUs; fail fewer");
   const std::string cluster = tmp("two-nodes.json");
   std::ofstream(cluster) << R"({"name": "two-nodes", "nodes": 2, "gpus_per_node": 8,
     "gpu": {"name": "H100", "peak_tflops": 989, "memory_bytes": 80e9, "hbm_bytes_per_s": 3.35e12},
     "intra_node": {"bandwidth_bytes_per_s": 450e9, "latency_s": 3e-6},
     "inter_node": {"bandwidth_bytes_per_s": 50e9, "latency_s": 8e-6}})";
-  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", cluster, "--gpus", "8", "--global-batch-size", "16",
+  check_bad_input({"plan", "--model", "gpt3-1.3b", "--cluster", cluster, "--gpus", "8", "--global-batch-size", "16",
                "--fail", "3nodes"},
               "--fail: 3 nodes is more than cluster 'two-nodes' has (16 GPUs); fail fewer");
 }
@@ -88,10 +76,10 @@ TEST_CASE("replan re-plans a plan file on the nodes left") {
   REQUIRE(text.code == 0);
   CHECK(text.out.find("\nnodes 0, 3 of 4 failed, 16 GPUs are left:\n") != std::string::npos);
 
-  check_error({"replan", "--plan", path, "--failed-nodes", "4"},
+  check_bad_input({"replan", "--plan", path, "--failed-nodes", "4"},
               "--failed-nodes: node 4 is not one of the run's nodes, 0 to 3; give indices in that range");
-  check_error({"replan", "--plan", path}, "--failed-nodes: list the failed nodes, e.g. --failed-nodes 3,17");
-  check_error({"replan", "--failed-nodes", "1"}, "--plan: give the plan file the run was started from (pipewright plan --out)");
+  check_bad_input({"replan", "--plan", path}, "--failed-nodes: list the failed nodes, e.g. --failed-nodes 3,17");
+  check_bad_input({"replan", "--failed-nodes", "1"}, "--plan: give the plan file the run was started from (pipewright plan --out)");
 }
 
 TEST_CASE("plan --spares: per number of spare nodes the plan, how often the run is short and what the run costs") {
@@ -122,8 +110,8 @@ TEST_CASE("plan --spares: per number of spare nodes the plan, how often the run 
         std::string::npos);
   CHECK(text.out.find("\nspares   GPUs  plan ") != std::string::npos);
 
-  check_error(with(kPlan, {"--spares", "1"}), "--spares: give --train-tokens too; the run's length decides what spares are worth");
-  check_error(with(kPlan, {"--train-tokens", "10B", "--spares", "4"}), "--spares: 4 spare nodes of the run's 4; give 0 to 3");
-  check_error(with(kPlan, {"--train-tokens", "10B", "--spares", "1", "--repair", "-3"}),
+  check_bad_input(with(kPlan, {"--spares", "1"}), "--spares: give --train-tokens too; the run's length decides what spares are worth");
+  check_bad_input(with(kPlan, {"--train-tokens", "10B", "--spares", "4"}), "--spares: 4 spare nodes of the run's 4; give 0 to 3");
+  check_bad_input(with(kPlan, {"--train-tokens", "10B", "--spares", "1", "--repair", "-3"}),
               "--repair: must be a positive number of hours, got -3");
 }

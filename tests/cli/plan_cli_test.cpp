@@ -16,12 +16,7 @@ const std::vector<std::string> kSmall = {"plan", "--model", "gpt3-1.3b", "--clus
                                          "--global-batch-size", "16", "--seq-len", "1024", "--schedules",
                                          "1f1b,interleaved,zb-h1", "--top", "3"};
 
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
 
-std::string tmp(const std::string& name) { return std::string(PIPEWRIGHT_TEST_TMP) + "/" + name; }
 
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -30,13 +25,6 @@ std::string read(const std::string& path) {
   return s.str();
 }
 
-void check_error(const std::vector<std::string>& args, const std::string& message) {
-  const CliResult r = run_cli(args);
-  INFO(r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err == "error: " + message + "\n");
-}
 
 }  // namespace
 
@@ -129,7 +117,7 @@ TEST_CASE("plan --out writes a plan that simulate --plan reproduces") {
   CHECK(again.at("tp") == best.at("tp"));
   CHECK(again.at("pp") == best.at("pp"));
 
-  check_error({"simulate", "--plan", path, "--tp", "2"},
+  check_bad_input({"simulate", "--plan", path, "--tp", "2"},
               "--plan: the plan file gives the scenario; drop --tp (only --cost-param adds to a plan)");
 }
 
@@ -148,31 +136,31 @@ TEST_CASE("plan --export writes the files and prints them") {
 }
 
 TEST_CASE("plan: bad input is one line naming the option and the fix") {
-  check_error(with(kSmall, {"--export", "nemo"}), "--export: unknown target 'nemo'; use megatron, deepspeed or torchtitan");
-  check_error(with(kSmall, {"--export", "megatron"}),
+  check_bad_input(with(kSmall, {"--export", "nemo"}), "--export: unknown target 'nemo'; use megatron, deepspeed or torchtitan");
+  check_bad_input(with(kSmall, {"--export", "megatron"}),
               "--export megatron: it cannot run schedule zb-h1; use --schedules 1f1b,bfs,interleaved,interleaved-overlap");
-  check_error(with(kSmall, {"--threads", "-1"}), "--threads: must be 0 (all cores) or more, got -1");
-  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+  check_bad_input(with(kSmall, {"--threads", "-1"}), "--threads: must be 0 (all cores) or more, got -1");
+  check_bad_input({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
                "--top", "0"},
               "--top: must be at least 1, got 0");
-  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+  check_bad_input({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
                "--schedules", "1f1b,,gpipe"},
               "--schedules: an empty name; list schedules such as 1f1b,interleaved");
-  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+  check_bad_input({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
                "--export", "deepspeed", "--schedule", "interleaved"},
               "--export deepspeed: it cannot run schedule interleaved; use --schedules 1f1b");
-  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+  check_bad_input({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
                "--export", "deepspeed", "--recompute", "selective"},
               "--export deepspeed: it has no selective recompute; use --recompute none or full");
-  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "12", "--global-batch-size", "16",
+  check_bad_input({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "12", "--global-batch-size", "16",
                "--tp", "8"},
               "--gpus: 12 is not a multiple of --tp 8");
-  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--global-batch-size", "16"},
+  check_bad_input({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--global-batch-size", "16"},
               "--gpus is required");
 
   // The model file itself is not an output.
   const std::string model = std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-uniform.json";
-  check_error({"plan", "--model", model, "--cluster", "dgx-h100", "--gpus", "2", "--global-batch-size", "2", "--out",
+  check_bad_input({"plan", "--model", model, "--cluster", "dgx-h100", "--gpus", "2", "--global-batch-size", "2", "--out",
                model},
               "--out: '" + model + "' is an input of this command (--model); write the output to another file");
 }
@@ -184,7 +172,7 @@ TEST_CASE("plan: no configuration fits, and the message says by how much") {
       "gpu": {"name": "20MB", "peak_tflops": 1, "memory_bytes": 2e7, "hbm_bytes_per_s": 1e12},
       "intra_node": {"bandwidth_bytes_per_s": 1e11, "latency_s": 0},
       "inter_node": {"bandwidth_bytes_per_s": 1e10, "latency_s": 0}})";
-  check_error({"plan", "--model", std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-uniform.json", "--cluster", cluster,
+  check_bad_input({"plan", "--model", std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-uniform.json", "--cluster", cluster,
                "--gpus", "2", "--global-batch-size", "2", "--schedules", "1f1b,gpipe", "--cost-param",
                "memory_reserve_bytes=0"},
               "no configuration of 2 GPUs fits in memory: the smallest stage needs 104 MB with tp=1, pp=2, dp=1, "
@@ -205,45 +193,45 @@ TEST_CASE("plan: rank order and per-stage recompute can be fixed, and exports re
     CHECK(p.at("recompute") == "per-stage");
     CHECK(p.at("stage_recompute").size() == 2);
   }
-  check_error(with(kSmall, {"--rank-order", "pp-first"}),
+  check_bad_input(with(kSmall, {"--rank-order", "pp-first"}),
               "--rank-order: 'pp-first' is not a rank order; use tp-pp-dp or tp-dp-pp");
-  check_error(with(base, {"--export", "deepspeed", "--rank-order", "tp-pp-dp", "--schedule", "1f1b"}),
+  check_bad_input(with(base, {"--export", "deepspeed", "--rank-order", "tp-pp-dp", "--schedule", "1f1b"}),
               "--export deepspeed: it places ranks tp-dp-pp, not tp-pp-dp; use --rank-order tp-dp-pp");
-  check_error(with(base, {"--export", "megatron", "--recompute", "per-stage"}),
+  check_bad_input(with(base, {"--export", "megatron", "--recompute", "per-stage"}),
               "--export megatron: it has no per-stage recompute; use --recompute none, selective or full");
 }
 
 TEST_CASE("plan: a ZeRO level the export target cannot run is refused before the search") {
-  check_error(with(kSmall, {"--zero", "4"}), "--zero: must be 0, 1, 2 or 3, got 4");
-  check_error(with(kSmall, {"--zero", "2", "--no-distributed-optimizer"}),
+  check_bad_input(with(kSmall, {"--zero", "4"}), "--zero: must be 0, 1, 2 or 3, got 4");
+  check_bad_input(with(kSmall, {"--zero", "2", "--no-distributed-optimizer"}),
               "--zero: 2 and --no-distributed-optimizer both set the sharding; give one of them");
   const std::vector<std::string> one_f = {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
                                          "--global-batch-size", "16", "--schedules", "1f1b"};
-  check_error(with(one_f, {"--zero", "3", "--export", "megatron"}),
+  check_bad_input(with(one_f, {"--zero", "3", "--export", "megatron"}),
               "--zero: 3 shards gradients and weights; Megatron-LM's distributed optimizer shards the optimizer state "
               "only (ZeRO-1); use --zero 0 or 1 with --export megatron");
-  check_error(with(kSmall, {"--zero", "2", "--export", "torchtitan"}),
+  check_bad_input(with(kSmall, {"--zero", "2", "--export", "torchtitan"}),
               "--zero: torchtitan replicates the whole training state (data_parallel_replicate_degree) or shards "
               "weights, gradients and optimizer state together (FSDP), not ZeRO-2; use --zero 0 or 3 with --export "
               "torchtitan");
-  check_error(with(kSmall, {"--zero", "1", "--export", "torchtitan"}),
+  check_bad_input(with(kSmall, {"--zero", "1", "--export", "torchtitan"}),
               "--zero: torchtitan replicates the whole training state (data_parallel_replicate_degree) or shards "
               "weights, gradients and optimizer state together (FSDP), not ZeRO-1; use --zero 0 or 3 with --export "
               "torchtitan");
-  check_error(with(one_f, {"--zero", "3", "--export", "deepspeed"}),
+  check_bad_input(with(one_f, {"--zero", "3", "--export", "deepspeed"}),
               "--zero: DeepSpeed's pipeline engine takes ZeRO stage 0 or 1, not 3; use --zero 0 or 1 with --export "
               "deepspeed");
-  check_error(with(kSmall, {"--reshard-after-forward", "sometimes"}),
+  check_bad_input(with(kSmall, {"--reshard-after-forward", "sometimes"}),
               "--reshard-after-forward: unknown 'sometimes'; use default, always or never");
 }
 
 TEST_CASE("plan refuses precision and ZeRO lists it cannot search as asked") {
-  check_error(with(kSmall, {"--precisions", "bf16,fp8", "--precision", "bf16"}),
+  check_bad_input(with(kSmall, {"--precisions", "bf16,fp8", "--precision", "bf16"}),
               "--precisions: --precision fixes one and --precisions lists several; give one of them");
-  check_error(with(kSmall, {"--precisions", "bf16,fp8", "--export", "torchtitan", "--export-dir", PIPEWRIGHT_TEST_TMP}),
+  check_bad_input(with(kSmall, {"--precisions", "bf16,fp8", "--export", "torchtitan", "--export-dir", PIPEWRIGHT_TEST_TMP}),
               "--precisions: --export torchtitan does not run fp8 as pipewright simulates it; leave it out");
-  check_error(with(kSmall, {"--zeros", "1,4"}), "--zeros: '4' is not a ZeRO level; list 0, 1, 2 or 3");
-  check_error(with(kSmall, {"--zeros", "1,3", "--zero", "1"}),
+  check_bad_input(with(kSmall, {"--zeros", "1,4"}), "--zeros: '4' is not a ZeRO level; list 0, 1, 2 or 3");
+  check_bad_input(with(kSmall, {"--zeros", "1,3", "--zero", "1"}),
               "--zeros: --zero (or --[no-]distributed-optimizer) fixes one level and --zeros lists several; give one of "
               "them");
 }
@@ -297,11 +285,11 @@ TEST_CASE("plan --train-tokens: each plan's wall time, GPU-hours, cost, interrup
     CHECK(run["gpu_hours"].get<double>() == Approx(run["wall_s"].get<double>() * 8 / 3600).epsilon(1e-12));
   }
   // Refused before the search, naming the option.
-  check_error({"plan", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "1000000", "--global-batch-size", "4096",
+  check_bad_input({"plan", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "1000000", "--global-batch-size", "4096",
                "--train-tokens", "15Q"},
               "--train-tokens: '15Q' is not a token count; write a positive number with an optional K, M, B or T, such "
               "as 15T");
-  check_error({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+  check_bad_input({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
                "--train-tokens", "1T", "--gpu-hour-price", "-2"},
               "--gpu-hour-price: must be 0 or a positive price per GPU-hour, got -2");
 }

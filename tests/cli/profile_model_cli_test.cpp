@@ -12,17 +12,13 @@
 
 namespace {
 
-std::string tmp(const std::string& name) {
+std::string absolute_tmp(const std::string& name) {
   return std::filesystem::absolute(std::string(PIPEWRIGHT_TEST_TMP) + "/" + name).lexically_normal().string();
 }
 
 const std::string kGpt = source_path("examples/tiny-gpt.json");
 const std::string kLlama = source_path("examples/tiny-llama.json");
 
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
 
 // One line naming the figure and both values, the file, and the two fixes.
 std::string refusal(const std::string& profile) {
@@ -33,7 +29,7 @@ std::string refusal(const std::string& profile) {
 }  // namespace
 
 TEST_CASE("simulate, plan and run refuse a profile of another model unless --force-profile") {
-  const std::string profile = write_uniform_block_profile(tmp("llama-profile.json"));
+  const std::string profile = write_uniform_block_profile(absolute_tmp("llama-profile.json"));
   const std::vector<std::string> simulate{"simulate", "--model", kGpt, "--cluster", "ideal", "--pp", "2",
                                           "--microbatches", "2", "--profile", profile};
   const std::vector<std::string> plan{"plan", "--model", kGpt, "--cluster", "ideal", "--gpus", "2",
@@ -66,11 +62,11 @@ TEST_CASE("simulate, plan and run refuse a profile of another model unless --for
 }
 
 TEST_CASE("a profile of the same shapes under another name or depth is used without a word") {
-  const std::string profile = write_uniform_block_profile(tmp("llama-profile-deep.json"));
+  const std::string profile = write_uniform_block_profile(absolute_tmp("llama-profile-deep.json"));
   nlohmann::json deep = nlohmann::json::parse(std::ifstream(kLlama));
   deep["name"] = "tiny-llama-32";
   deep["transformer"]["layers"] = 32;
-  const std::string model = tmp("tiny-llama-32.json");
+  const std::string model = absolute_tmp("tiny-llama-32.json");
   std::ofstream(model) << deep.dump();
   const CliResult r = run_cli({"simulate", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "2",
                                "--profile", profile});
@@ -83,7 +79,7 @@ TEST_CASE("a profile of the same shapes under another name or depth is used with
 TEST_CASE("a profile written before the model was recorded is used, with a note that it was not checked") {
   pw::Profile old = uniform_block_profile();
   old.model.reset();
-  const std::string profile = tmp("old-profile.json");
+  const std::string profile = absolute_tmp("old-profile.json");
   std::ofstream(profile) << pw::profile_to_json_text(old);
   const CliResult r = run_cli({"simulate", "--model", kGpt, "--cluster", "ideal", "--pp", "2", "--microbatches", "2",
                                "--profile", profile});

@@ -17,7 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string tmp(const std::string& name) { return std::string(PIPEWRIGHT_TEST_TMP) + "/" + name; }
 
 const std::string kLlama = source_path("examples/tiny-llama.json");
 

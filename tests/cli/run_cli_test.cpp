@@ -19,18 +19,7 @@ const std::vector<std::string> kSleepUniform = {"run", "--model", source_path("e
                                                 "ideal", "--pp", "2", "--microbatches", "2", "--compute", "sleep",
                                                 "--iterations", "2", "--warmup", "0"};
 
-std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
-  base.insert(base.end(), more.begin(), more.end());
-  return base;
-}
 
-void check_bad_input(const std::vector<std::string>& args, const std::string& message) {
-  const CliResult r = run_cli(args);
-  INFO(r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err == "error: " + message + "\n");
-}
 
 }  // namespace
 

@@ -22,7 +22,6 @@ std::vector<std::string> tiny(std::vector<std::string> args, int pp = 4, int m =
   return base;
 }
 
-std::string tmp_path(const std::string& name) { return std::string(PIPEWRIGHT_TEST_TMP) + "/" + name; }
 
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -93,7 +92,7 @@ TEST_CASE("compare: bad input names the option") {
 }
 
 TEST_CASE("show --svg: one box per compute action, the terminal view by default") {
-  const std::string svg = tmp_path("show-zbv.svg");
+  const std::string svg = tmp("show-zbv.svg");
   CliResult r = run_cli(tiny({"show", "--schedule", "zb-v", "--svg", svg, "--title", "ZB-V"}));
   INFO(r.err);
   REQUIRE(r.code == 0);
@@ -111,7 +110,7 @@ TEST_CASE("show --svg: one box per compute action, the terminal view by default"
 }
 
 TEST_CASE("show --trace: the compute slices of a simulated trace") {
-  const std::string trace = tmp_path("show-trace.json"), svg = tmp_path("show-trace.svg");
+  const std::string trace = tmp("show-trace.json"), svg = tmp("show-trace.svg");
   REQUIRE(run_cli(tiny({"simulate", "--schedule", "zb-h1", "--trace", trace})).code == 0);
   const CliResult r = run_cli({"show", "--trace", trace, "--svg", svg});
   INFO(r.err);
@@ -120,7 +119,7 @@ TEST_CASE("show --trace: the compute slices of a simulated trace") {
   CHECK(count(read(svg), "<g><title>") == 96);
   CHECK(run_cli({"show", "--trace", trace, "--model", "gpt3-1.3b"}).err ==
         "error: --trace: the trace gives the schedule; drop --model\n");
-  const std::string empty = tmp_path("show-empty.json");
+  const std::string empty = tmp("show-empty.json");
   std::ofstream(empty) << R"({"traceEvents": []})";
   CHECK(run_cli({"show", "--trace", empty}).err ==
         "error: --trace: " + empty +
@@ -128,7 +127,7 @@ TEST_CASE("show --trace: the compute slices of a simulated trace") {
 }
 
 TEST_CASE("simulate --export-csv writes PyTorch's CSV, --schedule-csv runs it back") {
-  const std::string csv = tmp_path("exported-interleaved.csv");
+  const std::string csv = tmp("exported-interleaved.csv");
   const nlohmann::json generated =
       run_json(tiny({"simulate", "--schedule", "interleaved", "--vpp", "2", "--export-csv", csv}));
   pw::ScheduleSpec spec;
@@ -146,7 +145,7 @@ TEST_CASE("simulate --export-csv writes PyTorch's CSV, --schedule-csv runs it ba
 }
 
 TEST_CASE("simulate --schedule-csv: the file must fit the configuration") {
-  const std::string csv = tmp_path("two-ranks.csv");
+  const std::string csv = tmp("two-ranks.csv");
   std::ofstream(csv) << "0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n";
   CHECK(run_cli(tiny({"simulate", "--schedule-csv", csv}, 4, 2)).err ==
         "error: --pp: 4 but schedule two-ranks.csv has 2 ranks (rows); use --pp 2\n");
@@ -154,9 +153,9 @@ TEST_CASE("simulate --schedule-csv: the file must fit the configuration") {
         "error: --microbatches: 3 but schedule two-ranks.csv has 2 micro-batches; use --microbatches 2\n");
   CHECK(run_cli(tiny({"simulate", "--schedule-csv", csv, "--schedule", "1f1b"}, 2, 2)).err ==
         "error: --schedule-csv: the file gives the schedule; drop --schedule 1f1b\n");
-  CHECK(run_cli(tiny({"simulate", "--schedule-csv", tmp_path("missing.csv")}, 2, 2)).err ==
-        "error: --schedule-csv: schedule file '" + tmp_path("missing.csv") + "' not found\n");
-  const std::string broken = tmp_path("broken.csv");
+  CHECK(run_cli(tiny({"simulate", "--schedule-csv", tmp("missing.csv")}, 2, 2)).err ==
+        "error: --schedule-csv: schedule file '" + tmp("missing.csv") + "' not found\n");
+  const std::string broken = tmp("broken.csv");
   std::ofstream(broken) << "0F0,0B1,0F1,0B0\r\n1F0,1F1,1B0,1B1\r\n";
   const CliResult r = run_cli(tiny({"simulate", "--schedule-csv", broken}, 2, 2));
   CHECK(r.code == 2);

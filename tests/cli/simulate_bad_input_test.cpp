@@ -11,11 +11,7 @@ namespace {
 
 void check_error(std::vector<std::string> args, const std::string& message) {
   args.insert(args.begin(), "simulate");
-  const CliResult r = run_cli(args);
-  INFO(r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err == "error: " + message + "\n");
+  check_bad_input(args, message);
 }
 
 std::string temp_file(const std::string& name, const std::string& text) {

@@ -28,6 +28,21 @@ Model uniform_model(int n, double out) {
   return m;
 }
 
+// GPT-3 1.3B on the small cluster's 8 GPUs, 32 sequences of 1024 tokens: the `top` best plans.
+SearchResult small_search(const CostModel& cost, const std::vector<std::string>& schedules, int top) {
+  Scenario base;
+  base.model = model_preset("gpt3-1.3b");
+  base.cluster = small_cluster();
+  base.global_batch_size = 32;
+  base.workload.seq_len = 1024;
+  SearchSpace space;
+  space.gpus = 8;
+  space.schedules = schedules;
+  SearchOptions o;
+  o.top = top;
+  return search_plans(base, space, cost, o);
+}
+
 }  // namespace
 
 TEST_CASE("1F1B on free links: compute m T and bubble (p - 1) T on the busiest rank, nothing else") {
@@ -71,17 +86,7 @@ TEST_CASE("two stages, one micro-batch: the transfers are the activation and its
 
 TEST_CASE("on searched plans the parts sum to the step, tp and recompute match the simulator's busy time") {
   const AnalyticCostModel cost;
-  Scenario base;
-  base.model = model_preset("gpt3-1.3b");
-  base.cluster = small_cluster();
-  base.global_batch_size = 32;
-  base.workload.seq_len = 1024;
-  SearchSpace space;
-  space.gpus = 8;
-  space.schedules = {"1f1b", "interleaved", "zb-h1"};
-  SearchOptions o;
-  o.top = 6;
-  const SearchResult r = search_plans(base, space, cost, o);
+  const SearchResult r = small_search(cost, {"1f1b", "interleaved", "zb-h1"}, 6);
   int compared = 0;
   for (const Plan& plan : r.plans) {
     const Evaluation& ev = plan.evaluation;
@@ -112,17 +117,7 @@ TEST_CASE("on searched plans the parts sum to the step, tp and recompute match t
 
 TEST_CASE("runners-up name what differs and lose exactly their step difference") {
   const AnalyticCostModel cost;
-  Scenario base;
-  base.model = model_preset("gpt3-1.3b");
-  base.cluster = small_cluster();
-  base.global_batch_size = 32;
-  base.workload.seq_len = 1024;
-  SearchSpace space;
-  space.gpus = 8;
-  space.schedules = {"1f1b", "interleaved"};
-  SearchOptions o;
-  o.top = 4;
-  const SearchResult r = search_plans(base, space, cost, o);
+  const SearchResult r = small_search(cost, {"1f1b", "interleaved"}, 4);
   REQUIRE(r.plans.size() == 4);
   const PlanExplanation e = explain_plans(r.plans, cost);
   REQUIRE(e.runners_up.size() == 3);
