@@ -1,5 +1,7 @@
 #include "core/analytic_cost_model.hpp"
 
+#include "core/serving_work.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -113,6 +115,28 @@ double AnalyticCostModel::compute_time(const PhaseWork& work, const GpuSpec& gpu
          rate_time(work.attention_flops, gpu.peak_flops * params_.attention_efficiency, gpu.name, "peak_flops") +
          rate_time(work.memory_bytes, gpu.hbm_bytes_per_s * params_.memory_efficiency, gpu.name, "hbm_bytes_per_s") +
          work.kernels * params_.kernel_overhead_s;
+}
+
+double AnalyticCostModel::serving_time(const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const {
+  const double bandwidth = gpu.hbm_bytes_per_s * params_.memory_efficiency;
+  const double gemm = std::max(rate_time(work.gemm_flops, gpu.peak_flops * params_.gemm_efficiency, gpu.name, "peak_flops"),
+                               rate_time(work.weight_bytes, bandwidth, gpu.name, "hbm_bytes_per_s"));
+  const double attention =
+      std::max(rate_time(work.attention_flops, gpu.peak_flops * params_.attention_efficiency, gpu.name, "peak_flops"),
+               rate_time(work.kv_bytes, bandwidth, gpu.name, "hbm_bytes_per_s"));
+  double comm = 0;
+  for (const Collective& c : work.collectives) comm += serving_collective_time(c, tp, tp_link);
+  return gemm + attention + rate_time(work.elementwise_bytes, bandwidth, gpu.name, "hbm_bytes_per_s") + comm;
+}
+
+double AnalyticCostModel::serving_collective_time(const Collective& c, int tp, const LinkSpec& link) const {
+  if (tp <= 1 || c.bytes <= 0) return 0;
+  if (c.kind != CollectiveKind::AllReduce || link.inter_node || c.bytes > kCustomAllReduceMaxBytes)
+    return collective_time(c.kind, c.bytes, tp, link);
+  // vLLM's custom all-reduce: every rank reaches every other directly, so its two steps (reduce-scatter,
+  // all-gather) each take one latency, not a ring's tp - 1.
+  const double n = tp;
+  return 2 * ((n - 1) / n * c.bytes / (link.bandwidth_bytes_per_s * params_.collective_efficiency) + link.latency_s);
 }
 
 double AnalyticCostModel::phase_work_time(const PhaseWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,

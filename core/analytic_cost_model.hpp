@@ -66,6 +66,15 @@ class AnalyticCostModel : public CostModel {
   // One all-to-all of `bytes` per rank (itself included: k copies of its tokens) over the ep group, at the
   // average load, its copies routed as `dispatch` says.
   double all_to_all_time(double bytes, const AllToAllLinks& links, const RoutedDispatch& dispatch = {}) const;
+  // A roofline per part: the GEMMs at the longer of their FLOPs and their weights' reading, the attention at
+  // the longer of its FLOPs and its KV traffic, the elementwise bytes, and the tp all-reduces whole (serving
+  // overlaps none); no launch cost (vLLM replays decode iterations as CUDA graphs).
+  double serving_time(const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const override;
+  // A serving iteration's tp collective: an all-reduce inside a node up to kCustomAllReduceMaxBytes runs as
+  // vLLM's custom all-reduce (vllm/distributed/device_communicators/custom_all_reduce.py, used on fully
+  // connected GPUs up to its max_size of 8 MiB): two steps of one latency each; anything else as collective_time.
+  double serving_collective_time(const Collective& c, int tp, const LinkSpec& link) const;
+  static constexpr double kCustomAllReduceMaxBytes = 8.0 * 1024 * 1024;
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;

@@ -13,6 +13,8 @@ namespace pw {
 
 enum class Phase { Forward, BackwardInput, BackwardWeight };
 
+struct ServingWork;  // core/serving_work.hpp
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -32,6 +34,10 @@ class CostModel {
   // ep group `links` describes, and in expert tensor parallelism's collectives; for BackwardInput the
   // recomputation's too. 0 for layers without routed experts.
   virtual double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const = 0;
+
+  // Seconds of one layer's work in one serving iteration (core/serving_work.hpp) on `gpu`, its tp collectives
+  // over `tp_link` among `tp` ranks included.
+  virtual double serving_time(const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const = 0;
 
   // Seconds for a ring collective of an array of `bytes` over `ranks` ranks whose slowest link is `link`.
   virtual double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const = 0;
@@ -82,6 +88,9 @@ class CostModelOver : public CostModel {
   }
   double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const override {
     return below_.expert_comm_time(work, phase, links);
+  }
+  double serving_time(const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const override {
+    return below_.serving_time(work, gpu, tp_link, tp);
   }
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override {
     return below_.collective_time(kind, bytes, ranks, link);

@@ -1,0 +1,76 @@
+#include "core/serving_work.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace pw {
+namespace {
+
+constexpr double kWeightBytes = 2;  // bf16 weights
+constexpr double kValueBytes = 2;   // bf16 activations
+
+}  // namespace
+
+ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
+                               KvCacheDtype kv_dtype) {
+  if (!model.transformer || layer.kind == LayerKind::Explicit)
+    throw_bad_input("model '{}': layer '{}' gives explicit costs, not shapes; serving needs a transformer", model.name,
+                    layer.name);
+  const TransformerConfig& t = *model.transformer;
+  const double tokens = static_cast<double>(batch.tokens());
+  ServingWork w;
+  switch (layer.kind) {
+    case LayerKind::Embedding:
+      // A lookup: the rows of the batch's tokens.
+      w.weight_bytes = tokens * t.hidden * kWeightBytes;
+      w.elementwise_bytes = tokens * t.hidden * kValueBytes;
+      if (tp > 1) w.collectives.push_back({CollectiveKind::AllReduce, tokens * t.hidden * kValueBytes});
+      break;
+    case LayerKind::Head: {
+      // Logits for the sampled tokens only (vLLM computes the last position of each sequence).
+      const LayerParameters p = layer_parameters(t, LayerKind::Head, layer.block, tp);
+      w.weight_bytes = p.total() * kWeightBytes;
+      w.gemm_flops = 2 * p.total() * static_cast<double>(batch.sampled_tokens);
+      w.elementwise_bytes = tokens * t.hidden * kValueBytes;
+      break;
+    }
+    case LayerKind::Block: {
+      const LayerParameters p = layer_parameters(t, LayerKind::Block, layer.block, tp);
+      w.weight_bytes = p.dense * kWeightBytes;
+      w.gemm_flops = 2 * p.dense * tokens;
+      if (p.routed > 0) {
+        // Every expert on this rank (ep 1: all of them, each split by tp) sees tokens x top_k / experts of the
+        // batch on average; it is read when any token reaches it.
+        const MoeConfig& m = *t.moe;
+        const double share = static_cast<double>(m.top_k) / m.experts;
+        w.gemm_flops += 2 * p.routed * tokens * share;
+        w.weight_bytes += p.routed * kWeightBytes * (1 - std::pow(1 - share, tokens));
+      }
+      const double heads = static_cast<double>(t.heads) / tp;
+      const double pairs = batch.prefill_pairs + batch.decode_context;
+      if (t.mla) {
+        // Decoding with the up-projections absorbed: each head scores the latent and rope part and sums the latent.
+        w.attention_flops = 2 * pairs * heads * (2.0 * t.mla->kv_lora_rank + t.mla->qk_rope_head_dim);
+      } else {
+        w.attention_flops = 2 * pairs * heads * 2.0 * t.head_dim;
+      }
+      const double per_token = kv_bytes_per_token_per_layer(model, tp, kv_dtype);
+      w.kv_bytes = per_token * (batch.prefill_kv_reads + batch.decode_context + tokens);
+      // Norms, residuals and the MLP's activation: the hidden state about eight times and the MLP's
+      // intermediate about twice per token, each in bf16.
+      w.elementwise_bytes = tokens * (8.0 * t.hidden + 2.0 * t.ffn / tp) * kValueBytes;
+      if (tp > 1) {
+        const double hidden_bytes = tokens * t.hidden * kValueBytes;
+        w.collectives.push_back({CollectiveKind::AllReduce, hidden_bytes});
+        w.collectives.push_back({CollectiveKind::AllReduce, hidden_bytes});
+      }
+      break;
+    }
+    case LayerKind::Mtp:
+    case LayerKind::Explicit: break;  // not served
+  }
+  return w;
+}
+
+}  // namespace pw

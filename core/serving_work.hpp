@@ -1,0 +1,41 @@
+#pragma once
+// The work of one layer in one forward iteration of a serving engine (continuous batching, as vLLM runs it):
+// some sequences prefill a chunk of their prompt, others decode one token each, all in one batch. Per tp
+// rank: the weights read once for the whole batch (decode is memory-bound on them), the GEMM FLOPs of every
+// token, the attention core's FLOPs and the KV cache it reads and writes (core/kv_cache.hpp), the
+// elementwise traffic, and the tp all-reduces (two per block, of every token's hidden state; vLLM runs
+// without sequence parallelism). CostModel::serving_time prices it.
+#include <vector>
+
+#include "core/kv_cache.hpp"
+#include "core/layer_work.hpp"
+#include "core/model.hpp"
+
+namespace pw {
+
+// One iteration's batch, as the scheduler forms it.
+struct ServingBatch {
+  long prefill_tokens = 0;       // prompt tokens computed this iteration (all prefilling sequences)
+  double prefill_pairs = 0;      // their causal query-key pairs (a chunk of c tokens after o cached: c o + c (c + 1) / 2)
+  double prefill_kv_reads = 0;   // tokens of KV they read (a chunk: o + c)
+  long decode_tokens = 0;        // sequences decoding one token each
+  double decode_context = 0;     // their contexts' tokens together (each reads its whole cache, itself included)
+  long sampled_tokens = 0;       // tokens whose logits the head computes (decodes and prompts that finish)
+
+  long tokens() const { return prefill_tokens + decode_tokens; }
+};
+
+struct ServingWork {
+  double weight_bytes = 0;     // read once per iteration
+  double gemm_flops = 0;
+  double attention_flops = 0;
+  double kv_bytes = 0;         // KV cache read and written
+  double elementwise_bytes = 0;
+  std::vector<Collective> collectives;  // tp
+};
+
+// The layer's work on one tp rank. BadInput for explicit layers (no shapes) and for expert parallelism.
+ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
+                               KvCacheDtype kv_dtype = KvCacheDtype::Bf16);
+
+}  // namespace pw

@@ -1,0 +1,114 @@
+// A serving iteration's work per layer (core/serving_work.hpp) and its analytic time: decode memory-bound on
+// the weights, prefill compute-bound, the KV cache read and written, experts read as tokens reach them.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "core/analytic_cost_model.hpp"
+#include "core/cluster.hpp"
+#include "core/error.hpp"
+#include "core/serving_work.hpp"
+
+using namespace pw;
+
+namespace {
+
+const Layer& first_block(const Model& m) {
+  for (const Layer& l : m.layers)
+    if (l.kind == LayerKind::Block) return l;
+  throw std::runtime_error("no block");
+}
+
+ServingBatch decode(long sequences, double context_each) {
+  ServingBatch b;
+  b.decode_tokens = sequences;
+  b.decode_context = sequences * context_each;
+  b.sampled_tokens = sequences;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("decode at batch 1 reads the weights once, the GEMMs at weights over bandwidth, and a long prefill at FLOPs over peak") {
+  const Model m = model_preset("llama3-70b");
+  const Layer& block = first_block(m);
+  const GpuSpec gpu = cluster_preset("dgx-h100").gpu;
+  const LinkSpec link = cluster_preset("dgx-h100").intra_node;
+  AnalyticCostParams params;
+  const AnalyticCostModel cost(params);
+  const double dense = layer_parameters(*m.transformer, LayerKind::Block, 0, 8).dense;
+
+  const ServingWork one = serving_layer_work(m, block, 8, decode(1, 1024));
+  CHECK(one.weight_bytes == 2 * dense);
+  CHECK(one.gemm_flops == 2 * dense);
+  // 512 bytes a token at tp 8: the 1024 cached read and the new one written.
+  CHECK(one.kv_bytes == 512.0 * (1024 + 1));
+  const double bandwidth = gpu.hbm_bytes_per_s * params.memory_efficiency;
+  double comm = 0;
+  for (const Collective& c : one.collectives) {
+    // vLLM's custom all-reduce: two steps of one latency each over NVLink.
+    CHECK(cost.serving_collective_time(c, 8, link) ==
+          Approx(2 * (7.0 / 8 * c.bytes / (link.bandwidth_bytes_per_s * params.collective_efficiency) + link.latency_s))
+              .epsilon(1e-12));
+    comm += cost.serving_collective_time(c, 8, link);
+  }
+  CHECK(one.collectives.size() == 2);
+  // Across nodes, or past 8 MiB, NCCL's ring.
+  LinkSpec network = link;
+  network.inter_node = true;
+  const Collective huge{CollectiveKind::AllReduce, 16.0 * 1024 * 1024};
+  CHECK(cost.serving_collective_time(one.collectives[0], 8, network) ==
+        cost.collective_time(CollectiveKind::AllReduce, one.collectives[0].bytes, 8, network));
+  CHECK(cost.serving_collective_time(huge, 8, link) == cost.collective_time(CollectiveKind::AllReduce, huge.bytes, 8, link));
+  const double expected = one.weight_bytes / bandwidth + one.kv_bytes / bandwidth + one.elementwise_bytes / bandwidth + comm;
+  CHECK(cost.serving_time(one, gpu, link, 8) == Approx(expected).epsilon(1e-12));
+  // The weights dominate: 80 blocks of them at 2.35 TB/s are 7.4 ms.
+  CHECK(one.weight_bytes / bandwidth > 0.8 * cost.serving_time(one, gpu, link, 8));
+
+  // 4096 prompt tokens: the GEMMs at the peak, far beyond reading the weights.
+  ServingBatch prefill;
+  prefill.prefill_tokens = 4096;
+  prefill.prefill_pairs = 4096.0 * 4097 / 2;
+  prefill.prefill_kv_reads = 4096;
+  prefill.sampled_tokens = 1;
+  const ServingWork big = serving_layer_work(m, block, 8, prefill);
+  const double gemm = big.gemm_flops / (gpu.peak_flops * params.gemm_efficiency);
+  CHECK(big.gemm_flops == 2 * dense * 4096);
+  CHECK(gemm > big.weight_bytes / bandwidth);
+  // Causal attention: 2 (QK and AV) x 2 FLOPs x pairs x heads per rank x head size.
+  CHECK(big.attention_flops == 4.0 * prefill.prefill_pairs * (64 / 8) * 128);
+}
+
+TEST_CASE("routed experts are read as tokens reach them, and the head scores the sampled tokens only") {
+  const Model m = model_preset("deepseek-v3");
+  const TransformerConfig& t = *m.transformer;
+  const Layer* moe = nullptr;
+  for (const Layer& l : m.layers)
+    if (l.kind == LayerKind::Block && t.moe_block(l.block)) {
+      moe = &l;
+      break;
+    }
+  REQUIRE(moe);
+  const LayerParameters p = layer_parameters(t, LayerKind::Block, moe->block, 8);
+  const double share = 8.0 / 256;  // top 8 of 256 experts
+  const ServingWork one = serving_layer_work(m, *moe, 8, decode(1, 100));
+  CHECK(one.weight_bytes == Approx(2 * p.dense + 2 * p.routed * share).epsilon(1e-12));
+  CHECK(one.gemm_flops == Approx(2 * p.dense + 2 * p.routed * share).epsilon(1e-12));
+  const ServingWork many = serving_layer_work(m, *moe, 8, decode(4096, 100));
+  CHECK(many.weight_bytes == Approx(2 * p.dense + 2 * p.routed * (1 - std::pow(1 - share, 4096))).epsilon(1e-12));
+  // The latent cache: 1152 bytes a token on every rank.
+  CHECK(one.kv_bytes == 1152.0 * (100 + 1));
+
+  const Layer& head = m.layers.back().kind == LayerKind::Head ? m.layers.back() : m.layers[m.layers.size() - 2];
+  ServingBatch b = decode(64, 100);
+  b.prefill_tokens = 1000;
+  b.sampled_tokens = 65;  // the 64 decodes and one prompt that completes
+  const ServingWork logits = serving_layer_work(m, head, 8, b);
+  const double head_params = layer_parameters(t, LayerKind::Head, head.block, 8).total();
+  CHECK(logits.gemm_flops == 2 * head_params * 65);
+
+  Model costs;
+  costs.name = "costs";
+  costs.layers.push_back(Layer{"l0", LayerKind::Explicit, ExplicitCosts{}});
+  CHECK_THROWS_AS(serving_layer_work(costs, costs.layers[0], 1, b), Error);
+}
