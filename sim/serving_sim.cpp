@@ -1,0 +1,316 @@
+#include "sim/serving_sim.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <queue>
+
+#include "core/error.hpp"
+#include "core/serving_work.hpp"
+#include "core/units.hpp"
+#include "core/workload.hpp"
+
+namespace pw {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kValueBytes = 2;  // bf16 hidden states between stages
+constexpr double kWeightBytes = 2;
+
+struct Live {
+  long computed = 0;   // tokens with KV in the cache
+  long generated = 0;  // output tokens produced
+  long blocks = 0;     // KV pages held
+  bool prefilled = false;  // its (re)prefill done: it decodes now
+  bool admitted = false;
+  bool in_flight = false;
+  bool done = false;
+  long admitted_order = 0;
+};
+
+struct Scheduled {
+  size_t request = 0;
+  long tokens = 0;     // computed this batch
+  bool decode = false;
+};
+
+class ServingSimulation {
+ public:
+  ServingSimulation(const Model& model, const Cluster& cluster, const CostModel& cost, const ServingConfig& config,
+                    const std::vector<ServingRequest>& requests)
+      : model_(model), cluster_(cluster), cost_(cost), c_(config), requests_(requests) {
+    if (c_.tp < 1 || c_.pp < 1) throw_bad_input("--tp and --pp: must be at least 1, got {} and {}", c_.tp, c_.pp);
+    if (c_.max_num_seqs < 1) throw_bad_input("--max-num-seqs: must be at least 1, got {}", c_.max_num_seqs);
+    if (c_.max_num_batched_tokens < 1)
+      throw_bad_input("--max-num-batched-tokens: must be at least 1, got {}", c_.max_num_batched_tokens);
+    if (c_.block_tokens < 1) throw_bad_input("block size: must be at least 1 token, got {}", c_.block_tokens);
+    stages_ = c_.stages.empty() ? split_layers(model, c_.pp, {}) : c_.stages;
+    if (static_cast<int>(stages_.size()) != c_.pp)
+      throw_bad_input("--pp {}: the stages give {} layer ranges", c_.pp, stages_.size());
+    ParallelConfig pc;
+    pc.tp = c_.tp;
+    pc.pp = c_.pp;
+    long capacity = std::numeric_limits<long>::max();
+    for (int s = 0; s < c_.pp; ++s) {
+      const int g = s * c_.tp;
+      stage_gpu_.push_back(g);
+      tp_link_.push_back(group_links(cluster, pc, g).tp);
+      if (s + 1 < c_.pp) p2p_.push_back(cost.p2p_link(cluster.link(g, g + c_.tp)));
+      double weights = 0;
+      for (int i = stages_[static_cast<size_t>(s)].first; i <= stages_[static_cast<size_t>(s)].last; ++i) {
+        const Layer& l = model.layers[static_cast<size_t>(i)];
+        if (l.kind == LayerKind::Mtp) continue;
+        weights += layer_parameters(*model.transformer, l.kind, l.block, c_.tp).total() * kWeightBytes;
+      }
+      const double room = cluster.memory_limit_at(g) * c_.gpu_memory_utilization - weights - c_.activation_reserve_bytes;
+      const double per_token = kv_bytes_for_tokens(model, stages_[static_cast<size_t>(s)], c_.tp, 1, c_.kv_dtype);
+      if (!(room > 0))
+        throw_bad_input("--tp {} --pp {}: stage {} holds {} of weights, and {} x {} of its {} leaves no room for a KV cache; "
+                        "use more GPUs (a larger --tp or --pp)",
+                        c_.tp, c_.pp, s, format_bytes(weights), format_percent(c_.gpu_memory_utilization),
+                        format_bytes(cluster.memory_limit_at(g)), format_bytes(cluster.memory_limit_at(g)));
+      if (per_token > 0) capacity = std::min(capacity, static_cast<long>(room / per_token));
+    }
+    total_blocks_ = capacity / c_.block_tokens;
+    capacity_tokens_ = total_blocks_ * c_.block_tokens;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const ServingRequest& r = requests[i];
+      if (r.prompt_tokens < 1 || r.output_tokens < 1)
+        throw_bad_input("request {}: needs at least one prompt and one output token, got {} and {}", i, r.prompt_tokens,
+                        r.output_tokens);
+      if (blocks_for(r.prompt_tokens + r.output_tokens) > total_blocks_)
+        throw_bad_input("request {}: {} tokens do not fit the KV cache's {} tokens (tp {}, pp {}); use more GPUs, "
+                        "--kv-cache-dtype fp8 or shorter requests",
+                        i, r.prompt_tokens + r.output_tokens, capacity_tokens_, c_.tp, c_.pp);
+      if (!c_.chunked_prefill && r.prompt_tokens > c_.max_num_batched_tokens)
+        throw_bad_input("request {}: its {}-token prompt exceeds --max-num-batched-tokens {} without chunked prefill; "
+                        "raise the budget or enable chunked prefill",
+                        i, r.prompt_tokens, c_.max_num_batched_tokens);
+    }
+    free_at_.assign(static_cast<size_t>(c_.pp), 0.0);
+    out_.stage_busy_s.assign(static_cast<size_t>(c_.pp), 0.0);
+    out_.kv_capacity_tokens = capacity_tokens_;
+    live_.resize(requests.size());
+    out_.requests.resize(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      arrivals_.push_back(i);
+      out_.requests[i].arrival_s = requests[i].arrival_s;
+      out_.requests[i].output_tokens = requests[i].output_tokens;
+    }
+    std::stable_sort(arrivals_.begin(), arrivals_.end(),
+                     [&](size_t a, size_t b) { return requests[a].arrival_s < requests[b].arrival_s; });
+  }
+
+  ServingResult run() {
+    double now = 0;
+    size_t finished = 0;
+    while (finished < requests_.size()) {
+      const double decide = std::max(now, free_at_[0]);
+      finished += complete_until(decide);
+      if (finished == requests_.size()) break;
+      admit_arrivals(decide);
+      std::vector<Scheduled> batch;
+      if (static_cast<int>(flights_.size()) < c_.pp) batch = schedule();
+      if (!batch.empty()) {
+        launch(batch, decide);
+        now = decide;
+        continue;
+      }
+      // Nothing to run now: wait for the next arrival or batch to leave the pipeline.
+      double next = kInf;
+      if (next_arrival_ < arrivals_.size()) next = requests_[arrivals_[next_arrival_]].arrival_s;
+      if (!flights_.empty()) next = std::min(next, flights_.top().done_s);
+      if (next == kInf) throw_runtime("serving simulation: {} requests left and nothing can run", requests_.size() - finished);
+      now = std::max(decide, next);
+    }
+    return out_;
+  }
+
+ private:
+  struct Flight {
+    double done_s;
+    long id;
+    std::vector<Scheduled> batch;
+    bool operator>(const Flight& o) const { return done_s != o.done_s ? done_s > o.done_s : id > o.id; }
+  };
+
+  long blocks_for(long tokens) const { return (tokens + c_.block_tokens - 1) / c_.block_tokens; }
+  // The tokens a (re)prefill computes: the prompt, and after a preemption every token generated so far (vLLM
+  // recomputes them), the last of them sampling the next token.
+  long goal(size_t i) const { return requests_[i].prompt_tokens + live_[i].generated; }
+
+  void admit_arrivals(double t) {
+    while (next_arrival_ < arrivals_.size() && requests_[arrivals_[next_arrival_]].arrival_s <= t)
+      waiting_.push_back(arrivals_[next_arrival_++]);
+  }
+
+  // Grows request i's pages to `tokens`, preempting the latest admitted running requests not in flight.
+  bool reserve(size_t i, long tokens, bool may_preempt) {
+    const long need = blocks_for(tokens) - live_[i].blocks;
+    while (used_blocks_ + need > total_blocks_) {
+      if (!may_preempt) return false;
+      size_t victim = requests_.size();
+      for (size_t r : running_)
+        if (r != i && !live_[r].in_flight && (victim == requests_.size() || live_[r].admitted_order > live_[victim].admitted_order))
+          victim = r;
+      if (victim == requests_.size()) return false;
+      preempt(victim);
+    }
+    used_blocks_ += need;
+    live_[i].blocks += need;
+    out_.peak_kv_use = std::max(out_.peak_kv_use, static_cast<double>(used_blocks_) / static_cast<double>(total_blocks_));
+    return true;
+  }
+
+  void preempt(size_t r) {
+    used_blocks_ -= live_[r].blocks;
+    live_[r].blocks = 0;
+    live_[r].computed = 0;
+    live_[r].prefilled = false;
+    live_[r].admitted = false;
+    running_.erase(std::find(running_.begin(), running_.end(), r));
+    waiting_.push_front(r);
+    ++out_.requests[r].preemptions;
+    ++out_.preemptions;
+  }
+
+  std::vector<Scheduled> schedule() {
+    std::vector<Scheduled> batch;
+    long budget = c_.max_num_batched_tokens;
+    // Running requests first, in admission order: a token each for decodes, the next chunk for prefills.
+    const std::vector<size_t> running = running_;
+    for (size_t i : running) {
+      if (budget <= 0) break;
+      Live& l = live_[i];
+      if (!l.admitted || l.in_flight || l.done) continue;
+      const long left = goal(i) - l.computed;
+      const bool decode = l.prefilled;
+      const long tokens = decode ? 1 : (c_.chunked_prefill ? std::min(left, budget) : left);
+      if (tokens > budget) continue;
+      if (!reserve(i, l.computed + tokens, true)) continue;
+      batch.push_back({i, tokens, decode});
+      l.in_flight = true;
+      budget -= tokens;
+    }
+    // Then waiting requests in order, while the cache and the sequence limit allow.
+    while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < c_.max_num_seqs) {
+      const size_t i = waiting_.front();
+      const long left = goal(i);
+      const long tokens = c_.chunked_prefill ? std::min(left, budget) : left;
+      if (tokens > budget || !reserve(i, tokens, false)) break;
+      waiting_.pop_front();
+      Live& l = live_[i];
+      l.admitted = true;
+      l.admitted_order = admissions_++;
+      running_.push_back(i);
+      batch.push_back({i, tokens, false});
+      l.in_flight = true;
+      budget -= tokens;
+    }
+    return batch;
+  }
+
+  void launch(const std::vector<Scheduled>& batch, double t) {
+    ServingBatch b;
+    for (const Scheduled& s : batch) {
+      const Live& l = live_[s.request];
+      if (s.decode) {
+        ++b.decode_tokens;
+        b.decode_context += static_cast<double>(l.computed + 1);
+        ++b.sampled_tokens;
+      } else {
+        const double o = static_cast<double>(l.computed), c = static_cast<double>(s.tokens);
+        b.prefill_tokens += s.tokens;
+        b.prefill_pairs += c * o + c * (c + 1) / 2;
+        b.prefill_kv_reads += o + c;
+        if (l.computed + s.tokens >= goal(s.request)) ++b.sampled_tokens;
+      }
+    }
+    double ready = t;
+    for (int s = 0; s < c_.pp; ++s) {
+      const size_t su = static_cast<size_t>(s);
+      const double time = serving_stage_time(model_, stages_[su], c_.tp, b, cluster_.gpu_at(stage_gpu_[su]), tp_link_[su],
+                                             cost_, c_.kv_dtype);
+      const double start = std::max(free_at_[su], ready);
+      free_at_[su] = start + time;
+      out_.stage_busy_s[su] += time;
+      ready = free_at_[su];
+      if (s + 1 < c_.pp) {
+        const LinkSpec& link = p2p_[su];
+        ready += link.latency_s + static_cast<double>(b.tokens()) * model_.transformer->hidden * kValueBytes / link.bandwidth_bytes_per_s;
+      }
+    }
+    flights_.push(Flight{ready, out_.batches++, batch});
+  }
+
+  // Applies every batch that leaves the pipeline by t; returns the requests that finished.
+  size_t complete_until(double t) {
+    size_t finished = 0;
+    while (!flights_.empty() && flights_.top().done_s <= t) {
+      const Flight f = flights_.top();
+      flights_.pop();
+      for (const Scheduled& s : f.batch) {
+        Live& l = live_[s.request];
+        l.in_flight = false;
+        if (!l.admitted) continue;  // preempted meanwhile: cannot be, in-flight requests are never preempted
+        l.computed += s.tokens;
+        if (!l.prefilled && l.computed < goal(s.request)) continue;  // more prompt to come
+        l.prefilled = true;
+        ++l.generated;
+        ServedRequest& r = out_.requests[s.request];
+        if (l.generated == 1) r.first_token_s = f.done_s;
+        r.last_token_s = f.done_s;
+        out_.makespan_s = std::max(out_.makespan_s, f.done_s);
+        if (l.generated >= requests_[s.request].output_tokens) {
+          l.done = true;
+          used_blocks_ -= l.blocks;
+          l.blocks = 0;
+          running_.erase(std::find(running_.begin(), running_.end(), s.request));
+          ++finished;
+        }
+      }
+    }
+    return finished;
+  }
+
+  const Model& model_;
+  const Cluster& cluster_;
+  const CostModel& cost_;
+  const ServingConfig& c_;
+  const std::vector<ServingRequest>& requests_;
+  std::vector<LayerRange> stages_;
+  std::vector<int> stage_gpu_;
+  std::vector<LinkSpec> tp_link_, p2p_;
+  long total_blocks_ = 0, capacity_tokens_ = 0, used_blocks_ = 0, admissions_ = 0;
+  std::vector<Live> live_;
+  std::vector<size_t> arrivals_;
+  size_t next_arrival_ = 0;
+  std::deque<size_t> waiting_;
+  std::vector<size_t> running_;
+  std::vector<double> free_at_;
+  std::priority_queue<Flight, std::vector<Flight>, std::greater<Flight>> flights_;
+  ServingResult out_;
+};
+
+}  // namespace
+
+double serving_stage_time(const Model& model, const LayerRange& layers, int tp, const ServingBatch& batch,
+                          const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype) {
+  double t = 0;
+  for (int i = layers.first; i <= layers.last; ++i) {
+    const Layer& l = model.layers[static_cast<size_t>(i)];
+    if (l.kind == LayerKind::Mtp) continue;
+    t += cost.serving_time(serving_layer_work(model, l, tp, batch, kv_dtype), gpu, tp_link, tp);
+  }
+  return t;
+}
+
+ServingResult simulate_serving(const Model& model, const Cluster& cluster, const CostModel& cost,
+                               const ServingConfig& config, const std::vector<ServingRequest>& requests) {
+  if (!model.transformer) throw_bad_input("model '{}' gives explicit per-layer costs; serving needs a transformer", model.name);
+  ServingSimulation sim(model, cluster, cost, config, requests);
+  return sim.run();
+}
+
+}  // namespace pw

@@ -1,0 +1,67 @@
+#pragma once
+// Serving a model with tensor and pipeline parallelism, as vLLM's engine runs it: continuous batching under a
+// token budget and the KV cache's capacity, prompts prefilled in chunks alongside the running decodes, up to pp
+// batches in flight (one per stage, vLLM's batch queue), each through the stages in order with its hidden
+// states sent between them, and preemption (the request recomputed later) when the cache runs out.
+//
+// A batch's time on a stage is its layers' CostModel::serving_time (core/serving_work.hpp); batches keep their
+// order on every stage, so a batch's path through the stages is known when it is formed. A request becomes
+// schedulable again when the batch it rode leaves the last stage (its next token depends on it).
+#include <vector>
+
+#include "core/cluster.hpp"
+#include "core/cost_model.hpp"
+#include "core/kv_cache.hpp"
+#include "core/model.hpp"
+#include "core/serving_work.hpp"
+#include "core/stage_costs.hpp"
+
+namespace pw {
+
+struct ServingRequest {
+  double arrival_s = 0;
+  long prompt_tokens = 0;
+  long output_tokens = 1;  // including the first, which the prefill produces
+};
+
+struct ServingConfig {
+  int tp = 1;
+  int pp = 1;
+  std::vector<LayerRange> stages;  // empty: transformer blocks spread evenly (embedding first, head last)
+  int max_num_seqs = 256;           // requests running at once
+  long max_num_batched_tokens = 8192;  // tokens in one batch
+  bool chunked_prefill = true;      // false: a prompt is prefilled whole in one batch
+  double gpu_memory_utilization = 0.9;  // of each GPU's memory, for weights, activations and the KV cache
+  KvCacheDtype kv_dtype = KvCacheDtype::Bf16;
+  int block_tokens = 16;            // the KV cache's page
+  // Per stage, bytes kept back for activations and the runtime beyond the weights (CUDA graphs, sampler).
+  double activation_reserve_bytes = 2e9;
+};
+
+struct ServedRequest {
+  double arrival_s = 0;
+  double first_token_s = 0;
+  double last_token_s = 0;
+  long output_tokens = 0;
+  int preemptions = 0;
+};
+
+struct ServingResult {
+  std::vector<ServedRequest> requests;  // in the order given
+  double makespan_s = 0;                // the last token's time
+  long kv_capacity_tokens = 0;          // the smallest stage's, per request set (all stages hold every token)
+  double peak_kv_use = 0;               // the largest fraction of the cache in use
+  long batches = 0;
+  std::vector<double> stage_busy_s;     // per stage
+  long preemptions = 0;
+};
+
+// BadInput when the weights leave no room for a KV cache, or a single request's tokens cannot fit it.
+ServingResult simulate_serving(const Model& model, const Cluster& cluster, const CostModel& cost,
+                               const ServingConfig& config, const std::vector<ServingRequest>& requests);
+
+// One stage's time for a batch, and the bytes it sends to the next stage (every token's hidden state).
+double serving_stage_time(const Model& model, const LayerRange& layers, int tp, const ServingBatch& batch,
+                          const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype);
+
+}  // namespace pw
