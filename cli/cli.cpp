@@ -25,6 +25,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(add_compare_command);
   add(add_plan_command);
   add(add_replan_command);
+  add(add_serve_command);
   add(add_models_command);
   add(add_clusters_command);
   add(add_run_command);

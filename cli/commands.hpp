@@ -14,6 +14,7 @@ CommandRunner add_show_command(CLI::App& app);
 CommandRunner add_compare_command(CLI::App& app);
 CommandRunner add_plan_command(CLI::App& app);
 CommandRunner add_replan_command(CLI::App& app);
+CommandRunner add_serve_command(CLI::App& app);
 CommandRunner add_models_command(CLI::App& app);
 CommandRunner add_clusters_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);

@@ -93,13 +93,16 @@ class ServingSimulation {
     out_.kv_capacity_tokens = capacity_tokens_;
     live_.resize(requests.size());
     out_.requests.resize(requests.size());
+    if (c_.concurrency < 0) throw_bad_input("--concurrency: must be at least 1, got {}", c_.concurrency);
     for (size_t i = 0; i < requests.size(); ++i) {
       arrivals_.push_back(i);
-      out_.requests[i].arrival_s = requests[i].arrival_s;
+      const bool closed = c_.concurrency > 0;
+      arrival_.push_back(!closed ? requests[i].arrival_s : (static_cast<long>(i) < c_.concurrency ? 0.0 : kInf));
+      out_.requests[i].arrival_s = arrival_.back();
       out_.requests[i].output_tokens = requests[i].output_tokens;
     }
-    std::stable_sort(arrivals_.begin(), arrivals_.end(),
-                     [&](size_t a, size_t b) { return requests[a].arrival_s < requests[b].arrival_s; });
+    released_ = std::min(requests.size(), static_cast<size_t>(c_.concurrency));
+    std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](size_t a, size_t b) { return arrival_[a] < arrival_[b]; });
   }
 
   ServingResult run() {
@@ -119,7 +122,7 @@ class ServingSimulation {
       }
       // Nothing to run now: wait for the next arrival or batch to leave the pipeline.
       double next = kInf;
-      if (next_arrival_ < arrivals_.size()) next = requests_[arrivals_[next_arrival_]].arrival_s;
+      if (next_arrival_ < arrivals_.size()) next = arrival_[arrivals_[next_arrival_]];
       if (!flights_.empty()) next = std::min(next, flights_.top().done_s);
       if (next == kInf) throw_runtime("serving simulation: {} requests left and nothing can run", requests_.size() - finished);
       now = std::max(decide, next);
@@ -141,7 +144,7 @@ class ServingSimulation {
   long goal(size_t i) const { return requests_[i].prompt_tokens + live_[i].generated; }
 
   void admit_arrivals(double t) {
-    while (next_arrival_ < arrivals_.size() && requests_[arrivals_[next_arrival_]].arrival_s <= t)
+    while (next_arrival_ < arrivals_.size() && arrival_[arrivals_[next_arrival_]] <= t)
       waiting_.push_back(arrivals_[next_arrival_++]);
   }
 
@@ -268,6 +271,12 @@ class ServingSimulation {
           l.blocks = 0;
           running_.erase(std::find(running_.begin(), running_.end(), s.request));
           ++finished;
+          // A closed loop sends the next request at once.
+          if (c_.concurrency > 0 && released_ < requests_.size()) {
+            arrival_[released_] = f.done_s;
+            out_.requests[released_].arrival_s = f.done_s;
+            ++released_;
+          }
         }
       }
     }
@@ -284,8 +293,10 @@ class ServingSimulation {
   std::vector<LinkSpec> tp_link_, p2p_;
   long total_blocks_ = 0, capacity_tokens_ = 0, used_blocks_ = 0, admissions_ = 0;
   std::vector<Live> live_;
-  std::vector<size_t> arrivals_;
+  std::vector<size_t> arrivals_;  // by arrival (a closed loop: in the order given)
+  std::vector<double> arrival_;   // per request; a closed loop's unreleased ones: infinity
   size_t next_arrival_ = 0;
+  size_t released_ = 0;           // a closed loop's requests sent so far
   std::deque<size_t> waiting_;
   std::vector<size_t> running_;
   std::vector<double> free_at_;

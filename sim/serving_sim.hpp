@@ -36,6 +36,9 @@ struct ServingConfig {
   int block_tokens = 16;            // the KV cache's page
   // Per stage, bytes kept back for activations and the runtime beyond the weights (CUDA graphs, sampler).
   double activation_reserve_bytes = 2e9;
+  // A closed loop: this many requests from time 0, each next one as soon as one finishes (the requests'
+  // arrival times unused). 0: the requests arrive when they say.
+  int concurrency = 0;
 };
 
 struct ServedRequest {

@@ -1,0 +1,36 @@
+#pragma once
+// The requests a serving run sees: prompt and output lengths (fixed, uniform or normal), arriving as a Poisson
+// process of a given rate, all at once for a closed loop (the engine keeps a fixed number in flight), or as a
+// JSONL trace of {"prompt_tokens", "output_tokens", "arrival_s"}. Lengths and gaps come from a 64-bit Mersenne
+// Twister through transforms written here (the standard library's distributions differ between
+// implementations), so one seed gives one workload everywhere.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/serving_sim.hpp"
+
+namespace pw {
+
+// "512" fixed, "uniform:128:1024" (inclusive), "normal:512:128" (mean, standard deviation; rounded, at least 1).
+struct LengthSpec {
+  enum class Kind { Fixed, Uniform, Normal } kind = Kind::Fixed;
+  double a = 1, b = 1;
+};
+// BadInput naming `option` for anything else.
+LengthSpec parse_length(const std::string& text, const std::string& option);
+
+struct WorkloadSpec {
+  LengthSpec prompt, output;
+  long requests = 0;
+  double rate_per_s = 0;  // Poisson arrivals; 0: all at time 0 (a closed loop or a batch)
+  std::uint64_t seed = 1;
+};
+
+std::vector<ServingRequest> make_requests(const WorkloadSpec& spec);
+
+// One request per line: {"prompt_tokens": 812, "output_tokens": 120, "arrival_s": 0.25}; arrivals need not be
+// sorted. BadInput naming the line and field, and for a trace of more than `max_requests`.
+std::vector<ServingRequest> requests_from_jsonl(const std::string& text, const std::string& source, long max_requests);
+
+}  // namespace pw

@@ -1,0 +1,70 @@
+// `pipewright serve simulate`: its JSON, its text, and bad input.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "cli_test_util.hpp"
+
+namespace {
+
+const std::vector<std::string> kServe = {"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                         "--tp", "2", "--pp", "2", "--requests", "64", "--prompt-tokens", "256",
+                                         "--output-tokens", "32"};
+
+}  // namespace
+
+TEST_CASE("serve simulate --json: throughput, TTFT and TPOT percentiles, the KV cache") {
+  const CliResult r = run_cli(with(kServe, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* key : {"output_tokens_per_s", "requests_per_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+                          "kv_capacity_tokens", "peak_kv_use", "preemptions", "batches", "stage_busy_fraction"})
+    CHECK(j.contains(key));
+  const double makespan = j.at("makespan_s").get<double>();
+  CHECK(j.at("output_tokens_per_s").get<double>() == Approx(64 * 32 / makespan).epsilon(1e-12));
+  CHECK(j.at("requests_per_s").get<double>() == Approx(64 / makespan).epsilon(1e-12));
+  CHECK(j.at("ttft_p50_s").get<double>() <= j.at("ttft_p99_s").get<double>());
+  CHECK(j.at("tpot_p50_s").get<double>() <= j.at("tpot_p99_s").get<double>());
+  CHECK(j.at("stage_busy_fraction").size() == 2);
+  // The same input, the same output.
+  CHECK(run_cli(with(kServe, {"--json"})).out == r.out);
+
+  const CliResult text = run_cli(kServe);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.rfind("llama3-8b on dgx-h100: tp 2, pp 2 (4 GPUs), 64 requests of 256 prompt and 32 output tokens, "
+                       "all at once\n",
+                       0) == 0);
+  CHECK(text.out.find("\n  TTFT p50 / p99 ") != std::string::npos);
+}
+
+TEST_CASE("serve simulate: closed loop, Poisson and trace arrivals") {
+  const std::string trace = tmp("serve-trace.jsonl");
+  std::ofstream(trace) << "{\"prompt_tokens\": 100, \"output_tokens\": 10, \"arrival_s\": 0}\n"
+                          "{\"prompt_tokens\": 200, \"output_tokens\": 5, \"arrival_s\": 1.5}\n";
+  const CliResult t = run_cli({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--trace", trace, "--json"});
+  INFO(t.err);
+  REQUIRE(t.code == 0);
+  CHECK(nlohmann::json::parse(t.out).at("requests") == 2);
+  CHECK(run_cli(with(kServe, {"--concurrency", "8"})).code == 0);
+  CHECK(run_cli(with(kServe, {"--rate", "20"})).code == 0);
+}
+
+TEST_CASE("serve simulate: bad input is one line naming the option") {
+  check_bad_input(with(kServe, {"--rate", "2", "--concurrency", "4"}),
+                  "--concurrency, --rate and --trace: give one way for requests to arrive");
+  const std::vector<std::string> base = {"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100"};
+  check_bad_input(with(base, {"--prompt-tokens", "15Q"}),
+                  "--prompt-tokens: '15Q' is not a length; give a token count (512), uniform:MIN:MAX or normal:MEAN:STD");
+  check_bad_input(with(kServe, {"--kv-cache-dtype", "int4"}), "--kv-cache-dtype: 'int4' is not one; use auto (the model's bf16) or fp8");
+  check_bad_input(with(base, {"--tp", "3"}), "--tp: 3 does not divide the 32 attention heads of 'llama3-8b'");
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--prompt-tokens", "4000000",
+                   "--requests", "1", "--output-tokens", "1"},
+                  "request 0: 4000001 tokens do not fit the KV cache's 411520 tokens (tp 1, pp 1); use more GPUs, "
+                  "--kv-cache-dtype fp8 or shorter requests");
+  check_bad_input(with(base, {"--requests", "100000", "--output-tokens", "1000"}),
+                  "--requests x --output-tokens: about 100,000,000 output tokens to simulate; the limit is 50,000,000; use "
+                  "fewer requests or shorter outputs");
+}

@@ -1,0 +1,99 @@
+// Serving workloads (sim/serving_workload.hpp) and metrics (sim/serving_metrics.hpp).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "sim/serving_metrics.hpp"
+#include "sim/serving_workload.hpp"
+
+using namespace pw;
+
+namespace {
+
+std::string bad(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("lengths: fixed, uniform and normal, and malformed ones named") {
+  CHECK(parse_length("512", "--prompt-tokens").kind == LengthSpec::Kind::Fixed);
+  const LengthSpec u = parse_length("uniform:100:200", "--prompt-tokens");
+  CHECK((u.kind == LengthSpec::Kind::Uniform && u.a == 100 && u.b == 200));
+  const LengthSpec n = parse_length("normal:512:64", "--output-tokens");
+  CHECK((n.kind == LengthSpec::Kind::Normal && n.a == 512 && n.b == 64));
+  CHECK(bad([] { parse_length("15Q", "--prompt-tokens"); }) ==
+        "--prompt-tokens: '15Q' is not a length; give a token count (512), uniform:MIN:MAX or normal:MEAN:STD");
+  CHECK(bad([] { parse_length("0", "--prompt-tokens"); }) ==
+        "--prompt-tokens: '0' is not a whole number of tokens from 1 to 10,000,000; give a token count (512), "
+        "uniform:MIN:MAX or normal:MEAN:STD");
+  CHECK(bad([] { parse_length("uniform:9:3", "--output-tokens"); }) ==
+        "--output-tokens: 'uniform:9:3' needs whole MIN and MAX with 1 <= MIN <= MAX <= 10,000,000; give a token "
+        "count (512), uniform:MIN:MAX or normal:MEAN:STD");
+}
+
+TEST_CASE("generated requests: one seed, one workload, lengths in range, Poisson gaps of mean 1 / rate") {
+  WorkloadSpec w;
+  w.prompt = parse_length("uniform:100:200", "p");
+  w.output = parse_length("normal:50:10", "o");
+  w.requests = 20000;
+  w.rate_per_s = 4;
+  w.seed = 7;
+  const std::vector<ServingRequest> a = make_requests(w), b = make_requests(w);
+  REQUIRE(a.size() == 20000);
+  double sum_prompt = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK((a[i].prompt_tokens == b[i].prompt_tokens && a[i].output_tokens == b[i].output_tokens &&
+           a[i].arrival_s == b[i].arrival_s));
+    CHECK((a[i].prompt_tokens >= 100 && a[i].prompt_tokens <= 200));
+    CHECK(a[i].output_tokens >= 1);
+    if (i > 0) CHECK(a[i].arrival_s > a[i - 1].arrival_s);
+    sum_prompt += static_cast<double>(a[i].prompt_tokens);
+  }
+  // 20,000 gaps of mean 0.25 s: within 3 standard errors (0.25 / sqrt(20000) each).
+  CHECK(std::fabs(a.back().arrival_s / 20000 - 0.25) < 3 * 0.25 / std::sqrt(20000.0));
+  CHECK(std::fabs(sum_prompt / 20000 - 150) < 1.5);
+  w.seed = 8;
+  CHECK(make_requests(w)[0].prompt_tokens * 1000 + make_requests(w)[1].prompt_tokens !=
+        a[0].prompt_tokens * 1000 + a[1].prompt_tokens);
+}
+
+TEST_CASE("traces: one request per line, fields named in errors") {
+  const std::vector<ServingRequest> r = requests_from_jsonl(
+      "{\"prompt_tokens\": 10, \"output_tokens\": 3, \"arrival_s\": 0.5}\n\n{\"prompt_tokens\": 7, \"output_tokens\": 1}\n",
+      "t.jsonl", 10);
+  REQUIRE(r.size() == 2);
+  CHECK((r[0].prompt_tokens == 10 && r[0].output_tokens == 3 && r[0].arrival_s == 0.5));
+  CHECK(r[1].arrival_s == 0);
+  CHECK(bad([] { requests_from_jsonl("{\"prompt_tokens\": 10, \"output_tokens\": 0}\n", "t.jsonl", 10); })
+            .rfind("t.jsonl line 1: output_tokens", 0) == 0);
+  CHECK(bad([] { requests_from_jsonl("{\"prompt\": 10}\n", "t.jsonl", 10); }).rfind("t.jsonl line 1: ", 0) == 0);
+  CHECK(bad([] { requests_from_jsonl("not json\n", "t.jsonl", 10); }).rfind("t.jsonl line 1: malformed JSON", 0) == 0);
+  CHECK(bad([] { requests_from_jsonl("", "t.jsonl", 10); }) == "t.jsonl: no requests; give one JSON object per line");
+  CHECK(bad([] {
+          requests_from_jsonl("{\"prompt_tokens\": 1, \"output_tokens\": 1}\n{\"prompt_tokens\": 1, \"output_tokens\": 1}\n",
+                              "t.jsonl", 1);
+        }) == "t.jsonl: more than 1 requests; split the trace or raise --requests");
+}
+
+TEST_CASE("metrics: nearest-rank percentiles and rates over the run") {
+  CHECK(nearest_rank({5, 1, 3, 2, 4}, 50) == 3);
+  CHECK(nearest_rank({5, 1, 3, 2, 4}, 99) == 5);
+  CHECK(nearest_rank({}, 50) == 0);
+  ServingResult r;
+  r.makespan_s = 10;
+  r.requests = {{0, 1, 5, 5, 0}, {2, 4, 8, 3, 0}};
+  const ServingMetrics m = serving_metrics(r);
+  CHECK(m.output_tokens_per_s == 0.8);
+  CHECK(m.requests_per_s == 0.2);
+  CHECK(m.ttft_p50_s == 1);
+  CHECK(m.ttft_p99_s == 2);
+  CHECK(m.tpot_p50_s == 1);  // (5 - 1) / 4 and (8 - 4) / 2
+  CHECK(m.tpot_p99_s == 2);
+}
