@@ -68,3 +68,39 @@ TEST_CASE("serve simulate: bad input is one line naming the option") {
                   "--requests x --output-tokens: about 100,000,000 output tokens to simulate; the limit is 50,000,000; use "
                   "fewer requests or shorter outputs");
 }
+
+TEST_CASE("serve plan: tp x pp x replicas using every GPU, by throughput, and SLOs no plan meets marked best effort") {
+  const std::vector<std::string> plan = {"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4",
+                                         "--requests", "64", "--prompt-tokens", "256", "--output-tokens", "32", "--top", "10"};
+  const CliResult r = run_cli(with(plan, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& plans = j.at("plans");
+  REQUIRE(plans.size() >= 3);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const nlohmann::json& p = plans[i];
+    CHECK(p.at("tp").get<int>() * p.at("pp").get<int>() * p.at("replicas").get<int>() == 4);
+    for (const char* key : {"ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "output_tokens_per_s"}) CHECK(p.contains(key));
+    if (i > 0) CHECK(plans[i - 1].at("output_tokens_per_s").get<double>() >= p.at("output_tokens_per_s").get<double>());
+  }
+  // One plan of serve plan is serve simulate of its engine when there is one replica.
+  for (const nlohmann::json& p : plans) {
+    if (p.at("replicas") != 1) continue;
+    const CliResult s = run_cli({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--tp",
+                                 std::to_string(p.at("tp").get<int>()), "--pp", std::to_string(p.at("pp").get<int>()),
+                                 "--requests", "64", "--prompt-tokens", "256", "--output-tokens", "32", "--json"});
+    REQUIRE(s.code == 0);
+    CHECK(nlohmann::json::parse(s.out).at("output_tokens_per_s").get<double>() == p.at("output_tokens_per_s").get<double>());
+  }
+
+  const CliResult hard = run_cli(with(plan, {"--ttft-slo", "0.000001", "--json"}));
+  REQUIRE(hard.code == 0);
+  for (const nlohmann::json& p : nlohmann::json::parse(hard.out).at("plans")) {
+    CHECK(p.at("meets_slo") == false);
+    CHECK(p.at("slo_share").get<double>() == 0);
+  }
+  const CliResult text = run_cli(with(plan, {"--ttft-slo", "0.000001"}));
+  CHECK(text.out.find("  best effort\n") != std::string::npos);
+  check_bad_input(with(plan, {"--tpot-slo", "-1"}), "--tpot-slo: must be a positive number of seconds, got -1");
+}

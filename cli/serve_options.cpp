@@ -1,0 +1,104 @@
+#include "cli/serve_options.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "cli/scenario_options.hpp"
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+#include "core/work_estimate.hpp"
+#include "sim/serving_workload.hpp"
+
+namespace pw {
+namespace {
+
+// Requests a run takes at most, and output tokens: each is one batch slot, simulated in microseconds.
+constexpr long kMaxRequests = 100000;
+constexpr double kMaxOutputTokens = 5e7;
+
+double expected_length(const LengthSpec& s) { return s.kind == LengthSpec::Kind::Uniform ? (s.a + s.b) / 2 : s.a; }
+
+}  // namespace
+
+void ServeOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--model", model, "Model preset, Hugging Face config.json or pipewright model JSON")->required();
+  cmd.add_option("--cluster", cluster, "Cluster preset or cluster JSON")->required();
+  cmd.add_option("--prompt-tokens", prompt_tokens, "Prompt length: N, uniform:MIN:MAX or normal:MEAN:STD")->capture_default_str();
+  cmd.add_option("--output-tokens", output_tokens, "Output length, as --prompt-tokens")->capture_default_str();
+  cmd.add_option("--requests", requests, "Requests to serve (not with --trace)")->capture_default_str();
+  cmd.add_option("--concurrency", concurrency, "Closed loop: this many requests in flight");
+  cmd.add_option("--rate", rate, "Poisson arrivals, requests per second");
+  cmd.add_option("--trace", trace, "JSONL of {\"prompt_tokens\", \"output_tokens\", \"arrival_s\"}");
+  cmd.add_option("--max-num-seqs", max_num_seqs, "Requests running at once (vLLM's)")->capture_default_str();
+  cmd.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens in one batch (vLLM's)")->capture_default_str();
+  cmd.add_flag("--no-chunked-prefill", no_chunked_prefill, "Prefill each prompt whole in one batch");
+  cmd.add_option("--kv-cache-dtype", kv_cache_dtype, "auto (bf16) or fp8")->capture_default_str();
+  cmd.add_option("--gpu-memory-utilization", gpu_memory_utilization, "Share of GPU memory vLLM takes")->capture_default_str();
+  cmd.add_option("--seed", seed, "Seed of the generated workload")->capture_default_str();
+  cmd.add_flag("--json", json, "Print JSON");
+}
+
+void ServeOptions::check() const {
+  if ((concurrency ? 1 : 0) + (rate ? 1 : 0) + (trace.empty() ? 0 : 1) > 1)
+    throw_bad_input("--concurrency, --rate and --trace: give one way for requests to arrive");
+  if (concurrency && *concurrency < 1) throw_bad_input("--concurrency: must be at least 1, got {}", *concurrency);
+  if (rate && !(*rate > 0 && std::isfinite(*rate)))
+    throw_bad_input("--rate: must be a positive number of requests per second, got {}", *rate);
+  if (requests < 1 || requests > kMaxRequests) throw_bad_input("--requests: must be from 1 to {}, got {}", kMaxRequests, requests);
+  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1))
+    throw_bad_input("--gpu-memory-utilization: must be in (0, 1], got {}", gpu_memory_utilization);
+  if (kv_cache_dtype != "auto" && kv_cache_dtype != "fp8")
+    throw_bad_input("--kv-cache-dtype: '{}' is not one; use auto (the model's bf16) or fp8", kv_cache_dtype);
+  if (trace.empty()) {
+    parse_length(prompt_tokens, "--prompt-tokens");
+    const LengthSpec out = parse_length(output_tokens, "--output-tokens");
+    const double tokens = expected_length(out) * static_cast<double>(requests);
+    if (tokens > kMaxOutputTokens)
+      throw_bad_input("--requests x --output-tokens: about {} output tokens to simulate; the limit is {}; use fewer requests "
+                      "or shorter outputs",
+                      with_commas(static_cast<std::int64_t>(tokens)), with_commas(static_cast<std::int64_t>(kMaxOutputTokens)));
+  }
+}
+
+Model ServeOptions::load_model_checked() const {
+  Model m = load_for_option("--model", model, load_model);
+  if (!m.transformer) throw_bad_input("--model: '{}' gives explicit per-layer costs; serving needs a transformer", m.name);
+  return m;
+}
+
+Cluster ServeOptions::load_cluster_checked() const { return load_for_option("--cluster", cluster, load_cluster); }
+
+std::vector<ServingRequest> ServeOptions::make_workload() const {
+  if (!trace.empty()) return requests_from_jsonl(read_text_file(trace, "--trace"), trace, kMaxRequests);
+  WorkloadSpec w;
+  w.prompt = parse_length(prompt_tokens, "--prompt-tokens");
+  w.output = parse_length(output_tokens, "--output-tokens");
+  w.requests = requests;
+  w.rate_per_s = rate.value_or(0);
+  w.seed = seed;
+  return make_requests(w);
+}
+
+ServingConfig ServeOptions::engine(int tp, int pp) const {
+  ServingConfig c;
+  c.tp = tp;
+  c.pp = pp;
+  c.max_num_seqs = max_num_seqs;
+  c.max_num_batched_tokens = max_num_batched_tokens;
+  c.chunked_prefill = !no_chunked_prefill;
+  c.kv_dtype = kv_cache_dtype == "fp8" ? KvCacheDtype::Fp8 : KvCacheDtype::Bf16;
+  c.gpu_memory_utilization = gpu_memory_utilization;
+  c.concurrency = concurrency.value_or(0);
+  return c;
+}
+
+std::string ServeOptions::workload_text(size_t n) const {
+  if (!trace.empty()) return fmt::format("{} requests from {}", n, trace);
+  const std::string arrivals = concurrency ? fmt::format("{} at a time", *concurrency)
+                               : rate     ? fmt::format("Poisson arrivals at {:g}/s", *rate)
+                                          : std::string("all at once");
+  return fmt::format("{} requests of {} prompt and {} output tokens, {}", n, prompt_tokens, output_tokens, arrivals);
+}
+
+}  // namespace pw

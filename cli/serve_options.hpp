@@ -1,0 +1,43 @@
+#pragma once
+// The options `serve simulate` and `serve plan` share: the model and cluster, the workload (lengths and
+// arrivals, sim/serving_workload.hpp) and the engine's settings (vLLM's names), checked before anything runs.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cluster.hpp"
+#include "core/model.hpp"
+#include "sim/serving_sim.hpp"
+
+namespace pw {
+
+struct ServeOptions {
+  std::string model, cluster;
+  std::string prompt_tokens = "512", output_tokens = "128";
+  long requests = 256;
+  std::optional<int> concurrency;
+  std::optional<double> rate;
+  std::string trace;
+  int max_num_seqs = 256;
+  long max_num_batched_tokens = 8192;
+  bool no_chunked_prefill = false;
+  std::string kv_cache_dtype = "auto";
+  double gpu_memory_utilization = 0.9;
+  std::uint64_t seed = 1;
+  bool json = false;
+
+  void add_to(CLI::App& cmd);
+  // BadInput for anything malformed, before the model is read.
+  void check() const;
+  Model load_model_checked() const;
+  Cluster load_cluster_checked() const;
+  std::vector<ServingRequest> make_workload() const;
+  ServingConfig engine(int tp, int pp) const;
+  // "512 requests of 1024 prompt and 256 output tokens, all at once"
+  std::string workload_text(size_t requests) const;
+};
+
+}  // namespace pw

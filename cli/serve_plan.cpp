@@ -1,0 +1,83 @@
+#include "cli/serve_plan.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "core/work_estimate.hpp"
+#include "planner/serving_plan.hpp"
+
+namespace pw {
+
+void ServePlanOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--gpus", gpus, "GPUs to serve with: tp x pp x replicas")->required();
+  cmd.add_option("--top", top, "Plans to print")->capture_default_str();
+  cmd.add_option("--ttft-slo", ttft_slo_s, "Seconds to the first token a request may take (at --slo-percentile)");
+  cmd.add_option("--tpot-slo", tpot_slo_s, "Seconds per output token after the first (at --slo-percentile)");
+  cmd.add_option("--slo-percentile", slo_percentile, "The percentile the SLOs hold at")->capture_default_str();
+}
+
+void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
+  o.serve.check();
+  if (o.top < 1) throw_bad_input("--top: must be at least 1, got {}", o.top);
+  if (o.ttft_slo_s && !(*o.ttft_slo_s > 0)) throw_bad_input("--ttft-slo: must be a positive number of seconds, got {}", *o.ttft_slo_s);
+  if (o.tpot_slo_s && !(*o.tpot_slo_s > 0)) throw_bad_input("--tpot-slo: must be a positive number of seconds, got {}", *o.tpot_slo_s);
+  if (!(o.slo_percentile > 0 && o.slo_percentile <= 100))
+    throw_bad_input("--slo-percentile: must be in (0, 100], got {}", o.slo_percentile);
+  const Model model = o.serve.load_model_checked();
+  const Cluster cluster = o.serve.load_cluster_checked();
+  const std::vector<ServingRequest> requests = o.serve.make_workload();
+  ServingSlo slo;
+  slo.ttft_s = o.ttft_slo_s;
+  slo.tpot_s = o.tpot_slo_s;
+  slo.percentile = o.slo_percentile;
+  const AnalyticCostModel cost;
+  const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, o.serve.engine(1, 1), requests, slo, o.top);
+
+  if (o.serve.json) {
+    nlohmann::ordered_json plans = nlohmann::ordered_json::array();
+    for (const ServingPlan& p : r.plans)
+      plans.push_back({{"tp", p.tp},
+                       {"pp", p.pp},
+                       {"replicas", p.replicas},
+                       {"output_tokens_per_s", p.metrics.output_tokens_per_s},
+                       {"requests_per_s", p.metrics.requests_per_s},
+                       {"ttft_p50_s", p.metrics.ttft_p50_s},
+                       {"ttft_p99_s", p.metrics.ttft_p99_s},
+                       {"tpot_p50_s", p.metrics.tpot_p50_s},
+                       {"tpot_p99_s", p.metrics.tpot_p99_s},
+                       {"kv_capacity_tokens", p.kv_capacity_tokens},
+                       {"preemptions", p.preemptions},
+                       {"slo_share", p.slo_share},
+                       {"goodput_requests_per_s", p.goodput_rps},
+                       {"meets_slo", p.meets_slo}});
+    const nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"gpus", o.gpus},
+                                      {"configurations", r.considered}, {"plans", plans}};
+    out << j.dump(2) << "\n";
+    return;
+  }
+  out << fmt::format("{} on {}: {} GPUs, {}\n", model.name, cluster.name, o.gpus, o.serve.workload_text(requests.size()));
+  const bool by_slo = slo.any();
+  std::string slos;
+  if (o.ttft_slo_s) slos += fmt::format("TTFT <= {}", format_seconds(*o.ttft_slo_s));
+  if (o.tpot_slo_s) slos += fmt::format("{}TPOT <= {}", slos.empty() ? "" : ", ", format_seconds(*o.tpot_slo_s));
+  out << fmt::format("searched {} configurations; the {} best {}:\n\n", r.considered, r.plans.size(),
+                     by_slo ? fmt::format("by goodput under p{:g} {}", o.slo_percentile, slos) : std::string("by output tokens/s"));
+  const std::string row = "{:>3}  {:>2}  {:>2}  {:>8}  {:>12}  {:>7}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}{}\n";
+  out << fmt::format(fmt::runtime(row), "#", "tp", "pp", "replicas", "output tok/s", "req/s", "TTFT p50", "TTFT p99",
+                     "TPOT p50", "TPOT p99", "KV tokens", "SLO met", "");
+  for (size_t i = 0; i < r.plans.size(); ++i) {
+    const ServingPlan& p = r.plans[i];
+    out << fmt::format(fmt::runtime(row), i + 1, p.tp, p.pp, p.replicas, format_short(p.metrics.output_tokens_per_s),
+                       fmt::format("{:.2f}", p.metrics.requests_per_s), format_seconds(p.metrics.ttft_p50_s),
+                       format_seconds(p.metrics.ttft_p99_s), format_seconds(p.metrics.tpot_p50_s),
+                       format_seconds(p.metrics.tpot_p99_s), with_commas(p.kv_capacity_tokens),
+                       by_slo ? format_percent(p.slo_share) : "-", by_slo && !p.meets_slo ? "  best effort" : "");
+  }
+  out << "\nreplicas: copies of the tp x pp engine, each serving every replicas-th request; KV tokens: one engine's\n"
+         "cache; SLO met: requests within both limits; best effort: the SLO percentile misses a limit.\n";
+}
+
+}  // namespace pw

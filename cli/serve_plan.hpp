@@ -1,0 +1,24 @@
+#pragma once
+// `pipewright serve plan`: the serving planner's table (planner/serving_plan.hpp).
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <ostream>
+
+#include "cli/serve_options.hpp"
+
+namespace pw {
+
+struct ServePlanOptions {
+  ServeOptions serve;
+  int gpus = 0;
+  int top = 5;
+  std::optional<double> ttft_slo_s, tpot_slo_s;
+  double slo_percentile = 99;
+
+  void add_to(CLI::App& cmd);
+};
+
+void run_serve_plan(const ServePlanOptions& o, std::ostream& out);
+
+}  // namespace pw

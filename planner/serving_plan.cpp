@@ -1,0 +1,93 @@
+#include "planner/serving_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace pw {
+namespace {
+
+ServingPlan evaluate_serving(const Model& model, const Cluster& cluster, const CostModel& cost, ServingConfig engine,
+                             int replicas, const std::vector<ServingRequest>& requests, const ServingSlo& slo) {
+  ServingPlan p;
+  p.tp = engine.tp;
+  p.pp = engine.pp;
+  p.replicas = replicas;
+  ServingResult all;
+  all.kv_capacity_tokens = -1;
+  const int concurrency = engine.concurrency;
+  for (int r = 0; r < replicas; ++r) {
+    std::vector<ServingRequest> mine;
+    for (size_t i = static_cast<size_t>(r); i < requests.size(); i += static_cast<size_t>(replicas)) mine.push_back(requests[i]);
+    if (mine.empty()) continue;
+    if (concurrency > 0) engine.concurrency = std::max(1, concurrency / replicas + (r < concurrency % replicas ? 1 : 0));
+    // Each replica on its own GPUs: the cluster's nodes are alike, so replica 0's place stands for all.
+    const ServingResult one = simulate_serving(model, cluster, cost, engine, mine);
+    all.requests.insert(all.requests.end(), one.requests.begin(), one.requests.end());
+    all.makespan_s = std::max(all.makespan_s, one.makespan_s);
+    all.preemptions += one.preemptions;
+    all.kv_capacity_tokens = one.kv_capacity_tokens;
+  }
+  p.metrics = serving_metrics(all);
+  p.kv_capacity_tokens = all.kv_capacity_tokens;
+  p.preemptions = all.preemptions;
+  long ok = 0;
+  std::vector<double> ttft, tpot;
+  for (const ServedRequest& q : all.requests) {
+    const double first = q.first_token_s - q.arrival_s;
+    const double per = q.output_tokens > 1 ? (q.last_token_s - q.first_token_s) / static_cast<double>(q.output_tokens - 1) : 0;
+    ttft.push_back(first);
+    if (q.output_tokens > 1) tpot.push_back(per);
+    if ((!slo.ttft_s || first <= *slo.ttft_s) && (!slo.tpot_s || per <= *slo.tpot_s)) ++ok;
+  }
+  p.slo_share = all.requests.empty() ? 0 : static_cast<double>(ok) / static_cast<double>(all.requests.size());
+  p.goodput_rps = all.makespan_s > 0 ? static_cast<double>(ok) / all.makespan_s : 0;
+  p.meets_slo = (!slo.ttft_s || nearest_rank(ttft, slo.percentile) <= *slo.ttft_s) &&
+                (!slo.tpot_s || nearest_rank(tpot, slo.percentile) <= *slo.tpot_s);
+  return p;
+}
+
+}  // namespace
+
+ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
+                               const ServingConfig& engine, const std::vector<ServingRequest>& requests,
+                               const ServingSlo& slo, int top) {
+  if (gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", gpus);
+  cluster.check_capacity(gpus);
+  const TransformerConfig& t = *model.transformer;
+  const int node = cluster.ideal ? gpus : cluster.gpus_per_node;
+  ServingPlanResult out;
+  for (int tp = 1; tp <= std::min(node, gpus); tp *= 2) {
+    if (t.heads % tp != 0 || gpus % tp != 0) continue;
+    for (int pp = 1; pp <= std::min(t.layers, gpus / tp); ++pp) {
+      if (gpus % (tp * pp) != 0) continue;
+      ++out.considered;
+      ServingConfig c = engine;
+      c.tp = tp;
+      c.pp = pp;
+      c.stages.clear();
+      try {
+        out.plans.push_back(evaluate_serving(model, cluster, cost, c, gpus / (tp * pp), requests, slo));
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::BadInput) throw;
+        out.skipped.push_back(fmt::format("tp {}, pp {}: {}", tp, pp, e.what()));
+      }
+    }
+  }
+  if (out.plans.empty()) {
+    if (out.skipped.empty()) throw_bad_input("--gpus: {} GPUs split into no tp x pp x replicas for '{}'", gpus, model.name);
+    throw_bad_input("no configuration of {} GPUs serves the workload; the last tried, {}", gpus, out.skipped.back());
+  }
+  const bool by_slo = slo.any();
+  std::stable_sort(out.plans.begin(), out.plans.end(), [&](const ServingPlan& a, const ServingPlan& b) {
+    if (by_slo && a.meets_slo != b.meets_slo) return a.meets_slo;
+    if (by_slo && a.goodput_rps != b.goodput_rps) return a.goodput_rps > b.goodput_rps;
+    return a.metrics.output_tokens_per_s > b.metrics.output_tokens_per_s;
+  });
+  if (top > 0 && static_cast<int>(out.plans.size()) > top) out.plans.resize(static_cast<size_t>(top));
+  return out;
+}
+
+}  // namespace pw

@@ -1,0 +1,45 @@
+#pragma once
+// The serving planner: for a model, a cluster, some GPUs and a workload, every tp (a power of two inside a
+// node, dividing the attention heads) and pp (up to the blocks) whose replicas use all the GPUs, each replica
+// serving its round-robin share of the requests (sim/serving_sim.hpp), ranked by what the SLOs let through or
+// by output tokens per second.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cost_model.hpp"
+#include "sim/serving_metrics.hpp"
+#include "sim/serving_sim.hpp"
+
+namespace pw {
+
+// Limits on a percentile of time to first token and time per output token; a request meets them when its
+// own times are within both.
+struct ServingSlo {
+  std::optional<double> ttft_s, tpot_s;
+  double percentile = 99;
+  bool any() const { return ttft_s || tpot_s; }
+};
+
+struct ServingPlan {
+  int tp = 1, pp = 1, replicas = 1;
+  ServingMetrics metrics;
+  long kv_capacity_tokens = 0;
+  long preemptions = 0;
+  double slo_share = 1;     // requests meeting the SLOs
+  double goodput_rps = 0;   // of them, per second
+  bool meets_slo = true;    // the SLO percentile of TTFT and TPOT within the limits
+};
+
+struct ServingPlanResult {
+  std::vector<ServingPlan> plans;  // best first: those meeting the SLOs, then the others (best effort)
+  int considered = 0;
+  std::vector<std::string> skipped;  // "tp 1, pp 1: <why>"
+};
+
+// BadInput when no configuration fits (naming the closest reason) or the GPUs cannot be split.
+ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
+                               const ServingConfig& engine, const std::vector<ServingRequest>& requests,
+                               const ServingSlo& slo, int top);
+
+}  // namespace pw
