@@ -31,7 +31,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
     throw_bad_input("--pp: must be from 1 to the {} blocks of '{}', got {}", model.transformer->layers, model.name, pp);
   cluster.check_capacity(tp * pp);
   const std::vector<ServingRequest> requests = o.make_workload();
-  const ServingConfig c = o.engine(tp, pp);
+  const ServingConfig c = o.engine(tp, pp, cluster);
   const AnalyticCostModel cost;
   const ServingResult r = simulate_serving(model, cluster, cost, c, requests);
   const ServingMetrics m = serving_metrics(r);

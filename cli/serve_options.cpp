@@ -30,8 +30,8 @@ void ServeOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--concurrency", concurrency, "Closed loop: this many requests in flight");
   cmd.add_option("--rate", rate, "Poisson arrivals, requests per second");
   cmd.add_option("--trace", trace, "JSONL of {\"prompt_tokens\", \"output_tokens\", \"arrival_s\"}");
-  cmd.add_option("--max-num-seqs", max_num_seqs, "Requests running at once (vLLM's)")->capture_default_str();
-  cmd.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens in one batch (vLLM's)")->capture_default_str();
+  cmd.add_option("--max-num-seqs", max_num_seqs, "Requests running at once (default: vllm serve's for the GPU)");
+  cmd.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens in one batch (default: vllm serve's for the GPU)");
   cmd.add_flag("--no-chunked-prefill", no_chunked_prefill, "Prefill each prompt whole in one batch");
   cmd.add_option("--kv-cache-dtype", kv_cache_dtype, "auto (bf16) or fp8")->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", gpu_memory_utilization, "Share of GPU memory vLLM takes")->capture_default_str();
@@ -80,12 +80,13 @@ std::vector<ServingRequest> ServeOptions::make_workload() const {
   return make_requests(w);
 }
 
-ServingConfig ServeOptions::engine(int tp, int pp) const {
+ServingConfig ServeOptions::engine(int tp, int pp, const Cluster& cluster) const {
   ServingConfig c;
   c.tp = tp;
   c.pp = pp;
-  c.max_num_seqs = max_num_seqs;
-  c.max_num_batched_tokens = max_num_batched_tokens;
+  const SchedulerLimits vllm = vllm_serve_defaults(cluster.gpu_at(0));
+  c.max_num_seqs = max_num_seqs.value_or(vllm.max_num_seqs);
+  c.max_num_batched_tokens = max_num_batched_tokens.value_or(vllm.max_num_batched_tokens);
   c.chunked_prefill = !no_chunked_prefill;
   c.kv_dtype = kv_cache_dtype == "fp8" ? KvCacheDtype::Fp8 : KvCacheDtype::Bf16;
   c.gpu_memory_utilization = gpu_memory_utilization;

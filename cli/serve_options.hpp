@@ -21,8 +21,8 @@ struct ServeOptions {
   std::optional<int> concurrency;
   std::optional<double> rate;
   std::string trace;
-  int max_num_seqs = 256;
-  long max_num_batched_tokens = 8192;
+  std::optional<int> max_num_seqs;             // default: vLLM's for the cluster's GPU
+  std::optional<long> max_num_batched_tokens;  // likewise
   bool no_chunked_prefill = false;
   std::string kv_cache_dtype = "auto";
   double gpu_memory_utilization = 0.9;
@@ -35,7 +35,7 @@ struct ServeOptions {
   Model load_model_checked() const;
   Cluster load_cluster_checked() const;
   std::vector<ServingRequest> make_workload() const;
-  ServingConfig engine(int tp, int pp) const;
+  ServingConfig engine(int tp, int pp, const Cluster& cluster) const;
   // "512 requests of 1024 prompt and 256 output tokens, all at once"
   std::string workload_text(size_t requests) const;
 };

@@ -34,7 +34,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   slo.tpot_s = o.tpot_slo_s;
   slo.percentile = o.slo_percentile;
   const AnalyticCostModel cost;
-  const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, o.serve.engine(1, 1), requests, slo, o.top);
+  const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, o.serve.engine(1, 1, cluster), requests, slo, o.top);
 
   if (o.serve.json) {
     nlohmann::ordered_json plans = nlohmann::ordered_json::array();

@@ -1,6 +1,8 @@
 #include "sim/serving_sim.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -305,6 +307,17 @@ class ServingSimulation {
 };
 
 }  // namespace
+
+SchedulerLimits vllm_serve_defaults(const GpuSpec& gpu) {
+  std::string name = gpu.name;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  SchedulerLimits l;
+  if (gpu.memory_bytes >= 70.0 * 1024 * 1024 * 1024 && name.find("a100") == std::string::npos) {
+    l.max_num_seqs = 1024;
+    l.max_num_batched_tokens = 8192;
+  }
+  return l;
+}
 
 double serving_stage_time(const Model& model, const LayerRange& layers, int tp, const ServingBatch& batch,
                           const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype) {

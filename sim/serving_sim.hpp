@@ -28,7 +28,7 @@ struct ServingConfig {
   int tp = 1;
   int pp = 1;
   std::vector<LayerRange> stages;  // empty: transformer blocks spread evenly (embedding first, head last)
-  int max_num_seqs = 256;           // requests running at once
+  int max_num_seqs = 256;           // requests running at once (vllm_serve_defaults for vLLM's)
   long max_num_batched_tokens = 8192;  // tokens in one batch
   bool chunked_prefill = true;      // false: a prompt is prefilled whole in one batch
   double gpu_memory_utilization = 0.9;  // of each GPU's memory, for weights, activations and the KV cache
@@ -58,6 +58,15 @@ struct ServingResult {
   std::vector<double> stage_busy_s;     // per stage
   long preemptions = 0;
 };
+
+// `vllm serve`'s scheduler limits for a GPU (vllm/engine/arg_utils.py, EngineArgs._set_default_args, at
+// vLLM 99d7eb5d): on GPUs of at least 70 GiB other than the A100, 1024 sequences and 8192 batched tokens;
+// otherwise 256 and 2048.
+struct SchedulerLimits {
+  int max_num_seqs = 256;
+  long max_num_batched_tokens = 2048;
+};
+SchedulerLimits vllm_serve_defaults(const GpuSpec& gpu);
 
 // BadInput when the weights leave no room for a KV cache, or a single request's tokens cannot fit it.
 ServingResult simulate_serving(const Model& model, const Cluster& cluster, const CostModel& cost,

@@ -119,3 +119,15 @@ TEST_CASE("serving: a request larger than the cache, or weights that leave none,
   x.cluster.gpu.memory_bytes = 16e9;
   CHECK_THROWS_AS(simulate_serving(x.model, x.cluster, x.cost, c, {{0.0, 10, 1}}), Error);
 }
+
+// vllm/engine/arg_utils.py, EngineArgs._set_default_args (vLLM 99d7eb5d): `vllm serve` on GPUs of 70 GiB or
+// more other than the A100 schedules up to 1024 sequences and 8192 tokens, elsewhere 256 and 2048.
+TEST_CASE("vllm serve's scheduler limits follow the GPU") {
+  const SchedulerLimits h100 = vllm_serve_defaults(cluster_preset("dgx-h100").gpu);
+  CHECK((h100.max_num_seqs == 1024 && h100.max_num_batched_tokens == 8192));
+  const SchedulerLimits a100 = vllm_serve_defaults(cluster_preset("dgx-a100-80gb").gpu);
+  CHECK((a100.max_num_seqs == 256 && a100.max_num_batched_tokens == 2048));
+  GpuSpec small = cluster_preset("dgx-h100").gpu;
+  small.memory_bytes = 48e9;
+  CHECK(vllm_serve_defaults(small).max_num_seqs == 256);
+}
