@@ -70,7 +70,15 @@ Model ServeOptions::load_model_checked() const {
 Cluster ServeOptions::load_cluster_checked() const { return load_for_option("--cluster", cluster, load_cluster); }
 
 std::vector<ServingRequest> ServeOptions::make_workload() const {
-  if (!trace.empty()) return requests_from_jsonl(read_text_file(trace, "--trace"), trace, kMaxRequests);
+  if (!trace.empty()) {
+    std::vector<ServingRequest> r = requests_from_jsonl(read_text_file(trace, "--trace"), trace, kMaxRequests);
+    double tokens = 0;
+    for (const ServingRequest& q : r) tokens += static_cast<double>(q.output_tokens);
+    if (tokens > kMaxOutputTokens)
+      throw_bad_input("--trace: {} output tokens to simulate; the limit is {}; split the trace",
+                      with_commas(static_cast<std::int64_t>(tokens)), with_commas(static_cast<std::int64_t>(kMaxOutputTokens)));
+    return r;
+  }
   WorkloadSpec w;
   w.prompt = parse_length(prompt_tokens, "--prompt-tokens");
   w.output = parse_length(output_tokens, "--output-tokens");

@@ -258,7 +258,7 @@ class ServingSimulation {
       for (const Scheduled& s : f.batch) {
         Live& l = live_[s.request];
         l.in_flight = false;
-        if (!l.admitted) continue;  // preempted meanwhile: cannot be, in-flight requests are never preempted
+        if (!l.admitted) throw_runtime("serving simulation: request {} was preempted while in flight", s.request);
         l.computed += s.tokens;
         if (!l.prefilled && l.computed < goal(s.request)) continue;  // more prompt to come
         l.prefilled = true;
