@@ -28,6 +28,7 @@
 #include "core/units.hpp"
 #include "planner/exports.hpp"
 #include "planner/failure_report.hpp"
+#include "planner/spare_templates.hpp"
 #include "planner/plan_file.hpp"
 #include "planner/progress.hpp"
 #include "planner/search.hpp"
@@ -122,42 +123,10 @@ std::vector<OptionPath> output_paths(const PlanOptions& o, const std::optional<E
   return out;
 }
 
-// What the spare-node templates keep of plan 1: how a layer is sharded (tp, cp, ep, etp) and its precision;
-// the pipeline, replicas, schedule and recompute follow the GPUs left.
-SearchSpace template_space(const SearchSpace& space, const Candidate& best) {
-  SearchSpace t = space;
-  t.tp = best.tp;
-  t.cp = best.cp;
-  t.ep = best.ep;
-  t.etp = best.etp;
-  t.precisions = {best.precision};
-  return t;
-}
-
+// What the spare-node templates keep of plan 1, in words.
 std::string template_fixes(const Candidate& best) {
   return fmt::format("tp={}{}{}", best.tp, best.cp > 1 ? fmt::format(", cp={}", best.cp) : "",
                      best.ep > 1 ? fmt::format(", ep={}", best.ep) : "");
-}
-
-// The plans with k = 0 .. count - 1 of the pool's last nodes out (Oobleck's templates): plan 1, then the
-// search on what is left, kept to plan 1's sharding of a layer (template_space).
-std::vector<SpareTemplate> spare_templates(const Scenario& base, const SearchSpace& space, const SparePool& pool, int count,
-                                           int gpus, const CostModel& cost, const SearchOptions& so, const Plan& best) {
-  std::vector<SpareTemplate> out{SpareTemplate{best, gpus}};
-  const SearchSpace fixed = template_space(space, best.config);
-  for (int k = 1; k < count; ++k) {
-    Scenario left = base;
-    std::vector<int> failed;
-    for (int n = pool.nodes - k; n < pool.nodes; ++n) failed.push_back(n);
-    left.cluster = without_nodes(base.cluster, pool.nodes, failed);
-    const int gpus_left = gpus - k * pool.gpus_per_node;
-    const AfterFailure after = replan(left, fixed, gpus_left, cost, so, best, gpus);
-    SpareTemplate t;
-    t.gpus = gpus_left;
-    if (after.report) t.plan = after.result.plans.front();
-    out.push_back(std::move(t));
-  }
-  return out;
 }
 
 void run_plan(const PlanOptions& o, std::ostream& out) {
@@ -325,10 +294,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     Scenario left = base;
     if (lost->nodes > 0 && !base.cluster.ideal) {
       const int per = base.cluster.gpus_per_node;
-      const int used = (o.gpus + per - 1) / per;
-      std::vector<int> failed;
-      for (int n = used - lost->nodes; n < used; ++n) failed.push_back(n);
-      left.cluster = without_nodes(base.cluster, used, failed);
+      left.cluster = without_last_nodes(base.cluster, (o.gpus + per - 1) / per, lost->nodes);
     }
     SearchOptions quiet = so;
     quiet.progress = nullptr;

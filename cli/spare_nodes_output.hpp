@@ -11,14 +11,9 @@
 #include "core/spare_nodes.hpp"
 #include "core/time_to_train.hpp"
 #include "planner/search.hpp"
+#include "planner/spare_templates.hpp"
 
 namespace pw {
-
-// The plan with k nodes out of the pool (k = 0, 1, ...); none when nothing fits.
-struct SpareTemplate {
-  std::optional<Plan> plan;
-  int gpus = 0;  // what is left to it
-};
 
 struct SpareRow {
   int spares = 0;

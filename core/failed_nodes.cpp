@@ -49,4 +49,10 @@ Cluster without_nodes(const Cluster& c, int used_nodes, const std::vector<int>& 
   return out;
 }
 
+Cluster without_last_nodes(const Cluster& c, int used_nodes, int k) {
+  std::vector<int> failed;
+  for (int n = used_nodes - k; n < used_nodes; ++n) failed.push_back(n);
+  return without_nodes(c, used_nodes, failed);
+}
+
 }  // namespace pw

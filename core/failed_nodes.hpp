@@ -12,4 +12,7 @@ namespace pw {
 // has exactly the nodes left (nodes = used_nodes - failed).
 Cluster without_nodes(const Cluster& c, int used_nodes, const std::vector<int>& failed);
 
+// The same without the run's last `k` nodes (what a what-if that names no node takes away).
+Cluster without_last_nodes(const Cluster& c, int used_nodes, int k);
+
 }  // namespace pw
