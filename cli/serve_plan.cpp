@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -17,13 +19,25 @@ void ServePlanOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--ttft-slo", ttft_slo_s, "Seconds to the first token a request may take (at --slo-percentile)");
   cmd.add_option("--tpot-slo", tpot_slo_s, "Seconds per output token after the first (at --slo-percentile)");
   cmd.add_option("--slo-percentile", slo_percentile, "The percentile the SLOs hold at")->capture_default_str();
+  cmd.add_option("--gpu-hour-price", gpu_hour_price, "Price of one GPU-hour: each plan's cost per million output tokens");
 }
+
+namespace {
+
+// The GPUs' price per million output tokens at the plan's throughput (every plan uses all of them).
+double cost_per_million_tokens(double price_per_gpu_hour, int gpus, double tokens_per_s) {
+  return tokens_per_s > 0 ? price_per_gpu_hour * gpus / 3600 / tokens_per_s * 1e6 : 0;
+}
+
+}  // namespace
 
 void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   o.serve.check();
   if (o.top < 1) throw_bad_input("--top: must be at least 1, got {}", o.top);
   if (o.ttft_slo_s && !(*o.ttft_slo_s > 0)) throw_bad_input("--ttft-slo: must be a positive number of seconds, got {}", *o.ttft_slo_s);
   if (o.tpot_slo_s && !(*o.tpot_slo_s > 0)) throw_bad_input("--tpot-slo: must be a positive number of seconds, got {}", *o.tpot_slo_s);
+  if (o.gpu_hour_price && !(*o.gpu_hour_price >= 0 && std::isfinite(*o.gpu_hour_price)))
+    throw_bad_input("--gpu-hour-price: must be 0 or a positive price per GPU-hour, got {}", *o.gpu_hour_price);
   if (!(o.slo_percentile > 0 && o.slo_percentile <= 100))
     throw_bad_input("--slo-percentile: must be in (0, 100], got {}", o.slo_percentile);
   const Model model = o.serve.load_model_checked();
@@ -53,6 +67,10 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
                        {"slo_share", p.slo_share},
                        {"goodput_requests_per_s", p.goodput_rps},
                        {"meets_slo", p.meets_slo}});
+    if (o.gpu_hour_price)
+      for (size_t i = 0; i < r.plans.size(); ++i)
+        plans[i]["cost_per_million_tokens"] =
+            cost_per_million_tokens(*o.gpu_hour_price, o.gpus, r.plans[i].metrics.output_tokens_per_s);
     const nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"gpus", o.gpus},
                                       {"configurations", r.considered}, {"plans", plans}};
     out << j.dump(2) << "\n";
@@ -65,19 +83,25 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   if (o.tpot_slo_s) slos += fmt::format("{}TPOT <= {}", slos.empty() ? "" : ", ", format_seconds(*o.tpot_slo_s));
   out << fmt::format("searched {} configurations; the {} best {}:\n\n", r.considered, r.plans.size(),
                      by_slo ? fmt::format("by goodput under p{:g} {}", o.slo_percentile, slos) : std::string("by output tokens/s"));
-  const std::string row = "{:>3}  {:>2}  {:>2}  {:>8}  {:>12}  {:>7}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}{}\n";
+  const bool priced = o.gpu_hour_price.has_value();
+  const std::string row = "{:>3}  {:>2}  {:>2}  {:>8}  {:>12}  {:>7}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}{}{}\n";
   out << fmt::format(fmt::runtime(row), "#", "tp", "pp", "replicas", "output tok/s", "req/s", "TTFT p50", "TTFT p99",
-                     "TPOT p50", "TPOT p99", "KV tokens", "SLO met", "");
+                     "TPOT p50", "TPOT p99", "KV tokens", "SLO met", priced ? "  per M tokens" : "", "");
   for (size_t i = 0; i < r.plans.size(); ++i) {
     const ServingPlan& p = r.plans[i];
     out << fmt::format(fmt::runtime(row), i + 1, p.tp, p.pp, p.replicas, format_short(p.metrics.output_tokens_per_s),
                        fmt::format("{:.2f}", p.metrics.requests_per_s), format_seconds(p.metrics.ttft_p50_s),
                        format_seconds(p.metrics.ttft_p99_s), format_seconds(p.metrics.tpot_p50_s),
                        format_seconds(p.metrics.tpot_p99_s), with_commas(p.kv_capacity_tokens),
-                       by_slo ? format_percent(p.slo_share) : "-", by_slo && !p.meets_slo ? "  best effort" : "");
+                       by_slo ? format_percent(p.slo_share) : "-",
+                       priced ? fmt::format("  {:>13.3f}", cost_per_million_tokens(*o.gpu_hour_price, o.gpus,
+                                                                                 p.metrics.output_tokens_per_s))
+                              : "",
+                       by_slo && !p.meets_slo ? "  best effort" : "");
   }
   out << "\nreplicas: copies of the tp x pp engine, each serving every replicas-th request; KV tokens: one engine's\n"
          "cache; SLO met: requests within both limits; best effort: the SLO percentile misses a limit.\n";
+  if (priced) out << "per M tokens: --gpu-hour-price x GPUs for the time a million output tokens take.\n";
 }
 
 }  // namespace pw

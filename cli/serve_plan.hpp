@@ -15,6 +15,7 @@ struct ServePlanOptions {
   int top = 5;
   std::optional<double> ttft_slo_s, tpot_slo_s;
   double slo_percentile = 99;
+  std::optional<double> gpu_hour_price;
 
   void add_to(CLI::App& cmd);
 };
