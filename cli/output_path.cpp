@@ -29,6 +29,8 @@ void check_outputs(const std::vector<OptionPath>& outputs, const std::vector<Opt
     const OptionPath& out = outputs[i];
     if (out.path.empty()) continue;
     std::error_code ec;
+    if (fs::is_directory(out.path, ec))
+      throw_bad_input("{}: '{}' is a folder; give a file name", out.option, out.path);
     const fs::path folder = fs::path(out.path).parent_path();
     if (!folder.empty() && !fs::is_directory(folder, ec)) {
       // Made when the file is written, if what exists of it is a folder.

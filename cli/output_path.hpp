@@ -13,7 +13,8 @@ struct OptionPath {
 };
 
 // An output's folder that does not exist is made when the file is written (write_output_file). BadInput
-// when it cannot be, part of its path being a file:
+// when the output is itself a folder ("<option>: '<out>' is a folder; give a file name"), or when its folder
+// cannot be made, part of its path being a file:
 //   "<option>: the folder '<folder>' cannot be made: '<file>' is a file; write '<name>' elsewhere"
 // when an output is the same file as an input (by filesystem identity; inputs that do not exist,
 // such as preset names, never match):

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/output_path.hpp"
 #include "cli/serve_options.hpp"
 #include "cli/serve_plan.hpp"
 #include "core/error.hpp"
@@ -15,14 +16,18 @@
 #include "core/analytic_cost_model.hpp"
 #include "core/work_estimate.hpp"
 #include "sim/serving_metrics.hpp"
+#include "sim/serving_trace.hpp"
 #include "sim/serving_workload.hpp"
+#include "core/output_file.hpp"
 
 namespace pw {
 namespace {
 
 
-void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp) {
+void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp, const std::string& chrome_trace) {
   o.check();
+  std::vector<OptionPath> inputs{{"--model", o.model}, {"--cluster", o.cluster}, {"--trace", o.trace}};
+  check_outputs({{"--chrome-trace", chrome_trace}}, inputs);
   const Model model = o.load_model_checked();
   const Cluster cluster = o.load_cluster_checked();
   if (model.transformer->heads % tp != 0)
@@ -31,13 +36,17 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
     throw_bad_input("--pp: must be from 1 to the {} blocks of '{}', got {}", model.transformer->layers, model.name, pp);
   cluster.check_capacity(tp * pp);
   const std::vector<ServingRequest> requests = o.make_workload();
-  const ServingConfig c = o.engine(tp, pp, cluster);
+  ServingConfig c = o.engine(tp, pp, cluster);
+  c.record_spans = !chrome_trace.empty();
   const AnalyticCostModel cost;
   const ServingResult r = simulate_serving(model, cluster, cost, c, requests);
   const ServingMetrics m = serving_metrics(r);
 
   std::vector<double> busy;
   for (double b : r.stage_busy_s) busy.push_back(r.makespan_s > 0 ? b / r.makespan_s : 0);
+  if (!chrome_trace.empty())
+    write_output_file(chrome_trace, serving_trace(r, pp, {{"model", model.name}, {"cluster", cluster.name}, {"tp", tp}, {"pp", pp}})
+                                        .dump() + "\n");
   if (o.json) {
     const nlohmann::ordered_json j = {{"model", model.name},
                                       {"cluster", cluster.name},
@@ -55,15 +64,16 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
                                       {"peak_kv_use", r.peak_kv_use},
                                       {"preemptions", r.preemptions},
                                       {"batches", r.batches},
+                                      {"max_running", r.max_running},
                                       {"stage_busy_fraction", busy}};
     out << j.dump(2) << "\n";
     return;
   }
   out << fmt::format("{} on {}: tp {}, pp {} ({} GPUs), {}\n", model.name, cluster.name, tp, pp, tp * pp,
                      o.workload_text(requests.size()));
-  out << fmt::format("KV cache {} tokens ({}), peak use {}; {} preemptions; {} batches\n\n",
+  out << fmt::format("KV cache {} tokens ({}), peak use {}; at most {} requests running; {} preemptions; {} batches\n\n",
                      with_commas(r.kv_capacity_tokens), o.kv_cache_dtype == "fp8" ? "fp8" : "bf16",
-                     format_percent(r.peak_kv_use), r.preemptions, with_commas(r.batches));
+                     format_percent(r.peak_kv_use), r.max_running, r.preemptions, with_commas(r.batches));
   std::string stages;
   for (size_t s = 0; s < busy.size(); ++s) stages += (s ? ", " : "") + format_percent(busy[s]);
   out << fmt::format("  output tokens/s     {}\n", format_short(m.output_tokens_per_s));
@@ -81,15 +91,17 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto* sim = serve->add_subcommand("simulate", "Simulate serving a workload: throughput, TTFT, TPOT, KV cache");
   auto so = std::make_shared<ServeOptions>();
   auto degrees = std::make_shared<std::pair<int, int>>(1, 1);
+  auto chrome_trace = std::make_shared<std::string>();
   so->add_to(*sim);
+  sim->add_option("--chrome-trace", *chrome_trace, "Write each stage's batches as a Chrome / Perfetto trace");
   sim->add_option("--tp", degrees->first, "Tensor-parallel degree")->capture_default_str();
   sim->add_option("--pp", degrees->second, "Pipeline-parallel degree")->capture_default_str();
   auto* plan = serve->add_subcommand("plan", "Search tp, pp and replicas for a workload on some GPUs");
   auto po = std::make_shared<ServePlanOptions>();
   po->serve.add_to(*plan);
   po->add_to(*plan);
-  return [so, degrees, sim, po, plan](std::ostream& out) {
-    if (sim->parsed()) run_serve_simulate(*so, out, degrees->first, degrees->second);
+  return [so, degrees, chrome_trace, sim, po, plan](std::ostream& out) {
+    if (sim->parsed()) run_serve_simulate(*so, out, degrees->first, degrees->second, *chrome_trace);
     if (plan->parsed()) run_serve_plan(*po, out);
   };
 }

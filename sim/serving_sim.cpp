@@ -209,6 +209,7 @@ class ServingSimulation {
       l.admitted = true;
       l.admitted_order = admissions_++;
       running_.push_back(i);
+      out_.max_running = std::max<long>(out_.max_running, static_cast<long>(running_.size()));
       batch.push_back({i, tokens, false});
       l.in_flight = true;
       budget -= tokens;
@@ -240,6 +241,7 @@ class ServingSimulation {
       const double start = std::max(free_at_[su], ready);
       free_at_[su] = start + time;
       out_.stage_busy_s[su] += time;
+      if (c_.record_spans) out_.spans.push_back({s, out_.batches, start, start + time, b.tokens()});
       ready = free_at_[su];
       if (s + 1 < c_.pp) {
         const LinkSpec& link = p2p_[su];

@@ -36,6 +36,7 @@ struct ServingConfig {
   int block_tokens = 16;            // the KV cache's page
   // Per stage, bytes kept back for activations and the runtime beyond the weights (CUDA graphs, sampler).
   double activation_reserve_bytes = 2e9;
+  bool record_spans = false;  // fill ServingResult::spans
   // A closed loop: this many requests from time 0, each next one as soon as one finishes (the requests'
   // arrival times unused). 0: the requests arrive when they say.
   int concurrency = 0;
@@ -55,7 +56,16 @@ struct ServingResult {
   long kv_capacity_tokens = 0;          // the smallest stage's, per request set (all stages hold every token)
   double peak_kv_use = 0;               // the largest fraction of the cache in use
   long batches = 0;
+  long max_running = 0;                 // the most requests admitted at once
   std::vector<double> stage_busy_s;     // per stage
+  // Each batch on each stage: [start, end) seconds, for a timeline.
+  struct Span {
+    int stage = 0;
+    long batch = 0;
+    double start_s = 0, end_s = 0;
+    long tokens = 0;
+  };
+  std::vector<Span> spans;
   long preemptions = 0;
 };
 

@@ -112,3 +112,23 @@ TEST_CASE("serve plan: tp x pp x replicas using every GPU, by throughput, and SL
           Approx(2.0 * 4 / 3600 / p.at("output_tokens_per_s").get<double>() * 1e6).epsilon(1e-12));
   check_bad_input(with(plan, {"--gpu-hour-price", "-1"}), "--gpu-hour-price: must be 0 or a positive price per GPU-hour, got -1");
 }
+
+TEST_CASE("serve simulate --chrome-trace: every batch on every stage, in order, never overlapping on a stage") {
+  const std::string path = tmp("serve-chrome.json");
+  const CliResult r = run_cli(with(kServe, {"--json", "--chrome-trace", path}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.at("max_running").get<long>() >= 1);
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::vector<std::vector<std::pair<double, double>>> stages(2);
+  for (const nlohmann::json& e : trace.at("traceEvents"))
+    if (e.at("ph") == "X") stages.at(e.at("tid").get<size_t>()).emplace_back(e.at("ts").get<double>(), e.at("dur").get<double>());
+  for (const auto& spans : stages) {
+    CHECK(static_cast<long>(spans.size()) == j.at("batches").get<long>());
+    for (size_t i = 1; i < spans.size(); ++i) CHECK(spans[i].first >= spans[i - 1].first + spans[i - 1].second - 1e-6);
+  }
+  check_bad_input(with(kServe, {"--chrome-trace", source_path("examples")}),
+                  "--chrome-trace: '" + source_path("examples") + "' is a folder; give a file name");
+}
