@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sanitizer builds of the test suite, run with ctest: ASan + UBSan over every test (build-asan/), then TSan over
-# the executor's tests (build-tsan/: the only code with threads of its own). Any sanitizer report fails its
+# the executor's and the planner's tests (build-tsan/: the code with threads of its own, the executor's ranks and
+# the configuration search's workers). Any sanitizer report fails its
 # test and so the script. What the sanitizers report inside OpenMPI (not pipewright's code) is suppressed by
 # scripts/sanitizers/*.supp, each line with its reason. Usage: scripts/sanitizers.sh [asan|tsan]... (default:
 # both). Environment: JOBS (build and ctest jobs, default 2).
@@ -39,7 +40,7 @@ for b in "${builds[@]}"; do
       ASAN_OPTIONS="$asan_options" run_suite build-asan -E "_NOT_BUILT|$mpi_tests"
       ASAN_OPTIONS="$asan_options:fast_unwind_on_malloc=0" run_suite build-asan -R "$mpi_tests" ;;
     tsan)
-      instrumented_build build-tsan "test_executor pipewright" -DPIPEWRIGHT_SANITIZE=thread
+      instrumented_build build-tsan "test_executor test_planner pipewright" -DPIPEWRIGHT_SANITIZE=thread
       run_suite build-tsan -E '_NOT_BUILT' ;;
     *) echo "sanitizers.sh: no build '$b' (asan, tsan)" >&2; exit 2 ;;
   esac
