@@ -96,7 +96,8 @@ TEST_CASE("serve plan: tp x pp x replicas using every GPU, by throughput, and SL
 
   const CliResult hard = run_cli(with(plan, {"--ttft-slo", "0.000001", "--json"}));
   REQUIRE(hard.code == 0);
-  for (const nlohmann::json& p : nlohmann::json::parse(hard.out).at("plans")) {
+  const nlohmann::json hard_plans = nlohmann::json::parse(hard.out);
+  for (const nlohmann::json& p : hard_plans.at("plans")) {
     CHECK(p.at("meets_slo") == false);
     CHECK(p.at("slo_share").get<double>() == 0);
   }
@@ -107,7 +108,8 @@ TEST_CASE("serve plan: tp x pp x replicas using every GPU, by throughput, and SL
   // The price per million output tokens: 4 GPUs at 2 per GPU-hour for 10^6 / (tokens/s) seconds.
   const CliResult priced = run_cli(with(plan, {"--gpu-hour-price", "2", "--json"}));
   REQUIRE(priced.code == 0);
-  for (const nlohmann::json& p : nlohmann::json::parse(priced.out).at("plans"))
+  const nlohmann::json priced_plans = nlohmann::json::parse(priced.out);
+  for (const nlohmann::json& p : priced_plans.at("plans"))
     CHECK(p.at("cost_per_million_tokens").get<double>() ==
           Approx(2.0 * 4 / 3600 / p.at("output_tokens_per_s").get<double>() * 1e6).epsilon(1e-12));
   check_bad_input(with(plan, {"--gpu-hour-price", "-1"}), "--gpu-hour-price: must be 0 or a positive price per GPU-hour, got -1");
