@@ -134,3 +134,43 @@ TEST_CASE("serve simulate --chrome-trace: every batch on every stage, in order, 
   check_bad_input(with(kServe, {"--chrome-trace", source_path("examples")}),
                   "--chrome-trace: '" + source_path("examples") + "' is a folder; give a file name");
 }
+
+// vllm/engine/arg_utils.py (vLLM 99d7eb5d): EngineArgs fields become flags of their names; an engine across nodes
+// runs on Ray (--distributed-executor-backend ray).
+TEST_CASE("serve plan --export vllm: plan 1 as the vllm serve command, with vLLM's flag names") {
+  const std::vector<std::string> base = {"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4",
+                                         "--requests", "32", "--prompt-tokens", "256", "--output-tokens", "16",
+                                         "--top", "1", "--export", "vllm", "--json"};
+  const CliResult r = run_cli(base);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& p = j.at("plans")[0];
+  const std::string command = j.at("vllm_command").get<std::string>();
+  CHECK(command.rfind("# MODEL: the Hugging Face id or local folder of llama3-8b\nvllm serve \"$MODEL\" \\\n", 0) == 0);
+  CHECK(command.find("--tensor-parallel-size " + std::to_string(p.at("tp").get<int>()) + " ") != std::string::npos);
+  CHECK(command.find("--pipeline-parallel-size " + std::to_string(p.at("pp").get<int>()) + " ") != std::string::npos);
+  if (p.at("replicas").get<int>() > 1)
+    CHECK(command.find("--data-parallel-size " + std::to_string(p.at("replicas").get<int>()) + " ") != std::string::npos);
+  // H100: vllm serve's own limits, written out.
+  CHECK(command.find("--max-num-seqs 1024 \\\n  --max-num-batched-tokens 8192 \\\n  --enable-chunked-prefill") !=
+        std::string::npos);
+  CHECK(command.find("--gpu-memory-utilization 0.9 \\\n  --kv-cache-dtype auto\n") != std::string::npos);
+  CHECK(command.find("ray") == std::string::npos);
+
+  // One engine over two nodes: Ray.
+  const CliResult wide = run_cli({"serve", "plan", "--model", "llama3-70b", "--cluster", source_path("examples/cluster-2x-h100.json"),
+                                  "--gpus", "16", "--requests", "16", "--output-tokens", "8", "--top", "1", "--export",
+                                  "vllm", "--json", "--max-num-seqs", "8", "--no-chunked-prefill", "--kv-cache-dtype", "fp8"});
+  REQUIRE(wide.code == 0);
+  const nlohmann::json w = nlohmann::json::parse(wide.out);
+  const std::string wc = w.at("vllm_command").get<std::string>();
+  const nlohmann::json& wp = w.at("plans")[0];
+  CHECK(wc.find("--max-num-seqs 8 ") != std::string::npos);
+  CHECK(wc.find("--no-enable-chunked-prefill") != std::string::npos);
+  CHECK(wc.find("--kv-cache-dtype fp8\n") != std::string::npos);
+  CHECK((wc.find("--distributed-executor-backend ray") != std::string::npos) ==
+        (wp.at("tp").get<int>() * wp.at("pp").get<int>() > 8));
+  check_bad_input({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4", "--export", "sglang"},
+                  "--export: 'sglang' is not a serving target; use vllm");
+}

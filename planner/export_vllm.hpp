@@ -1,0 +1,17 @@
+#pragma once
+// A serving plan as the `vllm serve` command that runs it, flag names as vLLM's EngineArgs defines them
+// (vllm/engine/arg_utils.py, checked at vLLM 99d7eb5d; each dataclass field is the flag of its name): the tp and
+// pp of one engine, the replicas as data parallelism, the scheduler's limits, chunked prefill, the share of GPU
+// memory and the KV cache's type. An engine wider than a node runs its ranks through Ray, which vLLM requires
+// for one engine across nodes; the command says so.
+#include <string>
+
+#include "planner/serving_plan.hpp"
+
+namespace pw {
+
+// `model`: what vLLM loads (a Hugging Face id or a folder); `gpus_per_node`: the cluster's.
+std::string vllm_serve_command(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
+                               int gpus_per_node);
+
+}  // namespace pw
