@@ -37,6 +37,8 @@ class BranchAndBound {
       rest_fb_[i + 1] = rest_fb_[i] + least;
       rest_all_[i + 1] = rest_all_[i] + least_all;
     }
+    const Phases last = phases(p.stages - 1, p.layers - 1, p.layers);
+    last_fb_ = last.f + last.b;
     // open_[k]: the ranks holding a stage after k.
     open_.resize(static_cast<size_t>(p.stages));
     for (int k = 0; k < p.stages; ++k) {
@@ -97,9 +99,8 @@ class BranchAndBound {
   double rest_bound(int k, int begin, double head, double tail) const {
     const int n = p_.layers;
     const int rest = p_.stages - k;
-    const Phases last = phases(p_.stages - 1, n - 1, n);
     return head + tail + rest_fb_[static_cast<size_t>(n)] - rest_fb_[static_cast<size_t>(begin)] +
-           2 * rest * p_.dispatch_s + (m_ - 1) * (last.f + last.b);
+           2 * rest * p_.dispatch_s + (m_ - 1) * last_fb_;
   }
 
   // After stage k ends before layer `end`: the remaining layers' work goes to the ranks that still hold a
@@ -189,6 +190,7 @@ class BranchAndBound {
   const double m_;
   std::vector<double> rank_head_, rank_tail_, rank_fb_, rank_all_;
   std::vector<double> rest_fb_, rest_all_;  // prefix sums
+  double last_fb_ = 0;                       // the last layer's F + B on the last stage, dispatch included
   std::vector<std::vector<int>> open_;
   std::vector<LayerRange> ranges_;
   FastestSplit best_;

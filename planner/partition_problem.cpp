@@ -178,35 +178,31 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     rank_class[static_cast<size_t>(r)] = static_cast<int>(k);
   }
   for (const std::vector<LayerWork>& work : P.level_work) {
+    // The lightest level (the first) also keeps each phase apart when asked (PartitionProblem::phase_prefix).
+    const bool phases = options.phases && P.level_time_prefix.empty();
     std::vector<std::vector<double>> per_class;
     for (const Class& c : classes) {
       std::vector<double> prefix(n + 1, 0.0);
+      PartitionProblem::PhasePrefix pp;
+      if (phases) pp = {prefix, prefix, prefix, prefix, prefix};
       for (size_t i = 0; i < n; ++i) {
         const Layer& layer = s.model.layers[i];
-        double t = 0;  // summed as layer_step_costs sums it
-        for (Phase ph : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
-          t += layer_phase_time(cost, layer, work[i], ph, *c.gpu, c.links, pc.tp);
-        prefix[i + 1] = prefix[i] + t;
+        const double f = layer_phase_time(cost, layer, work[i], Phase::Forward, *c.gpu, c.links, pc.tp);
+        const double b = layer_phase_time(cost, layer, work[i], Phase::BackwardInput, *c.gpu, c.links, pc.tp);
+        const double w = layer_phase_time(cost, layer, work[i], Phase::BackwardWeight, *c.gpu, c.links, pc.tp);
+        prefix[i + 1] = prefix[i] + (f + b + w);  // summed as layer_step_costs sums it
+        if (!phases) continue;
+        const double cf = cost.expert_comm_time(work[i], Phase::Forward, c.links.ep);
+        const double cb = cost.expert_comm_time(work[i], Phase::BackwardInput, c.links.ep);
+        pp.f[i + 1] = pp.f[i] + f - cf;
+        pp.b[i + 1] = pp.b[i] + b - cb;
+        pp.w[i + 1] = pp.w[i] + w;
+        pp.comm_f[i + 1] = pp.comm_f[i] + cf;
+        pp.comm_b[i + 1] = pp.comm_b[i] + cb;
       }
       per_class.push_back(std::move(prefix));
+      if (phases) P.phase_prefix.push_back(std::move(pp));
     }
-    if (options.phases && P.level_time_prefix.empty())
-      for (const Class& c : classes) {
-        PartitionProblem::PhasePrefix pp{std::vector<double>(n + 1, 0.0), std::vector<double>(n + 1, 0.0),
-                                         std::vector<double>(n + 1, 0.0), std::vector<double>(n + 1, 0.0),
-                                         std::vector<double>(n + 1, 0.0)};
-        for (size_t i = 0; i < n; ++i) {
-          const Layer& layer = s.model.layers[i];
-          const double cf = cost.expert_comm_time(work[i], Phase::Forward, c.links.ep);
-          const double cb = cost.expert_comm_time(work[i], Phase::BackwardInput, c.links.ep);
-          pp.f[i + 1] = pp.f[i] + layer_phase_time(cost, layer, work[i], Phase::Forward, *c.gpu, c.links, pc.tp) - cf;
-          pp.b[i + 1] = pp.b[i] + layer_phase_time(cost, layer, work[i], Phase::BackwardInput, *c.gpu, c.links, pc.tp) - cb;
-          pp.w[i + 1] = pp.w[i] + layer_phase_time(cost, layer, work[i], Phase::BackwardWeight, *c.gpu, c.links, pc.tp);
-          pp.comm_f[i + 1] = pp.comm_f[i] + cf;
-          pp.comm_b[i + 1] = pp.comm_b[i] + cb;
-        }
-        P.phase_prefix.push_back(std::move(pp));
-      }
     P.level_time_prefix.push_back(std::move(per_class));
 
     std::vector<double> act(n + 1, 0.0), wg(n + 1, 0.0);
