@@ -106,17 +106,6 @@ struct Walk {
   }
 };
 
-int peak_memory(const Lists& lists) {
-  Walk walk;
-  walk.has_w = lists.size() > 4;
-  int peak = 0;
-  for (int slot = 0, bound = last_slot(lists); slot <= bound; ++slot) {
-    walk.step(lists, slot);
-    peak = std::max(peak, walk.held);
-  }
-  return peak;
-}
-
 // One rank's walk kept slot by slot, so that moving one pass earlier is judged by walking only from its new
 // slot until the walk meets the kept one again (the squeeze tries many slots for every pass; walking the
 // whole rank each time made it quadratic in the micro-batches). The rank's peak is within the squeeze's
@@ -124,6 +113,9 @@ int peak_memory(const Lists& lists) {
 class RankMemory {
  public:
   explicit RankMemory(const Lists& lists) { rebuild(lists); }
+
+  // The rank's peak, as built (accept() leaves the maxima before a move's slot stale).
+  int built_peak() const { return from_.front(); }
 
   void rebuild(const Lists& lists) {
     const int bound = last_slot(lists);
@@ -279,8 +271,8 @@ Ranks squeeze(Ranks ranks, bool with_w) {
   int limit = 0;
   std::vector<RankMemory> memory;
   for (const Lists& r : ranks) {
-    limit = std::max(limit, peak_memory(r));
     memory.emplace_back(r);
+    limit = std::max(limit, memory.back().built_peak());
   }
   const int m = static_cast<int>(ranks.front()[kF0].size());
   std::vector<std::vector<char>> occupied;
