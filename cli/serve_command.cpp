@@ -4,25 +4,21 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
-#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/output_path.hpp"
 #include "cli/serve_options.hpp"
 #include "cli/serve_plan.hpp"
-#include "core/error.hpp"
-#include "core/json_text.hpp"
-#include "core/units.hpp"
 #include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
+#include "core/output_file.hpp"
+#include "core/units.hpp"
 #include "core/work_estimate.hpp"
 #include "sim/serving_metrics.hpp"
 #include "sim/serving_trace.hpp"
-#include "sim/serving_workload.hpp"
-#include "core/output_file.hpp"
 
 namespace pw {
 namespace {
-
 
 void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp, const std::string& chrome_trace) {
   o.check();
@@ -48,24 +44,16 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
     write_output_file(chrome_trace, serving_trace(r, pp, {{"model", model.name}, {"cluster", cluster.name}, {"tp", tp}, {"pp", pp}})
                                         .dump() + "\n");
   if (o.json) {
-    const nlohmann::ordered_json j = {{"model", model.name},
-                                      {"cluster", cluster.name},
-                                      {"tp", tp},
-                                      {"pp", pp},
-                                      {"requests", requests.size()},
-                                      {"output_tokens_per_s", m.output_tokens_per_s},
-                                      {"requests_per_s", m.requests_per_s},
-                                      {"ttft_p50_s", m.ttft_p50_s},
-                                      {"ttft_p99_s", m.ttft_p99_s},
-                                      {"tpot_p50_s", m.tpot_p50_s},
-                                      {"tpot_p99_s", m.tpot_p99_s},
-                                      {"makespan_s", r.makespan_s},
+    nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"tp", tp}, {"pp", pp},
+                                {"requests", requests.size()}};
+    add_metrics_json(j, m);
+    j.update(nlohmann::ordered_json{{"makespan_s", r.makespan_s},
                                       {"kv_capacity_tokens", r.kv_capacity_tokens},
                                       {"peak_kv_use", r.peak_kv_use},
                                       {"preemptions", r.preemptions},
                                       {"batches", r.batches},
-                                      {"max_running", r.max_running},
-                                      {"stage_busy_fraction", busy}};
+                                    {"max_running", r.max_running},
+                                    {"stage_busy_fraction", busy}});
     out << j.dump(2) << "\n";
     return;
   }

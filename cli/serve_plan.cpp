@@ -63,21 +63,16 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
 
   if (o.serve.json) {
     nlohmann::ordered_json plans = nlohmann::ordered_json::array();
-    for (const ServingPlan& p : r.plans)
-      plans.push_back({{"tp", p.tp},
-                       {"pp", p.pp},
-                       {"replicas", p.replicas},
-                       {"output_tokens_per_s", p.metrics.output_tokens_per_s},
-                       {"requests_per_s", p.metrics.requests_per_s},
-                       {"ttft_p50_s", p.metrics.ttft_p50_s},
-                       {"ttft_p99_s", p.metrics.ttft_p99_s},
-                       {"tpot_p50_s", p.metrics.tpot_p50_s},
-                       {"tpot_p99_s", p.metrics.tpot_p99_s},
-                       {"kv_capacity_tokens", p.kv_capacity_tokens},
-                       {"preemptions", p.preemptions},
-                       {"slo_share", p.slo_share},
-                       {"goodput_requests_per_s", p.goodput_rps},
-                       {"meets_slo", p.meets_slo}});
+    for (const ServingPlan& p : r.plans) {
+      nlohmann::ordered_json j = {{"tp", p.tp}, {"pp", p.pp}, {"replicas", p.replicas}};
+      add_metrics_json(j, p.metrics);
+      j.update(nlohmann::ordered_json{{"kv_capacity_tokens", p.kv_capacity_tokens},
+                                      {"preemptions", p.preemptions},
+                                      {"slo_share", p.slo_share},
+                                      {"goodput_requests_per_s", p.goodput_rps},
+                                      {"meets_slo", p.meets_slo}});
+      plans.push_back(std::move(j));
+    }
     if (o.gpu_hour_price)
       for (size_t i = 0; i < r.plans.size(); ++i)
         plans[i]["cost_per_million_tokens"] =

@@ -32,4 +32,13 @@ ServingMetrics serving_metrics(const ServingResult& r) {
   return m;
 }
 
+void add_metrics_json(nlohmann::ordered_json& j, const ServingMetrics& m) {
+  j["output_tokens_per_s"] = m.output_tokens_per_s;
+  j["requests_per_s"] = m.requests_per_s;
+  j["ttft_p50_s"] = m.ttft_p50_s;
+  j["ttft_p99_s"] = m.ttft_p99_s;
+  j["tpot_p50_s"] = m.tpot_p50_s;
+  j["tpot_p99_s"] = m.tpot_p99_s;
+}
+
 }  // namespace pw
