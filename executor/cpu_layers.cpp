@@ -57,6 +57,15 @@ class Embedding : public CpuLayer {
     return x;
   }
 
+  Mat serve(const Mat&, const ServeInput& in, int) override {
+    Mat x(static_cast<Eigen::Index>(in.tokens.size()), tokens_.value.cols());
+    for (Eigen::Index r = 0; r < x.rows(); ++r) {
+      x.row(r) = tokens_.value.row(in.tokens[static_cast<size_t>(r)]);
+      if (positions_) x.row(r) += positions_table_.value.row(in.positions[static_cast<size_t>(r)]);
+    }
+    return x;
+  }
+
   Mat backward_input(const Mat& dy, LayerContext& ctx, double, const GradSink& sink) override {
     sink(WeightGradTerm{WeightGradTerm::Kind::Embedding, Mat(), dy, std::move(ctx.tokens), seq_, &tokens_,
                         positions_ ? &positions_table_ : nullptr});
@@ -117,6 +126,30 @@ class Block : public CpuLayer {
       s[kProbs] = ops::attention_probs(s[kQ], s[kK], shape_);
     }
     return run_backward(dy, s, sink);
+  }
+
+  Mat serve(const Mat& x, const ServeInput& in, int layer) override {
+    Mat xhat, rstd;
+    const Mat qkv = qkv_.forward(norm1_.forward(x, xhat, rstd));
+    Mat q = qkv.leftCols(q_), k = qkv.middleCols(q_, kv_);
+    if (!c_.learned_positions) {
+      ops::rotary_at(q, c_.heads, c_.head_dim, in.positions);
+      ops::rotary_at(k, c_.kv_heads, c_.head_dim, in.positions);
+    }
+    const ops::AttentionShape shape{1, 1, c_.heads, c_.kv_heads, c_.head_dim};
+    Mat o(x.rows(), q_);
+    Eigen::Index row = 0;
+    for (const SequenceChunk& chunk : *in.step) {
+      const Eigen::Index n = chunk.tokens;
+      KvRows& kv = in.cache->at(layer, chunk.request, (*in.capacity)[static_cast<size_t>(chunk.request)], kv_);
+      kv.k.middleRows(chunk.start, n) = k.middleRows(row, n);
+      kv.v.middleRows(chunk.start, n) = qkv.block(row, q_ + kv_, n, kv_);
+      o.middleRows(row, n) = ops::cached_attention(q.middleRows(row, n), kv.k, kv.v, chunk.start, shape);
+      row += n;
+    }
+    const Mat x1 = x + out_.forward(o);
+    std::vector<Mat> scratch(static_cast<size_t>(mlp_->slots()));
+    return x1 + mlp_->forward(norm2_.forward(x1, xhat, rstd), scratch.data());
   }
 
   std::vector<Param*> params() override {
@@ -205,6 +238,19 @@ class Head : public CpuLayer {
     Mat out(1, 1);
     out(0, 0) = static_cast<float>(loss);
     return out;
+  }
+
+  Mat serve(const Mat& x, const ServeInput& in, int) override {
+    std::vector<Eigen::Index> last;
+    Eigen::Index row = 0;
+    for (const SequenceChunk& chunk : *in.step) {
+      row += chunk.tokens;
+      if (chunk.samples) last.push_back(row - 1);
+    }
+    Mat picked(static_cast<Eigen::Index>(last.size()), x.cols());
+    for (size_t i = 0; i < last.size(); ++i) picked.row(static_cast<Eigen::Index>(i)) = x.row(last[i]);
+    Mat xhat, rstd;
+    return lm_.forward(norm_.forward(picked, xhat, rstd));
   }
 
   Mat backward_input(const Mat&, LayerContext& ctx, double loss_scale, const GradSink& sink) override {

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "core/model.hpp"
+#include "core/serving_steps.hpp"
 #include "core/workload.hpp"
 #include "executor/backend.hpp"
+#include "executor/cpu_kv_cache.hpp"
 #include "executor/cpu_ops.hpp"
 #include "executor/cpu_tensor.hpp"
 
@@ -61,6 +63,16 @@ struct ExpertShard {
   std::vector<int> group;  // the replicas of the ep group, in order (empty with ep 1)
 };
 
+// One serving batch as a stage's layers see it (executor/cpu_serving.hpp): its chunks, each row's token and
+// position (rows chunk by chunk), the stage's KV cache and each request's longest length (the rows to make).
+struct ServeInput {
+  const ServingStep* step = nullptr;
+  std::vector<int> tokens;
+  std::vector<long> positions;
+  CpuKvCache* cache = nullptr;
+  const std::vector<long>* capacity = nullptr;  // by request
+};
+
 class CpuLayer {
  public:
   virtual ~CpuLayer() = default;
@@ -71,6 +83,10 @@ class CpuLayer {
   // `loss_scale`). Returns the gradient of the input (empty for the embedding). Frees what only B
   // needed and gives the weight-gradient work to `sink`.
   virtual Mat backward_input(const Mat& dy, LayerContext& ctx, double loss_scale, const GradSink& sink) = 0;
+  // Forward for serving, keeping nothing for a backward: blocks write the batch's keys and values into the
+  // cache (`layer` names this layer's rows there) and attend over each sequence's cached positions; the head
+  // returns the logits of each sampling chunk's last row, in chunk order.
+  virtual Mat serve(const Mat& x, const ServeInput& in, int layer) = 0;
   virtual std::vector<Param*> params() = 0;
   // The exchange with the other replicas (an MoE block whose experts are spread over them); it serves the
   // one rank that computes this layer.

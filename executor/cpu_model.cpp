@@ -46,6 +46,12 @@ Mat CpuModel::forward(const LayerRange& range, const Mat& input, const MicroBatc
   return x;
 }
 
+Mat CpuModel::serve(const LayerRange& range, const Mat& input, const ServeInput& in) {
+  Mat x = input;
+  for (int i = range.first; i <= range.last; ++i) x = layers_[static_cast<size_t>(i)]->serve(x, in, i);
+  return x;
+}
+
 Mat CpuModel::backward_input(const LayerRange& range, const Mat& grad_output, StageContext& ctx, double loss_scale,
                              bool defer_weights) {
   Mat g = grad_output;

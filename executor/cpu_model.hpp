@@ -43,6 +43,9 @@ class CpuModel {
   // F of layers [range.first, range.last]. `input` is the previous stage's output (ignored when the range
   // starts at the embedding). Returns the output; a range ending at the head returns the 1 x 1 mean loss.
   Mat forward(const LayerRange& range, const Mat& input, const MicroBatch& mb, StageContext& ctx);
+  // Serving's forward of layers [range.first, range.last] over one batch (CpuLayer::serve): the hidden
+  // states out, or the sampled rows' logits from a range ending at the head.
+  Mat serve(const LayerRange& range, const Mat& input, const ServeInput& in);
   // B of the range: `grad_output` is the gradient of its output (ignored when it ends at the head, whose
   // loss is scaled by `loss_scale`). Returns the gradient of its input (empty when it starts at the
   // embedding). `defer_weights`: keep the weight-gradient work in `ctx` for backward_weight; otherwise

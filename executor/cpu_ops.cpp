@@ -109,13 +109,17 @@ Mat swiglu_backward(const Mat& u, const Mat& dy) {
   return du;
 }
 
-void rotary(Mat& x, int heads, int head_dim, int seq, bool inverse) {
+namespace {
+
+// Rotates row r of x by the angle of position pos(r).
+template <class Position>
+void rotate_rows(Mat& x, int heads, int head_dim, bool inverse, const Position& pos) {
   const int half = head_dim / 2;
   const float sign = inverse ? -1.0f : 1.0f;
   for (Eigen::Index r = 0; r < x.rows(); ++r) {
-    const double pos = static_cast<double>(r % seq);
+    const double p = static_cast<double>(pos(r));
     for (int i = 0; i < half; ++i) {
-      const double angle = pos * std::pow(10000.0, -2.0 * i / head_dim);
+      const double angle = p * std::pow(10000.0, -2.0 * i / head_dim);
       const float c = static_cast<float>(std::cos(angle));
       const float s = sign * static_cast<float>(std::sin(angle));
       for (int j = 0; j < heads; ++j) {
@@ -127,6 +131,40 @@ void rotary(Mat& x, int heads, int head_dim, int seq, bool inverse) {
       }
     }
   }
+}
+
+}  // namespace
+
+void rotary(Mat& x, int heads, int head_dim, int seq, bool inverse) {
+  rotate_rows(x, heads, head_dim, inverse, [seq](Eigen::Index r) { return r % seq; });
+}
+
+void rotary_at(Mat& x, int heads, int head_dim, const std::vector<long>& positions) {
+  rotate_rows(x, heads, head_dim, false, [&](Eigen::Index r) { return positions[static_cast<size_t>(r)]; });
+}
+
+Mat cached_attention(const Mat& q, const Mat& k, const Mat& v, long start, const AttentionShape& sh) {
+  const int hd = sh.head_dim, group = sh.heads / sh.kv_heads;
+  const Eigen::Index rows = q.rows(), seen = start + rows;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  Mat out(rows, q.cols());
+  for (int j = 0; j < sh.heads; ++j) {
+    const int g = j / group;
+    const auto K = k.block(0, g * hd, seen, hd);
+    const auto V = v.block(0, g * hd, seen, hd);
+    Mat p = (q.block(0, j * hd, rows, hd) * K.transpose()) * scale;
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      // Causal: position start + r sees positions 0..start + r.
+      const Eigen::Index n = start + r + 1;
+      const float top = p.row(r).head(n).maxCoeff();
+      float sum = 0;
+      for (Eigen::Index c = 0; c < n; ++c) sum += (p(r, c) = std::exp(p(r, c) - top));
+      p.row(r).head(n) /= sum;
+      p.row(r).tail(seen - n).setZero();
+    }
+    out.block(0, j * hd, rows, hd).noalias() = p * V;
+  }
+  return out;
 }
 
 Mat attention_probs(const Mat& q, const Mat& k, const AttentionShape& sh) {

@@ -41,6 +41,14 @@ struct AttentionShape {
 // (n x heads * head_dim); `inverse` rotates back, which is also the backward of the rotation.
 void rotary(Mat& x, int heads, int head_dim, int seq, bool inverse);
 
+// The same rotation of row r by positions[r] (serving: each sequence's chunk at its own offset).
+void rotary_at(Mat& x, int heads, int head_dim, const std::vector<long>& positions);
+
+// Causal attention of one sequence's chunk: q holds its rows for positions start, start + 1, ...; k and v
+// hold its cached keys and values for positions 0 .. start + q.rows() - 1 (and maybe more rows, unread).
+// shape.batch and shape.seq are unused.
+Mat cached_attention(const Mat& q, const Mat& k, const Mat& v, long start, const AttentionShape& shape);
+
 // The causal softmax(q k^T / sqrt(head_dim)) of every sequence and head, (batch * heads * seq) x seq: what
 // the backward needs, and what selective recomputation rebuilds in B.
 Mat attention_probs(const Mat& q, const Mat& k, const AttentionShape& shape);

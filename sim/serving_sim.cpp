@@ -150,17 +150,19 @@ class ServingSimulation {
       waiting_.push_back(arrivals_[next_arrival_++]);
   }
 
-  // Grows request i's pages to `tokens`, preempting the latest admitted running requests not in flight.
+  // Grows request i's pages to `tokens`, preempting the latest admitted running request not in flight, as
+  // vLLM's scheduler pops the last of its running queue: when that is i itself, i goes back to waiting.
   bool reserve(size_t i, long tokens, bool may_preempt) {
     const long need = blocks_for(tokens) - live_[i].blocks;
     while (used_blocks_ + need > total_blocks_) {
       if (!may_preempt) return false;
       size_t victim = requests_.size();
       for (size_t r : running_)
-        if (r != i && !live_[r].in_flight && (victim == requests_.size() || live_[r].admitted_order > live_[victim].admitted_order))
+        if (!live_[r].in_flight && (victim == requests_.size() || live_[r].admitted_order > live_[victim].admitted_order))
           victim = r;
       if (victim == requests_.size()) return false;
       preempt(victim);
+      if (victim == i) return false;
     }
     used_blocks_ += need;
     live_[i].blocks += need;
@@ -183,7 +185,10 @@ class ServingSimulation {
   std::vector<Scheduled> schedule() {
     std::vector<Scheduled> batch;
     long budget = c_.max_num_batched_tokens;
-    // Running requests first, in admission order: a token each for decodes, the next chunk for prefills.
+    // Running requests first, in admission order: a token each for decodes, the next chunk for prefills. As in
+    // vLLM's scheduler, one that cannot get its pages ends this pass, and none waiting is admitted after a
+    // preemption.
+    const long preempted_before = out_.preemptions;
     const std::vector<size_t> running = running_;
     for (size_t i : running) {
       if (budget <= 0) break;
@@ -193,13 +198,14 @@ class ServingSimulation {
       const bool decode = l.prefilled;
       const long tokens = decode ? 1 : (c_.chunked_prefill ? std::min(left, budget) : left);
       if (tokens > budget) continue;
-      if (!reserve(i, l.computed + tokens, true)) continue;
+      if (!reserve(i, l.computed + tokens, true)) break;
       batch.push_back({i, tokens, decode});
       l.in_flight = true;
       budget -= tokens;
     }
     // Then waiting requests in order, while the cache and the sequence limit allow.
-    while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < c_.max_num_seqs) {
+    while (out_.preemptions == preempted_before && !waiting_.empty() && budget > 0 &&
+           static_cast<int>(running_.size()) < c_.max_num_seqs) {
       const size_t i = waiting_.front();
       const long left = goal(i);
       const long tokens = c_.chunked_prefill ? std::min(left, budget) : left;
@@ -219,8 +225,12 @@ class ServingSimulation {
 
   void launch(const std::vector<Scheduled>& batch, double t) {
     ServingBatch b;
+    if (c_.record_steps) out_.steps.emplace_back();
     for (const Scheduled& s : batch) {
       const Live& l = live_[s.request];
+      if (c_.record_steps)
+        out_.steps.back().push_back({static_cast<long>(s.request), l.computed, s.tokens,
+                                     s.decode || l.computed + s.tokens >= goal(s.request)});
       if (s.decode) {
         ++b.decode_tokens;
         b.decode_context += static_cast<double>(l.computed + 1);

@@ -13,6 +13,7 @@
 #include "core/cost_model.hpp"
 #include "core/kv_cache.hpp"
 #include "core/model.hpp"
+#include "core/serving_steps.hpp"
 #include "core/serving_work.hpp"
 #include "core/stage_costs.hpp"
 
@@ -37,6 +38,7 @@ struct ServingConfig {
   // Per stage, bytes kept back for activations and the runtime beyond the weights (CUDA graphs, sampler).
   double activation_reserve_bytes = 2e9;
   bool record_spans = false;  // fill ServingResult::spans
+  bool record_steps = false;  // fill ServingResult::steps
   // A closed loop: this many requests from time 0, each next one as soon as one finishes (the requests'
   // arrival times unused). 0: the requests arrive when they say.
   int concurrency = 0;
@@ -66,6 +68,7 @@ struct ServingResult {
     long tokens = 0;
   };
   std::vector<Span> spans;
+  std::vector<ServingStep> steps;  // every batch in launch order, what the executor runs
   long preemptions = 0;
 };
 
