@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "calibrate/nnls.hpp"
+#include "profiler/nnls.hpp"
 #include "core/error.hpp"
 
 namespace pw {

@@ -12,6 +12,7 @@
 #include "profiler/core_speed.hpp"
 #include "profiler/cpu_profile_estimate.hpp"
 #include "profiler/cpu_profiler.hpp"
+#include "profiler/cpu_serving_profile.hpp"
 #include "profiler/cuda/host/cuda_profiler_api.hpp"
 
 namespace pw {
@@ -30,6 +31,7 @@ struct ProfileCommandOptions {
   bool links = false;
   int tp = 0, dp = 0;
   std::string cluster_out;
+  bool serving = false;
   bool allow_large = false;
 };
 
@@ -61,11 +63,29 @@ void print_profile(std::ostream& out, const Profile& p, const std::string& model
   }
 }
 
+void print_serving(std::ostream& out, const ServingProfile& s) {
+  out << "\n  serving: each kind of layer over a grid of batches (prefill chunks, decodes, both), fitted per kind\n";
+  out << fmt::format("  {:<10} {:>10} {:>14} {:>14} {:>14} {:>12}  {}\n", "layer", "per call", "per GFLOP", "per attn GFLOP",
+                     "per MB of KV", "per sequence", "worst fit");
+  for (const ServingKindRates& k : s.kinds) {
+    std::vector<ServingSample> mine;
+    for (const ServingSample& x : s.samples)
+      if (x.kind == k.kind) mine.push_back(x);
+    const ServingRates& r = k.rates;
+    out << fmt::format("  {:<10} {:>10} {:>14} {:>14} {:>14} {:>12}  {}\n", k.kind, format_seconds(r.call_s),
+                       format_seconds(r.s_per_gemm_flop * 1e9), format_seconds(r.s_per_attention_flop * 1e9),
+                       format_seconds(r.s_per_kv_byte * 1e6), format_seconds(r.s_per_sequence),
+                       format_percent(worst_relative_error(r, mine)));
+  }
+}
+
 void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
   if (o.backend != "cpu" && o.backend != "cuda") throw_bad_input("--backend: unknown backend '{}'; use cpu or cuda", o.backend);
   if (o.backend == "cuda" && !cuda_built()) throw_bad_input("{}", cuda_not_built_text());
   if (o.backend == "cpu" && o.links) throw_bad_input("--links: measures NCCL links between GPUs; use it with --backend cuda");
   if (!o.cluster_out.empty() && !o.links) throw_bad_input("--cluster-out: the measured matrix needs --links");
+  if (o.backend == "cuda" && o.serving)
+    throw_bad_input("--serving: only the cpu backend times serving batches so far; use --backend cpu");
   check_outputs({{"--out", o.out}, {"--cluster-out", o.cluster_out}}, {{"--model", o.model}});
   const DType dtype = dtype_from_text(o.dtype);
   if (!(o.min_time_s >= 0)) throw_bad_input("--min-time: must be 0 or more seconds, got {}", o.min_time_s);
@@ -98,9 +118,15 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
     request.link_repetitions = o.link_repetitions;
     check_work_unless_allowed("profile", cpu_profile_estimate(model, request, measured_core_speed()), o.allow_large);
     p = profile_cpu(model, request);
+    if (o.serving) {
+      ServingProfileRequest serving;
+      serving.options.min_time_s = o.min_time_s;
+      p.serving = profile_cpu_serving(model, serving);
+    }
   }
   p.model = profiled_model_of(model);
   print_profile(out, p, model.name);
+  if (p.serving) print_serving(out, *p.serving);
   out << gpu.report;
   if (!o.cluster_out.empty()) {
     if (!gpu.cluster) throw_runtime("--cluster-out: one GPU has no links to put in a measured matrix; run on 2 GPUs or more");
@@ -128,6 +154,7 @@ CommandRunner add_profile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--link-repetitions", opts->link_repetitions, "Round trips per message size")->capture_default_str();
   cmd->add_option("--dtype", opts->dtype, "cuda: bf16 or fp32 layers")->capture_default_str();
+  cmd->add_flag("--serving", opts->serving, "cpu: also time serving batches and fit serving rates (for serve run)");
   cmd->add_flag("--links", opts->links,
                 "cuda: every GPU pair's NCCL link (1 KiB to 1 GiB), collectives over the tp and dp groups, the GEMM "
                 "slowdown beside NCCL traffic");

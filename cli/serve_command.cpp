@@ -9,6 +9,7 @@
 #include "cli/output_path.hpp"
 #include "cli/serve_options.hpp"
 #include "cli/serve_plan.hpp"
+#include "cli/serve_run.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "core/output_file.hpp"
@@ -88,9 +89,13 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto po = std::make_shared<ServePlanOptions>();
   po->serve.add_to(*plan);
   po->add_to(*plan);
-  return [so, degrees, chrome_trace, sim, po, plan](std::ostream& out) {
+  auto* run = serve->add_subcommand("run", "Serve a workload for real on the CPU backend, measured against the simulation");
+  auto ro = std::make_shared<ServeRunOptions>();
+  ro->add_to(*run);
+  return [so, degrees, chrome_trace, sim, po, plan, ro, run](std::ostream& out) {
     if (sim->parsed()) run_serve_simulate(*so, out, degrees->first, degrees->second, *chrome_trace);
     if (plan->parsed()) run_serve_plan(*po, out);
+    if (run->parsed()) run_serve_run(*ro, out);
   };
 }
 

@@ -21,9 +21,15 @@ double expected_length(const LengthSpec& s) { return s.kind == LengthSpec::Kind:
 
 }  // namespace
 
-void ServeOptions::add_to(CLI::App& cmd) {
+void ServeOptions::add_to(CLI::App& cmd, const char* default_cluster) {
   cmd.add_option("--model", model, "Model preset, Hugging Face config.json or pipewright model JSON")->required();
-  cmd.add_option("--cluster", cluster, "Cluster preset or cluster JSON")->required();
+  auto* c = cmd.add_option("--cluster", cluster, "Cluster preset or cluster JSON");
+  if (default_cluster) {
+    cluster = default_cluster;
+    c->capture_default_str();
+  } else {
+    c->required();
+  }
   cmd.add_option("--prompt-tokens", prompt_tokens, "Prompt length: N, uniform:MIN:MAX or normal:MEAN:STD")->capture_default_str();
   cmd.add_option("--output-tokens", output_tokens, "Output length, as --prompt-tokens")->capture_default_str();
   cmd.add_option("--requests", requests, "Requests to serve (not with --trace)")->capture_default_str();

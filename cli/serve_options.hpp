@@ -29,7 +29,9 @@ struct ServeOptions {
   std::uint64_t seed = 1;
   bool json = false;
 
-  void add_to(CLI::App& cmd);
+  // `default_cluster`: --cluster is optional, this when absent (`serve run` on the CPU: its memory and links
+  // are not a GPU's; the profile gives the link).
+  void add_to(CLI::App& cmd, const char* default_cluster = nullptr);
   // BadInput for anything malformed, before the model is read.
   void check() const;
   Model load_model_checked() const;

@@ -117,7 +117,8 @@ double AnalyticCostModel::compute_time(const PhaseWork& work, const GpuSpec& gpu
          work.kernels * params_.kernel_overhead_s;
 }
 
-double AnalyticCostModel::serving_time(const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const {
+double AnalyticCostModel::serving_time(const Layer&, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
+                                       int tp) const {
   const double bandwidth = gpu.hbm_bytes_per_s * params_.memory_efficiency;
   const double gemm = std::max(rate_time(work.gemm_flops, gpu.peak_flops * params_.gemm_efficiency, gpu.name, "peak_flops"),
                                rate_time(work.weight_bytes, bandwidth, gpu.name, "hbm_bytes_per_s"));

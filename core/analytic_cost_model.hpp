@@ -69,7 +69,8 @@ class AnalyticCostModel : public CostModel {
   // A roofline per part: the GEMMs at the longer of their FLOPs and their weights' reading, the attention at
   // the longer of its FLOPs and its KV traffic, the elementwise bytes, and the tp all-reduces whole (serving
   // overlaps none); no launch cost (vLLM replays decode iterations as CUDA graphs).
-  double serving_time(const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const override;
+  double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
+                      int tp) const override;
   // A serving iteration's tp collective: an all-reduce inside a node up to kCustomAllReduceMaxBytes runs as
   // vLLM's custom all-reduce (vllm/distributed/device_communicators/custom_all_reduce.py, used on fully
   // connected GPUs up to its max_size of 8 MiB): two steps of one latency each; anything else as collective_time.

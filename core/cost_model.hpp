@@ -36,8 +36,9 @@ class CostModel {
   virtual double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const = 0;
 
   // Seconds of one layer's work in one serving iteration (core/serving_work.hpp) on `gpu`, its tp collectives
-  // over `tp_link` among `tp` ranks included.
-  virtual double serving_time(const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const = 0;
+  // over `tp_link` among `tp` ranks included. `layer` lets a measured model answer by the layer's kind.
+  virtual double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
+                              int tp) const = 0;
 
   // Seconds for a ring collective of an array of `bytes` over `ranks` ranks whose slowest link is `link`.
   virtual double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const = 0;
@@ -89,8 +90,9 @@ class CostModelOver : public CostModel {
   double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const override {
     return below_.expert_comm_time(work, phase, links);
   }
-  double serving_time(const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link, int tp) const override {
-    return below_.serving_time(work, gpu, tp_link, tp);
+  double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
+                      int tp) const override {
+    return below_.serving_time(layer, work, gpu, tp_link, tp);
   }
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override {
     return below_.collective_time(kind, bytes, ranks, link);

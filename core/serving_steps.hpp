@@ -13,6 +13,8 @@ struct SequenceChunk {
   long start = 0;
   long tokens = 0;
   bool samples = false;  // its last position's logits give the request's next token
+
+  bool operator==(const SequenceChunk&) const = default;
 };
 
 // One forward iteration's batch, its chunks in scheduling order.

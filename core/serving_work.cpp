@@ -12,6 +12,24 @@ constexpr double kValueBytes = 2;   // bf16 activations
 
 }  // namespace
 
+ServingBatch serving_batch(const ServingStep& step) {
+  ServingBatch b;
+  for (const SequenceChunk& c : step) {
+    if (c.tokens == 1 && c.start > 0 && c.samples) {
+      ++b.decode_tokens;
+      b.decode_context += static_cast<double>(c.start + 1);
+    } else {
+      const double o = static_cast<double>(c.start), n = static_cast<double>(c.tokens);
+      b.prefill_tokens += c.tokens;
+      ++b.prefill_sequences;
+      b.prefill_pairs += n * o + n * (n + 1) / 2;
+      b.prefill_kv_reads += o + n;
+    }
+    if (c.samples) ++b.sampled_tokens;
+  }
+  return b;
+}
+
 ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
                                KvCacheDtype kv_dtype) {
   if (!model.transformer || layer.kind == LayerKind::Explicit)
@@ -55,6 +73,7 @@ ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, c
       } else {
         w.attention_flops = 2 * pairs * heads * 2.0 * t.head_dim;
       }
+      w.attention_sequences = static_cast<double>(batch.sequences());
       const double per_token = kv_bytes_per_token_per_layer(model, tp, kv_dtype);
       w.kv_bytes = per_token * (batch.prefill_kv_reads + batch.decode_context + tokens);
       // Norms, residuals and the MLP's activation: the hidden state about eight times and the MLP's

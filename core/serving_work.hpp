@@ -10,12 +10,14 @@
 #include "core/kv_cache.hpp"
 #include "core/layer_work.hpp"
 #include "core/model.hpp"
+#include "core/serving_steps.hpp"
 
 namespace pw {
 
 // One iteration's batch, as the scheduler forms it.
 struct ServingBatch {
   long prefill_tokens = 0;       // prompt tokens computed this iteration (all prefilling sequences)
+  long prefill_sequences = 0;    // the sequences they belong to
   double prefill_pairs = 0;      // their causal query-key pairs (a chunk of c tokens after o cached: c o + c (c + 1) / 2)
   double prefill_kv_reads = 0;   // tokens of KV they read (a chunk: o + c)
   long decode_tokens = 0;        // sequences decoding one token each
@@ -23,13 +25,19 @@ struct ServingBatch {
   long sampled_tokens = 0;       // tokens whose logits the head computes (decodes and prompts that finish)
 
   long tokens() const { return prefill_tokens + decode_tokens; }
+  long sequences() const { return prefill_sequences + decode_tokens; }
 };
+
+// The batch one step is. A one-token chunk after cached positions that samples counts as a decode (a prompt's
+// last one-token chunk does the same work as one).
+ServingBatch serving_batch(const ServingStep& step);
 
 struct ServingWork {
   double weight_bytes = 0;     // read once per iteration
   double gemm_flops = 0;
   double attention_flops = 0;
   double kv_bytes = 0;         // KV cache read and written
+  double attention_sequences = 0;  // the sequences each attention call walks (a per-sequence cost on small ones)
   double elementwise_bytes = 0;
   std::vector<Collective> collectives;  // tp
 };

@@ -7,6 +7,7 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "core/error.hpp"
@@ -225,22 +226,13 @@ class ServingRuntime {
   std::exception_ptr failure_;
 };
 
-// splitmix64: a portable, seeded stream.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 }  // namespace
 
 std::vector<int> serving_prompt(std::uint64_t seed, long request, long tokens, long vocab) {
+  Rng rng(seed_for(seed, "request " + std::to_string(request)));
   std::vector<int> out;
   out.reserve(static_cast<size_t>(tokens));
-  const std::uint64_t base = mix(seed ^ mix(static_cast<std::uint64_t>(request)));
-  for (long i = 0; i < tokens; ++i)
-    out.push_back(static_cast<int>(mix(base + static_cast<std::uint64_t>(i)) % static_cast<std::uint64_t>(vocab)));
+  for (long i = 0; i < tokens; ++i) out.push_back(static_cast<int>(rng.next() % static_cast<std::uint64_t>(vocab)));
   return out;
 }
 

@@ -29,4 +29,11 @@ std::uint64_t seed_for(std::uint64_t seed, std::string_view name) {
   return h;
 }
 
+Mat random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
+  Rng rng(seed);
+  Mat m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.normal());
+  return m;
+}
+
 }  // namespace pw

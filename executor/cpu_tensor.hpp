@@ -39,6 +39,9 @@ class Rng {
   std::uint64_t state_;
 };
 
+// A rows x cols matrix of N(0, 1) draws from `seed`: inputs for timing a layer.
+Mat random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed);
+
 // FNV-1a of a name mixed with a seed: each parameter draws its own stream, so its initial values do not
 // depend on which other layers exist or which stage holds it.
 std::uint64_t seed_for(std::uint64_t seed, std::string_view name);

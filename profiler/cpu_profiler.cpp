@@ -24,13 +24,6 @@ using ProfClock = std::chrono::steady_clock;
 
 double seconds(ProfClock::time_point a, ProfClock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-Mat random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
-  Rng rng(seed);
-  Mat m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.normal());
-  return m;
-}
-
 Model one_block(const Model& model) {
   check_cpu_model(model);
   return one_block_per_kind(model);

@@ -130,13 +130,15 @@ std::string profile_to_json_text(const Profile& p) {
     j["collectives"] = collectives;
   }
   j["optimizer_s_per_parameter"] = p.optimizer_s_per_parameter;
+  if (p.serving) j["serving"] = serving_profile_json(*p.serving);
   return j.dump(2) + "\n";
 }
 
 Profile profile_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json j = parse_json_text(text, source);
   const JsonFields top(j, source);
-  top.reject_unknown({"format", "version", "tool", "machine", "model", "layers", "links", "collectives", "optimizer_s_per_parameter"});
+  top.reject_unknown({"format", "version", "tool", "machine", "model", "layers", "links", "collectives", "optimizer_s_per_parameter",
+                    "serving"});
   if (top.string("format") != "pipewright-profile")
     top.fail("format", "must be \"pipewright-profile\"; is this a profile written by `pipewright profile`?");
   if (top.positive_integer("version") != 1) top.fail("version", "must be 1, the only version this pipewright reads");
@@ -214,6 +216,7 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
     }
   }
   p.optimizer_s_per_parameter = top.figure("optimizer_s_per_parameter", kSecondsRange, 0.0);
+  if (top.has("serving")) p.serving = serving_profile_from_json(top.object("serving"));
   return p;
 }
 

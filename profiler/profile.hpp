@@ -10,6 +10,7 @@
 #include "core/layer_work.hpp"
 #include "core/model.hpp"
 #include "profiler/profiled_model.hpp"
+#include "profiler/serving_rates.hpp"
 
 namespace pw {
 
@@ -75,6 +76,7 @@ struct Profile {
   std::vector<LinkProfile> links;
   std::vector<CollectiveProfile> collectives;  // the CUDA profiler's with --links; none on CPUs
   double optimizer_s_per_parameter = 0;  // one optimizer step (Adam) per parameter
+  std::optional<ServingProfile> serving;  // `profile --serving` and `serve run`'s own
 
   // The entry for a layer kind, shape and micro-batch shape, or null.
   const LayerProfile* find(const std::string& kind, const std::string& shape, int micro_batch_size, int seq_len) const;

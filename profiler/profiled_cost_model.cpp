@@ -93,4 +93,13 @@ double ProfiledCostModel::optimizer_step_time(double parameters, const GpuSpec& 
   return below_.optimizer_step_time(parameters, gpu);
 }
 
+double ProfiledCostModel::serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu,
+                                       const LinkSpec& tp_link, int tp) const {
+  if (tp == 1 && profile_.serving && config_ && layer.kind != LayerKind::Explicit) {
+    if (const ServingRates* rates = profile_.serving->find(profile_kind(*config_, layer), layer_shape(*config_, layer)))
+      return serving_rates_time(*rates, work);
+  }
+  return below_.serving_time(layer, work, gpu, tp_link, tp);
+}
+
 }  // namespace pw

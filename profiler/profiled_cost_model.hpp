@@ -39,6 +39,10 @@ class ProfiledCostModel : public CostModelOver {
   double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const override;
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
+  // The profile's serving rates for the layer's kind and shape at tp 1 (profiler/serving_rates.hpp); the
+  // model below otherwise.
+  double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
+                      int tp) const override;
 
   // The profile entry used for `layer` at this micro-batch (profile_kind and layer_shape find it), or null
   // when the fallback answers (tp > 1: the profile is of one device; selective recomputation of a block

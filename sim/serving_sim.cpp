@@ -19,6 +19,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kValueBytes = 2;  // bf16 hidden states between stages
 constexpr double kWeightBytes = 2;
+constexpr double kMaxCacheTokens = 1e15;
 
 struct Live {
   long computed = 0;   // tokens with KV in the cache
@@ -72,7 +73,8 @@ class ServingSimulation {
                         "use more GPUs (a larger --tp or --pp)",
                         c_.tp, c_.pp, s, format_bytes(weights), format_percent(c_.gpu_memory_utilization),
                         format_bytes(cluster.memory_limit_at(g)), format_bytes(cluster.memory_limit_at(g)));
-      if (per_token > 0) capacity = std::min(capacity, static_cast<long>(room / per_token));
+      // An unbounded memory (the ideal cluster) holds every token: kept finite so that pages can be counted.
+      if (per_token > 0) capacity = std::min(capacity, static_cast<long>(std::min(room / per_token, kMaxCacheTokens)));
     }
     total_blocks_ = capacity / c_.block_tokens;
     capacity_tokens_ = total_blocks_ * c_.block_tokens;
@@ -224,25 +226,13 @@ class ServingSimulation {
   }
 
   void launch(const std::vector<Scheduled>& batch, double t) {
-    ServingBatch b;
-    if (c_.record_steps) out_.steps.emplace_back();
+    ServingStep step;
     for (const Scheduled& s : batch) {
       const Live& l = live_[s.request];
-      if (c_.record_steps)
-        out_.steps.back().push_back({static_cast<long>(s.request), l.computed, s.tokens,
-                                     s.decode || l.computed + s.tokens >= goal(s.request)});
-      if (s.decode) {
-        ++b.decode_tokens;
-        b.decode_context += static_cast<double>(l.computed + 1);
-        ++b.sampled_tokens;
-      } else {
-        const double o = static_cast<double>(l.computed), c = static_cast<double>(s.tokens);
-        b.prefill_tokens += s.tokens;
-        b.prefill_pairs += c * o + c * (c + 1) / 2;
-        b.prefill_kv_reads += o + c;
-        if (l.computed + s.tokens >= goal(s.request)) ++b.sampled_tokens;
-      }
+      step.push_back({static_cast<long>(s.request), l.computed, s.tokens, s.decode || l.computed + s.tokens >= goal(s.request)});
     }
+    const ServingBatch b = serving_batch(step);
+    if (c_.record_steps) out_.steps.push_back(std::move(step));
     double ready = t;
     for (int s = 0; s < c_.pp; ++s) {
       const size_t su = static_cast<size_t>(s);
@@ -337,7 +327,7 @@ double serving_stage_time(const Model& model, const LayerRange& layers, int tp, 
   for (int i = layers.first; i <= layers.last; ++i) {
     const Layer& l = model.layers[static_cast<size_t>(i)];
     if (l.kind == LayerKind::Mtp) continue;
-    t += cost.serving_time(serving_layer_work(model, l, tp, batch, kv_dtype), gpu, tp_link, tp);
+    t += cost.serving_time(l, serving_layer_work(model, l, tp, batch, kv_dtype), gpu, tp_link, tp);
   }
   return t;
 }

@@ -61,9 +61,9 @@ TEST_CASE("decode at batch 1 reads the weights once, the GEMMs at weights over b
         cost.collective_time(CollectiveKind::AllReduce, one.collectives[0].bytes, 8, network));
   CHECK(cost.serving_collective_time(huge, 8, link) == cost.collective_time(CollectiveKind::AllReduce, huge.bytes, 8, link));
   const double expected = one.weight_bytes / bandwidth + one.kv_bytes / bandwidth + one.elementwise_bytes / bandwidth + comm;
-  CHECK(cost.serving_time(one, gpu, link, 8) == Approx(expected).epsilon(1e-12));
+  CHECK(cost.serving_time(block, one, gpu, link, 8) == Approx(expected).epsilon(1e-12));
   // The weights dominate: 80 blocks of them at 2.35 TB/s are 7.4 ms.
-  CHECK(one.weight_bytes / bandwidth > 0.8 * cost.serving_time(one, gpu, link, 8));
+  CHECK(one.weight_bytes / bandwidth > 0.8 * cost.serving_time(block, one, gpu, link, 8));
 
   // 4096 prompt tokens: the GEMMs at the peak, far beyond reading the weights.
   ServingBatch prefill;

@@ -22,7 +22,7 @@ class HalfLinkCost : public CostModel {
   }
   double cp_ring_time(const LayerWork&, Phase, const GpuSpec&, const LinkSpec&) const override { return 0; }
   double expert_comm_time(const LayerWork&, Phase, const AllToAllLinks&) const override { return 0; }
-  double serving_time(const ServingWork&, const GpuSpec&, const LinkSpec&, int) const override { return 0; }
+  double serving_time(const Layer&, const ServingWork&, const GpuSpec&, const LinkSpec&, int) const override { return 0; }
   double collective_time(CollectiveKind, double, int, const LinkSpec&) const override { return 0; }
   LinkSpec p2p_link(const LinkSpec& nominal) const override {
     return LinkSpec{nominal.bandwidth_bytes_per_s / 2, nominal.latency_s * 2};

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "calibrate/nnls.hpp"
+#include "profiler/nnls.hpp"
 #include "executor/cpu_tensor.hpp"
 #include "../error_text.hpp"
 

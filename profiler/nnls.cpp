@@ -1,4 +1,4 @@
-#include "calibrate/nnls.hpp"
+#include "profiler/nnls.hpp"
 
 #include <algorithm>
 #include <cmath>

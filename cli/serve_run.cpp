@@ -1,0 +1,220 @@
+#include "cli/serve_run.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "cli/cost_model_chain.hpp"
+#include "cli/work_bounds.hpp"
+#include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
+#include "core/kv_cache.hpp"
+#include "core/units.hpp"
+#include "core/work_estimate.hpp"
+#include "executor/cpu_layers.hpp"
+#include "executor/cpu_serving.hpp"
+#include "profiler/cpu_serving_profile.hpp"
+#include "profiler/profile.hpp"
+#include "sim/serving_metrics.hpp"
+
+namespace pw {
+namespace {
+
+// Batches of the workload timed for the prediction, per kind of layer.
+constexpr int kProfiledBatches = 24;
+constexpr int kMaxRepeat = 100;
+
+// The float32 weights the run and its profile hold: the model once, and for the profile up to 16 copies of
+// each kind of layer per stage thread (profiler/cpu_serving_profile.hpp).
+WorkEstimate weights_estimate(const Model& model, int pp) {
+  const TransformerConfig& t = *model.transformer;
+  std::map<std::string, std::pair<int, double>> kinds;  // layers of each kind and the parameters of one
+  double params = 0;
+  for (const Layer& l : model.layers) {
+    if (l.kind == LayerKind::Mtp) continue;
+    const double p = layer_parameters(t, l.kind, l.block, 1).total();
+    params += p;
+    auto& k = kinds[profile_kind(t, l)];
+    ++k.first;
+    k.second = p;
+  }
+  double copies = 0;
+  for (const auto& [kind, k] : kinds) copies += std::min(k.first, 16) * k.second;
+  WorkEstimate w;
+  w.work = fmt::format("'{}' in float32 ({} parameters) and its profile's copies of each kind of layer", model.name,
+                       format_count(params));
+  w.bytes = 4.0 * (params + copies * pp);
+  w.fix = "serve a smaller model (the cpu backend is for the tiny examples)";
+  return w;
+}
+
+// The float32 keys and values the run's stages hold at once: every request admitted at its longest, over
+// every layer (an upper bound: finished requests give theirs back).
+WorkEstimate kv_estimate(const Model& model, const std::vector<ServingRequest>& requests, long max_running) {
+  long longest = 0;
+  for (const ServingRequest& r : requests) longest = std::max(longest, r.prompt_tokens + r.output_tokens);
+  const TransformerConfig& t = *model.transformer;
+  const double per_token = 2.0 * t.kv_heads * t.head_dim * 4.0 * t.layers;
+  WorkEstimate w;
+  w.work = fmt::format("a float32 KV cache of {} requests x {} tokens x {} layers", max_running, longest, t.layers);
+  w.bytes = per_token * static_cast<double>(longest) * static_cast<double>(max_running);
+  w.fix = "lower --max-num-seqs or the request lengths";
+  return w;
+}
+
+// The measured runs of the same batches: each metric's median over them, and the spread of the throughput
+// ((max - min) / median).
+struct MeasuredRuns {
+  ServingMetrics metrics;
+  double makespan_s = 0;
+  std::vector<double> stage_busy_s;
+  double peak_kv_bytes = 0;
+  double spread = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+MeasuredRuns summarise(const std::vector<CpuServingRun>& runs) {
+  MeasuredRuns out;
+  std::vector<ServingMetrics> m;
+  for (const CpuServingRun& r : runs) m.push_back(serving_metrics(r.measured));
+  auto over = [&](auto get) {
+    std::vector<double> v;
+    for (size_t i = 0; i < runs.size(); ++i) v.push_back(get(i));
+    return v;
+  };
+  const std::vector<double> throughput = over([&](size_t i) { return m[i].output_tokens_per_s; });
+  out.metrics.output_tokens_per_s = median(throughput);
+  out.metrics.requests_per_s = median(over([&](size_t i) { return m[i].requests_per_s; }));
+  out.metrics.ttft_p50_s = median(over([&](size_t i) { return m[i].ttft_p50_s; }));
+  out.metrics.ttft_p99_s = median(over([&](size_t i) { return m[i].ttft_p99_s; }));
+  out.metrics.tpot_p50_s = median(over([&](size_t i) { return m[i].tpot_p50_s; }));
+  out.metrics.tpot_p99_s = median(over([&](size_t i) { return m[i].tpot_p99_s; }));
+  out.makespan_s = median(over([&](size_t i) { return runs[i].measured.makespan_s; }));
+  for (size_t s = 0; s < runs.front().measured.stage_busy_s.size(); ++s)
+    out.stage_busy_s.push_back(median(over([&](size_t i) { return runs[i].measured.stage_busy_s[s]; })));
+  for (const CpuServingRun& r : runs) out.peak_kv_bytes = std::max(out.peak_kv_bytes, r.peak_kv_bytes);
+  const auto [lo, hi] = std::minmax_element(throughput.begin(), throughput.end());
+  out.spread = out.metrics.output_tokens_per_s > 0 ? (*hi - *lo) / out.metrics.output_tokens_per_s : 0;
+  return out;
+}
+
+double error_percent(double predicted, double measured) {
+  return measured > 0 ? (predicted - measured) / measured * 100 : 0;
+}
+
+}  // namespace
+
+void ServeRunOptions::add_to(CLI::App& cmd) {
+  serve.add_to(cmd, "ideal");
+  cmd.add_option("--pp", pp, "Pipeline stages, each a thread")->capture_default_str();
+  cmd.add_option("--profile", profile, "Profile with serving rates (pipewright profile --serving); default: measure first");
+  cmd.add_option("--repeat", repeat, "Measured runs (and profile turns between them); the medians are shown")->capture_default_str();
+  add_allow_large_flag(cmd, allow_large);
+}
+
+void run_serve_run(const ServeRunOptions& o, std::ostream& out) {
+  o.serve.check();
+  if (o.repeat < 1 || o.repeat > kMaxRepeat) throw_bad_input("--repeat: must be from 1 to {}, got {}", kMaxRepeat, o.repeat);
+  const Model model = o.serve.load_model_checked();
+  check_cpu_model(model);
+  const Cluster cluster = o.serve.load_cluster_checked();
+  if (o.pp < 1 || o.pp > model.transformer->layers)
+    throw_bad_input("--pp: must be from 1 to the {} blocks of '{}', got {}", model.transformer->layers, model.name, o.pp);
+  check_work_unless_allowed("serve run", {weights_estimate(model, o.pp)}, o.allow_large);
+  const std::vector<ServingRequest> requests = o.serve.make_workload();
+  ServingConfig c = o.serve.engine(1, o.pp, cluster);
+  c.stages = split_layers(model, o.pp, {});
+  c.record_steps = true;
+
+  // The batches this workload brings, as the analytic model's simulation forms them: a closed loop's and a
+  // burst's do not depend on the times; arrivals' may, and then the runs repeat on the prediction's own.
+  const AnalyticCostModel analytic;
+  const ServingResult shapes = simulate_serving(model, cluster, analytic, c, requests);
+  check_work_unless_allowed("serve run", {kv_estimate(model, requests, shapes.max_running)}, o.allow_large);
+  const auto run_on = [&](const std::vector<ServingStep>& steps) {
+    return serve_on_cpu(model, c.stages, steps, requests, c.concurrency, o.serve.seed);
+  };
+  std::vector<CpuServingRun> runs;
+  CostModelChain chain;
+  if (!o.profile.empty()) {
+    chain.add_profile_file(o.profile, model);
+    if (!chain.profiled()->profile().serving)
+      throw_bad_input("--profile: {} has no serving rates; make one with `pipewright profile --serving`, or leave "
+                      "--profile out to measure here first",
+                      o.profile);
+  } else {
+    // Profiled at the workload's own batches, in --repeat turns with a measured run after each: the machine's
+    // speed drifts, and profile and runs then see the same drift.
+    ServingProfileRequest request = quick_serving_request(sample_steps(shapes.steps, kProfiledBatches), c.pp - 1);
+    request.options.rounds = o.repeat;
+    request.after_round = [&] { runs.push_back(run_on(shapes.steps)); };
+    const auto start = std::chrono::steady_clock::now();
+    Profile profile = profile_cpu_for_serving(model, request);
+    ProfileOrigin origin;
+    origin.tool = profile.tool;
+    origin.machine = machine_text(profile.machine);
+    origin.measured_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    chain.add_profile(std::move(profile), model, std::move(origin));
+  }
+  const ServingResult predicted = simulate_serving(model, cluster, chain.model(), c, requests);
+  if (predicted.steps != shapes.steps) runs.clear();
+  while (static_cast<int>(runs.size()) < o.repeat) runs.push_back(run_on(predicted.steps));
+  const MeasuredRuns measured = summarise(runs);
+  const ServingMetrics p = serving_metrics(predicted);
+  const ServingMetrics& m = measured.metrics;
+
+  struct Row {
+    const char* name;
+    const char* key;
+    double predicted, measured;
+    bool seconds;
+  };
+  std::vector<Row> rows{{"output tokens/s", "output_tokens_per_s", p.output_tokens_per_s, m.output_tokens_per_s, false},
+                        {"requests/s", "requests_per_s", p.requests_per_s, m.requests_per_s, false},
+                        {"TTFT p50", "ttft_p50_s", p.ttft_p50_s, m.ttft_p50_s, true},
+                        {"TTFT p99", "ttft_p99_s", p.ttft_p99_s, m.ttft_p99_s, true},
+                        {"TPOT p50", "tpot_p50_s", p.tpot_p50_s, m.tpot_p50_s, true},
+                        {"TPOT p99", "tpot_p99_s", p.tpot_p99_s, m.tpot_p99_s, true},
+                        {"makespan", "makespan_s", predicted.makespan_s, measured.makespan_s, true}};
+  if (o.serve.json) {
+    nlohmann::ordered_json j = {{"model", model.name}, {"backend", "cpu"}, {"pp", o.pp}, {"requests", requests.size()},
+                                {"batches", predicted.batches}, {"cost_model", chain.description()}};
+    for (const Row& r : rows)
+      j[r.key] = {{"predicted", r.predicted}, {"measured", r.measured}, {"error_percent", error_percent(r.predicted, r.measured)}};
+    j["stage_busy_s"] = {{"predicted", predicted.stage_busy_s}, {"measured", measured.stage_busy_s}};
+    j["peak_kv_bytes"] = measured.peak_kv_bytes;
+    j["runs"] = runs.size();
+    j["throughput_spread"] = measured.spread;
+    out << j.dump(2) << "\n";
+    return;
+  }
+  out << fmt::format("{} served for real on the cpu backend: pp {} (a thread per stage), {}\n", model.name, o.pp,
+                     o.serve.workload_text(requests.size()));
+  out << fmt::format("predicted by {}\n", chain.description());
+  out << fmt::format("{} batches, at most {} requests running; KV cache peak {} (float32, the largest stage)\n",
+                     with_commas(predicted.batches), predicted.max_running, format_bytes(measured.peak_kv_bytes));
+  out << fmt::format("measured: the median of {} runs (throughput spread {})\n\n", runs.size(),
+                     format_percent(measured.spread));
+  out << fmt::format("  {:<18} {:>12} {:>12} {:>9}\n", "", "predicted", "measured", "error %");
+  for (const Row& r : rows) {
+    auto text = [&](double v) { return r.seconds ? format_seconds(v) : format_short(v); };
+    out << fmt::format("  {:<18} {:>12} {:>12} {:>+9.1f}\n", r.name, text(r.predicted), text(r.measured),
+                       error_percent(r.predicted, r.measured));
+  }
+  for (int s = 0; s < o.pp; ++s) {
+    const size_t i = static_cast<size_t>(s);
+    out << fmt::format("  {:<18} {:>12} {:>12} {:>+9.1f}\n", fmt::format("stage {} busy", s),
+                       format_seconds(predicted.stage_busy_s[i]), format_seconds(measured.stage_busy_s[i]),
+                       error_percent(predicted.stage_busy_s[i], measured.stage_busy_s[i]));
+  }
+}
+
+}  // namespace pw
