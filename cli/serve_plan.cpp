@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "core/work_estimate.hpp"
+#include "planner/export_sglang.hpp"
 #include "planner/export_vllm.hpp"
 #include "planner/serving_plan.hpp"
 
@@ -21,7 +22,7 @@ void ServePlanOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--tpot-slo", tpot_slo_s, "Seconds per output token after the first (at --slo-percentile)");
   cmd.add_option("--slo-percentile", slo_percentile, "The percentile the SLOs hold at")->capture_default_str();
   cmd.add_option("--gpu-hour-price", gpu_hour_price, "Price of one GPU-hour: each plan's cost per million output tokens");
-  cmd.add_option("--export", export_target, "Print plan 1 as the command that serves it: vllm");
+  cmd.add_option("--export", export_target, "Print plan 1 as the command that serves it: vllm or sglang");
 }
 
 namespace {
@@ -35,8 +36,8 @@ double cost_per_million_tokens(double price_per_gpu_hour, int gpus, double token
 
 void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   o.serve.check();
-  if (!o.export_target.empty() && o.export_target != "vllm")
-    throw_bad_input("--export: '{}' is not a serving target; use vllm", o.export_target);
+  if (!o.export_target.empty() && o.export_target != "vllm" && o.export_target != "sglang")
+    throw_bad_input("--export: '{}' is not a serving target; use vllm or sglang", o.export_target);
   if (o.top < 1) throw_bad_input("--top: must be at least 1, got {}", o.top);
   if (o.ttft_slo_s && !(*o.ttft_slo_s > 0)) throw_bad_input("--ttft-slo: must be a positive number of seconds, got {}", *o.ttft_slo_s);
   if (o.tpot_slo_s && !(*o.tpot_slo_s > 0)) throw_bad_input("--tpot-slo: must be a positive number of seconds, got {}", *o.tpot_slo_s);
@@ -55,11 +56,13 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   const ServingConfig engine = o.serve.engine(1, 1, cluster);
   const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine, requests, slo, o.top);
   // The weights are not pipewright's to name: the command reads them from $MODEL.
+  const int gpus_per_node = cluster.ideal ? o.gpus : cluster.gpus_per_node;
   const std::string command =
       o.export_target.empty()
           ? std::string()
           : fmt::format("# MODEL: the Hugging Face id or local folder of {}\n", model.name) +
-                vllm_serve_command(r.plans.front(), engine, "\"$MODEL\"", cluster.ideal ? o.gpus : cluster.gpus_per_node);
+                (o.export_target == "vllm" ? vllm_serve_command(r.plans.front(), engine, "\"$MODEL\"", gpus_per_node)
+                                           : sglang_launch_commands(r.plans.front(), engine, "\"$MODEL\"", gpus_per_node));
 
   if (o.serve.json) {
     nlohmann::ordered_json plans = nlohmann::ordered_json::array();
@@ -79,7 +82,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
             cost_per_million_tokens(*o.gpu_hour_price, o.gpus, r.plans[i].metrics.output_tokens_per_s);
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"gpus", o.gpus},
                                 {"configurations", r.considered}, {"plans", plans}};
-    if (!command.empty()) j["vllm_command"] = command;
+    if (!command.empty()) j[o.export_target + "_command"] = command;
     out << j.dump(2) << "\n";
     return;
   }
@@ -109,7 +112,8 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   out << "\nreplicas: copies of the tp x pp engine, each serving every replicas-th request; KV tokens: one engine's\n"
          "cache; SLO met: requests within both limits; best effort: the SLO percentile misses a limit.\n";
   if (priced) out << "per M tokens: --gpu-hour-price x GPUs for the time a million output tokens take.\n";
-  if (!command.empty()) out << "\n--- vllm serve, plan 1 ---\n" << command;
+  if (!command.empty())
+    out << (o.export_target == "vllm" ? "\n--- vllm serve, plan 1 ---\n" : "\n--- sglang, plan 1 ---\n") << command;
 }
 
 }  // namespace pw

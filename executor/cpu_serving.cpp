@@ -1,6 +1,7 @@
 #include "executor/cpu_serving.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -12,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "executor/cpu_model.hpp"
+#include "executor/spin_wait.hpp"
 
 namespace pw {
 namespace {
@@ -25,11 +27,20 @@ class StageQueue {
     {
       std::lock_guard<std::mutex> lock(m_);
       items_.push_back(std::move(m));
+      pushed_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_one();
   }
-  // False when closed.
-  bool pop(Mat& out) {
+  // False when closed. `spin`: spin a while before sleeping (executor/spin_wait.hpp).
+  bool pop(Mat& out, bool spin) {
+    if (spin) {
+      unsigned long seen = 0;
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        seen = pushed_.load(std::memory_order_relaxed) - items_.size();
+      }
+      spin_until_changed(pushed_, seen);
+    }
     std::unique_lock<std::mutex> lock(m_);
     cv_.wait(lock, [&] { return closed_ || !items_.empty(); });
     if (items_.empty()) return false;
@@ -49,6 +60,7 @@ class StageQueue {
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<Mat> items_;
+  std::atomic<unsigned long> pushed_{0};
   bool closed_ = false;
 };
 
@@ -76,6 +88,7 @@ class ServingRuntime {
       state_[r].arrival_s = closed ? (state_[r].released ? 0.0 : state_[r].arrival_s) : requests[r].arrival_s;
     }
     released_ = concurrency > 0 ? std::min(requests.size(), static_cast<size_t>(concurrency)) : requests.size();
+    spin_ = spin_allowed(static_cast<int>(stages.size()));
     out_.requests.resize(requests.size());
   }
 
@@ -115,7 +128,7 @@ class ServingRuntime {
         Mat x;
         if (first) {
           if (!wait_ready(k, in.tokens)) return;
-        } else if (!queues_[s].pop(x)) {
+        } else if (!queues_[s].pop(x, spin_)) {
           return;
         }
         const Clock::time_point begin = Clock::now();
@@ -153,6 +166,14 @@ class ServingRuntime {
         }
       }
       if (ready) break;
+      if (spin_ && next_arrival == std::numeric_limits<double>::infinity()) {
+        // The next batch usually waits on the last stage's next finish: caught by a spin, not a wake-up.
+        const unsigned long seen = progress_.load(std::memory_order_relaxed);
+        lock.unlock();
+        const bool changed = spin_until_changed(progress_, seen);
+        lock.lock();
+        if (changed || progress_.load(std::memory_order_relaxed) != seen) continue;
+      }
       if (next_arrival < std::numeric_limits<double>::infinity())
         cv_.wait_until(lock, start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(next_arrival)));
       else
@@ -194,6 +215,7 @@ class ServingRuntime {
       }
     }
     ++done_steps_;
+    progress_.fetch_add(1, std::memory_order_release);
     cv_.notify_all();
   }
 
@@ -222,6 +244,8 @@ class ServingRuntime {
   std::vector<RequestState> state_;
   size_t released_ = 0;
   long done_steps_ = 0;
+  std::atomic<unsigned long> progress_{0};  // batches finished, for a spinning first stage
+  bool spin_ = false;
   ServingResult out_;
   std::exception_ptr failure_;
 };

@@ -171,55 +171,38 @@ TEST_CASE("serve plan --export vllm: plan 1 as the vllm serve command, with vLLM
   CHECK(wc.find("--kv-cache-dtype fp8\n") != std::string::npos);
   CHECK((wc.find("--distributed-executor-backend ray") != std::string::npos) ==
         (wp.at("tp").get<int>() * wp.at("pp").get<int>() > 8));
-  check_bad_input({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4", "--export", "sglang"},
-                  "--export: 'sglang' is not a serving target; use vllm");
+  check_bad_input({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4", "--export", "trtllm"},
+                  "--export: 'trtllm' is not a serving target; use vllm or sglang");
 }
 
-TEST_CASE("serve run: the simulated batches served for real on the cpu, measured beside the prediction") {
-  const std::vector<std::string> run = {"serve", "run", "--model", source_path("examples/tiny-llama.json"), "--pp", "2",
-                                        "--requests", "6", "--concurrency", "2", "--prompt-tokens", "8",
-                                        "--output-tokens", "4", "--max-num-batched-tokens", "16", "--repeat", "2"};
-  const CliResult r = run_cli(with(run, {"--json"}));
+// SGLang's flags as its ServerArgs names them (python/sglang/srt/server_args.py at sgl-project/sglang 001067ff:
+// tp_size, pp_size, dp_size, max_running_requests, chunked_prefill_size (-1: no chunking), max_prefill_tokens,
+// enable_mixed_chunk, mem_fraction_static, kv_cache_dtype (fp8_e4m3), nnodes, node_rank, dist_init_addr).
+TEST_CASE("serve plan --export sglang: plan 1 as SGLang launch commands, one per node across nodes") {
+  const CliResult r = run_cli({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4",
+                               "--requests", "32", "--prompt-tokens", "256", "--output-tokens", "16", "--top", "1",
+                               "--export", "sglang", "--json"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  CHECK(j.at("runs") == 2);
-  CHECK(j.at("pp") == 2);
-  for (const char* key : {"output_tokens_per_s", "requests_per_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
-                          "makespan_s"}) {
-    INFO(key);
-    const double predicted = j.at(key).at("predicted").get<double>(), measured = j.at(key).at("measured").get<double>();
-    CHECK(predicted > 0);
-    CHECK(measured > 0);
-    CHECK(j.at(key).at("error_percent").get<double>() == Approx((predicted - measured) / measured * 100));
-  }
-  CHECK(j.at("stage_busy_s").at("measured").size() == 2);
-  CHECK(j.at("cost_model").get<std::string>().rfind("analytic <- profiled (measured here in ", 0) == 0);
+  const nlohmann::json& p = j.at("plans")[0];
+  const std::string command = j.at("sglang_command").get<std::string>();
+  std::string expected = "# MODEL: the Hugging Face id or local folder of llama3-8b\n"
+                         "python -m sglang.launch_server --model-path \"$MODEL\" \\\n  --tp-size " +
+                         std::to_string(p.at("tp").get<int>()) + " \\\n  --pp-size " + std::to_string(p.at("pp").get<int>());
+  if (p.at("replicas").get<int>() > 1) expected += " \\\n  --dp-size " + std::to_string(p.at("replicas").get<int>());
+  expected += " \\\n  --max-running-requests 1024 \\\n  --chunked-prefill-size 8192 \\\n  --max-prefill-tokens 8192 \\\n"
+              "  --enable-mixed-chunk \\\n  --mem-fraction-static 0.9 \\\n  --kv-cache-dtype auto\n";
+  CHECK(command == expected);
 
-  const CliResult text = run_cli(run);
-  REQUIRE(text.code == 0);
-  CHECK(text.out.rfind("tiny-llama served for real on the cpu backend: pp 2 (a thread per stage), 6 requests of 8 prompt "
-                       "and 4 output tokens, 2 at a time\n",
-                       0) == 0);
-  CHECK(text.out.find("measured: the median of 2 runs (throughput spread ") != std::string::npos);
-  CHECK(text.out.find("\n  stage 1 busy ") != std::string::npos);
-}
-
-TEST_CASE("serve run: bad input is one line naming the option") {
-  const std::vector<std::string> run = {"serve", "run", "--model", source_path("examples/tiny-llama.json"),
-                                        "--requests", "4", "--prompt-tokens", "8", "--output-tokens", "2"};
-  check_bad_input(with(run, {"--repeat", "0"}), "--repeat: must be from 1 to 100, got 0");
-  check_bad_input(with(run, {"--pp", "9"}), "--pp: must be from 1 to the 8 blocks of 'tiny-llama', got 9");
-  const std::string plain = tmp("serve-run-plain-profile.json");
-  std::ofstream(plain) << "{\"format\": \"pipewright-profile\", \"version\": 1, \"layers\": []}\n";
-  check_bad_input(with(run, {"--profile", plain}),
-                  "--profile: " + plain +
-                      " has no serving rates; make one with `pipewright profile --serving`, or leave --profile out to "
-                      "measure here first");
-  // Refused before a byte is allocated (the limit is this machine's memory).
-  const CliResult big = run_cli({"serve", "run", "--model", "llama3-8b", "--requests", "4"});
-  CHECK(big.code == 2);
-  CHECK(big.err.rfind("error: serve run: 'llama3-8b' in float32 (8,030,261,248 parameters) and its profile's copies of "
-                      "each kind of layer would take about 50.3 GB; the limit is ",
-                      0) == 0);
+  const CliResult wide = run_cli({"serve", "plan", "--model", "llama3-70b", "--cluster", source_path("examples/cluster-2x-h100.json"),
+                                  "--gpus", "16", "--requests", "16", "--output-tokens", "8", "--top", "1", "--export",
+                                  "sglang", "--json", "--no-chunked-prefill", "--kv-cache-dtype", "fp8"});
+  REQUIRE(wide.code == 0);
+  const std::string wc = nlohmann::json::parse(wide.out).at("sglang_command").get<std::string>();
+  CHECK(wc.find("# 16 GPUs over 2 nodes: run one command per node; HEAD is node 0's address") != std::string::npos);
+  CHECK(wc.find("--nnodes 2 \\\n  --node-rank 0 \\\n  --dist-init-addr \"$HEAD:5000\"\n# node 1\n") != std::string::npos);
+  CHECK(wc.find("--node-rank 1 \\\n") != std::string::npos);
+  CHECK(wc.find("--chunked-prefill-size -1") != std::string::npos);
+  CHECK(wc.find("--kv-cache-dtype fp8_e4m3") != std::string::npos);
 }

@@ -1,0 +1,20 @@
+#pragma once
+// A serving plan as the SGLang launch commands that run it, flag names as SGLang's ServerArgs defines them
+// (python/sglang/srt/server_args.py, checked at sgl-project/sglang 001067ff: each dataclass field is the flag
+// of its name, tp_size -> --tp-size): the tp and pp of one engine, the replicas as --dp-size, the scheduler's
+// limits (--max-running-requests, --chunked-prefill-size: SGLang counts the decodes mixed into a chunked
+// batch against it, as vLLM counts them against --max-num-batched-tokens), --enable-mixed-chunk (without it
+// SGLang runs prefill and decode batches apart, which is not what was simulated), the share of GPU memory
+// for weights and the KV cache, and the KV cache's type. Spanning nodes: one command per node, --nnodes,
+// --node-rank and --dist-init-addr.
+#include <string>
+
+#include "planner/serving_plan.hpp"
+
+namespace pw {
+
+// `model`: what SGLang loads (a Hugging Face id or a folder); `gpus_per_node`: the cluster's.
+std::string sglang_launch_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
+                                   int gpus_per_node);
+
+}  // namespace pw
