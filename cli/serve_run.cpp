@@ -52,6 +52,18 @@ WorkEstimate weights_estimate(const Model& model, int pp) {
   return w;
 }
 
+// A run waits for its requests in real time: --repeat runs of at least the last arrival each.
+WorkEstimate wait_estimate(const std::vector<ServingRequest>& requests, int concurrency, int repeat) {
+  double last = 0;
+  if (concurrency == 0)
+    for (const ServingRequest& r : requests) last = std::max(last, r.arrival_s);
+  WorkEstimate w;
+  w.work = fmt::format("--repeat {} runs that wait {} each for the last request to arrive", repeat, format_seconds(last));
+  w.seconds = last * repeat;
+  w.fix = "give a faster --rate, a shorter trace or a smaller --repeat";
+  return w;
+}
+
 // The float32 keys and values the run's stages hold at once: every request admitted at its longest, over
 // every layer (an upper bound: finished requests give theirs back).
 WorkEstimate kv_estimate(const Model& model, const std::vector<ServingRequest>& requests, long max_running) {
@@ -138,7 +150,9 @@ void run_serve_run(const ServeRunOptions& o, std::ostream& out) {
   // burst's do not depend on the times; arrivals' may, and then the runs repeat on the prediction's own.
   const AnalyticCostModel analytic;
   const ServingResult shapes = simulate_serving(model, cluster, analytic, c, requests);
-  check_work_unless_allowed("serve run", {kv_estimate(model, requests, shapes.max_running)}, o.allow_large);
+  check_work_unless_allowed("serve run",
+                            {kv_estimate(model, requests, shapes.max_running), wait_estimate(requests, c.concurrency, o.repeat)},
+                            o.allow_large);
   const auto run_on = [&](const std::vector<ServingStep>& steps) {
     return serve_on_cpu(model, c.stages, steps, requests, c.concurrency, o.serve.seed);
   };

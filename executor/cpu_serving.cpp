@@ -83,9 +83,10 @@ class ServingRuntime {
     for (size_t r = 0; r < requests.size(); ++r) {
       capacity_.push_back(requests[r].prompt_tokens + requests[r].output_tokens);
       state_[r].tokens = serving_prompt(seed, static_cast<long>(r), requests[r].prompt_tokens, vocab);
+      // A closed loop's first `concurrency` requests arrive at once, the others when one finishes (finish()).
       const bool closed = concurrency > 0;
       state_[r].released = !closed || static_cast<long>(r) < concurrency;
-      state_[r].arrival_s = closed ? (state_[r].released ? 0.0 : state_[r].arrival_s) : requests[r].arrival_s;
+      if (!closed || state_[r].released) state_[r].arrival_s = closed ? 0.0 : requests[r].arrival_s;
     }
     released_ = concurrency > 0 ? std::min(requests.size(), static_cast<size_t>(concurrency)) : requests.size();
     spin_ = spin_allowed(static_cast<int>(stages.size()));

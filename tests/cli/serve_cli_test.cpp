@@ -206,3 +206,60 @@ TEST_CASE("serve plan --export sglang: plan 1 as SGLang launch commands, one per
   CHECK(wc.find("--chunked-prefill-size -1") != std::string::npos);
   CHECK(wc.find("--kv-cache-dtype fp8_e4m3") != std::string::npos);
 }
+
+TEST_CASE("serve run: the simulated batches served for real on the cpu, measured beside the prediction") {
+  const std::vector<std::string> run = {"serve", "run", "--model", source_path("examples/tiny-llama.json"), "--pp", "2",
+                                        "--requests", "6", "--concurrency", "2", "--prompt-tokens", "8",
+                                        "--output-tokens", "4", "--max-num-batched-tokens", "16", "--repeat", "2"};
+  const CliResult r = run_cli(with(run, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.at("runs") == 2);
+  CHECK(j.at("pp") == 2);
+  for (const char* key : {"output_tokens_per_s", "requests_per_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+                          "makespan_s"}) {
+    INFO(key);
+    const double predicted = j.at(key).at("predicted").get<double>(), measured = j.at(key).at("measured").get<double>();
+    CHECK(predicted > 0);
+    CHECK(measured > 0);
+    CHECK(j.at(key).at("error_percent").get<double>() == Approx((predicted - measured) / measured * 100));
+  }
+  CHECK(j.at("stage_busy_s").at("measured").size() == 2);
+  CHECK(j.at("cost_model").get<std::string>().rfind("analytic <- profiled (measured here in ", 0) == 0);
+
+  const CliResult text = run_cli(run);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.rfind("tiny-llama served for real on the cpu backend: pp 2 (a thread per stage), 6 requests of 8 prompt "
+                       "and 4 output tokens, 2 at a time\n",
+                       0) == 0);
+  CHECK(text.out.find("measured: the median of 2 runs (throughput spread ") != std::string::npos);
+  CHECK(text.out.find("\n  stage 1 busy ") != std::string::npos);
+}
+
+TEST_CASE("serve run: bad input is one line naming the option") {
+  const std::vector<std::string> run = {"serve", "run", "--model", source_path("examples/tiny-llama.json"),
+                                        "--requests", "4", "--prompt-tokens", "8", "--output-tokens", "2"};
+  check_bad_input(with(run, {"--repeat", "0"}), "--repeat: must be from 1 to 100, got 0");
+  check_bad_input(with(run, {"--pp", "9"}), "--pp: must be from 1 to the 8 blocks of 'tiny-llama', got 9");
+  const std::string plain = tmp("serve-run-plain-profile.json");
+  std::ofstream(plain) << "{\"format\": \"pipewright-profile\", \"version\": 1, \"layers\": []}\n";
+  check_bad_input(with(run, {"--profile", plain}),
+                  "--profile: " + plain +
+                      " has no serving rates; make one with `pipewright profile --serving`, or leave --profile out to "
+                      "measure here first");
+  // A run waits for its arrivals in real time: a trace an hour long is refused up front.
+  const std::string late = tmp("serve-run-late.jsonl");
+  std::ofstream(late) << "{\"prompt_tokens\": 4, \"output_tokens\": 2, \"arrival_s\": 3600}\n";
+  const CliResult slow = run_cli({"serve", "run", "--model", source_path("examples/tiny-llama.json"), "--trace", late});
+  CHECK(slow.code == 2);
+  CHECK(slow.err.rfind("error: serve run: --repeat 5 runs that wait 3600.000 s each for the last request to arrive would "
+                       "take about 5.0 h; the limit is ",
+                       0) == 0);
+  // Refused before a byte is allocated (the limit is this machine's memory).
+  const CliResult big = run_cli({"serve", "run", "--model", "llama3-8b", "--requests", "4"});
+  CHECK(big.code == 2);
+  CHECK(big.err.rfind("error: serve run: 'llama3-8b' in float32 (8,030,261,248 parameters) and its profile's copies of "
+                      "each kind of layer would take about 50.3 GB; the limit is ",
+                      0) == 0);
+}
