@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "cli/commands.hpp"
 #include "cli/output_path.hpp"
@@ -15,6 +17,7 @@
 #include "core/output_file.hpp"
 #include "core/units.hpp"
 #include "core/work_estimate.hpp"
+#include "sim/disaggregated_serving.hpp"
 #include "sim/serving_metrics.hpp"
 #include "sim/serving_trace.hpp"
 
@@ -72,6 +75,63 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   out << fmt::format("  stages busy         {} of the {} run\n", stages, format_seconds(r.makespan_s));
 }
 
+// The prefill pool's shape, given by --prefill-tp (its presence turns disaggregation on).
+struct PrefillPoolOptions {
+  std::optional<int> tp;
+  int pp = 1, replicas = 1, decode_replicas = 1;
+};
+
+void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, int pp, const PrefillPoolOptions& pool,
+                             const std::string& chrome_trace) {
+  o.check();
+  if (!chrome_trace.empty()) throw_bad_input("--chrome-trace: draws one engine's stages; leave out --prefill-tp for it");
+  const Model model = o.load_model_checked();
+  const Cluster cluster = o.load_cluster_checked();
+  for (const auto& [name, degree] : {std::pair<const char*, int>{"--tp", tp}, {"--prefill-tp", *pool.tp}})
+    if (degree < 1 || model.transformer->heads % degree != 0)
+      throw_bad_input("{}: {} does not divide the {} attention heads of '{}'", name, degree, model.transformer->heads,
+                      model.name);
+  for (const auto& [name, degree] : {std::pair<const char*, int>{"--pp", pp}, {"--prefill-pp", pool.pp}})
+    if (degree < 1 || degree > model.transformer->layers)
+      throw_bad_input("{}: must be from 1 to the {} blocks of '{}', got {}", name, model.transformer->layers, model.name,
+                      degree);
+  const std::vector<ServingRequest> requests = o.make_workload();
+  ServingPool prefill, decode;
+  prefill.engine = o.engine(*pool.tp, pool.pp, cluster);
+  prefill.replicas = pool.replicas;
+  decode.engine = o.engine(tp, pp, cluster);
+  decode.replicas = pool.decode_replicas;
+  const AnalyticCostModel cost;
+  const DisaggregatedResult r = simulate_disaggregated(model, cluster, cost, prefill, decode, requests);
+  const ServingMetrics m = serving_metrics(r.served);
+  if (o.json) {
+    nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"requests", requests.size()},
+                                {"prefill_pool", {{"tp", *pool.tp}, {"pp", pool.pp}, {"replicas", pool.replicas}}},
+                                {"decode_pool", {{"tp", tp}, {"pp", pp}, {"replicas", pool.decode_replicas}}}};
+    add_metrics_json(j, m);
+    j.update(nlohmann::ordered_json{{"makespan_s", r.served.makespan_s},
+                                    {"kv_transfer_s_mean", r.kv_transfer_s},
+                                    {"preemptions", r.served.preemptions},
+                                    {"prefill_kv_capacity_tokens", r.prefill.kv_capacity_tokens},
+                                    {"decode_kv_capacity_tokens", r.decode.kv_capacity_tokens},
+                                    {"decode_max_running", r.decode.max_running}});
+    out << j.dump(2) << "\n";
+    return;
+  }
+  out << fmt::format("{} on {}: disaggregated, prefill pool tp {} pp {} x {}, decode pool tp {} pp {} x {} ({} GPUs), {}\n",
+                     model.name, cluster.name, *pool.tp, pool.pp, pool.replicas, tp, pp, pool.decode_replicas,
+                     prefill.gpus() + decode.gpus(), o.workload_text(requests.size()));
+  out << fmt::format("KV cache over {} per request on average ({} at {}); decode pool: at most {} requests running, "
+                     "{} preemptions\n\n",
+                     format_seconds(r.kv_transfer_s), r.kv_link.inter_node ? "between nodes" : "inside a node",
+                     format_rate(r.kv_link.bandwidth_bytes_per_s), r.decode.max_running, r.served.preemptions);
+  out << fmt::format("  output tokens/s     {}\n", format_short(m.output_tokens_per_s));
+  out << fmt::format("  requests/s          {:.2f}\n", m.requests_per_s);
+  out << fmt::format("  TTFT p50 / p99      {} / {}\n", format_seconds(m.ttft_p50_s), format_seconds(m.ttft_p99_s));
+  out << fmt::format("  TPOT p50 / p99      {} / {}   (from the first token: the cache's transfer included)\n",
+                     format_seconds(m.tpot_p50_s), format_seconds(m.tpot_p99_s));
+}
+
 }  // namespace
 
 CommandRunner add_serve_command(CLI::App& app) {
@@ -85,6 +145,11 @@ CommandRunner add_serve_command(CLI::App& app) {
   sim->add_option("--chrome-trace", *chrome_trace, "Write each stage's batches as a Chrome / Perfetto trace");
   sim->add_option("--tp", degrees->first, "Tensor-parallel degree")->capture_default_str();
   sim->add_option("--pp", degrees->second, "Pipeline-parallel degree")->capture_default_str();
+  auto pool = std::make_shared<PrefillPoolOptions>();
+  sim->add_option("--prefill-tp", pool->tp, "Disaggregated: a prefill pool of this tp (--tp, --pp: the decode pool's)");
+  sim->add_option("--prefill-pp", pool->pp, "Disaggregated: the prefill pool's pp")->capture_default_str();
+  sim->add_option("--prefill-replicas", pool->replicas, "Disaggregated: prefill engines")->capture_default_str();
+  sim->add_option("--decode-replicas", pool->decode_replicas, "Disaggregated: decode engines")->capture_default_str();
   auto* plan = serve->add_subcommand("plan", "Search tp, pp and replicas for a workload on some GPUs");
   auto po = std::make_shared<ServePlanOptions>();
   po->serve.add_to(*plan);
@@ -92,8 +157,9 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto* run = serve->add_subcommand("run", "Serve a workload for real on the CPU backend, measured against the simulation");
   auto ro = std::make_shared<ServeRunOptions>();
   ro->add_to(*run);
-  return [so, degrees, chrome_trace, sim, po, plan, ro, run](std::ostream& out) {
-    if (sim->parsed()) run_serve_simulate(*so, out, degrees->first, degrees->second, *chrome_trace);
+  return [so, degrees, chrome_trace, pool, sim, po, plan, ro, run](std::ostream& out) {
+    if (sim->parsed() && pool->tp) run_serve_disaggregated(*so, out, degrees->first, degrees->second, *pool, *chrome_trace);
+    if (sim->parsed() && !pool->tp) run_serve_simulate(*so, out, degrees->first, degrees->second, *chrome_trace);
     if (plan->parsed()) run_serve_plan(*po, out);
     if (run->parsed()) run_serve_run(*ro, out);
   };

@@ -250,7 +250,7 @@ double AnalyticCostModel::collective_time(CollectiveKind kind, double bytes, int
 }
 
 LinkSpec AnalyticCostModel::p2p_link(const LinkSpec& nominal) const {
-  return LinkSpec{nominal.bandwidth_bytes_per_s * params_.p2p_efficiency, nominal.latency_s};
+  return LinkSpec{nominal.bandwidth_bytes_per_s * params_.p2p_efficiency, nominal.latency_s, nominal.inter_node};
 }
 
 double AnalyticCostModel::overlapped_fb_time(double forward_s, double backward_s) const {

@@ -5,31 +5,18 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "sim/serving_replicas.hpp"
 
 namespace pw {
 namespace {
 
-ServingPlan evaluate_serving(const Model& model, const Cluster& cluster, const CostModel& cost, ServingConfig engine,
+ServingPlan evaluate_serving(const Model& model, const Cluster& cluster, const CostModel& cost, const ServingConfig& engine,
                              int replicas, const std::vector<ServingRequest>& requests, const ServingSlo& slo) {
   ServingPlan p;
   p.tp = engine.tp;
   p.pp = engine.pp;
   p.replicas = replicas;
-  ServingResult all;
-  all.kv_capacity_tokens = -1;
-  const int concurrency = engine.concurrency;
-  for (int r = 0; r < replicas; ++r) {
-    std::vector<ServingRequest> mine;
-    for (size_t i = static_cast<size_t>(r); i < requests.size(); i += static_cast<size_t>(replicas)) mine.push_back(requests[i]);
-    if (mine.empty()) continue;
-    if (concurrency > 0) engine.concurrency = std::max(1, concurrency / replicas + (r < concurrency % replicas ? 1 : 0));
-    // Each replica on its own GPUs: the cluster's nodes are alike, so replica 0's place stands for all.
-    const ServingResult one = simulate_serving(model, cluster, cost, engine, mine);
-    all.requests.insert(all.requests.end(), one.requests.begin(), one.requests.end());
-    all.makespan_s = std::max(all.makespan_s, one.makespan_s);
-    all.preemptions += one.preemptions;
-    all.kv_capacity_tokens = one.kv_capacity_tokens;
-  }
+  const ServingResult all = simulate_replicas(model, cluster, cost, engine, replicas, requests);
   p.metrics = serving_metrics(all);
   p.kv_capacity_tokens = all.kv_capacity_tokens;
   p.preemptions = all.preemptions;

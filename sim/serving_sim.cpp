@@ -83,6 +83,8 @@ class ServingSimulation {
       if (r.prompt_tokens < 1 || r.output_tokens < 1)
         throw_bad_input("request {}: needs at least one prompt and one output token, got {} and {}", i, r.prompt_tokens,
                         r.output_tokens);
+      if (r.prefilled && r.output_tokens < 2)
+        throw_bad_input("request {}: arrives prefilled with its one output token; nothing is left to decode", i);
       if (blocks_for(r.prompt_tokens + r.output_tokens) > total_blocks_)
         throw_bad_input("request {}: {} tokens do not fit the KV cache's {} tokens (tp {}, pp {}); use more GPUs, "
                         "--kv-cache-dtype fp8 or shorter requests",
@@ -209,20 +211,41 @@ class ServingSimulation {
     while (out_.preemptions == preempted_before && !waiting_.empty() && budget > 0 &&
            static_cast<int>(running_.size()) < c_.max_num_seqs) {
       const size_t i = waiting_.front();
+      Live& l = live_[i];
+      if (arrives_prefilled(i)) {
+        // Its prompt's KV cache came with it: it takes its pages and decodes its second token at once.
+        if (!reserve(i, requests_[i].prompt_tokens + 1, false)) break;
+        waiting_.pop_front();
+        l.computed = requests_[i].prompt_tokens;
+        l.prefilled = true;
+        l.generated = 1;
+        out_.requests[i].first_token_s = arrival_[i];
+        admit(i);
+        batch.push_back({i, 1, true});
+        --budget;
+        continue;
+      }
       const long left = goal(i);
       const long tokens = c_.chunked_prefill ? std::min(left, budget) : left;
       if (tokens > budget || !reserve(i, tokens, false)) break;
       waiting_.pop_front();
-      Live& l = live_[i];
-      l.admitted = true;
-      l.admitted_order = admissions_++;
-      running_.push_back(i);
-      out_.max_running = std::max<long>(out_.max_running, static_cast<long>(running_.size()));
+      admit(i);
       batch.push_back({i, tokens, false});
-      l.in_flight = true;
       budget -= tokens;
     }
     return batch;
+  }
+
+  // A decode pool's request on its first admission (after a preemption it recomputes like any other).
+  bool arrives_prefilled(size_t i) const { return requests_[i].prefilled && live_[i].generated == 0; }
+
+  void admit(size_t i) {
+    Live& l = live_[i];
+    l.admitted = true;
+    l.admitted_order = admissions_++;
+    l.in_flight = true;
+    running_.push_back(i);
+    out_.max_running = std::max<long>(out_.max_running, static_cast<long>(running_.size()));
   }
 
   void launch(const std::vector<Scheduled>& batch, double t) {

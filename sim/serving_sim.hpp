@@ -23,6 +23,9 @@ struct ServingRequest {
   double arrival_s = 0;
   long prompt_tokens = 0;
   long output_tokens = 1;  // including the first, which the prefill produces
+  // Disaggregated serving's decode pool: the prompt's KV cache and the first token arrive with the request
+  // (a prefill pool computed them), so the engine only decodes, unless a preemption makes it recompute.
+  bool prefilled = false;
 };
 
 struct ServingConfig {

@@ -263,3 +263,31 @@ TEST_CASE("serve run: bad input is one line naming the option") {
                       "each kind of layer would take about 50.3 GB; the limit is ",
                       0) == 0);
 }
+
+TEST_CASE("serve simulate --prefill-tp: disaggregated prefill and decode pools, the KV cache between them") {
+  const std::vector<std::string> disagg = {"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                           "--tp", "2", "--prefill-tp", "2", "--decode-replicas", "2", "--rate", "20",
+                                           "--requests", "64", "--prompt-tokens", "1024", "--output-tokens", "32"};
+  const CliResult r = run_cli(with(disagg, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.at("prefill_pool") == nlohmann::json({{"tp", 2}, {"pp", 1}, {"replicas", 1}}));
+  CHECK(j.at("decode_pool") == nlohmann::json({{"tp", 2}, {"pp", 1}, {"replicas", 2}}));
+  for (const char* key : {"output_tokens_per_s", "ttft_p50_s", "tpot_p99_s", "kv_transfer_s_mean", "decode_max_running"})
+    CHECK(j.contains(key));
+  CHECK(j.at("kv_transfer_s_mean").get<double>() > 0);
+  const CliResult text = run_cli(disagg);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.rfind("llama3-8b on dgx-h100: disaggregated, prefill pool tp 2 pp 1 x 1, decode pool tp 2 pp 1 x 2 (6 GPUs), "
+                       "64 requests of 1024 prompt and 32 output tokens, Poisson arrivals at 20/s\nKV cache over ",
+                       0) == 0);
+  CHECK(text.out.find("(inside a node at ") != std::string::npos);
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--prefill-tp", "3"},
+                  "--prefill-tp: 3 does not divide the 32 attention heads of 'llama3-8b'");
+  check_bad_input(with(disagg, {"--chrome-trace", tmp("disagg.json")}),
+                  "--chrome-trace: draws one engine's stages; leave out --prefill-tp for it");
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--prefill-tp", "1", "--concurrency", "4"},
+                  "--concurrency: a closed loop's next request waits on the decode pool's finishes, which the pools "
+                  "simulated one after the other cannot see; give --rate or --trace with disaggregation");
+}

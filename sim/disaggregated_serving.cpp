@@ -1,0 +1,70 @@
+#include "sim/disaggregated_serving.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/kv_cache.hpp"
+#include "sim/serving_replicas.hpp"
+
+namespace pw {
+
+double kv_transfer_time(const Model& model, long prompt_tokens, const ServingPool& prefill, const ServingPool& decode,
+                        const LinkSpec& link) {
+  const double bytes = kv_bytes_for_tokens(model, {0, model.num_layers() - 1}, 1, prompt_tokens, prefill.engine.kv_dtype);
+  const int pairs = std::min(prefill.engine.tp * prefill.engine.pp, decode.engine.tp * decode.engine.pp);
+  return link.latency_s + bytes / (link.bandwidth_bytes_per_s * pairs);
+}
+
+DisaggregatedResult simulate_disaggregated(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                           const ServingPool& prefill, const ServingPool& decode,
+                                           const std::vector<ServingRequest>& requests) {
+  if (prefill.engine.concurrency > 0 || decode.engine.concurrency > 0)
+    throw_bad_input("--concurrency: a closed loop's next request waits on the decode pool's finishes, which the "
+                    "pools simulated one after the other cannot see; give --rate or --trace with disaggregation");
+  if (prefill.replicas < 1 || decode.replicas < 1)
+    throw_bad_input("--prefill-replicas and --decode-replicas: must be at least 1, got {} and {}", prefill.replicas,
+                    decode.replicas);
+  cluster.check_capacity(prefill.gpus() + decode.gpus());
+  DisaggregatedResult out;
+  out.kv_link = cost.p2p_link(cluster.link(0, prefill.gpus()));
+
+  std::vector<ServingRequest> prompts = requests;
+  for (ServingRequest& r : prompts) r.output_tokens = 1;
+  out.prefill = simulate_replicas(model, cluster, cost, prefill.engine, prefill.replicas, prompts);
+
+  std::vector<ServingRequest> decodes;
+  std::vector<size_t> decoded;  // the request each decode is
+  double transfer = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const double t = kv_transfer_time(model, requests[i].prompt_tokens, prefill, decode, out.kv_link);
+    transfer += t;
+    if (requests[i].output_tokens < 2) continue;
+    ServingRequest d = requests[i];
+    d.arrival_s = out.prefill.requests[i].first_token_s + t;
+    d.prefilled = true;
+    decodes.push_back(d);
+    decoded.push_back(i);
+  }
+  out.kv_transfer_s = requests.empty() ? 0 : transfer / static_cast<double>(requests.size());
+  if (!decodes.empty()) out.decode = simulate_replicas(model, cluster, cost, decode.engine, decode.replicas, decodes);
+
+  out.served.requests.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ServedRequest& s = out.served.requests[i];
+    s.arrival_s = requests[i].arrival_s;
+    s.first_token_s = s.last_token_s = out.prefill.requests[i].first_token_s;
+    s.output_tokens = requests[i].output_tokens;
+    s.preemptions = out.prefill.requests[i].preemptions;
+  }
+  for (size_t j = 0; j < decoded.size(); ++j) {
+    ServedRequest& s = out.served.requests[decoded[j]];
+    s.last_token_s = out.decode.requests[j].last_token_s;
+    s.preemptions += out.decode.requests[j].preemptions;
+  }
+  for (const ServedRequest& s : out.served.requests) out.served.makespan_s = std::max(out.served.makespan_s, s.last_token_s);
+  out.served.preemptions = out.prefill.preemptions + out.decode.preemptions;
+  out.served.batches = out.prefill.batches + out.decode.batches;
+  return out;
+}
+
+}  // namespace pw

@@ -1,0 +1,39 @@
+#pragma once
+// Disaggregated serving: a prefill pool computes each prompt and its first token, the prompt's KV cache goes
+// over the link to a decode pool, which decodes the rest (vLLM's and SGLang's prefill/decode disaggregation).
+// The pools are engines of their own (sim/serving_sim.hpp), each with replicas; a prefill pool's request asks
+// for its first token only, a decode pool's arrives prefilled (ServingRequest::prefilled) when its cache has
+// arrived. The pools only meet through those arrivals, so simulating the prefill pool first and the decode
+// pool on its results is exact for arrivals that do not depend on finishes (a closed loop does: refused).
+#include <vector>
+
+#include "sim/serving_sim.hpp"
+
+namespace pw {
+
+struct ServingPool {
+  ServingConfig engine;  // tp, pp and the scheduler's limits of each replica
+  int replicas = 1;
+  int gpus() const { return engine.tp * engine.pp * replicas; }
+};
+
+struct DisaggregatedResult {
+  ServingResult served;           // each request: its arrival, first token (prefill pool), last token (decode pool)
+  ServingResult prefill, decode;  // each pool's own (the decode pool's arrivals are the caches' arrivals)
+  double kv_transfer_s = 0;       // the mean per request
+  LinkSpec kv_link;               // between the pools' first GPUs
+};
+
+// The seconds a prompt's KV cache takes from one pool to the other: latency + bytes / bandwidth of the link
+// between the pools, as many GPU pairs sending at once as the smaller engine has GPUs (each sends its own
+// shard of heads and layers).
+double kv_transfer_time(const Model& model, long prompt_tokens, const ServingPool& prefill, const ServingPool& decode,
+                        const LinkSpec& link);
+
+// The prefill pool on the cluster's first GPUs, the decode pool on the ones after. BadInput for a closed loop,
+// pools wider than the cluster, and anything either engine refuses.
+DisaggregatedResult simulate_disaggregated(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                           const ServingPool& prefill, const ServingPool& decode,
+                                           const std::vector<ServingRequest>& requests);
+
+}  // namespace pw

@@ -1,0 +1,15 @@
+#pragma once
+// Replicas of one serving engine, each on its own GPUs, each taking every replicas-th request (vLLM's data
+// parallelism behind a round-robin front end) and a closed loop's concurrency split among them.
+#include <vector>
+
+#include "sim/serving_sim.hpp"
+
+namespace pw {
+
+// The replicas' requests together, in the order given; makespan the latest, preemptions summed,
+// kv_capacity_tokens one engine's (the nodes are alike, so replica 0's place stands for all).
+ServingResult simulate_replicas(const Model& model, const Cluster& cluster, const CostModel& cost, ServingConfig engine,
+                                int replicas, const std::vector<ServingRequest>& requests);
+
+}  // namespace pw
