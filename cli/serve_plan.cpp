@@ -23,6 +23,7 @@ void ServePlanOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--slo-percentile", slo_percentile, "The percentile the SLOs hold at")->capture_default_str();
   cmd.add_option("--gpu-hour-price", gpu_hour_price, "Price of one GPU-hour: each plan's cost per million output tokens");
   cmd.add_option("--export", export_target, "Print plan 1 as the command that serves it: vllm or sglang");
+  cmd.add_flag("--disaggregate", disaggregate, "Also plan separate prefill and decode pools");
 }
 
 namespace {
@@ -54,7 +55,11 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   slo.percentile = o.slo_percentile;
   const AnalyticCostModel cost;
   const ServingConfig engine = o.serve.engine(1, 1, cluster);
-  const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine, requests, slo, o.top);
+  const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine, requests, slo, o.top, o.disaggregate);
+  if (!o.export_target.empty() && r.plans.front().disaggregated())
+    throw_bad_input("--export: plan 1 has separate prefill and decode pools, which {} runs with a KV connector and a "
+                    "router pipewright does not write; export the best single pool (leave out --disaggregate)",
+                    o.export_target);
   // The weights are not pipewright's to name: the command reads them from $MODEL.
   const int gpus_per_node = cluster.ideal ? o.gpus : cluster.gpus_per_node;
   const std::string command =
@@ -68,6 +73,10 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     nlohmann::ordered_json plans = nlohmann::ordered_json::array();
     for (const ServingPlan& p : r.plans) {
       nlohmann::ordered_json j = {{"tp", p.tp}, {"pp", p.pp}, {"replicas", p.replicas}};
+      if (o.disaggregate)
+        j["prefill_pool"] = p.disaggregated() ? nlohmann::ordered_json{{"tp", p.prefill_tp}, {"pp", p.prefill_pp},
+                                                                       {"replicas", p.prefill_replicas}}
+                                              : nlohmann::ordered_json();
       add_metrics_json(j, p.metrics);
       j.update(nlohmann::ordered_json{{"kv_capacity_tokens", p.kv_capacity_tokens},
                                       {"preemptions", p.preemptions},
@@ -94,12 +103,17 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   out << fmt::format("searched {} configurations; the {} best {}:\n\n", r.considered, r.plans.size(),
                      by_slo ? fmt::format("by goodput under p{:g} {}", o.slo_percentile, slos) : std::string("by output tokens/s"));
   const bool priced = o.gpu_hour_price.has_value();
-  const std::string row = "{:>3}  {:>2}  {:>2}  {:>8}  {:>12}  {:>7}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}{}{}\n";
-  out << fmt::format(fmt::runtime(row), "#", "tp", "pp", "replicas", "output tok/s", "req/s", "TTFT p50", "TTFT p99",
-                     "TPOT p50", "TPOT p99", "KV tokens", "SLO met", priced ? "  per M tokens" : "", "");
+  const std::string row = "{:>3}  {:>2}  {:>2}  {:>8}{}  {:>12}  {:>7}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}{}{}\n";
+  // With --disaggregate: the prefill pool beside the (decode) engine, "-" for a single pool.
+  auto pool = [&](const std::string& text) { return o.disaggregate ? fmt::format("  {:>15}", text) : std::string(); };
+  out << fmt::format(fmt::runtime(row), "#", "tp", "pp", "replicas", pool("prefill pool"), "output tok/s", "req/s",
+                     "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "KV tokens", "SLO met", priced ? "  per M tokens" : "", "");
   for (size_t i = 0; i < r.plans.size(); ++i) {
     const ServingPlan& p = r.plans[i];
-    out << fmt::format(fmt::runtime(row), i + 1, p.tp, p.pp, p.replicas, format_short(p.metrics.output_tokens_per_s),
+    const std::string prefill =
+        p.disaggregated() ? fmt::format("tp {} pp {} x {}", p.prefill_tp, p.prefill_pp, p.prefill_replicas) : "-";
+    out << fmt::format(fmt::runtime(row), i + 1, p.tp, p.pp, p.replicas, pool(prefill),
+                       format_short(p.metrics.output_tokens_per_s),
                        fmt::format("{:.2f}", p.metrics.requests_per_s), format_seconds(p.metrics.ttft_p50_s),
                        format_seconds(p.metrics.ttft_p99_s), format_seconds(p.metrics.tpot_p50_s),
                        format_seconds(p.metrics.tpot_p99_s), with_commas(p.kv_capacity_tokens),
@@ -111,6 +125,9 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   }
   out << "\nreplicas: copies of the tp x pp engine, each serving every replicas-th request; KV tokens: one engine's\n"
          "cache; SLO met: requests within both limits; best effort: the SLO percentile misses a limit.\n";
+  if (o.disaggregate)
+    out << "prefill pool: its engines compute each prompt and first token, the KV cache goes over the link to the\n"
+           "tp x pp x replicas decode engines (their KV tokens shown); -: one pool serves both.\n";
   if (priced) out << "per M tokens: --gpu-hour-price x GPUs for the time a million output tokens take.\n";
   if (!command.empty())
     out << (o.export_target == "vllm" ? "\n--- vllm serve, plan 1 ---\n" : "\n--- sglang, plan 1 ---\n") << command;

@@ -16,7 +16,8 @@ struct ServePlanOptions {
   std::optional<double> ttft_slo_s, tpot_slo_s;
   double slo_percentile = 99;
   std::optional<double> gpu_hour_price;
-  std::string export_target;  // "vllm": print plan 1's `vllm serve` command
+  std::string export_target;  // "vllm" or "sglang": print plan 1's command
+  bool disaggregate = false;  // also plans with separate prefill and decode pools
 
   void add_to(CLI::App& cmd);
 };

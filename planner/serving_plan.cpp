@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "planner/disaggregated_plan.hpp"
 #include "sim/serving_replicas.hpp"
 
 namespace pw {
@@ -17,8 +18,27 @@ ServingPlan evaluate_serving(const Model& model, const Cluster& cluster, const C
   p.pp = engine.pp;
   p.replicas = replicas;
   const ServingResult all = simulate_replicas(model, cluster, cost, engine, replicas, requests);
-  p.metrics = serving_metrics(all);
   p.kv_capacity_tokens = all.kv_capacity_tokens;
+  judge_serving(p, all, slo);
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, int>> serving_engine_shapes(const Model& model, const Cluster& cluster, int gpus) {
+  const TransformerConfig& t = *model.transformer;
+  const int node = cluster.ideal ? gpus : cluster.gpus_per_node;
+  std::vector<std::pair<int, int>> shapes;
+  for (int tp = 1; tp <= std::min(node, gpus); tp *= 2) {
+    if (t.heads % tp != 0 || gpus % tp != 0) continue;
+    for (int pp = 1; pp <= std::min(t.layers, gpus / tp); ++pp)
+      if (gpus % (tp * pp) == 0) shapes.emplace_back(tp, pp);
+  }
+  return shapes;
+}
+
+void judge_serving(ServingPlan& p, const ServingResult& all, const ServingSlo& slo) {
+  p.metrics = serving_metrics(all);
   p.preemptions = all.preemptions;
   long ok = 0;
   std::vector<double> ttft, tpot;
@@ -33,36 +53,28 @@ ServingPlan evaluate_serving(const Model& model, const Cluster& cluster, const C
   p.goodput_rps = all.makespan_s > 0 ? static_cast<double>(ok) / all.makespan_s : 0;
   p.meets_slo = (!slo.ttft_s || nearest_rank(ttft, slo.percentile) <= *slo.ttft_s) &&
                 (!slo.tpot_s || nearest_rank(tpot, slo.percentile) <= *slo.tpot_s);
-  return p;
 }
-
-}  // namespace
 
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                                const ServingConfig& engine, const std::vector<ServingRequest>& requests,
-                               const ServingSlo& slo, int top) {
+                               const ServingSlo& slo, int top, bool disaggregate) {
   if (gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", gpus);
   cluster.check_capacity(gpus);
-  const TransformerConfig& t = *model.transformer;
-  const int node = cluster.ideal ? gpus : cluster.gpus_per_node;
   ServingPlanResult out;
-  for (int tp = 1; tp <= std::min(node, gpus); tp *= 2) {
-    if (t.heads % tp != 0 || gpus % tp != 0) continue;
-    for (int pp = 1; pp <= std::min(t.layers, gpus / tp); ++pp) {
-      if (gpus % (tp * pp) != 0) continue;
-      ++out.considered;
-      ServingConfig c = engine;
-      c.tp = tp;
-      c.pp = pp;
-      c.stages.clear();
-      try {
-        out.plans.push_back(evaluate_serving(model, cluster, cost, c, gpus / (tp * pp), requests, slo));
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::BadInput) throw;
-        out.skipped.push_back(fmt::format("tp {}, pp {}: {}", tp, pp, e.what()));
-      }
+  for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus)) {
+    ++out.considered;
+    ServingConfig c = engine;
+    c.tp = tp;
+    c.pp = pp;
+    c.stages.clear();
+    try {
+      out.plans.push_back(evaluate_serving(model, cluster, cost, c, gpus / (tp * pp), requests, slo));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::BadInput) throw;
+      out.skipped.push_back(fmt::format("tp {}, pp {}: {}", tp, pp, e.what()));
     }
   }
+  if (disaggregate) add_disaggregated_plans(model, cluster, cost, gpus, engine, requests, slo, out);
   if (out.plans.empty()) {
     if (out.skipped.empty()) throw_bad_input("--gpus: {} GPUs split into no tp x pp x replicas for '{}'", gpus, model.name);
     throw_bad_input("no configuration of {} GPUs serves the workload; the last tried, {}", gpus, out.skipped.back());

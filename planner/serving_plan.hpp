@@ -5,6 +5,7 @@
 // by output tokens per second.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cost_model.hpp"
@@ -22,7 +23,10 @@ struct ServingSlo {
 };
 
 struct ServingPlan {
-  int tp = 1, pp = 1, replicas = 1;
+  int tp = 1, pp = 1, replicas = 1;  // disaggregated: the decode pool's
+  // Disaggregated: the prefill pool's (0: one pool serves both, sim/disaggregated_serving.hpp).
+  int prefill_tp = 0, prefill_pp = 0, prefill_replicas = 0;
+  bool disaggregated() const { return prefill_tp > 0; }
   ServingMetrics metrics;
   long kv_capacity_tokens = 0;
   long preemptions = 0;
@@ -37,9 +41,17 @@ struct ServingPlanResult {
   std::vector<std::string> skipped;  // "tp 1, pp 1: <why>"
 };
 
-// BadInput when no configuration fits (naming the closest reason) or the GPUs cannot be split.
+// The tp x pp engines of `gpus` GPUs: tp a power of two inside a node dividing the heads, pp up to the blocks,
+// tp x pp dividing `gpus` (the rest are replicas).
+std::vector<std::pair<int, int>> serving_engine_shapes(const Model& model, const Cluster& cluster, int gpus);
+
+// A plan's figures from its served requests: the metrics, and what the SLOs let through.
+void judge_serving(ServingPlan& plan, const ServingResult& served, const ServingSlo& slo);
+
+// BadInput when no configuration fits (naming the closest reason) or the GPUs cannot be split. `disaggregate`:
+// also plans with separate prefill and decode pools (planner/disaggregated_plan.hpp).
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                                const ServingConfig& engine, const std::vector<ServingRequest>& requests,
-                               const ServingSlo& slo, int top);
+                               const ServingSlo& slo, int top, bool disaggregate = false);
 
 }  // namespace pw

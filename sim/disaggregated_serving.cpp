@@ -7,6 +7,15 @@
 #include "sim/serving_replicas.hpp"
 
 namespace pw {
+namespace {
+
+void refuse_closed_loop(const ServingPool& pool) {
+  if (pool.engine.concurrency > 0)
+    throw_bad_input("--concurrency: a closed loop's next request waits on the decode pool's finishes, which the "
+                    "pools simulated one after the other cannot see; give --rate or --trace with disaggregation");
+}
+
+}  // namespace
 
 double kv_transfer_time(const Model& model, long prompt_tokens, const ServingPool& prefill, const ServingPool& decode,
                         const LinkSpec& link) {
@@ -15,23 +24,24 @@ double kv_transfer_time(const Model& model, long prompt_tokens, const ServingPoo
   return link.latency_s + bytes / (link.bandwidth_bytes_per_s * pairs);
 }
 
-DisaggregatedResult simulate_disaggregated(const Model& model, const Cluster& cluster, const CostModel& cost,
-                                           const ServingPool& prefill, const ServingPool& decode,
-                                           const std::vector<ServingRequest>& requests) {
-  if (prefill.engine.concurrency > 0 || decode.engine.concurrency > 0)
-    throw_bad_input("--concurrency: a closed loop's next request waits on the decode pool's finishes, which the "
-                    "pools simulated one after the other cannot see; give --rate or --trace with disaggregation");
-  if (prefill.replicas < 1 || decode.replicas < 1)
-    throw_bad_input("--prefill-replicas and --decode-replicas: must be at least 1, got {} and {}", prefill.replicas,
-                    decode.replicas);
-  cluster.check_capacity(prefill.gpus() + decode.gpus());
-  DisaggregatedResult out;
-  out.kv_link = cost.p2p_link(cluster.link(0, prefill.gpus()));
-
+ServingResult simulate_prefill_pool(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                    const ServingPool& prefill, const std::vector<ServingRequest>& requests) {
+  refuse_closed_loop(prefill);
+  if (prefill.replicas < 1) throw_bad_input("--prefill-replicas: must be at least 1, got {}", prefill.replicas);
   std::vector<ServingRequest> prompts = requests;
   for (ServingRequest& r : prompts) r.output_tokens = 1;
-  out.prefill = simulate_replicas(model, cluster, cost, prefill.engine, prefill.replicas, prompts);
+  return simulate_replicas(model, cluster, cost, prefill.engine, prefill.replicas, prompts);
+}
 
+DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                         const ServingPool& prefill, const ServingResult& prefilled,
+                                         const ServingPool& decode, const std::vector<ServingRequest>& requests) {
+  refuse_closed_loop(decode);
+  if (decode.replicas < 1) throw_bad_input("--decode-replicas: must be at least 1, got {}", decode.replicas);
+  cluster.check_capacity(prefill.gpus() + decode.gpus());
+  DisaggregatedResult out;
+  out.prefill = prefilled;
+  out.kv_link = cost.p2p_link(cluster.link(0, prefill.gpus()));
   std::vector<ServingRequest> decodes;
   std::vector<size_t> decoded;  // the request each decode is
   double transfer = 0;
@@ -65,6 +75,13 @@ DisaggregatedResult simulate_disaggregated(const Model& model, const Cluster& cl
   out.served.preemptions = out.prefill.preemptions + out.decode.preemptions;
   out.served.batches = out.prefill.batches + out.decode.batches;
   return out;
+}
+
+DisaggregatedResult simulate_disaggregated(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                           const ServingPool& prefill, const ServingPool& decode,
+                                           const std::vector<ServingRequest>& requests) {
+  return simulate_decode_pool(model, cluster, cost, prefill, simulate_prefill_pool(model, cluster, cost, prefill, requests),
+                              decode, requests);
 }
 
 }  // namespace pw

@@ -30,7 +30,16 @@ struct DisaggregatedResult {
 double kv_transfer_time(const Model& model, long prompt_tokens, const ServingPool& prefill, const ServingPool& decode,
                         const LinkSpec& link);
 
-// The prefill pool on the cluster's first GPUs, the decode pool on the ones after. BadInput for a closed loop,
+// The prefill pool alone: each request's first token (its output_tokens taken as 1). BadInput for a closed loop.
+ServingResult simulate_prefill_pool(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                    const ServingPool& prefill, const std::vector<ServingRequest>& requests);
+
+// The decode pool after the prefill pool's `prefilled` result (a planner tries several decode pools on one).
+DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                         const ServingPool& prefill, const ServingResult& prefilled,
+                                         const ServingPool& decode, const std::vector<ServingRequest>& requests);
+
+// Both: the prefill pool on the cluster's first GPUs, the decode pool on the ones after. BadInput for a closed loop,
 // pools wider than the cluster, and anything either engine refuses.
 DisaggregatedResult simulate_disaggregated(const Model& model, const Cluster& cluster, const CostModel& cost,
                                            const ServingPool& prefill, const ServingPool& decode,

@@ -291,3 +291,38 @@ TEST_CASE("serve simulate --prefill-tp: disaggregated prefill and decode pools, 
                   "--concurrency: a closed loop's next request waits on the decode pool's finishes, which the pools "
                   "simulated one after the other cannot see; give --rate or --trace with disaggregation");
 }
+
+TEST_CASE("serve plan --disaggregate: prefill and decode pools beside single pools, ranked alike; no export of a split") {
+  const std::vector<std::string> plan = {"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4",
+                                         "--requests", "128", "--prompt-tokens", "2048", "--output-tokens", "64",
+                                         "--rate", "40", "--tpot-slo", "0.006", "--disaggregate"};
+  const CliResult r = run_cli(with(plan, {"--json", "--top", "100"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  int split = 0, single = 0;
+  for (const nlohmann::json& p : j.at("plans")) {
+    const int decode_gpus = p.at("tp").get<int>() * p.at("pp").get<int>() * p.at("replicas").get<int>();
+    if (p.at("prefill_pool").is_null()) {
+      ++single;
+      CHECK(decode_gpus == 4);
+      continue;
+    }
+    ++split;
+    const nlohmann::json& f = p.at("prefill_pool");
+    CHECK(decode_gpus + f.at("tp").get<int>() * f.at("pp").get<int>() * f.at("replicas").get<int>() == 4);
+  }
+  CHECK(split > 0);
+  CHECK(single > 0);
+  CHECK(j.at("configurations").get<int>() == split + single);
+  // A 6 ms TPOT: only decode pools free of prefills meet it, so plan 1 is split, and is not exported.
+  CHECK_FALSE(j.at("plans")[0].at("prefill_pool").is_null());
+  CHECK(j.at("plans")[0].at("meets_slo") == true);
+  check_bad_input(with(plan, {"--export", "vllm"}),
+                  "--export: plan 1 has separate prefill and decode pools, which vllm runs with a KV connector and a "
+                  "router pipewright does not write; export the best single pool (leave out --disaggregate)");
+  const CliResult text = run_cli(plan);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("     prefill pool  output tok/s") != std::string::npos);
+  CHECK(text.out.find("prefill pool: its engines compute each prompt and first token") != std::string::npos);
+}

@@ -1,0 +1,69 @@
+#include "planner/disaggregated_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "sim/disaggregated_serving.hpp"
+
+namespace pw {
+namespace {
+
+ServingPool pool_of(const ServingConfig& engine, int tp, int pp, int gpus) {
+  ServingPool p;
+  p.engine = engine;
+  p.engine.tp = tp;
+  p.engine.pp = pp;
+  p.engine.stages.clear();
+  p.replicas = gpus / (tp * pp);
+  return p;
+}
+
+}  // namespace
+
+void add_disaggregated_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
+                             const ServingConfig& engine, const std::vector<ServingRequest>& requests,
+                             const ServingSlo& slo, ServingPlanResult& out) {
+  std::vector<int> splits;
+  for (int quarter : {1, 2, 3})
+    if (gpus * quarter % 4 == 0 && gpus * quarter / 4 >= 1) splits.push_back(gpus * quarter / 4);
+  splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
+  for (int prefill_gpus : splits) {
+    const int decode_gpus = gpus - prefill_gpus;
+    for (const auto& [ptp, ppp] : serving_engine_shapes(model, cluster, prefill_gpus)) {
+      const ServingPool prefill = pool_of(engine, ptp, ppp, prefill_gpus);
+      ServingResult prefilled;
+      try {
+        prefilled = simulate_prefill_pool(model, cluster, cost, prefill, requests);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::BadInput) throw;
+        out.skipped.push_back(fmt::format("prefill pool tp {}, pp {} x {}: {}", ptp, ppp, prefill.replicas, e.what()));
+        continue;
+      }
+      for (const auto& [dtp, dpp] : serving_engine_shapes(model, cluster, decode_gpus)) {
+        ++out.considered;
+        const ServingPool decode = pool_of(engine, dtp, dpp, decode_gpus);
+        try {
+          const DisaggregatedResult r = simulate_decode_pool(model, cluster, cost, prefill, prefilled, decode, requests);
+          ServingPlan p;
+          p.tp = dtp;
+          p.pp = dpp;
+          p.replicas = decode.replicas;
+          p.prefill_tp = ptp;
+          p.prefill_pp = ppp;
+          p.prefill_replicas = prefill.replicas;
+          p.kv_capacity_tokens = r.decode.kv_capacity_tokens;
+          judge_serving(p, r.served, slo);
+          out.plans.push_back(p);
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::BadInput) throw;
+          out.skipped.push_back(fmt::format("prefill pool tp {}, pp {} x {}, decode pool tp {}, pp {} x {}: {}", ptp, ppp,
+                                            prefill.replicas, dtp, dpp, decode.replicas, e.what()));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace pw

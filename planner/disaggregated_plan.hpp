@@ -1,0 +1,17 @@
+#pragma once
+// The serving planner's disaggregated plans: the GPUs split into a prefill pool (a quarter, a half or three
+// quarters of them) and a decode pool (the rest), each pool every engine shape that fills it with replicas
+// (serving_engine_shapes), simulated by sim/disaggregated_serving.hpp. Each prefill pool is simulated once
+// and tried with every decode pool.
+#include <vector>
+
+#include "planner/serving_plan.hpp"
+
+namespace pw {
+
+// Appends the plans (and the pairs of pools that could not serve, to `skipped`) to `out`.
+void add_disaggregated_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
+                             const ServingConfig& engine, const std::vector<ServingRequest>& requests,
+                             const ServingSlo& slo, ServingPlanResult& out);
+
+}  // namespace pw
