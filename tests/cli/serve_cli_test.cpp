@@ -292,7 +292,7 @@ TEST_CASE("serve simulate --prefill-tp: disaggregated prefill and decode pools, 
                   "simulated one after the other cannot see; give --rate or --trace with disaggregation");
 }
 
-TEST_CASE("serve plan --disaggregate: prefill and decode pools beside single pools, ranked alike; no export of a split") {
+TEST_CASE("serve plan --disaggregate: prefill and decode pools beside single pools, ranked alike, no export of a split") {
   const std::vector<std::string> plan = {"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4",
                                          "--requests", "128", "--prompt-tokens", "2048", "--output-tokens", "64",
                                          "--rate", "40", "--tpot-slo", "0.006", "--disaggregate"};
