@@ -116,7 +116,9 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
     request.seq_len = o.seq_len;
     request.options.min_time_s = o.min_time_s;
     request.link_repetitions = o.link_repetitions;
-    check_work_unless_allowed("profile", cpu_profile_estimate(model, request, measured_core_speed()), o.allow_large);
+    std::vector<WorkEstimate> work = cpu_profile_estimate(model, request, measured_core_speed());
+    if (o.serving) work.push_back(cpu_serving_profile_estimate(model, 0));
+    check_work_unless_allowed("profile", work, o.allow_large);
     p = profile_cpu(model, request);
     if (o.serving) {
       ServingProfileRequest serving;

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <string>
 
 #include "cli/cost_model_chain.hpp"
@@ -28,26 +27,14 @@ namespace {
 constexpr int kProfiledBatches = 24;
 constexpr int kMaxRepeat = 100;
 
-// The float32 weights the run and its profile hold: the model once, and for the profile up to 16 copies of
-// each kind of layer per stage thread (profiler/cpu_serving_profile.hpp).
-WorkEstimate weights_estimate(const Model& model, int pp) {
-  const TransformerConfig& t = *model.transformer;
-  std::map<std::string, std::pair<int, double>> kinds;  // layers of each kind and the parameters of one
+// The float32 weights the run holds: the model once.
+WorkEstimate weights_estimate(const Model& model) {
   double params = 0;
-  for (const Layer& l : model.layers) {
-    if (l.kind == LayerKind::Mtp) continue;
-    const double p = layer_parameters(t, l.kind, l.block, 1).total();
-    params += p;
-    auto& k = kinds[profile_kind(t, l)];
-    ++k.first;
-    k.second = p;
-  }
-  double copies = 0;
-  for (const auto& [kind, k] : kinds) copies += std::min(k.first, 16) * k.second;
+  for (const Layer& l : model.layers)
+    if (l.kind != LayerKind::Mtp) params += layer_parameters(*model.transformer, l.kind, l.block, 1).total();
   WorkEstimate w;
-  w.work = fmt::format("'{}' in float32 ({} parameters) and its profile's copies of each kind of layer", model.name,
-                       format_count(params));
-  w.bytes = 4.0 * (params + copies * pp);
+  w.work = fmt::format("'{}' in float32 ({} parameters)", model.name, format_count(params));
+  w.bytes = 4.0 * params;
   w.fix = "serve a smaller model (the cpu backend is for the tiny examples)";
   return w;
 }
@@ -140,7 +127,9 @@ void run_serve_run(const ServeRunOptions& o, std::ostream& out) {
   const Cluster cluster = o.serve.load_cluster_checked();
   if (o.pp < 1 || o.pp > model.transformer->layers)
     throw_bad_input("--pp: must be from 1 to the {} blocks of '{}', got {}", model.transformer->layers, model.name, o.pp);
-  check_work_unless_allowed("serve run", {weights_estimate(model, o.pp)}, o.allow_large);
+  std::vector<WorkEstimate> memory{weights_estimate(model)};
+  if (o.profile.empty()) memory.push_back(cpu_serving_profile_estimate(model, o.pp - 1));
+  check_work_unless_allowed("serve run", memory, o.allow_large);
   const std::vector<ServingRequest> requests = o.serve.make_workload();
   ServingConfig c = o.serve.engine(1, o.pp, cluster);
   c.stages = split_layers(model, o.pp, {});

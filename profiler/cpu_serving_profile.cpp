@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 #include <thread>
 
 #include "core/error.hpp"
@@ -200,6 +203,26 @@ ServingProfile profile_cpu_serving(const Model& model, const ServingProfileReque
     p.kinds.push_back(k);
   }
   return p;
+}
+
+WorkEstimate cpu_serving_profile_estimate(const Model& model, int busy_threads) {
+  check_cpu_model(model);
+  const TransformerConfig& t = *model.transformer;
+  std::map<std::string, std::pair<int, double>> kinds;  // layers of each kind and the parameters of one
+  for (const Layer& l : model.layers) {
+    if (l.kind == LayerKind::Mtp) continue;
+    auto& k = kinds[profile_kind(t, l)];
+    ++k.first;
+    k.second = layer_parameters(t, l.kind, l.block, 1).total();
+  }
+  double copies = 0;
+  for (const auto& [kind, k] : kinds) copies += std::min(k.first, kMaxCopies) * k.second;
+  WorkEstimate w;
+  w.work = fmt::format("the serving profile's float32 copies of each kind of layer of '{}' ({} parameters, {} thread{})",
+                       model.name, format_count(copies), busy_threads + 1, busy_threads > 0 ? "s" : "");
+  w.bytes = 4.0 * copies * (busy_threads + 1);
+  w.fix = "profile a smaller model (the cpu backend is for the tiny examples)";
+  return w;
 }
 
 Profile profile_cpu_for_serving(const Model& model, const ServingProfileRequest& request) {

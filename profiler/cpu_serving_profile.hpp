@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/model.hpp"
+#include "core/work_estimate.hpp"
 #include "profiler/profile.hpp"
 #include "profiler/repeat.hpp"
 #include "profiler/serving_rates.hpp"
@@ -33,6 +34,10 @@ std::vector<ServingStep> sample_steps(const std::vector<ServingStep>& steps, int
 
 // BadInput for models the CPU backend cannot run.
 ServingProfile profile_cpu_serving(const Model& model, const ServingProfileRequest& request);
+
+// The float32 weights the serving profile holds: per kind of layer as many copies as the model has of it (up
+// to 16), for the timing thread and each busy thread.
+WorkEstimate cpu_serving_profile_estimate(const Model& model, int busy_threads);
 
 // A whole profile for serving: the tool, the machine, the model, the serving rates and the thread link between
 // stages (1 KiB to 1 MiB: a batch's hidden states on the tiny models).
