@@ -174,25 +174,33 @@ ServingProfile profile_cpu_serving(const Model& model, const ServingProfileReque
   const TransformerConfig& c = *small.transformer;
   const long positions = c.learned_positions ? c.max_seq_len : std::max(request.max_context, request.max_batched_tokens) * 2;
   const std::vector<ServingStep> grid = serving_grid(request, positions);
-  Bench bench = make_bench(model, small, grid);
+  // Each turn times a fresh bench: a run allocates its own weights and caches, and where they land moves its
+  // speed by tens of percent on this kind of machine, so the profile's medians must see as many placements as
+  // the runs' do. Within a turn, the items take their share of the repetitions and time.
+  const int rounds = std::max(1, request.options.rounds);
+  ProfileOptions turn = request.options;
+  turn.rounds = 1;
+  turn.min_repetitions = (request.options.min_repetitions + rounds - 1) / rounds;
+  turn.max_repetitions = std::max(turn.min_repetitions, request.options.max_repetitions / rounds);
+  turn.min_time_s = request.options.min_time_s / rounds;
   Load load(model, small, grid, request.busy_threads);
-  load.start();
-  std::vector<TimedRun> runs;
-  for (const std::unique_ptr<Item>& item : bench.items)
-    runs.push_back([&bench, it = item.get()] { return std::vector<double>{bench.run(*it)}; });
-  const std::function<void()> after_round = [&] {
-    if (!request.after_round) return;
-    load.stop();
-    request.after_round();
-    load.start();
-  };
-  auto samples = repeat_interleaved(request.options, 1, runs, after_round);
-  load.stop();
+  std::vector<std::vector<double>> samples;
   ServingProfile p;
-  for (size_t k = 0; k < bench.items.size(); ++k) {
-    bench.items[k]->sample.time_s = timing_of(samples[k][0]).median_s;
-    p.samples.push_back(bench.items[k]->sample);
+  for (int round = 0; round < rounds; ++round) {
+    Bench bench = make_bench(model, small, grid);
+    if (round == 0)
+      for (const std::unique_ptr<Item>& item : bench.items) p.samples.push_back(item->sample);
+    std::vector<TimedRun> runs;
+    for (const std::unique_ptr<Item>& item : bench.items)
+      runs.push_back([&bench, it = item.get()] { return std::vector<double>{bench.run(*it)}; });
+    load.start();
+    const auto mine = repeat_interleaved(turn, 1, runs);
+    load.stop();
+    samples.resize(mine.size());
+    for (size_t k = 0; k < mine.size(); ++k) samples[k].insert(samples[k].end(), mine[k][0].begin(), mine[k][0].end());
+    if (request.after_round) request.after_round();
   }
+  for (size_t k = 0; k < p.samples.size(); ++k) p.samples[k].time_s = timing_of(samples[k]).median_s;
   for (const Layer& layer : small.layers) {
     if (layer.kind == LayerKind::Mtp) continue;
     ServingKindRates k{profile_kind(c, layer), layer_shape(c, layer), {}};
