@@ -40,6 +40,8 @@ void ServeOptions::add_to(CLI::App& cmd, const char* default_cluster) {
   cmd.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens in one batch (default: vllm serve's for the GPU)");
   cmd.add_flag("--no-chunked-prefill", no_chunked_prefill, "Prefill each prompt whole in one batch");
   cmd.add_option("--kv-cache-dtype", kv_cache_dtype, "auto (bf16) or fp8")->capture_default_str();
+  cmd.add_option("--quantization", quantization, "Weights: none (bf16) or fp8 (the blocks' linear layers)")
+      ->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", gpu_memory_utilization, "Share of GPU memory vLLM takes")->capture_default_str();
   cmd.add_option("--seed", seed, "Seed of the generated workload")->capture_default_str();
   cmd.add_flag("--json", json, "Print JSON");
@@ -56,6 +58,8 @@ void ServeOptions::check() const {
     throw_bad_input("--gpu-memory-utilization: must be in (0, 1], got {}", gpu_memory_utilization);
   if (kv_cache_dtype != "auto" && kv_cache_dtype != "fp8")
     throw_bad_input("--kv-cache-dtype: '{}' is not one; use auto (the model's bf16) or fp8", kv_cache_dtype);
+  if (quantization != "none" && quantization != "fp8")
+    throw_bad_input("--quantization: '{}' is not one; use none (bf16 weights) or fp8", quantization);
   if (trace.empty()) {
     parse_length(prompt_tokens, "--prompt-tokens");
     const LengthSpec out = parse_length(output_tokens, "--output-tokens");
@@ -103,6 +107,11 @@ ServingConfig ServeOptions::engine(int tp, int pp, const Cluster& cluster) const
   c.max_num_batched_tokens = max_num_batched_tokens.value_or(vllm.max_num_batched_tokens);
   c.chunked_prefill = !no_chunked_prefill;
   c.kv_dtype = kv_cache_dtype == "fp8" ? KvCacheDtype::Fp8 : KvCacheDtype::Bf16;
+  c.weights = quantization == "fp8" ? ServingWeights::Fp8 : ServingWeights::Bf16;
+  if (c.weights == ServingWeights::Fp8 && !(cluster.gpu_at(0).fp8_peak_flops > 0))
+    throw_bad_input("--quantization fp8: {} has no fp8 tensor cores (the cluster gives no fp8 peak); serve in bf16 "
+                    "(leave out --quantization) or on an H100 or later",
+                    cluster.gpu_at(0).name);
   c.gpu_memory_utilization = gpu_memory_utilization;
   c.concurrency = concurrency.value_or(0);
   return c;

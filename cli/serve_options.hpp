@@ -25,6 +25,7 @@ struct ServeOptions {
   std::optional<long> max_num_batched_tokens;  // likewise
   bool no_chunked_prefill = false;
   std::string kv_cache_dtype = "auto";
+  std::string quantization = "none";  // or fp8
   double gpu_memory_utilization = 0.9;
   std::uint64_t seed = 1;
   bool json = false;

@@ -130,6 +130,8 @@ void run_serve_run(const ServeRunOptions& o, std::ostream& out) {
   std::vector<WorkEstimate> memory{weights_estimate(model)};
   if (o.profile.empty()) memory.push_back(cpu_serving_profile_estimate(model, o.pp - 1));
   check_work_unless_allowed("serve run", memory, o.allow_large);
+  if (o.serve.quantization != "none")
+    throw_bad_input("--quantization {}: the cpu backend computes in float32; leave it out", o.serve.quantization);
   const std::vector<ServingRequest> requests = o.serve.make_workload();
   ServingConfig c = o.serve.engine(1, o.pp, cluster);
   c.stages = split_layers(model, o.pp, {});

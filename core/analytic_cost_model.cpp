@@ -120,7 +120,9 @@ double AnalyticCostModel::compute_time(const PhaseWork& work, const GpuSpec& gpu
 double AnalyticCostModel::serving_time(const Layer&, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
                                        int tp) const {
   const double bandwidth = gpu.hbm_bytes_per_s * params_.memory_efficiency;
-  const double gemm = std::max(rate_time(work.gemm_flops, gpu.peak_flops * params_.gemm_efficiency, gpu.name, "peak_flops"),
+  const double gemm = std::max(rate_time(work.gemm_flops, gpu.peak_flops * params_.gemm_efficiency, gpu.name, "peak_flops") +
+                                   rate_time(work.fp8_gemm_flops, gpu.fp8_peak_flops * params_.fp8_gemm_efficiency, gpu.name,
+                                             "fp8_peak_tflops"),
                                rate_time(work.weight_bytes, bandwidth, gpu.name, "hbm_bytes_per_s"));
   const double attention =
       std::max(rate_time(work.attention_flops, gpu.peak_flops * params_.attention_efficiency, gpu.name, "peak_flops"),

@@ -1,16 +1,20 @@
 #include "core/serving_work.hpp"
 
 #include <cmath>
+#include <utility>
 
 #include "core/error.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kWeightBytes = 2;  // bf16 weights
 constexpr double kValueBytes = 2;   // bf16 activations
 
 }  // namespace
+
+double serving_weight_bytes(LayerKind kind, ServingWeights weights) {
+  return kind == LayerKind::Block && weights == ServingWeights::Fp8 ? 1.0 : 2.0;
+}
 
 ServingBatch serving_batch(const ServingStep& step) {
   ServingBatch b;
@@ -31,7 +35,8 @@ ServingBatch serving_batch(const ServingStep& step) {
 }
 
 ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
-                               KvCacheDtype kv_dtype) {
+                               KvCacheDtype kv_dtype, ServingWeights weights) {
+  const double bytes_per_weight = serving_weight_bytes(layer.kind, weights);
   if (!model.transformer || layer.kind == LayerKind::Explicit)
     throw_bad_input("model '{}': layer '{}' gives explicit costs, not shapes; serving needs a transformer", model.name,
                     layer.name);
@@ -41,21 +46,21 @@ ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, c
   switch (layer.kind) {
     case LayerKind::Embedding:
       // A lookup: the rows of the batch's tokens.
-      w.weight_bytes = tokens * t.hidden * kWeightBytes;
+      w.weight_bytes = tokens * t.hidden * bytes_per_weight;
       w.elementwise_bytes = tokens * t.hidden * kValueBytes;
       if (tp > 1) w.collectives.push_back({CollectiveKind::AllReduce, tokens * t.hidden * kValueBytes});
       break;
     case LayerKind::Head: {
       // Logits for the sampled tokens only (vLLM computes the last position of each sequence).
       const LayerParameters p = layer_parameters(t, LayerKind::Head, layer.block, tp);
-      w.weight_bytes = p.total() * kWeightBytes;
+      w.weight_bytes = p.total() * bytes_per_weight;
       w.gemm_flops = 2 * p.total() * static_cast<double>(batch.sampled_tokens);
       w.elementwise_bytes = tokens * t.hidden * kValueBytes;
       break;
     }
     case LayerKind::Block: {
       const LayerParameters p = layer_parameters(t, LayerKind::Block, layer.block, tp);
-      w.weight_bytes = p.dense * kWeightBytes;
+      w.weight_bytes = p.dense * bytes_per_weight;
       w.gemm_flops = 2 * p.dense * tokens;
       if (p.routed > 0) {
         // Every expert on this rank (ep 1: all of them, each split by tp) sees tokens x top_k / experts of the
@@ -63,9 +68,10 @@ ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, c
         const MoeConfig& m = *t.moe;
         const double share = static_cast<double>(m.top_k) / m.experts;
         w.gemm_flops += 2 * p.routed * tokens * share;
-        w.weight_bytes += p.routed * kWeightBytes * (1 - std::pow(1 - share, tokens));
+        w.weight_bytes += p.routed * bytes_per_weight * (1 - std::pow(1 - share, tokens));
       }
       const double heads = static_cast<double>(t.heads) / tp;
+      if (weights == ServingWeights::Fp8) std::swap(w.gemm_flops, w.fp8_gemm_flops);
       const double pairs = batch.prefill_pairs + batch.decode_context;
       if (t.mla) {
         // Decoding with the up-projections absorbed: each head scores the latent and rope part and sums the latent.

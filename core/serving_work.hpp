@@ -28,6 +28,14 @@ struct ServingBatch {
   long sequences() const { return prefill_sequences + decode_tokens; }
 };
 
+// The weights an engine serves with: bf16, or vLLM's and SGLang's --quantization fp8 (per-tensor fp8 weights
+// and dynamically quantized activations in the blocks' linear layers: 1 byte a weight, GEMMs at the fp8 rate;
+// the embedding and the LM head stay bf16, vLLM's Fp8Config quantizing only LinearBase layers).
+enum class ServingWeights { Bf16, Fp8 };
+
+// Bytes a parameter of a layer of `kind` takes under `weights`.
+double serving_weight_bytes(LayerKind kind, ServingWeights weights);
+
 // The batch one step is. A one-token chunk after cached positions that samples counts as a decode (a prompt's
 // last one-token chunk does the same work as one).
 ServingBatch serving_batch(const ServingStep& step);
@@ -35,6 +43,7 @@ ServingBatch serving_batch(const ServingStep& step);
 struct ServingWork {
   double weight_bytes = 0;     // read once per iteration
   double gemm_flops = 0;
+  double fp8_gemm_flops = 0;   // GEMMs at the fp8 rate (--quantization fp8)
   double attention_flops = 0;
   double kv_bytes = 0;         // KV cache read and written
   double attention_sequences = 0;  // the sequences each attention call walks (a per-sequence cost on small ones)
@@ -44,6 +53,6 @@ struct ServingWork {
 
 // The layer's work on one tp rank. BadInput for explicit layers (no shapes) and for expert parallelism.
 ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
-                               KvCacheDtype kv_dtype = KvCacheDtype::Bf16);
+                               KvCacheDtype kv_dtype = KvCacheDtype::Bf16, ServingWeights weights = ServingWeights::Bf16);
 
 }  // namespace pw

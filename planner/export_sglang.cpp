@@ -18,6 +18,7 @@ std::string sglang_launch_commands(const ServingPlan& plan, const ServingConfig&
   flags += fmt::format(" \\\n  --max-prefill-tokens {}", engine.max_num_batched_tokens);
   flags += " \\\n  --enable-mixed-chunk";
   flags += fmt::format(" \\\n  --mem-fraction-static {:g}", engine.gpu_memory_utilization);
+  if (engine.weights == ServingWeights::Fp8) flags += " \\\n  --quantization fp8";
   flags += fmt::format(" \\\n  --kv-cache-dtype {}", engine.kv_dtype == KvCacheDtype::Fp8 ? "fp8_e4m3" : "auto");
   const std::string launch = "python -m sglang.launch_server --model-path " + model;
   if (nodes <= 1) return launch + flags + "\n";

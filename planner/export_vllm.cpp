@@ -20,6 +20,7 @@ std::string vllm_serve_command(const ServingPlan& plan, const ServingConfig& eng
                      engine.max_num_batched_tokens);
   out += engine.chunked_prefill ? " \\\n  --enable-chunked-prefill" : " \\\n  --no-enable-chunked-prefill";
   out += fmt::format(" \\\n  --gpu-memory-utilization {:g}", engine.gpu_memory_utilization);
+  if (engine.weights == ServingWeights::Fp8) out += " \\\n  --quantization fp8";
   out += fmt::format(" \\\n  --kv-cache-dtype {}\n", engine.kv_dtype == KvCacheDtype::Fp8 ? "fp8" : "auto");
   return out;
 }

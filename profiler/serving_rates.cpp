@@ -19,7 +19,9 @@ constexpr int kRates = 7;
 constexpr double kScale[kRates] = {1e-5, 1e-10, 1e-10, 1e-10, 1e-10, 1e-10, 1e-6};
 
 std::vector<double> amounts(const ServingWork& w) {
-  return {1.0, w.weight_bytes, w.gemm_flops, w.attention_flops, w.kv_bytes, w.elementwise_bytes, w.attention_sequences};
+  // A device profiled without fp8 GEMMs (the CPU) times them as the others.
+  return {1.0,        w.weight_bytes,      w.gemm_flops + w.fp8_gemm_flops, w.attention_flops,
+          w.kv_bytes, w.elementwise_bytes, w.attention_sequences};
 }
 
 std::vector<double*> fields(ServingRates& r) {

@@ -18,7 +18,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kValueBytes = 2;  // bf16 hidden states between stages
-constexpr double kWeightBytes = 2;
 constexpr double kMaxCacheTokens = 1e15;
 
 struct Live {
@@ -64,7 +63,7 @@ class ServingSimulation {
       for (int i = stages_[static_cast<size_t>(s)].first; i <= stages_[static_cast<size_t>(s)].last; ++i) {
         const Layer& l = model.layers[static_cast<size_t>(i)];
         if (l.kind == LayerKind::Mtp) continue;
-        weights += layer_parameters(*model.transformer, l.kind, l.block, c_.tp).total() * kWeightBytes;
+        weights += layer_parameters(*model.transformer, l.kind, l.block, c_.tp).total() * serving_weight_bytes(l.kind, c_.weights);
       }
       const double room = cluster.memory_limit_at(g) * c_.gpu_memory_utilization - weights - c_.activation_reserve_bytes;
       const double per_token = kv_bytes_for_tokens(model, stages_[static_cast<size_t>(s)], c_.tp, 1, c_.kv_dtype);
@@ -260,7 +259,7 @@ class ServingSimulation {
     for (int s = 0; s < c_.pp; ++s) {
       const size_t su = static_cast<size_t>(s);
       const double time = serving_stage_time(model_, stages_[su], c_.tp, b, cluster_.gpu_at(stage_gpu_[su]), tp_link_[su],
-                                             cost_, c_.kv_dtype);
+                                             cost_, c_.kv_dtype, c_.weights);
       const double start = std::max(free_at_[su], ready);
       free_at_[su] = start + time;
       out_.stage_busy_s[su] += time;
@@ -345,12 +344,13 @@ SchedulerLimits vllm_serve_defaults(const GpuSpec& gpu) {
 }
 
 double serving_stage_time(const Model& model, const LayerRange& layers, int tp, const ServingBatch& batch,
-                          const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype) {
+                          const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype,
+                          ServingWeights weights) {
   double t = 0;
   for (int i = layers.first; i <= layers.last; ++i) {
     const Layer& l = model.layers[static_cast<size_t>(i)];
     if (l.kind == LayerKind::Mtp) continue;
-    t += cost.serving_time(l, serving_layer_work(model, l, tp, batch, kv_dtype), gpu, tp_link, tp);
+    t += cost.serving_time(l, serving_layer_work(model, l, tp, batch, kv_dtype, weights), gpu, tp_link, tp);
   }
   return t;
 }

@@ -37,6 +37,7 @@ struct ServingConfig {
   bool chunked_prefill = true;      // false: a prompt is prefilled whole in one batch
   double gpu_memory_utilization = 0.9;  // of each GPU's memory, for weights, activations and the KV cache
   KvCacheDtype kv_dtype = KvCacheDtype::Bf16;
+  ServingWeights weights = ServingWeights::Bf16;  // --quantization fp8
   int block_tokens = 16;            // the KV cache's page
   // Per stage, bytes kept back for activations and the runtime beyond the weights (CUDA graphs, sampler).
   double activation_reserve_bytes = 2e9;
@@ -90,6 +91,7 @@ ServingResult simulate_serving(const Model& model, const Cluster& cluster, const
 
 // One stage's time for a batch, and the bytes it sends to the next stage (every token's hidden state).
 double serving_stage_time(const Model& model, const LayerRange& layers, int tp, const ServingBatch& batch,
-                          const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype);
+                          const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype,
+                          ServingWeights weights = ServingWeights::Bf16);
 
 }  // namespace pw

@@ -327,3 +327,31 @@ TEST_CASE("serve plan --disaggregate: prefill and decode pools beside single poo
   CHECK(text.out.find("     prefill pool  output tok/s") != std::string::npos);
   CHECK(text.out.find("prefill pool: its engines compute each prompt and first token") != std::string::npos);
 }
+
+TEST_CASE("serve --quantization fp8: half the blocks' weights, exported as both engines name it, refused without fp8") {
+  const std::vector<std::string> base = {"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                         "--requests", "16", "--prompt-tokens", "256", "--output-tokens", "32", "--json"};
+  const nlohmann::json bf16 = nlohmann::json::parse(run_cli(base).out);
+  const CliResult r = run_cli(with(base, {"--quantization", "fp8"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json fp8 = nlohmann::json::parse(r.out);
+  // Decode is bound by reading the weights: fp8 decodes faster and leaves room for more KV cache.
+  CHECK(fp8.at("tpot_p50_s").get<double>() < bf16.at("tpot_p50_s").get<double>());
+  CHECK(fp8.at("kv_capacity_tokens").get<long>() > bf16.at("kv_capacity_tokens").get<long>());
+  for (const char* target : {"vllm", "sglang"}) {
+    const CliResult e = run_cli({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "2",
+                                 "--requests", "16", "--top", "1", "--quantization", "fp8", "--export", target, "--json"});
+    REQUIRE(e.code == 0);
+    // vllm/engine/arg_utils.py (quantization) and python/sglang/srt/server_args.py (quantization, choices with "fp8").
+    CHECK(nlohmann::json::parse(e.out).at(std::string(target) + "_command").get<std::string>().find(" \\\n  --quantization fp8 \\\n") !=
+          std::string::npos);
+  }
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-a100-80gb", "--quantization", "fp8"},
+                  "--quantization fp8: A100 SXM 80GB has no fp8 tensor cores (the cluster gives no fp8 peak); serve in "
+                  "bf16 (leave out --quantization) or on an H100 or later");
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--quantization", "int4"},
+                  "--quantization: 'int4' is not one; use none (bf16 weights) or fp8");
+  check_bad_input({"serve", "run", "--model", source_path("examples/tiny-llama.json"), "--quantization", "fp8"},
+                  "--quantization fp8: the cpu backend computes in float32; leave it out");
+}

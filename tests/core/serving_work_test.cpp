@@ -112,3 +112,38 @@ TEST_CASE("routed experts are read as tokens reach them, and the head scores the
   costs.layers.push_back(Layer{"l0", LayerKind::Explicit, ExplicitCosts{}});
   CHECK_THROWS_AS(serving_layer_work(costs, costs.layers[0], 1, b), Error);
 }
+
+TEST_CASE("fp8 weights: the blocks read half the bytes and run their GEMMs at the fp8 rate, embedding and head stay bf16") {
+  const Model m = model_preset("llama3-70b");
+  const Layer& block = first_block(m);
+  const GpuSpec gpu = cluster_preset("dgx-h100").gpu;
+  const LinkSpec link = cluster_preset("dgx-h100").intra_node;
+  AnalyticCostParams params;
+  const AnalyticCostModel cost(params);
+  const double dense = layer_parameters(*m.transformer, LayerKind::Block, 0, 8).dense;
+
+  const ServingWork bf16 = serving_layer_work(m, block, 8, decode(1, 1024));
+  const ServingWork fp8 = serving_layer_work(m, block, 8, decode(1, 1024), KvCacheDtype::Bf16, ServingWeights::Fp8);
+  CHECK(fp8.weight_bytes == dense);
+  CHECK(fp8.gemm_flops == 0);
+  CHECK(fp8.fp8_gemm_flops == bf16.gemm_flops);
+  CHECK(fp8.kv_bytes == bf16.kv_bytes);
+  // Decode at batch 1: the GEMMs take the weights over the bandwidth, now half of them.
+  const double bandwidth = gpu.hbm_bytes_per_s * params.memory_efficiency;
+  CHECK(cost.serving_time(block, bf16, gpu, link, 8) - cost.serving_time(block, fp8, gpu, link, 8) ==
+        Approx((bf16.weight_bytes - fp8.weight_bytes) / bandwidth).epsilon(1e-9));
+  CHECK(bf16.weight_bytes - fp8.weight_bytes == dense);
+  // A 4096-token prefill is compute-bound: its GEMMs at the fp8 peak.
+  ServingBatch prefill;
+  prefill.prefill_tokens = 4096;
+  prefill.prefill_sequences = 1;
+  const ServingWork big = serving_layer_work(m, block, 8, prefill, KvCacheDtype::Bf16, ServingWeights::Fp8);
+  CHECK(big.fp8_gemm_flops / (gpu.fp8_peak_flops * params.fp8_gemm_efficiency) > big.weight_bytes / bandwidth);
+  // The embedding and the LM head are not quantized.
+  CHECK(serving_layer_work(m, m.layers.front(), 8, decode(4, 10), KvCacheDtype::Bf16, ServingWeights::Fp8).weight_bytes ==
+        serving_layer_work(m, m.layers.front(), 8, decode(4, 10)).weight_bytes);
+  CHECK(serving_layer_work(m, m.layers.back(), 8, decode(4, 10), KvCacheDtype::Bf16, ServingWeights::Fp8).weight_bytes ==
+        serving_layer_work(m, m.layers.back(), 8, decode(4, 10)).weight_bytes);
+  CHECK(serving_weight_bytes(LayerKind::Block, ServingWeights::Fp8) == 1);
+  CHECK(serving_weight_bytes(LayerKind::Head, ServingWeights::Fp8) == 2);
+}
