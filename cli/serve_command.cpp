@@ -5,7 +5,7 @@
 
 #include <memory>
 #include <optional>
-#include <utility>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "cli/output_path.hpp"
@@ -24,16 +24,23 @@
 namespace pw {
 namespace {
 
+// An engine's tp must divide the heads and its pp stay within the blocks; `prefix` names the pool ("--" or
+// "--prefill-").
+void check_engine(const Model& model, const std::string& prefix, int tp, int pp) {
+  const TransformerConfig& t = *model.transformer;
+  if (tp < 1 || t.heads % tp != 0)
+    throw_bad_input("{}tp: {} does not divide the {} attention heads of '{}'", prefix, tp, t.heads, model.name);
+  if (pp < 1 || pp > t.layers)
+    throw_bad_input("{}pp: must be from 1 to the {} blocks of '{}', got {}", prefix, t.layers, model.name, pp);
+}
+
 void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp, const std::string& chrome_trace) {
   o.check();
   std::vector<OptionPath> inputs{{"--model", o.model}, {"--cluster", o.cluster}, {"--trace", o.trace}};
   check_outputs({{"--chrome-trace", chrome_trace}}, inputs);
   const Model model = o.load_model_checked();
   const Cluster cluster = o.load_cluster_checked();
-  if (model.transformer->heads % tp != 0)
-    throw_bad_input("--tp: {} does not divide the {} attention heads of '{}'", tp, model.transformer->heads, model.name);
-  if (pp < 1 || pp > model.transformer->layers)
-    throw_bad_input("--pp: must be from 1 to the {} blocks of '{}', got {}", model.transformer->layers, model.name, pp);
+  check_engine(model, "--", tp, pp);
   cluster.check_capacity(tp * pp);
   const std::vector<ServingRequest> requests = o.make_workload();
   ServingConfig c = o.engine(tp, pp, cluster);
@@ -87,14 +94,8 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
   if (!chrome_trace.empty()) throw_bad_input("--chrome-trace: draws one engine's stages; leave out --prefill-tp for it");
   const Model model = o.load_model_checked();
   const Cluster cluster = o.load_cluster_checked();
-  for (const auto& [name, degree] : {std::pair<const char*, int>{"--tp", tp}, {"--prefill-tp", *pool.tp}})
-    if (degree < 1 || model.transformer->heads % degree != 0)
-      throw_bad_input("{}: {} does not divide the {} attention heads of '{}'", name, degree, model.transformer->heads,
-                      model.name);
-  for (const auto& [name, degree] : {std::pair<const char*, int>{"--pp", pp}, {"--prefill-pp", pool.pp}})
-    if (degree < 1 || degree > model.transformer->layers)
-      throw_bad_input("{}: must be from 1 to the {} blocks of '{}', got {}", name, model.transformer->layers, model.name,
-                      degree);
+  check_engine(model, "--", tp, pp);
+  check_engine(model, "--prefill-", *pool.tp, pool.pp);
   const std::vector<ServingRequest> requests = o.make_workload();
   ServingPool prefill, decode;
   prefill.engine = o.engine(*pool.tp, pool.pp, cluster);
