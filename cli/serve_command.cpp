@@ -19,6 +19,7 @@
 #include "core/work_estimate.hpp"
 #include "sim/disaggregated_serving.hpp"
 #include "sim/serving_metrics.hpp"
+#include "sim/serving_replicas.hpp"
 #include "sim/serving_trace.hpp"
 
 namespace pw {
@@ -34,19 +35,25 @@ void check_engine(const Model& model, const std::string& prefix, int tp, int pp)
     throw_bad_input("{}pp: must be from 1 to the {} blocks of '{}', got {}", prefix, t.layers, model.name, pp);
 }
 
-void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp, const std::string& chrome_trace) {
+void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp, int replicas,
+                        const std::string& chrome_trace) {
   o.check();
   std::vector<OptionPath> inputs{{"--model", o.model}, {"--cluster", o.cluster}, {"--trace", o.trace}};
   check_outputs({{"--chrome-trace", chrome_trace}}, inputs);
   const Model model = o.load_model_checked();
   const Cluster cluster = o.load_cluster_checked();
   check_engine(model, "--", tp, pp);
-  cluster.check_capacity(tp * pp);
+  if (replicas < 1) throw_bad_input("--replicas: must be at least 1, got {}", replicas);
+  if (replicas > 1 && !chrome_trace.empty())
+    throw_bad_input("--chrome-trace: draws one engine's stages; leave out --replicas for it");
+  cluster.check_capacity(tp * pp * replicas);
   const std::vector<ServingRequest> requests = o.make_workload();
   ServingConfig c = o.engine(tp, pp, cluster);
   c.record_spans = !chrome_trace.empty();
   const AnalyticCostModel cost;
-  const ServingResult r = simulate_serving(model, cluster, cost, c, requests);
+  // Replicas as serve plan runs them: each its every replicas-th request.
+  const ServingResult r = replicas > 1 ? simulate_replicas(model, cluster, cost, c, replicas, requests)
+                                       : simulate_serving(model, cluster, cost, c, requests);
   const ServingMetrics m = serving_metrics(r);
 
   std::vector<double> busy;
@@ -56,7 +63,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
                                         .dump() + "\n");
   if (o.json) {
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"tp", tp}, {"pp", pp},
-                                {"requests", requests.size()}};
+                                {"replicas", replicas}, {"requests", requests.size()}};
     add_metrics_json(j, m);
     j.update(nlohmann::ordered_json{{"makespan_s", r.makespan_s},
                                       {"kv_capacity_tokens", r.kv_capacity_tokens},
@@ -68,7 +75,8 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
     out << j.dump(2) << "\n";
     return;
   }
-  out << fmt::format("{} on {}: tp {}, pp {} ({} GPUs), {}\n", model.name, cluster.name, tp, pp, tp * pp,
+  out << fmt::format("{} on {}: tp {}, pp {}{} ({} GPUs), {}\n", model.name, cluster.name, tp, pp,
+                     replicas > 1 ? fmt::format(" x {} replicas", replicas) : "", tp * pp * replicas,
                      o.workload_text(requests.size()));
   out << fmt::format("KV cache {} tokens ({}), peak use {}; at most {} requests running; {} preemptions; {} batches\n\n",
                      with_commas(r.kv_capacity_tokens), o.kv_cache_dtype == "fp8" ? "fp8" : "bf16",
@@ -85,11 +93,12 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
 // The prefill pool's shape, given by --prefill-tp (its presence turns disaggregation on).
 struct PrefillPoolOptions {
   std::optional<int> tp;
-  int pp = 1, replicas = 1, decode_replicas = 1;
+  int pp = 1, replicas = 1;
 };
 
-void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, int pp, const PrefillPoolOptions& pool,
-                             const std::string& chrome_trace) {
+// --tp, --pp and --replicas give the decode pool.
+void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, int pp, int replicas,
+                             const PrefillPoolOptions& pool, const std::string& chrome_trace) {
   o.check();
   if (!chrome_trace.empty()) throw_bad_input("--chrome-trace: draws one engine's stages; leave out --prefill-tp for it");
   const Model model = o.load_model_checked();
@@ -101,14 +110,14 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
   prefill.engine = o.engine(*pool.tp, pool.pp, cluster);
   prefill.replicas = pool.replicas;
   decode.engine = o.engine(tp, pp, cluster);
-  decode.replicas = pool.decode_replicas;
+  decode.replicas = replicas;
   const AnalyticCostModel cost;
   const DisaggregatedResult r = simulate_disaggregated(model, cluster, cost, prefill, decode, requests);
   const ServingMetrics m = serving_metrics(r.served);
   if (o.json) {
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"requests", requests.size()},
                                 {"prefill_pool", {{"tp", *pool.tp}, {"pp", pool.pp}, {"replicas", pool.replicas}}},
-                                {"decode_pool", {{"tp", tp}, {"pp", pp}, {"replicas", pool.decode_replicas}}}};
+                                {"decode_pool", {{"tp", tp}, {"pp", pp}, {"replicas", replicas}}}};
     add_metrics_json(j, m);
     j.update(nlohmann::ordered_json{{"makespan_s", r.served.makespan_s},
                                     {"kv_transfer_s_mean", r.kv_transfer_s},
@@ -120,7 +129,7 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
     return;
   }
   out << fmt::format("{} on {}: disaggregated, prefill pool tp {} pp {} x {}, decode pool tp {} pp {} x {} ({} GPUs), {}\n",
-                     model.name, cluster.name, *pool.tp, pool.pp, pool.replicas, tp, pp, pool.decode_replicas,
+                     model.name, cluster.name, *pool.tp, pool.pp, pool.replicas, tp, pp, replicas,
                      prefill.gpus() + decode.gpus(), o.workload_text(requests.size()));
   out << fmt::format("KV cache over {} per request on average ({} at {}); decode pool: at most {} requests running, "
                      "{} preemptions\n\n",
@@ -141,16 +150,19 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto* sim = serve->add_subcommand("simulate", "Simulate serving a workload: throughput, TTFT, TPOT, KV cache");
   auto so = std::make_shared<ServeOptions>();
   auto degrees = std::make_shared<std::pair<int, int>>(1, 1);
+  auto replicas = std::make_shared<int>(1);
   auto chrome_trace = std::make_shared<std::string>();
   so->add_to(*sim);
   sim->add_option("--chrome-trace", *chrome_trace, "Write each stage's batches as a Chrome / Perfetto trace");
   sim->add_option("--tp", degrees->first, "Tensor-parallel degree")->capture_default_str();
   sim->add_option("--pp", degrees->second, "Pipeline-parallel degree")->capture_default_str();
+  sim->add_option("--replicas", *replicas, "Copies of the engine, each taking every replicas-th request")
+      ->capture_default_str();
   auto pool = std::make_shared<PrefillPoolOptions>();
-  sim->add_option("--prefill-tp", pool->tp, "Disaggregated: a prefill pool of this tp (--tp, --pp: the decode pool's)");
+  sim->add_option("--prefill-tp", pool->tp,
+                  "Disaggregated: a prefill pool of this tp (--tp, --pp, --replicas: the decode pool's)");
   sim->add_option("--prefill-pp", pool->pp, "Disaggregated: the prefill pool's pp")->capture_default_str();
   sim->add_option("--prefill-replicas", pool->replicas, "Disaggregated: prefill engines")->capture_default_str();
-  sim->add_option("--decode-replicas", pool->decode_replicas, "Disaggregated: decode engines")->capture_default_str();
   auto* plan = serve->add_subcommand("plan", "Search tp, pp and replicas for a workload on some GPUs");
   auto po = std::make_shared<ServePlanOptions>();
   po->serve.add_to(*plan);
@@ -158,9 +170,11 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto* run = serve->add_subcommand("run", "Serve a workload for real on the CPU backend, measured against the simulation");
   auto ro = std::make_shared<ServeRunOptions>();
   ro->add_to(*run);
-  return [so, degrees, chrome_trace, pool, sim, po, plan, ro, run](std::ostream& out) {
-    if (sim->parsed() && pool->tp) run_serve_disaggregated(*so, out, degrees->first, degrees->second, *pool, *chrome_trace);
-    if (sim->parsed() && !pool->tp) run_serve_simulate(*so, out, degrees->first, degrees->second, *chrome_trace);
+  return [so, degrees, replicas, chrome_trace, pool, sim, po, plan, ro, run](std::ostream& out) {
+    if (sim->parsed() && pool->tp)
+      run_serve_disaggregated(*so, out, degrees->first, degrees->second, *replicas, *pool, *chrome_trace);
+    if (sim->parsed() && !pool->tp)
+      run_serve_simulate(*so, out, degrees->first, degrees->second, *replicas, *chrome_trace);
     if (plan->parsed()) run_serve_plan(*po, out);
     if (run->parsed()) run_serve_run(*ro, out);
   };

@@ -37,7 +37,7 @@ DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& clus
                                          const ServingPool& prefill, const ServingResult& prefilled,
                                          const ServingPool& decode, const std::vector<ServingRequest>& requests) {
   refuse_closed_loop(decode);
-  if (decode.replicas < 1) throw_bad_input("--decode-replicas: must be at least 1, got {}", decode.replicas);
+  if (decode.replicas < 1) throw_bad_input("--replicas: must be at least 1, got {}", decode.replicas);
   cluster.check_capacity(prefill.gpus() + decode.gpus());
   DisaggregatedResult out;
   out.prefill = prefilled;

@@ -23,6 +23,8 @@ ServingResult simulate_replicas(const Model& model, const Cluster& cluster, cons
     all.max_running = std::max(all.max_running, one.max_running);
     all.peak_kv_use = std::max(all.peak_kv_use, one.peak_kv_use);
     all.kv_capacity_tokens = one.kv_capacity_tokens;
+    all.stage_busy_s.resize(one.stage_busy_s.size(), 0.0);
+    for (size_t s = 0; s < one.stage_busy_s.size(); ++s) all.stage_busy_s[s] += one.stage_busy_s[s] / replicas;
   }
   return all;
 }

@@ -8,7 +8,8 @@
 namespace pw {
 
 // The replicas' requests together, in the order given; makespan the latest, preemptions summed,
-// kv_capacity_tokens one engine's (the nodes are alike, so replica 0's place stands for all).
+// kv_capacity_tokens one engine's (the nodes are alike, so replica 0's place stands for all), stage_busy_s each
+// stage's mean over the replicas, max_running and peak_kv_use the largest engine's.
 ServingResult simulate_replicas(const Model& model, const Cluster& cluster, const CostModel& cost, ServingConfig engine,
                                 int replicas, const std::vector<ServingRequest>& requests);
 

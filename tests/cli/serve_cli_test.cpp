@@ -267,7 +267,7 @@ TEST_CASE("serve run: bad input is one line naming the option") {
 
 TEST_CASE("serve simulate --prefill-tp: disaggregated prefill and decode pools, the KV cache between them") {
   const std::vector<std::string> disagg = {"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100",
-                                           "--tp", "2", "--prefill-tp", "2", "--decode-replicas", "2", "--rate", "20",
+                                           "--tp", "2", "--prefill-tp", "2", "--replicas", "2", "--rate", "20",
                                            "--requests", "64", "--prompt-tokens", "1024", "--output-tokens", "32"};
   const CliResult r = run_cli(with(disagg, {"--json"}));
   INFO(r.err);
@@ -354,4 +354,28 @@ TEST_CASE("serve --quantization fp8: half the blocks' weights, exported as both 
                   "--quantization: 'int4' is not one; use none (bf16 weights) or fp8");
   check_bad_input({"serve", "run", "--model", source_path("examples/tiny-llama.json"), "--quantization", "fp8"},
                   "--quantization fp8: the cpu backend computes in float32; leave it out");
+}
+
+TEST_CASE("serve simulate --replicas: the figures of serve plan's row for the same tp, pp and replicas") {
+  const std::vector<std::string> workload = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--requests", "256",
+                                             "--prompt-tokens", "512", "--output-tokens", "64", "--json"};
+  const CliResult plan = run_cli(with({"serve", "plan", "--gpus", "8", "--top", "1"}, workload));
+  REQUIRE(plan.code == 0);
+  const nlohmann::json p = nlohmann::json::parse(plan.out).at("plans")[0];
+  const CliResult sim = run_cli(with({"serve", "simulate", "--tp", std::to_string(p.at("tp").get<int>()), "--pp",
+                                      std::to_string(p.at("pp").get<int>()), "--replicas",
+                                      std::to_string(p.at("replicas").get<int>())},
+                                     workload));
+  INFO(sim.err);
+  REQUIRE(sim.code == 0);
+  const nlohmann::json s = nlohmann::json::parse(sim.out);
+  CHECK(s.at("replicas") == p.at("replicas"));
+  for (const char* key : {"output_tokens_per_s", "requests_per_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+                          "kv_capacity_tokens", "preemptions"})
+    CHECK(s.at(key) == p.at(key));
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--replicas", "0"},
+                  "--replicas: must be at least 1, got 0");
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--replicas", "2",
+                   "--chrome-trace", tmp("replicas-trace.json")},
+                  "--chrome-trace: draws one engine's stages; leave out --replicas for it");
 }
