@@ -160,13 +160,18 @@ void run_serve_run(const ServeRunOptions& o, std::ostream& out) {
     // speed drifts, and profile and runs then see the same drift.
     ServingProfileRequest request = quick_serving_request(sample_steps(shapes.steps, kProfiledBatches), c.pp - 1);
     request.options.rounds = o.repeat;
-    request.after_round = [&] { runs.push_back(run_on(shapes.steps)); };
+    double running_s = 0;  // the measured runs' share of the profile's wall time
+    request.after_round = [&] {
+      const auto begin = std::chrono::steady_clock::now();
+      runs.push_back(run_on(shapes.steps));
+      running_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    };
     const auto start = std::chrono::steady_clock::now();
     Profile profile = profile_cpu_for_serving(model, request);
     ProfileOrigin origin;
     origin.tool = profile.tool;
     origin.machine = machine_text(profile.machine);
-    origin.measured_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    origin.measured_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - running_s;
     chain.add_profile(std::move(profile), model, std::move(origin));
   }
   const ServingResult predicted = simulate_serving(model, cluster, chain.model(), c, requests);
