@@ -253,6 +253,27 @@ class ServingRuntime {
 
 }  // namespace
 
+double stage_handover_s(int round_trips) {
+  StageQueue there, back;
+  const bool spin = spin_allowed(2);
+  std::thread echo([&] {
+    Mat m;
+    while (there.pop(m, spin)) back.push(std::move(m));
+  });
+  std::vector<double> samples;
+  for (int i = 0; i < std::max(1, round_trips); ++i) {
+    Mat m(1, 1);
+    const Clock::time_point begin = Clock::now();
+    there.push(std::move(m));
+    back.pop(m, spin);
+    samples.push_back(std::chrono::duration<double>(Clock::now() - begin).count() / 2);
+  }
+  there.close();
+  echo.join();
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
 std::vector<int> serving_prompt(std::uint64_t seed, long request, long tokens, long vocab) {
   Rng rng(seed_for(seed, "request " + std::to_string(request)));
   std::vector<int> out;

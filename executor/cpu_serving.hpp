@@ -21,6 +21,11 @@ struct CpuServingRun {
   double peak_kv_bytes = 0;                // the largest stage's float32 KV cache
 };
 
+// One hand-over between stage threads as the runtime makes it (a matrix moved through a queue, the receiver
+// spinning a while before it sleeps where each thread has a core): the median of `round_trips` ping-pongs,
+// halved. What a batch's hidden states, and the sampled tokens coming back, cost to pass between stages.
+double stage_handover_s(int round_trips);
+
 // The prompt of request r: tokens drawn from `seed` and r, deterministic.
 std::vector<int> serving_prompt(std::uint64_t seed, long request, long tokens, long vocab);
 

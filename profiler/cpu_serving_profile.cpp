@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "executor/cpu_model.hpp"
+#include "executor/cpu_serving.hpp"
 #include "profiler/cpu_profiler.hpp"
 #include "profiler/profile.hpp"
 
@@ -53,6 +54,9 @@ std::vector<ServingStep> serving_grid(const ServingProfileRequest& r, long posit
 // model has layers of its kind (up to kMaxCopies), each with its own weights and KV cache, the batch through
 // all of them in a row, so that weights and caches leave the CPU's caches between uses as they do in a run.
 constexpr int kMaxCopies = 16;
+
+// A matrix moved from one stage to the next costs no time per byte; the link's bandwidth stands for that.
+constexpr double kMovedBytesPerSecond = 1e18;
 
 // One layer serving one step, with its inputs and a cache per copy.
 struct Item {
@@ -239,7 +243,12 @@ Profile profile_cpu_for_serving(const Model& model, const ServingProfileRequest&
   p.machine = cpu_machine_info();
   p.model = profiled_model_of(model);
   p.serving = profile_cpu_serving(model, request);
-  p.links.push_back(profile_thread_link(quick_profile_request(1, 1).link_sizes, 5));
+  // The serving runtime moves each batch's hidden states between stages (no copy): its link is the hand-over.
+  LinkProfile handover;
+  handover.latency_s = stage_handover_s(200);
+  handover.bandwidth_bytes_per_s = kMovedBytesPerSecond;
+  handover.samples.push_back({0, handover.latency_s});
+  p.links.push_back(handover);
   return p;
 }
 

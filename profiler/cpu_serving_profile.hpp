@@ -39,8 +39,8 @@ ServingProfile profile_cpu_serving(const Model& model, const ServingProfileReque
 // to 16), for the timing thread and each busy thread.
 WorkEstimate cpu_serving_profile_estimate(const Model& model, int busy_threads);
 
-// A whole profile for serving: the tool, the machine, the model, the serving rates and the thread link between
-// stages (1 KiB to 1 MiB: a batch's hidden states on the tiny models).
+// A whole profile for serving: the tool, the machine, the model, the serving rates and the link between
+// stages: the serving runtime's hand-over (executor/cpu_serving.hpp), its matrices moved, not copied.
 Profile profile_cpu_for_serving(const Model& model, const ServingProfileRequest& request);
 
 // The request `serve run` measures with when it is given no profile: the workload's own batches, a few

@@ -59,6 +59,7 @@ class ServingSimulation {
       stage_gpu_.push_back(g);
       tp_link_.push_back(group_links(cluster, pc, g).tp);
       if (s + 1 < c_.pp) p2p_.push_back(cost.p2p_link(cluster.link(g, g + c_.tp)));
+      if (s + 1 == c_.pp && s > 0) back_ = cost.p2p_link(cluster.link(g, 0));
       double weights = 0;
       for (int i = stages_[static_cast<size_t>(s)].first; i <= stages_[static_cast<size_t>(s)].last; ++i) {
         const Layer& l = model.layers[static_cast<size_t>(i)];
@@ -128,7 +129,7 @@ class ServingSimulation {
       // Nothing to run now: wait for the next arrival or batch to leave the pipeline.
       double next = kInf;
       if (next_arrival_ < arrivals_.size()) next = arrival_[arrivals_[next_arrival_]];
-      if (!flights_.empty()) next = std::min(next, flights_.top().done_s);
+      if (!flights_.empty()) next = std::min(next, flights_.top().ready_s);
       if (next == kInf) throw_runtime("serving simulation: {} requests left and nothing can run", requests_.size() - finished);
       now = std::max(decide, next);
     }
@@ -137,10 +138,11 @@ class ServingSimulation {
 
  private:
   struct Flight {
-    double done_s;
+    double done_s;   // its tokens sampled on the last stage
+    double ready_s;  // they are back on the first stage, where the next batch is formed
     long id;
     std::vector<Scheduled> batch;
-    bool operator>(const Flight& o) const { return done_s != o.done_s ? done_s > o.done_s : id > o.id; }
+    bool operator>(const Flight& o) const { return ready_s != o.ready_s ? ready_s > o.ready_s : id > o.id; }
   };
 
   long blocks_for(long tokens) const { return (tokens + c_.block_tokens - 1) / c_.block_tokens; }
@@ -270,13 +272,15 @@ class ServingSimulation {
         ready += link.latency_s + static_cast<double>(b.tokens()) * model_.transformer->hidden * kValueBytes / link.bandwidth_bytes_per_s;
       }
     }
-    flights_.push(Flight{ready, out_.batches++, batch});
+    // The sampled tokens go back from the last stage to the first (vLLM's engine forms the next batch there).
+    const double back = c_.pp > 1 ? back_.latency_s + 4.0 * static_cast<double>(b.sampled_tokens) / back_.bandwidth_bytes_per_s : 0;
+    flights_.push(Flight{ready, ready + back, out_.batches++, batch});
   }
 
   // Applies every batch that leaves the pipeline by t; returns the requests that finished.
   size_t complete_until(double t) {
     size_t finished = 0;
-    while (!flights_.empty() && flights_.top().done_s <= t) {
+    while (!flights_.empty() && flights_.top().ready_s <= t) {
       const Flight f = flights_.top();
       flights_.pop();
       for (const Scheduled& s : f.batch) {
@@ -317,6 +321,7 @@ class ServingSimulation {
   std::vector<LayerRange> stages_;
   std::vector<int> stage_gpu_;
   std::vector<LinkSpec> tp_link_, p2p_;
+  LinkSpec back_;  // from the last stage's first GPU to the first stage's
   long total_blocks_ = 0, capacity_tokens_ = 0, used_blocks_ = 0, admissions_ = 0;
   std::vector<Live> live_;
   std::vector<size_t> arrivals_;  // by arrival (a closed loop: in the order given)

@@ -6,7 +6,8 @@
 //
 // A batch's time on a stage is its layers' CostModel::serving_time (core/serving_work.hpp); batches keep their
 // order on every stage, so a batch's path through the stages is known when it is formed. A request becomes
-// schedulable again when the batch it rode leaves the last stage (its next token depends on it).
+// schedulable again when the batch it rode leaves the last stage (its next token depends on it) and the sampled
+// tokens are back on the first stage, over the link between the two (vLLM's engine forms batches there).
 #include <vector>
 
 #include "core/cluster.hpp"

@@ -34,7 +34,7 @@ double transfer(const Setup& x, int tp, int s, long tokens) {
 
 }  // namespace
 
-TEST_CASE("an idle engine's first token is one prefill through every stage and its transfers") {
+TEST_CASE("an idle engine's first token is one prefill through every stage and its transfers, each next one after the token's return") {
   const Setup x;
   ServingConfig c;
   c.tp = 2;
@@ -49,13 +49,16 @@ TEST_CASE("an idle engine's first token is one prefill through every stage and i
   prefill.sampled_tokens = 1;
   const double ttft = stage_time(x, stages, 2, 0, prefill) + transfer(x, 2, 0, 1000) + stage_time(x, stages, 2, 1, prefill);
   CHECK(r.requests[0].first_token_s == Approx(ttft).epsilon(1e-12));
-  // Then two decodes, each one token through both stages, its context one longer.
+  // Then two decodes, each after the sampled token's return from the last stage to the first (4 bytes over
+  // their link), one token through both stages, its context one longer.
+  const LinkSpec back = x.cost.p2p_link(x.cluster.link(2, 0));
   double t = ttft;
   for (long context : {1001L, 1002L}) {
     ServingBatch d;
     d.decode_tokens = 1;
     d.decode_context = static_cast<double>(context);
     d.sampled_tokens = 1;
+    t += back.latency_s + 4.0 / back.bandwidth_bytes_per_s;
     t += stage_time(x, stages, 2, 0, d) + transfer(x, 2, 0, 1) + stage_time(x, stages, 2, 1, d);
   }
   CHECK(r.requests[0].last_token_s == Approx(t).epsilon(1e-12));
