@@ -168,3 +168,10 @@ TEST_CASE("a serving run refuses batches that do not fit its requests, and learn
   CHECK_THROWS_WITH(serve_on_cpu(gpt, {{0, gpt.num_layers() - 1}}, {}, {{0.0, 6, 4}}, 1, 1),
                     "request 0: 6 prompt and 4 output tokens pass the 8 positions 'test-gpt' learned; use shorter requests");
 }
+
+TEST_CASE("a stage hand-over is timed as the runtime makes it: positive, and under a second") {
+  const double t = stage_handover_s(50);
+  CHECK(t > 0);
+  // A thread's wake-up on a loaded VM can take milliseconds; a hand-over beyond a second is a broken queue.
+  CHECK(t < 1.0);
+}
