@@ -27,16 +27,22 @@ ServingBatch decode(long sequences, double context_each) {
   return b;
 }
 
-}  // namespace
-
-TEST_CASE("decode at batch 1 reads the weights once, the GEMMs at weights over bandwidth, and a long prefill at FLOPs over peak") {
+// Llama 3 70B's first block at tp 8 on an H100 node, priced by the analytic model's defaults.
+struct Llama70bAtTp8 {
   const Model m = model_preset("llama3-70b");
   const Layer& block = first_block(m);
   const GpuSpec gpu = cluster_preset("dgx-h100").gpu;
   const LinkSpec link = cluster_preset("dgx-h100").intra_node;
-  AnalyticCostParams params;
-  const AnalyticCostModel cost(params);
+  const AnalyticCostParams params;
+  const AnalyticCostModel cost{params};
   const double dense = layer_parameters(*m.transformer, LayerKind::Block, 0, 8).dense;
+};
+
+}  // namespace
+
+TEST_CASE("decode at batch 1 reads the weights once, the GEMMs at weights over bandwidth, and a long prefill at FLOPs over peak") {
+  const Llama70bAtTp8 x;
+  const auto& [m, block, gpu, link, params, cost, dense] = x;
 
   const ServingWork one = serving_layer_work(m, block, 8, decode(1, 1024));
   CHECK(one.weight_bytes == 2 * dense);
@@ -114,13 +120,8 @@ TEST_CASE("routed experts are read as tokens reach them, and the head scores the
 }
 
 TEST_CASE("fp8 weights: the blocks read half the bytes and run their GEMMs at the fp8 rate, embedding and head stay bf16") {
-  const Model m = model_preset("llama3-70b");
-  const Layer& block = first_block(m);
-  const GpuSpec gpu = cluster_preset("dgx-h100").gpu;
-  const LinkSpec link = cluster_preset("dgx-h100").intra_node;
-  AnalyticCostParams params;
-  const AnalyticCostModel cost(params);
-  const double dense = layer_parameters(*m.transformer, LayerKind::Block, 0, 8).dense;
+  const Llama70bAtTp8 x;
+  const auto& [m, block, gpu, link, params, cost, dense] = x;
 
   const ServingWork bf16 = serving_layer_work(m, block, 8, decode(1, 1024));
   const ServingWork fp8 = serving_layer_work(m, block, 8, decode(1, 1024), KvCacheDtype::Bf16, ServingWeights::Fp8);
