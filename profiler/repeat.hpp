@@ -24,11 +24,9 @@ using TimedRun = std::function<std::vector<double>()>;
 // Runs every item of `items` (each returning the seconds of its `phases` phases) past the warm-up, in
 // `o.rounds` turns: in each turn, each item in order runs once untimed (its data back in the caches after
 // the others ran) and then timed until its share of the runs and of the time (1 / rounds of each) is
-// reached. The samples of each item and phase, in run order. `after_round`, when given, runs after each turn:
-// something measured in the same turns (a run compared with its profile sees the machine's same moods).
+// reached. The samples of each item and phase, in run order.
 inline std::vector<std::vector<std::vector<double>>> repeat_interleaved(const ProfileOptions& o, int phases,
-                                                                      const std::vector<TimedRun>& items,
-                                                                      const std::function<void()>& after_round = {}) {
+                                                                      const std::vector<TimedRun>& items) {
   const int rounds = std::max(1, o.rounds);
   std::vector<std::vector<std::vector<double>>> samples(
       items.size(), std::vector<std::vector<double>>(static_cast<size_t>(phases)));
@@ -53,7 +51,6 @@ inline std::vector<std::vector<std::vector<double>>> repeat_interleaved(const Pr
         }
       }
     }
-    if (after_round) after_round();
   }
   return samples;
 }
