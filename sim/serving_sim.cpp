@@ -31,12 +31,6 @@ struct Live {
   long admitted_order = 0;
 };
 
-struct Scheduled {
-  size_t request = 0;
-  long tokens = 0;     // computed this batch
-  bool decode = false;
-};
-
 class ServingSimulation {
  public:
   ServingSimulation(const Model& model, const Cluster& cluster, const CostModel& cost, const ServingConfig& config,
@@ -119,7 +113,7 @@ class ServingSimulation {
       finished += complete_until(decide);
       if (finished == requests_.size()) break;
       admit_arrivals(decide);
-      std::vector<Scheduled> batch;
+      ServingStep batch;
       if (static_cast<int>(flights_.size()) < c_.pp) batch = schedule();
       if (!batch.empty()) {
         launch(batch, decide);
@@ -141,7 +135,7 @@ class ServingSimulation {
     double done_s;   // its tokens sampled on the last stage
     double ready_s;  // they are back on the first stage, where the next batch is formed
     long id;
-    std::vector<Scheduled> batch;
+    ServingStep batch;
     bool operator>(const Flight& o) const { return ready_s != o.ready_s ? ready_s > o.ready_s : id > o.id; }
   };
 
@@ -187,8 +181,14 @@ class ServingSimulation {
     ++out_.preemptions;
   }
 
-  std::vector<Scheduled> schedule() {
-    std::vector<Scheduled> batch;
+  // Request i's next `tokens` positions; it samples when they end its prompt or it decodes.
+  SequenceChunk chunk(size_t i, long tokens) const {
+    const Live& l = live_[i];
+    return {static_cast<long>(i), l.computed, tokens, l.prefilled || l.computed + tokens >= goal(i)};
+  }
+
+  ServingStep schedule() {
+    ServingStep batch;
     long budget = c_.max_num_batched_tokens;
     // Running requests first, in admission order: a token each for decodes, the next chunk for prefills. As in
     // vLLM's scheduler, one that cannot get its pages ends this pass, and none waiting is admitted after a
@@ -204,7 +204,7 @@ class ServingSimulation {
       const long tokens = decode ? 1 : (c_.chunked_prefill ? std::min(left, budget) : left);
       if (tokens > budget) continue;
       if (!reserve(i, l.computed + tokens, true)) break;
-      batch.push_back({i, tokens, decode});
+      batch.push_back(chunk(i, tokens));
       l.in_flight = true;
       budget -= tokens;
     }
@@ -222,7 +222,7 @@ class ServingSimulation {
         l.generated = 1;
         out_.requests[i].first_token_s = arrival_[i];
         admit(i);
-        batch.push_back({i, 1, true});
+        batch.push_back(chunk(i, 1));
         --budget;
         continue;
       }
@@ -231,7 +231,7 @@ class ServingSimulation {
       if (tokens > budget || !reserve(i, tokens, false)) break;
       waiting_.pop_front();
       admit(i);
-      batch.push_back({i, tokens, false});
+      batch.push_back(chunk(i, tokens));
       budget -= tokens;
     }
     return batch;
@@ -249,14 +249,9 @@ class ServingSimulation {
     out_.max_running = std::max<long>(out_.max_running, static_cast<long>(running_.size()));
   }
 
-  void launch(const std::vector<Scheduled>& batch, double t) {
-    ServingStep step;
-    for (const Scheduled& s : batch) {
-      const Live& l = live_[s.request];
-      step.push_back({static_cast<long>(s.request), l.computed, s.tokens, s.decode || l.computed + s.tokens >= goal(s.request)});
-    }
-    const ServingBatch b = serving_batch(step);
-    if (c_.record_steps) out_.steps.push_back(std::move(step));
+  void launch(ServingStep batch, double t) {
+    const ServingBatch b = serving_batch(batch);
+    if (c_.record_steps) out_.steps.push_back(batch);
     double ready = t;
     for (int s = 0; s < c_.pp; ++s) {
       const size_t su = static_cast<size_t>(s);
@@ -274,7 +269,7 @@ class ServingSimulation {
     }
     // The sampled tokens go back from the last stage to the first (vLLM's engine forms the next batch there).
     const double back = c_.pp > 1 ? back_.latency_s + 4.0 * static_cast<double>(b.sampled_tokens) / back_.bandwidth_bytes_per_s : 0;
-    flights_.push(Flight{ready, ready + back, out_.batches++, batch});
+    flights_.push(Flight{ready, ready + back, out_.batches++, std::move(batch)});
   }
 
   // Applies every batch that leaves the pipeline by t; returns the requests that finished.
@@ -283,23 +278,24 @@ class ServingSimulation {
     while (!flights_.empty() && flights_.top().ready_s <= t) {
       const Flight f = flights_.top();
       flights_.pop();
-      for (const Scheduled& s : f.batch) {
-        Live& l = live_[s.request];
+      for (const SequenceChunk& c : f.batch) {
+        const size_t i = static_cast<size_t>(c.request);
+        Live& l = live_[i];
         l.in_flight = false;
-        if (!l.admitted) throw_runtime("serving simulation: request {} was preempted while in flight", s.request);
-        l.computed += s.tokens;
-        if (!l.prefilled && l.computed < goal(s.request)) continue;  // more prompt to come
+        if (!l.admitted) throw_runtime("serving simulation: request {} was preempted while in flight", i);
+        l.computed += c.tokens;
+        if (!l.prefilled && l.computed < goal(i)) continue;  // more prompt to come
         l.prefilled = true;
         ++l.generated;
-        ServedRequest& r = out_.requests[s.request];
+        ServedRequest& r = out_.requests[i];
         if (l.generated == 1) r.first_token_s = f.done_s;
         r.last_token_s = f.done_s;
         out_.makespan_s = std::max(out_.makespan_s, f.done_s);
-        if (l.generated >= requests_[s.request].output_tokens) {
+        if (l.generated >= requests_[i].output_tokens) {
           l.done = true;
           used_blocks_ -= l.blocks;
           l.blocks = 0;
-          running_.erase(std::find(running_.begin(), running_.end(), s.request));
+          running_.erase(std::find(running_.begin(), running_.end(), i));
           ++finished;
           // A closed loop sends the next request at once.
           if (c_.concurrency > 0 && released_ < requests_.size()) {
