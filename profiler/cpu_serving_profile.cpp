@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -84,6 +83,15 @@ struct Bench {
   }
 };
 
+// The copies of a layer of `kind` the bench times in a row: as many as `model` has, at most kMaxCopies.
+int copies_of(const Model& model, const std::string& kind) {
+  const TransformerConfig& c = *model.transformer;
+  int count = 0;
+  for (const Layer& l : model.layers)
+    if (l.kind != LayerKind::Mtp && profile_kind(c, l) == kind) ++count;
+  return std::clamp(count, 1, kMaxCopies);
+}
+
 // Every layer of `small` (one of each kind of `model`) serving every batch of `grid`.
 Bench make_bench(const Model& model, const Model& small, const std::vector<ServingStep>& grid) {
   const TransformerConfig& c = *small.transformer;
@@ -93,10 +101,7 @@ Bench make_bench(const Model& model, const Model& small, const std::vector<Servi
     bench.copies.emplace_back();
     if (layer.kind == LayerKind::Mtp) continue;
     const std::string kind = profile_kind(c, layer);
-    int count = 0;
-    for (const Layer& l : model.layers)
-      if (l.kind != LayerKind::Mtp && profile_kind(c, l) == kind) ++count;
-    for (int k = 0; k < std::clamp(count, 1, kMaxCopies); ++k)
+    for (int k = 0; k < copies_of(model, kind); ++k)
       bench.copies.back().push_back(make_cpu_layer(small, i, static_cast<std::uint64_t>(k + 1)));
     for (const ServingStep& step : grid) {
       auto it = std::make_unique<Item>();
@@ -219,16 +224,11 @@ ServingProfile profile_cpu_serving(const Model& model, const ServingProfileReque
 
 WorkEstimate cpu_serving_profile_estimate(const Model& model, int busy_threads) {
   check_cpu_model(model);
-  const TransformerConfig& t = *model.transformer;
-  std::map<std::string, std::pair<int, double>> kinds;  // layers of each kind and the parameters of one
-  for (const Layer& l : model.layers) {
-    if (l.kind == LayerKind::Mtp) continue;
-    auto& k = kinds[profile_kind(t, l)];
-    ++k.first;
-    k.second = layer_parameters(t, l.kind, l.block, 1).total();
-  }
-  double copies = 0;
-  for (const auto& [kind, k] : kinds) copies += std::min(k.first, kMaxCopies) * k.second;
+  const Model small = one_block_per_kind(model);
+  const TransformerConfig& t = *small.transformer;
+  double copies = 0;  // parameters, over the layers make_bench builds
+  for (const Layer& l : small.layers)
+    if (l.kind != LayerKind::Mtp) copies += copies_of(model, profile_kind(t, l)) * layer_parameters(t, l.kind, l.block, 1).total();
   WorkEstimate w;
   w.work = fmt::format("the serving profile's float32 copies of each kind of layer of '{}' ({} parameters, {} thread{})",
                        model.name, format_count(copies), busy_threads + 1, busy_threads > 0 ? "s" : "");
