@@ -25,6 +25,15 @@
 namespace pw {
 namespace {
 
+// The throughput and latency lines both simulations print; `tpot_note` follows the TPOT line.
+void print_metrics(std::ostream& out, const ServingMetrics& m, const std::string& tpot_note) {
+  out << fmt::format("  output tokens/s     {}\n", format_short(m.output_tokens_per_s));
+  out << fmt::format("  requests/s          {:.2f}\n", m.requests_per_s);
+  out << fmt::format("  TTFT p50 / p99      {} / {}\n", format_seconds(m.ttft_p50_s), format_seconds(m.ttft_p99_s));
+  out << fmt::format("  TPOT p50 / p99      {} / {}{}\n", format_seconds(m.tpot_p50_s), format_seconds(m.tpot_p99_s),
+                     tpot_note);
+}
+
 // An engine's tp must divide the heads and its pp stay within the blocks; `prefix` names the pool ("--" or
 // "--prefill-").
 void check_engine(const Model& model, const std::string& prefix, int tp, int pp) {
@@ -83,10 +92,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
                      format_percent(r.peak_kv_use), r.max_running, r.preemptions, with_commas(r.batches));
   std::string stages;
   for (size_t s = 0; s < busy.size(); ++s) stages += (s ? ", " : "") + format_percent(busy[s]);
-  out << fmt::format("  output tokens/s     {}\n", format_short(m.output_tokens_per_s));
-  out << fmt::format("  requests/s          {:.2f}\n", m.requests_per_s);
-  out << fmt::format("  TTFT p50 / p99      {} / {}\n", format_seconds(m.ttft_p50_s), format_seconds(m.ttft_p99_s));
-  out << fmt::format("  TPOT p50 / p99      {} / {}\n", format_seconds(m.tpot_p50_s), format_seconds(m.tpot_p99_s));
+  print_metrics(out, m, "");
   out << fmt::format("  stages busy         {} of the {} run\n", stages, format_seconds(r.makespan_s));
 }
 
@@ -135,11 +141,7 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
                      "{} preemptions\n\n",
                      format_seconds(r.kv_transfer_s), r.kv_link.inter_node ? "between nodes" : "inside a node",
                      format_rate(r.kv_link.bandwidth_bytes_per_s), r.decode.max_running, r.served.preemptions);
-  out << fmt::format("  output tokens/s     {}\n", format_short(m.output_tokens_per_s));
-  out << fmt::format("  requests/s          {:.2f}\n", m.requests_per_s);
-  out << fmt::format("  TTFT p50 / p99      {} / {}\n", format_seconds(m.ttft_p50_s), format_seconds(m.ttft_p99_s));
-  out << fmt::format("  TPOT p50 / p99      {} / {}   (from the first token: the cache's transfer included)\n",
-                     format_seconds(m.tpot_p50_s), format_seconds(m.tpot_p99_s));
+  print_metrics(out, m, "   (from the first token: the cache's transfer included)");
 }
 
 }  // namespace
