@@ -57,7 +57,8 @@ WorkEstimate kv_estimate(const Model& model, const std::vector<ServingRequest>& 
   long longest = 0;
   for (const ServingRequest& r : requests) longest = std::max(longest, r.prompt_tokens + r.output_tokens);
   const TransformerConfig& t = *model.transformer;
-  const double per_token = 2.0 * t.kv_heads * t.head_dim * 4.0 * t.layers;
+  // The cpu backend keeps keys and values in float32: twice vLLM's bf16 cache (core/kv_cache.hpp).
+  const double per_token = 2 * kv_bytes_for_tokens(model, {0, model.num_layers() - 1}, 1, 1, KvCacheDtype::Bf16);
   WorkEstimate w;
   w.work = fmt::format("a float32 KV cache of {} requests x {} tokens x {} layers", max_running, longest, t.layers);
   w.bytes = per_token * static_cast<double>(longest) * static_cast<double>(max_running);
@@ -82,26 +83,27 @@ double median(std::vector<double> v) {
 
 MeasuredRuns summarise(const std::vector<CpuServingRun>& runs) {
   MeasuredRuns out;
-  std::vector<ServingMetrics> m;
-  for (const CpuServingRun& r : runs) m.push_back(serving_metrics(r.measured));
-  auto over = [&](auto get) {
+  std::vector<ServingMetrics> metrics;
+  for (const CpuServingRun& r : runs) metrics.push_back(serving_metrics(r.measured));
+  auto median_of = [&](auto value) {
     std::vector<double> v;
-    for (size_t i = 0; i < runs.size(); ++i) v.push_back(get(i));
-    return v;
+    for (size_t i = 0; i < runs.size(); ++i) v.push_back(value(i));
+    return median(std::move(v));
   };
-  const std::vector<double> throughput = over([&](size_t i) { return m[i].output_tokens_per_s; });
-  out.metrics.output_tokens_per_s = median(throughput);
-  out.metrics.requests_per_s = median(over([&](size_t i) { return m[i].requests_per_s; }));
-  out.metrics.ttft_p50_s = median(over([&](size_t i) { return m[i].ttft_p50_s; }));
-  out.metrics.ttft_p99_s = median(over([&](size_t i) { return m[i].ttft_p99_s; }));
-  out.metrics.tpot_p50_s = median(over([&](size_t i) { return m[i].tpot_p50_s; }));
-  out.metrics.tpot_p99_s = median(over([&](size_t i) { return m[i].tpot_p99_s; }));
-  out.makespan_s = median(over([&](size_t i) { return runs[i].measured.makespan_s; }));
+  for (double ServingMetrics::*field : {&ServingMetrics::output_tokens_per_s, &ServingMetrics::requests_per_s,
+                                         &ServingMetrics::ttft_p50_s, &ServingMetrics::ttft_p99_s,
+                                         &ServingMetrics::tpot_p50_s, &ServingMetrics::tpot_p99_s})
+    out.metrics.*field = median_of([&](size_t i) { return metrics[i].*field; });
+  out.makespan_s = median_of([&](size_t i) { return runs[i].measured.makespan_s; });
   for (size_t s = 0; s < runs.front().measured.stage_busy_s.size(); ++s)
-    out.stage_busy_s.push_back(median(over([&](size_t i) { return runs[i].measured.stage_busy_s[s]; })));
+    out.stage_busy_s.push_back(median_of([&](size_t i) { return runs[i].measured.stage_busy_s[s]; }));
+  double lo = metrics.front().output_tokens_per_s, hi = lo;
   for (const CpuServingRun& r : runs) out.peak_kv_bytes = std::max(out.peak_kv_bytes, r.peak_kv_bytes);
-  const auto [lo, hi] = std::minmax_element(throughput.begin(), throughput.end());
-  out.spread = out.metrics.output_tokens_per_s > 0 ? (*hi - *lo) / out.metrics.output_tokens_per_s : 0;
+  for (const ServingMetrics& m : metrics) {
+    lo = std::min(lo, m.output_tokens_per_s);
+    hi = std::max(hi, m.output_tokens_per_s);
+  }
+  out.spread = out.metrics.output_tokens_per_s > 0 ? (hi - lo) / out.metrics.output_tokens_per_s : 0;
   return out;
 }
 
