@@ -7,7 +7,25 @@
 namespace pw {
 
 ProfiledCostModel::ProfiledCostModel(Profile profile, const Model& model, const CostModel& fallback)
-    : CostModelOver(fallback), profile_(std::move(profile)), config_(model.transformer) {}
+    : CostModelOver(fallback), profile_(std::move(profile)), config_(model.transformer) {
+  // Serving asks per layer and batch: each kind's rates are found here once, not by their names at every call.
+  if (!profile_.serving || !config_) return;
+  for (const Layer& layer : model.layers) {
+    if (layer.kind == LayerKind::Explicit || layer.kind == LayerKind::Mtp) continue;
+    const std::string kind = profile_kind(*config_, layer), shape = layer_shape(*config_, layer);
+    const std::vector<ServingKindRates>& kinds = profile_.serving->kinds;
+    for (size_t k = 0; k < kinds.size(); ++k)
+      if (kinds[k].kind == kind && kinds[k].shape == shape) serving_kind_[serving_key(layer)] = static_cast<int>(k);
+  }
+}
+
+int ProfiledCostModel::serving_key(const Layer& layer) const {
+  switch (layer.kind) {
+    case LayerKind::Embedding: return 0;
+    case LayerKind::Block: return config_->moe_block(layer.block) ? 2 : 1;
+    default: return 3;
+  }
+}
 
 const LayerProfile* ProfiledCostModel::entry_for(const Layer& layer, int micro_batch_size, int seq_len,
                                                  Recompute recompute, int tp) const {
@@ -95,9 +113,9 @@ double ProfiledCostModel::optimizer_step_time(double parameters, const GpuSpec& 
 
 double ProfiledCostModel::serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu,
                                        const LinkSpec& tp_link, int tp) const {
-  if (tp == 1 && profile_.serving && config_ && layer.kind != LayerKind::Explicit) {
-    if (const ServingRates* rates = profile_.serving->find(profile_kind(*config_, layer), layer_shape(*config_, layer)))
-      return serving_rates_time(*rates, work);
+  if (tp == 1 && profile_.serving && config_ && layer.kind != LayerKind::Explicit && layer.kind != LayerKind::Mtp) {
+    const int k = serving_kind_[serving_key(layer)];
+    if (k >= 0) return serving_rates_time(profile_.serving->kinds[static_cast<size_t>(k)].rates, work);
   }
   return below_.serving_time(layer, work, gpu, tp_link, tp);
 }

@@ -1,6 +1,7 @@
 #pragma once
 // A cost model that takes layer times, the link and the optimizer's rate from a measured profile where the
 // profile has them, and asks another cost model (the one below it in the chain) for everything else.
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,8 +56,12 @@ class ProfiledCostModel : public CostModelOver {
   const Profile& profile() const { return profile_; }
 
  private:
+  int serving_key(const Layer& layer) const;  // embedding 0, dense block 1, MoE block 2, head 3
+
   Profile profile_;
   std::optional<TransformerConfig> config_;
+  // The serving rates' index in profile_.serving->kinds per serving_key, -1 for none.
+  std::array<int, 4> serving_kind_{-1, -1, -1, -1};
 };
 
 }  // namespace pw

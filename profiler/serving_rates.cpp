@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -18,16 +19,17 @@ constexpr int kRates = 7;
 // of its typical value, so that its unknowns are all about 1.
 constexpr double kScale[kRates] = {1e-5, 1e-10, 1e-10, 1e-10, 1e-10, 1e-10, 1e-6};
 
-std::vector<double> amounts(const ServingWork& w) {
+// The work's amounts in the order of kFields, the call first (no allocation: the simulator asks per layer and batch).
+std::array<double, kRates> amounts(const ServingWork& w) {
   // A device profiled without fp8 GEMMs (the CPU) times them as the others.
   return {1.0,        w.weight_bytes,      w.gemm_flops + w.fp8_gemm_flops, w.attention_flops,
           w.kv_bytes, w.elementwise_bytes, w.attention_sequences};
 }
 
-std::vector<double*> fields(ServingRates& r) {
-  return {&r.call_s,        &r.s_per_weight_byte,      &r.s_per_gemm_flop, &r.s_per_attention_flop,
-          &r.s_per_kv_byte, &r.s_per_elementwise_byte, &r.s_per_sequence};
-}
+constexpr double ServingRates::*kFields[kRates] = {
+    &ServingRates::call_s,        &ServingRates::s_per_weight_byte,      &ServingRates::s_per_gemm_flop,
+    &ServingRates::s_per_attention_flop, &ServingRates::s_per_kv_byte, &ServingRates::s_per_elementwise_byte,
+    &ServingRates::s_per_sequence};
 
 const char* const kRateNames[kRates] = {"call_s",        "s_per_weight_byte",      "s_per_gemm_flop", "s_per_attention_flop",
                                         "s_per_kv_byte", "s_per_elementwise_byte", "s_per_sequence"};
@@ -37,18 +39,10 @@ constexpr FigureRange kCountRange{0, 1e15, "tokens"};
 
 }  // namespace
 
-const ServingRates* ServingProfile::find(const std::string& kind, const std::string& shape) const {
-  for (const ServingKindRates& k : kinds)
-    if (k.kind == kind && k.shape == shape) return &k.rates;
-  return nullptr;
-}
-
 double serving_rates_time(const ServingRates& r, const ServingWork& w) {
-  ServingRates copy = r;
-  const std::vector<double*> rates = fields(copy);
-  const std::vector<double> a = amounts(w);
+  const std::array<double, kRates> a = amounts(w);
   double t = 0;
-  for (int j = 0; j < kRates; ++j) t += *rates[static_cast<size_t>(j)] * a[static_cast<size_t>(j)];
+  for (int j = 0; j < kRates; ++j) t += r.*kFields[j] * a[static_cast<size_t>(j)];
   return t;
 }
 
@@ -61,14 +55,13 @@ ServingRates fit_serving_rates(const std::vector<ServingSample>& samples) {
   for (size_t i = 0; i < samples.size(); ++i) {
     const ServingSample& s = samples[i];
     if (!(s.time_s > 0)) throw_bad_input("serving profile: sample {} has time {} s; times must be positive", i, s.time_s);
-    const std::vector<double> a = amounts(s.work);
+    const std::array<double, kRates> a = amounts(s.work);
     for (int j = 0; j < kRates; ++j)
       A(static_cast<Eigen::Index>(i), j) = a[static_cast<size_t>(j)] * kScale[j] / s.time_s;
   }
   const Eigen::VectorXd x = nnls(A, b).x;
   ServingRates rates;
-  const std::vector<double*> out = fields(rates);
-  for (int j = 0; j < kRates; ++j) *out[static_cast<size_t>(j)] = x(j) * kScale[j];
+  for (int j = 0; j < kRates; ++j) rates.*kFields[j] = x(j) * kScale[j];
   return rates;
 }
 
@@ -83,9 +76,7 @@ nlohmann::ordered_json serving_profile_json(const ServingProfile& p) {
   nlohmann::ordered_json kinds = nlohmann::ordered_json::array();
   for (const ServingKindRates& k : p.kinds) {
     nlohmann::ordered_json rates;
-    ServingRates copy = k.rates;
-    const std::vector<double*> values = fields(copy);
-    for (int j = 0; j < kRates; ++j) rates[kRateNames[j]] = *values[static_cast<size_t>(j)];
+    for (int j = 0; j < kRates; ++j) rates[kRateNames[j]] = k.rates.*kFields[j];
     kinds.push_back({{"kind", k.kind}, {"shape", k.shape}, {"rates", rates}});
   }
   nlohmann::ordered_json samples = nlohmann::ordered_json::array();
@@ -117,9 +108,8 @@ ServingProfile serving_profile_from_json(const JsonFields& f) {
     const JsonFields r = k.object("rates");
     r.reject_unknown({"call_s", "s_per_weight_byte", "s_per_gemm_flop", "s_per_attention_flop", "s_per_kv_byte",
                       "s_per_elementwise_byte", "s_per_sequence"});
-    const std::vector<double*> values = fields(entry.rates);
     for (int j = 0; j < kRates; ++j)
-      *values[static_cast<size_t>(j)] = r.figure(kRateNames[j], j == 0 ? kSecondsRange : kSecondsPerUnitRange);
+      entry.rates.*kFields[j] = r.figure(kRateNames[j], j == 0 ? kSecondsRange : kSecondsPerUnitRange);
     p.kinds.push_back(entry);
   }
   if (!f.has("samples")) return p;

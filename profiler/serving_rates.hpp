@@ -45,9 +45,6 @@ struct ServingKindRates {
 struct ServingProfile {
   std::vector<ServingKindRates> kinds;
   std::vector<ServingSample> samples;
-
-  // The rates of `kind` and `shape`, or null.
-  const ServingRates* find(const std::string& kind, const std::string& shape) const;
 };
 
 // The rates' time for `work` (its collectives not included: the profile is of one device).
