@@ -1,6 +1,7 @@
 #include "executor/cuda/cuda_check.hpp"
 
 #include "core/error.hpp"
+#include "executor/cuda/cublas_library.hpp"
 #include "executor/cuda/host/gpu_error.hpp"
 
 namespace pw::cuda {
@@ -12,7 +13,7 @@ void fail_cuda(cudaError_t status, const char* call, const char* file, int line)
 
 void fail_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
   throw Error(ErrorKind::Runtime,
-              gpu_failure_text("cuBLAS", call, file, line, cublasGetStatusName(status), cublasGetStatusString(status)));
+              gpu_failure_text("cuBLAS", call, file, line, cublas().cublasGetStatusName(status), cublas().cublasGetStatusString(status)));
 }
 
 const char* nccl_result_name(ncclResult_t status) {
