@@ -45,8 +45,6 @@ bool same_gpu(const GpuSpec& a, const GpuSpec& b) {
          a.hbm_bytes_per_s == b.hbm_bytes_per_s;
 }
 
-double one_way(const LinkSpec& l, double bytes) { return l.latency_s + bytes / l.bandwidth_bytes_per_s; }
-
 }  // namespace
 
 std::vector<std::vector<Holding>> activation_holdings(const Schedule& schedule) {
@@ -261,33 +259,18 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
       });
     }
   }
+  for (int st = 0; st < P.stages; ++st)
+    P.stage_holdings.push_back(P.chunk_holdings[static_cast<size_t>(P.stage_rank[static_cast<size_t>(st)])]
+                                               [static_cast<size_t>(P.stage_chunk[static_cast<size_t>(st)])]);
   return P;
 }
 
-namespace {
-
-double level_chunk_peak(const PartitionProblem& p, int level, int s, int begin, int end) {
-  const std::vector<double>& act = p.level_act_prefix[static_cast<size_t>(level)];
-  const std::vector<double>& wgp = p.level_wg_prefix[static_cast<size_t>(level)];
-  const double a = act[static_cast<size_t>(end)] - act[static_cast<size_t>(begin)];
-  const double wg = wgp[static_cast<size_t>(end)] - wgp[static_cast<size_t>(begin)];
-  const auto& pairs = p.chunk_holdings[static_cast<size_t>(p.stage_rank[static_cast<size_t>(s)])]
-                                      [static_cast<size_t>(p.stage_chunk[static_cast<size_t>(s)])];
-  double peak = 0;
-  for (const auto& [full, partial] : pairs) peak = std::max(peak, full * a + partial * wg);
-  // As the simulator counts it: the stage's largest transient on top of its peak of held activations.
-  return peak + p.level_working[static_cast<size_t>(level)].max(static_cast<size_t>(begin), static_cast<size_t>(end));
-}
-
-}  // namespace
-
-int PartitionProblem::level(int s, int begin, int end) const {
+int PartitionProblem::lightest_fitting_level(int s, int begin, int end) const {
   const int last = static_cast<int>(levels.size()) - 1;
-  if (last == 0) return 0;
   // One chunk per rank here: the stage's state and holding are its rank's whole memory.
   const double room = rank_limit[static_cast<size_t>(stage_rank[static_cast<size_t>(s)])] - state_bytes(s, begin, end);
   for (int l = 0; l < last; ++l)
-    if (level_chunk_peak(*this, l, s, begin, end) <= room) return l;
+    if (chunk_peak_at(l, s, begin, end) <= room) return l;
   return last;
 }
 
@@ -309,31 +292,6 @@ std::vector<LayerWork> PartitionProblem::work_for(const std::vector<LayerRange>&
     out.insert(out.end(), work.begin() + lr.first, work.begin() + lr.last + 1);
   }
   return out;
-}
-
-double PartitionProblem::compute_time(int s, int begin, int end) const {
-  const std::vector<double>& p =
-      level_time_prefix[static_cast<size_t>(level(s, begin, end))][static_cast<size_t>(stage_class[static_cast<size_t>(s)])];
-  return p[static_cast<size_t>(end)] - p[static_cast<size_t>(begin)];
-}
-
-double PartitionProblem::transfer_time(int s, int end) const {
-  if (s + 1 >= stages || !remote[static_cast<size_t>(s)]) return 0;
-  const double bytes = cut[static_cast<size_t>(end) - 1];
-  return one_way(forward_link[static_cast<size_t>(s)], bytes) + one_way(backward_link[static_cast<size_t>(s)], bytes);
-}
-
-double PartitionProblem::stage_time(int s, int begin, int end) const {
-  return compute_time(s, begin, end) + transfer_time(s, end);
-}
-
-double PartitionProblem::state_bytes(int s, int begin, int end) const {
-  return (param_prefix[static_cast<size_t>(end)] - param_prefix[static_cast<size_t>(begin)]) * state_per_parameter +
-         stage_reserve[static_cast<size_t>(s)];
-}
-
-double PartitionProblem::chunk_peak(int s, int begin, int end) const {
-  return level_chunk_peak(*this, level(s, begin, end), s, begin, end);
 }
 
 double PartitionProblem::rank_memory(int r, const std::vector<LayerRange>& ranges) const {

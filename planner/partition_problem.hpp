@@ -3,6 +3,7 @@
 // layer's F + B + W time per GPU type, of parameters and activation bytes, the bytes crossing each
 // layer boundary (graph edges included), the links between neighbouring stages, and each rank's
 // activation profile from the schedule. With them, any stage's time and memory cost O(1).
+#include <algorithm>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -63,30 +64,61 @@ struct PartitionProblem {
   std::vector<std::vector<Holding>> holdings;  // per rank, Pareto-maximal holdings only
   // Per rank and chunk, the Pareto-maximal (full, partial) pairs of that chunk alone.
   std::vector<std::vector<std::vector<std::pair<int, int>>>> chunk_holdings;
+  std::vector<std::vector<std::pair<int, int>>> stage_holdings;  // per stage: its chunk's chunk_holdings
   int max_chunks = 1;
   std::vector<std::vector<LayerWork>> level_work;  // per level, each layer's
 
   // The level stage s takes with layers [begin, end): the lightest that fits, else the heaviest.
-  int level(int s, int begin, int end) const;
+  int level(int s, int begin, int end) const { return levels.size() == 1 ? 0 : lightest_fitting_level(s, begin, end); }
   // Each stage's level under a split, and each layer's work at its stage's level (for stage_costs()).
   std::vector<Recompute> stage_levels(const std::vector<LayerRange>& ranges) const;
   std::vector<LayerWork> work_for(const std::vector<LayerRange>& ranges) const;
 
   // Layers [begin, end) on stage s: F + B + W on the stage's GPU plus, except on the last stage, the
   // activation sent to stage s + 1 and its gradient coming back (latency + bytes / bandwidth each).
-  double stage_time(int s, int begin, int end) const;
-  double compute_time(int s, int begin, int end) const;  // at the stage's level
-  double transfer_time(int s, int end) const;  // of the boundary after layer end - 1
-  double state_bytes(int s, int begin, int end) const;  // model state + the stage's reserve share
+  // The partitioner's programmes ask these millions of times: defined here, so that their loops inline them.
+  double stage_time(int s, int begin, int end) const { return compute_time(s, begin, end) + transfer_time(s, end); }
+  double compute_time(int s, int begin, int end) const {  // at the stage's level
+    const std::vector<double>& p = level_time_prefix[static_cast<size_t>(level(s, begin, end))]
+                                                    [static_cast<size_t>(stage_class[static_cast<size_t>(s)])];
+    return p[static_cast<size_t>(end)] - p[static_cast<size_t>(begin)];
+  }
+  double transfer_time(int s, int end) const {  // of the boundary after layer end - 1
+    if (s + 1 >= stages || !remote[static_cast<size_t>(s)]) return 0;
+    const double bytes = cut[static_cast<size_t>(end) - 1];
+    const LinkSpec& f = forward_link[static_cast<size_t>(s)];
+    const LinkSpec& b = backward_link[static_cast<size_t>(s)];
+    return (f.latency_s + bytes / f.bandwidth_bytes_per_s) + (b.latency_s + bytes / b.bandwidth_bytes_per_s);
+  }
+  double state_bytes(int s, int begin, int end) const {  // model state + the stage's reserve share
+    return (param_prefix[static_cast<size_t>(end)] - param_prefix[static_cast<size_t>(begin)]) * state_per_parameter +
+           stage_reserve[static_cast<size_t>(s)];
+  }
   // The stage's own most demanding activation holding: exact for a one-chunk rank; with several
   // chunks, a lower bound of what it adds to its rank's peak (at the rank's peak it holds at most this).
-  double chunk_peak(int s, int begin, int end) const;  // at the stage's level
+  double chunk_peak(int s, int begin, int end) const {  // at the stage's level
+    return chunk_peak_at(level(s, begin, end), s, begin, end);
+  }
+  // At a given level: the most demanding of the chunk's holdings, plus the stage's largest transient on top
+  // (as the simulator counts it).
+  double chunk_peak_at(int level, int s, int begin, int end) const {
+    const std::vector<double>& act = level_act_prefix[static_cast<size_t>(level)];
+    const std::vector<double>& wgp = level_wg_prefix[static_cast<size_t>(level)];
+    const double a = act[static_cast<size_t>(end)] - act[static_cast<size_t>(begin)];
+    const double wg = wgp[static_cast<size_t>(end)] - wgp[static_cast<size_t>(begin)];
+    double peak = 0;
+    for (const auto& [full, partial] : stage_holdings[static_cast<size_t>(s)]) peak = std::max(peak, full * a + partial * wg);
+    return peak + level_working[static_cast<size_t>(level)].max(static_cast<size_t>(begin), static_cast<size_t>(end));
+  }
   // state_bytes + chunk_peak: the rank's exact peak memory for one-chunk ranks.
   double stage_memory(int s, int begin, int end) const { return state_bytes(s, begin, end) + chunk_peak(s, begin, end); }
   // A rank's exact peak (model state + activation peak) under a split; what the simulator reports.
   double rank_memory(int r, const std::vector<LayerRange>& ranges) const;
   // The split's slowest stage_time.
   double bottleneck(const std::vector<LayerRange>& ranges) const;
+
+ private:
+  int lightest_fitting_level(int s, int begin, int end) const;
 };
 
 // What make_partition_problem may skip or take ready-made.

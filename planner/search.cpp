@@ -577,9 +577,14 @@ class Searcher {
         if (e.kind() != ErrorKind::BadInput) throw;
       }
     }
+    // One table per key, made on the search's threads.
+    std::vector<std::pair<TableKey, const Candidate*>> keys;
     for (const Candidate& c : candidates_) {
       auto key = table_key(c);
-      if (tables_.count(key)) continue;
+      if (tables_.emplace(key, LayerTable{}).second) keys.emplace_back(key, &c);
+    }
+    parallel_for(keys.size(), [&](size_t k) {
+      const Candidate& c = *keys[k].second;
       std::vector<int> groups;
       for (int g = 0; g < n; g += c.tp) groups.push_back(g);
       // No candidate with these values resolves: they are all invalid, and the table only orders them.
@@ -591,11 +596,11 @@ class Searcher {
       w.ep = c.ep;
       w.etp = c.etp;
       w.precision = c.precision;
-      if (auto it = workloads.find(key); it != workloads.end()) w = it->second;
-      tables_.emplace(key, make_layer_table(base_.model, w, c.tp, base_.cluster, cost_, groups,
-                                            least_all_to_all_links(base_.cluster, c.ep,
-                                                                   w.dispatcher == Workload::Dispatcher::Flex)));
-    }
+      if (auto it = workloads.find(keys[k].first); it != workloads.end()) w = it->second;
+      tables_.at(keys[k].first) = make_layer_table(base_.model, w, c.tp, base_.cluster, cost_, groups,
+                                                   least_all_to_all_links(base_.cluster, c.ep,
+                                                                          w.dispatcher == Workload::Dispatcher::Flex));
+    });
     // The loosest memory limit of any GPU in use: what a bound over all ranks is held against.
     loosest_ = 0;
     const int per_node = base_.cluster.gpus_per_node > 0 ? base_.cluster.gpus_per_node : n;
@@ -648,10 +653,45 @@ class Searcher {
       }
       queue_.push_back(e);
     }
+    sort_queue();
+  }
+
+  // In bound order, rank-order twins (one memory_key) next to each other and in one group: a thread takes a
+  // group at a time, so that the second twin finds what the first learned about memory (two threads taking
+  // them at once would both run the partitioner to learn it).
+  void sort_queue() {
     std::sort(queue_.begin(), queue_.end(), [&](const Entry& a, const Entry& b) {
       if (a.time_lb != b.time_lb) return a.time_lb < b.time_lb;
-      return config_less(candidates_[a.index], candidates_[b.index]);
+      const Candidate &x = candidates_[a.index], &y = candidates_[b.index];
+      const Candidate kx = memory_key(x), ky = memory_key(y);
+      if (config_less(kx, ky) || config_less(ky, kx)) return config_less(kx, ky);
+      return config_less(x, y);
     });
+    groups_.clear();
+    for (size_t i = 0; i < queue_.size(); ++i) {
+      const bool twin = i > 0 && queue_[i].time_lb == queue_[i - 1].time_lb &&
+                        memory_key(candidates_[queue_[i].index]) == memory_key(candidates_[queue_[i - 1].index]);
+      if (!twin) groups_.push_back(i);
+    }
+    groups_.push_back(queue_.size());
+  }
+
+  int thread_count() const {
+    return options_.threads > 0 ? options_.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }
+
+  // fn(0) .. fn(count - 1) on up to thread_count() threads; a worker's exception is rethrown here.
+  template <typename Fn>
+  void parallel_for(size_t count, Fn fn) const {
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) fn(i);
+    };
+    std::vector<std::future<void>> pool;
+    for (size_t t = 1; t < std::min(static_cast<size_t>(thread_count()), count); ++t)
+      pool.push_back(std::async(std::launch::async, worker));
+    worker();
+    for (auto& f : pool) f.get();
   }
 
   static bool fits(double need, double limit) { return need <= limit * (1 + 1e-9); }
@@ -706,18 +746,19 @@ class Searcher {
     const long total = static_cast<long>(queue_.size()) + stats_.memory_pruned;
     done_ = stats_.memory_pruned;
     first_queue_ = queue_;
-    int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
-    threads = std::max(1, std::min(threads, static_cast<int>(std::max<size_t>(queue_.size(), 1))));
+    const int threads = std::max(1, std::min(thread_count(), static_cast<int>(std::max<size_t>(queue_.size(), 1))));
     threads_ = threads;
     if (options_.time_limit_s > 0)
       checkpoint_actions_ = kSearchCheckFraction * options_.time_limit_s * threads / kSearchSecondsPerAction;
     auto worker = [&] {
       try {
         for (;;) {
-          const size_t i = next_.fetch_add(1);
-          if (i >= queue_.size() || stop_) break;
-          process(queue_[i]);
-          if (level_ == 0) report(1, total);
+          const size_t g = next_.fetch_add(1);
+          if (g + 1 >= groups_.size() || stop_) break;
+          for (size_t i = groups_[g]; i < groups_[g + 1] && !stop_; ++i) {
+            process(queue_[i]);
+            if (level_ == 0) report(1, total);
+          }
         }
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -736,10 +777,7 @@ class Searcher {
       if (retry_.empty()) break;
       queue_ = std::move(retry_);
       retry_.clear();
-      std::sort(queue_.begin(), queue_.end(), [&](const Entry& a, const Entry& b) {
-        if (a.time_lb != b.time_lb) return a.time_lb < b.time_lb;
-        return config_less(candidates_[a.index], candidates_[b.index]);
-      });
+      sort_queue();
       next_ = 0;
       stop_ = false;
       attempted_ = 0;
@@ -878,7 +916,7 @@ class Searcher {
     progress.threads = threads_;
     const double threshold = threshold_.load();
     progress.bounded = prune_time_ && threshold < kInf;
-    for (size_t i = next_.load(); i < queue_.size(); ++i) {
+    for (size_t i = groups_[std::min(next_.load(), groups_.size() - 1)]; i < queue_.size(); ++i) {
       if (prune_time_ && exceeds(queue_[i].time_lb, threshold)) break;  // sorted by the bound
       ++progress.left;
       progress.left_actions += candidate_actions(candidates_[queue_[i].index]);
@@ -920,28 +958,30 @@ class Searcher {
   // The reported plans take the best of the partitioner's tied splits by simulation, which can only
   // shorten their step (the search's split is the first of them), then are ranked again.
   void refine() {
-    for (Scored& s : top_) {
-      Scenario resolved = s.evaluation.scenario;
-      const Schedule& schedule = s.evaluation.schedule;
-      try {
-        best_split(resolved, schedule, true);
-      } catch (const Error& err) {
-        if (err.kind() != ErrorKind::BadInput) throw;
-        continue;  // the larger search found nothing better that fits: keep the screened split
-      }
-      const std::vector<LayerRange>& ranges = resolved.ranges;
-      const std::vector<LayerRange>& before = s.evaluation.scenario.ranges;
-      bool same = ranges.size() == before.size() && resolved.stage_recompute == s.evaluation.scenario.stage_recompute;
-      for (size_t i = 0; same && i < ranges.size(); ++i)
-        same = ranges[i].first == before[i].first && ranges[i].last == before[i].last;
-      if (same) continue;
-      Evaluation ev = evaluate(resolved, cost_);
-      if (ev.metrics.overflows.empty() && ev.metrics.step_time_s < s.time) {
-        s.time = ev.metrics.step_time_s;
-        s.evaluation = std::move(ev);
-      }
-    }
+    parallel_for(top_.size(), [&](size_t i) { refine(top_[i]); });
     std::sort(top_.begin(), top_.end(), better);
+  }
+
+  void refine(Scored& s) {
+    Scenario resolved = s.evaluation.scenario;
+    const Schedule& schedule = s.evaluation.schedule;
+    try {
+      best_split(resolved, schedule, true);
+    } catch (const Error& err) {
+      if (err.kind() != ErrorKind::BadInput) throw;
+      return;  // the larger search found nothing better that fits: keep the screened split
+    }
+    const std::vector<LayerRange>& ranges = resolved.ranges;
+    const std::vector<LayerRange>& before = s.evaluation.scenario.ranges;
+    bool same = ranges.size() == before.size() && resolved.stage_recompute == s.evaluation.scenario.stage_recompute;
+    for (size_t i = 0; same && i < ranges.size(); ++i)
+      same = ranges[i].first == before[i].first && ranges[i].last == before[i].last;
+    if (same) return;
+    Evaluation ev = evaluate(resolved, cost_);
+    if (ev.metrics.overflows.empty() && ev.metrics.step_time_s < s.time) {
+      s.time = ev.metrics.step_time_s;
+      s.evaluation = std::move(ev);
+    }
   }
 
   // No plan: say which constraint binds. Memory first (the common case): the candidate closest to
@@ -1009,6 +1049,7 @@ class Searcher {
   std::vector<Entry> queue_;        // this pass's
   std::vector<Entry> first_queue_;  // the first pass's: every candidate the first bound kept
   std::vector<Entry> retry_;        // over memory at this pass's level, for the next
+  std::vector<size_t> groups_;      // where each group of queue_ starts, then queue_.size()
   size_t level_ = 0;                // into zero_levels_
   std::vector<Entry> memory_dropped_;
   bool same_memory_everywhere_ = false;
@@ -1018,7 +1059,7 @@ class Searcher {
   std::set<Candidate, ConfigLess> over_memory_;  // memory_key()s, under mutex_
 
   std::mutex mutex_;
-  std::atomic<size_t> next_{0};
+  std::atomic<size_t> next_{0};  // the next group
   std::atomic<bool> stop_{false};
   std::atomic<long> attempted_{0};
   std::atomic<double> considered_actions_{0};
