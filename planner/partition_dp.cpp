@@ -92,23 +92,13 @@ std::vector<double> suffix_bottlenecks(const PartitionProblem& p, const std::vec
   return suffix;
 }
 
-std::vector<std::vector<LayerRange>> best_splits_within(const PartitionProblem& p, const std::vector<double>& cap,
-                                                        double limit, int k_best, double* count) {
-  struct Entry {
-    double sum, squares;
-    int start, index;  // the previous stage's list: at (k - 1, start), entry `index`
-  };
-  const auto before = [](const Entry& a, const Entry& b) {
-    if (a.sum != b.sum) return a.sum < b.sum;
-    if (a.squares != b.squares) return a.squares < b.squares;
-    if (a.start != b.start) return a.start > b.start;
-    return a.index < b.index;
-  };
+namespace {
+
+// finish[k][i]: stages k .. S - 1 can cover layers [i, n) within the limit and caps. Prefixes that cannot
+// finish are never kept, so every prefix a programme keeps belongs to a complete split.
+std::vector<char> finishable(const PartitionProblem& p, const std::vector<double>& cap, double limit) {
   const int n = p.layers, S = p.stages;
   const size_t width = static_cast<size_t>(n) + 1;
-  const size_t keep = static_cast<size_t>(std::max(k_best, 1));
-  // finish[k][i]: stages k .. S - 1 can cover layers [i, n) within the limit and caps. Prefixes that
-  // cannot finish are never kept, so every list holds only prefixes of complete splits.
   std::vector<char> finish((static_cast<size_t>(S) + 1) * width, 0);
   finish[static_cast<size_t>(S) * width + static_cast<size_t>(n)] = 1;
   for (int s = S - 1; s >= 0; --s)
@@ -121,6 +111,80 @@ std::vector<std::vector<LayerRange>> best_splits_within(const PartitionProblem& 
       }
       finish[static_cast<size_t>(s) * width + static_cast<size_t>(j)] = ok;
     }
+  return finish;
+}
+
+// A prefix in the secondary order: the sum of its stage times, then their squares, then the later start of
+// its last stage, then its place in the previous stage's list.
+struct Entry {
+  double sum, squares;
+  int start, index;  // the previous stage's list: at (k - 1, start), entry `index`
+};
+
+bool before(const Entry& a, const Entry& b) {
+  if (a.sum != b.sum) return a.sum < b.sum;
+  if (a.squares != b.squares) return a.squares < b.squares;
+  if (a.start != b.start) return a.start > b.start;
+  return a.index < b.index;
+}
+
+// best_splits_within with k = 1: one prefix per (stage, end), kept in flat arrays; the same choice as the
+// lists' (the least candidate by `before`), without a list per cell.
+std::vector<std::vector<LayerRange>> best_split_within(const PartitionProblem& p, const std::vector<double>& cap,
+                                                       double limit, double* count) {
+  const int n = p.layers, S = p.stages;
+  const size_t width = static_cast<size_t>(n) + 1;
+  const std::vector<char> finish = finishable(p, cap, limit);
+  const size_t cells = (static_cast<size_t>(S) + 1) * width;
+  std::vector<Entry> best(cells, Entry{0, 0, -1, -1});
+  std::vector<char> has(cells, 0);
+  std::vector<double> counts(cells, 0.0);
+  has[0] = 1;
+  counts[0] = 1;
+  for (int k = 1; k <= S; ++k) {
+    const int s = k - 1;
+    for (int i = k; i <= n - (S - k); ++i) {
+      const size_t here = static_cast<size_t>(k) * width + static_cast<size_t>(i);
+      if (!finish[here]) continue;
+      double ways = 0;
+      for (int j = first_start(k, i); j >= last_start(k); --j) {
+        const double t = p.stage_time(s, j, i);
+        if (t > limit) break;
+        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;
+        const size_t from = static_cast<size_t>(k - 1) * width + static_cast<size_t>(j);
+        ways += counts[from];
+        if (!has[from]) continue;
+        const Entry e{best[from].sum + t, best[from].squares + t * t, j, 0};
+        if (!has[here] || before(e, best[here])) {
+          best[here] = e;
+          has[here] = 1;
+        }
+      }
+      counts[here] = ways;
+    }
+  }
+  const size_t last = static_cast<size_t>(S) * width + static_cast<size_t>(n);
+  if (count) *count = counts[last];
+  if (!has[last]) return {};
+  std::vector<LayerRange> ranges(static_cast<size_t>(S));
+  int end = n;
+  for (int k = S; k >= 1; --k) {
+    const int start = best[static_cast<size_t>(k) * width + static_cast<size_t>(end)].start;
+    ranges[static_cast<size_t>(k) - 1] = LayerRange{start, end - 1};
+    end = start;
+  }
+  return {std::move(ranges)};
+}
+
+}  // namespace
+
+std::vector<std::vector<LayerRange>> best_splits_within(const PartitionProblem& p, const std::vector<double>& cap,
+                                                        double limit, int k_best, double* count) {
+  if (k_best <= 1) return best_split_within(p, cap, limit, count);
+  const int n = p.layers, S = p.stages;
+  const size_t width = static_cast<size_t>(n) + 1;
+  const size_t keep = static_cast<size_t>(k_best);
+  const std::vector<char> finish = finishable(p, cap, limit);
 
   std::vector<std::vector<Entry>> lists((static_cast<size_t>(S) + 1) * width);
   std::vector<double> counts(lists.size(), 0.0);

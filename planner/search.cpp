@@ -523,7 +523,7 @@ class Searcher {
     double limit = 0;  // the loosest memory limit of the GPUs the candidate uses
   };
 
-  static constexpr long kScreenNodes = 500;
+  static constexpr long kScreenNodes = 100;
   static constexpr long kRefineNodes = 5000;
   static constexpr int kRefineTies = 16;
   static constexpr int kRefineJudged = 64;  // splits the search by simulated step time judges per plan
@@ -866,8 +866,11 @@ class Searcher {
                                                            : tables_.at(table_key(c)).work,
                                                        sc.ranges,
                                                        pc, p.scenario.cluster, cost_, stage_gpu);
-      // A higher ZeRO level is no faster: pruned here, pruned there.
-      if (exceeds(step_time_bound(*schedule, costs, rank_gpu, p.scenario.cluster, cost_), threshold_.load())) {
+      // A higher ZeRO level is no faster: pruned here, pruned there. The busiest rank first: it drops most of
+      // them (the split the memory allows leaves one rank the slowest) without timing the schedule.
+      const double threshold = threshold_.load();
+      if (exceeds(busiest_rank_bound(*schedule, costs), threshold) ||
+          exceeds(step_time_bound(*schedule, costs, rank_gpu, p.scenario.cluster, cost_), threshold)) {
         count(&SearchStats::bound_pruned);
         return Outcome::Done;
       }

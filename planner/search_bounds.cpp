@@ -349,6 +349,24 @@ std::vector<double> rank_peak_memory(const Schedule& s, const std::vector<StageC
   return out;
 }
 
+// Proof. asap_timing runs a rank's actions one after another, each for its stage's F, B, W or B + W (BW), so
+// its makespan is at least any rank's sum of them, and step_time_bound adds the flush and the optimizer to it.
+double busiest_rank_bound(const Schedule& s, const std::vector<StageCost>& stages) {
+  if (has_composites(s)) return 0;
+  double busiest = 0;
+  for (const std::vector<Action>& list : s.ranks) {
+    double busy = 0;
+    for (const Action& a : list) {
+      const StageCost& c = stages[static_cast<size_t>(a.stage)];
+      if (a.op == Op::F) busy += c.forward_s;
+      if (a.op == Op::B || a.op == Op::BW) busy += c.backward_input_s;
+      if (a.op == Op::W || a.op == Op::BW) busy += c.backward_weight_s;
+    }
+    busiest = std::max(busiest, busy);
+  }
+  return busiest;
+}
+
 // Proof. The simulator runs each rank's list in order, starting an action when the rank is free and its
 // inputs have arrived; a transfer starts no earlier than its producer ends (later when the rank's send lane
 // is busy) and takes at least latency + bytes / bandwidth (sharing a link only slows it). asap_timing runs
