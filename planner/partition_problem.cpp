@@ -57,29 +57,31 @@ std::vector<std::vector<Holding>> activation_holdings(const Schedule& schedule) 
     auto chunk = [&](int stage) {
       return static_cast<int>(std::lower_bound(mine.begin(), mine.end(), stage) - mine.begin());
     };
-    Holding now{std::vector<int>(mine.size(), 0), std::vector<int>(mine.size(), 0)};
-    std::vector<Holding> points;
+    // The holding now, as chunk counts full then partial; the points recorded, one after another in `flat`
+    // (a schedule records thousands: one allocation for all of them).
+    const size_t chunks = mine.size(), width = 2 * chunks;
+    std::vector<int> now(width, 0), flat;
     auto backward = [&](Op op, int stage) {
-      const int c = chunk(stage);
+      const auto c = static_cast<size_t>(chunk(stage));
       if (op == Op::B) {
-        --now.full[c];
-        ++now.partial[c];
+        --now[c];
+        ++now[chunks + c];
       } else if (op == Op::W) {
-        --now.partial[c];
+        --now[chunks + c];
       } else {  // BW
-        --now.full[c];
+        --now[c];
       }
     };
     // Only the allocation points a backward follows: one that another F follows is covered by the next.
     auto record = [&] {
-      const bool repeat = !points.empty() && points.back().full == now.full && points.back().partial == now.partial;
-      if (!repeat) points.push_back(now);
+      const bool repeat = !flat.empty() && std::equal(now.begin(), now.end(), flat.end() - static_cast<std::ptrdiff_t>(width));
+      if (!repeat) flat.insert(flat.end(), now.begin(), now.end());
     };
     bool pending = false;
     for (const Action& a : schedule.ranks[static_cast<size_t>(r)]) {
       if (!is_compute(a.op)) continue;
       if (a.op == Op::F || a.op == Op::FB) {
-        ++now.full[chunk(a.stage)];
+        ++now[static_cast<size_t>(chunk(a.stage))];
         pending = a.op == Op::F;
         if (a.op == Op::FB) {
           record();
@@ -93,16 +95,23 @@ std::vector<std::vector<Holding>> activation_holdings(const Schedule& schedule) 
     }
     if (pending) record();
     // Steady states repeat one holding many times: keep each once, in order of first appearance.
-    std::vector<Holding> distinct;
-    std::vector<size_t> order(points.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    const auto key = [&](size_t i) { return std::tie(points[i].full, points[i].partial); };
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+    const size_t count = width > 0 ? flat.size() / width : 0;
+    const auto point = [&](size_t i) { return flat.begin() + static_cast<std::ptrdiff_t>(i * width); };
+    const auto less = [&](size_t a, size_t b) {
+      return std::lexicographical_compare(point(a), point(a) + static_cast<std::ptrdiff_t>(width), point(b),
+                                          point(b) + static_cast<std::ptrdiff_t>(width));
+    };
+    std::vector<size_t> order(count);
+    for (size_t i = 0; i < count; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), less);
     std::vector<size_t> firsts;
     for (size_t k = 0; k < order.size(); ++k)
-      if (k == 0 || key(order[k]) != key(order[k - 1])) firsts.push_back(order[k]);
+      if (k == 0 || less(order[k - 1], order[k])) firsts.push_back(order[k]);
     std::sort(firsts.begin(), firsts.end());
-    for (size_t i : firsts) distinct.push_back(points[i]);
+    std::vector<Holding> distinct;
+    for (size_t i : firsts)
+      distinct.push_back(Holding{std::vector<int>(point(i), point(i) + static_cast<std::ptrdiff_t>(chunks)),
+                                 std::vector<int>(point(i) + static_cast<std::ptrdiff_t>(chunks), point(i) + static_cast<std::ptrdiff_t>(width))});
     out[static_cast<size_t>(r)] = pareto(std::move(distinct), covers);
   }
   return out;
