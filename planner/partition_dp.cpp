@@ -25,7 +25,26 @@ std::vector<LayerRange> backtrack(const std::vector<int>& arg, int stages, int l
 int first_start(int k, int i) { return k == 1 ? 0 : i - 1; }
 int last_start(int k) { return k == 1 ? 0 : k - 1; }
 
+
 }  // namespace
+
+// A stage's memory only grows as it takes more layers, so the first start that fits only moves right as the
+// end does: two pointers, about two memory evaluations per (stage, end) instead of one per start scanned.
+std::vector<int> lowest_starts(const PartitionProblem& p, const std::vector<double>& cap) {
+  const int n = p.layers, S = p.stages;
+  const size_t width = static_cast<size_t>(n) + 1;
+  std::vector<int> lowest(static_cast<size_t>(S) * width, 0);
+  for (int s = 0; s < S; ++s) {
+    // The programmes only ask about stage s starting at first_start(s + 1, .) >= s (earlier stages non-empty)
+    // and ending at most at n - (S - 1 - s) (later ones too); a start before s counts as one that fits.
+    int j = s == 0 ? 0 : s;
+    for (int i = s + 1; i <= n - (S - 1 - s); ++i) {
+      while (j < i && p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) ++j;
+      lowest[static_cast<size_t>(s) * width + static_cast<size_t>(i)] = j;
+    }
+  }
+  return lowest;
+}
 
 std::vector<double> rank_caps(const PartitionProblem& p) {
   std::vector<double> cap;
@@ -33,9 +52,11 @@ std::vector<double> rank_caps(const PartitionProblem& p) {
   return cap;
 }
 
-Split min_bottleneck(const PartitionProblem& p, const std::vector<double>& cap) {
+Split min_bottleneck(const PartitionProblem& p, const std::vector<double>& cap, const std::vector<int>* lowest) {
   const int n = p.layers, S = p.stages;
   const size_t width = static_cast<size_t>(n) + 1;
+  const std::vector<int> own = lowest ? std::vector<int>{} : lowest_starts(p, cap);
+  const std::vector<int>& low = lowest ? *lowest : own;
   std::vector<double> best((static_cast<size_t>(S) + 1) * width, kInf);
   std::vector<int> arg(best.size(), -1);
   best[0] = 0;
@@ -51,7 +72,7 @@ Split min_bottleneck(const PartitionProblem& p, const std::vector<double>& cap) 
         // needs a heavier one) and fuller (at the heaviest level, which decides whether any fits).
         const double t = p.compute_time(s, j, i) + xfer;
         if (t >= b) break;
-        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;
+        if (j < low[static_cast<size_t>(s) * width + static_cast<size_t>(i)]) break;
         if (prev[j] == kInf) continue;
         const double c = std::max(prev[j], t);
         if (c < b) {
@@ -72,6 +93,7 @@ Split min_bottleneck(const PartitionProblem& p, const std::vector<double>& cap) 
 std::vector<double> suffix_bottlenecks(const PartitionProblem& p, const std::vector<double>& cap) {
   const int n = p.layers, S = p.stages;
   const size_t width = static_cast<size_t>(n) + 1;
+  const std::vector<int> low = lowest_starts(p, cap);
   std::vector<double> suffix((static_cast<size_t>(S) + 1) * width, kInf);
   suffix[static_cast<size_t>(S) * width + static_cast<size_t>(n)] = 0;
   for (int s = S - 1; s >= 0; --s) {
@@ -82,7 +104,7 @@ std::vector<double> suffix_bottlenecks(const PartitionProblem& p, const std::vec
       for (int i = first; i <= n - (S - s - 1); ++i) {
         const double t = p.stage_time(s, j, i);
         if (p.compute_time(s, j, i) >= b) break;  // the transfer varies with i; the compute only grows
-        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;
+        if (j < low[static_cast<size_t>(s) * width + static_cast<size_t>(i)]) break;
         if (next[i] == kInf) continue;
         b = std::min(b, std::max(next[i], t));
       }
@@ -96,7 +118,7 @@ namespace {
 
 // finish[k][i]: stages k .. S - 1 can cover layers [i, n) within the limit and caps. Prefixes that cannot
 // finish are never kept, so every prefix a programme keeps belongs to a complete split.
-std::vector<char> finishable(const PartitionProblem& p, const std::vector<double>& cap, double limit) {
+std::vector<char> finishable(const PartitionProblem& p, const std::vector<int>& low, double limit) {
   const int n = p.layers, S = p.stages;
   const size_t width = static_cast<size_t>(n) + 1;
   std::vector<char> finish((static_cast<size_t>(S) + 1) * width, 0);
@@ -106,7 +128,7 @@ std::vector<char> finishable(const PartitionProblem& p, const std::vector<double
       char ok = 0;
       for (int i = s == S - 1 ? n : j + 1; i <= n - (S - s - 1) && !ok; ++i) {
         if (p.compute_time(s, j, i) > limit) break;
-        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;
+        if (j < low[static_cast<size_t>(s) * width + static_cast<size_t>(i)]) break;
         ok = p.stage_time(s, j, i) <= limit && finish[static_cast<size_t>(s + 1) * width + static_cast<size_t>(i)];
       }
       finish[static_cast<size_t>(s) * width + static_cast<size_t>(j)] = ok;
@@ -130,11 +152,11 @@ bool before(const Entry& a, const Entry& b) {
 
 // best_splits_within with k = 1: one prefix per (stage, end), kept in flat arrays; the same choice as the
 // lists' (the least candidate by `before`), without a list per cell.
-std::vector<std::vector<LayerRange>> best_split_within(const PartitionProblem& p, const std::vector<double>& cap,
+std::vector<std::vector<LayerRange>> best_split_within(const PartitionProblem& p, const std::vector<int>& low,
                                                        double limit, double* count) {
   const int n = p.layers, S = p.stages;
   const size_t width = static_cast<size_t>(n) + 1;
-  const std::vector<char> finish = finishable(p, cap, limit);
+  const std::vector<char> finish = finishable(p, low, limit);
   const size_t cells = (static_cast<size_t>(S) + 1) * width;
   std::vector<Entry> best(cells, Entry{0, 0, -1, -1});
   std::vector<char> has(cells, 0);
@@ -150,7 +172,7 @@ std::vector<std::vector<LayerRange>> best_split_within(const PartitionProblem& p
       for (int j = first_start(k, i); j >= last_start(k); --j) {
         const double t = p.stage_time(s, j, i);
         if (t > limit) break;
-        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;
+        if (j < low[static_cast<size_t>(s) * width + static_cast<size_t>(i)]) break;
         const size_t from = static_cast<size_t>(k - 1) * width + static_cast<size_t>(j);
         ways += counts[from];
         if (!has[from]) continue;
@@ -179,12 +201,15 @@ std::vector<std::vector<LayerRange>> best_split_within(const PartitionProblem& p
 }  // namespace
 
 std::vector<std::vector<LayerRange>> best_splits_within(const PartitionProblem& p, const std::vector<double>& cap,
-                                                        double limit, int k_best, double* count) {
-  if (k_best <= 1) return best_split_within(p, cap, limit, count);
+                                                        double limit, int k_best, double* count,
+                                                        const std::vector<int>* lowest) {
+  const std::vector<int> own = lowest ? std::vector<int>{} : lowest_starts(p, cap);
+  const std::vector<int>& low = lowest ? *lowest : own;
+  if (k_best <= 1) return best_split_within(p, low, limit, count);
   const int n = p.layers, S = p.stages;
   const size_t width = static_cast<size_t>(n) + 1;
   const size_t keep = static_cast<size_t>(k_best);
-  const std::vector<char> finish = finishable(p, cap, limit);
+  const std::vector<char> finish = finishable(p, low, limit);
 
   std::vector<std::vector<Entry>> lists((static_cast<size_t>(S) + 1) * width);
   std::vector<double> counts(lists.size(), 0.0);
@@ -200,7 +225,7 @@ std::vector<std::vector<LayerRange>> best_splits_within(const PartitionProblem& 
       for (int j = first_start(k, i); j >= last_start(k); --j) {
         const double t = p.stage_time(s, j, i);
         if (t > limit) break;
-        if (p.stage_memory(s, j, i) > cap[static_cast<size_t>(s)]) break;
+        if (j < low[static_cast<size_t>(s) * width + static_cast<size_t>(i)]) break;
         const size_t from = static_cast<size_t>(k - 1) * width + static_cast<size_t>(j);
         ways += counts[from];
         const std::vector<Entry>& prev = lists[from];

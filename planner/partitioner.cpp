@@ -261,7 +261,8 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost, const P
 
   PartitionResult result;
   // Each chunk judged alone: exact with one chunk per rank, a relaxation (a lower bound) with several.
-  const Split relaxed = min_bottleneck(p, caps);
+  const std::vector<int> lowest = lowest_starts(p, caps);
+  const Split relaxed = min_bottleneck(p, caps, &lowest);
   if (relaxed.ranges.empty()) {
     if (!options.explain_no_fit) throw Error(ErrorKind::BadInput, "no split fits in memory");
     throw_no_fit(s, least_memory(p, options.search_nodes).need);
@@ -270,7 +271,7 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost, const P
 
   double optimum = relaxed.value;
   std::vector<std::vector<LayerRange>> tied;
-  for (std::vector<LayerRange>& r : best_splits_within(p, caps, tie_limit(optimum), options.max_ties, &result.tied_splits))
+  for (std::vector<LayerRange>& r : best_splits_within(p, caps, tie_limit(optimum), options.max_ties, &result.tied_splits, &lowest))
     if (p.max_chunks == 1 || fits_exactly(p, r)) tied.push_back(std::move(r));
 
   if (tied.empty()) {
@@ -301,7 +302,7 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost, const P
     optimum = bound;
     tied = enumerate_within(p, tie_limit(optimum), options.max_ties, options.search_nodes).splits;
     if (tied.empty()) tied.push_back(incumbent);
-    best_splits_within(p, caps, tie_limit(optimum), 1, &result.tied_splits);
+    best_splits_within(p, caps, tie_limit(optimum), 1, &result.tied_splits, &lowest);
   }
 
   result.candidates = static_cast<int>(tied.size());
