@@ -708,7 +708,9 @@ class Searcher {
     p.memory_lb = order_from_costs(c.schedule) ? memory_bound(t, c.pp, state_per_parameter(c), reserve_)
                                                : memory_bound(t, p.cached->summary, state_per_parameter(c), reserve_);
     const ParallelConfig& pc = p.scenario.parallel;
-    for (int g = 0; g < pc.gpus(); g += pc.tp) p.limit = std::max(p.limit, p.scenario.cluster.memory_limit_at(g));
+    if (same_memory_everywhere_) p.limit = p.scenario.cluster.memory_limit_at(0);
+    else
+      for (int g = 0; g < pc.gpus(); g += pc.tp) p.limit = std::max(p.limit, p.scenario.cluster.memory_limit_at(g));
     return p;
   }
 
