@@ -3,6 +3,8 @@
 // multiple of 2^-10 s, every size a multiple of 2^10 bytes, links 2^30 B/s with 2^-12 s latency and
 // the p2p efficiency 1, so that prefix sums, stage sums and transfer times are all exact in binary
 // floating point and ties are true ties.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <random>
@@ -55,7 +57,7 @@ inline Model random_model(std::mt19937& rng, int n) {
   m.name = "random";
   for (int i = 0; i < n; ++i) {
     const double scale = i == heavy ? 6.0 : 1.0;
-    m.layers.push_back(explicit_layer("l" + std::to_string(i), scale * time(rng) / 1024.0, scale * time(rng) / 1024.0,
+    m.layers.push_back(explicit_layer(fmt::format("l{}", i), scale * time(rng) / 1024.0, scale * time(rng) / 1024.0,
                                       scale * time(rng) / 1024.0, out(rng) * 1024.0, size(rng) * 1048576.0,
                                       size(rng) * 1048576.0));
   }

@@ -24,7 +24,7 @@ double sum_of(const StepBreakdown& b) {
 Model uniform_model(int n, double out) {
   Model m;
   m.name = "uniform";
-  for (int i = 0; i < n; ++i) m.layers.push_back(explicit_layer("l" + std::to_string(i), 0.125, 0.1875, 0.0625, out, 1024, 0));
+  for (int i = 0; i < n; ++i) m.layers.push_back(explicit_layer(fmt::format("l{}", i), 0.125, 0.1875, 0.0625, out, 1024, 0));
   return m;
 }
 
@@ -127,7 +127,7 @@ TEST_CASE("runners-up name what differs and lose exactly their step difference")
     CHECK(u.loss_s == p.evaluation.metrics.step_time_s - r.plans.front().evaluation.metrics.step_time_s);
     CHECK(u.loss_s >= 0);
     CHECK(u.differs == describe_difference(p.config, r.plans.front().config));
-    CHECK(u.line.rfind("#" + std::to_string(u.rank) + " +", 0) == 0);
+    CHECK(u.line.rfind(fmt::format("#{} +", u.rank), 0) == 0);
   }
   Candidate a = r.plans.front().config, b = a;
   b.tp = a.tp * 2;

@@ -141,6 +141,7 @@ TEST_CASE("every bound stays below what evaluate() reports") {
     const double step = ev.metrics.step_time_s;
     CHECK(step_time_bound(t, pc.pp, simulated.num_stages() / pc.pp, pc.microbatches) <= step * (1 + 1e-9));
     CHECK(step_time_bound(simulated, costs, rank_gpu, s.cluster, cost) <= step * (1 + 1e-9));
+    CHECK(busiest_rank_bound(simulated, costs) <= step_time_bound(simulated, costs, rank_gpu, s.cluster, cost) * (1 + 1e-9));
     const double peak = ev.metrics.peak_memory_bytes;
     CHECK(memory_bound(t, pc.pp, spp, reserve) <= peak * (1 + 1e-9));
     CHECK(memory_bound(t, summarize(simulated), spp, reserve) <= peak * (1 + 1e-9));
@@ -166,6 +167,36 @@ TEST_CASE("the step-time bound of one chunk per rank is 1F1B's time when stages 
   // m = 1: the busy part is 3, the fill around the last stage 3 x 2 + 1 x 2 = 8, the whole model's F + B.
   CHECK(step_time_bound(t, 4, 1, 1) == Approx(8).epsilon(1e-9));
   CHECK(step_time_bound(t, 4, 1, 1) <= 8);
+}
+
+TEST_CASE("the busiest rank's bound is its actions back to back, and nothing for F&B composites") {
+  // 1F1B on 4 stages, 8 micro-batches: every rank runs 8 F and 8 BW of its stage. Stage 2 is the slowest
+  // (F 2, B 3, W 1): 8 x 6 = 48. The schedule timed as soon as possible takes longer (the fill and drain).
+  ScheduleSpec spec;
+  spec.name = "1f1b";
+  spec.ranks = 4;
+  spec.microbatches = 8;
+  const Schedule s = make_schedule(spec);
+  std::vector<StageCost> stages(4);
+  for (int st = 0; st < 4; ++st) {
+    stages[static_cast<size_t>(st)].forward_s = st == 2 ? 2 : 1;
+    stages[static_cast<size_t>(st)].backward_input_s = st == 2 ? 3 : 1;
+    stages[static_cast<size_t>(st)].backward_weight_s = 1;
+  }
+  CHECK(busiest_rank_bound(s, stages) == 48);
+  Cluster ideal;
+  ideal.ideal = true;
+  const AnalyticCostModel cost;
+  CHECK(step_time_bound(s, stages, {0, 1, 2, 3}, ideal, cost) > 48);
+  // DualPipeV's composites may take less than their halves: no bound.
+  ScheduleSpec v;
+  v.name = "dualpipev";
+  v.ranks = 2;
+  v.chunks = 2;
+  v.microbatches = 8;
+  const Schedule dual = make_schedule(v);
+  REQUIRE(has_composites(dual));
+  CHECK(busiest_rank_bound(dual, std::vector<StageCost>(4, stages[0])) == 0);
 }
 
 TEST_CASE("candidates follow the degrees' rules") {
