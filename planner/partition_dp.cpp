@@ -150,6 +150,19 @@ bool before(const Entry& a, const Entry& b) {
   return a.index < b.index;
 }
 
+// visit(j, t) for every start j of stage k - 1 ending at layer i (the last start first) while its stage time t
+// is within the limit and its memory fits: what the tie programmes scan for each (stage, end).
+template <typename Visit>
+void within_limit(const PartitionProblem& p, const std::vector<int>& low, double limit, int k, int i, Visit visit) {
+  const int s = k - 1;
+  const int lowest = low[static_cast<size_t>(s) * (static_cast<size_t>(p.layers) + 1) + static_cast<size_t>(i)];
+  for (int j = first_start(k, i); j >= last_start(k) && j >= lowest; --j) {
+    const double t = p.stage_time(s, j, i);
+    if (t > limit) break;
+    visit(j, t);
+  }
+}
+
 // best_splits_within with k = 1: one prefix per (stage, end), kept in flat arrays; the same choice as the
 // lists' (the least candidate by `before`), without a list per cell.
 std::vector<std::vector<LayerRange>> best_split_within(const PartitionProblem& p, const std::vector<int>& low,
@@ -164,24 +177,20 @@ std::vector<std::vector<LayerRange>> best_split_within(const PartitionProblem& p
   has[0] = 1;
   counts[0] = 1;
   for (int k = 1; k <= S; ++k) {
-    const int s = k - 1;
     for (int i = k; i <= n - (S - k); ++i) {
       const size_t here = static_cast<size_t>(k) * width + static_cast<size_t>(i);
       if (!finish[here]) continue;
       double ways = 0;
-      for (int j = first_start(k, i); j >= last_start(k); --j) {
-        const double t = p.stage_time(s, j, i);
-        if (t > limit) break;
-        if (j < low[static_cast<size_t>(s) * width + static_cast<size_t>(i)]) break;
+      within_limit(p, low, limit, k, i, [&](int j, double t) {
         const size_t from = static_cast<size_t>(k - 1) * width + static_cast<size_t>(j);
         ways += counts[from];
-        if (!has[from]) continue;
+        if (!has[from]) return;
         const Entry e{best[from].sum + t, best[from].squares + t * t, j, 0};
         if (!has[here] || before(e, best[here])) {
           best[here] = e;
           has[here] = 1;
         }
-      }
+      });
       counts[here] = ways;
     }
   }
@@ -217,21 +226,17 @@ std::vector<std::vector<LayerRange>> best_splits_within(const PartitionProblem& 
   counts[0] = 1;
   std::vector<Entry> candidates;
   for (int k = 1; k <= S; ++k) {
-    const int s = k - 1;
     for (int i = k; i <= n - (S - k); ++i) {
       if (!finish[static_cast<size_t>(k) * width + static_cast<size_t>(i)]) continue;
       candidates.clear();
       double ways = 0;
-      for (int j = first_start(k, i); j >= last_start(k); --j) {
-        const double t = p.stage_time(s, j, i);
-        if (t > limit) break;
-        if (j < low[static_cast<size_t>(s) * width + static_cast<size_t>(i)]) break;
+      within_limit(p, low, limit, k, i, [&](int j, double t) {
         const size_t from = static_cast<size_t>(k - 1) * width + static_cast<size_t>(j);
         ways += counts[from];
         const std::vector<Entry>& prev = lists[from];
         for (size_t e = 0; e < prev.size(); ++e)
           candidates.push_back(Entry{prev[e].sum + t, prev[e].squares + t * t, j, static_cast<int>(e)});
-      }
+      });
       if (candidates.size() > keep) {
         std::nth_element(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
                          before);
