@@ -628,23 +628,31 @@ class Searcher {
     for (const auto& [key, table] : tables_)
       if (std::get<5>(key) > 1 || std::get<6>(key) > 1) hidden.emplace(key, with_all_to_alls_hidden(table));
 
+    // Schedules, orders and precisions share a bound: computed once per table and shape, on the search's
+    // threads. No bound (0) for composites a cost model may time below their halves.
+    std::vector<const double*> step_bound(candidates_.size(), nullptr);
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      const Candidate& c = candidates_[i];
+      const bool composite = composites.at(c.schedule);
+      if (composite && overlapped.count(table_key(c))) continue;
+      const auto h = hidden.find(table_key(c));
+      const LayerTable& bounded = composite && h != hidden.end() ? h->second : tables_.at(table_key(c));
+      const auto shape = std::make_tuple(&bounded, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
+      step_bound[i] = &step_bounds.try_emplace(shape, 0.0).first->second;
+    }
+    std::vector<std::pair<const std::tuple<const LayerTable*, int, int, int>, double>*> shapes;
+    for (auto& entry : step_bounds) shapes.push_back(&entry);
+    parallel_for(shapes.size(), [&](size_t k) {
+      const auto& [table, pp, chunks, m] = shapes[k]->first;
+      shapes[k]->second = step_time_bound(*table, pp, chunks, m);
+    });
+
     for (size_t i = 0; i < candidates_.size(); ++i) {
       const Candidate& c = candidates_[i];
       const LayerTable& t = tables_.at(table_key(c));
       Entry e;
       e.index = i;
-      const bool composite = composites.at(c.schedule);
-      const auto h = hidden.find(table_key(c));
-      const LayerTable& bounded = composite && h != hidden.end() ? h->second : t;
-      if (composite && overlapped.count(table_key(c))) {
-        e.time_lb = 0.0;
-      } else {
-        // Schedules, orders and precisions share a bound: computed once per table and shape.
-        const auto shape = std::make_tuple(&bounded, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
-        auto [at, fresh] = step_bounds.try_emplace(shape, 0.0);
-        if (fresh) at->second = step_time_bound(bounded, c.pp, std::get<2>(shape), c.microbatches);
-        e.time_lb = at->second;
-      }
+      e.time_lb = step_bound[i] ? *step_bound[i] : 0.0;
       e.memory_lb = memory_bound(t, c.pp, state_per_parameter(c, true), reserve_);
       if (options_.prune && !fits(e.memory_lb, loosest_)) {
         ++stats_.memory_pruned;
@@ -660,17 +668,21 @@ class Searcher {
   // group at a time, so that the second twin finds what the first learned about memory (two threads taking
   // them at once would both run the partitioner to learn it).
   void sort_queue() {
+    // memory_key()'s fields, in config_key()'s order, compared where they stand (no copies).
+    auto but_order = [](const Candidate& c) {
+      return std::tie(c.tp, c.cp, c.ep, c.etp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute,
+                      c.precision, c.zero, c.microbatches);
+    };
     std::sort(queue_.begin(), queue_.end(), [&](const Entry& a, const Entry& b) {
       if (a.time_lb != b.time_lb) return a.time_lb < b.time_lb;
       const Candidate &x = candidates_[a.index], &y = candidates_[b.index];
-      const Candidate kx = memory_key(x), ky = memory_key(y);
-      if (config_less(kx, ky) || config_less(ky, kx)) return config_less(kx, ky);
+      if (but_order(x) != but_order(y)) return but_order(x) < but_order(y);
       return config_less(x, y);
     });
     groups_.clear();
     for (size_t i = 0; i < queue_.size(); ++i) {
       const bool twin = i > 0 && queue_[i].time_lb == queue_[i - 1].time_lb &&
-                        memory_key(candidates_[queue_[i].index]) == memory_key(candidates_[queue_[i - 1].index]);
+                        but_order(candidates_[queue_[i].index]) == but_order(candidates_[queue_[i - 1].index]);
       if (!twin) groups_.push_back(i);
     }
     groups_.push_back(queue_.size());
