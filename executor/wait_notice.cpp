@@ -83,8 +83,8 @@ WaitBoard::Verdict WaitBoard::blame(int me, int on) const {
   return v;
 }
 
-WaitWatch::WaitWatch(int me, int on, std::string what, Clock::time_point deadline)
-    : me_(me), on_(on), what_(std::move(what)), start_(Clock::now()), deadline_(deadline),
+WaitWatch::WaitWatch(int me, int on, std::string what, Clock::time_point deadline, Clock::time_point start)
+    : me_(me), on_(on), what_(std::move(what)), start_(start), deadline_(deadline),
       notice_at_(start_ + notice_after(deadline - start_)), timeout_(deadline - start_) {}
 
 std::optional<WaitNotice> WaitWatch::due(Clock::time_point now) {

@@ -76,7 +76,8 @@ class WaitBoard {
 // told of, which simply times out), for `what` (e.g. "0SEND_F3"), until `deadline`.
 class WaitWatch {
  public:
-  WaitWatch(int me, int on, std::string what, Clock::time_point deadline);
+  // `start`: when the wait began (now unless given, as the tests give it, so that the timeout is exact).
+  WaitWatch(int me, int on, std::string what, Clock::time_point deadline, Clock::time_point start = Clock::now());
   // The notice to send now, once the wait has lasted notice_after() (once).
   std::optional<WaitNotice> due(Clock::time_point now);
   // The notice that the wait ended, if the others were told it began.

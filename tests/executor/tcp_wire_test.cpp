@@ -213,7 +213,9 @@ TEST_CASE("a wait names the stalled process: a timeout where it waits on it, aft
   board.note({1, 0, "0SEND_F0"}, now);
   // Rank 2 waits on rank 1, which waits on rank 0: rank 1 reports; rank 2 waits up to a timeout past rank
   // 1's notice and 2 s more, then names rank 0 itself.
-  WaitWatch watch(2, 1, "1SEND_F0", now + std::chrono::milliseconds(100));
+  // Begun at `now`: a watch that read the clock itself would give a timeout a little under 100 ms on a busy
+  // machine ("within 0.0999 s").
+  WaitWatch watch(2, 1, "1SEND_F0", now + std::chrono::milliseconds(100), now);
   CHECK(watch.due(now + std::chrono::milliseconds(5)) == std::nullopt);  // notices after 100 ms / 8
   const auto notice = watch.due(now + std::chrono::milliseconds(13));
   REQUIRE(notice);
@@ -229,10 +231,10 @@ TEST_CASE("a wait names the stalled process: a timeout where it waits on it, aft
           "no message from rank 1 (1SEND_F0) within 0.1 s; rank 1 itself waits on rank 0, which waits on no rank: stalled");
   }
   // Rank 1 itself: a plain timeout, which the runtime words as "no message from rank 0".
-  WaitWatch direct(1, 0, "0SEND_F0", now);
+  WaitWatch direct(1, 0, "0SEND_F0", now, now);
   CHECK_THROWS_AS(direct.at_deadline(board), RecvTimeout);
   // A wait nobody is told of simply times out.
-  WaitWatch quiet(1, kNotWaiting, "", now);
+  WaitWatch quiet(1, kNotWaiting, "", now, now);
   CHECK(quiet.due(now + std::chrono::hours(1)) == std::nullopt);
   CHECK_THROWS_AS(quiet.at_deadline(board), RecvTimeout);
 }
