@@ -25,7 +25,6 @@ std::vector<LayerRange> backtrack(const std::vector<int>& arg, int stages, int l
 int first_start(int k, int i) { return k == 1 ? 0 : i - 1; }
 int last_start(int k) { return k == 1 ? 0 : k - 1; }
 
-
 }  // namespace
 
 // A stage's memory only grows as it takes more layers, so the first start that fits only moves right as the
