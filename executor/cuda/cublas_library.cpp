@@ -51,6 +51,7 @@ CublasLibrary load() {
   PW_CUBLAS_FIND(cublasGemmStridedBatchedEx)
 #undef PW_CUBLASLT_FIND
 #undef PW_CUBLAS_FIND
+  opened = true;
   return lib;
 }
 
@@ -59,7 +60,6 @@ CublasLibrary load() {
 const CublasLibrary& cublas() {
   // The handles stay open for the process: the functions are called until exit.
   static const CublasLibrary lib = load();
-  opened = true;
   return lib;
 }
 

@@ -12,8 +12,9 @@ void fail_cuda(cudaError_t status, const char* call, const char* file, int line)
 }
 
 void fail_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
-  throw Error(ErrorKind::Runtime,
-              gpu_failure_text("cuBLAS", call, file, line, cublas().cublasGetStatusName(status), cublas().cublasGetStatusString(status)));
+  const CublasLibrary& lib = cublas();
+  throw Error(ErrorKind::Runtime, gpu_failure_text("cuBLAS", call, file, line, lib.cublasGetStatusName(status),
+                                                   lib.cublasGetStatusString(status)));
 }
 
 const char* nccl_result_name(ncclResult_t status) {
