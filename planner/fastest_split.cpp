@@ -10,8 +10,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double one_way(const LinkSpec& l, double bytes) { return bytes / l.bandwidth_bytes_per_s + l.latency_s; }
-
 class BranchAndBound {
  public:
   BranchAndBound(const PartitionProblem& p, const FastestSplitOptions& o,

@@ -25,6 +25,9 @@ struct Holding {
   std::vector<int> partial;
 };
 
+// A transfer of `bytes` alone on a link: latency + bytes / bandwidth.
+inline double one_way(const LinkSpec& l, double bytes) { return l.latency_s + bytes / l.bandwidth_bytes_per_s; }
+
 struct PartitionProblem {
   int layers = 0;
   int stages = 0;
@@ -86,9 +89,7 @@ struct PartitionProblem {
   double transfer_time(int s, int end) const {  // of the boundary after layer end - 1
     if (s + 1 >= stages || !remote[static_cast<size_t>(s)]) return 0;
     const double bytes = cut[static_cast<size_t>(end) - 1];
-    const LinkSpec& f = forward_link[static_cast<size_t>(s)];
-    const LinkSpec& b = backward_link[static_cast<size_t>(s)];
-    return (f.latency_s + bytes / f.bandwidth_bytes_per_s) + (b.latency_s + bytes / b.bandwidth_bytes_per_s);
+    return one_way(forward_link[static_cast<size_t>(s)], bytes) + one_way(backward_link[static_cast<size_t>(s)], bytes);
   }
   double state_bytes(int s, int begin, int end) const {  // model state + the stage's reserve share
     return (param_prefix[static_cast<size_t>(end)] - param_prefix[static_cast<size_t>(begin)]) * state_per_parameter +
