@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
-#include <future>
 #include <memory>
 #include <limits>
 #include <map>
@@ -20,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "planner/baseline_splits.hpp"
+#include "planner/parallel_for.hpp"
 #include "planner/partitioner.hpp"
 #include "planner/search_bounds.hpp"
 #include "planner/search_estimate.hpp"
@@ -583,7 +583,7 @@ class Searcher {
       auto key = table_key(c);
       if (tables_.emplace(key, LayerTable{}).second) keys.emplace_back(key, &c);
     }
-    parallel_for(keys.size(), [&](size_t k) {
+    parallel_for(options_.threads, keys.size(), [&](size_t k) {
       const Candidate& c = *keys[k].second;
       std::vector<int> groups;
       for (int g = 0; g < n; g += c.tp) groups.push_back(g);
@@ -642,7 +642,7 @@ class Searcher {
     }
     std::vector<std::pair<const std::tuple<const LayerTable*, int, int, int>, double>*> shapes;
     for (auto& entry : step_bounds) shapes.push_back(&entry);
-    parallel_for(shapes.size(), [&](size_t k) {
+    parallel_for(options_.threads, shapes.size(), [&](size_t k) {
       const auto& [table, pp, chunks, m] = shapes[k]->first;
       shapes[k]->second = step_time_bound(*table, pp, chunks, m);
     });
@@ -686,24 +686,6 @@ class Searcher {
       if (!twin) groups_.push_back(i);
     }
     groups_.push_back(queue_.size());
-  }
-
-  int thread_count() const {
-    return options_.threads > 0 ? options_.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  }
-
-  // fn(0) .. fn(count - 1) on up to thread_count() threads; a worker's exception is rethrown here.
-  template <typename Fn>
-  void parallel_for(size_t count, Fn fn) const {
-    std::atomic<size_t> next{0};
-    auto worker = [&] {
-      for (size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) fn(i);
-    };
-    std::vector<std::future<void>> pool;
-    for (size_t t = 1; t < std::min(static_cast<size_t>(thread_count()), count); ++t)
-      pool.push_back(std::async(std::launch::async, worker));
-    worker();
-    for (auto& f : pool) f.get();
   }
 
   static bool fits(double need, double limit) { return need <= limit * (1 + 1e-9); }
@@ -760,7 +742,8 @@ class Searcher {
     const long total = static_cast<long>(queue_.size()) + stats_.memory_pruned;
     done_ = stats_.memory_pruned;
     first_queue_ = queue_;
-    const int threads = std::max(1, std::min(thread_count(), static_cast<int>(std::max<size_t>(queue_.size(), 1))));
+    const int threads =
+        std::max(1, std::min(thread_count(options_.threads), static_cast<int>(std::max<size_t>(queue_.size(), 1))));
     threads_ = threads;
     if (options_.time_limit_s > 0)
       checkpoint_actions_ = kSearchCheckFraction * options_.time_limit_s * threads / kSearchSecondsPerAction;
@@ -975,7 +958,7 @@ class Searcher {
   // The reported plans take the best of the partitioner's tied splits by simulation, which can only
   // shorten their step (the search's split is the first of them), then are ranked again.
   void refine() {
-    parallel_for(top_.size(), [&](size_t i) { refine(top_[i]); });
+    parallel_for(options_.threads, top_.size(), [&](size_t i) { refine(top_[i]); });
     std::sort(top_.begin(), top_.end(), better);
   }
 
@@ -1102,34 +1085,17 @@ SearchResult search_plans(const Scenario& base, const SearchSpace& space, const 
 
 std::vector<SplitComparison> compare_splits(const std::vector<Plan>& plans, const CostModel& cost, int threads) {
   std::vector<SplitComparison> out(plans.size());
-  const size_t tasks = 2 * plans.size();
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::mutex mutex;
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < tasks;) {
-      try {
-        const Plan& p = plans[i / 2];
-        const SplitMethod method = i % 2 == 0 ? SplitMethod::Uniform : SplitMethod::Parameters;
-        Scenario s = p.evaluation.scenario;
-        s.ranges = split_for(s, cost, method);
-        // Per-stage recompute: the baseline split's stages take the levels they need, as the plan's do.
-        if (!s.stage_recompute.empty()) s.stage_recompute = stage_recompute_for(s, cost, s.ranges);
-        Evaluation ev = evaluate(s, cost);
-        (i % 2 == 0 ? out[i / 2].uniform : out[i / 2].parameters) = std::move(ev);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
-  n = std::max(1, std::min<int>(n, static_cast<int>(tasks)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+  // Two simulations per plan: its configuration split evenly, and by parameters.
+  parallel_for(threads, 2 * plans.size(), [&](size_t i) {
+    const Plan& p = plans[i / 2];
+    const SplitMethod method = i % 2 == 0 ? SplitMethod::Uniform : SplitMethod::Parameters;
+    Scenario s = p.evaluation.scenario;
+    s.ranges = split_for(s, cost, method);
+    // Per-stage recompute: the baseline split's stages take the levels they need, as the plan's do.
+    if (!s.stage_recompute.empty()) s.stage_recompute = stage_recompute_for(s, cost, s.ranges);
+    Evaluation ev = evaluate(s, cost);
+    (i % 2 == 0 ? out[i / 2].uniform : out[i / 2].parameters) = std::move(ev);
+  });
   return out;
 }
 
