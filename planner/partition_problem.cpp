@@ -268,9 +268,6 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
       });
     }
   }
-  for (int st = 0; st < P.stages; ++st)
-    P.stage_holdings.push_back(P.chunk_holdings[static_cast<size_t>(P.stage_rank[static_cast<size_t>(st)])]
-                                               [static_cast<size_t>(P.stage_chunk[static_cast<size_t>(st)])]);
   return P;
 }
 

@@ -67,7 +67,6 @@ struct PartitionProblem {
   std::vector<std::vector<Holding>> holdings;  // per rank, Pareto-maximal holdings only
   // Per rank and chunk, the Pareto-maximal (full, partial) pairs of that chunk alone.
   std::vector<std::vector<std::vector<std::pair<int, int>>>> chunk_holdings;
-  std::vector<std::vector<std::pair<int, int>>> stage_holdings;  // per stage: its chunk's chunk_holdings
   int max_chunks = 1;
   std::vector<std::vector<LayerWork>> level_work;  // per level, each layer's
 
@@ -108,7 +107,9 @@ struct PartitionProblem {
     const double a = act[static_cast<size_t>(end)] - act[static_cast<size_t>(begin)];
     const double wg = wgp[static_cast<size_t>(end)] - wgp[static_cast<size_t>(begin)];
     double peak = 0;
-    for (const auto& [full, partial] : stage_holdings[static_cast<size_t>(s)]) peak = std::max(peak, full * a + partial * wg);
+    const auto& pairs = chunk_holdings[static_cast<size_t>(stage_rank[static_cast<size_t>(s)])]
+                                      [static_cast<size_t>(stage_chunk[static_cast<size_t>(s)])];
+    for (const auto& [full, partial] : pairs) peak = std::max(peak, full * a + partial * wg);
     return peak + level_working[static_cast<size_t>(level)].max(static_cast<size_t>(begin), static_cast<size_t>(end));
   }
   // state_bytes + chunk_peak: the rank's exact peak memory for one-chunk ranks.
