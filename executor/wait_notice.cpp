@@ -1,6 +1,7 @@
 #include "executor/wait_notice.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -99,7 +100,13 @@ std::optional<WaitNotice> WaitWatch::ended() const {
 }
 
 std::string WaitWatch::timeout_text() const {
-  return fmt::format("{:.3g}", std::chrono::duration<double>(timeout_).count());
+  // The wait begins a moment after its deadline was set from the timeout a person gave (a few ms later on a
+  // loaded machine or under a sanitizer), so the span is a hair under it: two significant digits name the
+  // timeout given (0.2 s, not 0.199 s), and still the span itself where the wait began well after.
+  const double s = std::chrono::duration<double>(timeout_).count();
+  if (s <= 0) return "0";
+  const double step = std::pow(10.0, std::floor(std::log10(s)) - 1);
+  return fmt::format("{:g}", std::round(s / step) * step);
 }
 
 void WaitWatch::at_deadline(const WaitBoard& board) {
