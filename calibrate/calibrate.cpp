@@ -14,11 +14,11 @@
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "profiler/profiled_cost_model.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 template <typename Loader>
 auto for_option(const char* option, Loader load) {

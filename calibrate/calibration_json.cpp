@@ -9,14 +9,14 @@
 #include "core/error.hpp"
 #include "core/excerpt.hpp"
 #include "core/json_text.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 
 namespace {
 
 constexpr const char* kFormat = "pipewright-calibration";
-constexpr int kVersion = 1;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kFileVersion = 1;
 
 using ojson = nlohmann::ordered_json;
 
@@ -183,7 +183,7 @@ const LayerFit* Calibration::layer_fit(const std::string& kind, Phase phase) con
 std::string calibration_to_json_text(const Calibration& c) {
   ojson j;
   j["format"] = kFormat;
-  j["version"] = kVersion;
+  j["version"] = kFileVersion;
   j["tool"] = c.tool;
   ojson runs = ojson::array();
   for (const RunSource& r : c.runs)
@@ -286,7 +286,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     top.fail("format", fmt::format("is \"{}\"; a calibration says \"{}\" (write one with pipewright calibrate --out)",
                                    excerpt(format), kFormat));
   const long version = top.positive_integer("version");
-  if (version != kVersion) top.fail("version", fmt::format("is {}; this pipewright reads version {}", version, kVersion));
+  if (version != kFileVersion) top.fail("version", fmt::format("is {}; this pipewright reads version {}", version, kFileVersion));
   top.reject_unknown({"format", "version", "tool", "fitted_on", "layers", "optimizer_s_per_parameter", "links",
                       "collectives", "run_overheads", "held_out", "fit_check", "warnings"});
   Calibration c;

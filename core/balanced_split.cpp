@@ -7,12 +7,12 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Prefix sums of the costs; a stage over layers [j, i) costs prefix[i] - prefix[j]. Rounding is
 // monotone, so that difference grows with i and shrinks with j, which the greedy passes and the

@@ -9,11 +9,11 @@
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Vendor datasheets (dense bf16, HBM capacity and bandwidth, NVLink per GPU per direction) as in
 // the design notes' hardware table: A100 SXM 312 TFLOP/s, 40 GB at 1555 GB/s or 80 GB at 2039 GB/s,

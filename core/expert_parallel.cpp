@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 
@@ -41,7 +42,6 @@ void check_expert_parallel(const Model& model, const ParallelConfig& pc, const W
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The GPU at folded index f past `first_gpu`: inside the tp x cp block, then from replica to replica.
 int folded_rank(const ParallelConfig& pc, int first_gpu, long f) {

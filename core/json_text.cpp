@@ -31,7 +31,7 @@ class JsonPath {
     std::string out;
     for (const Level& l : levels_) {
       if (l.array) out += fmt::format("[{}]", l.index);
-      else out += (out.empty() ? "" : ".") + excerpt(l.key);
+      else out += fmt::format("{}{}", out.empty() ? "" : ".", excerpt(l.key));
     }
     return out.empty() ? "the top level" : excerpt(out);
   }

@@ -9,12 +9,12 @@
 #include "core/balanced_split.hpp"
 #include "core/error.hpp"
 #include "core/expert_parallel.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Gradients are reduced in fp32 (the 4-byte gradient of the model state); the distributed optimizer
 // then all-gathers the updated bf16 weights.

@@ -11,7 +11,7 @@ namespace pw {
 namespace {
 
 constexpr unsigned char kMagic[4] = {'P', 'W', 'T', 'G'};
-constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kWireVersion = 2;
 
 void put_card(unsigned char* at, const Card& c) {
   put_u32(at, static_cast<std::uint32_t>(c.pid));
@@ -37,7 +37,7 @@ std::vector<unsigned char> answer(std::uint32_t status, size_t length) {
 std::array<unsigned char, kHelloBytes> hello_to_wire(const Hello& hello) {
   std::array<unsigned char, kHelloBytes> out{};
   std::memcpy(out.data(), kMagic, 4);
-  put_u32(out.data() + 4, kVersion);
+  put_u32(out.data() + 4, kWireVersion);
   std::memcpy(out.data() + 8, hello.token.data(), hello.token.size());
   put_u32(out.data() + 40, static_cast<std::uint32_t>(hello.rank));
   put_u32(out.data() + 44, static_cast<std::uint32_t>(hello.world));
@@ -46,7 +46,7 @@ std::array<unsigned char, kHelloBytes> hello_to_wire(const Hello& hello) {
 }
 
 std::optional<Hello> hello_from_wire(const unsigned char* bytes, const Sha256& token, std::string& why) {
-  if (std::memcmp(bytes, kMagic, 4) != 0 || get_u32(bytes + 4) != kVersion) {
+  if (std::memcmp(bytes, kMagic, 4) != 0 || get_u32(bytes + 4) != kWireVersion) {
     why = "not a pipewright hello";
     return std::nullopt;
   }

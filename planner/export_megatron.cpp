@@ -59,7 +59,7 @@ std::string moe_layer_pattern(const TransformerConfig& c) {
     for (int i = unit; i < n && repeats; ++i) repeats = flags[static_cast<size_t>(i)] == flags[static_cast<size_t>(i % unit)];
     if (!repeats) continue;
     std::string body;
-    for (int i = 0; i < unit; ++i) body += (i ? "," : "") + std::to_string(flags[static_cast<size_t>(i)]);
+    for (int i = 0; i < unit; ++i) body += fmt::format("{}{}", i ? "," : "", flags[static_cast<size_t>(i)]);
     return fmt::format("([{}]*{})", body, n / unit);
   }
   std::string out;

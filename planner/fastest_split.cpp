@@ -4,11 +4,11 @@
 #include <limits>
 
 #include "planner/search_bounds.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 class BranchAndBound {
  public:

@@ -1,4 +1,5 @@
 #include "planner/partition_dp.hpp"
+#include "core/special_values.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -6,7 +7,6 @@
 namespace pw {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::vector<LayerRange> backtrack(const std::vector<int>& arg, int stages, int layers) {
   const size_t width = static_cast<size_t>(layers) + 1;

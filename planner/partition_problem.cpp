@@ -7,11 +7,11 @@
 #include "core/error.hpp"
 #include "core/layer_work.hpp"
 #include "planner/layer_graph.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // h covers g when it holds at least as much for every choice of sizes with A_c >= WG_c >= 0: at least
 // as many full sets in every chunk, and at least as many sets of either kind.

@@ -4,11 +4,11 @@
 #include <limits>
 
 #include "planner/partition_dp.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 enum class Goal { Improve, Enumerate, Memory };
 

@@ -13,11 +13,11 @@
 #include "planner/search_bounds.hpp"
 #include "schedules/generators.hpp"
 #include "sim/pipeline_sim.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 // Splits whose bottleneck is within this fraction of the optimum tie with it: identical blocks summed
 // from different prefix offsets differ in their last bits.
 constexpr double kTieTolerance = 1e-9;

@@ -24,11 +24,11 @@
 #include "planner/search_bounds.hpp"
 #include "planner/search_estimate.hpp"
 #include "schedules/generators.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 auto config_key(const Candidate& c) {
   return std::tie(c.tp, c.cp, c.ep, c.etp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute, c.order,

@@ -6,11 +6,11 @@
 #include <tuple>
 
 #include "schedules/timing.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Stages needed to hold the layers in order with no stage above `cap` (greedy: each stage takes as many
 // layers as fit, which is optimal for a chain; a layer above `cap` makes it impossible).

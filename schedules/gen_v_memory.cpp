@@ -29,7 +29,7 @@ namespace {
 
 // Pass kinds of one rank: chunk-0 forward (F), chunk-1 forward (f), chunk-1 backward (B), chunk-0
 // backward (b), then the Ws: one list of all of them, or chunk 1's and chunk 0's apart.
-constexpr int kF0 = 0, kF1 = 1, kB1 = 2, kB0 = 3, kW = 4, kW0 = 5;
+constexpr int kF0 = 0, kF1 = 1, kB1 = 2, kB0 = 3, kW1 = 4, kW0 = 5;
 
 using Lists = std::vector<std::vector<int>>;  // per pass kind, per micro-batch: a slot
 using Ranks = std::vector<Lists>;
@@ -55,7 +55,7 @@ std::pair<int, int> next_pass(const Lists& lists, const Cursor& at, int kinds) {
 }
 
 // Steps 1 and 4: a W for every B or b, in the free slots, then after the last pass; `split` keeps
-// chunk 1's Ws (list kW) apart from chunk 0's (list kW0) and runs chunk 1's first.
+// chunk 1's Ws (list kW1) apart from chunk 0's (list kW0) and runs chunk 1's first.
 Lists put_w(Lists lists, bool split) {
   const int bound = last_slot(lists);
   lists.resize(split ? 6 : 5);
@@ -64,7 +64,7 @@ Lists put_w(Lists lists, bool split) {
   auto place = [&](int slot) {
     for (size_t w = 0; w < 2; ++w) {
       if (owed[w] == 0) continue;
-      lists[kW + w].push_back(slot);
+      lists[kW1 + w].push_back(slot);
       --owed[w];
       return true;
     }
@@ -97,7 +97,7 @@ struct Walk {
     if (time == slot) {
       ++at[static_cast<size_t>(kind)];
       if (kind == kF0 || kind == kF1) ++held;
-      if (kind == kW) --held;
+      if (kind == kW1) --held;
       if (kind == kB1 || kind == kB0) ++owed;
     } else if (!has_w && owed > 0) {
       --held;
@@ -231,8 +231,8 @@ int needs_until(Ranks& ranks, const Pass& x) {
   if ((x.kind == kF0 || x.kind == kB1) && x.rank > 0) after = std::max(after, slot_of(ranks, x.rank - 1, x.kind, x.mb));
   if ((x.kind == kF1 || x.kind == kB0) && x.rank + 1 < p)
     after = std::max(after, slot_of(ranks, x.rank + 1, x.kind, x.mb));
-  if (x.kind > kF0 && x.kind < kW) after = std::max(after, slot_of(ranks, x.rank, x.kind - 1, x.mb));
-  if (x.kind == kW) {
+  if (x.kind > kF0 && x.kind < kW1) after = std::max(after, slot_of(ranks, x.rank, x.kind - 1, x.mb));
+  if (x.kind == kW1) {
     // The mb-th smallest slot of the two backward lists, each in micro-batch order and so sorted: a merge
     // walk, no copy (this runs for every W the squeeze visits).
     const std::vector<int>& b1 = ranks[static_cast<size_t>(x.rank)][kB1];
@@ -253,7 +253,7 @@ Ranks eager_slots(Ranks ranks) {
   std::vector<int> free_at(ranks.size(), 0);
   in_slot_order(ranks, [&](const Pass& x) {
     int ready = free_at[static_cast<size_t>(x.rank)];
-    if (x.kind < kW)
+    if (x.kind < kW1)
       ready = std::max(ready, needs_until(end, x) + 1);
     else if (x.mb > 0)
       ready = std::max(ready, slot_of(end, x.rank, x.kind, x.mb - 1) + 1);

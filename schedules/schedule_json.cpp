@@ -10,7 +10,7 @@ namespace pw {
 namespace {
 
 constexpr const char* kFormat = "pipewright-schedule";
-constexpr int kVersion = 1;
+constexpr int kFileVersion = 1;
 
 // The rank of each stage, each in [0, ranks).
 std::vector<int> read_rank_list(const JsonFields& f, const std::string& key, int ranks) {
@@ -63,7 +63,7 @@ std::string schedule_to_json_text(const Schedule& s) {
   }
   nlohmann::ordered_json j = {
       {"format", kFormat},
-      {"version", kVersion},
+      {"version", kFileVersion},
       {"name", s.name},
       {"microbatches", s.microbatches},
       {"placement",
@@ -79,8 +79,8 @@ Schedule schedule_from_json_text(const std::string& text, const std::string& sou
   const JsonFields f(j, source);
   if (const std::string format = f.string("format"); format != kFormat)
     f.fail("format", fmt::format("must be \"{}\", got \"{}\"", kFormat, excerpt(format)));
-  if (const long version = f.positive_integer("version"); version != kVersion)
-    f.fail("version", fmt::format("is {}; this pipewright reads version {}", version, kVersion));
+  if (const long version = f.positive_integer("version"); version != kFileVersion)
+    f.fail("version", fmt::format("is {}; this pipewright reads version {}", version, kFileVersion));
 
   Schedule s;
   s.name = f.string("name");

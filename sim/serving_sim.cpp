@@ -12,11 +12,11 @@
 #include "core/serving_work.hpp"
 #include "core/units.hpp"
 #include "core/workload.hpp"
+#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kValueBytes = 2;  // bf16 hidden states between stages
 constexpr double kMaxCacheTokens = 1e15;
 

@@ -9,8 +9,6 @@
 
 namespace {
 
-pw::Model tiny(const char* name) { return pw::load_model(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/" + name); }
-
 const pw::LayerFit& fit_of(const std::vector<pw::LayerFit>& fits, const std::string& kind, pw::Phase phase) {
   for (const pw::LayerFit& f : fits)
     if (f.kind == kind && f.phase == phase) return f;
@@ -22,7 +20,7 @@ const pw::LayerFit& fit_of(const std::vector<pw::LayerFit>& fits, const std::str
 
 TEST_CASE("shape text reads back into the dimensions that wrote it") {
   for (const char* name : {"tiny-llama.json", "tiny-gpt.json"}) {
-    const pw::Model m = tiny(name);
+    const pw::Model m = synth::tiny(name);
     for (pw::LayerKind kind : {pw::LayerKind::Embedding, pw::LayerKind::Block, pw::LayerKind::Head}) {
       const std::string shape = pw::layer_shape(*m.transformer, kind);
       INFO(shape);
@@ -30,7 +28,7 @@ TEST_CASE("shape text reads back into the dimensions that wrote it") {
     }
   }
   // The work of a profiled block is layer_work()'s for the model's own block at that micro-batch.
-  const pw::Model m = tiny("tiny-llama.json");
+  const pw::Model m = synth::tiny("tiny-llama.json");
   pw::Workload w;
   w.micro_batch_size = 4;
   w.seq_len = 16;
@@ -61,7 +59,7 @@ TEST_CASE("the layer fit recovers known parameters from noisy synthetic profiles
   // identifiable. With +-1% noise (worst over 29 seeds: FLOPs 1.1%, bytes 4.9%, overhead 28%) the block's
   // time per FLOP comes back within 3%, per byte within 10%, its overhead (1-3% of a block's time, so
   // mostly noise) within 40%, and every fitted time within 2% of its measurement.
-  const pw::Model m = tiny("tiny-llama.json");
+  const pw::Model m = synth::tiny("tiny-llama.json");
   pw::TransformerConfig c = *m.transformer;
   c.hidden = 128;
   c.heads = 8;
@@ -99,7 +97,7 @@ TEST_CASE("the layer fit recovers known parameters from noisy synthetic profiles
 TEST_CASE("a fit on micro-batch sizes 1, 2 and 4 predicts 8") {
   // One sequence length: FLOPs and bytes both grow in proportion to b, so only their sum is identified,
   // which is all a prediction at another b needs. Noise +-1%; the prediction at b = 8 is within 3%.
-  const pw::Model m = tiny("tiny-gpt.json");
+  const pw::Model m = synth::tiny("tiny-gpt.json");
   const synth::Truth t;
   const pw::Profile train = synth::profile(m, {1, 2, 4}, {32}, t, 0.01, 11);
   std::vector<std::string> warnings;
@@ -116,7 +114,7 @@ TEST_CASE("a fit on micro-batch sizes 1, 2 and 4 predicts 8") {
 }
 
 TEST_CASE("a profile at one micro-batch size is rejected, two sizes fit with a warning") {
-  const pw::Model m = tiny("tiny-llama.json");
+  const pw::Model m = synth::tiny("tiny-llama.json");
   const synth::Truth t;
   std::vector<std::string> warnings;
   const pw::Profile one = synth::profile(m, {2}, {32}, t, 0.0, 1);

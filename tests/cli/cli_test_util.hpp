@@ -28,6 +28,9 @@ inline CliResult run_cli(std::vector<std::string> args) {
 
 inline std::string source_path(const std::string& relative) { return std::string(PIPEWRIGHT_SOURCE_DIR) + "/" + relative; }
 
+// The small dense model the CLI tests profile and plan.
+inline const std::string kLlama = source_path("examples/tiny-llama.json");
+
 // A file of the tests' own, in the build's scratch folder.
 inline std::string tmp(const std::string& name) { return std::string(PIPEWRIGHT_TEST_TMP) + "/" + name; }
 

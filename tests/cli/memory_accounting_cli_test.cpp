@@ -10,7 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kLlama = source_path("examples/tiny-llama.json");
 
 std::vector<std::string> scenario(const std::string& command, const std::vector<std::string>& more) {
   std::vector<std::string> args{command, "--model", kLlama, "--cluster", "ideal", "--pp", "2", "--microbatches", "4",

@@ -21,7 +21,7 @@ std::string copy_of(const std::string& example, const fs::path& dir) {
 }
 
 // Exit 2 with exactly this line, and `kept` as it was before.
-void check_refused(const std::vector<std::string>& args, const std::string& message, const std::string& kept = "") {
+void check_refused_keeping(const std::vector<std::string>& args, const std::string& message, const std::string& kept = "") {
   const std::string before = kept.empty() ? "" : file_contents(kept);
   const CliResult r = run_cli(args);
   INFO(r.err);
@@ -43,22 +43,22 @@ TEST_CASE("simulate --export-csv and --trace never write over the model, cluster
     args.insert(args.end(), more.begin(), more.end());
     return args;
   };
-  check_refused(with({"--export-csv", model}),
+  check_refused_keeping(with({"--export-csv", model}),
                 "--export-csv: '" + model + "' is an input of this command (--model); write the output to another file",
                 model);
-  check_refused({"simulate", "--model", model, "--cluster", cluster, "--microbatches", "4", "--export-csv", cluster},
+  check_refused_keeping({"simulate", "--model", model, "--cluster", cluster, "--microbatches", "4", "--export-csv", cluster},
                 "--export-csv: '" + cluster + "' is an input of this command (--cluster); write the output to another file",
                 cluster);
   // The same file under another spelling of its path.
   const std::string dotted = (dir / "." / fs::path(model).filename()).string();
-  check_refused(with({"--trace", dotted}),
+  check_refused_keeping(with({"--trace", dotted}),
                 "--trace: '" + dotted + "' is an input of this command (--model); write the output to another file", model);
   // Before any work: the check wins over the size bound.
-  check_refused({"simulate", "--model", model, "--cluster", "ideal", "--microbatches", "1000000000", "--trace", model},
+  check_refused_keeping({"simulate", "--model", model, "--cluster", "ideal", "--microbatches", "1000000000", "--trace", model},
                 "--trace: '" + model + "' is an input of this command (--model); write the output to another file", model);
 
   const std::string out = (dir / "both.json").string();
-  check_refused(with({"--trace", out, "--export-csv", out}),
+  check_refused_keeping(with({"--trace", out, "--export-csv", out}),
                 "--export-csv: '" + out + "' is also the --trace output; give each output its own file");
   CHECK_FALSE(fs::exists(out));
   // A missing folder is made; one under a file cannot be, and is refused before any work.
@@ -66,14 +66,14 @@ TEST_CASE("simulate --export-csv and --trace never write over the model, cluster
   REQUIRE(run_cli(with({"--trace", (made / "t.json").string()})).code == 0);
   CHECK(fs::is_regular_file(made / "t.json"));
   fs::remove_all(dir / "made");
-  check_refused(with({"--trace", (dir / fs::path(model).filename() / "sub" / "t.json").string()}),
+  check_refused_keeping(with({"--trace", (dir / fs::path(model).filename() / "sub" / "t.json").string()}),
                 "--trace: the folder '" + (dir / fs::path(model).filename() / "sub").string() + "' cannot be made: '" +
                     model + "' is a file; write 't.json' elsewhere");
 
   const std::string plan = (dir / "plan.json").string();
   REQUIRE(run_cli({"plan", "--model", model, "--cluster", "ideal", "--gpus", "2", "--global-batch-size", "4", "--out", plan})
               .code == 0);
-  check_refused({"simulate", "--plan", plan, "--export-csv", plan},
+  check_refused_keeping({"simulate", "--plan", plan, "--export-csv", plan},
                 "--export-csv: '" + plan + "' is an input of this command (--plan); write the output to another file",
                 plan);
   // A replaced output is whole, with nothing left beside it.
@@ -92,31 +92,31 @@ TEST_CASE("show, plan, run, profile and calibrate check every output against the
   REQUIRE(run_cli({"simulate", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "4", "--export-csv",
                    csv})
               .code == 0);
-  check_refused({"show", "--model", model, "--cluster", "ideal", "--pp", "2", "--schedule-csv", csv, "--svg", csv},
+  check_refused_keeping({"show", "--model", model, "--cluster", "ideal", "--pp", "2", "--schedule-csv", csv, "--svg", csv},
                 "--svg: '" + csv + "' is an input of this command (--schedule-csv); write the output to another file", csv);
   const std::string picture = (dir / "p.svg").string();
-  check_refused({"show", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "4", "--svg", picture,
+  check_refused_keeping({"show", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "4", "--svg", picture,
                  "--export-csv", picture},
                 "--export-csv: '" + picture + "' is also the --svg output; give each output its own file");
 
   const std::string exported = (dir / "megatron_args.sh").string();
-  check_refused({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
+  check_refused_keeping({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
                  "--out", exported, "--export", "megatron", "--export-dir", dir.string()},
                 "--export-dir: '" + exported + "' is also the --out output; give each output its own file");
 
-  check_refused({"run", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "2", "--compute", "sleep",
+  check_refused_keeping({"run", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "2", "--compute", "sleep",
                  "--trace", model},
                 "--trace: '" + model + "' is an input of this command (--model); write the output to another file", model);
 
   const std::string llama = copy_of("examples/tiny-llama.json", dir);
-  check_refused({"profile", "--model", llama, "--out", llama},
+  check_refused_keeping({"profile", "--model", llama, "--out", llama},
                 "--out: '" + llama + "' is an input of this command (--model); write the output to another file", llama);
 
   const std::string runs = (dir / "run.json").string();
   {
     std::ofstream(runs) << "{}";
   }
-  check_refused({"calibrate", "--profile", (dir / "none.json").string(), "--runs", runs, "--out", runs},
+  check_refused_keeping({"calibrate", "--profile", (dir / "none.json").string(), "--runs", runs, "--out", runs},
                 "--out: '" + runs + "' is an input of this command (--runs); write the output to another file", runs);
 }
 
@@ -127,11 +127,11 @@ TEST_CASE("simulate and run --plan: the profile the plan recorded is an input to
   REQUIRE(run_cli({"plan", "--model", source_path("examples/tiny-llama.json"), "--cluster", "ideal", "--gpus", "2",
                    "--global-batch-size", "2", "--profile", profile, "--out", plan})
               .code == 0);
-  check_refused({"simulate", "--plan", plan, "--trace", profile},
+  check_refused_keeping({"simulate", "--plan", plan, "--trace", profile},
                 "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
                 "another file",
                 profile);
-  check_refused({"run", "--plan", plan, "--compute", "sleep", "--trace", profile},
+  check_refused_keeping({"run", "--plan", plan, "--compute", "sleep", "--trace", profile},
                 "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
                 "another file",
                 profile);
@@ -147,7 +147,7 @@ TEST_CASE("plan --export-dir makes a folder that does not exist yet, one under a
   CHECK(fs::is_regular_file(exports / "megatron_args.sh"));
   const std::string file = (dir / "exports" / "megatron" / "megatron_args.sh").string();
   // --gpus 1000000 would search for long: the refusal comes first.
-  check_refused({"plan", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "1000000", "--global-batch-size",
+  check_refused_keeping({"plan", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "1000000", "--global-batch-size",
                  "4096", "--export", "megatron", "--export-dir", file + "/sub"},
                 "--export-dir: the folder '" + file + "/sub' cannot be made: '" + file +
                     "' is a file; write 'megatron_args.sh' elsewhere");

@@ -17,7 +17,6 @@ std::string absolute_tmp(const std::string& name) {
 }
 
 const std::string kGpt = source_path("examples/tiny-gpt.json");
-const std::string kLlama = source_path("examples/tiny-llama.json");
 
 
 // One line naming the figure and both values, the file, and the two fixes.

@@ -18,7 +18,6 @@ namespace {
 using nlohmann::json;
 
 
-const std::string kLlama = source_path("examples/tiny-llama.json");
 
 // The uniform block profile (uniform_profile.hpp) in a file of this test's, by its absolute path.
 std::string write_uniform_profile(const std::string& name) {

@@ -10,6 +10,7 @@
 #include "cli_test_util.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/pytorch_csv.hpp"
+#include "../text_match.hpp"
 
 namespace {
 
@@ -28,12 +29,6 @@ std::string read(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 nlohmann::json run_json(std::vector<std::string> args) {

@@ -1,6 +1,8 @@
 // DualPipe's F&B composite: its cost is a cost-model parameter, not F + B + W.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "core/stage_costs.hpp"
@@ -14,7 +16,7 @@ Model explicit_model() {
   m.name = "two";
   for (int i = 0; i < 2; ++i) {
     Layer l;
-    l.name = "l" + std::to_string(i);
+    l.name = fmt::format("l{}", i);
     l.kind = LayerKind::Explicit;
     l.explicit_costs = ExplicitCosts{0.004, 0.003, 0.002, 0, 0, 0};
     m.layers.push_back(l);

@@ -11,12 +11,14 @@
 
 #include "../cli/cli_test_util.hpp"
 #include "../error_text.hpp"
+#include "../executor/tcp_test_util.hpp"
 #include "launched.hpp"
 #include "executor/cuda/host/process_part.hpp"
 #include "executor/cuda/host/recompute_levels.hpp"
 
 using namespace pw;
 
+using test::in_s;
 using test::launched;
 
 namespace {
@@ -25,10 +27,6 @@ UniqueIdBytes id_with(unsigned char first) {
   UniqueIdBytes id{};
   for (size_t i = 0; i < id.size(); ++i) id[i] = static_cast<unsigned char>(first + i);
   return id;
-}
-
-RendezvousClock::time_point in_seconds(double s) {
-  return RendezvousClock::now() + std::chrono::duration_cast<RendezvousClock::duration>(std::chrono::duration<double>(s));
 }
 
 // Process 0's bytes to every process, as MPI's broadcast does; each caller blocks until process 0 gave them.
@@ -69,7 +67,7 @@ std::vector<UniqueIdBytes> distribute(const std::vector<CudaProcessPart>& parts,
               made_by.push_back(static_cast<int>(p));
               return id_with(static_cast<unsigned char>(10 * p + 1));
             },
-            casts[p], in_seconds(10));
+            casts[p], in_s(10));
       });
   }
   return ids;
@@ -155,10 +153,10 @@ TEST_CASE("the NCCL id: made once at process 0 and carried to every process", "[
   }
   SECTION("errors") {
     const CudaProcessPart p1 = plan_cuda_process(launched("openmpi", 1, 2, 1, 2), 2, 2, "auto", "");
-    CHECK(bad_input([&] { distribute_nccl_id(p1, [] { return id_with(0); }, nullptr, in_seconds(1)); }) ==
+    CHECK(bad_input([&] { distribute_nccl_id(p1, [] { return id_with(0); }, nullptr, in_s(1)); }) ==
           "runtime error: NCCL bootstrap: the id travels over the process group, and this process has none");
     const BroadcastBytes short_bytes = [](std::vector<std::byte>) { return std::vector<std::byte>(5); };
-    CHECK(bad_input([&] { distribute_nccl_id(p1, [] { return id_with(0); }, short_bytes, in_seconds(1)); }) ==
+    CHECK(bad_input([&] { distribute_nccl_id(p1, [] { return id_with(0); }, short_bytes, in_s(1)); }) ==
           "runtime error: NCCL bootstrap: process 1 received 5 bytes from process 0 where an NCCL id has 128");
   }
 }

@@ -25,10 +25,6 @@ UniqueIdBytes some_id() {
   return id;
 }
 
-RendezvousClock::time_point in_seconds(double s) {
-  return RendezvousClock::now() + std::chrono::duration_cast<RendezvousClock::duration>(std::chrono::duration<double>(s));
-}
-
 RendezvousSpec tcp_at(int port) { return {RendezvousSpec::Kind::Tcp, "", "127.0.0.1", port}; }
 
 LaunchEnv torchrun(int rank, int world) {
@@ -72,7 +68,7 @@ TEST_CASE("TCP: process 0 hands the id to three processes on localhost, with the
   for (int p = 0; p < 4; ++p)
     processes.emplace_back([&, p] {
       errors[static_cast<size_t>(p)] = bad_input([&] {
-        got[static_cast<size_t>(p)] = exchange_id(spec, party(p, 4, spec), [] { return some_id(); }, in_seconds(10));
+        got[static_cast<size_t>(p)] = exchange_id(spec, party(p, 4, spec), [] { return some_id(); }, in_s(10));
       });
     });
   for (auto& t : processes) t.join();
@@ -95,9 +91,9 @@ TEST_CASE("TCP: process 0 hands the id to three processes on localhost, with the
 TEST_CASE("TCP: processes that start before process 0 listens keep trying", "[cuda][host]") {
   const RendezvousSpec spec = tcp_at(free_port());
   UniqueIdBytes got{};
-  std::thread other([&] { got = exchange_id(spec, party(1, 2, spec), [] { return UniqueIdBytes{}; }, in_seconds(10)); });
+  std::thread other([&] { got = exchange_id(spec, party(1, 2, spec), [] { return UniqueIdBytes{}; }, in_s(10)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const UniqueIdBytes id = exchange_id(spec, party(0, 2, spec), [] { return some_id(); }, in_seconds(10));
+  const UniqueIdBytes id = exchange_id(spec, party(0, 2, spec), [] { return some_id(); }, in_s(10));
   other.join();
   CHECK(id == some_id());
   CHECK(got == some_id());
@@ -105,11 +101,11 @@ TEST_CASE("TCP: processes that start before process 0 listens keep trying", "[cu
 
 TEST_CASE("TCP: a missing process or an absent process 0 ends at the deadline, not in a hang", "[cuda][host]") {
   const RendezvousSpec spec = tcp_at(free_port());
-  const std::string missing = bad_input([&] { exchange_id(spec, party(0, 3, spec), some_id, in_seconds(0.3)); });
+  const std::string missing = bad_input([&] { exchange_id(spec, party(0, 3, spec), some_id, in_s(0.3)); });
   CHECK(missing == fmt::format("runtime error: rendezvous: process 0 of 3: processes 1, 2 did not join at port {} within "
                                "0.3 s; did they start, with --rendezvous HOST naming this host?",
                                spec.port));
-  const std::string absent = bad_input([&] { exchange_id(spec, party(2, 3, spec), some_id, in_seconds(0.3)); });
+  const std::string absent = bad_input([&] { exchange_id(spec, party(2, 3, spec), some_id, in_s(0.3)); });
   CHECK(absent == fmt::format("runtime error: rendezvous: process 2 of 3 could not join process 0 at 127.0.0.1:{} within "
                               "0.3 s (Connection refused); is process 0 running, and are --rendezvous HOST and "
                               "--rendezvous PORT the same for every process?",
@@ -123,9 +119,9 @@ TEST_CASE("TCP: a process of another world size is bad input at both ends, namin
   std::thread process1([&] {
     RendezvousParty eight = party(1, 8, spec);
     eight.token = party(1, 4, spec).token;  // the same job, started with another world size
-    other = bad_input([&] { exchange_id(spec, eight, some_id, in_seconds(5)); });
+    other = bad_input([&] { exchange_id(spec, eight, some_id, in_s(5)); });
   });
-  const std::string err = bad_input([&] { exchange_id(spec, party(0, 4, spec), some_id, in_seconds(5)); });
+  const std::string err = bad_input([&] { exchange_id(spec, party(0, 4, spec), some_id, in_s(5)); });
   process1.join();
   const std::string text = "WORLD_SIZE: process 1 was started for 8 processes and process 0 for 4; start every process "
                            "with the same WORLD_SIZE";
@@ -139,7 +135,7 @@ TEST_CASE("TCP: strangers on the rendezvous port are dropped and named, the id s
   UniqueIdBytes at0{}, at1{};
   std::string errors[2];
   std::thread process0([&] {
-    errors[0] = bad_input([&] { at0 = exchange_id(spec, party(0, 2, spec), some_id, in_seconds(10)); });
+    errors[0] = bad_input([&] { at0 = exchange_id(spec, party(0, 2, spec), some_id, in_s(10)); });
   });
   // One silent, one with another job's token claiming rank 1 of a world of 99, one sending garbage.
   const Socket silent = connect_when_listening(spec.port);
@@ -153,7 +149,7 @@ TEST_CASE("TCP: strangers on the rendezvous port are dropped and named, the id s
   send_all(junk, garbage.data(), garbage.size());
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::thread process1([&] {
-    errors[1] = bad_input([&] { at1 = exchange_id(spec, party(1, 2, spec), some_id, in_seconds(10)); });
+    errors[1] = bad_input([&] { at1 = exchange_id(spec, party(1, 2, spec), some_id, in_s(10)); });
   });
   process1.join();
   process0.join();
@@ -178,11 +174,11 @@ TEST_CASE("TCP: a process of another job token is told so and fails at once", "[
   double seconds = 99;
   std::thread process1([&] {
     const auto start = RendezvousClock::now();
-    at1 = bad_input([&] { exchange_id(spec, rendezvous_party(other_run, spec), some_id, in_seconds(5)); });
+    at1 = bad_input([&] { exchange_id(spec, rendezvous_party(other_run, spec), some_id, in_s(5)); });
     seconds = std::chrono::duration<double>(RendezvousClock::now() - start).count();
   });
   CerrCapture log;
-  const std::string at0 = bad_input([&] { exchange_id(spec, party(0, 2, spec), some_id, in_seconds(1)); });
+  const std::string at0 = bad_input([&] { exchange_id(spec, party(0, 2, spec), some_id, in_s(1)); });
   process1.join();
   CHECK(at1 == "job token: this process's differs from process 0's, which comes from TORCHELASTIC_RUN_ID; start every "
                "process of the job with the same TORCHELASTIC_RUN_ID");
@@ -197,19 +193,19 @@ TEST_CASE("file: rank 0 publishes, the others wait for the file", "[cuda][host]"
   for (int r = 0; r < 3; ++r)
     ranks.emplace_back([&, r] {
       const RendezvousSpec spec{RendezvousSpec::Kind::File, path, "", 0};
-      got[static_cast<size_t>(r)] = exchange_id(spec, party(r, 3, spec), [] { return some_id(); }, in_seconds(10));
+      got[static_cast<size_t>(r)] = exchange_id(spec, party(r, 3, spec), [] { return some_id(); }, in_s(10));
     });
   for (auto& t : ranks) t.join();
   for (const UniqueIdBytes& id : got) CHECK(id == some_id());
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
 
   // A file written for another world size is refused; no file at all ends at the deadline.
-  CHECK(bad_input([&] { await_id_file(path, 4, in_seconds(1)); }) ==
+  CHECK(bad_input([&] { await_id_file(path, 4, in_s(1)); }) ==
         fmt::format("runtime error: rendezvous: '{}' starts with 'pipewright-nccl-id 1 3', not 'pipewright-nccl-id 1 4': "
                     "a file of another job? give each job its own path",
                     path));
   const std::string none = temp_path("rendezvous_none.id");
-  CHECK(bad_input([&] { await_id_file(none, 2, in_seconds(0.1)); }) ==
+  CHECK(bad_input([&] { await_id_file(none, 2, in_s(0.1)); }) ==
         fmt::format("runtime error: rendezvous: no NCCL unique id appeared in '{}' before the deadline; did rank 0 start, "
                     "and do all nodes share that path?",
                     none));

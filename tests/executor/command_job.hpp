@@ -13,6 +13,16 @@
 
 namespace pw::test {
 
+// `pipewright run` of the tiny Llama over 2 stages: real compute, no profiling first (each process would
+// profile), seeded with `tag`, by which the tests also find the processes a run leaves behind.
+inline std::vector<std::string> tiny_run(const std::string& tag, const std::vector<std::string>& more = {}) {
+  std::vector<std::string> a = {PIPEWRIGHT_BINARY, "run", "--model", std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-llama.json",
+                                "--cluster", "ideal", "--pp", "2", "--microbatches", "4", "--schedule", "1f1b",
+                                "--iterations", "2", "--warmup", "0", "--no-profile", "--seed", tag};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -45,13 +45,13 @@ inline Model tiny_gpt(int layers = 3) {
   return make_transformer_model("test-gpt", c);
 }
 
-// Llama style with routed experts from block 1 on: 4 experts, top 2, a shared expert behind a sigmoid gate
+// Llama style with routed experts from block 1 on: 4 experts, top `top_k`, a shared expert behind a sigmoid gate
 // (Qwen2-MoE's shape); `gpt`: GELU experts with biases (gpt-oss's) and no shared expert.
-inline Model tiny_moe(int layers = 3, bool gpt = false) {
+inline Model tiny_moe(int layers = 3, bool gpt = false, int top_k = 2) {
   TransformerConfig c = *(gpt ? tiny_gpt(layers) : tiny_llama(layers)).transformer;
   MoeConfig moe;
   moe.experts = 4;
-  moe.top_k = 2;
+  moe.top_k = top_k;
   moe.expert_ffn = 12;
   moe.first_dense = 1;
   if (gpt) {

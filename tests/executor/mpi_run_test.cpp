@@ -19,6 +19,7 @@
 #include "executor/cuda/host/cuda_api.hpp"
 #include "executor/process_group.hpp"
 #include "tests/executor/command_job.hpp"
+#include "../text_match.hpp"
 
 namespace {
 
@@ -49,6 +50,7 @@ std::string why_skipped() {
 
 using pw::test::Job;
 using pw::test::slurp;
+using pw::test::tiny_run;
 
 Job run_job(const std::vector<std::string>& args, const std::string& name) {
   return pw::test::run_job(args, std::string(PIPEWRIGHT_TEST_TMP) + "/mpi-" + name);
@@ -62,24 +64,9 @@ std::vector<std::string> mpirun(int np, const std::vector<std::string>& mpirun_e
   return a;
 }
 
-// The tiny Llama over 2 stages, real compute, no profiling first (each process would profile).
-std::vector<std::string> tiny_run(const std::string& tag, const std::vector<std::string>& more = {}) {
-  std::vector<std::string> a = {PIPEWRIGHT_BINARY, "run", "--model", std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-llama.json",
-                                "--cluster", "ideal", "--pp", "2", "--microbatches", "4", "--schedule", "1f1b",
-                                "--iterations", "2", "--warmup", "0", "--no-profile", "--seed", tag};
-  a.insert(a.end(), more.begin(), more.end());
-  return a;
-}
-
 std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
-}
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 // Live (not zombie) processes whose command line is this binary run with `--seed tag`.

@@ -26,6 +26,7 @@
 #include "executor/wait_notice.hpp"
 #include "tcp_test_util.hpp"
 #include "tests/executor/command_job.hpp"
+#include "../text_match.hpp"
 
 using namespace pw;
 using namespace pw::test;
@@ -299,12 +300,6 @@ using pw::test::command_line;
 using pw::test::sh_quoted;
 using pw::test::slurp;
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 struct Proc {
   int code = -1;
   std::string out, err;
@@ -316,15 +311,6 @@ struct Torchrun {
 };
 
 // The tiny Llama over 2 stages, real compute on the cpu backend, no profiling first.
-std::vector<std::string> tiny_run(const std::vector<std::string>& more) {
-  std::vector<std::string> a = {PIPEWRIGHT_BINARY, "run", "--backend", "cpu", "--model",
-                                std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/tiny-llama.json", "--cluster", "ideal",
-                                "--pp", "2", "--microbatches", "4", "--schedule", "1f1b", "--iterations", "2",
-                                "--warmup", "0", "--no-profile", "--seed", "11"};
-  a.insert(a.end(), more.begin(), more.end());
-  return a;
-}
-
 // `n` processes of `args` at once with the variables torchrun sets (MASTER_PORT: one below a free port, where
 // process 0 listens, unless `port` is given), each stopped hard at 120 s, every process but 0 started
 // `later_s` seconds after it; names unique to this test process and `name`.
@@ -380,10 +366,10 @@ Proc one_process(const std::vector<std::string>& args, const std::string& name) 
 
 TEST_CASE("torchrun's variables, 2 processes over TCP: the threads run's losses, process 0 alone reports") {
   SKIP_WITHOUT_BINARY();
-  const Proc threads = one_process(tiny_run({"--json"}), "threads");
+  const Proc threads = one_process(tiny_run("11", {"--backend", "cpu", "--json"}), "threads");
   INFO(threads.err);
   REQUIRE(threads.code == 0);
-  const Torchrun t = torchrun_by_hand(2, tiny_run({"--json", "--timeout", "30"}), "json");
+  const Torchrun t = torchrun_by_hand(2, tiny_run("11", {"--backend", "cpu", "--json", "--timeout", "30"}), "json");
   INFO(t.procs[0].err << t.procs[1].err);
   REQUIRE(t.procs[0].code == 0);
   REQUIRE(t.procs[1].code == 0);
@@ -399,7 +385,7 @@ TEST_CASE("torchrun's variables, 2 processes over TCP: the threads run's losses,
     CHECK(b["ranks"][r]["activation_peak_bytes"] == a["ranks"][r]["activation_peak_bytes"]);
   }
 
-  const Torchrun table = torchrun_by_hand(2, tiny_run({"--timeout", "30"}), "table");
+  const Torchrun table = torchrun_by_hand(2, tiny_run("11", {"--backend", "cpu", "--timeout", "30"}), "table");
   INFO(table.procs[0].err << table.procs[1].err);
   REQUIRE(table.procs[0].code == 0);
   CHECK(count(table.procs[0].out, "ranks as processes under torchrun") == 1);
@@ -408,7 +394,7 @@ TEST_CASE("torchrun's variables, 2 processes over TCP: the threads run's losses,
 
 TEST_CASE("torchrun's variables: a rank that throws ends both processes at once, its error said once") {
   SKIP_WITHOUT_BINARY();
-  const Torchrun t = torchrun_by_hand(2, tiny_run({"--timeout", "20", "--inject-failure", "1:1F2"}), "throws");
+  const Torchrun t = torchrun_by_hand(2, tiny_run("11", {"--backend", "cpu", "--timeout", "20", "--inject-failure", "1:1F2"}), "throws");
   INFO(t.procs[0].err << t.procs[1].err);
   CHECK(t.procs[1].code == 1);
   CHECK(t.procs[0].code == 1);  // ended by process 1's word, as MPI_Abort would
@@ -420,7 +406,7 @@ TEST_CASE("torchrun's variables: a rank that throws ends both processes at once,
 
 TEST_CASE("torchrun's variables: a process that dies is found by process 0, which names it") {
   SKIP_WITHOUT_BINARY();
-  const Torchrun t = torchrun_by_hand(2, tiny_run({"--timeout", "20", "--inject-failure", "1:1F2:exit"}), "dies");
+  const Torchrun t = torchrun_by_hand(2, tiny_run("11", {"--backend", "cpu", "--timeout", "20", "--inject-failure", "1:1F2:exit"}), "dies");
   INFO(t.procs[0].err << t.procs[1].err);
   CHECK(t.procs[1].code == 9);
   CHECK(t.procs[0].code == 1);
@@ -447,7 +433,7 @@ TEST_CASE("torchrun's variables: strangers on the port while the processes join 
     send_all(junk, header.data(), header.size());
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   });
-  const Torchrun t = torchrun_by_hand(2, tiny_run({"--json", "--timeout", "30"}), "strangers", port, 1);
+  const Torchrun t = torchrun_by_hand(2, tiny_run("11", {"--backend", "cpu", "--json", "--timeout", "30"}), "strangers", port, 1);
   strangers.join();
   INFO(t.procs[0].err << t.procs[1].err);
   CHECK(t.procs[0].code == 0);
@@ -463,7 +449,7 @@ TEST_CASE("torchrun's variables, 4 processes: a stalled rank is named, not the r
   SKIP_WITHOUT_BINARY();
   // Rank 0 hangs before its last forward; rank 1 waits on it, rank 2 on rank 1, rank 3 on rank 2. Only rank
   // 1 reports (it waits on rank 0 directly); the others hear of it.
-  std::vector<std::string> args = tiny_run({"--timeout", "2", "--inject-failure", "0:0F3:stall"});
+  std::vector<std::string> args = tiny_run("11", {"--backend", "cpu", "--timeout", "2", "--inject-failure", "0:0F3:stall"});
   for (size_t i = 0; i + 1 < args.size(); ++i)
     if (args[i] == "--pp") args[i + 1].back() = '4';  // in place: GCC 12 misreads assigning "4" (-Wrestrict)
   const Torchrun t = torchrun_by_hand(4, args, "stall4");

@@ -15,6 +15,7 @@
 #include "partition_test_util.hpp"
 
 using namespace pw;
+using test::for_each_split;
 
 namespace {
 
@@ -37,25 +38,6 @@ Scenario scenario(int pp, double memory_bytes) {
   s.workload.flash_attention = false;
   s.schedule = "1f1b";
   return s;
-}
-
-// Every contiguous split of n layers into k non-empty stages.
-void for_each_split(int n, int k, const std::function<void(const std::vector<LayerRange>&)>& visit) {
-  std::vector<LayerRange> ranges;
-  std::function<void(int, int)> go = [&](int first, int left) {
-    if (left == 1) {
-      ranges.push_back(LayerRange{first, n - 1});
-      visit(ranges);
-      ranges.pop_back();
-      return;
-    }
-    for (int last = first; last <= n - left; ++last) {
-      ranges.push_back(LayerRange{first, last});
-      go(last + 1, left - 1);
-      ranges.pop_back();
-    }
-  };
-  go(0, k);
 }
 
 // The bottleneck as the partitioner defines it, from what evaluate() reports: a stage's F + B + W and,

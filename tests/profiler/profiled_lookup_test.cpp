@@ -9,12 +9,11 @@
 #include "profiler/profiled_cost_model.hpp"
 #include "sim/scenario.hpp"
 #include "../executor/executor_test_util.hpp"
+#include "fixed_timing.hpp"
 
 using namespace pw;
 
 namespace {
-
-PhaseTiming fixed(double s) { return PhaseTiming{s, s, s, 1}; }
 
 // Entries for embedding, block and head at micro-batch `b`, length 8: each phase b ms (F), 2b ms (B), 3b ms
 // (W); the block's softmax rebuild b / 10 ms when `selective`.

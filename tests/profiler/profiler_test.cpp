@@ -8,6 +8,7 @@
 #include "profiler/profiled_cost_model.hpp"
 #include "sim/scenario.hpp"
 #include "../executor/executor_test_util.hpp"
+#include "fixed_timing.hpp"
 
 using namespace pw;
 
@@ -15,8 +16,6 @@ namespace {
 
 // The executor tests' Llama-style model: what the profiler times is what the executor runs.
 Model tiny(int layers = 2) { return test::tiny_llama(layers); }
-
-PhaseTiming fixed(double s) { return PhaseTiming{s, s, s, 1}; }
 
 // Embedding free, each block F = 1 ms, B = 2 ms, W = 3 ms, head free; at micro-batch size 1, length 8.
 Profile uniform_profile(const Model& m) {

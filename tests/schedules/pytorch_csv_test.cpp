@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "schedules/generators.hpp"
+#include "../text_match.hpp"
 
 using namespace pw;
 
@@ -21,7 +22,6 @@ std::string error_of(const std::string& csv, const std::string& source = "s.csv"
   }
   return "(no error)";
 }
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 }  // namespace
 
 TEST_CASE("csv export: PyTorch's letters, one \\r\\n-terminated row per rank") {

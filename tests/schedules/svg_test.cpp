@@ -8,15 +8,11 @@
 #include "core/error.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/timing.hpp"
+#include "../text_match.hpp"
 
 using namespace pw;
 
 namespace {
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 std::string error_of(const std::vector<TimedAction>& boxes, const Placement& placement, double span, int width) {
   try {
     schedule_svg(boxes, placement, span, SvgOptions{"", width});

@@ -6,6 +6,7 @@
 #include "schedules/generators.hpp"
 #include "schedules/ir.hpp"
 #include "schedules/validate.hpp"
+#include "../text_match.hpp"
 
 using namespace pw;
 
@@ -20,7 +21,6 @@ std::string validation_error(const Schedule& s) {
   }
   return "(valid)";
 }
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 size_t index_of(const std::vector<Action>& list, const std::string& text) {
   const Action a = action_from_text(text);
   for (size_t k = 0; k < list.size(); ++k)
