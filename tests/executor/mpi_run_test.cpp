@@ -140,13 +140,13 @@ TEST_CASE("mpirun -np 2: the processes train to the threads run's losses, and pr
 TEST_CASE("mpirun: a rank that throws ends the whole job with exit 1 and its error printed once") {
   SKIP_WITHOUT_MPI();
   const std::string tag = unique_tag(1);
-  const Job j = run_job(mpirun(2) + tiny_run(tag, {"--timeout", "20", "--inject-failure", "1:1F2"}), "throws");
+  const Job j = run_job(mpirun(2) + tiny_run(tag, {"--timeout", "60", "--inject-failure", "1:1F2"}), "throws");
   INFO(j.err);
   CHECK(j.code == 1);
   CHECK(count(j.err, "error: rank 1 failed at 1F2: injected failure (--inject-failure)\n") == 1);
   CHECK(count(j.err, "error: ") == 1);
   CHECK(j.out.empty());
-  CHECK(j.seconds < 10);  // the others were told at once, not left to their 20 s timeout
+  CHECK(j.seconds < 30);  // the others were told at once, not left to their 60 s timeout
   CHECK(none_survive(tag));
   WARN("rank throws under mpirun: ended in " << j.seconds << " s");
 }
@@ -154,12 +154,13 @@ TEST_CASE("mpirun: a rank that throws ends the whole job with exit 1 and its err
 TEST_CASE("mpirun: a process that dies ends the whole job within the timeout, naming the rank") {
   SKIP_WITHOUT_MPI();
   // Left to itself, mpirun ends the job as soon as a process exits with a non-zero status, and exits with
-  // that status (9 here), naming the process itself.
+  // that status (9 here), naming the process itself. The timeouts are long, so that a job ended by them
+  // stands apart from one ended by the death however slow the build (TSan-built processes took 10 s).
   std::string tag = unique_tag(2);
-  Job j = run_job(mpirun(2) + tiny_run(tag, {"--timeout", "10", "--inject-failure", "1:1F2:exit"}), "dies");
+  Job j = run_job(mpirun(2) + tiny_run(tag, {"--timeout", "60", "--inject-failure", "1:1F2:exit"}), "dies");
   INFO(j.err);
   CHECK(j.code == 9);
-  CHECK(j.seconds < 10);
+  CHECK(j.seconds < 30);
   CHECK(none_survive(tag));
   WARN("process dies under mpirun: ended in " << j.seconds << " s");
 
@@ -167,7 +168,7 @@ TEST_CASE("mpirun: a process that dies ends the whole job within the timeout, na
   // waits for it, reports that once and ends the job with exit 1.
   tag = unique_tag(3);
   j = run_job(mpirun(2, {"--mca", "orte_abort_on_non_zero_status", "0"}) +
-                  tiny_run(tag, {"--timeout", "10", "--inject-failure", "1:1F2:exit"}),
+                  tiny_run(tag, {"--timeout", "60", "--inject-failure", "1:1F2:exit"}),
               "dies-no-abort");
   INFO(j.err);
   CHECK(j.code == 1);
@@ -176,7 +177,7 @@ TEST_CASE("mpirun: a process that dies ends the whole job within the timeout, na
   const std::string line = j.err.substr(at, j.err.find('\n', at) - at);
   CHECK(line.find(") ended while rank 0 waited at 0RECV_B") != std::string::npos);
   CHECK(count(j.err, "error: ") == 1);
-  CHECK(j.seconds < 10);  // found gone within 0.1 s, not at the 10 s timeout
+  CHECK(j.seconds < 30);  // found gone within 0.1 s, not at the 60 s timeout
   CHECK(none_survive(tag));
   WARN("process dies, orte_abort_on_non_zero_status 0: ended in " << j.seconds << " s");
 }
@@ -191,7 +192,7 @@ TEST_CASE("mpirun: a rank that hangs is found by the others' timeout, and the jo
   CHECK(count(j.err, "error: rank 1 failed at 1RECV_F0: no message from rank 0 (0SEND_F0) within 1 s\n") == 1);
   CHECK(count(j.err, "error: ") == 1);
   CHECK(j.seconds >= 1);
-  CHECK(j.seconds < 10);  // generous: under TSan on a shared machine the job took 6.3 s
+  CHECK(j.seconds < 30);  // not the 120 s hard stop of a hang; under TSan on a loaded machine it took 6.3 s
   CHECK(none_survive(tag));  // the hung process too
   WARN("rank hangs under mpirun, --timeout 1: ended in " << j.seconds << " s");
 }
@@ -264,7 +265,7 @@ TEST_CASE("mpirun -np 4: a rank that hangs is named once, not the ranks waiting 
   CHECK(j.code == 1);
   CHECK(count(j.err, "error: rank 1 failed at 1RECV_F3: no message from rank 0 (0SEND_F3) within 2 s\n") == 1);
   CHECK(count(j.err, "error: ") == 1);
-  CHECK(j.seconds < 8);
+  CHECK(j.seconds < 30);  // not the 120 s hard stop of a hang; 3 s in Release, 9.2 s under TSan on a loaded CI
   CHECK(none_survive(tag));
   WARN("rank 0 hangs under mpirun -np 4, --timeout 2: ended in " << j.seconds << " s");
 }
