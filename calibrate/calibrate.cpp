@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <set>
 
 #include "calibrate/calibrated_cost_model.hpp"
@@ -12,13 +11,12 @@
 #include "calibrate/run_record.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
+#include "core/special_values.hpp"
 #include "core/version.hpp"
 #include "profiler/profiled_cost_model.hpp"
-#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
-
 
 template <typename Loader>
 auto for_option(const char* option, Loader load) {

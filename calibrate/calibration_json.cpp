@@ -1,6 +1,5 @@
 // calibration.json: writing and reading (docs/calibration.md).
 #include <cmath>
-#include <limits>
 
 #include <nlohmann/json.hpp>
 

@@ -8,7 +8,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/cost_model_chain.hpp"
@@ -28,6 +27,7 @@
 #include "core/units.hpp"
 #include "planner/exports.hpp"
 #include "planner/failure_report.hpp"
+#include "planner/parallel_for.hpp"
 #include "planner/spare_templates.hpp"
 #include "planner/plan_file.hpp"
 #include "planner/progress.hpp"
@@ -247,8 +247,8 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     o.train_cost.check_spares(pool.nodes);
   }
 
-  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  check_work_unless_allowed("plan", {search_estimate(enumerate_candidates(base, space), threads)}, o.allow_large);
+  check_work_unless_allowed("plan", {search_estimate(enumerate_candidates(base, space), thread_count(o.threads))},
+                            o.allow_large);
   ProgressBar bar(std::cerr, stderr_is_terminal());
   SearchOptions so;
   so.top = o.top;

@@ -4,7 +4,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include "core/error.hpp"
 #include "core/special_values.hpp"
@@ -12,7 +11,6 @@
 namespace pw {
 
 namespace {
-
 
 // Prefix sums of the costs; a stage over layers [j, i) costs prefix[i] - prefix[j]. Rounding is
 // monotone, so that difference grows with i and shrinks with j, which the greedy passes and the

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -13,7 +12,6 @@
 
 namespace pw {
 namespace {
-
 
 // Vendor datasheets (dense bf16, HBM capacity and bandwidth, NVLink per GPU per direction) as in
 // the design notes' hardware table: A100 SXM 312 TFLOP/s, 40 GB at 1555 GB/s or 80 GB at 2039 GB/s,

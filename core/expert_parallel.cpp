@@ -1,7 +1,6 @@
 #include "core/expert_parallel.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "core/error.hpp"
 #include "core/special_values.hpp"
@@ -41,7 +40,6 @@ void check_expert_parallel(const Model& model, const ParallelConfig& pc, const W
 }
 
 namespace {
-
 
 // The GPU at folded index f past `first_gpu`: inside the tp x cp block, then from replica to replica.
 int folded_rank(const ParallelConfig& pc, int first_gpu, long f) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <string>
 
 #include "core/balanced_split.hpp"
@@ -14,7 +13,6 @@
 namespace pw {
 
 namespace {
-
 
 // Gradients are reduced in fp32 (the 4-byte gradient of the model state); the distributed optimizer
 // then all-gathers the updated bf16 weights.

@@ -1,14 +1,12 @@
 #include "planner/fastest_split.hpp"
 
 #include <algorithm>
-#include <limits>
 
-#include "planner/search_bounds.hpp"
 #include "core/special_values.hpp"
+#include "planner/search_bounds.hpp"
 
 namespace pw {
 namespace {
-
 
 class BranchAndBound {
  public:

@@ -1,12 +1,11 @@
 #include "planner/partition_dp.hpp"
-#include "core/special_values.hpp"
 
 #include <algorithm>
-#include <limits>
+
+#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
-
 
 std::vector<LayerRange> backtrack(const std::vector<int>& arg, int stages, int layers) {
   const size_t width = static_cast<size_t>(layers) + 1;

@@ -1,17 +1,15 @@
 #include "planner/partition_problem.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <tuple>
 
 #include "core/error.hpp"
 #include "core/layer_work.hpp"
-#include "planner/layer_graph.hpp"
 #include "core/special_values.hpp"
+#include "planner/layer_graph.hpp"
 
 namespace pw {
 namespace {
-
 
 // h covers g when it holds at least as much for every choice of sizes with A_c >= WG_c >= 0: at least
 // as many full sets in every chunk, and at least as many sets of either kind.

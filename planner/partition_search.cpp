@@ -1,14 +1,12 @@
 #include "planner/partition_search.hpp"
 
 #include <algorithm>
-#include <limits>
 
-#include "planner/partition_dp.hpp"
 #include "core/special_values.hpp"
+#include "planner/partition_dp.hpp"
 
 namespace pw {
 namespace {
-
 
 enum class Goal { Improve, Enumerate, Memory };
 

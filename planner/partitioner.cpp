@@ -1,9 +1,9 @@
 #include "planner/partitioner.hpp"
 
 #include <cmath>
-#include <limits>
 
 #include "core/error.hpp"
+#include "core/special_values.hpp"
 #include "core/units.hpp"
 #include "planner/baseline_splits.hpp"
 #include "planner/fastest_split.hpp"
@@ -13,7 +13,6 @@
 #include "planner/search_bounds.hpp"
 #include "schedules/generators.hpp"
 #include "sim/pipeline_sim.hpp"
-#include "core/special_values.hpp"
 
 namespace pw {
 namespace {

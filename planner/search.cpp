@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/special_values.hpp"
 #include "core/units.hpp"
 #include "planner/baseline_splits.hpp"
 #include "planner/parallel_for.hpp"
@@ -24,11 +25,9 @@
 #include "planner/search_bounds.hpp"
 #include "planner/search_estimate.hpp"
 #include "schedules/generators.hpp"
-#include "core/special_values.hpp"
 
 namespace pw {
 namespace {
-
 
 auto config_key(const Candidate& c) {
   return std::tie(c.tp, c.cp, c.ep, c.etp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute, c.order,

@@ -5,12 +5,11 @@
 #include <limits>
 #include <tuple>
 
-#include "schedules/timing.hpp"
 #include "core/special_values.hpp"
+#include "schedules/timing.hpp"
 
 namespace pw {
 namespace {
-
 
 // Stages needed to hold the layers in order with no stage above `cap` (greedy: each stage takes as many
 // layers as fit, which is optimal for a chain; a layer above `cap` makes it impossible).

@@ -10,9 +10,9 @@
 
 #include "core/error.hpp"
 #include "core/serving_work.hpp"
+#include "core/special_values.hpp"
 #include "core/units.hpp"
 #include "core/workload.hpp"
-#include "core/special_values.hpp"
 
 namespace pw {
 namespace {

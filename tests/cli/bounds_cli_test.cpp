@@ -15,7 +15,7 @@ namespace {
 
 // Exit 2, nothing on stdout, one line on stderr that starts and ends as given (the middle holds this
 // machine's available memory), well before the work would have begun to hurt.
-void check_refused_early(const std::vector<std::string>& args, const std::string& start, const std::string& end) {
+void check_refused(const std::vector<std::string>& args, const std::string& start, const std::string& end) {
   const auto t0 = std::chrono::steady_clock::now();
   const CliResult r = run_cli(args);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -33,18 +33,18 @@ const std::string kMemory = " of this machine's memory; ";
 }  // namespace
 
 TEST_CASE("simulate --microbatches 1000000000: refused with the estimate before the schedule is built") {
-  check_refused_early({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--microbatches", "1000000000"},
+  check_refused({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--microbatches", "1000000000"},
                 "simulate: 3,000,000,000 actions (--pp 1 x 1 chunk x --microbatches 1000000000 x 3 for F, B and W) would "
                 "take about 300 GB; the limit is ",
                 kMemory + "lower --microbatches or pass --allow-large");
-  check_refused_early({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--global-batch-size", "1000000000"},
+  check_refused({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--global-batch-size", "1000000000"},
                 "simulate: 3,000,000,000 actions (--pp 1 x 1 chunk x 1000000000 micro-batches (--global-batch-size "
                 "1000000000 / (micro-batch size 1 x dp 1)) x 3 for F, B and W) would take about 300 GB; the limit is ",
                 kMemory + "lower --global-batch-size or pass --allow-large");
-  check_refused_early({"compare", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--microbatches", "1000000000",
+  check_refused({"compare", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--microbatches", "1000000000",
                  "--schedules", "1f1b"},
                 "compare: 3,000,000,000 actions", kMemory + "lower --microbatches or pass --allow-large");
-  check_refused_early({"show", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--microbatches", "1000000000"},
+  check_refused({"show", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--microbatches", "1000000000"},
                 "show: 3,000,000,000 actions", kMemory + "lower --microbatches or pass --allow-large");
 }
 
@@ -77,10 +77,10 @@ TEST_CASE("simulate --dp 100000000 and 2000000000: a uniform cluster compares a 
 }
 
 TEST_CASE("plan --global-batch-size 2147483647 and 1000000000: refused before the search") {
-  check_refused_early({"plan", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "8", "--global-batch-size",
+  check_refused({"plan", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "8", "--global-batch-size",
                  "2147483647"},
                 "plan: ", kMemory + "lower --global-batch-size or fix --micro-batch-size or pass --allow-large");
-  check_refused_early({"plan", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "1024", "--global-batch-size",
+  check_refused({"plan", "--model", "gpt3-175b", "--cluster", "dgx-a100-80gb", "--gpus", "1024", "--global-batch-size",
                  "1000000000"},
                 "plan: ", kMemory + "lower --global-batch-size or fix --micro-batch-size or pass --allow-large");
 }
@@ -90,9 +90,9 @@ TEST_CASE("run --iterations 1000000000 and run --model llama3-8b on the cpu back
                                       "--pp", "2", "--microbatches", "2", "--compute", "sleep"};
   std::vector<std::string> many = tiny;
   for (const char* a : {"--iterations", "1000000000"}) many.push_back(a);
-  check_refused_early(many, "run: 1,000,000,001 iterations x 12 actions (--iterations 1000000000 + --warmup 1) would take about ",
+  check_refused(many, "run: 1,000,000,001 iterations x 12 actions (--iterations 1000000000 + --warmup 1) would take about ",
                 kMemory + "lower --iterations or pass --allow-large");
-  check_refused_early({"run", "--model", "llama3-8b", "--cluster", "dgx-h100", "--microbatches", "1"},
+  check_refused({"run", "--model", "llama3-8b", "--cluster", "dgx-h100", "--microbatches", "1"},
                 "run: the cpu backend's float32 tensors for the 8,030,261,248 parameters of llama3-8b (16 B each with "
                 "adam) and 1 micro-batch of activations would take about ",
                 kMemory + "run a smaller model, use --compute sleep or pass --allow-large");

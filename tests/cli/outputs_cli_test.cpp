@@ -20,14 +20,10 @@ std::string copy_of(const std::string& example, const fs::path& dir) {
   return to.string();
 }
 
-// Exit 2 with exactly this line, and `kept` as it was before.
+// check_bad_input(), and `kept` as it was before.
 void check_refused_keeping(const std::vector<std::string>& args, const std::string& message, const std::string& kept = "") {
   const std::string before = kept.empty() ? "" : file_contents(kept);
-  const CliResult r = run_cli(args);
-  INFO(r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err == "error: " + message + "\n");
+  check_bad_input(args, message);
   if (!kept.empty()) CHECK(file_contents(kept) == before);
 }
 
@@ -44,22 +40,22 @@ TEST_CASE("simulate --export-csv and --trace never write over the model, cluster
     return args;
   };
   check_refused_keeping(with({"--export-csv", model}),
-                "--export-csv: '" + model + "' is an input of this command (--model); write the output to another file",
-                model);
+                        "--export-csv: '" + model + "' is an input of this command (--model); write the output to another file",
+                        model);
   check_refused_keeping({"simulate", "--model", model, "--cluster", cluster, "--microbatches", "4", "--export-csv", cluster},
-                "--export-csv: '" + cluster + "' is an input of this command (--cluster); write the output to another file",
-                cluster);
+                        "--export-csv: '" + cluster + "' is an input of this command (--cluster); write the output to another file",
+                        cluster);
   // The same file under another spelling of its path.
   const std::string dotted = (dir / "." / fs::path(model).filename()).string();
   check_refused_keeping(with({"--trace", dotted}),
-                "--trace: '" + dotted + "' is an input of this command (--model); write the output to another file", model);
+                        "--trace: '" + dotted + "' is an input of this command (--model); write the output to another file", model);
   // Before any work: the check wins over the size bound.
   check_refused_keeping({"simulate", "--model", model, "--cluster", "ideal", "--microbatches", "1000000000", "--trace", model},
-                "--trace: '" + model + "' is an input of this command (--model); write the output to another file", model);
+                        "--trace: '" + model + "' is an input of this command (--model); write the output to another file", model);
 
   const std::string out = (dir / "both.json").string();
   check_refused_keeping(with({"--trace", out, "--export-csv", out}),
-                "--export-csv: '" + out + "' is also the --trace output; give each output its own file");
+                        "--export-csv: '" + out + "' is also the --trace output; give each output its own file");
   CHECK_FALSE(fs::exists(out));
   // A missing folder is made; one under a file cannot be, and is refused before any work.
   const fs::path made = dir / "made" / "deeper";
@@ -67,15 +63,15 @@ TEST_CASE("simulate --export-csv and --trace never write over the model, cluster
   CHECK(fs::is_regular_file(made / "t.json"));
   fs::remove_all(dir / "made");
   check_refused_keeping(with({"--trace", (dir / fs::path(model).filename() / "sub" / "t.json").string()}),
-                "--trace: the folder '" + (dir / fs::path(model).filename() / "sub").string() + "' cannot be made: '" +
-                    model + "' is a file; write 't.json' elsewhere");
+                        "--trace: the folder '" + (dir / fs::path(model).filename() / "sub").string() + "' cannot be made: '" +
+                            model + "' is a file; write 't.json' elsewhere");
 
   const std::string plan = (dir / "plan.json").string();
   REQUIRE(run_cli({"plan", "--model", model, "--cluster", "ideal", "--gpus", "2", "--global-batch-size", "4", "--out", plan})
               .code == 0);
   check_refused_keeping({"simulate", "--plan", plan, "--export-csv", plan},
-                "--export-csv: '" + plan + "' is an input of this command (--plan); write the output to another file",
-                plan);
+                        "--export-csv: '" + plan + "' is an input of this command (--plan); write the output to another file",
+                        plan);
   // A replaced output is whole, with nothing left beside it.
   const std::string csv = (dir / "schedule.csv").string();
   REQUIRE(run_cli(with({"--export-csv", csv})).code == 0);
@@ -93,31 +89,31 @@ TEST_CASE("show, plan, run, profile and calibrate check every output against the
                    csv})
               .code == 0);
   check_refused_keeping({"show", "--model", model, "--cluster", "ideal", "--pp", "2", "--schedule-csv", csv, "--svg", csv},
-                "--svg: '" + csv + "' is an input of this command (--schedule-csv); write the output to another file", csv);
+                        "--svg: '" + csv + "' is an input of this command (--schedule-csv); write the output to another file", csv);
   const std::string picture = (dir / "p.svg").string();
   check_refused_keeping({"show", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "4", "--svg", picture,
-                 "--export-csv", picture},
-                "--export-csv: '" + picture + "' is also the --svg output; give each output its own file");
+                         "--export-csv", picture},
+                        "--export-csv: '" + picture + "' is also the --svg output; give each output its own file");
 
   const std::string exported = (dir / "megatron_args.sh").string();
   check_refused_keeping({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
-                 "--out", exported, "--export", "megatron", "--export-dir", dir.string()},
-                "--export-dir: '" + exported + "' is also the --out output; give each output its own file");
+                         "--out", exported, "--export", "megatron", "--export-dir", dir.string()},
+                        "--export-dir: '" + exported + "' is also the --out output; give each output its own file");
 
   check_refused_keeping({"run", "--model", model, "--cluster", "ideal", "--pp", "2", "--microbatches", "2", "--compute", "sleep",
-                 "--trace", model},
-                "--trace: '" + model + "' is an input of this command (--model); write the output to another file", model);
+                         "--trace", model},
+                        "--trace: '" + model + "' is an input of this command (--model); write the output to another file", model);
 
   const std::string llama = copy_of("examples/tiny-llama.json", dir);
   check_refused_keeping({"profile", "--model", llama, "--out", llama},
-                "--out: '" + llama + "' is an input of this command (--model); write the output to another file", llama);
+                        "--out: '" + llama + "' is an input of this command (--model); write the output to another file", llama);
 
   const std::string runs = (dir / "run.json").string();
   {
     std::ofstream(runs) << "{}";
   }
   check_refused_keeping({"calibrate", "--profile", (dir / "none.json").string(), "--runs", runs, "--out", runs},
-                "--out: '" + runs + "' is an input of this command (--runs); write the output to another file", runs);
+                        "--out: '" + runs + "' is an input of this command (--runs); write the output to another file", runs);
 }
 
 TEST_CASE("simulate and run --plan: the profile the plan recorded is an input too") {
@@ -128,13 +124,13 @@ TEST_CASE("simulate and run --plan: the profile the plan recorded is an input to
                    "--global-batch-size", "2", "--profile", profile, "--out", plan})
               .code == 0);
   check_refused_keeping({"simulate", "--plan", plan, "--trace", profile},
-                "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
-                "another file",
-                profile);
+                        "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
+                        "another file",
+                        profile);
   check_refused_keeping({"run", "--plan", plan, "--compute", "sleep", "--trace", profile},
-                "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
-                "another file",
-                profile);
+                        "--trace: '" + profile + "' is an input of this command (the profile --plan names); write the output to "
+                        "another file",
+                        profile);
 }
 
 TEST_CASE("plan --export-dir makes a folder that does not exist yet, one under a file is refused before the search") {
@@ -148,9 +144,9 @@ TEST_CASE("plan --export-dir makes a folder that does not exist yet, one under a
   const std::string file = (dir / "exports" / "megatron" / "megatron_args.sh").string();
   // --gpus 1000000 would search for long: the refusal comes first.
   check_refused_keeping({"plan", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "1000000", "--global-batch-size",
-                 "4096", "--export", "megatron", "--export-dir", file + "/sub"},
-                "--export-dir: the folder '" + file + "/sub' cannot be made: '" + file +
-                    "' is a file; write 'megatron_args.sh' elsewhere");
+                         "4096", "--export", "megatron", "--export-dir", file + "/sub"},
+                        "--export-dir: the folder '" + file + "/sub' cannot be made: '" + file +
+                            "' is a file; write 'megatron_args.sh' elsewhere");
 }
 
 TEST_CASE("plan --export torchtitan groups interleaved micro-batches as PyTorch does when m is not a multiple of pp") {

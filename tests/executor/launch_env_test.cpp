@@ -136,22 +136,22 @@ TEST_CASE("precedence: OpenMPI over torchrun over Slurm") {
 
 TEST_CASE("each bad value is one line naming the variable and the fix") {
   CHECK(refusal_of({{"OMPI_COMM_WORLD_RANK", "one"}, {"OMPI_COMM_WORLD_SIZE", "2"}}) ==
-        "OMPI_COMM_WORLD_RANK: 'one' is not a whole number; " + kMpiFix);
+         "OMPI_COMM_WORLD_RANK: 'one' is not a whole number; " + kMpiFix);
   CHECK(refusal_of({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2x"}}) ==
-        "OMPI_COMM_WORLD_SIZE: '2x' is not a whole number; " + kMpiFix);
+         "OMPI_COMM_WORLD_SIZE: '2x' is not a whole number; " + kMpiFix);
   CHECK(refusal_of({{"OMPI_COMM_WORLD_RANK", ""}, {"OMPI_COMM_WORLD_SIZE", "2"}}) ==
-        "OMPI_COMM_WORLD_RANK: '' is not a whole number; " + kMpiFix);
+         "OMPI_COMM_WORLD_RANK: '' is not a whole number; " + kMpiFix);
   CHECK(refusal_of({{"OMPI_COMM_WORLD_RANK", "-1"}, {"OMPI_COMM_WORLD_SIZE", "2"}}) ==
-        "OMPI_COMM_WORLD_RANK: must be 0 or more, got -1; " + kMpiFix);
+         "OMPI_COMM_WORLD_RANK: must be 0 or more, got -1; " + kMpiFix);
   CHECK(refusal_of({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "0"}}) ==
-        "OMPI_COMM_WORLD_SIZE: must be 1 or more, got 0; " + kMpiFix);
+         "OMPI_COMM_WORLD_SIZE: must be 1 or more, got 0; " + kMpiFix);
   CHECK(refusal_of({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "2"}}) ==
-        "OMPI_COMM_WORLD_RANK: 2 is not below OMPI_COMM_WORLD_SIZE 2; " + kMpiFix);
+         "OMPI_COMM_WORLD_RANK: 2 is not below OMPI_COMM_WORLD_SIZE 2; " + kMpiFix);
   CHECK(refusal_of({{"OMPI_COMM_WORLD_SIZE", "2"}}) ==
-        "OMPI_COMM_WORLD_RANK: not set while OMPI_COMM_WORLD_SIZE is; " + kMpiFix);
+         "OMPI_COMM_WORLD_RANK: not set while OMPI_COMM_WORLD_SIZE is; " + kMpiFix);
   CHECK(refusal_of({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
-                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}) ==
-        "OMPI_COMM_WORLD_LOCAL_RANK: 2 is not below OMPI_COMM_WORLD_LOCAL_SIZE 2; " + kMpiFix);
+                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}) ==
+         "OMPI_COMM_WORLD_LOCAL_RANK: 2 is not below OMPI_COMM_WORLD_LOCAL_SIZE 2; " + kMpiFix);
 
   const Env slurm = {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "0"}};
   auto with = [&](const Env& more) {
@@ -166,25 +166,25 @@ TEST_CASE("each bad value is one line naming the variable and the fix") {
   no_tasks.erase("SLURM_NTASKS");
   CHECK(refusal_of(no_tasks) == "SLURM_NTASKS: not set while SLURM_PROCID is; " + kSlurmFix);
   CHECK(refusal_of(with({{"SLURM_NTASKS_PER_NODE", "1"}, {"SLURM_LOCALID", "1"}})) ==
-        "SLURM_LOCALID: 1 is not below SLURM_NTASKS_PER_NODE 1; " + kSlurmFix);
+         "SLURM_LOCALID: 1 is not below SLURM_NTASKS_PER_NODE 1; " + kSlurmFix);
   CHECK(refusal_of(with({{"SLURM_TASKS_PER_NODE", "2(x"}})) ==
-        "SLURM_TASKS_PER_NODE: '2(x' is not Slurm's tasks-per-node list such as 2(x3),1; " + kSlurmFix);
+         "SLURM_TASKS_PER_NODE: '2(x' is not Slurm's tasks-per-node list such as 2(x3),1; " + kSlurmFix);
   CHECK(refusal_of(with({{"SLURM_TASKS_PER_NODE", "1(x2)"}, {"SLURM_NODEID", "2"}})) ==
-        "SLURM_NODEID: 2 is not below the 2 nodes of SLURM_TASKS_PER_NODE '1(x2)'; " + kSlurmFix);
+         "SLURM_NODEID: 2 is not below the 2 nodes of SLURM_TASKS_PER_NODE '1(x2)'; " + kSlurmFix);
   CHECK(refusal_of(with({{"SLURM_TASKS_PER_NODE", "1(x2)"}, {"SLURM_LOCALID", "1"}})) ==
-        "SLURM_LOCALID: 1 is not below this node's SLURM_TASKS_PER_NODE entry 1; " + kSlurmFix);
+         "SLURM_LOCALID: 1 is not below this node's SLURM_TASKS_PER_NODE entry 1; " + kSlurmFix);
 
   CHECK(refusal_of({{"RANK", "4"}, {"WORLD_SIZE", "4"}}) == "RANK: 4 is not below WORLD_SIZE 4; " + kTorchFix);
   CHECK(refusal_of({{"RANK", "0"}, {"WORLD_SIZE", "-2"}}) == "WORLD_SIZE: must be 1 or more, got -2; " + kTorchFix);
   CHECK(refusal_of({{"WORLD_SIZE", "2"}}) == "RANK: not set while WORLD_SIZE is; " + kTorchFix);
   CHECK(refusal_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0.5"}}) ==
-        "LOCAL_RANK: '0.5' is not a whole number; " + kTorchFix);
+         "LOCAL_RANK: '0.5' is not a whole number; " + kTorchFix);
   CHECK(refusal_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}) ==
-        "MASTER_PORT: 70000 is not a port (1 to 65535); set it to where rank 0 listens, or unset it");
+         "MASTER_PORT: 70000 is not a port (1 to 65535); set it to where rank 0 listens, or unset it");
   CHECK(refusal_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "0"}}) ==
-        "MASTER_PORT: must be 1 or more, got 0; set it to where rank 0 listens, or unset it");
+         "MASTER_PORT: must be 1 or more, got 0; set it to where rank 0 listens, or unset it");
   CHECK(refusal_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", ""}}) ==
-        "MASTER_ADDR: empty; set it to where rank 0 listens, or unset it");
+         "MASTER_ADDR: empty; set it to where rank 0 listens, or unset it");
 }
 
 TEST_CASE("counts from launcher variables are bounded before anything is sized by them") {
@@ -196,18 +196,18 @@ TEST_CASE("counts from launcher variables are bounded before anything is sized b
   };
   // Half a billion nodes of one task each: refused from the text alone, nothing expanded.
   CHECK(refusal_of(with({{"SLURM_TASKS_PER_NODE", "1(x500000000)"}})) ==
-        "SLURM_TASKS_PER_NODE: '1(x500000000)' lists more than 1048576 nodes, the most pipewright joins; " + kSlurmFix);
+         "SLURM_TASKS_PER_NODE: '1(x500000000)' lists more than 1048576 nodes, the most pipewright joins; " + kSlurmFix);
   CHECK(refusal_of(with({{"SLURM_TASKS_PER_NODE", "2000000"}})) ==
-        "SLURM_TASKS_PER_NODE: '2000000' lists more than 1048576 tasks on a node, the most pipewright joins; " + kSlurmFix);
+         "SLURM_TASKS_PER_NODE: '2000000' lists more than 1048576 tasks on a node, the most pipewright joins; " + kSlurmFix);
   // Within the bound, a node far down the list is found without expanding it.
   CHECK(launch_env_from(with({{"SLURM_TASKS_PER_NODE", "2(x1000000),1"}, {"SLURM_NODEID", "1000000"}})).local_world_size ==
         1);
   CHECK(refusal_of(with({{"SLURM_NTASKS", "2000000"}})) ==
-        "SLURM_NTASKS: 2000000 is beyond 1048576, the most processes pipewright joins; " + kSlurmFix);
+         "SLURM_NTASKS: 2000000 is beyond 1048576, the most processes pipewright joins; " + kSlurmFix);
   CHECK(refusal_of({{"RANK", "0"}, {"WORLD_SIZE", "1048577"}}) ==
-        "WORLD_SIZE: 1048577 is beyond 1048576, the most processes pipewright joins; " + kTorchFix);
+         "WORLD_SIZE: 1048577 is beyond 1048576, the most processes pipewright joins; " + kTorchFix);
   CHECK(refusal_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "999999999"}}) ==
-        "LOCAL_WORLD_SIZE: 999999999 is beyond 1048576, the most processes pipewright joins; " + kTorchFix);
+         "LOCAL_WORLD_SIZE: 999999999 is beyond 1048576, the most processes pipewright joins; " + kTorchFix);
 }
 
 TEST_CASE("the job's id: the user's token first, else what the launcher names the job by") {
@@ -221,7 +221,7 @@ TEST_CASE("the job's id: the user's token first, else what the launcher names th
   CHECK(e.job_id == "0123456789abcdef0123");
   set(torch, "PIPEWRIGHT_JOB_TOKEN", "short");
   CHECK(refusal_of(torch) == "PIPEWRIGHT_JOB_TOKEN: 5 characters; a token has 16 to 4096, the same for every process of "
-                            "the job, e.g. export PIPEWRIGHT_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')");
+                             "the job, e.g. export PIPEWRIGHT_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')");
 
   e = launch_env_from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "3"}, {"SLURM_JOB_ID", "4711"}});
   CHECK(e.job_id_variable == "SLURM_JOB_ID");
