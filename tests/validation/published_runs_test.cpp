@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -107,25 +108,27 @@ Evaluation evaluate_at(const nlohmann::json& run, const CostModel& cost, int mic
   return evaluate(s, cost);
 }
 
-// A run's micro-batch size, or where the source does not give it ("largest that fits"), the largest power
-// of two dividing the sequences per replica whose plan fits in memory: the one a tuned run would use, the
-// same rule for every run.
+// A run's micro-batch size, or where the source does not give it ("fastest that fits"), the power of two
+// dividing the sequences per replica whose plan fits in memory and runs fastest: what a tuned run uses (and
+// what `plan` picks), the same rule for every run. Ties go to the larger micro-batch.
 Evaluation evaluate_run(const nlohmann::json& run, const CostModel& cost) {
   const nlohmann::json& b = run.at("micro_batch_size");
   if (b.is_number_integer()) return evaluate_at(run, cost, b.get<int>());
-  REQUIRE(b == "largest that fits");
+  REQUIRE(b == "fastest that fits");
   const int per_replica = run.at("global_batch_size").get<int>() / run.at("dp").get<int>();
   int mbs = 1;
   while (per_replica % (2 * mbs) == 0) mbs *= 2;
-  for (; mbs > 1; mbs /= 2) {
+  std::optional<Evaluation> fastest;
+  for (; mbs >= 1; mbs /= 2) {
     try {
       Evaluation ev = evaluate_at(run, cost, mbs);
-      if (ev.metrics.overflows.empty()) return ev;
+      if (ev.metrics.overflows.empty() && (!fastest || ev.metrics.step_time_s < fastest->metrics.step_time_s))
+        fastest = std::move(ev);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::BadInput) throw;  // a micro-batch count the schedule cannot take
     }
   }
-  return evaluate_at(run, cost, 1);
+  return fastest ? *fastest : evaluate_at(run, cost, 1);
 }
 
 
@@ -216,11 +219,11 @@ TEST_CASE("the default cost model predicts published training runs") {
 
 TEST_CASE("the default cost model predicts H100-era runs") {
   // No H100-era source gives every setting: each run lists what it leaves out, filled by one rule for all
-  // (docs/validation.md), and every run counts. Issue 13's target is a median of 8% and a max of 20%; the
-  // model stands at 8.4% and 18.1%, and this gate holds it there.
+  // (docs/validation.md), and every run counts. Issue 13's target: a median of 8% and a max of 20% (the
+  // model stands at 6.6% and 18.1%).
   const ErrorSummary e = predict_and_print(kH100RunsFile);
   REQUIRE(e.all.size() >= 10);
-  CHECK(median(e.all) <= 0.085);
+  CHECK(median(e.all) <= 0.08);
   CHECK(*std::max_element(e.all.begin(), e.all.end()) <= 0.20);
 }
 
@@ -258,6 +261,8 @@ TEST_CASE("the default cost model predicts one layer's measured forward and back
     Workload w;
     w.micro_batch_size = t.at("micro_batch_size");
     w.seq_len = t.at("seq_len");
+    // Measured in 2022, before fused attention: the s x s scores are written out and read back.
+    w.flash_attention = t.at("flash_attention");
     w.tp = tp;
     w.sequence_parallel = c.at("sequence_parallel");
     w.recompute = recompute_from_string(c.at("recompute").get<std::string>().c_str());
