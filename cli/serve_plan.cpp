@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "core/work_estimate.hpp"
+#include "planner/export_disaggregated.hpp"
 #include "planner/export_sglang.hpp"
 #include "planner/export_vllm.hpp"
 #include "planner/serving_plan.hpp"
@@ -31,6 +32,19 @@ namespace {
 // The GPUs' price per million output tokens at the plan's throughput (every plan uses all of them).
 double cost_per_million_tokens(double price_per_gpu_hour, int gpus, double tokens_per_s) {
   return tokens_per_s > 0 ? price_per_gpu_hour * gpus / 3600 / tokens_per_s * 1e6 : 0;
+}
+
+// Plan 1 as the commands that serve it on `target`: one engine (or its replicas), or a disaggregated plan's
+// servers and router.
+std::string export_command(const std::string& target, const ServingPlan& plan, const ServingConfig& engine,
+                           const Model& model, int gpus_per_node) {
+  const std::string weights = "\"$MODEL\"";
+  std::string out = fmt::format("# MODEL: the Hugging Face id or local folder of {}\n", model.name);
+  if (plan.disaggregated())
+    return out + (target == "vllm" ? vllm_disaggregated_commands(plan, engine, weights, gpus_per_node)
+                                   : sglang_disaggregated_commands(plan, engine, weights, gpus_per_node));
+  return out + (target == "vllm" ? vllm_serve_command(plan, engine, weights, gpus_per_node)
+                                 : sglang_launch_commands(plan, engine, weights, gpus_per_node));
 }
 
 }  // namespace
@@ -56,18 +70,10 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   const AnalyticCostModel cost;
   const ServingConfig engine = o.serve.engine(1, 1, cluster);
   const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine, requests, slo, o.top, o.disaggregate);
-  if (!o.export_target.empty() && r.plans.front().disaggregated())
-    throw_bad_input("--export: plan 1 has separate prefill and decode pools, which {} runs with a KV connector and a "
-                    "router pipewright does not write; export the best single pool (leave out --disaggregate)",
-                    o.export_target);
   // The weights are not pipewright's to name: the command reads them from $MODEL.
   const int gpus_per_node = cluster.ideal ? o.gpus : cluster.gpus_per_node;
-  const std::string command =
-      o.export_target.empty()
-          ? std::string()
-          : fmt::format("# MODEL: the Hugging Face id or local folder of {}\n", model.name) +
-                (o.export_target == "vllm" ? vllm_serve_command(r.plans.front(), engine, "\"$MODEL\"", gpus_per_node)
-                                           : sglang_launch_commands(r.plans.front(), engine, "\"$MODEL\"", gpus_per_node));
+  const std::string command = o.export_target.empty() ? std::string() : export_command(o.export_target, r.plans.front(),
+                                                                                       engine, model, gpus_per_node);
 
   if (o.serve.json) {
     nlohmann::ordered_json plans = nlohmann::ordered_json::array();

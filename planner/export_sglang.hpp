@@ -17,4 +17,11 @@ namespace pw {
 std::string sglang_launch_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
                                    int gpus_per_node);
 
+// What one server does: both phases, or one pool's of a disaggregated plan (--disaggregation-mode).
+enum class ServerRole { Both, Prefill, Decode };
+
+// The flags of one server of tp x pp (and `replicas` as --dp-size), each on a continued line. A prefill server
+// leaves out --enable-mixed-chunk (it has no decodes to mix), a decode server the prefill limits too.
+std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfig& engine, ServerRole role);
+
 }  // namespace pw

@@ -4,6 +4,16 @@
 
 namespace pw {
 
+std::string vllm_engine_limit_flags(const ServingConfig& engine) {
+  std::string out = fmt::format(" \\\n  --max-num-seqs {} \\\n  --max-num-batched-tokens {}", engine.max_num_seqs,
+                                engine.max_num_batched_tokens);
+  out += engine.chunked_prefill ? " \\\n  --enable-chunked-prefill" : " \\\n  --no-enable-chunked-prefill";
+  out += fmt::format(" \\\n  --gpu-memory-utilization {:g}", engine.gpu_memory_utilization);
+  if (engine.weights == ServingWeights::Fp8) out += " \\\n  --quantization fp8";
+  out += fmt::format(" \\\n  --kv-cache-dtype {}", engine.kv_dtype == KvCacheDtype::Fp8 ? "fp8" : "auto");
+  return out;
+}
+
 std::string vllm_serve_command(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
                                int gpus_per_node) {
   std::string out;
@@ -16,13 +26,7 @@ std::string vllm_serve_command(const ServingPlan& plan, const ServingConfig& eng
                      plan.pp);
   if (plan.replicas > 1) out += fmt::format(" \\\n  --data-parallel-size {}", plan.replicas);
   if (across_nodes) out += " \\\n  --distributed-executor-backend ray";
-  out += fmt::format(" \\\n  --max-num-seqs {} \\\n  --max-num-batched-tokens {}", engine.max_num_seqs,
-                     engine.max_num_batched_tokens);
-  out += engine.chunked_prefill ? " \\\n  --enable-chunked-prefill" : " \\\n  --no-enable-chunked-prefill";
-  out += fmt::format(" \\\n  --gpu-memory-utilization {:g}", engine.gpu_memory_utilization);
-  if (engine.weights == ServingWeights::Fp8) out += " \\\n  --quantization fp8";
-  out += fmt::format(" \\\n  --kv-cache-dtype {}\n", engine.kv_dtype == KvCacheDtype::Fp8 ? "fp8" : "auto");
-  return out;
+  return out + vllm_engine_limit_flags(engine) + "\n";
 }
 
 }  // namespace pw

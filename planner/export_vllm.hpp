@@ -14,4 +14,8 @@ namespace pw {
 std::string vllm_serve_command(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
                                int gpus_per_node);
 
+// The flags after the parallel degrees, each on a continued line: the scheduler's limits, chunked prefill, the
+// share of GPU memory, the weights' and the KV cache's types (shared with the disaggregated export).
+std::string vllm_engine_limit_flags(const ServingConfig& engine);
+
 }  // namespace pw

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "cli_test_util.hpp"
+#include "../text_match.hpp"
 
 namespace {
 
@@ -293,7 +294,7 @@ TEST_CASE("serve simulate --prefill-tp: disaggregated prefill and decode pools, 
                   "simulated one after the other cannot see; give --rate or --trace with disaggregation");
 }
 
-TEST_CASE("serve plan --disaggregate: prefill and decode pools beside single pools, ranked alike, no export of a split") {
+TEST_CASE("serve plan --disaggregate: prefill and decode pools beside single pools, ranked alike, a split exported whole") {
   const std::vector<std::string> plan = {"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4",
                                          "--requests", "128", "--prompt-tokens", "2048", "--output-tokens", "64",
                                          "--rate", "40", "--tpot-slo", "0.006", "--disaggregate"};
@@ -316,12 +317,28 @@ TEST_CASE("serve plan --disaggregate: prefill and decode pools beside single poo
   CHECK(split > 0);
   CHECK(single > 0);
   CHECK(j.at("configurations").get<int>() == split + single);
-  // A 6 ms TPOT: only decode pools free of prefills meet it, so plan 1 is split, and is not exported.
-  CHECK_FALSE(j.at("plans")[0].at("prefill_pool").is_null());
-  CHECK(j.at("plans")[0].at("meets_slo") == true);
-  check_bad_input(with(plan, {"--export", "vllm"}),
-                  "--export: plan 1 has separate prefill and decode pools, which vllm runs with a KV connector and a "
-                  "router pipewright does not write; export the best single pool (leave out --disaggregate)");
+  // A 6 ms TPOT: only decode pools free of prefills meet it, so plan 1 is split.
+  const nlohmann::json& best = j.at("plans")[0];
+  CHECK_FALSE(best.at("prefill_pool").is_null());
+  CHECK(best.at("meets_slo") == true);
+  // Exported whole: a server per engine of each pool, with its pool's tp and pp, and the router naming them all.
+  for (const std::string target : {"vllm", "sglang"}) {
+    const CliResult e = run_cli(with(plan, {"--json", "--top", "1", "--export", target}));
+    REQUIRE(e.code == 0);
+    const nlohmann::json x = nlohmann::json::parse(e.out);
+    CHECK(x.at("plans")[0] == best);
+    const std::string command = x.at(target + "_command");
+    const nlohmann::json& f = best.at("prefill_pool");
+    const size_t prefills = f.at("replicas"), decodes = best.at("replicas");
+    const std::string tp_flag = target == "vllm" ? "--tensor-parallel-size " : "--tp-size ";
+    CHECK(count(command, target == "vllm" ? "\nvllm serve " : "\npython -m sglang.launch_server ") == prefills + decodes);
+    CHECK(count(command, "  --prefill \"http://$NODE0:") == prefills);
+    CHECK(count(command, "  --decode \"http://$NODE0:") == decodes);
+    CHECK(count(command, tp_flag + std::to_string(f.at("tp").get<int>()) + " \\") >= prefills);
+    CHECK(count(command, tp_flag + std::to_string(best.at("tp").get<int>()) + " \\") >= decodes);
+    CHECK(count(command, target == "vllm" ? "\"kv_role\":\"kv_producer\"" : "--disaggregation-mode prefill") == prefills);
+    CHECK(count(command, target == "vllm" ? "\"kv_role\":\"kv_consumer\"" : "--disaggregation-mode decode") == decodes);
+  }
   const CliResult text = run_cli(plan);
   REQUIRE(text.code == 0);
   CHECK(text.out.find("     prefill pool  output tok/s") != std::string::npos);

@@ -1,0 +1,184 @@
+#include "planner/export_disaggregated.hpp"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "core/error.hpp"
+#include "planner/export_sglang.hpp"
+#include "planner/export_vllm.hpp"
+
+namespace pw {
+
+namespace {
+
+// Ports are numbered from fixed bases by server; past this many they would run into one another.
+constexpr int kMaxServers = 10000;
+
+// Where one engine's server runs.
+struct ServerPlace {
+  int node = 0;       // of its first GPU
+  int local_gpu = 0;  // its first GPU's index on that node
+  int gpus = 1;
+  int nodes = 1;      // above 1: that many whole nodes from `node`
+};
+
+struct PoolShape {
+  const char* name;  // "prefill" or "decode"
+  int tp, pp, replicas;
+  int first_gpu;  // in the cluster: the prefill pool first, the decode pool after it
+};
+
+std::vector<ServerPlace> place_servers(const PoolShape& pool, int gpus_per_node) {
+  std::vector<ServerPlace> places;
+  const int gpus = pool.tp * pool.pp;
+  for (int e = 0; e < pool.replicas; ++e) {
+    const int first = pool.first_gpu + e * gpus;
+    ServerPlace p{first / gpus_per_node, first % gpus_per_node, gpus, 1};
+    if (p.local_gpu + gpus > gpus_per_node) {
+      if (p.local_gpu != 0 || gpus % gpus_per_node != 0)
+        throw_bad_input("--export: the {} pool's engine {} (tp {} x pp {}, the cluster's GPUs {}-{}) would straddle "
+                        "nodes of {} GPUs without filling them, which no launcher places; export the best single pool "
+                        "(leave out --disaggregate)",
+                        pool.name, e, pool.tp, pool.pp, first, first + gpus - 1, gpus_per_node);
+      p.nodes = gpus / gpus_per_node;
+    }
+    places.push_back(p);
+  }
+  return places;
+}
+
+struct Layout {
+  PoolShape prefill, decode;
+  std::vector<ServerPlace> prefill_places, decode_places;
+  int nodes = 1;  // the nodes the servers use
+};
+
+Layout layout_of(const ServingPlan& plan, int gpus_per_node) {
+  if (!plan.disaggregated()) throw_bad_input("--export: plan 1 has one pool; it is exported without a router");
+  Layout l{{"prefill", plan.prefill_tp, plan.prefill_pp, plan.prefill_replicas, 0},
+           {"decode", plan.tp, plan.pp, plan.replicas, plan.prefill_tp * plan.prefill_pp * plan.prefill_replicas},
+           {},
+           {},
+           1};
+  if (plan.prefill_replicas + plan.replicas > kMaxServers)
+    throw_bad_input("--export: {} servers, more than the {} whose ports the export numbers apart; plan fewer, wider "
+                    "engines (--gpus)",
+                    plan.prefill_replicas + plan.replicas, kMaxServers);
+  l.prefill_places = place_servers(l.prefill, gpus_per_node);
+  l.decode_places = place_servers(l.decode, gpus_per_node);
+  const ServerPlace& last = l.decode_places.back();
+  l.nodes = last.node + last.nodes;
+  return l;
+}
+
+std::string gpus_text(const ServerPlace& p) {
+  if (p.nodes > 1) return fmt::format("nodes {}-{}, all GPUs", p.node, p.node + p.nodes - 1);
+  return p.gpus == 1 ? fmt::format("node {}, GPU {}", p.node, p.local_gpu)
+                     : fmt::format("node {}, GPUs {}-{}", p.node, p.local_gpu, p.local_gpu + p.gpus - 1);
+}
+
+std::string pool_text(const PoolShape& pool) {
+  const int gpus = pool.tp * pool.pp * pool.replicas;
+  return fmt::format("{} pool: {} engine{} of tp {} x pp {} on the cluster's GPUs {}-{}", pool.name, pool.replicas,
+                     pool.replicas == 1 ? "" : "s", pool.tp, pool.pp, pool.first_gpu, pool.first_gpu + gpus - 1);
+}
+
+// The lines every export starts with: the pools, and the node addresses the commands use.
+std::string header(const Layout& l, int gpus_per_node) {
+  std::string out = fmt::format("# {}\n# {}\n", pool_text(l.prefill), pool_text(l.decode));
+  out += "# run each server on its node, in a shell of its own; ";
+  out += l.nodes == 1 ? std::string("NODE0: the node's address (127.0.0.1 with the router on it too)\n")
+                      : fmt::format("NODE0..NODE{}: the nodes' addresses (node i holds the\n# cluster's GPUs i x {} to "
+                                    "i x {} + {}), reachable from one another and from the router\n",
+                                    l.nodes - 1, gpus_per_node, gpus_per_node, gpus_per_node - 1);
+  return out;
+}
+
+}  // namespace
+
+std::string sglang_disaggregated_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
+                                          int gpus_per_node) {
+  const Layout l = layout_of(plan, gpus_per_node);
+  std::string out = header(l, gpus_per_node);
+  out += "# KV caches go over SGLang's default transfer backend, mooncake (pip install mooncake-transfer-engine); add\n"
+         "# --disaggregation-ib-device where its device detection picks the wrong NICs\n";
+  constexpr int kFirstPort = 30000, kFirstBootstrapPort = 8998;
+  std::string router = "python -m sglang_router.launch_router \\\n  --pd-disaggregation";
+  int server = 0;
+  const auto add_servers = [&](const PoolShape& pool, const std::vector<ServerPlace>& places, ServerRole role) {
+    const bool prefill = role == ServerRole::Prefill;
+    for (size_t e = 0; e < places.size(); ++e, ++server) {
+      const ServerPlace& p = places[e];
+      const int port = kFirstPort + server;
+      std::string flags = fmt::format(" \\\n  --disaggregation-mode {}", prefill ? "prefill" : "decode");
+      if (prefill)
+        flags += fmt::format(" \\\n  --disaggregation-bootstrap-port {} \\\n  --disaggregation-decode-tp {}",
+                             kFirstBootstrapPort + static_cast<int>(e), l.decode.tp);
+      else if (l.prefill.pp > 1)
+        flags += fmt::format(" \\\n  --disaggregation-prefill-pp {}", l.prefill.pp);
+      flags += fmt::format(" \\\n  --host 0.0.0.0 \\\n  --port {} \\\n  --base-gpu-id {}", port, p.local_gpu);
+      flags += sglang_engine_flags(pool.tp, pool.pp, 1, engine, role);
+      const std::string launch = "python -m sglang.launch_server --model-path " + model + flags;
+      if (p.nodes == 1) {
+        out += fmt::format("# {} server {}: {}\n{}\n", pool.name, e, gpus_text(p), launch);
+      } else {
+        for (int r = 0; r < p.nodes; ++r)
+          out += fmt::format("# {} server {}: node {} of its {} (node rank {})\n{} \\\n  --nnodes {} \\\n  --node-rank {} "
+                             "\\\n  --dist-init-addr \"$NODE{}:5000\"\n",
+                             pool.name, e, p.node + r, p.nodes, r, launch, p.nodes, r, p.node);
+      }
+      router += prefill ? fmt::format(" \\\n  --prefill \"http://$NODE{}:{}\" {}", p.node, port,
+                                      kFirstBootstrapPort + static_cast<int>(e))
+                        : fmt::format(" \\\n  --decode \"http://$NODE{}:{}\"", p.node, port);
+    }
+  };
+  add_servers(l.prefill, l.prefill_places, ServerRole::Prefill);
+  add_servers(l.decode, l.decode_places, ServerRole::Decode);
+  out += "# the router, on any host that reaches the servers: each request to the next prefill and the next decode\n"
+         "# server in turn, as simulated; clients send to its port 8000\n";
+  out += router + " \\\n  --prefill-policy round_robin \\\n  --decode-policy round_robin \\\n  --host 0.0.0.0 \\\n  --port 8000\n";
+  return out;
+}
+
+std::string vllm_disaggregated_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
+                                        int gpus_per_node) {
+  const Layout l = layout_of(plan, gpus_per_node);
+  for (const PoolShape* pool : {&l.prefill, &l.decode})
+    if (pool->tp * pool->pp > gpus_per_node)
+      throw_bad_input("--export vllm: the {} pool's engines (tp {} x pp {}) are wider than a node's {} GPUs: vLLM runs "
+                      "such an engine on Ray, where the NIXL side channel of its other nodes is not set by the "
+                      "variables this export writes; export sglang, or plan engines of at most {} GPUs",
+                      pool->name, pool->tp, pool->pp, gpus_per_node, gpus_per_node);
+  std::string out = header(l, gpus_per_node);
+  out += "# KV caches go over NIXL (pip install nixl; UCX picks the transport: set UCX_NET_DEVICES to pin the NICs)\n";
+  constexpr int kFirstPort = 20000, kFirstSideChannelPort = 5600;
+  std::string router = "vllm-router \\\n  --vllm-pd-disaggregation";
+  int server = 0;
+  const auto add_servers = [&](const PoolShape& pool, const std::vector<ServerPlace>& places, bool prefill) {
+    for (size_t e = 0; e < places.size(); ++e, ++server) {
+      const ServerPlace& p = places[e];
+      const int port = kFirstPort + server;
+      std::string devices;
+      for (int g = p.local_gpu; g < p.local_gpu + p.gpus; ++g) devices += fmt::format("{}{}", devices.empty() ? "" : ",", g);
+      out += fmt::format("# {} server {}: {}\n", pool.name, e, gpus_text(p));
+      out += fmt::format("CUDA_VISIBLE_DEVICES={} \\\nVLLM_NIXL_SIDE_CHANNEL_HOST=\"$NODE{}\" \\\nVLLM_NIXL_SIDE_CHANNEL_PORT={} "
+                         "\\\nvllm serve {} \\\n  --host 0.0.0.0 \\\n  --port {} \\\n  --tensor-parallel-size {} \\\n  "
+                         "--pipeline-parallel-size {}",
+                         devices, p.node, kFirstSideChannelPort + server, model, port, pool.tp, pool.pp);
+      out += vllm_engine_limit_flags(engine);
+      out += fmt::format(" \\\n  --kv-transfer-config '{{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"{}\"}}'\n",
+                         prefill ? "kv_producer" : "kv_consumer");
+      router += fmt::format(" \\\n  --{} \"http://$NODE{}:{}\"", prefill ? "prefill" : "decode", p.node, port);
+    }
+  };
+  add_servers(l.prefill, l.prefill_places, true);
+  add_servers(l.decode, l.decode_places, false);
+  out += "# the router (pip install vllm-router), on any host that reaches the servers: each request to the next\n"
+         "# prefill and the next decode server in turn, as simulated; clients send to its port 8000\n";
+  out += router + " \\\n  --prefill-policy round_robin \\\n  --decode-policy round_robin \\\n  --kv-connector nixl \\\n  "
+                  "--host 0.0.0.0 \\\n  --port 8000\n";
+  return out;
+}
+
+}  // namespace pw

@@ -1,0 +1,37 @@
+#pragma once
+// A disaggregated serving plan (a prefill pool and a decode pool, sim/disaggregated_serving.hpp) as the commands
+// that run it: one server per engine, each on its own GPUs, and a router that sends each request to the next
+// prefill server and the next decode server in turn, as the simulation assigns them (sim/serving_replicas.hpp).
+//
+// SGLang (checked at sgl-project/sglang 08edc506: docs/advanced_features/pd_disaggregation.md and router.md,
+// python/sglang/srt/server_args.py): `--disaggregation-mode prefill|decode`, each prefill server's
+// `--disaggregation-bootstrap-port` (8998 by default, one per server here), `--disaggregation-decode-tp` on the
+// prefill servers (the decode pool's tp; SGLang asserts one tp divides the other), `--disaggregation-prefill-pp`
+// on the decode servers (the prefill pool's pp), `--base-gpu-id` for a server that does not start at a node's
+// GPU 0, and `python -m sglang_router.launch_router --pd-disaggregation --prefill URL BOOTSTRAP_PORT --decode URL
+// --prefill-policy round_robin --decode-policy round_robin`. An engine wider than a node spans whole nodes with
+// --nnodes, --node-rank and --dist-init-addr.
+//
+// vLLM (checked at vllm-project/vllm 026c83f9: docs/features/nixl_connector_usage.md, vllm/config/kv_transfer.py;
+// and vllm-project/router df71929b: docs/cli_reference.md): each server `vllm serve` with
+// `--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"|"kv_consumer"}'`, its GPUs in
+// CUDA_VISIBLE_DEVICES, VLLM_NIXL_SIDE_CHANNEL_HOST/PORT for the NIXL handshake (a port of its own on its node),
+// and `vllm-router --vllm-pd-disaggregation --prefill URL --decode URL --prefill-policy round_robin
+// --decode-policy round_robin --kv-connector nixl`. An engine wider than a node is refused: vLLM runs one on Ray,
+// and the NIXL side channel of a Ray engine's other nodes is not set by these variables.
+//
+// Node addresses are the shell variables NODE0, NODE1, ... (node i holds the cluster's GPUs i x gpus_per_node on).
+#include <string>
+
+#include "planner/serving_plan.hpp"
+
+namespace pw {
+
+// BadInput when an engine would straddle two nodes without filling them, or more servers than ports.
+std::string sglang_disaggregated_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
+                                          int gpus_per_node);
+// BadInput as above, and for an engine wider than a node.
+std::string vllm_disaggregated_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
+                                        int gpus_per_node);
+
+}  // namespace pw
