@@ -16,6 +16,10 @@ double serving_weight_bytes(LayerKind kind, ServingWeights weights) {
   return kind == LayerKind::Block && weights == ServingWeights::Fp8 ? 1.0 : 2.0;
 }
 
+LayerParameters serving_layer_parameters(const TransformerConfig& t, const Layer& layer, int tp, int ep) {
+  return ep > 1 ? layer_parameters(t, layer.kind, layer.block, tp, ep, 1) : layer_parameters(t, layer.kind, layer.block, tp, 1, tp);
+}
+
 ServingBatch serving_batch(const ServingStep& step) {
   ServingBatch b;
   for (const SequenceChunk& c : step) {
@@ -52,19 +56,19 @@ ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, c
       break;
     case LayerKind::Head: {
       // Logits for the sampled tokens only (vLLM computes the last position of each sequence).
-      const LayerParameters p = layer_parameters(t, LayerKind::Head, layer.block, tp);
+      const LayerParameters p = serving_layer_parameters(t, layer, tp);
       w.weight_bytes = p.total() * bytes_per_weight;
       w.gemm_flops = 2 * p.total() * static_cast<double>(batch.sampled_tokens);
       w.elementwise_bytes = tokens * t.hidden * kValueBytes;
       break;
     }
     case LayerKind::Block: {
-      const LayerParameters p = layer_parameters(t, LayerKind::Block, layer.block, tp);
+      const LayerParameters p = serving_layer_parameters(t, layer, tp);
       w.weight_bytes = p.dense * bytes_per_weight;
       w.gemm_flops = 2 * p.dense * tokens;
       if (p.routed > 0) {
-        // Every expert on this rank (ep 1: all of them, each split by tp) sees tokens x top_k / experts of the
-        // batch on average; it is read when any token reaches it.
+        // Every expert on this rank (all of them, each split by tp) sees tokens x top_k / experts of the batch
+        // on average; it is read when any token reaches it.
         const MoeConfig& m = *t.moe;
         const double share = static_cast<double>(m.top_k) / m.experts;
         w.gemm_flops += 2 * p.routed * tokens * share;

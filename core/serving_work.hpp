@@ -36,6 +36,11 @@ enum class ServingWeights { Bf16, Fp8 };
 // Bytes a parameter of a layer of `kind` takes under `weights`.
 double serving_weight_bytes(LayerKind kind, ServingWeights weights);
 
+// One layer's weights on a GPU of a serving engine of tp GPUs whose routed experts spread over `ep` of them.
+// ep 1: each expert split over tp as the dense matrices are (vLLM's FusedMoE shards every expert's inner
+// dimension over tp without --enable-expert-parallel); ep > 1: ep / experts of them whole on each GPU.
+LayerParameters serving_layer_parameters(const TransformerConfig& t, const Layer& layer, int tp, int ep = 1);
+
 // The batch one step is. A one-token chunk after cached positions that samples counts as a decode (a prompt's
 // last one-token chunk does the same work as one).
 ServingBatch serving_batch(const ServingStep& step);

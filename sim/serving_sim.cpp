@@ -58,7 +58,7 @@ class ServingSimulation {
       for (int i = stages_[static_cast<size_t>(s)].first; i <= stages_[static_cast<size_t>(s)].last; ++i) {
         const Layer& l = model.layers[static_cast<size_t>(i)];
         if (l.kind == LayerKind::Mtp) continue;
-        weights += layer_parameters(*model.transformer, l.kind, l.block, c_.tp).total() * serving_weight_bytes(l.kind, c_.weights);
+        weights += serving_layer_parameters(*model.transformer, l, c_.tp).total() * serving_weight_bytes(l.kind, c_.weights);
       }
       const double room = cluster.memory_limit_at(g) * c_.gpu_memory_utilization - weights - c_.activation_reserve_bytes;
       const double per_token = kv_bytes_for_tokens(model, stages_[static_cast<size_t>(s)], c_.tp, 1, c_.kv_dtype);

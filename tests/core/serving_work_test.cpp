@@ -95,7 +95,13 @@ TEST_CASE("routed experts are read as tokens reach them, and the head scores the
       break;
     }
   REQUIRE(moe);
-  const LayerParameters p = layer_parameters(t, LayerKind::Block, moe->block, 8);
+  // At tp 8 every expert is split 8 ways (vLLM's FusedMoE without expert parallelism), as the dense matrices are.
+  const LayerParameters p = serving_layer_parameters(t, *moe, 8);
+  const LayerParameters whole = layer_parameters(t, LayerKind::Block, moe->block, 1);
+  CHECK(p.routed == whole.routed / 8);
+  CHECK(p.dense == layer_parameters(t, LayerKind::Block, moe->block, 8).dense);
+  // Expert parallelism over 32 GPUs: 256 / 32 = 8 whole experts each.
+  CHECK(serving_layer_parameters(t, *moe, 8, 32).routed == whole.routed / 32);
   const double share = 8.0 / 256;  // top 8 of 256 experts
   const ServingWork one = serving_layer_work(m, *moe, 8, decode(1, 100));
   CHECK(one.weight_bytes == Approx(2 * p.dense + 2 * p.routed * share).epsilon(1e-12));

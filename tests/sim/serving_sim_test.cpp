@@ -134,3 +134,22 @@ TEST_CASE("vllm serve's scheduler limits follow the GPU") {
   small.memory_bytes = 48e9;
   CHECK(vllm_serve_defaults(small).max_num_seqs == 256);
 }
+
+TEST_CASE("a mixture of experts at tp 8 holds an eighth of every expert per GPU, and its KV cache the rest") {
+  // Mixtral 8x7B on an 80 GB H100 node, as vLLM serves it without expert parallelism.
+  const Model m = model_preset("mixtral-8x7b");
+  const Cluster cluster = cluster_preset("dgx-h100");
+  const AnalyticCostModel cost;
+  ServingConfig c;
+  c.tp = 8;
+  const ServingResult r = simulate_serving(m, cluster, cost, c, {{0.0, 16, 2}});
+  double weights = 0;
+  for (const Layer& l : m.layers)
+    if (l.kind != LayerKind::Mtp) weights += 2 * serving_layer_parameters(*m.transformer, l, 8).total();
+  // 32 layers x 1 of the 8 KV heads x 128 x (K, V) x 2 bytes on each GPU.
+  const double per_token = 32.0 * 128 * 2 * 2;
+  const long tokens = static_cast<long>((cluster.memory_limit_at(0) * c.gpu_memory_utilization - weights -
+                                         c.activation_reserve_bytes) / per_token);
+  CHECK(r.kv_capacity_tokens == tokens / c.block_tokens * c.block_tokens);
+  CHECK(weights < 12e9);  // 46.7 B parameters / 8 in bf16, not the 90 GB of experts held whole
+}
