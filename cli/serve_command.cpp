@@ -18,6 +18,7 @@
 #include "core/units.hpp"
 #include "core/work_estimate.hpp"
 #include "sim/disaggregated_serving.hpp"
+#include "sim/dp_attention_serving.hpp"
 #include "sim/serving_metrics.hpp"
 #include "sim/serving_replicas.hpp"
 #include "sim/serving_trace.hpp"
@@ -44,7 +45,7 @@ void check_engine(const Model& model, const std::string& prefix, int tp, int pp)
     throw_bad_input("{}pp: must be from 1 to the {} blocks of '{}', got {}", prefix, t.layers, model.name, pp);
 }
 
-void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp, int replicas,
+void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp, int replicas, int dp_attention,
                         const std::string& chrome_trace) {
   o.check();
   std::vector<OptionPath> inputs{{"--model", o.model}, {"--cluster", o.cluster}, {"--trace", o.trace}};
@@ -55,14 +56,21 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   if (replicas < 1) throw_bad_input("--replicas: must be at least 1, got {}", replicas);
   if (replicas > 1 && !chrome_trace.empty())
     throw_bad_input("--chrome-trace: draws one engine's stages; leave out --replicas for it");
-  cluster.check_capacity(tp * pp * replicas);
+  if (dp_attention < 1) throw_bad_input("--dp-attention: must be at least 1, got {}", dp_attention);
+  if (dp_attention > 1 && replicas > 1)
+    throw_bad_input("--dp-attention: the engines already take the requests in turn; leave out --replicas");
+  if (dp_attention > 1 && !chrome_trace.empty())
+    throw_bad_input("--chrome-trace: draws one engine's stages; leave out --dp-attention for it");
+  const int engines = replicas * dp_attention;
+  cluster.check_capacity(tp * pp * engines);
   const std::vector<ServingRequest> requests = o.make_workload();
   ServingConfig c = o.engine(tp, pp, cluster);
   c.record_spans = !chrome_trace.empty();
   const AnalyticCostModel cost;
   // Replicas as serve plan runs them: each its every replicas-th request.
-  const ServingResult r = replicas > 1 ? simulate_replicas(model, cluster, cost, c, replicas, requests)
-                                       : simulate_serving(model, cluster, cost, c, requests);
+  const ServingResult r = dp_attention > 1 ? simulate_dp_attention(model, cluster, cost, c, dp_attention, requests)
+                          : replicas > 1   ? simulate_replicas(model, cluster, cost, c, replicas, requests)
+                                           : simulate_serving(model, cluster, cost, c, requests);
   const ServingMetrics m = serving_metrics(r);
 
   std::vector<double> busy;
@@ -73,6 +81,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   if (o.json) {
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"tp", tp}, {"pp", pp},
                                 {"replicas", replicas}, {"requests", requests.size()}};
+    if (dp_attention > 1) j.update(nlohmann::ordered_json{{"dp_attention", dp_attention}, {"ep", dp_attention * tp}});
     add_metrics_json(j, m);
     j.update(nlohmann::ordered_json{{"makespan_s", r.makespan_s},
                                       {"kv_capacity_tokens", r.kv_capacity_tokens},
@@ -84,9 +93,12 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
     out << j.dump(2) << "\n";
     return;
   }
-  out << fmt::format("{} on {}: tp {}, pp {}{} ({} GPUs), {}\n", model.name, cluster.name, tp, pp,
-                     replicas > 1 ? fmt::format(" x {} replicas", replicas) : "", tp * pp * replicas,
-                     o.workload_text(requests.size()));
+  const std::string copies = dp_attention > 1 ? fmt::format(" x {} data-parallel attention engines, ep {}", dp_attention,
+                                                            dp_attention * tp)
+                             : replicas > 1   ? fmt::format(" x {} replicas", replicas)
+                                              : std::string();
+  out << fmt::format("{} on {}: tp {}, pp {}{} ({} GPUs), {}\n", model.name, cluster.name, tp, pp, copies,
+                     tp * pp * engines, o.workload_text(requests.size()));
   out << fmt::format("KV cache {} tokens ({}), peak use {}; at most {} requests running; {} preemptions; {} batches\n\n",
                      with_commas(r.kv_capacity_tokens), o.kv_cache_dtype == "fp8" ? "fp8" : "bf16",
                      format_percent(r.peak_kv_use), r.max_running, r.preemptions, with_commas(r.batches));
@@ -153,12 +165,17 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto so = std::make_shared<ServeOptions>();
   auto degrees = std::make_shared<std::pair<int, int>>(1, 1);
   auto replicas = std::make_shared<int>(1);
+  auto dp_attention = std::make_shared<int>(1);
   auto chrome_trace = std::make_shared<std::string>();
   so->add_to(*sim);
   sim->add_option("--chrome-trace", *chrome_trace, "Write each stage's batches as a Chrome / Perfetto trace");
   sim->add_option("--tp", degrees->first, "Tensor-parallel degree")->capture_default_str();
   sim->add_option("--pp", degrees->second, "Pipeline-parallel degree")->capture_default_str();
   sim->add_option("--replicas", *replicas, "Copies of the engine, each taking every replicas-th request")
+      ->capture_default_str();
+  sim->add_option("--dp-attention", *dp_attention,
+                  "Data-parallel attention engines of tp x 1 GPUs, each with its own requests (in turn) and KV cache, "
+                  "a mixture of experts' experts spread over all of them (ep = dp-attention x tp)")
       ->capture_default_str();
   auto pool = std::make_shared<PrefillPoolOptions>();
   sim->add_option("--prefill-tp", pool->tp,
@@ -172,11 +189,13 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto* run = serve->add_subcommand("run", "Serve a workload for real on the CPU backend, measured against the simulation");
   auto ro = std::make_shared<ServeRunOptions>();
   ro->add_to(*run);
-  return [so, degrees, replicas, chrome_trace, pool, sim, po, plan, ro, run](std::ostream& out) {
+  return [so, degrees, replicas, dp_attention, chrome_trace, pool, sim, po, plan, ro, run](std::ostream& out) {
+    if (sim->parsed() && pool->tp && *dp_attention != 1)
+      throw_bad_input("--dp-attention: separate prefill and decode pools run single engines here; leave out --prefill-tp");
     if (sim->parsed() && pool->tp)
       run_serve_disaggregated(*so, out, degrees->first, degrees->second, *replicas, *pool, *chrome_trace);
     if (sim->parsed() && !pool->tp)
-      run_serve_simulate(*so, out, degrees->first, degrees->second, *replicas, *chrome_trace);
+      run_serve_simulate(*so, out, degrees->first, degrees->second, *replicas, *dp_attention, *chrome_trace);
     if (plan->parsed()) run_serve_plan(*po, out);
     if (run->parsed()) run_serve_run(*ro, out);
   };

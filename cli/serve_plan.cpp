@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/analytic_cost_model.hpp"
@@ -78,7 +79,8 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   if (o.serve.json) {
     nlohmann::ordered_json plans = nlohmann::ordered_json::array();
     for (const ServingPlan& p : r.plans) {
-      nlohmann::ordered_json j = {{"tp", p.tp}, {"pp", p.pp}, {"replicas", p.replicas}};
+      nlohmann::ordered_json j = {{"tp", p.tp}, {"pp", p.pp}, {"replicas", p.replicas},
+                                  {"dp_attention", p.dp_attention}, {"ep", p.ep()}};
       if (o.disaggregate)
         j["prefill_pool"] = p.disaggregated() ? nlohmann::ordered_json{{"tp", p.prefill_tp}, {"pp", p.prefill_pp},
                                                                        {"replicas", p.prefill_replicas}}
@@ -109,16 +111,21 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   out << fmt::format("searched {} configurations; the {} best {}:\n\n", r.considered, r.plans.size(),
                      by_slo ? fmt::format("by goodput under p{:g} {}", o.slo_percentile, slos) : std::string("by output tokens/s"));
   const bool priced = o.gpu_hour_price.has_value();
-  const std::string row = "{:>3}  {:>2}  {:>2}  {:>8}{}  {:>12}  {:>7}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}{}{}\n";
+  const std::string row = "{:>3}  {:>2}  {:>2}  {:>8}{}{}  {:>12}  {:>7}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}{}{}\n";
   // With --disaggregate: the prefill pool beside the (decode) engine, "-" for a single pool.
   auto pool = [&](const std::string& text) { return o.disaggregate ? fmt::format("  {:>15}", text) : std::string(); };
-  out << fmt::format(fmt::runtime(row), "#", "tp", "pp", "replicas", pool("prefill pool"), "output tok/s", "req/s",
-                     "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "KV tokens", "SLO met", priced ? "  per M tokens" : "", "");
+  // Where a plan runs data-parallel attention engines: how many, and the ep their experts spread over.
+  const bool any_dpa = std::any_of(r.plans.begin(), r.plans.end(), [](const ServingPlan& p) { return p.dp_attention > 1; });
+  auto dpa = [&](const std::string& text) { return any_dpa ? fmt::format("  {:>13}", text) : std::string(); };
+  out << fmt::format(fmt::runtime(row), "#", "tp", "pp", "replicas", dpa("dp attention"), pool("prefill pool"),
+                     "output tok/s", "req/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "KV tokens", "SLO met",
+                     priced ? "  per M tokens" : "", "");
   for (size_t i = 0; i < r.plans.size(); ++i) {
     const ServingPlan& p = r.plans[i];
     const std::string prefill =
         p.disaggregated() ? fmt::format("tp {} pp {} x {}", p.prefill_tp, p.prefill_pp, p.prefill_replicas) : "-";
-    out << fmt::format(fmt::runtime(row), i + 1, p.tp, p.pp, p.replicas, pool(prefill),
+    out << fmt::format(fmt::runtime(row), i + 1, p.tp, p.pp, p.replicas,
+                       dpa(p.dp_attention > 1 ? fmt::format("{} x ep {}", p.dp_attention, p.ep()) : "-"), pool(prefill),
                        format_short(p.metrics.output_tokens_per_s),
                        fmt::format("{:.2f}", p.metrics.requests_per_s), format_seconds(p.metrics.ttft_p50_s),
                        format_seconds(p.metrics.ttft_p99_s), format_seconds(p.metrics.tpot_p50_s),
@@ -131,6 +138,9 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   }
   out << "\nreplicas: copies of the tp x pp engine, each serving every replicas-th request; KV tokens: one engine's\n"
          "cache; SLO met: requests within both limits; best effort: the SLO percentile misses a limit.\n";
+  if (any_dpa)
+    out << "dp attention: that many engines of tp GPUs, each with its own requests (in turn) and KV cache (KV tokens:\n"
+           "one engine's), stepping together, the routed experts spread whole over all their GPUs (ep).\n";
   if (o.disaggregate)
     out << "prefill pool: its engines compute each prompt and first token, the KV cache goes over the link to the\n"
            "tp x pp x replicas decode engines (their KV tokens shown); -: one pool serves both.\n";

@@ -39,7 +39,7 @@ ServingBatch serving_batch(const ServingStep& step) {
 }
 
 ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
-                               KvCacheDtype kv_dtype, ServingWeights weights) {
+                               KvCacheDtype kv_dtype, ServingWeights weights, const ServingExperts& experts) {
   const double bytes_per_weight = serving_weight_bytes(layer.kind, weights);
   if (!model.transformer || layer.kind == LayerKind::Explicit)
     throw_bad_input("model '{}': layer '{}' gives explicit costs, not shapes; serving needs a transformer", model.name,
@@ -63,16 +63,18 @@ ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, c
       break;
     }
     case LayerKind::Block: {
-      const LayerParameters p = serving_layer_parameters(t, layer, tp);
+      const LayerParameters p = serving_layer_parameters(t, layer, tp, experts.ep);
       w.weight_bytes = p.dense * bytes_per_weight;
       w.gemm_flops = 2 * p.dense * tokens;
       if (p.routed > 0) {
-        // Every expert on this rank (all of them, each split by tp) sees tokens x top_k / experts of the batch
-        // on average; it is read when any token reaches it.
+        // Every expert on this rank (all of them split by tp, or experts / ep whole) sees tokens x top_k /
+        // experts of the step's tokens on average (the batch's, or every engine's with ep); it is read when any
+        // token reaches it.
         const MoeConfig& m = *t.moe;
         const double share = static_cast<double>(m.top_k) / m.experts;
-        w.gemm_flops += 2 * p.routed * tokens * share;
-        w.weight_bytes += p.routed * bytes_per_weight * (1 - std::pow(1 - share, tokens));
+        const double routed_tokens = experts.ep > 1 ? experts.tokens : tokens;
+        w.gemm_flops += 2 * p.routed * routed_tokens * share;
+        w.weight_bytes += p.routed * bytes_per_weight * (1 - std::pow(1 - share, routed_tokens));
       }
       const double heads = static_cast<double>(t.heads) / tp;
       if (weights == ServingWeights::Fp8) std::swap(w.gemm_flops, w.fp8_gemm_flops);

@@ -56,8 +56,16 @@ struct ServingWork {
   std::vector<Collective> collectives;  // tp
 };
 
-// The layer's work on one tp rank. BadInput for explicit layers (no shapes) and for expert parallelism.
+// Expert parallelism over data-parallel attention engines (sim/dp_attention_serving.hpp): the routed experts
+// whole, experts / ep on each of `ep` GPUs, which receive the copies of every engine's tokens of the step.
+struct ServingExperts {
+  int ep = 1;         // 1: the experts split over the engine's tp, its own tokens only
+  double tokens = 0;  // every engine's batch this step
+};
+
+// The layer's work on one tp rank. BadInput for explicit layers (no shapes).
 ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
-                               KvCacheDtype kv_dtype = KvCacheDtype::Bf16, ServingWeights weights = ServingWeights::Bf16);
+                               KvCacheDtype kv_dtype = KvCacheDtype::Bf16, ServingWeights weights = ServingWeights::Bf16,
+                               const ServingExperts& experts = {});
 
 }  // namespace pw

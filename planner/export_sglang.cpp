@@ -4,14 +4,17 @@
 
 namespace pw {
 
-std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfig& engine, ServerRole role) {
-  std::string flags = fmt::format(" \\\n  --tp-size {} \\\n  --pp-size {}", tp, pp);
-  if (replicas > 1) flags += fmt::format(" \\\n  --dp-size {}", replicas);
-  flags += fmt::format(" \\\n  --max-running-requests {}", engine.max_num_seqs);
+namespace {
+
+// The scheduler's limits and memory flags. With data-parallel attention SGLang divides --max-running-requests
+// (model_runner's _resolve_max_num_reqs) and --chunked-prefill-size (server_args' _handle_data_parallelism)
+// by --dp-size, so each of the `dp` engines gets the simulated limits when they are multiplied by it.
+std::string limit_flags(const ServingConfig& engine, ServerRole role, int dp) {
+  std::string flags = fmt::format(" \\\n  --max-running-requests {}", dp * engine.max_num_seqs);
   if (role != ServerRole::Decode) {
     // Without chunking a prompt is prefilled whole: -1 turns chunking off, and the prefill batch's cap is the
     // token budget.
-    flags += engine.chunked_prefill ? fmt::format(" \\\n  --chunked-prefill-size {}", engine.max_num_batched_tokens)
+    flags += engine.chunked_prefill ? fmt::format(" \\\n  --chunked-prefill-size {}", dp * engine.max_num_batched_tokens)
                                     : std::string(" \\\n  --chunked-prefill-size -1");
     flags += fmt::format(" \\\n  --max-prefill-tokens {}", engine.max_num_batched_tokens);
   }
@@ -22,11 +25,29 @@ std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfi
   return flags;
 }
 
+// Data-parallel attention: --tp-size counts every GPU of the group, --dp-size the attention engines; the
+// experts over all of them (--ep-size), exchanged by DeepEP's all-to-all, and the requests dealt in turn.
+std::string dp_attention_flags(const ServingPlan& plan, const ServingConfig& engine) {
+  return fmt::format(" \\\n  --tp-size {} \\\n  --pp-size 1 \\\n  --dp-size {} \\\n  --enable-dp-attention \\\n  "
+                     "--ep-size {} \\\n  --moe-a2a-backend deepep \\\n  --load-balance-method round_robin",
+                     plan.dp_attention * plan.tp, plan.dp_attention, plan.ep()) +
+         limit_flags(engine, ServerRole::Both, plan.dp_attention);
+}
+
+}  // namespace
+
+std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfig& engine, ServerRole role) {
+  std::string flags = fmt::format(" \\\n  --tp-size {} \\\n  --pp-size {}", tp, pp);
+  if (replicas > 1) flags += fmt::format(" \\\n  --dp-size {}", replicas);
+  return flags + limit_flags(engine, role, 1);
+}
+
 std::string sglang_launch_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
                                    int gpus_per_node) {
-  const int gpus = plan.tp * plan.pp * plan.replicas;
+  const int gpus = plan.tp * plan.pp * plan.replicas * plan.dp_attention;
   const int nodes = (gpus + gpus_per_node - 1) / gpus_per_node;
-  const std::string flags = sglang_engine_flags(plan.tp, plan.pp, plan.replicas, engine, ServerRole::Both);
+  const std::string flags = plan.dp_attention > 1 ? dp_attention_flags(plan, engine)
+                                                  : sglang_engine_flags(plan.tp, plan.pp, plan.replicas, engine, ServerRole::Both);
   const std::string launch = "python -m sglang.launch_server --model-path " + model;
   if (nodes <= 1) return launch + flags + "\n";
   std::string out = fmt::format(

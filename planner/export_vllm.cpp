@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
+
 namespace pw {
 
 std::string vllm_engine_limit_flags(const ServingConfig& engine) {
@@ -16,6 +18,12 @@ std::string vllm_engine_limit_flags(const ServingConfig& engine) {
 
 std::string vllm_serve_command(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
                                int gpus_per_node) {
+  if (plan.dp_attention > 1)
+    throw_bad_input("--export vllm: plan 1 runs {} data-parallel attention engines, and vLLM's API server sends each "
+                    "request to the engine with the fewest waiting x 4 + running requests (DPLBAsyncMPClient, "
+                    "vllm/v1/engine/core_client.py), not in turn as simulated; export sglang (--load-balance-method "
+                    "round_robin)",
+                    plan.dp_attention);
   std::string out;
   const bool across_nodes = plan.tp * plan.pp > gpus_per_node;
   if (across_nodes)

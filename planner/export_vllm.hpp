@@ -3,7 +3,8 @@
 // (vllm/engine/arg_utils.py, checked at vLLM 99d7eb5d; each dataclass field is the flag of its name): the tp and
 // pp of one engine, the replicas as data parallelism, the scheduler's limits, chunked prefill, the share of GPU
 // memory and the KV cache's type. An engine wider than a node runs its ranks through Ray, which vLLM requires
-// for one engine across nodes; the command says so.
+// for one engine across nodes; the command says so. Data-parallel attention plans are refused: vLLM balances
+// requests over its engines by their queues, not in turn as the simulation deals them.
 #include <string>
 
 #include "planner/serving_plan.hpp"

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "planner/disaggregated_plan.hpp"
+#include "planner/dp_attention_plan.hpp"
 #include "sim/serving_replicas.hpp"
 
 namespace pw {
@@ -74,6 +75,7 @@ ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const
       out.skipped.push_back(fmt::format("tp {}, pp {}: {}", tp, pp, e.what()));
     }
   }
+  if (model.transformer->moe) add_dp_attention_plans(model, cluster, cost, gpus, engine, requests, slo, out);
   if (disaggregate) add_disaggregated_plans(model, cluster, cost, gpus, engine, requests, slo, out);
   if (out.plans.empty()) {
     if (out.skipped.empty()) throw_bad_input("--gpus: {} GPUs split into no tp x pp x replicas for '{}'", gpus, model.name);

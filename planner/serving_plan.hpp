@@ -24,6 +24,10 @@ struct ServingSlo {
 
 struct ServingPlan {
   int tp = 1, pp = 1, replicas = 1;  // disaggregated: the decode pool's
+  // Data-parallel attention engines of tp GPUs each, the experts over all dp_attention x tp of them
+  // (sim/dp_attention_serving.hpp); 1: none.
+  int dp_attention = 1;
+  int ep() const { return dp_attention > 1 ? dp_attention * tp : 1; }
   // Disaggregated: the prefill pool's (0: one pool serves both, sim/disaggregated_serving.hpp).
   int prefill_tp = 0, prefill_pp = 0, prefill_replicas = 0;
   bool disaggregated() const { return prefill_tp > 0; }
@@ -49,7 +53,8 @@ std::vector<std::pair<int, int>> serving_engine_shapes(const Model& model, const
 void judge_serving(ServingPlan& plan, const ServingResult& served, const ServingSlo& slo);
 
 // BadInput when no configuration fits (naming the closest reason) or the GPUs cannot be split. `disaggregate`:
-// also plans with separate prefill and decode pools (planner/disaggregated_plan.hpp).
+// also plans with separate prefill and decode pools (planner/disaggregated_plan.hpp). A mixture of experts also
+// gets data-parallel attention plans (planner/dp_attention_plan.hpp).
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                                const ServingConfig& engine, const std::vector<ServingRequest>& requests,
                                const ServingSlo& slo, int top, bool disaggregate = false);

@@ -32,6 +32,9 @@ struct ServingRequest {
 struct ServingConfig {
   int tp = 1;
   int pp = 1;
+  // Routed experts whole over this many GPUs (data-parallel attention engines, sim/dp_attention_serving.hpp);
+  // 1: each expert split over tp.
+  int ep = 1;
   std::vector<LayerRange> stages;  // empty: transformer blocks spread evenly (embedding first, head last)
   int max_num_seqs = 256;           // requests running at once (vllm_serve_defaults for vLLM's)
   long max_num_batched_tokens = 8192;  // tokens in one batch

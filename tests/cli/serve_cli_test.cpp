@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include "cli_test_util.hpp"
@@ -395,4 +396,48 @@ TEST_CASE("serve simulate --replicas: the figures of serve plan's row for the sa
   check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--replicas", "2",
                    "--chrome-trace", tmp("replicas-trace.json")},
                   "--chrome-trace: draws one engine's stages; leave out --replicas for it");
+}
+
+TEST_CASE("serve --dp-attention: data-parallel attention engines with the experts over all their GPUs, searched by plan") {
+  const std::vector<std::string> base = {"serve", "simulate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100",
+                                         "--requests", "64", "--prompt-tokens", "512", "--output-tokens", "32",
+                                         "--rate", "20"};
+  const CliResult r = run_cli(with(base, {"--dp-attention", "4", "--tp", "2", "--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.at("dp_attention") == 4);
+  CHECK(j.at("ep") == 8);
+  const CliResult text = run_cli(with(base, {"--dp-attention", "8"}));
+  REQUIRE(text.code == 0);
+  CHECK(text.out.rfind("qwen3-30b-a3b on dgx-h100: tp 1, pp 1 x 8 data-parallel attention engines, ep 8 (8 GPUs), ", 0) == 0);
+  check_bad_input(with(base, {"--dp-attention", "2", "--replicas", "2"}),
+                  "--dp-attention: the engines already take the requests in turn; leave out --replicas");
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--dp-attention", "2"},
+                  "--dp-attention: model 'llama3-8b' has no routed experts; data-parallel attention spreads a mixture of "
+                  "experts' experts over the engines (serve copies of a dense engine with --replicas)");
+  check_bad_input(with(base, {"--dp-attention", "3"}),
+                  "--dp-attention 3 x --tp 1: the 128 routed experts do not split evenly over 3 GPUs; pick dp x tp "
+                  "dividing 128");
+
+  // serve plan tries one group of every GPU per tp, beside the single engines and their replicas.
+  const CliResult plan = run_cli({"serve", "plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                                  "--requests", "64", "--prompt-tokens", "512", "--output-tokens", "32", "--rate", "20",
+                                  "--top", "100", "--json"});
+  REQUIRE(plan.code == 0);
+  const nlohmann::json plans = nlohmann::json::parse(plan.out).at("plans");
+  std::vector<int> dp_tps;
+  for (const nlohmann::json& p : plans) {
+    if (p.at("dp_attention").get<int>() == 1) {
+      CHECK(p.at("ep") == 1);
+      continue;
+    }
+    CHECK(p.at("dp_attention").get<int>() * p.at("tp").get<int>() == 8);
+    CHECK(p.at("ep") == 8);
+    CHECK(p.at("pp") == 1);
+    CHECK(p.at("replicas") == 1);
+    dp_tps.push_back(p.at("tp"));
+  }
+  std::sort(dp_tps.begin(), dp_tps.end());
+  CHECK(dp_tps == std::vector<int>{1, 2, 4});
 }

@@ -1,0 +1,17 @@
+#pragma once
+// The serving planner's data-parallel attention plans for a mixture of experts (sim/dp_attention_serving.hpp):
+// every GPU in one group, dp_attention engines of tp GPUs (tp a power of two inside a node dividing the
+// attention heads, at least 2 engines) with the routed experts spread over all of them, where the experts
+// divide evenly.
+#include <vector>
+
+#include "planner/serving_plan.hpp"
+
+namespace pw {
+
+// Appends the plans (and the shapes that could not serve, to `skipped`) to `out`.
+void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
+                            const ServingConfig& engine, const std::vector<ServingRequest>& requests,
+                            const ServingSlo& slo, ServingPlanResult& out);
+
+}  // namespace pw

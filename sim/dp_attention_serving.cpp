@@ -1,0 +1,139 @@
+#include "sim/dp_attention_serving.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/expert_parallel.hpp"
+#include "core/special_values.hpp"
+#include "core/stage_costs.hpp"
+#include "sim/serving_engine.hpp"
+
+namespace pw {
+
+namespace {
+
+constexpr double kDispatchBytes = 2;  // bf16 token copies
+
+ParallelConfig folded(int tp, int dp) {
+  ParallelConfig pc;
+  pc.tp = tp;
+  pc.dp = dp;
+  pc.ep = tp * dp;
+  return pc;
+}
+
+void check_dp_attention(const Model& model, const ServingConfig& engine, int dp) {
+  const TransformerConfig* t = model.transformer ? &*model.transformer : nullptr;
+  if (!t || !t->moe)
+    throw_bad_input("--dp-attention: model '{}' has no routed experts; data-parallel attention spreads a mixture of "
+                    "experts' experts over the engines (serve copies of a dense engine with --replicas)",
+                    model.name);
+  if (dp < 2) throw_bad_input("--dp-attention: must be at least 2 engines, got {}", dp);
+  if (engine.pp != 1)
+    throw_bad_input("--dp-attention: each engine runs one stage (pp 1), got --pp {}; use --tp for a wider engine",
+                    engine.pp);
+  const int ep = dp * engine.tp;
+  if (t->moe->experts % ep != 0)
+    throw_bad_input("--dp-attention {} x --tp {}: the {} routed experts do not split evenly over {} GPUs; pick dp x tp "
+                    "dividing {}",
+                    dp, engine.tp, t->moe->experts, ep, t->moe->experts);
+}
+
+}  // namespace
+
+double dp_attention_step_time(const Model& model, const Cluster& cluster, const CostModel& cost,
+                              const ServingConfig& engine, const std::vector<ServingBatch>& batches) {
+  const TransformerConfig& t = *model.transformer;
+  const int dp = static_cast<int>(batches.size());
+  const ParallelConfig pc = folded(engine.tp, dp);
+  const LinkSpec tp_link = group_links(cluster, pc, 0).tp;
+  const AllToAllLinks links = all_to_all_links(cluster, pc, 0);
+  const GpuSpec& gpu = cluster.gpu_at(0);
+  ServingExperts experts{pc.ep, 0};
+  long busiest = 0;
+  for (const ServingBatch& b : batches) {
+    experts.tokens += static_cast<double>(b.tokens());
+    busiest = std::max(busiest, b.tokens());
+  }
+  // The dispatch and combine of the busiest engine's GPU: its share of the engine's tokens, top_k copies each.
+  LayerWork exchange;
+  exchange.forward.all_to_alls.assign(2, kDispatchBytes * static_cast<double>(busiest) / engine.tp * t.moe->top_k * t.hidden);
+  exchange.forward.dispatch = RoutedDispatch{t.moe->experts, t.moe->top_k, false};
+  const double all_to_all = busiest > 0 ? cost.expert_comm_time(exchange, Phase::Forward, links) : 0;
+  double step = 0;
+  for (const Layer& l : model.layers) {
+    if (l.kind == LayerKind::Mtp) continue;
+    double slowest = 0;
+    for (const ServingBatch& b : batches)
+      slowest = std::max(slowest, cost.serving_time(l, serving_layer_work(model, l, engine.tp, b, engine.kv_dtype,
+                                                                          engine.weights, experts),
+                                                    gpu, tp_link, engine.tp));
+    step += slowest;
+    if (l.kind == LayerKind::Block && t.moe_block(l.block)) step += all_to_all;
+  }
+  return step;
+}
+
+ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                    const ServingConfig& engine, int dp, const std::vector<ServingRequest>& requests) {
+  check_dp_attention(model, engine, dp);
+  cluster.check_capacity(dp * engine.tp);
+  ServingConfig rank_config = engine;
+  rank_config.ep = dp * engine.tp;
+  // Each engine's requests (every dp-th) and its share of a closed loop, as replicas take them.
+  std::vector<std::vector<ServingRequest>> mine(static_cast<size_t>(dp));
+  for (size_t i = 0; i < requests.size(); ++i) mine[i % static_cast<size_t>(dp)].push_back(requests[i]);
+  std::vector<ServingConfig> configs(static_cast<size_t>(dp), rank_config);
+  std::vector<std::unique_ptr<ServingEngine>> engines;
+  for (int r = 0; r < dp; ++r) {
+    ServingConfig& c = configs[static_cast<size_t>(r)];
+    if (engine.concurrency > 0) c.concurrency = std::max(1, engine.concurrency / dp + (r < engine.concurrency % dp ? 1 : 0));
+    engines.push_back(std::make_unique<ServingEngine>(model, cluster, cost, c, mine[static_cast<size_t>(r)]));
+  }
+  double now = 0;
+  const auto all_done = [&] {
+    return std::all_of(engines.begin(), engines.end(), [](const auto& e) { return e->done(); });
+  };
+  while (!all_done()) {
+    std::vector<ServingStep> steps(static_cast<size_t>(dp));
+    std::vector<ServingBatch> batches(static_cast<size_t>(dp));
+    bool any = false;
+    for (size_t r = 0; r < engines.size(); ++r) {
+      engines[r]->complete_until(now);
+      engines[r]->admit_arrivals(now);
+      steps[r] = engines[r]->schedule();
+      batches[r] = serving_batch(steps[r]);
+      any = any || !steps[r].empty();
+    }
+    if (!any) {
+      // Nothing to run: wait for the next arrival anywhere.
+      double next = kInf;
+      for (const auto& e : engines) next = std::min(next, e->next_arrival_s());
+      if (all_done()) break;
+      if (next == kInf) throw_runtime("serving simulation: data-parallel engines have requests left and nothing can run");
+      now = std::max(now, next);
+      continue;
+    }
+    const double time = dp_attention_step_time(model, cluster, cost, rank_config, batches);
+    for (size_t r = 0; r < engines.size(); ++r) engines[r]->launch_timed(std::move(steps[r]), now, time);
+    now += time;
+  }
+  // The engines' requests together in the order given, as simulate_replicas gathers them.
+  ServingResult all;
+  all.requests.resize(requests.size());
+  for (size_t r = 0; r < engines.size(); ++r) {
+    const ServingResult& one = engines[r]->result();
+    for (size_t j = 0; j < one.requests.size(); ++j) all.requests[r + j * static_cast<size_t>(dp)] = one.requests[j];
+    all.makespan_s = std::max(all.makespan_s, one.makespan_s);
+    all.preemptions += one.preemptions;
+    all.batches = std::max(all.batches, one.batches);
+    all.max_running = std::max(all.max_running, one.max_running);
+    all.peak_kv_use = std::max(all.peak_kv_use, one.peak_kv_use);
+    all.kv_capacity_tokens = one.kv_capacity_tokens;
+    all.stage_busy_s = one.stage_busy_s;  // every engine steps alike
+  }
+  return all;
+}
+
+}  // namespace pw

@@ -1,0 +1,31 @@
+#pragma once
+// Data-parallel attention with expert parallelism ("wide EP": SGLang's --enable-dp-attention with --ep-size,
+// vLLM's --data-parallel-size with --enable-expert-parallel): dp engines of tp GPUs each prefill and decode
+// their own requests with their own scheduler and KV cache (attention and the dense layers on their own
+// batch), while every MoE layer's routed experts spread whole over all dp x tp GPUs (ep = dp x tp, experts /
+// ep each), which receive the copies of every engine's tokens.
+//
+// Every MoE layer is a barrier (its dispatch all-to-all waits for every engine), so the engines step in
+// lockstep, one stage each (pp 1): when any engine has work, all run a step (an idle one an empty batch, as
+// both frameworks run a dummy forward), and the step takes, layer by layer, the slowest engine's time (its
+// attention and dense work, the experts' GEMMs on every engine's tokens that reach this GPU, which are alike
+// on all GPUs at the balanced routing the model assumes) plus, for a MoE layer, the dispatch and combine
+// all-to-alls of the busiest engine's GPU (its tokens / tp, top_k copies each, over the ep group's links).
+// Requests go to the engines in turn, as SGLang's default --load-balance-method round_robin sends them (the
+// i-th to engine i mod dp), and a closed loop's concurrency is split among them.
+#include <vector>
+
+#include "sim/serving_sim.hpp"
+
+namespace pw {
+
+// BadInput for a model without routed experts, pp > 1, dp < 2, or experts that dp x tp does not divide, and
+// for whatever an engine refuses (weights that leave no KV cache, a request larger than it).
+ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                    const ServingConfig& engine, int dp, const std::vector<ServingRequest>& requests);
+
+// One lockstep step's time for the engines' batches (an empty batch for an idle engine).
+double dp_attention_step_time(const Model& model, const Cluster& cluster, const CostModel& cost,
+                              const ServingConfig& engine, const std::vector<ServingBatch>& batches);
+
+}  // namespace pw
