@@ -8,6 +8,7 @@
 #include "core/special_values.hpp"
 #include "core/stage_costs.hpp"
 #include "sim/serving_engine.hpp"
+#include "sim/serving_replicas.hpp"
 
 namespace pw {
 
@@ -119,20 +120,11 @@ ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, 
     for (size_t r = 0; r < engines.size(); ++r) engines[r]->launch_timed(std::move(steps[r]), now, time);
     now += time;
   }
-  // The engines' requests together in the order given, as simulate_replicas gathers them.
+  // The engines' requests together in the order given; every engine ran every step, so batches are steps.
   ServingResult all;
   all.requests.resize(requests.size());
-  for (size_t r = 0; r < engines.size(); ++r) {
-    const ServingResult& one = engines[r]->result();
-    for (size_t j = 0; j < one.requests.size(); ++j) all.requests[r + j * static_cast<size_t>(dp)] = one.requests[j];
-    all.makespan_s = std::max(all.makespan_s, one.makespan_s);
-    all.preemptions += one.preemptions;
-    all.batches = std::max(all.batches, one.batches);
-    all.max_running = std::max(all.max_running, one.max_running);
-    all.peak_kv_use = std::max(all.peak_kv_use, one.peak_kv_use);
-    all.kv_capacity_tokens = one.kv_capacity_tokens;
-    all.stage_busy_s = one.stage_busy_s;  // every engine steps alike
-  }
+  for (size_t r = 0; r < engines.size(); ++r) merge_engine_result(all, engines[r]->result(), r, engines.size());
+  all.batches = engines.front()->result().batches;
   return all;
 }
 

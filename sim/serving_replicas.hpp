@@ -10,6 +10,10 @@ namespace pw {
 // The replicas' requests together, in the order given; makespan the latest, preemptions summed,
 // kv_capacity_tokens one engine's (the nodes are alike, so replica 0's place stands for all), stage_busy_s each
 // stage's mean over the replicas, max_running and peak_kv_use the largest engine's.
+// Adds engine r's result (its requests every engines-th of the whole, from r) to `all`, as simulate_replicas
+// gathers them; its batches are the caller's to count.
+void merge_engine_result(ServingResult& all, const ServingResult& one, size_t r, size_t engines);
+
 ServingResult simulate_replicas(const Model& model, const Cluster& cluster, const CostModel& cost, ServingConfig engine,
                                 int replicas, const std::vector<ServingRequest>& requests);
 
