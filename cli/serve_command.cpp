@@ -57,8 +57,6 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   if (replicas > 1 && !chrome_trace.empty())
     throw_bad_input("--chrome-trace: draws one engine's stages; leave out --replicas for it");
   if (dp_attention < 1) throw_bad_input("--dp-attention: must be at least 1, got {}", dp_attention);
-  if (dp_attention > 1 && replicas > 1)
-    throw_bad_input("--dp-attention: the engines already take the requests in turn; leave out --replicas");
   if (dp_attention > 1 && !chrome_trace.empty())
     throw_bad_input("--chrome-trace: draws one engine's stages; leave out --dp-attention for it");
   const int engines = replicas * dp_attention;
@@ -68,7 +66,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   c.record_spans = !chrome_trace.empty();
   const AnalyticCostModel cost;
   // Replicas as serve plan runs them: each its every replicas-th request.
-  const ServingResult r = dp_attention > 1 ? simulate_dp_attention(model, cluster, cost, c, dp_attention, requests)
+  const ServingResult r = dp_attention > 1 ? simulate_dp_attention_groups(model, cluster, cost, c, dp_attention, replicas, requests)
                           : replicas > 1   ? simulate_replicas(model, cluster, cost, c, replicas, requests)
                                            : simulate_serving(model, cluster, cost, c, requests);
   const ServingMetrics m = serving_metrics(r);
@@ -93,10 +91,10 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
     out << j.dump(2) << "\n";
     return;
   }
-  const std::string copies = dp_attention > 1 ? fmt::format(" x {} data-parallel attention engines, ep {}", dp_attention,
-                                                            dp_attention * tp)
-                             : replicas > 1   ? fmt::format(" x {} replicas", replicas)
-                                              : std::string();
+  std::string copies = dp_attention > 1 ? fmt::format(" x {} data-parallel attention engines, ep {}", dp_attention,
+                                                      dp_attention * tp)
+                                        : std::string();
+  if (replicas > 1) copies += fmt::format(" x {} replicas", replicas);
   out << fmt::format("{} on {}: tp {}, pp {}{} ({} GPUs), {}\n", model.name, cluster.name, tp, pp, copies,
                      tp * pp * engines, o.workload_text(requests.size()));
   out << fmt::format("KV cache {} tokens ({}), peak use {}; at most {} requests running; {} preemptions; {} batches\n\n",
@@ -175,7 +173,8 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->capture_default_str();
   sim->add_option("--dp-attention", *dp_attention,
                   "Data-parallel attention engines of tp x 1 GPUs, each with its own requests (in turn) and KV cache, "
-                  "a mixture of experts' experts spread over all of them (ep = dp-attention x tp)")
+                  "a mixture of experts' experts spread over all of them (ep = dp-attention x tp); --replicas copies "
+                  "the group")
       ->capture_default_str();
   auto pool = std::make_shared<PrefillPoolOptions>();
   sim->add_option("--prefill-tp", pool->tp,

@@ -139,8 +139,9 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   out << "\nreplicas: copies of the tp x pp engine, each serving every replicas-th request; KV tokens: one engine's\n"
          "cache; SLO met: requests within both limits; best effort: the SLO percentile misses a limit.\n";
   if (any_dpa)
-    out << "dp attention: that many engines of tp GPUs, each with its own requests (in turn) and KV cache (KV tokens:\n"
-           "one engine's), stepping together, the routed experts spread whole over all their GPUs (ep).\n";
+    out << "dp attention: a group of that many engines of tp GPUs, each with its own requests (in turn) and KV cache\n"
+           "(KV tokens: one engine's), stepping together, the routed experts spread whole over the group's GPUs (ep);\n"
+           "replicas copy the group.\n";
   if (o.disaggregate)
     out << "prefill pool: its engines compute each prompt and first token, the KV cache goes over the link to the\n"
            "tp x pp x replicas decode engines (their KV tokens shown); -: one pool serves both.\n";

@@ -15,24 +15,30 @@ void add_dp_attention_plans(const Model& model, const Cluster& cluster, const Co
   const TransformerConfig& t = *model.transformer;
   const int node = cluster.ideal ? gpus : cluster.gpus_per_node;
   for (int tp = 1; tp <= std::min(node, gpus / 2); tp *= 2) {
-    if (t.heads % tp != 0 || gpus % tp != 0 || t.moe->experts % gpus != 0) continue;
-    const int dp = gpus / tp;
-    ++out.considered;
-    ServingConfig c = engine;
-    c.tp = tp;
-    c.pp = 1;
-    c.stages.clear();
-    try {
-      ServingPlan p;
-      p.tp = tp;
-      p.dp_attention = dp;
-      const ServingResult all = simulate_dp_attention(model, cluster, cost, c, dp, requests);
-      p.kv_capacity_tokens = all.kv_capacity_tokens;
-      judge_serving(p, all, slo);
-      out.plans.push_back(p);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::BadInput) throw;
-      out.skipped.push_back(fmt::format("tp {} x {} data-parallel attention engines: {}", tp, dp, e.what()));
+    if (t.heads % tp != 0 || gpus % tp != 0) continue;
+    for (int dp = 2; dp <= gpus / tp; ++dp) {
+      const int group = dp * tp;
+      if (gpus % group != 0 || t.moe->experts % group != 0) continue;
+      const int groups = gpus / group;
+      ++out.considered;
+      ServingConfig c = engine;
+      c.tp = tp;
+      c.pp = 1;
+      c.stages.clear();
+      try {
+        ServingPlan p;
+        p.tp = tp;
+        p.dp_attention = dp;
+        p.replicas = groups;
+        const ServingResult all = simulate_dp_attention_groups(model, cluster, cost, c, dp, groups, requests);
+        p.kv_capacity_tokens = all.kv_capacity_tokens;
+        judge_serving(p, all, slo);
+        out.plans.push_back(p);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::BadInput) throw;
+        out.skipped.push_back(
+            fmt::format("tp {} x {} data-parallel attention engines x {} replicas: {}", tp, dp, groups, e.what()));
+      }
     }
   }
 }

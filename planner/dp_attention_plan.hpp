@@ -1,8 +1,8 @@
 #pragma once
 // The serving planner's data-parallel attention plans for a mixture of experts (sim/dp_attention_serving.hpp):
-// every GPU in one group, dp_attention engines of tp GPUs (tp a power of two inside a node dividing the
-// attention heads, at least 2 engines) with the routed experts spread over all of them, where the experts
-// divide evenly.
+// groups of dp engines of tp GPUs (tp a power of two inside a node dividing the attention heads, at least 2
+// engines) with the routed experts spread over each group's dp x tp GPUs, where that divides the experts and
+// the GPUs; the groups are replicas, each taking every replicas-th request.
 #include <vector>
 
 #include "planner/serving_plan.hpp"

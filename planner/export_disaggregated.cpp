@@ -7,21 +7,11 @@
 #include "core/error.hpp"
 #include "planner/export_sglang.hpp"
 #include "planner/export_vllm.hpp"
+#include "planner/server_placement.hpp"
 
 namespace pw {
 
 namespace {
-
-// Ports are numbered from fixed bases by server; past this many they would run into one another.
-constexpr int kMaxServers = 10000;
-
-// Where one engine's server runs.
-struct ServerPlace {
-  int node = 0;       // of its first GPU
-  int local_gpu = 0;  // its first GPU's index on that node
-  int gpus = 1;
-  int nodes = 1;      // above 1: that many whole nodes from `node`
-};
 
 struct PoolShape {
   const char* name;  // "prefill" or "decode"
@@ -29,23 +19,11 @@ struct PoolShape {
   int first_gpu;  // in the cluster: the prefill pool first, the decode pool after it
 };
 
-std::vector<ServerPlace> place_servers(const PoolShape& pool, int gpus_per_node) {
-  std::vector<ServerPlace> places;
-  const int gpus = pool.tp * pool.pp;
-  for (int e = 0; e < pool.replicas; ++e) {
-    const int first = pool.first_gpu + e * gpus;
-    ServerPlace p{first / gpus_per_node, first % gpus_per_node, gpus, 1};
-    if (p.local_gpu + gpus > gpus_per_node) {
-      if (p.local_gpu != 0 || gpus % gpus_per_node != 0)
-        throw_bad_input("--export: the {} pool's engine {} (tp {} x pp {}, the cluster's GPUs {}-{}) would straddle "
-                        "nodes of {} GPUs without filling them, which no launcher places; export the best single pool "
-                        "(leave out --disaggregate)",
-                        pool.name, e, pool.tp, pool.pp, first, first + gpus - 1, gpus_per_node);
-      p.nodes = gpus / gpus_per_node;
-    }
-    places.push_back(p);
-  }
-  return places;
+std::vector<ServerPlace> place_pool(const PoolShape& pool, int gpus_per_node) {
+  return place_servers({fmt::format("the {} pool's engine", pool.name), fmt::format("tp {} x pp {}", pool.tp, pool.pp),
+                        "export the best single pool (leave out --disaggregate)", pool.first_gpu, pool.tp * pool.pp,
+                        pool.replicas},
+                       gpus_per_node);
 }
 
 struct Layout {
@@ -61,21 +39,12 @@ Layout layout_of(const ServingPlan& plan, int gpus_per_node) {
            {},
            {},
            1};
-  if (plan.prefill_replicas + plan.replicas > kMaxServers)
-    throw_bad_input("--export: {} servers, more than the {} whose ports the export numbers apart; plan fewer, wider "
-                    "engines (--gpus)",
-                    plan.prefill_replicas + plan.replicas, kMaxServers);
-  l.prefill_places = place_servers(l.prefill, gpus_per_node);
-  l.decode_places = place_servers(l.decode, gpus_per_node);
+  check_server_count(plan.prefill_replicas + plan.replicas, "plan fewer, wider engines (--gpus)");
+  l.prefill_places = place_pool(l.prefill, gpus_per_node);
+  l.decode_places = place_pool(l.decode, gpus_per_node);
   const ServerPlace& last = l.decode_places.back();
   l.nodes = last.node + last.nodes;
   return l;
-}
-
-std::string gpus_text(const ServerPlace& p) {
-  if (p.nodes > 1) return fmt::format("nodes {}-{}, all GPUs", p.node, p.node + p.nodes - 1);
-  return p.gpus == 1 ? fmt::format("node {}, GPU {}", p.node, p.local_gpu)
-                     : fmt::format("node {}, GPUs {}-{}", p.node, p.local_gpu, p.local_gpu + p.gpus - 1);
 }
 
 std::string pool_text(const PoolShape& pool) {
@@ -86,13 +55,7 @@ std::string pool_text(const PoolShape& pool) {
 
 // The lines every export starts with: the pools, and the node addresses the commands use.
 std::string header(const Layout& l, int gpus_per_node) {
-  std::string out = fmt::format("# {}\n# {}\n", pool_text(l.prefill), pool_text(l.decode));
-  out += "# run each server on its node, in a shell of its own; ";
-  out += l.nodes == 1 ? std::string("NODE0: the node's address (127.0.0.1 with the router on it too)\n")
-                      : fmt::format("NODE0..NODE{}: the nodes' addresses (node i holds the\n# cluster's GPUs i x {} to "
-                                    "i x {} + {}), reachable from one another and from the router\n",
-                                    l.nodes - 1, gpus_per_node, gpus_per_node, gpus_per_node - 1);
-  return out;
+  return fmt::format("# {}\n# {}\n", pool_text(l.prefill), pool_text(l.decode)) + nodes_text(l.nodes, gpus_per_node);
 }
 
 }  // namespace

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
+#include "planner/server_placement.hpp"
+
 namespace pw {
 
 namespace {
@@ -34,6 +38,39 @@ std::string dp_attention_flags(const ServingPlan& plan, const ServingConfig& eng
          limit_flags(engine, ServerRole::Both, plan.dp_attention);
 }
 
+// Replicas of a data-parallel attention group: a server per group on its own GPUs, and SGLang's router dealing
+// the requests to them in turn (python -m sglang_router.launch_router --worker-urls ... --policy round_robin,
+// docs/advanced_features/router.md), as the simulation deals them to the groups.
+std::string dp_attention_groups_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
+                                         int gpus_per_node) {
+  constexpr int kFirstPort = 30000;
+  check_server_count(plan.replicas, "plan wider groups (a larger --dp-attention)");
+  const std::vector<ServerPlace> places =
+      place_servers({"data-parallel attention group", fmt::format("{} engines of tp {}", plan.dp_attention, plan.tp),
+                     "plan groups that fit in a node or fill whole nodes", 0, plan.dp_attention * plan.tp, plan.replicas},
+                    gpus_per_node);
+  std::string out = fmt::format("# {} groups of {} data-parallel attention engines of tp {} (ep {}), a server each\n",
+                                plan.replicas, plan.dp_attention, plan.tp, plan.ep()) +
+                    nodes_text(places.back().node + places.back().nodes, gpus_per_node);
+  std::string router = "python -m sglang_router.launch_router \\\n  --worker-urls";
+  for (size_t g = 0; g < places.size(); ++g) {
+    const ServerPlace& p = places[g];
+    const int port = kFirstPort + static_cast<int>(g);
+    const std::string launch = fmt::format("python -m sglang.launch_server --model-path {}{} \\\n  --host 0.0.0.0 \\\n  "
+                                           "--port {} \\\n  --base-gpu-id {}",
+                                           model, dp_attention_flags(plan, engine), port, p.local_gpu);
+    if (p.nodes == 1) out += fmt::format("# group {}: {}\n{}\n", g, gpus_text(p), launch);
+    for (int r = 0; p.nodes > 1 && r < p.nodes; ++r)
+      out += fmt::format("# group {}: node {} of its {} (node rank {})\n{} \\\n  --nnodes {} \\\n  --node-rank {} \\\n  "
+                         "--dist-init-addr \"$NODE{}:5000\"\n",
+                         g, p.node + r, p.nodes, r, launch, p.nodes, r, p.node);
+    router += fmt::format(" \\\n    \"http://$NODE{}:{}\"", p.node, port);
+  }
+  out += "# the router, on any host that reaches the servers: each request to the next group in turn, as simulated;\n"
+         "# clients send to its port 8000\n";
+  return out + router + " \\\n  --policy round_robin \\\n  --host 0.0.0.0 \\\n  --port 8000\n";
+}
+
 }  // namespace
 
 std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfig& engine, ServerRole role) {
@@ -44,6 +81,7 @@ std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfi
 
 std::string sglang_launch_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
                                    int gpus_per_node) {
+  if (plan.dp_attention > 1 && plan.replicas > 1) return dp_attention_groups_commands(plan, engine, model, gpus_per_node);
   const int gpus = plan.tp * plan.pp * plan.replicas * plan.dp_attention;
   const int nodes = (gpus + gpus_per_node - 1) / gpus_per_node;
   const std::string flags = plan.dp_attention > 1 ? dp_attention_flags(plan, engine)

@@ -24,8 +24,8 @@ struct ServingSlo {
 
 struct ServingPlan {
   int tp = 1, pp = 1, replicas = 1;  // disaggregated: the decode pool's
-  // Data-parallel attention engines of tp GPUs each, the experts over all dp_attention x tp of them
-  // (sim/dp_attention_serving.hpp); 1: none.
+  // Data-parallel attention engines of tp GPUs each in a group, the experts over the group's dp_attention x tp
+  // GPUs (sim/dp_attention_serving.hpp; replicas: the groups); 1: none.
   int dp_attention = 1;
   int ep() const { return dp_attention > 1 ? dp_attention * tp : 1; }
   // Disaggregated: the prefill pool's (0: one pool serves both, sim/disaggregated_serving.hpp).

@@ -128,4 +128,14 @@ ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, 
   return all;
 }
 
+ServingResult simulate_dp_attention_groups(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                           const ServingConfig& engine, int dp, int groups,
+                                           const std::vector<ServingRequest>& requests) {
+  if (groups < 1) throw_bad_input("--replicas: must be at least 1, got {}", groups);
+  cluster.check_capacity(groups * dp * engine.tp);
+  return simulate_copies(engine, groups, requests, [&](const ServingConfig& c, const std::vector<ServingRequest>& mine) {
+    return simulate_dp_attention(model, cluster, cost, c, dp, mine);
+  });
+}
+
 }  // namespace pw

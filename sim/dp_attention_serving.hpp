@@ -24,6 +24,12 @@ namespace pw {
 ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, const CostModel& cost,
                                     const ServingConfig& engine, int dp, const std::vector<ServingRequest>& requests);
 
+// `groups` such groups, each on its own dp x tp GPUs, each taking every groups-th request (and its share of a
+// closed loop), as replicas do (sim/serving_replicas.hpp). The groups are alike, so group 0's links stand for all.
+ServingResult simulate_dp_attention_groups(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                           const ServingConfig& engine, int dp, int groups,
+                                           const std::vector<ServingRequest>& requests);
+
 // One lockstep step's time for the engines' batches (an empty batch for an idle engine).
 double dp_attention_step_time(const Model& model, const Cluster& cluster, const CostModel& cost,
                               const ServingConfig& engine, const std::vector<ServingBatch>& batches);

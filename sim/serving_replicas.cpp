@@ -4,21 +4,29 @@
 
 namespace pw {
 
-ServingResult simulate_replicas(const Model& model, const Cluster& cluster, const CostModel& cost, ServingConfig engine,
-                                int replicas, const std::vector<ServingRequest>& requests) {
+ServingResult simulate_copies(const ServingConfig& engine, int copies, const std::vector<ServingRequest>& requests,
+                              const ServingUnit& one) {
   ServingResult all;
   all.requests.resize(requests.size());
-  const int concurrency = engine.concurrency;
-  for (int r = 0; r < replicas; ++r) {
+  ServingConfig c = engine;
+  for (int r = 0; r < copies; ++r) {
     std::vector<ServingRequest> mine;
-    for (size_t i = static_cast<size_t>(r); i < requests.size(); i += static_cast<size_t>(replicas)) mine.push_back(requests[i]);
+    for (size_t i = static_cast<size_t>(r); i < requests.size(); i += static_cast<size_t>(copies)) mine.push_back(requests[i]);
     if (mine.empty()) continue;
-    if (concurrency > 0) engine.concurrency = std::max(1, concurrency / replicas + (r < concurrency % replicas ? 1 : 0));
-    const ServingResult one = simulate_serving(model, cluster, cost, engine, mine);
-    merge_engine_result(all, one, static_cast<size_t>(r), static_cast<size_t>(replicas));
-    all.batches += one.batches;
+    if (engine.concurrency > 0)
+      c.concurrency = std::max(1, engine.concurrency / copies + (r < engine.concurrency % copies ? 1 : 0));
+    const ServingResult unit = one(c, mine);
+    merge_engine_result(all, unit, static_cast<size_t>(r), static_cast<size_t>(copies));
+    all.batches += unit.batches;
   }
   return all;
+}
+
+ServingResult simulate_replicas(const Model& model, const Cluster& cluster, const CostModel& cost, ServingConfig engine,
+                                int replicas, const std::vector<ServingRequest>& requests) {
+  return simulate_copies(engine, replicas, requests, [&](const ServingConfig& c, const std::vector<ServingRequest>& mine) {
+    return simulate_serving(model, cluster, cost, c, mine);
+  });
 }
 
 void merge_engine_result(ServingResult& all, const ServingResult& one, size_t r, size_t engines) {

@@ -1,6 +1,7 @@
 #pragma once
 // Replicas of one serving engine, each on its own GPUs, each taking every replicas-th request (vLLM's data
 // parallelism behind a round-robin front end) and a closed loop's concurrency split among them.
+#include <functional>
 #include <vector>
 
 #include "sim/serving_sim.hpp"
@@ -13,6 +14,12 @@ namespace pw {
 // Adds engine r's result (its requests every engines-th of the whole, from r) to `all`, as simulate_replicas
 // gathers them; its batches are the caller's to count.
 void merge_engine_result(ServingResult& all, const ServingResult& one, size_t r, size_t engines);
+
+// Copies of any served unit (an engine, a data-parallel attention group), each taking every copies-th request
+// and its share of a closed loop, simulated by `one` and gathered; batches summed.
+using ServingUnit = std::function<ServingResult(const ServingConfig&, const std::vector<ServingRequest>&)>;
+ServingResult simulate_copies(const ServingConfig& engine, int copies, const std::vector<ServingRequest>& requests,
+                              const ServingUnit& one);
 
 ServingResult simulate_replicas(const Model& model, const Cluster& cluster, const CostModel& cost, ServingConfig engine,
                                 int replicas, const std::vector<ServingRequest>& requests);

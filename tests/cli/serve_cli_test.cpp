@@ -411,8 +411,11 @@ TEST_CASE("serve --dp-attention: data-parallel attention engines with the expert
   const CliResult text = run_cli(with(base, {"--dp-attention", "8"}));
   REQUIRE(text.code == 0);
   CHECK(text.out.rfind("qwen3-30b-a3b on dgx-h100: tp 1, pp 1 x 8 data-parallel attention engines, ep 8 (8 GPUs), ", 0) == 0);
-  check_bad_input(with(base, {"--dp-attention", "2", "--replicas", "2"}),
-                  "--dp-attention: the engines already take the requests in turn; leave out --replicas");
+  const CliResult groups = run_cli(with(base, {"--dp-attention", "2", "--tp", "2", "--replicas", "2"}));
+  REQUIRE(groups.code == 0);
+  CHECK(groups.out.rfind("qwen3-30b-a3b on dgx-h100: tp 2, pp 1 x 2 data-parallel attention engines, ep 4 x 2 "
+                         "replicas (8 GPUs), ",
+                         0) == 0);
   check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--dp-attention", "2"},
                   "--dp-attention: model 'llama3-8b' has no routed experts; data-parallel attention spreads a mixture of "
                   "experts' experts over the engines (serve copies of a dense engine with --replicas)");
@@ -420,24 +423,24 @@ TEST_CASE("serve --dp-attention: data-parallel attention engines with the expert
                   "--dp-attention 3 x --tp 1: the 128 routed experts do not split evenly over 3 GPUs; pick dp x tp "
                   "dividing 128");
 
-  // serve plan tries one group of every GPU per tp, beside the single engines and their replicas.
+  // serve plan tries groups of every size dividing the GPUs and the experts, per tp, as replicas.
   const CliResult plan = run_cli({"serve", "plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
                                   "--requests", "64", "--prompt-tokens", "512", "--output-tokens", "32", "--rate", "20",
                                   "--top", "100", "--json"});
   REQUIRE(plan.code == 0);
   const nlohmann::json plans = nlohmann::json::parse(plan.out).at("plans");
-  std::vector<int> dp_tps;
+  std::vector<std::pair<int, int>> shapes;  // (tp, dp attention)
   for (const nlohmann::json& p : plans) {
     if (p.at("dp_attention").get<int>() == 1) {
       CHECK(p.at("ep") == 1);
       continue;
     }
-    CHECK(p.at("dp_attention").get<int>() * p.at("tp").get<int>() == 8);
-    CHECK(p.at("ep") == 8);
+    const int group = p.at("dp_attention").get<int>() * p.at("tp").get<int>();
+    CHECK(p.at("ep") == group);
+    CHECK(group * p.at("replicas").get<int>() == 8);
     CHECK(p.at("pp") == 1);
-    CHECK(p.at("replicas") == 1);
-    dp_tps.push_back(p.at("tp"));
+    shapes.emplace_back(p.at("tp"), p.at("dp_attention"));
   }
-  std::sort(dp_tps.begin(), dp_tps.end());
-  CHECK(dp_tps == std::vector<int>{1, 2, 4});
+  std::sort(shapes.begin(), shapes.end());
+  CHECK(shapes == std::vector<std::pair<int, int>>{{1, 2}, {1, 4}, {1, 8}, {2, 2}, {2, 4}, {4, 2}});
 }

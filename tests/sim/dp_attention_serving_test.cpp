@@ -152,3 +152,21 @@ TEST_CASE("dp attention refuses a dense model, pp > 1, one engine and experts dp
   CHECK(refusal(x.model, piped, 2) ==
         "--dp-attention: each engine runs one stage (pp 1), got --pp 2; use --tp for a wider engine");
 }
+
+TEST_CASE("dp attention groups: each group takes every groups-th request and serves it as a group alone") {
+  const Qwen3MoeOnH100 x;
+  ServingConfig engine;
+  const std::vector<ServingRequest> requests{{0.0, 500, 4}, {0.001, 700, 3}, {0.002, 300, 5}, {0.003, 900, 2}};
+  const ServingResult both = simulate_dp_attention_groups(x.model, x.cluster, x.cost, engine, 2, 2, requests);
+  const ServingResult first = simulate_dp_attention(x.model, x.cluster, x.cost, engine, 2, {requests[0], requests[2]});
+  const ServingResult second = simulate_dp_attention(x.model, x.cluster, x.cost, engine, 2, {requests[1], requests[3]});
+  for (size_t j = 0; j < 2; ++j) {
+    CHECK(both.requests[2 * j].first_token_s == first.requests[j].first_token_s);
+    CHECK(both.requests[2 * j].last_token_s == first.requests[j].last_token_s);
+    CHECK(both.requests[2 * j + 1].first_token_s == second.requests[j].first_token_s);
+    CHECK(both.requests[2 * j + 1].last_token_s == second.requests[j].last_token_s);
+  }
+  CHECK(both.batches == first.batches + second.batches);
+  CHECK_THROWS_WITH(simulate_dp_attention_groups(x.model, x.cluster, x.cost, engine, 2, 0, requests),
+                    "--replicas: must be at least 1, got 0");
+}
