@@ -83,14 +83,7 @@ std::string sglang_disaggregated_commands(const ServingPlan& plan, const Serving
       flags += fmt::format(" \\\n  --host 0.0.0.0 \\\n  --port {} \\\n  --base-gpu-id {}", port, p.local_gpu);
       flags += sglang_engine_flags(pool.tp, pool.pp, 1, engine, role);
       const std::string launch = "python -m sglang.launch_server --model-path " + model + flags;
-      if (p.nodes == 1) {
-        out += fmt::format("# {} server {}: {}\n{}\n", pool.name, e, gpus_text(p), launch);
-      } else {
-        for (int r = 0; r < p.nodes; ++r)
-          out += fmt::format("# {} server {}: node {} of its {} (node rank {})\n{} \\\n  --nnodes {} \\\n  --node-rank {} "
-                             "\\\n  --dist-init-addr \"$NODE{}:5000\"\n",
-                             pool.name, e, p.node + r, p.nodes, r, launch, p.nodes, r, p.node);
-      }
+      out += sglang_server_commands(fmt::format("{} server {}", pool.name, e), p, launch);
       router += prefill ? fmt::format(" \\\n  --prefill \"http://$NODE{}:{}\" {}", p.node, port,
                                       kFirstBootstrapPort + static_cast<int>(e))
                         : fmt::format(" \\\n  --decode \"http://$NODE{}:{}\"", p.node, port);

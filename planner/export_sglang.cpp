@@ -4,8 +4,6 @@
 
 #include <vector>
 
-#include "planner/server_placement.hpp"
-
 namespace pw {
 
 namespace {
@@ -59,11 +57,7 @@ std::string dp_attention_groups_commands(const ServingPlan& plan, const ServingC
     const std::string launch = fmt::format("python -m sglang.launch_server --model-path {}{} \\\n  --host 0.0.0.0 \\\n  "
                                            "--port {} \\\n  --base-gpu-id {}",
                                            model, dp_attention_flags(plan, engine), port, p.local_gpu);
-    if (p.nodes == 1) out += fmt::format("# group {}: {}\n{}\n", g, gpus_text(p), launch);
-    for (int r = 0; p.nodes > 1 && r < p.nodes; ++r)
-      out += fmt::format("# group {}: node {} of its {} (node rank {})\n{} \\\n  --nnodes {} \\\n  --node-rank {} \\\n  "
-                         "--dist-init-addr \"$NODE{}:5000\"\n",
-                         g, p.node + r, p.nodes, r, launch, p.nodes, r, p.node);
+    out += sglang_server_commands(fmt::format("group {}", g), p, launch);
     router += fmt::format(" \\\n    \"http://$NODE{}:{}\"", p.node, port);
   }
   out += "# the router, on any host that reaches the servers: each request to the next group in turn, as simulated;\n"
@@ -72,6 +66,16 @@ std::string dp_attention_groups_commands(const ServingPlan& plan, const ServingC
 }
 
 }  // namespace
+
+std::string sglang_server_commands(const std::string& label, const ServerPlace& place, const std::string& launch) {
+  if (place.nodes == 1) return fmt::format("# {}: {}\n{}\n", label, gpus_text(place), launch);
+  std::string out;
+  for (int r = 0; r < place.nodes; ++r)
+    out += fmt::format("# {}: node {} of its {} (node rank {})\n{} \\\n  --nnodes {} \\\n  --node-rank {} \\\n  "
+                       "--dist-init-addr \"$NODE{}:5000\"\n",
+                       label, place.node + r, place.nodes, r, launch, place.nodes, r, place.node);
+  return out;
+}
 
 std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfig& engine, ServerRole role) {
   std::string flags = fmt::format(" \\\n  --tp-size {} \\\n  --pp-size {}", tp, pp);

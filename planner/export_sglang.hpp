@@ -12,6 +12,7 @@
 // them by (server_args.py _handle_data_parallelism, model_runner's _resolve_max_num_reqs).
 #include <string>
 
+#include "planner/server_placement.hpp"
 #include "planner/serving_plan.hpp"
 
 namespace pw {
@@ -26,5 +27,9 @@ enum class ServerRole { Both, Prefill, Decode };
 // The flags of one server of tp x pp (and `replicas` as --dp-size), each on a continued line. A prefill server
 // leaves out --enable-mixed-chunk (it has no decodes to mix), a decode server the prefill limits too.
 std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfig& engine, ServerRole role);
+
+// One server of several (planner/server_placement.hpp): `launch` under a comment naming `label` and its GPUs, or,
+// for a server of whole nodes, once per node with --nnodes, --node-rank and --dist-init-addr on its first node.
+std::string sglang_server_commands(const std::string& label, const ServerPlace& place, const std::string& launch);
 
 }  // namespace pw

@@ -41,17 +41,22 @@ void check_dp_attention(const Model& model, const ServingConfig& engine, int dp)
                     dp, engine.tp, t->moe->experts, ep, t->moe->experts);
 }
 
-}  // namespace
+// The group's links, the same at every step: found once per simulation, not in its loop.
+struct StepLinks {
+  LinkSpec tp;
+  AllToAllLinks ep;
+};
 
-double dp_attention_step_time(const Model& model, const Cluster& cluster, const CostModel& cost,
-                              const ServingConfig& engine, const std::vector<ServingBatch>& batches) {
+StepLinks step_links(const Cluster& cluster, int tp, int dp) {
+  const ParallelConfig pc = folded(tp, dp);
+  return {group_links(cluster, pc, 0).tp, all_to_all_links(cluster, pc, 0)};
+}
+
+double step_time(const Model& model, const Cluster& cluster, const CostModel& cost, const ServingConfig& engine,
+                 const StepLinks& links, const std::vector<ServingBatch>& batches) {
   const TransformerConfig& t = *model.transformer;
-  const int dp = static_cast<int>(batches.size());
-  const ParallelConfig pc = folded(engine.tp, dp);
-  const LinkSpec tp_link = group_links(cluster, pc, 0).tp;
-  const AllToAllLinks links = all_to_all_links(cluster, pc, 0);
   const GpuSpec& gpu = cluster.gpu_at(0);
-  ServingExperts experts{pc.ep, 0};
+  ServingExperts experts{links.ep.ranks, 0};
   long busiest = 0;
   for (const ServingBatch& b : batches) {
     experts.tokens += static_cast<double>(b.tokens());
@@ -61,7 +66,7 @@ double dp_attention_step_time(const Model& model, const Cluster& cluster, const 
   LayerWork exchange;
   exchange.forward.all_to_alls.assign(2, kDispatchBytes * static_cast<double>(busiest) / engine.tp * t.moe->top_k * t.hidden);
   exchange.forward.dispatch = RoutedDispatch{t.moe->experts, t.moe->top_k, false};
-  const double all_to_all = busiest > 0 ? cost.expert_comm_time(exchange, Phase::Forward, links) : 0;
+  const double all_to_all = busiest > 0 ? cost.expert_comm_time(exchange, Phase::Forward, links.ep) : 0;
   double step = 0;
   for (const Layer& l : model.layers) {
     if (l.kind == LayerKind::Mtp) continue;
@@ -69,11 +74,19 @@ double dp_attention_step_time(const Model& model, const Cluster& cluster, const 
     for (const ServingBatch& b : batches)
       slowest = std::max(slowest, cost.serving_time(l, serving_layer_work(model, l, engine.tp, b, engine.kv_dtype,
                                                                           engine.weights, experts),
-                                                    gpu, tp_link, engine.tp));
+                                                    gpu, links.tp, engine.tp));
     step += slowest;
     if (l.kind == LayerKind::Block && t.moe_block(l.block)) step += all_to_all;
   }
   return step;
+}
+
+}  // namespace
+
+double dp_attention_step_time(const Model& model, const Cluster& cluster, const CostModel& cost,
+                              const ServingConfig& engine, const std::vector<ServingBatch>& batches) {
+  return step_time(model, cluster, cost, engine, step_links(cluster, engine.tp, static_cast<int>(batches.size())),
+                   batches);
 }
 
 ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, const CostModel& cost,
@@ -82,16 +95,19 @@ ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, 
   cluster.check_capacity(dp * engine.tp);
   ServingConfig rank_config = engine;
   rank_config.ep = dp * engine.tp;
-  // Each engine's requests (every dp-th) and its share of a closed loop, as replicas take them.
-  std::vector<std::vector<ServingRequest>> mine(static_cast<size_t>(dp));
-  for (size_t i = 0; i < requests.size(); ++i) mine[i % static_cast<size_t>(dp)].push_back(requests[i]);
+  // Each engine's requests (every dp-th) and its share of a closed loop, as replicas take them. The engines keep
+  // references to both, so both live here until the end.
+  std::vector<std::vector<ServingRequest>> mine;
   std::vector<ServingConfig> configs(static_cast<size_t>(dp), rank_config);
-  std::vector<std::unique_ptr<ServingEngine>> engines;
   for (int r = 0; r < dp; ++r) {
-    ServingConfig& c = configs[static_cast<size_t>(r)];
-    if (engine.concurrency > 0) c.concurrency = std::max(1, engine.concurrency / dp + (r < engine.concurrency % dp ? 1 : 0));
-    engines.push_back(std::make_unique<ServingEngine>(model, cluster, cost, c, mine[static_cast<size_t>(r)]));
+    mine.push_back(dealt_to(requests, r, dp));
+    configs[static_cast<size_t>(r)].concurrency = concurrency_share(engine.concurrency, r, dp);
   }
+  std::vector<std::unique_ptr<ServingEngine>> engines;
+  for (int r = 0; r < dp; ++r)
+    engines.push_back(std::make_unique<ServingEngine>(model, cluster, cost, configs[static_cast<size_t>(r)],
+                                                      mine[static_cast<size_t>(r)]));
+  const StepLinks links = step_links(cluster, engine.tp, dp);
   double now = 0;
   const auto all_done = [&] {
     return std::all_of(engines.begin(), engines.end(), [](const auto& e) { return e->done(); });
@@ -109,14 +125,14 @@ ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, 
     }
     if (!any) {
       // Nothing to run: wait for the next arrival anywhere.
+      if (all_done()) break;
       double next = kInf;
       for (const auto& e : engines) next = std::min(next, e->next_arrival_s());
-      if (all_done()) break;
       if (next == kInf) throw_runtime("serving simulation: data-parallel engines have requests left and nothing can run");
       now = std::max(now, next);
       continue;
     }
-    const double time = dp_attention_step_time(model, cluster, cost, rank_config, batches);
+    const double time = step_time(model, cluster, cost, rank_config, links, batches);
     for (size_t r = 0; r < engines.size(); ++r) engines[r]->launch_timed(std::move(steps[r]), now, time);
     now += time;
   }

@@ -4,17 +4,25 @@
 
 namespace pw {
 
+std::vector<ServingRequest> dealt_to(const std::vector<ServingRequest>& requests, int r, int copies) {
+  std::vector<ServingRequest> mine;
+  for (size_t i = static_cast<size_t>(r); i < requests.size(); i += static_cast<size_t>(copies)) mine.push_back(requests[i]);
+  return mine;
+}
+
+int concurrency_share(int concurrency, int r, int copies) {
+  return concurrency > 0 ? std::max(1, concurrency / copies + (r < concurrency % copies ? 1 : 0)) : concurrency;
+}
+
 ServingResult simulate_copies(const ServingConfig& engine, int copies, const std::vector<ServingRequest>& requests,
                               const ServingUnit& one) {
   ServingResult all;
   all.requests.resize(requests.size());
   ServingConfig c = engine;
   for (int r = 0; r < copies; ++r) {
-    std::vector<ServingRequest> mine;
-    for (size_t i = static_cast<size_t>(r); i < requests.size(); i += static_cast<size_t>(copies)) mine.push_back(requests[i]);
+    const std::vector<ServingRequest> mine = dealt_to(requests, r, copies);
     if (mine.empty()) continue;
-    if (engine.concurrency > 0)
-      c.concurrency = std::max(1, engine.concurrency / copies + (r < engine.concurrency % copies ? 1 : 0));
+    c.concurrency = concurrency_share(engine.concurrency, r, copies);
     const ServingResult unit = one(c, mine);
     merge_engine_result(all, unit, static_cast<size_t>(r), static_cast<size_t>(copies));
     all.batches += unit.batches;
