@@ -14,6 +14,7 @@
 #include "core/version.hpp"
 #include "executor/cpu_model.hpp"
 #include "executor/cpu_serving.hpp"
+#include "executor/host_memory.hpp"
 #include "profiler/cpu_profiler.hpp"
 #include "profiler/profile.hpp"
 
@@ -179,6 +180,7 @@ ServingProfile profile_cpu_serving(const Model& model, const ServingProfileReque
   if (request.max_batched_tokens < 1 || request.max_seqs < 1 || request.max_context < 2)
     throw_bad_input("serving profile: needs at least 1 batched token, 1 sequence and a 2-token context, got {}, {} and {}",
                     request.max_batched_tokens, request.max_seqs, request.max_context);
+  keep_freed_host_memory();  // as the serving runtime runs them
   const Model small = one_block_per_kind(model);
   const TransformerConfig& c = *small.transformer;
   const long positions = c.learned_positions ? c.max_seq_len : std::max(request.max_context, request.max_batched_tokens) * 2;
