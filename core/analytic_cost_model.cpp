@@ -42,6 +42,10 @@ void validate(const AnalyticCostParams& p) {
   check_non_negative("grad_bytes_per_parameter", p.grad_bytes_per_parameter);
   check_non_negative("optimizer_state_bytes_per_parameter", p.optimizer_state_bytes_per_parameter);
   check_non_negative("memory_reserve_bytes", p.memory_reserve_bytes);
+  if (!(p.all_to_all_sm_share >= 0 && p.all_to_all_sm_share < 1))
+    throw_bad_input("cost model: all_to_all_sm_share = {} is not in [0, 1); give the share of the GPU's SMs an expert "
+                    "all-to-all holds (0.15: 20 of 132)",
+                    p.all_to_all_sm_share);
   if (!(p.moe_load_imbalance >= 1) || !std::isfinite(p.moe_load_imbalance))
     throw_bad_input("cost model: moe_load_imbalance = {} is below 1 or not finite; give the busiest rank's tokens over "
                     "the average (1: balanced)",
@@ -71,6 +75,7 @@ constexpr ParamField kParamFields[] = {
     {"memory_reserve_bytes", &AnalyticCostParams::memory_reserve_bytes},
     {"fb_overlap", &AnalyticCostParams::fb_overlap},
     {"moe_load_imbalance", &AnalyticCostParams::moe_load_imbalance},
+    {"all_to_all_sm_share", &AnalyticCostParams::all_to_all_sm_share},
 };
 
 }  // namespace

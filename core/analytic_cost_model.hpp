@@ -46,6 +46,10 @@ struct AnalyticCostParams {
   // (Megatron-Bridge's performance recipes set moe_router_force_load_balancing); a measured router's
   // imbalance otherwise. A capacity factor that pads every expert (--capacity-factor) replaces it.
   double moe_load_imbalance = 1.0;
+  // The share of the GPU's SMs an expert all-to-all's kernels hold, taken from the compute an F&B composite
+  // runs beside them: Megatron-Core's DeepEP dispatcher runs on moe_deepep_num_sms = 20 SMs by default
+  // (megatron/core/transformer/transformer_config.py), of an H100's 132.
+  double all_to_all_sm_share = 20.0 / 132.0;
 };
 
 // Sets one parameter by its field name ("gemm_efficiency", ...): the form `--cost-param NAME=VALUE` takes.
@@ -82,6 +86,7 @@ class AnalyticCostModel : public CostModel {
   double model_state_bytes_per_parameter(int dp, int zero) const override;
   double memory_reserve_bytes() const override { return params_.memory_reserve_bytes; }
   double overlapped_fb_time(double forward_s, double backward_s) const override;
+  double all_to_all_sm_share() const override { return params_.all_to_all_sm_share; }
 
   // Seconds for one phase's work without its collectives (compute, memory traffic and launches).
   double compute_time(const PhaseWork& work, const GpuSpec& gpu) const;

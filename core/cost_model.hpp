@@ -71,6 +71,11 @@ class CostModel {
   // fraction: 0.1 makes it run 1.1 times as long for that time (communication kernels sharing the GPU's
   // SMs and memory bandwidth; a calibrated model fits it to traces of runs). The simulator charges it.
   virtual double transfer_compute_slowdown() const { return 0; }
+
+  // The share of the GPU's SMs an expert all-to-all's kernels hold while they run: when an F&B composite runs
+  // one micro-batch's all-to-alls beside another's compute, that compute loses this share for as long as
+  // they overlap (core/overlapped_pair.hpp).
+  virtual double all_to_all_sm_share() const { return 0; }
 };
 
 // A cost model over another: it answers what it knows (measured, fitted) and passes every other question
@@ -110,6 +115,7 @@ class CostModelOver : public CostModel {
   }
   double action_overhead_s() const override { return below_.action_overhead_s(); }
   double transfer_compute_slowdown() const override { return below_.transfer_compute_slowdown(); }
+  double all_to_all_sm_share() const override { return below_.all_to_all_sm_share(); }
 
  protected:
   const CostModel& below_;

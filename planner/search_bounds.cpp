@@ -379,6 +379,7 @@ double step_time_bound(const Schedule& s, const std::vector<StageCost>& stages, 
                        const Cluster& cluster, const CostModel& cost) {
   const int n = s.num_stages();
   StageTimes times;
+  times.all_to_all_sm_share = cost.all_to_all_sm_share();
   for (const StageCost& c : stages) {
     times.f.push_back(c.forward_s);
     times.b.push_back(c.backward_input_s);

@@ -44,7 +44,8 @@ double duration(const Action& a, const StageTimes& t) {
       const auto s2 = static_cast<size_t>(a.stage2);
       double pair = !t.fb.empty() && t.fb[s] > 0 ? t.fb[s] : t.f[s] + t.b[s2] + t.w[s2];
       if (!t.comm_f.empty() && t.comm_f[s] + t.comm_b[s2] > 0)
-        pair = std::min(pair, overlapped_pair_time(t.f[s], t.comm_f[s], t.b[s2] + t.w[s2], t.comm_b[s2]));
+        pair = std::min(pair, overlapped_pair_time(t.f[s], t.comm_f[s], t.b[s2] + t.w[s2], t.comm_b[s2],
+                                                     t.all_to_all_sm_share));
       return pair;
     }
     default: return 0;

@@ -234,12 +234,13 @@ class PipelineSimulation {
             const StageCost& forward_stage = in_.stages[static_cast<std::size_t>(a.stage)];
             const StageCost& backward_stage = in_.stages[static_cast<std::size_t>(a.stage2)];
             const double overlapped = forward_stage.overlapped_fb_s;
+            const double sm_share = in_.cost ? in_.cost->all_to_all_sm_share() : 0.0;
             ComputeCost fb = f;
             fb.duration = overlapped > 0 ? overlapped : f.duration + b.duration;
             if (forward_stage.expert_comm_forward_s + backward_stage.expert_comm_backward_s > 0)
               fb.duration = std::min(fb.duration,
                                      overlapped_pair_time(f.duration, forward_stage.expert_comm_forward_s, b.duration,
-                                                          backward_stage.expert_comm_backward_s));
+                                                          backward_stage.expert_comm_backward_s, sm_share));
             fb.release = b.release;
             fb.held_end = b.held_end;
             fb.grad_stage = b.grad_stage;

@@ -26,6 +26,24 @@ TEST_CASE("simulate --ep reports the expert all-to-all and its share of the step
   CHECK(text.out.find("of the step; ep 8)") != std::string::npos);
 }
 
+TEST_CASE("the all-to-alls' SM share slows the compute of F&B composites, and nothing else") {
+  const auto step = [](const std::string& schedule, const std::string& share) {
+    const CliResult r = run_cli({"simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--pp", "2", "--dp",
+                                 "8", "--ep", "8", "--vpp", "2", "--schedule", schedule, "--microbatches", "8",
+                                 "--rank-order", "tp-dp-pp", "--cost-param", "all_to_all_sm_share=" + share, "--json"});
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out).at("step_time_s").get<double>();
+  };
+  CHECK(step("interleaved-overlap", "0.5") > step("interleaved-overlap", "0"));
+  CHECK(step("interleaved", "0.5") == step("interleaved", "0"));
+  const CliResult bad = run_cli({"simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--pp", "2", "--dp",
+                                 "8", "--ep", "8", "--microbatches", "8", "--cost-param", "all_to_all_sm_share=1"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err ==
+        "error: cost model: all_to_all_sm_share = 1 is not in [0, 1); give the share of the GPU's SMs an expert "
+        "all-to-all holds (0.15: 20 of 132)\n");
+}
+
 TEST_CASE("plan --json names ep and etp per plan, and models --show --json the total and active counts") {
   const CliResult r = run_cli({"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "16",
                                "--global-batch-size", "64", "--top", "2", "--json", "--schedules", "1f1b"});

@@ -167,19 +167,24 @@ TEST_CASE("routed experts' model state is sharded over the expert-data-parallel 
 
 TEST_CASE("an F&B composite hides each half's all-to-alls behind the other half's compute") {
   // Compute 4 and 6 s, all-to-alls 1 and 3 s: each hides entirely.
-  CHECK(overlapped_pair_time(5, 1, 9, 3) == 10);
+  CHECK(overlapped_pair_time(5, 1, 9, 3, 0) == 10);
   // All-to-alls 5 and 7 s against compute 1 and 2 s: 5 - 2 and 7 - 1 stay uncovered.
-  CHECK(overlapped_pair_time(6, 5, 9, 7) == 1 + 2 + 3 + 6);
-  // Never below the longer half, never above the halves' sum.
-  for (double fc : {0.5, 2.0})
-    for (double fa : {0.0, 1.0, 4.0})
-      for (double bc : {1.0, 3.0})
-        for (double ba : {0.0, 2.0, 8.0}) {
-          const double t = overlapped_pair_time(fc + fa, fa, bc + ba, ba);
-          CHECK(t >= std::max(fc + fa, bc + ba) - 1e-12);
-          CHECK(t >= fc + bc - 1e-12);
-          CHECK(t <= fc + fa + bc + ba + 1e-12);
-        }
+  CHECK(overlapped_pair_time(6, 5, 9, 7, 0) == 1 + 2 + 3 + 6);
+  // The all-to-alls' kernels hold a quarter of the SMs: the 1 + 3 s they overlap cost the compute 1 s more.
+  CHECK(overlapped_pair_time(5, 1, 9, 3, 0.25) == 11);
+  // Covered 2 and 1 s of the all-to-alls: 0.75 s more.
+  CHECK(overlapped_pair_time(6, 5, 9, 7, 0.25) == 12.75);
+  // Never below the longer half nor both halves' compute, never above the halves' sum.
+  for (double share : {0.0, 20.0 / 132, 0.5})
+    for (double fc : {0.5, 2.0})
+      for (double fa : {0.0, 1.0, 4.0})
+        for (double bc : {1.0, 3.0})
+          for (double ba : {0.0, 2.0, 8.0}) {
+            const double t = overlapped_pair_time(fc + fa, fa, bc + ba, ba, share);
+            CHECK(t >= std::max(fc + fa, bc + ba) - 1e-12);
+            CHECK(t >= fc + bc - 1e-12);
+            CHECK(t <= fc + fa + bc + ba + 1e-12);
+          }
 }
 
 TEST_CASE("expert parallelism refuses what cannot run, naming the option and the fix") {

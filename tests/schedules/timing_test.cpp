@@ -442,3 +442,24 @@ TEST_CASE("schedules/timing.hpp: the stage times must fit the schedule") {
   // Rank 1 waits on its own later F; rank 0, the first rank reported, waits on rank 1.
   CHECK(error_of(t, stuck) == "schedule 1f1b: cannot be timed, rank 0 waits forever at step 2: '0BW0'");
 }
+
+TEST_CASE("schedules/timing.hpp: an F&B composite's all-to-alls take their SM share from the compute they overlap") {
+  // F 4 s of which 1 s all-to-all, B + W 3 + 2 s of which 2 s all-to-all: 3 + 3 s of compute covers both
+  // all-to-alls (3 s), which hold a quarter of the SMs meanwhile: 6 + 0.75 s; without the share, 6 s.
+  const Schedule s = make_schedule({"dualpipev", 2, 8});
+  StageTimes t = StageTimes::uniform(4, 4, 3, 2);
+  t.comm_f.assign(4, 1);
+  t.comm_b.assign(4, 2);
+  for (double share : {0.0, 0.25}) {
+    t.all_to_all_sm_share = share;
+    const ScheduleTiming timing = asap_timing(s, t);
+    int composites = 0;
+    for (size_t r = 0; r < s.ranks.size(); ++r)
+      for (size_t i = 0; i < s.ranks[r].size(); ++i)
+        if (s.ranks[r][i].op == Op::FB) {
+          CHECK(timing.end[r][i] - timing.start[r][i] == 6 + 3 * share);
+          ++composites;
+        }
+    CHECK(composites > 0);
+  }
+}
