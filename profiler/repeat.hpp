@@ -55,6 +55,24 @@ inline std::vector<std::vector<std::vector<double>>> repeat_interleaved(const Pr
   return samples;
 }
 
+// One time from timings taken in turns (each turn's timings of the same thing): the median over the turns of
+// each turn's mean. For a time that is summed over a run (a serving run's batches), the mean keeps the small
+// hitches every turn meets, which the run pays too, and the median over turns drops a rare large one that
+// only one turn met. 0 without timings.
+inline double median_of_turn_means(const std::vector<std::vector<double>>& turns) {
+  std::vector<double> means;
+  for (const std::vector<double>& t : turns) {
+    if (t.empty()) continue;
+    double sum = 0;
+    for (double v : t) sum += v;
+    means.push_back(sum / static_cast<double>(t.size()));
+  }
+  if (means.empty()) return 0;
+  std::sort(means.begin(), means.end());
+  const size_t n = means.size();
+  return n % 2 ? means[n / 2] : (means[n / 2 - 1] + means[n / 2]) / 2;
+}
+
 // One measurement alone, in one turn: its samples per phase, in run order.
 template <typename Once>
 std::vector<std::vector<double>> repeat_phases(const ProfileOptions& o, int phases, Once once) {

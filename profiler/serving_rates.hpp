@@ -16,7 +16,7 @@
 namespace pw {
 
 // One timed layer: its kind ("embedding", "block", "moe-block", "head"), the batch it served, the work that
-// batch is, and the median time.
+// batch is, and its time (the median over the profile's turns of each turn's mean).
 struct ServingSample {
   std::string kind;
   long prefill_tokens = 0, decode_tokens = 0;

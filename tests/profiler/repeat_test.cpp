@@ -41,3 +41,12 @@ TEST_CASE("repeat_interleaved gives each item its share of runs and time in ever
   CHECK(alone[0].size() == 10);
   CHECK(order == std::string(13, 'x'));
 }
+
+TEST_CASE("median_of_turn_means keeps the hitches every turn meets and drops one turn's outlier") {
+  // Turn means 2, 1.5 and 25.75: the median 2 keeps the first turn's 5 s hitch in its mean, and the third
+  // turn's 100 s, met once, moves nothing.
+  CHECK(pw::median_of_turn_means({{1, 1, 1, 5}, {1, 2, 1, 2}, {100, 1, 1, 1}}) == 2);
+  // Two turns: the mean of their means; empty turns are skipped, no timings give 0.
+  CHECK(pw::median_of_turn_means({{1, 3}, {}, {5}}) == 3.5);
+  CHECK(pw::median_of_turn_means({}) == 0);
+}
