@@ -18,6 +18,7 @@
 #include "executor/cpu_serving.hpp"
 #include "profiler/cpu_serving_profile.hpp"
 #include "profiler/profile.hpp"
+#include "profiler/repeat.hpp"
 #include "sim/serving_metrics.hpp"
 
 namespace pw {
@@ -76,27 +77,22 @@ struct MeasuredRuns {
   double spread = 0;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 MeasuredRuns summarise(const std::vector<CpuServingRun>& runs) {
   MeasuredRuns out;
   std::vector<ServingMetrics> metrics;
   for (const CpuServingRun& r : runs) metrics.push_back(serving_metrics(r.measured));
-  auto median_of = [&](auto value) {
+  auto over_runs = [&](auto value) {
     std::vector<double> v;
     for (size_t i = 0; i < runs.size(); ++i) v.push_back(value(i));
-    return median(std::move(v));
+    return median_of(std::move(v));
   };
   for (double ServingMetrics::*field : {&ServingMetrics::output_tokens_per_s, &ServingMetrics::requests_per_s,
                                          &ServingMetrics::ttft_p50_s, &ServingMetrics::ttft_p99_s,
                                          &ServingMetrics::tpot_p50_s, &ServingMetrics::tpot_p99_s})
-    out.metrics.*field = median_of([&](size_t i) { return metrics[i].*field; });
-  out.makespan_s = median_of([&](size_t i) { return runs[i].measured.makespan_s; });
+    out.metrics.*field = over_runs([&](size_t i) { return metrics[i].*field; });
+  out.makespan_s = over_runs([&](size_t i) { return runs[i].measured.makespan_s; });
   for (size_t s = 0; s < runs.front().measured.stage_busy_s.size(); ++s)
-    out.stage_busy_s.push_back(median_of([&](size_t i) { return runs[i].measured.stage_busy_s[s]; }));
+    out.stage_busy_s.push_back(over_runs([&](size_t i) { return runs[i].measured.stage_busy_s[s]; }));
   double lo = metrics.front().output_tokens_per_s, hi = lo;
   for (const CpuServingRun& r : runs) out.peak_kv_bytes = std::max(out.peak_kv_bytes, r.peak_kv_bytes);
   for (const ServingMetrics& m : metrics) {

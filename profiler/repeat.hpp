@@ -3,6 +3,7 @@
 // profilers: warm-up runs first, then timed runs until both a count and a total time are reached.
 #include <algorithm>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace pw {
@@ -55,6 +56,14 @@ inline std::vector<std::vector<std::vector<double>>> repeat_interleaved(const Pr
   return samples;
 }
 
+// The median of `v` (the mean of the middle two for an even count); 0 when empty.
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 // One time from timings taken in turns (each turn's timings of the same thing): the median over the turns of
 // each turn's mean. For a time that is summed over a run (a serving run's batches), the mean keeps the small
 // hitches every turn meets, which the run pays too, and the median over turns drops a rare large one that
@@ -67,10 +76,7 @@ inline double median_of_turn_means(const std::vector<std::vector<double>>& turns
     for (double v : t) sum += v;
     means.push_back(sum / static_cast<double>(t.size()));
   }
-  if (means.empty()) return 0;
-  std::sort(means.begin(), means.end());
-  const size_t n = means.size();
-  return n % 2 ? means[n / 2] : (means[n / 2 - 1] + means[n / 2]) / 2;
+  return median_of(std::move(means));
 }
 
 // One measurement alone, in one turn: its samples per phase, in run order.

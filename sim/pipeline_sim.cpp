@@ -207,6 +207,7 @@ class PipelineSimulation {
     if (offsets_.back() >= kNone) throw_bad_input("schedule {}: too many actions", schedule_.name);
     steps_.resize(offsets_.back());
 
+    const double sm_share = in_.cost ? in_.cost->all_to_all_sm_share() : 0.0;  // of every F&B composite
     for (int r = 0; r < num_ranks_; ++r) {
       const auto& list = schedule_.ranks[static_cast<std::size_t>(r)];
       Step* steps = steps_.data() + offsets_[static_cast<std::size_t>(r)];
@@ -234,7 +235,6 @@ class PipelineSimulation {
             const StageCost& forward_stage = in_.stages[static_cast<std::size_t>(a.stage)];
             const StageCost& backward_stage = in_.stages[static_cast<std::size_t>(a.stage2)];
             const double overlapped = forward_stage.overlapped_fb_s;
-            const double sm_share = in_.cost ? in_.cost->all_to_all_sm_share() : 0.0;
             ComputeCost fb = f;
             fb.duration = overlapped > 0 ? overlapped : f.duration + b.duration;
             if (forward_stage.expert_comm_forward_s + backward_stage.expert_comm_backward_s > 0)

@@ -8,14 +8,14 @@
 
 namespace pw {
 
-// The replicas' requests together, in the order given; makespan the latest, preemptions summed,
-// kv_capacity_tokens one engine's (the nodes are alike, so replica 0's place stands for all), stage_busy_s each
-// stage's mean over the replicas, max_running and peak_kv_use the largest engine's.
 // Copy r of `copies`: its requests (every copies-th from r, in order) and its share of a closed loop's
 // concurrency (0 stays 0: open arrivals).
 std::vector<ServingRequest> dealt_to(const std::vector<ServingRequest>& requests, int r, int copies);
 int concurrency_share(int concurrency, int r, int copies);
 
+// The replicas' requests together, in the order given; makespan the latest, preemptions summed,
+// kv_capacity_tokens one engine's (the nodes are alike, so replica 0's place stands for all), stage_busy_s each
+// stage's mean over the replicas, max_running and peak_kv_use the largest engine's.
 // Adds engine r's result (its requests every engines-th of the whole, from r) to `all`, as simulate_replicas
 // gathers them; its batches are the caller's to count.
 void merge_engine_result(ServingResult& all, const ServingResult& one, size_t r, size_t engines);

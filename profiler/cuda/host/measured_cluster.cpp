@@ -3,17 +3,9 @@
 #include "core/error.hpp"
 #include "profiler/cuda/host/collectives.hpp"
 #include "profiler/cuda/host/cuda_profiler_api.hpp"
+#include "profiler/repeat.hpp"
 
 namespace pw {
-namespace {
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
 
 Cluster measured_cluster(const std::string& name, const GpuSpec& gpu, int gpus, const std::vector<LinkProfile>& links) {
   if (links.empty()) throw_bad_input("measured cluster: no link measured; profile with --links on 2 GPUs or more");
