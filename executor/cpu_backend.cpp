@@ -4,7 +4,6 @@
 #include <map>
 
 #include "core/error.hpp"
-#include "executor/host_memory.hpp"
 #include "executor/host_tensor.hpp"
 #include "executor/stage_layout.hpp"
 
@@ -30,7 +29,6 @@ std::vector<Recompute> layer_levels(const Model& model, const std::vector<LayerR
 CpuBackend::CpuBackend(const Model& model, std::vector<LayerRange> stage_layers, const CpuBackendConfig& config)
     : spec_(model), stage_layers_(std::move(stage_layers)), config_(config) {
   check_cpu_model(model);
-  keep_freed_host_memory();
   config_.seq_len = checked_seq_len(model, config_.micro_batch_size, config_.seq_len);
   check_stage_layers(model, stage_layers_);
   layer_levels_ = layer_levels(model, stage_layers_, config_);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "executor/host_memory.hpp"
 
 namespace pw {
 
@@ -19,6 +20,9 @@ CpuModel::CpuModel(const Model& model, std::uint64_t seed, const std::vector<Rec
                    const ExpertShard& shard)
     : model_(model) {
   check_cpu_model(model);
+  // Every runner of CPU layers (training ranks, serving stages, the profilers) allocates and frees tensors per
+  // action; with glibc's defaults each would pay page faults that the next one's timing does not.
+  keep_freed_host_memory();
   if (static_cast<int>(layer_recompute.size()) != model.num_layers())
     throw_runtime("CpuModel: {} recompute levels for the {} layers of '{}'", layer_recompute.size(), model.num_layers(),
                   model.name);

@@ -13,7 +13,6 @@
 
 #include "core/error.hpp"
 #include "executor/cpu_model.hpp"
-#include "executor/host_memory.hpp"
 #include "executor/spin_wait.hpp"
 
 namespace pw {
@@ -306,9 +305,6 @@ CpuServingRun serve_on_cpu(const Model& model, const std::vector<LayerRange>& st
         throw_bad_input("serving steps: batch {} computes positions {} to {} of request {}, which has {}", k, c.start,
                         c.start + c.tokens - 1, c.request, r.prompt_tokens + r.output_tokens - 1);
     }
-  // Requests come and go, and their KV rows with them: without this each new request's rows would pay page
-  // faults that the profile's reused batches never see (+7% per run on the tiny model, +15% on prefills).
-  keep_freed_host_memory();
   ServingRuntime runtime(model, stages, steps, requests, concurrency, seed);
   return runtime.run();
 }

@@ -13,7 +13,6 @@
 #include "core/layer_work.hpp"
 #include "core/version.hpp"
 #include "executor/cpu_model.hpp"
-#include "executor/host_memory.hpp"
 #include "executor/host_tensor.hpp"
 #include "executor/transport.hpp"
 
@@ -67,7 +66,6 @@ std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vect
   if (c.learned_positions && seq_len > c.max_seq_len)
     throw_bad_input("--seq-len: {} exceeds the {} learned positions of '{}'; use --seq-len {} or less", seq_len,
                     c.max_seq_len, model.name, c.max_seq_len);
-  keep_freed_host_memory();  // as the CPU backend runs them
   CpuModel m(small, 1);
   // Every layer at every size is one item of an interleaved measurement, each with its own inputs.
   struct Item {
