@@ -72,6 +72,11 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
                                          s.parallel.ep, s.parallel.etp > 1 ? fmt::format(", etp {}", s.parallel.etp) : "",
                                          s.workload.dispatcher == Workload::Dispatcher::Flex ? ", flex dispatcher" : "",
                                          has_composites(ev.schedule) ? ", partly hidden in F&B composites" : ""));
+  if (m.host_wait_s > 0)
+    row("waiting on the host", fmt::format("{} on the busiest rank ({} of the step: its MoE blocks issued slower than "
+                                           "they run; larger micro-batches amortize it)",
+                                           format_seconds(m.host_wait_s),
+                                           format_percent(m.step_time_s > 0 ? m.host_wait_s / m.step_time_s : 0)));
   if (!s.synchronous_optimizer)
     row("optimizer step", fmt::format("post-validated, steady state of {} iterations", ev.sim.iterations));
   const std::string limit = std::isinf(m.memory_limit_bytes) ? "no limit" : format_bytes(m.memory_limit_bytes);

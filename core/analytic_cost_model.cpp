@@ -50,6 +50,7 @@ void validate(const AnalyticCostParams& p) {
     throw_bad_input("cost model: moe_load_imbalance = {} is below 1 or not finite; give the busiest rank's tokens over "
                     "the average (1: balanced)",
                     p.moe_load_imbalance);
+  check_non_negative("moe_host_s", p.moe_host_s);
 }
 
 namespace {
@@ -76,6 +77,7 @@ constexpr ParamField kParamFields[] = {
     {"fb_overlap", &AnalyticCostParams::fb_overlap},
     {"moe_load_imbalance", &AnalyticCostParams::moe_load_imbalance},
     {"all_to_all_sm_share", &AnalyticCostParams::all_to_all_sm_share},
+    {"moe_host_s", &AnalyticCostParams::moe_host_s},
 };
 
 }  // namespace
@@ -178,6 +180,19 @@ double AnalyticCostModel::phase_time(const Layer& layer, const LayerWork& work, 
     case Phase::BackwardWeight: return phase_work_time(work.backward_weight, gpu, tp_link, tp);
   }
   return 0;
+}
+
+double AnalyticCostModel::host_time(const Layer& layer, const LayerWork& work, Phase phase, int) const {
+  if (params_.moe_host_s == 0 || layer.explicit_costs || work.routed_parameters <= 0) return 0;
+  const double issued = work.forward.kernels + work.backward_input.kernels + work.backward_weight.kernels;
+  if (issued == 0) return 0;
+  double kernels = 0;
+  switch (phase) {
+    case Phase::Forward: kernels = work.forward.kernels; break;
+    case Phase::BackwardInput: kernels = work.recompute.kernels + work.backward_input.kernels; break;
+    case Phase::BackwardWeight: kernels = work.backward_weight.kernels; break;
+  }
+  return params_.moe_host_s * kernels / issued;
 }
 
 double AnalyticCostModel::ring_wait(const PhaseWork& work, const GpuSpec& gpu, const LinkSpec& cp_link) const {

@@ -50,6 +50,13 @@ struct AnalyticCostParams {
   // runs beside them: Megatron-Core's DeepEP dispatcher runs on moe_deepep_num_sms = 20 SMs by default
   // (megatron/core/transformer/transformer_config.py), of an H100's 132.
   double all_to_all_sm_share = 20.0 / 132.0;
+  // Host (CPU) seconds one MoE block takes to issue a micro-batch's forward, backward and weight gradients as
+  // Megatron-Core runs it from PyTorch, with the attention, the router and the dispatch preprocessing under
+  // Transformer Engine's CUDA graphs as the published MoE recipes run them. Its dispatcher copies the
+  // tokens-per-expert counts to the host every micro-batch, so the host never runs more than one MoE layer
+  // ahead of the GPU: each phase of the block takes at least its share of this (docs/cost-model.md).
+  // 0: the GPU never waits on the host.
+  double moe_host_s = 9e-3;
 };
 
 // Sets one parameter by its field name ("gemm_efficiency", ...): the form `--cost-param NAME=VALUE` takes.
@@ -87,6 +94,9 @@ class AnalyticCostModel : public CostModel {
   double memory_reserve_bytes() const override { return params_.memory_reserve_bytes; }
   double overlapped_fb_time(double forward_s, double backward_s) const override;
   double all_to_all_sm_share() const override { return params_.all_to_all_sm_share; }
+  // moe_host_s for a block with routed experts, shared among its phases by their kernel launches (the
+  // recomputation's with B's); 0 for every other layer and for a layer with measured costs.
+  double host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const override;
 
   // Seconds for one phase's work without its collectives (compute, memory traffic and launches).
   double compute_time(const PhaseWork& work, const GpuSpec& gpu) const;

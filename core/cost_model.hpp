@@ -76,6 +76,11 @@ class CostModel {
   // one micro-batch's all-to-alls beside another's compute, that compute loses this share for as long as
   // they overlap (core/overlapped_pair.hpp).
   virtual double all_to_all_sm_share() const { return 0; }
+
+  // Seconds the host needs to issue one phase of one layer for one micro-batch (on `tp` ranks), when it cannot run ahead of
+  // the GPU through that layer (a host synchronisation inside it): the phase takes at least this long, and an
+  // F&B composite at least its halves' sum (one host thread issues both). 0: the GPU never waits.
+  virtual double host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const { return 0; }
 };
 
 // A cost model over another: it answers what it knows (measured, fitted) and passes every other question
@@ -116,6 +121,9 @@ class CostModelOver : public CostModel {
   double action_overhead_s() const override { return below_.action_overhead_s(); }
   double transfer_compute_slowdown() const override { return below_.transfer_compute_slowdown(); }
   double all_to_all_sm_share() const override { return below_.all_to_all_sm_share(); }
+  double host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const override {
+    return below_.host_time(layer, work, phase, tp);
+  }
 
  protected:
   const CostModel& below_;

@@ -107,10 +107,16 @@ GroupLinks group_links(const Cluster& cluster, const ParallelConfig& pc, int fir
   return links;
 }
 
+PhaseCost layer_phase_cost(const CostModel& cost, const Layer& layer, const LayerWork& work, Phase phase,
+                           const GpuSpec& gpu, const GroupLinks& links, int tp) {
+  return PhaseCost{cost.phase_time(layer, work, phase, gpu, links.tp, tp) + cost.cp_ring_time(work, phase, gpu, links.cp) +
+                       cost.expert_comm_time(work, phase, links.ep),
+                   cost.host_time(layer, work, phase, tp)};
+}
+
 double layer_phase_time(const CostModel& cost, const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                         const GroupLinks& links, int tp) {
-  return cost.phase_time(layer, work, phase, gpu, links.tp, tp) + cost.cp_ring_time(work, phase, gpu, links.cp) +
-         cost.expert_comm_time(work, phase, links.ep);
+  return layer_phase_cost(cost, layer, work, phase, gpu, links, tp).time();
 }
 
 std::vector<double> layer_step_costs(const Model& model, const Workload& w, const ParallelConfig& pc,
@@ -214,11 +220,17 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     for (int i = r.first; i <= r.last; ++i) {
       const Layer& layer = model.layers[i];
       const LayerWork& lw = work[i];
-      sc.forward_s += layer_phase_time(cost, layer, lw, Phase::Forward, gpu, links, pc.tp);
-      sc.backward_input_s += layer_phase_time(cost, layer, lw, Phase::BackwardInput, gpu, links, pc.tp);
-      sc.backward_weight_s += layer_phase_time(cost, layer, lw, Phase::BackwardWeight, gpu, links, pc.tp);
+      const PhaseCost f = layer_phase_cost(cost, layer, lw, Phase::Forward, gpu, links, pc.tp);
+      const PhaseCost b = layer_phase_cost(cost, layer, lw, Phase::BackwardInput, gpu, links, pc.tp);
+      const PhaseCost w = layer_phase_cost(cost, layer, lw, Phase::BackwardWeight, gpu, links, pc.tp);
+      sc.forward_s += f.time();
+      sc.backward_input_s += b.time();
+      sc.backward_weight_s += w.time();
       sc.expert_comm_forward_s += cost.expert_comm_time(lw, Phase::Forward, links.ep);
       sc.expert_comm_backward_s += cost.expert_comm_time(lw, Phase::BackwardInput, links.ep);
+      sc.host_forward_s += f.host_s;
+      sc.host_backward_s += b.host_s + w.host_s;
+      sc.host_wait_s += f.host_wait() + b.host_wait() + w.host_wait();
       sc.routed_parameters += lw.routed_parameters;
       sc.activation_bytes += lw.activation_bytes;
       sc.weight_grad_bytes += lw.weight_grad_bytes;

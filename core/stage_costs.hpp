@@ -32,6 +32,14 @@ struct StageCost {
   // overlap, Megatron's --overlap-moe-expert-parallel-comm).
   double expert_comm_forward_s = 0;
   double expert_comm_backward_s = 0;
+  // Of forward_s and of backward_input_s + backward_weight_s, the host's time to issue them where it cannot run
+  // ahead of the GPU (CostModel::host_time): an F&B composite takes at least their sum, one host thread
+  // issuing both halves.
+  double host_forward_s = 0;
+  double host_backward_s = 0;
+  // Of forward_s + backward_input_s + backward_weight_s, what the GPU spends waiting for the host: the phases
+  // whose host time exceeds their GPU time, by that much.
+  double host_wait_s = 0;
   double activation_bytes = 0;   // allocated at F, per micro-batch
   // Held from B until W and freed there; B frees activation_bytes - weight_grad_bytes, or allocates the
   // difference when it keeps more for W than F kept for it (the CPU backend's output gradients).
@@ -114,8 +122,17 @@ struct GroupLinks {
 };
 GroupLinks group_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu);
 
-// One phase of one layer as stage_costs() charges it: the cost model's time, tp collectives included,
-// plus what the layer waits on the cp ring and spends in the ep all-to-alls.
+// One phase of one layer: the GPU's time (the cost model's, tp collectives included, plus what the layer waits
+// on the cp ring and spends in the ep all-to-alls) and the host's to issue it (CostModel::host_time).
+struct PhaseCost {
+  double gpu_s = 0;
+  double host_s = 0;
+  double time() const { return gpu_s > host_s ? gpu_s : host_s; }  // the slower of the two sets the pace
+  double host_wait() const { return host_s > gpu_s ? host_s - gpu_s : 0; }
+};
+PhaseCost layer_phase_cost(const CostModel& cost, const Layer& layer, const LayerWork& work, Phase phase,
+                           const GpuSpec& gpu, const GroupLinks& links, int tp);
+// layer_phase_cost(...).time(): the phase as stage_costs() charges it.
 double layer_phase_time(const CostModel& cost, const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                         const GroupLinks& links, int tp);
 

@@ -149,7 +149,8 @@ double smallest_cap(double lo, double hi, Fits fits) {
 // a + b + c = 1, charged half by half: the forward half a x its compute + b x F, the backward half a x its
 // compute + c x (B + W). An action alone costs at least its part of each. So each vertex (compute, forward,
 // backward) is a per-layer cost that no schedule's actions undercut, additive over layers as the bounds
-// need; the fill chain takes the same parts of F + B (the backward vertex: B alone).
+// need; the fill chain takes the same parts of F + B (the backward vertex: B alone). The host's floor
+// (CostModel::host_time) only lengthens phases and composites; the layer tables leave it out and stay below.
 LayerTable with_all_to_alls_hidden(const LayerTable& t) {
   const size_t n = t.fastest.size();
   std::vector<double> forward(n), forward_b(n);
@@ -387,6 +388,8 @@ double step_time_bound(const Schedule& s, const std::vector<StageCost>& stages, 
     times.fb.push_back(c.overlapped_fb_s);  // 0: the halves' sum, as the simulator charges it
     times.comm_f.push_back(c.expert_comm_forward_s);
     times.comm_b.push_back(c.expert_comm_backward_s);
+    times.host_f.push_back(c.host_forward_s);
+    times.host_b.push_back(c.host_backward_s);
   }
   auto alone = [&](int from_rank, int to_rank, double bytes) {
     if (cluster.ideal) return 0.0;

@@ -85,6 +85,11 @@ double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, 
   return 0;
 }
 
+double ProfiledCostModel::host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const {
+  if (entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp)) return 0;
+  return below_.host_time(layer, work, phase, tp);
+}
+
 LinkSpec ProfiledCostModel::p2p_link(const LinkSpec& nominal) const {
   if (profile_.links.empty() || nominal.inter_node) return below_.p2p_link(nominal);
   const LinkProfile& l = profile_.links.front();

@@ -31,6 +31,9 @@ void check_sizes(const StageTimes& t, int stages) {
   if ((!t.comm_f.empty() || !t.comm_b.empty()) && (t.comm_f.size() != n || t.comm_b.size() != n))
     throw_bad_input("stage times: comm_f and comm_b need one time per stage ({}), got {} and {}", stages,
                     t.comm_f.size(), t.comm_b.size());
+  if ((!t.host_f.empty() || !t.host_b.empty()) && (t.host_f.size() != n || t.host_b.size() != n))
+    throw_bad_input("stage times: host_f and host_b need one time per stage ({}), got {} and {}", stages,
+                    t.host_f.size(), t.host_b.size());
 }
 
 double duration(const Action& a, const StageTimes& t) {
@@ -45,7 +48,8 @@ double duration(const Action& a, const StageTimes& t) {
       double pair = !t.fb.empty() && t.fb[s] > 0 ? t.fb[s] : t.f[s] + t.b[s2] + t.w[s2];
       if (!t.comm_f.empty() && t.comm_f[s] + t.comm_b[s2] > 0)
         pair = std::min(pair, overlapped_pair_time(t.f[s], t.comm_f[s], t.b[s2] + t.w[s2], t.comm_b[s2],
-                                                     t.all_to_all_sm_share));
+                                                     t.all_to_all_sm_share,
+                                                     t.host_f.empty() ? 0.0 : t.host_f[s] + t.host_b[s2]));
       return pair;
     }
     default: return 0;

@@ -17,6 +17,9 @@ struct StageTimes {
   // Per stage, of f and of b, the expert all-to-alls an F&B composite hides behind its other half's compute
   // (core/overlapped_pair.hpp); empty: none.
   std::vector<double> comm_f, comm_b;
+  // Per stage, of f and of b + w, the host's time to issue them (StageCost::host_forward_s, host_backward_s):
+  // an F&B composite takes at least their sum; empty: none.
+  std::vector<double> host_f, host_b;
   double all_to_all_sm_share = 0;  // CostModel::all_to_all_sm_share
   static StageTimes uniform(int stages, double f, double b, double w);
 };

@@ -21,6 +21,7 @@ nlohmann::ordered_json metrics_json(const Metrics& m) {
           {"bubble_fraction", m.bubble_fraction},
           {"exposed_dp_comm_s", m.exposed_dp_comm_s},
           {"expert_all_to_all_s", m.expert_all_to_all_s},
+          {"host_wait_s", m.host_wait_s},
           {"tokens_per_iteration", m.tokens_per_iteration},
           {"throughput_tokens_per_s", m.throughput_tokens_per_s},
           {"model_tflops_per_gpu", m.model_tflops_per_gpu},

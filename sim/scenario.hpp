@@ -67,6 +67,9 @@ struct Metrics {
   // Expert parallelism's all-to-alls (and etp collectives) per step on the rank that spends the most in them:
   // every micro-batch's dispatch and combine in F and B of its MoE layers. An F&B composite hides some.
   double expert_all_to_all_s = 0;
+  // Per step, on the rank where it is most, the time its GPU waits for the host to issue MoE blocks
+  // (StageCost::host_wait_s: every micro-batch's phases that the host issues slower than the GPU runs them).
+  double host_wait_s = 0;
   double tokens_per_iteration = 0;
   double throughput_tokens_per_s = 0;
   double model_flops_per_iteration = 0;     // all GPUs, no recomputation

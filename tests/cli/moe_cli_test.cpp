@@ -44,6 +44,41 @@ TEST_CASE("the all-to-alls' SM share slows the compute of F&B composites, and no
         "all-to-all holds (0.15: 20 of 132)\n");
 }
 
+TEST_CASE("simulate reports the time the GPU waits for the host to issue MoE blocks") {
+  // Qwen3-30B-A3B at one 4096-token sequence per micro-batch: its blocks' GPU time is below the 9 ms the host
+  // takes to issue one (docs/validation.md); Mixtral's 8 wide experts keep the GPU the slower.
+  const std::vector<std::string> qwen = {"simulate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--dp", "16",
+                                         "--ep", "16", "--global-batch-size", "1024", "--rank-order", "tp-dp-pp",
+                                         "--precision", "fp8", "--dispatcher", "flex"};
+  auto json_of = [](std::vector<std::string> args) {
+    args.push_back("--json");
+    const CliResult r = run_cli(args);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json host_bound = json_of(qwen);
+  const double wait = host_bound.at("host_wait_s").get<double>();
+  CHECK(wait > 0);
+  CHECK(wait < host_bound.at("step_time_s").get<double>());
+  std::vector<std::string> no_floor = qwen;
+  no_floor.insert(no_floor.end(), {"--cost-param", "moe_host_s=0"});
+  const nlohmann::json gpu_only = json_of(no_floor);
+  CHECK(gpu_only.at("host_wait_s").get<double>() == 0);
+  // One rank, no bubble to absorb it: the floor lengthens the step by nearly all of its wait.
+  const double longer = host_bound.at("step_time_s").get<double>() - gpu_only.at("step_time_s").get<double>();
+  CHECK(longer > 0.95 * wait);
+  CHECK(longer <= wait + 1e-9);
+  const CliResult text = run_cli(qwen);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("  waiting on the host     ") != std::string::npos);
+  CHECK(text.out.find("of the step: its MoE blocks issued slower than they run; larger micro-batches amortize it)") !=
+        std::string::npos);
+  const CliResult mixtral = run_cli({"simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--pp", "4", "--dp",
+                                     "8", "--ep", "8", "--global-batch-size", "256", "--rank-order", "tp-dp-pp"});
+  REQUIRE(mixtral.code == 0);
+  CHECK(mixtral.out.find("waiting on the host") == std::string::npos);
+}
+
 TEST_CASE("plan --json names ep and etp per plan, and models --show --json the total and active counts") {
   const CliResult r = run_cli({"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "16",
                                "--global-batch-size", "64", "--top", "2", "--json", "--schedules", "1f1b"});

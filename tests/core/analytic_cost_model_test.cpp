@@ -212,7 +212,7 @@ TEST_CASE("cost parameters are set by name, and unknown names or malformed text 
           "--cost-param: unknown parameter 'gemm'; known: gemm_efficiency, fp8_gemm_efficiency, attention_efficiency, memory_efficiency, "
           "kernel_overhead_s, collective_efficiency, p2p_efficiency, tp_overlap, optimizer_bytes_per_parameter, "
           "weight_bytes_per_parameter, grad_bytes_per_parameter, optimizer_state_bytes_per_parameter, "
-          "memory_reserve_bytes, fb_overlap, moe_load_imbalance, all_to_all_sm_share");
+          "memory_reserve_bytes, fb_overlap, moe_load_imbalance, all_to_all_sm_share, moe_host_s");
   }
   for (const char* bad : {"gemm_efficiency", "gemm_efficiency=", "=0.5", "gemm_efficiency=0.5x"}) {
     try {

@@ -163,3 +163,30 @@ TEST_CASE("the quick profile run measures one micro-batch shape and the link up 
   CHECK(p.links[0].samples.size() == 6);
   CHECK(p.optimizer_s_per_parameter > 0);
 }
+
+TEST_CASE("a profiled MoE block carries no host floor: its measured times include the host's") {
+  const Model m = test::tiny_moe(2);
+  const Layer& moe_block = m.layers[2];
+  REQUIRE(profile_kind(*m.transformer, moe_block) == "moe-block");
+  Profile p;
+  LayerProfile l;
+  l.kind = "moe-block";
+  l.shape = layer_shape(*m.transformer, moe_block);
+  l.micro_batch_size = 1;
+  l.seq_len = 8;
+  l.forward = l.backward_input = l.backward_weight = fixed(1e-3);
+  p.layers.push_back(l);
+  AnalyticCostParams params;
+  params.moe_host_s = 9e-3;
+  const AnalyticCostModel analytic(params);
+  const ProfiledCostModel cost(p, m, analytic);
+  Workload w;
+  w.seq_len = 8;
+  CHECK(cost.host_time(moe_block, layer_work(m, moe_block, w), Phase::Forward, 1) == 0);
+  // Micro-batch 2 is not in the profile: the analytic model times it, host floor included.
+  w.micro_batch_size = 2;
+  const LayerWork unprofiled = layer_work(m, moe_block, w);
+  CHECK(cost.host_time(moe_block, unprofiled, Phase::Forward, 1) ==
+        analytic.host_time(moe_block, unprofiled, Phase::Forward, 1));
+  CHECK(cost.host_time(moe_block, unprofiled, Phase::Forward, 1) > 0);
+}

@@ -229,12 +229,12 @@ TEST_CASE("the default cost model predicts H100-era runs") {
 
 TEST_CASE("the default cost model predicts MoE training runs") {
   // Megatron-Bridge's H100 MoE rows (docs/validation.md). Issue 14's target is a median of 10% and a max of
-  // 25%; the model stands at 41.4% and 54.7%, every run over-predicted (the MoE layer's own costs beyond its
-  // FLOPs, bytes and all-to-alls are not priced yet); this gate holds today's values until that lands.
+  // 25%: the median is met (7.7%); gpt-oss-120b, run without CUDA graphs, stays over-predicted by 34.8%, and
+  // this gate holds that max until its host time is modelled.
   const ErrorSummary e = predict_and_print(kMoeRunsFile);
   REQUIRE(e.all.size() >= 5);
-  CHECK(median(e.all) <= 0.415);
-  CHECK(*std::max_element(e.all.begin(), e.all.end()) <= 0.548);
+  CHECK(median(e.all) <= 0.10);
+  CHECK(*std::max_element(e.all.begin(), e.all.end()) <= 0.349);
 }
 
 TEST_CASE("every published run fits the GPU memory the simulator predicts") {
