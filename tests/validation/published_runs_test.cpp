@@ -229,8 +229,8 @@ TEST_CASE("the default cost model predicts H100-era runs") {
 
 TEST_CASE("the default cost model predicts MoE training runs") {
   // Megatron-Bridge's H100 MoE rows (docs/validation.md). Issue 14's target is a median of 10% and a max of
-  // 25%: the median is met (7.7%); gpt-oss-120b, run without CUDA graphs, stays over-predicted by 34.8%, and
-  // this gate holds that max until its host time is modelled.
+  // 25%: the median is met (7.7%); gpt-oss-120b stays over-predicted by 34.8% (its blocks cost the GPU more
+  // than their FLOPs and bytes say), and this gate holds that max until that is modelled.
   const ErrorSummary e = predict_and_print(kMoeRunsFile);
   REQUIRE(e.all.size() >= 5);
   CHECK(median(e.all) <= 0.10);
