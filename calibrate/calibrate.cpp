@@ -177,7 +177,7 @@ Calibration calibrate(const CalibrateInputs& in) {
   for (size_t i = 0; i < runs.size(); ++i)
     c.runs.push_back(source_of(runs[i], in.traces.empty() ? "" : in.traces[i], i >= fit_runs.size()));
 
-  const AnalyticCostModel analytic;
+  const AnalyticCostModel analytic(executor_cost_params());
   c.overheads = fit_run_overheads(c, fit_runs, analytic, c.warnings);
 
   // Held out: predictions before calibration (analytic defaults, the profile alone) and after.

@@ -18,8 +18,8 @@ std::string machine_text(const MachineInfo& m) {
   return text;
 }
 
-CostModelChain::CostModelChain(const std::vector<std::string>& cost_params) : overrides_(cost_params) {
-  AnalyticCostParams params;
+CostModelChain::CostModelChain(const std::vector<std::string>& cost_params, AnalyticCostParams params)
+    : overrides_(cost_params) {
   for (const std::string& assignment : cost_params) set_param(params, assignment);
   models_.push_back(std::make_unique<AnalyticCostModel>(params));
   labels_.push_back(cost_params.empty() ? "analytic" : fmt::format("analytic [{}]", fmt::join(cost_params, ", ")));

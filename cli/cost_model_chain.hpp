@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/analytic_cost_model.hpp"
 #include "core/cost_model.hpp"
 #include "core/workload.hpp"
 #include "profiler/profiled_cost_model.hpp"
@@ -34,8 +35,8 @@ std::string machine_text(const MachineInfo& machine);
 
 class CostModelChain {
  public:
-  // The analytic model with NAME=VALUE overrides (BadInput for a bad one).
-  explicit CostModelChain(const std::vector<std::string>& cost_params = {});
+  // The analytic model at `defaults` with NAME=VALUE overrides (BadInput for a bad one).
+  explicit CostModelChain(const std::vector<std::string>& cost_params = {}, AnalyticCostParams defaults = {});
 
   // Puts a model on top: `make` receives the current top, to fall back on. `label` stands for it in
   // description(), e.g. "calibrated (fit.json)".

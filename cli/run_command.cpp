@@ -327,7 +327,7 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   // The cuda backend's processes may hold several ranks each (a thread per GPU): its process plan checks them.
   if (launched && o.backend != "cuda") launched->check_ranks(scenario.parallel.pp, scenario.parallel.dp);
   if (!o.inject_failure.empty()) parse_injected_failure(o.inject_failure);
-  CostModelChain chain = o.scenario.cost_models(scenario.model, doc);
+  CostModelChain chain = o.scenario.cost_models(scenario.model, doc, executor_cost_params());
   profile_first(o, scenario, chain, launched != nullptr);
   const Evaluation ev = evaluate(scenario, chain.model());
   std::vector<LayerRange> ranges;

@@ -107,8 +107,8 @@ void ScenarioOptions::add_profile_option(CLI::App& cmd) {
   add_calibration_option(cmd, calibration);
 }
 
-CostModelChain ScenarioOptions::cost_models(const Model& m) const {
-  CostModelChain chain(cost_params);
+CostModelChain ScenarioOptions::cost_models(const Model& m, const AnalyticCostParams& defaults) const {
+  CostModelChain chain(cost_params, defaults);
   if (!profile.empty()) chain.add_profile_file(profile, m, "--profile", force_profile);
   add_calibration(chain, calibration);
   return chain;
@@ -220,11 +220,12 @@ Scenario ScenarioOptions::scenario_of(const std::optional<PlanDocument>& doc) co
   return s;
 }
 
-CostModelChain ScenarioOptions::cost_models(const Model& m, const std::optional<PlanDocument>& doc) const {
-  if (!doc) return cost_models(m);
+CostModelChain ScenarioOptions::cost_models(const Model& m, const std::optional<PlanDocument>& doc,
+                                            const AnalyticCostParams& defaults) const {
+  if (!doc) return cost_models(m, defaults);
   std::vector<std::string> overrides = doc->cost_overrides;
   overrides.insert(overrides.end(), cost_params.begin(), cost_params.end());
-  CostModelChain chain(overrides);
+  CostModelChain chain(overrides, defaults);
   if (!profile.empty())
     chain.add_profile_file(profile, m, "--profile", force_profile);
   else if (doc->profile)

@@ -56,9 +56,9 @@ struct ScenarioOptions {
   void add_profile_option(CLI::App& cmd);
   // The analytic cost model with the --cost-param overrides applied.
   AnalyticCostModel cost_model() const;
-  // The chain analytic (--cost-param) <- profiled (--profile, when given) <- calibrated (--calibration)
-  // for `model`'s layers.
-  CostModelChain cost_models(const Model& model) const;
+  // The chain analytic (`defaults`, then --cost-param) <- profiled (--profile, when given) <- calibrated
+  // (--calibration) for `model`'s layers.
+  CostModelChain cost_models(const Model& model, const AnalyticCostParams& defaults = {}) const;
 
   // --plan FILE (`pipewright plan --out`) instead of the scenario options; `what` says what it does.
   void add_plan_option(CLI::App& cmd, const std::string& what);
@@ -76,7 +76,8 @@ struct ScenarioOptions {
   Scenario scenario_of(const std::optional<PlanDocument>& doc) const;
   // With a plan: its cost overrides, then --cost-param; --profile, or else the profile the plan was made
   // with (BadInput telling to pass --profile again when it is gone or changed); --calibration on top.
-  CostModelChain cost_models(const Model& model, const std::optional<PlanDocument>& doc) const;
+  CostModelChain cost_models(const Model& model, const std::optional<PlanDocument>& doc,
+                             const AnalyticCostParams& defaults = {}) const;
 };
 
 // load(value), its errors (which name the input) with the option the user typed in front.

@@ -108,6 +108,12 @@ void set_param(AnalyticCostParams& params, const std::string& assignment) {
   set_param(params, assignment.substr(0, eq), value);
 }
 
+AnalyticCostParams executor_cost_params() {
+  AnalyticCostParams p;
+  p.moe_host_s = 0;
+  return p;
+}
+
 AnalyticCostModel::AnalyticCostModel(AnalyticCostParams params) : params_(params) { validate(params_); }
 
 double AnalyticCostModel::compute_time(const PhaseWork& work, const GpuSpec& gpu) const {

@@ -59,6 +59,10 @@ struct AnalyticCostParams {
   double moe_host_s = 9e-3;
 };
 
+// The defaults for predicting pipewright's own executor (`run`, and `calibrate` fitting its runs): its MoE
+// blocks are issued from C++ with no per-layer wait for a framework's host, so moe_host_s is 0.
+AnalyticCostParams executor_cost_params();
+
 // Sets one parameter by its field name ("gemm_efficiency", ...): the form `--cost-param NAME=VALUE` takes.
 // Throws BadInput naming the known fields for an unknown one.
 void set_param(AnalyticCostParams& params, const std::string& name, double value);

@@ -79,6 +79,25 @@ TEST_CASE("simulate reports the time the GPU waits for the host to issue MoE blo
   CHECK(mixtral.out.find("waiting on the host") == std::string::npos);
 }
 
+TEST_CASE("run predicts its own executor without Megatron's host floor, unless --cost-param sets one") {
+  // The executor issues an MoE block from C++: moe_host_s, Megatron-Core's eager host time, defaults to 0 here.
+  const std::vector<std::string> base{"run", "--model", source_path("examples/tiny-moe.json"), "--cluster", "ideal",
+                                      "--pp", "1", "--dp", "2", "--ep", "2", "--microbatches", "4", "--micro-batch-size",
+                                      "2", "--iterations", "1", "--warmup", "0", "--no-profile", "--json"};
+  auto predicted = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), more.begin(), more.end());
+    const CliResult r = run_cli(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out).at("predicted_step_time_s").get<double>();
+  };
+  const double own = predicted({});
+  CHECK(own == predicted({"--cost-param", "moe_host_s=0"}));
+  // 3 MoE blocks x 4 micro-batches x 9 ms, on the GPU-fast ideal cluster: the floor sets the pace.
+  CHECK(predicted({"--cost-param", "moe_host_s=0.009"}) > own + 3 * 4 * 0.009 * 0.9);
+}
+
 TEST_CASE("plan --json names ep and etp per plan, and models --show --json the total and active counts") {
   const CliResult r = run_cli({"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "16",
                                "--global-batch-size", "64", "--top", "2", "--json", "--schedules", "1f1b"});

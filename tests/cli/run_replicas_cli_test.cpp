@@ -53,10 +53,12 @@ TEST_CASE("run --dp 2 --ep 2: a row per replica's rank, the loss falling, predic
     CHECK(report["ranks"][w]["replica"] == w / 2);
     CHECK(report["ranks"][w]["predicted_busy_s"] == report["ranks"][w % 2]["predicted_busy_s"]);
   }
-  // What the replicas do: whole optimizer states, gradients all-reduced after the last backward.
+  // What the replicas do: whole optimizer states, gradients all-reduced after the last backward; and the
+  // executor issues its MoE blocks from C++, without Megatron-Core's host floor (executor_cost_params).
   const CliResult sim = run_cli({"simulate", "--model", source_path("examples/tiny-moe.json"), "--cluster", "ideal", "--pp",
                                  "2", "--dp", "2", "--ep", "2", "--microbatches", "4", "--zero", "0",
-                                 "--no-overlap-grad-reduce", "--no-overlap-param-gather", "--json"});
+                                 "--no-overlap-grad-reduce", "--no-overlap-param-gather", "--cost-param", "moe_host_s=0",
+                                 "--json"});
   INFO(sim.err);
   REQUIRE(sim.code == 0);
   CHECK(report["predicted_step_time_s"] == json::parse(sim.out)["step_time_s"]);
