@@ -52,10 +52,9 @@ struct AnalyticCostParams {
   double all_to_all_sm_share = 20.0 / 132.0;
   // Host (CPU) seconds one MoE block takes to issue a micro-batch's forward, backward and weight gradients as
   // Megatron-Core runs it from PyTorch without CUDA graphs (eager, as the 26.04 H100 benchmarks ran it), fitted
-  // to a published run (docs/cost-model.md). Its dispatcher copies the
-  // tokens-per-expert counts to the host every micro-batch, so the host never runs more than one MoE layer
-  // ahead of the GPU: each phase of the block takes at least its share of this (docs/cost-model.md).
-  // 0: the GPU never waits on the host.
+  // to a published run. Its dispatcher copies the tokens-per-expert counts to the host every micro-batch, so
+  // the host never runs more than one MoE layer ahead of the GPU: each phase of the block takes at least its
+  // share of this (docs/cost-model.md). 0: the GPU never waits on the host.
   double moe_host_s = 9e-3;
 };
 

@@ -77,9 +77,9 @@ class CostModel {
   // they overlap (core/overlapped_pair.hpp).
   virtual double all_to_all_sm_share() const { return 0; }
 
-  // Seconds the host needs to issue one phase of one layer for one micro-batch (on `tp` ranks), when it cannot run ahead of
-  // the GPU through that layer (a host synchronisation inside it): the phase takes at least this long, and an
-  // F&B composite at least its halves' sum (one host thread issues both). 0: the GPU never waits.
+  // Seconds the host needs to issue one phase of one layer for one micro-batch (on `tp` ranks), when it cannot
+  // run ahead of the GPU through that layer (a host synchronisation inside it): the phase takes at least this
+  // long, and an F&B composite at least its halves' sum (one host thread issues both). 0: the GPU never waits.
   virtual double host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const { return 0; }
 };
 

@@ -48,9 +48,9 @@ double duration(const Action& a, const StageTimes& t) {
       double pair = !t.fb.empty() && t.fb[s] > 0 ? t.fb[s] : t.f[s] + t.b[s2] + t.w[s2];
       if (!t.comm_f.empty() && t.comm_f[s] + t.comm_b[s2] > 0)
         pair = std::min(pair, overlapped_pair_time(t.f[s], t.comm_f[s], t.b[s2] + t.w[s2], t.comm_b[s2],
-                                                     t.all_to_all_sm_share,
-                                                     t.host_f.empty() ? 0.0 : t.host_f[s] + t.host_b[s2]));
-      return pair;
+                                                     t.all_to_all_sm_share));
+      // One host thread issues both halves.
+      return t.host_f.empty() ? pair : std::max(pair, t.host_f[s] + t.host_b[s2]);
     }
     default: return 0;
   }

@@ -240,8 +240,9 @@ class PipelineSimulation {
             if (forward_stage.expert_comm_forward_s + backward_stage.expert_comm_backward_s > 0)
               fb.duration = std::min(fb.duration,
                                      overlapped_pair_time(f.duration, forward_stage.expert_comm_forward_s, b.duration,
-                                                          backward_stage.expert_comm_backward_s, sm_share,
-                                                          forward_stage.host_forward_s + backward_stage.host_backward_s));
+                                                          backward_stage.expert_comm_backward_s, sm_share));
+            // One host thread issues both halves (CostModel::host_time).
+            fb.duration = std::max(fb.duration, forward_stage.host_forward_s + backward_stage.host_backward_s);
             fb.release = b.release;
             fb.held_end = b.held_end;
             fb.grad_stage = b.grad_stage;

@@ -1,6 +1,6 @@
 // The search over expert parallelism: with ep and etp searched its best plans still equal exhaustive scoring,
 // and the bounds that prune MoE candidates (the cheapest all-to-all any placement has; F&B composites charged
-// without all-to-alls) stay below what evaluate() reports.
+// without all-to-alls) stay below what evaluate() reports: with the host's floor under MoE blocks and without.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -40,58 +40,70 @@ SearchSpace moe_space() {
   return space;
 }
 
+// The default model, under which this small model's blocks wait on the host (moe_host_s), and one without that
+// floor, where the GPU sets their pace.
+std::vector<AnalyticCostModel> host_bound_and_not() {
+  AnalyticCostParams gpu_only;
+  gpu_only.moe_host_s = 0;
+  return {AnalyticCostModel(), AnalyticCostModel(gpu_only)};
+}
+
 }  // namespace
 
 TEST_CASE("with ep searched, the best plans equal exhaustive scoring and name ep and etp") {
-  const AnalyticCostModel cost;
-  const Scenario base = moe_base(32);
-  const std::vector<Candidate> all = enumerate_candidates(base, moe_space());
-  std::set<std::pair<int, int>> experts;
-  for (const Candidate& c : all) {
-    experts.insert({c.ep, c.etp});
-    CHECK(c.tp * c.cp * c.dp % (c.ep * c.etp) == 0);
+  for (const AnalyticCostModel& cost : host_bound_and_not()) {
+    INFO("moe_host_s " << cost.params().moe_host_s);
+    const Scenario base = moe_base(32);
+    const std::vector<Candidate> all = enumerate_candidates(base, moe_space());
+    std::set<std::pair<int, int>> experts;
+    for (const Candidate& c : all) {
+      experts.insert({c.ep, c.etp});
+      CHECK(c.tp * c.cp * c.dp % (c.ep * c.etp) == 0);
+    }
+    CHECK(experts.count({8, 1}) == 1);
+    CHECK(experts.count({4, 2}) == 1);
+    SearchOptions pruned, exhaustive;
+    pruned.top = exhaustive.top = 5;
+    exhaustive.prune = false;
+    const SearchResult fast = search_plans(base, moe_space(), cost, pruned);
+    const SearchResult every = search_plans(base, moe_space(), cost, exhaustive);
+    REQUIRE(fast.plans.size() == every.plans.size());
+    for (size_t i = 0; i < fast.plans.size(); ++i) {
+      INFO(describe(fast.plans[i].config) << " vs " << describe(every.plans[i].config));
+      CHECK(fast.plans[i].config == every.plans[i].config);
+      CHECK(fast.plans[i].evaluation.metrics.step_time_s == every.plans[i].evaluation.metrics.step_time_s);
+    }
+    CHECK(fast.stats.simulated < every.stats.simulated);
   }
-  CHECK(experts.count({8, 1}) == 1);
-  CHECK(experts.count({4, 2}) == 1);
-  SearchOptions pruned, exhaustive;
-  pruned.top = exhaustive.top = 5;
-  exhaustive.prune = false;
-  const SearchResult fast = search_plans(base, moe_space(), cost, pruned);
-  const SearchResult every = search_plans(base, moe_space(), cost, exhaustive);
-  REQUIRE(fast.plans.size() == every.plans.size());
-  for (size_t i = 0; i < fast.plans.size(); ++i) {
-    INFO(describe(fast.plans[i].config) << " vs " << describe(every.plans[i].config));
-    CHECK(fast.plans[i].config == every.plans[i].config);
-    CHECK(fast.plans[i].evaluation.metrics.step_time_s == every.plans[i].evaluation.metrics.step_time_s);
-  }
-  CHECK(fast.stats.simulated < every.stats.simulated);
   CHECK(describe(Candidate{2, 2, 2, 1, 1, 8, "1f1b", Recompute::None, RankOrder::TpPpDp, 1, Precision::Bf16, 1, 4, 1})
             .starts_with("tp=2, ep=4, pp=2, dp=2"));
 }
 
 TEST_CASE("the MoE bounds stay below what evaluate() reports") {
-  const AnalyticCostModel cost;
-  const Scenario base = moe_base(16);
-  int checked = 0, composites = 0;
-  for (const Candidate& c : enumerate_candidates(base, moe_space())) {
-    if (c.micro_batch_size > 1 || c.ep == 1) continue;
-    Scenario s;
-    if (!pw::test::screened(base, c, cost, s)) continue;  // invalid, or no split fits
-    const Evaluation ev = evaluate(s, cost);
-    const ParallelConfig& pc = s.parallel;
-    const LayerTable t = make_layer_table(s.model, s.workload, pc.tp, s.cluster, cost, pw::test::tp_group_gpus(pc),
-                                          least_all_to_all_links(s.cluster, pc.ep));
-    const bool composite = has_composites(ev.schedule);
-    INFO(describe(c));
-    const double step = ev.metrics.step_time_s;
-    const int chunks = ev.schedule.num_stages() / pc.pp;
-    CHECK(step_time_bound(with_all_to_alls_hidden(t), pc.pp, chunks, pc.microbatches) <= step * (1 + 1e-9));
-    if (!composite) CHECK(step_time_bound(t, pc.pp, chunks, pc.microbatches) <= step * (1 + 1e-9));
-    composites += composite ? 1 : 0;
-    ++checked;
+  for (const AnalyticCostModel& cost : host_bound_and_not()) {
+    INFO("moe_host_s " << cost.params().moe_host_s);
+    const Scenario base = moe_base(16);
+    int checked = 0, composites = 0;
+    for (const Candidate& c : enumerate_candidates(base, moe_space())) {
+      if (c.micro_batch_size > 1 || c.ep == 1) continue;
+      Scenario s;
+      if (!pw::test::screened(base, c, cost, s)) continue;  // invalid, or no split fits
+      const Evaluation ev = evaluate(s, cost);
+      const ParallelConfig& pc = s.parallel;
+      const LayerTable t = make_layer_table(s.model, s.workload, pc.tp, s.cluster, cost, pw::test::tp_group_gpus(pc),
+                                            least_all_to_all_links(s.cluster, pc.ep));
+      const bool composite = has_composites(ev.schedule);
+      INFO(describe(c));
+      const double step = ev.metrics.step_time_s;
+      const int chunks = ev.schedule.num_stages() / pc.pp;
+      CHECK(step_time_bound(with_all_to_alls_hidden(t), pc.pp, chunks, pc.microbatches) <= step * (1 + 1e-9));
+      if (!composite) CHECK(step_time_bound(t, pc.pp, chunks, pc.microbatches) <= step * (1 + 1e-9));
+      composites += composite ? 1 : 0;
+      ++checked;
+    }
+    CHECK(checked > 20);
+    CHECK(composites > 0);
   }
-  CHECK(checked > 20);
-  CHECK(composites > 0);
 }
 
 TEST_CASE("the parameters split counts each MoE block's routed experts (DeepSpeed's partition_method)") {
