@@ -44,6 +44,10 @@ std::string binding_line(const Evaluation& ev, const Loss& part) {
   if (part.part == "recompute")
     return fmt::format("memory, through recompute ({}): rebuilding activations takes {}", to_string(s.workload.recompute),
                        share);
+  if (part.part == "host")
+    return fmt::format("the host: it issues the MoE blocks slower than the GPU runs them, {} waiting (larger "
+                       "micro-batches amortize it)",
+                       share);
   if (part.part == "optimizer") return fmt::format("the optimizer step: {}", share);
   return fmt::format("compute: {}", share);
 }
@@ -73,9 +77,9 @@ std::vector<std::string> binding_of(const Evaluation& ev, const StepBreakdown& b
 }  // namespace
 
 std::vector<Loss> parts_of(const StepBreakdown& b) {
-  return {{"compute", b.compute_s}, {"recompute", b.recompute_s}, {"tp", b.tp_s},   {"cp", b.cp_s},
-          {"ep", b.ep_s},           {"pp", b.pp_s},               {"dp", b.dp_s},   {"optimizer", b.optimizer_s},
-          {"bubble", b.bubble_s}};
+  return {{"compute", b.compute_s}, {"recompute", b.recompute_s}, {"tp", b.tp_s},         {"cp", b.cp_s},
+          {"ep", b.ep_s},           {"host", b.host_s},           {"pp", b.pp_s},         {"dp", b.dp_s},
+          {"optimizer", b.optimizer_s}, {"bubble", b.bubble_s}};
 }
 
 std::string describe_difference(const Candidate& a, const Candidate& b) {

@@ -22,7 +22,7 @@ class FreeTransfers : public CostModelOver {
 };
 
 struct Inside {
-  double recompute = 0, tp = 0, cp = 0, ep = 0, zero3 = 0;
+  double recompute = 0, tp = 0, cp = 0, ep = 0, host = 0, zero3 = 0;
   double total = 0;  // the stage's F + B + W as the simulator charges them
 };
 
@@ -52,6 +52,7 @@ Inside inside_stage(const Scenario& s, const StageReport& st, const std::vector<
       in.tp += cost.phase_time(layer, none, ph, gpu, links.tp, pc.tp) - cost.phase_time(layer, none, ph, gpu, free_link, pc.tp);
       in.cp += cost.cp_ring_time(none, ph, gpu, links.cp);
       in.ep += cost.expert_comm_time(none, ph, links.ep);
+      in.host += layer_phase_cost(cost, layer, none, ph, gpu, links, pc.tp).host_wait();
     }
   }
   const StageCost& c = st.cost;
@@ -86,6 +87,7 @@ StepBreakdown break_down(const Evaluation& ev, const CostModel& cost) {
     rank.tp += m * in.tp;
     rank.cp += m * in.cp;
     rank.ep += m * in.ep;
+    rank.host += m * in.host;
     rank.zero3 += m * in.zero3;
     rank.total += m * in.total;
   }
@@ -98,8 +100,10 @@ StepBreakdown break_down(const Evaluation& ev, const CostModel& cost) {
   out.tp_s = rank.tp;
   out.cp_s = rank.cp;
   out.ep_s = std::max(0.0, rank.ep - hidden);
+  out.host_s = rank.host;
   out.dp_s = rank.zero3;
-  out.compute_s = std::max(0.0, busy - out.recompute_s - out.tp_s - out.cp_s - out.ep_s - out.dp_s - slowed);
+  out.compute_s =
+      std::max(0.0, busy - out.recompute_s - out.tp_s - out.cp_s - out.ep_s - out.host_s - out.dp_s - slowed);
 
   double idle = std::max(0.0, out.step_s - busy);
   out.optimizer_s = std::min(idle, s.synchronous_optimizer ? *std::max_element(optimizer.begin(), optimizer.end())

@@ -21,6 +21,8 @@ struct StepBreakdown {
   double step_s = 0;
   // Its busy time:
   double compute_s = 0, recompute_s = 0, tp_s = 0, cp_s = 0, ep_s = 0;
+  // Its GPU waiting for the host to issue MoE blocks (CostModel::host_time above the phases' GPU time).
+  double host_s = 0;
   // The rest of the step:
   double pp_s = 0, dp_s = 0, optimizer_s = 0, bubble_s = 0;
 };

@@ -86,7 +86,8 @@ TEST_CASE("plan --explain breaks the best step down, names what binds it and wha
   const nlohmann::json& e = j.at("explain");
   double sum = 0;
   for (const auto& [key, value] : e.at("breakdown").items()) sum += value.get<double>();
-  CHECK(e.at("breakdown").size() == 9);
+  CHECK(e.at("breakdown").size() == 10);
+  CHECK(e.at("breakdown").at("host_s").get<double>() == 0);  // a dense model: its host runs ahead
   CHECK(sum == Approx(j.at("plans")[0].at("step_time_s").get<double>()).epsilon(1e-12));
   CHECK(e.at("step_time_s").get<double>() == j.at("plans")[0].at("step_time_s").get<double>());
   REQUIRE(e.at("runners_up").size() == 2);

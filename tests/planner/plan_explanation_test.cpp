@@ -136,3 +136,34 @@ TEST_CASE("runners-up name what differs and lose exactly their step difference")
                                                  to_string(a.order)));
   CHECK(describe_difference(a, a) == "the same configuration");
 }
+
+TEST_CASE("a host-bound MoE run: the breakdown's host part is the simulator's wait on the host, and binds") {
+  // Qwen3-30B-A3B on 16 H100s at ep 16, one stage: its blocks wait on the host (docs/validation.md).
+  Scenario s;
+  s.model = model_preset("qwen3-30b-a3b");
+  s.cluster = cluster_preset("dgx-h100");
+  s.parallel.dp = 16;
+  s.parallel.ep = 16;
+  s.parallel.order = RankOrder::TpDpPp;
+  s.workload.seq_len = 4096;
+  s.workload.precision = Precision::Fp8;
+  s.workload.dispatcher = Workload::Dispatcher::Flex;
+  s.global_batch_size = 1024;
+  AnalyticCostParams slow_host;
+  slow_host.moe_host_s = 20e-3;  // well above the blocks' GPU time, so that the host binds
+  const AnalyticCostModel cost(slow_host);
+  const Evaluation ev = evaluate(s, cost);
+  const StepBreakdown b = break_down(ev, cost);
+  REQUIRE(ev.metrics.host_wait_s > 0);
+  CHECK(b.host_s == Approx(ev.metrics.host_wait_s));
+  CHECK(sum_of(b) == Approx(b.step_s));
+  for (const Loss& l : parts_of(b)) CHECK(l.seconds >= 0);
+  Plan plan;
+  plan.evaluation = ev;
+  const PlanExplanation e = explain_plans({plan}, cost);
+  REQUIRE(!e.binding.empty());
+  CHECK(e.binding.front().starts_with("the host: it issues the MoE blocks slower than the GPU runs them, "));
+  // Without the floor, no part is the host's.
+  const AnalyticCostModel gpu_only(executor_cost_params());
+  CHECK(break_down(evaluate(s, gpu_only), gpu_only).host_s == 0);
+}
