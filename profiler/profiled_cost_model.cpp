@@ -86,8 +86,10 @@ double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, 
 }
 
 double ProfiledCostModel::host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const {
-  if (entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp)) return 0;
-  return below_.host_time(layer, work, phase, tp);
+  // The model below first: it answers 0 for most layers, and the profile lookup builds strings.
+  const double below = below_.host_time(layer, work, phase, tp);
+  if (below == 0 || entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp)) return 0;
+  return below;
 }
 
 LinkSpec ProfiledCostModel::p2p_link(const LinkSpec& nominal) const {

@@ -377,14 +377,16 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
   m.step_time_s = ev.sim.step_time_s;
   m.bubble_fraction = ev.sim.bubble_fraction;
   m.exposed_dp_comm_s = ev.sim.exposed_dp_comm_s;
-  std::vector<double> all_to_all(static_cast<size_t>(pc.pp), 0.0), host_wait(static_cast<size_t>(pc.pp), 0.0);
-  for (const StageReport& st : ev.stages) {
-    all_to_all[static_cast<size_t>(st.rank)] +=
-        pc.microbatches * (st.cost.expert_comm_forward_s + st.cost.expert_comm_backward_s);
-    host_wait[static_cast<size_t>(st.rank)] += pc.microbatches * st.cost.host_wait_s;
-  }
-  m.expert_all_to_all_s = *std::max_element(all_to_all.begin(), all_to_all.end());
-  m.host_wait_s = *std::max_element(host_wait.begin(), host_wait.end());
+  // Per step, on the rank where it is most: every micro-batch's `per_microbatch` of each stage the rank holds.
+  const auto busiest_rank = [&](double (*per_microbatch)(const StageCost&)) {
+    std::vector<double> per_rank(static_cast<size_t>(pc.pp), 0.0);
+    for (const StageReport& st : ev.stages)
+      per_rank[static_cast<size_t>(st.rank)] += pc.microbatches * per_microbatch(st.cost);
+    return *std::max_element(per_rank.begin(), per_rank.end());
+  };
+  m.expert_all_to_all_s =
+      busiest_rank([](const StageCost& c) { return c.expert_comm_forward_s + c.expert_comm_backward_s; });
+  m.host_wait_s = busiest_rank([](const StageCost& c) { return c.host_wait_s; });
   m.tokens_per_iteration = static_cast<double>(s.global_batch_size) * s.workload.seq_len;
   const double gpus = pc.gpus();
   if (s.model.transformer) {

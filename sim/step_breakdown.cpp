@@ -46,13 +46,13 @@ Inside inside_stage(const Scenario& s, const StageReport& st, const std::vector<
     const LayerWork none = layer_work(s.model, layer, plain);
     for (Phase ph : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight}) {
       const double at_level = layer_phase_time(cost, layer, w, ph, gpu, links, pc.tp);
-      const double without = layer_phase_time(cost, layer, none, ph, gpu, links, pc.tp);
+      const PhaseCost without = layer_phase_cost(cost, layer, none, ph, gpu, links, pc.tp);
       layers += at_level;
-      in.recompute += at_level - without;
+      in.recompute += at_level - without.time();
       in.tp += cost.phase_time(layer, none, ph, gpu, links.tp, pc.tp) - cost.phase_time(layer, none, ph, gpu, free_link, pc.tp);
       in.cp += cost.cp_ring_time(none, ph, gpu, links.cp);
       in.ep += cost.expert_comm_time(none, ph, links.ep);
-      in.host += layer_phase_cost(cost, layer, none, ph, gpu, links, pc.tp).host_wait();
+      in.host += without.host_wait();
     }
   }
   const StageCost& c = st.cost;
