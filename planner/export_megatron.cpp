@@ -121,6 +121,16 @@ std::vector<LayerRange> uniform_blocks(const Model& model, int stages) {
   return split_layers(model, stages, std::vector<int>(static_cast<size_t>(stages), model.num_blocks() / stages));
 }
 
+// What was simulated: fused attention (no s x s scores stored) or the unfused kernels. Transformer Engine
+// runs attention sinks (gpt-oss's learnable softmax) in cuDNN's fused attention or unfused, never in
+// FlashAttention (transformer_engine/pytorch/attention/dot_product_attention/utils.py at d0067d0,
+// "Filter: Softmax type"), and Megatron's flash backend turns the other two off, leaving no kernel.
+std::string attention_backend(const Evaluation& plan) {
+  if (!plan.scenario.workload.flash_attention) return "unfused";
+  const std::optional<TransformerConfig>& c = plan.scenario.model.transformer;
+  return c && c->attention_sinks ? "fused" : "flash";
+}
+
 }  // namespace
 
 // The routed experts, latent attention and MTP modules as Megatron-Core's TransformerConfig and
@@ -345,8 +355,7 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   if (pc.overlap_param_gather && pc.overlap_grad_reduce && pc.distributed_optimizer() && reduced)
     add("--overlap-param-gather");
   if (pc.bucket_parameters > 0 && reduced) add("--ddp-bucket-size", fmt::format("{:.0f}", pc.bucket_parameters));
-  // What was simulated: fused attention (no s x s scores stored) or the unfused kernels.
-  add("--attention-backend", s.workload.flash_attention ? "flash" : "unfused");
+  add("--attention-backend", attention_backend(plan));
   if (s.workload.precision == Precision::Fp8) {
     // Transformer Engine's fp8 linear layers: e4m3 forward, e5m2 gradients, delayed scaling.
     add("--fp8-format", "hybrid");

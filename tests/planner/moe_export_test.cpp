@@ -93,6 +93,19 @@ TEST_CASE("Megatron-LM: a repeating dense/MoE pattern, capacity padding, and exp
         "--etp 1");
 }
 
+TEST_CASE("Megatron-LM: attention sinks run in cuDNN's fused attention, the rest in FlashAttention") {
+  // transformer_engine/pytorch/attention/dot_product_attention/utils.py (d0067d0), "Filter: Softmax type":
+  // learnable softmax disables FlashAttention; Megatron's --attention-backend flash turns off the fused and
+  // unfused kernels (megatron/core/models/common/language_module/language_module.py), so gpt-oss needs fused.
+  Evaluation oss = moe_plan("gpt-oss-120b", 1, 2, 4, 4, 64, {18, 18});
+  REQUIRE(oss.scenario.model.transformer->attention_sinks);
+  CHECK(after(megatron_arguments(oss), "--attention-backend") == "fused");
+  const Evaluation mixtral = moe_plan("mixtral-8x7b", 1, 2, 8, 8, 64, {16, 16});
+  CHECK(after(megatron_arguments(mixtral), "--attention-backend") == "flash");
+  oss.scenario.workload.flash_attention = false;
+  CHECK(after(megatron_arguments(oss), "--attention-backend") == "unfused");
+}
+
 TEST_CASE("Megatron-LM: interleaved-overlap is interleaved with --overlap-moe-expert-parallel-comm") {
   Evaluation ev = moe_plan("mixtral-8x7b", 1, 2, 8, 8, 64, {16, 16});
   ev.scenario.schedule = "interleaved-overlap";
