@@ -67,10 +67,12 @@ double CalibratedCostModel::layer_seconds(const Layer& layer, const LayerWork& w
     t = fit->predict(phase_work(work, phase));
   }
   if (phase != Phase::BackwardInput || !has_work(work.recompute)) return t;
-  // B runs the recomputation first: the measured forward (full) or rebuild (selective) where there is
-  // one, else the forward fit on the recomputed work.
+  // B runs the recomputation first: the measured forward (full) or rebuild (selective, of the attention
+  // core: the one module the executor reruns) where there is one, else the forward fit on the recomputed
+  // work.
   if (k && work.recompute_mode == Recompute::Full) return t + k->entry->forward_s;
-  if (k && work.recompute_mode == Recompute::Selective && k->entry->selective_recompute_s)
+  if (k && work.recompute_mode == Recompute::Selective && k->entry->selective_recompute_s &&
+      work.recompute_modules.is_default())
     return t + *k->entry->selective_recompute_s;
   if (forward_fit) return t + forward_fit->predict(work.recompute);
   return -1;

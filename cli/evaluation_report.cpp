@@ -1,6 +1,7 @@
 #include "cli/evaluation_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -27,6 +28,15 @@ std::string stage_recompute_text(const std::vector<Recompute>& levels) {
   return out;
 }
 
+// What selective recomputation reruns when it is more than the attention core: "selective: moe_act, layernorm",
+// or after per-stage levels "per stage: full, selective; selective: moe_act, layernorm".
+std::string selective_modules_text(const Scenario& s) {
+  const bool per_stage = std::find(s.stage_recompute.begin(), s.stage_recompute.end(), Recompute::Selective) !=
+                         s.stage_recompute.end();
+  if (!(per_stage || s.workload.recompute == Recompute::Selective) || s.workload.recompute_modules.is_default()) return "";
+  return fmt::format("{}: {}", per_stage ? "; selective" : "", fmt::join(module_names(s.workload.recompute_modules), ", "));
+}
+
 }  // namespace
 
 void print_evaluation(std::ostream& out, const Evaluation& ev) {
@@ -41,7 +51,8 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   const std::string tokens = s.workload.seq_len > 1 ? fmt::format(" of {} tokens", s.workload.seq_len) : "";
   out << fmt::format("micro-batch size {} x {} micro-batches x dp {} = global batch {} sequences{}, recompute {}{}\n\n",
                      s.workload.micro_batch_size, pc.microbatches, pc.dp, s.global_batch_size, tokens,
-                     s.stage_recompute.empty() ? to_string(s.workload.recompute) : stage_recompute_text(s.stage_recompute),
+                     (s.stage_recompute.empty() ? to_string(s.workload.recompute) : stage_recompute_text(s.stage_recompute)) +
+                         selective_modules_text(s),
                      std::string(pc.tp > 1 ? (s.workload.sequence_parallel ? ", sequence parallel" : ", no sequence parallel") : "") +
                          (s.workload.flash_attention ? ", flash attention" : "") +
                          (s.workload.precision == Precision::Fp8 ? ", fp8" : ""));
@@ -142,6 +153,7 @@ nlohmann::ordered_json evaluation_to_json(const Evaluation& ev) {
                       {"global_batch_size", s.global_batch_size},
                       {"seq_len", s.workload.seq_len},
                       {"recompute", to_string(s.workload.recompute)},
+                      {"recompute_modules", module_names(s.workload.recompute_modules)},
                       {"sequence_parallel", s.workload.sequence_parallel},
                       {"flash_attention", s.workload.flash_attention},
                       {"synchronous_optimizer", s.synchronous_optimizer},

@@ -48,6 +48,7 @@ struct PlanOptions {
   std::string precisions;  // comma-separated
   std::string zeros;       // comma-separated
   std::string schedule, recompute, rank_order;
+  std::string recompute_modules;  // comma-separated; empty: core_attn
   std::string calibration;
   int top = 5;
   int threads = 0;
@@ -180,6 +181,15 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     }
   }
   if (target) restrict_to_target(*target, space);
+  if (!o.recompute_modules.empty()) {
+    const std::vector<Recompute>& rc = space.recomputes;
+    const bool selective = rc.empty() || std::find(rc.begin(), rc.end(), Recompute::Selective) != rc.end() ||
+                           std::find(rc.begin(), rc.end(), Recompute::PerStage) != rc.end();
+    if (!selective)
+      throw_bad_input("--recompute-modules: the modules are what selective recomputation reruns, which --recompute {} "
+                      "leaves out; plan with --recompute selective or without --recompute",
+                      choices_text(space.recomputes));
+  }
 
   CostModelChain chain(o.cost_params);
 
@@ -206,6 +216,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.sequence_parallel = !o.no_sequence_parallel;
   base.workload.flash_attention = o.flash_attention;
   base.workload.precision = precision_from_string(o.precision);
+  if (!o.recompute_modules.empty()) base.workload.recompute_modules = recompute_modules_from_string(o.recompute_modules);
   o.dp_options.apply(base.parallel);
   o.moe_options.apply(base.workload);
   // PyTorch groups an interleaved schedule's micro-batches its own way when m is not a multiple of pp.
@@ -387,6 +398,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--micro-batch-size", o->micro_batch_size, "Fix the micro-batch size");
   cmd->add_option("--schedule", o->schedule, "Fix the schedule");
   cmd->add_option("--recompute", o->recompute, "Fix the recompute mode: none, selective, full or per-stage");
+  add_recompute_modules_option(*cmd, o->recompute_modules);
   cmd->add_option("--rank-order", o->rank_order, "Fix where ranks sit: tp-pp-dp or tp-dp-pp (tp innermost)");
   cmd->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "Turn off sequence parallelism");
   add_flash_attention_flag(*cmd, o->flash_attention);

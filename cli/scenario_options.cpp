@@ -40,6 +40,7 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_option("--stage-recompute", stage_recompute, "Each stage's recompute level, e.g. full,full,none,none (per-stage)");
   cmd.add_option("--rank-order", rank_order, "Where ranks sit: tp-pp-dp (default) or tp-dp-pp (tp innermost)");
   cmd.add_option("--recompute", recompute, "none, selective or full")->capture_default_str();
+  add_recompute_modules_option(cmd, recompute_modules);
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
   add_flash_attention_flag(cmd, flash_attention);
   add_precision_option(cmd, precision);
@@ -50,6 +51,12 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
       ->capture_default_str();
   cmd.add_option("--cost-param", cost_params, "Override a cost-model parameter, NAME=VALUE (docs/cost-model.md); repeatable");
   cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
+}
+
+CLI::Option* add_recompute_modules_option(CLI::App& cmd, std::string& modules) {
+  return cmd.add_option("--recompute-modules", modules,
+                        "What selective recomputation reruns, as Megatron-Core's --recompute-modules: core_attn "
+                        "(default), layernorm, moe_act, mla_up_proj, mlp, shared_experts; e.g. layernorm,moe_act");
 }
 
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
@@ -165,6 +172,14 @@ Scenario ScenarioOptions::to_scenario() const {
       s.stage_recompute.push_back(recompute_from_string(level.c_str()));
     }
   if (!rank_order.empty()) s.parallel.order = rank_order_from_string(rank_order);
+  if (!recompute_modules.empty()) {
+    s.workload.recompute_modules = recompute_modules_from_string(recompute_modules);
+    const bool selective = s.workload.recompute == Recompute::Selective ||
+                           std::count(s.stage_recompute.begin(), s.stage_recompute.end(), Recompute::Selective) > 0;
+    if (!selective)
+      throw_bad_input("--recompute-modules: the modules are what selective recomputation reruns; add --recompute "
+                      "selective (or a selective level in --stage-recompute)");
+  }
   return s;
 }
 
@@ -173,7 +188,7 @@ namespace {
 // The scenario options a plan file replaces; giving one with --plan would be ambiguous.
 constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--cp", "--ep", "--etp", "--capacity-factor", "--dispatcher", "--pp", "--dp", "--vpp", "--microbatches",
                                       "--global-batch-size", "--micro-batch-size", "--seq-len", "--schedule",
-                                      "--schedule-csv", "--max-pending", "--split", "--recompute", "--stage-recompute",
+                                      "--schedule-csv", "--max-pending", "--split", "--recompute", "--recompute-modules", "--stage-recompute",
                                       "--rank-order", "--no-sequence-parallel", "--flash-attention", "--group-size"};
 
 // The plan's profile again, read from where the plan recorded it.

@@ -34,6 +34,7 @@ struct ScenarioOptions {
   std::string stage_recompute;  // one level per stage, comma-separated
   std::string rank_order;
   std::string recompute = "none";
+  std::string recompute_modules;  // Megatron's module names, comma-separated; empty: core_attn
   bool no_sequence_parallel = false;
   bool flash_attention = true;  // --no-flash-attention turns it off
   std::string precision = "bf16";
@@ -94,6 +95,8 @@ auto load_for_option(const char* option, const std::string& value, Loader load) 
 void add_flash_attention_flag(CLI::App& cmd, bool& flash_attention);
 // --precision bf16|fp8.
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision);
+// --recompute-modules, shared by simulate and plan.
+CLI::Option* add_recompute_modules_option(CLI::App& cmd, std::string& modules);
 
 // "a,,b" -> {"a", "", "b"}: a comma-separated option's items, empty ones kept (the caller names them).
 std::vector<std::string> split_commas(const std::string& text);

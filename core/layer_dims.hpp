@@ -93,6 +93,13 @@ inline void tp_region_collectives(PhaseWork& p, const Dims& d) {
   }
 }
 
+// Shared by the block's parts and the modules selective recomputation reruns (core/layer_work.cpp): the
+// tp split of an attention input projection (column parallel, or whole on this rank's tokens, a 1/t share
+// with sp); a norm's traffic (read x, write y); the dense MLP's forward.
+double projection_split(const Projection& pr, const Dims& d);
+double norm_bytes(const Dims& d);
+void dense_mlp_forward(PhaseWork& p, const Dims& d);
+
 // The MoE MLP of a block (core/moe_work.cpp): F, B and W, what it stores at F, what W needs, what it holds
 // while it runs beyond that, and the GEMM inputs (F) and output gradients (B) fp8 casts.
 void moe_forward(PhaseWork& p, const Dims& d);
@@ -106,5 +113,15 @@ struct MoeMemory {
   double fp8_output_grads = 0;    // elements per rank
 };
 MoeMemory moe_memory(const Dims& d);
+// Parts of it that selective recomputation reruns: the routed experts' activation function and the shared
+// experts' MLP (F's work), and the bytes F stores for each.
+void expert_activation(PhaseWork& p, const Dims& d);
+double expert_activation_stored(const Dims& d);
+void shared_experts_forward(PhaseWork& p, const Dims& d);
+double shared_experts_stored(const Dims& d);
+
+// Megatron's selective recomputation modules other than the attention core (core/module_recompute.cpp):
+// what each drops at F comes off the block's stored activations, and its forward work runs before B.
+void recompute_modules_work(LayerWork& lw, const Dims& d, RecomputeModules modules);
 
 }  // namespace pw::detail

@@ -75,9 +75,26 @@ Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq, int
   return d;
 }
 
-// A projection's GEMM in F (tokens x in -> out), its dgrad in B and its wgrad in W. A split projection
-// divides its FLOPs by tp; a whole one runs on this rank's tokens only (a 1/t share with sp).
+}  // namespace
+
+namespace detail {
+
 double projection_split(const Projection& pr, const Dims& d) { return pr.split ? d.t : (d.sp ? d.t : 1); }
+
+double norm_bytes(const Dims& d) { return 2 * kBf16 * d.rep(); }
+
+void dense_mlp_forward(PhaseWork& p, const Dims& d) {
+  const double n = d.n();
+  gemm(p, n, d.h, d.mlp_in(), d.t);                      // up (GeLU) or fused gate+up (SwiGLU)
+  // GeLU reads its input and writes its output; SwiGLU reads gate and up, writes their product.
+  elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * n * d.f / d.t);
+  gemm(p, n, d.f, d.h, d.t);                             // down projection (row parallel)
+  tp_region_collectives(p, d);
+}
+
+}  // namespace detail
+
+namespace {
 
 void attention_gemm(PhaseWork& p, double flops) {
   p.attention_flops += flops;
@@ -104,9 +121,8 @@ void cp_ring(PhaseWork& p, const Dims& d, double chunks) {
 double softmax_bytes(const Dims& d) { return 2 * kBf16 * d.attention_matrix(); }
 double attention_dropout_bytes(const Dims& d) { return (2 * kBf16 + kMask) * d.attention_matrix(); }
 
-// Norm: read x, write y (bf16). Bias-dropout-add: read the projection output and the residual, write the
-// sum, plus a 1-byte mask with dropout. Linear biases are fused into GEMM epilogues.
-double norm_bytes(const Dims& d) { return 2 * kBf16 * d.rep(); }
+// Bias-dropout-add: read the projection output and the residual, write the sum, plus a 1-byte mask with
+// dropout. Linear biases are fused into GEMM epilogues.
 double residual_bytes(const Dims& d) { return 3 * kBf16 * d.rep() + (d.dropout ? kMask * d.rep() : 0); }
 
 void attention_forward(PhaseWork& p, const Dims& d) {
@@ -127,15 +143,6 @@ void attention_forward(PhaseWork& p, const Dims& d) {
   gemm(p, n, d.o, d.h, d.t);                             // output projection (row parallel)
   tp_region_collectives(p, d);
   elementwise(p, residual_bytes(d));                     // bias-dropout-add
-}
-
-void dense_mlp_forward(PhaseWork& p, const Dims& d) {
-  const double n = d.n();
-  gemm(p, n, d.h, d.mlp_in(), d.t);                      // up (GeLU) or fused gate+up (SwiGLU)
-  // GeLU reads its input and writes its output; SwiGLU reads gate and up, writes their product.
-  elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * n * d.f / d.t);
-  gemm(p, n, d.f, d.h, d.t);                             // down projection (row parallel)
-  tp_region_collectives(p, d);
 }
 
 PhaseWork block_forward(const Dims& d) {
@@ -301,23 +308,30 @@ void run_gemms_in_fp8(LayerWork& lw, const Dims& d) {
   const double forward_inputs = n * d.h + n * d.o / d.t + (d.moe ? moe.fp8_forward_inputs : n * d.h + n * d.f / d.t);
   const double output_grads = n * d.h + n * in_proj_out + (d.moe ? moe.fp8_output_grads : n * d.h + n * d.mlp_in() / d.t);
   elementwise(lw.forward, kCast * forward_inputs);
-  if (lw.recompute.fp8_gemm_flops > 0) elementwise(lw.recompute, kCast * forward_inputs);
+  // The recomputed GEMMs cast their inputs again: all of them under full recompute, their share under
+  // selective modules.
+  if (lw.recompute.fp8_gemm_flops > 0)
+    elementwise(lw.recompute, kCast * forward_inputs * lw.recompute.fp8_gemm_flops / lw.forward.fp8_gemm_flops);
   elementwise(lw.backward_input, kCast * output_grads);
   lw.activation_bytes -= lw.weight_grad_bytes / 2;
   lw.weight_grad_bytes /= 2;
   lw.fp8 = true;
 }
 
-LayerWork block_work(const Dims& d, Recompute recompute) {
+LayerWork block_work(const Dims& d, Recompute recompute, RecomputeModules modules) {
   LayerWork lw;
   lw.forward = block_forward(d);
   lw.backward_input = block_backward_input(d);
   lw.backward_weight = block_backward_weight(d);
   if (recompute == Recompute::Full) lw.recompute = lw.forward;
-  // Fused attention stores no scores, so selective recomputation has nothing left to rebuild.
-  if (recompute == Recompute::Selective && !d.flash) lw.recompute = attention_core_recompute(d);
-  block_memory(lw, d, recompute);
-  lw.working_bytes = block_working(d, recompute, lw.activation_bytes);
+  // Selective recomputation without the attention core keeps the scores as no recomputation does.
+  const bool selective = recompute == Recompute::Selective;
+  const Recompute core = selective && !modules.has(RecomputeModule::CoreAttn) ? Recompute::None : recompute;
+  // Fused attention stores no scores, so rerunning the attention core has nothing left to rebuild.
+  if (core == Recompute::Selective && !d.flash) lw.recompute = attention_core_recompute(d);
+  block_memory(lw, d, core);
+  lw.working_bytes = block_working(d, core, lw.activation_bytes);
+  if (selective) recompute_modules_work(lw, d, modules);
   return lw;
 }
 
@@ -393,8 +407,8 @@ LayerWork head_work(const Dims& d) {
 // the table), the last hidden state and those embeddings normed, concatenated and projected 2h -> h
 // (column parallel), one block, and a loss through the shared LM head. It passes the main model's hidden
 // state on to the head, and its own to the next depth.
-LayerWork mtp_work(const Dims& d, const Dims& block, Recompute recompute) {
-  LayerWork lw = block_work(block, recompute);
+LayerWork mtp_work(const Dims& d, const Dims& block, Recompute recompute, RecomputeModules modules) {
+  LayerWork lw = block_work(block, recompute, modules);
   const LayerWork head = head_work(d);
   const LayerWork embedding = embedding_work(d, false);
   const double n = d.n();
@@ -442,6 +456,7 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
     lw.micro_batch_size = w.micro_batch_size;
     lw.seq_len = w.seq_len > 0 ? w.seq_len : model.default_seq_len();
     lw.recompute_mode = w.recompute;
+    lw.recompute_modules = w.recompute_modules;
     return lw;
   }
   if (!model.transformer) throw_runtime("layer '{}' of model '{}' has no transformer shape", layer.name, model.name);
@@ -457,17 +472,21 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
                     to_string(w.memory), model.name,
                     w.memory == MemoryAccounting::CpuFloat32 ? "latent attention, sinks, MTP modules or router score bias"
                                                              : "experts, latent attention, sinks or MTP modules");
+  if (w.memory != MemoryAccounting::GpuBf16 && w.recompute == Recompute::Selective && !w.recompute_modules.is_default())
+    throw_bad_input("--recompute-modules: pipewright's own layers rerun the attention core only, so run and the {} "
+                    "memory accounting take core_attn alone, not {}; give --recompute-modules core_attn",
+                    to_string(w.memory), to_string(w.recompute_modules));
   const Dims d = dims_of(c, w, model.default_seq_len(), layer.block);
   LayerWork lw;
   switch (layer.kind) {
     case LayerKind::Embedding: lw = embedding_work(d, c.learned_positions); break;
     case LayerKind::Head: lw = head_work(d); break;
     case LayerKind::Mtp:
-      lw = mtp_work(dims_of(c, w, model.default_seq_len(), -1), d, w.recompute);
+      lw = mtp_work(dims_of(c, w, model.default_seq_len(), -1), d, w.recompute, w.recompute_modules);
       if (w.precision == Precision::Fp8) run_gemms_in_fp8(lw, d);
       break;
     default:
-      lw = block_work(d, w.recompute);
+      lw = block_work(d, w.recompute, w.recompute_modules);
       if (w.precision == Precision::Fp8) run_gemms_in_fp8(lw, d);
       break;
   }
@@ -486,6 +505,7 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
   lw.parameters = params.total();
   lw.routed_parameters = params.routed;
   lw.micro_batch_size = w.micro_batch_size;
+  lw.recompute_modules = w.recompute_modules;
   lw.seq_len = static_cast<int>(d.s * d.cp);
   lw.cp = static_cast<int>(d.cp);
   lw.recompute_mode = w.recompute;

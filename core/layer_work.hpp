@@ -66,8 +66,8 @@ struct LayerWork {
   PhaseWork forward;
   PhaseWork backward_input;
   PhaseWork backward_weight;
-  // Extra forward work run before B because of recomputation (full: the whole forward;
-  // selective: the attention core). Charged to B.
+  // Extra forward work run before B because of recomputation (full: the whole forward; selective: the
+  // attention core and the other modules named). Charged to B.
   PhaseWork recompute;
 
   double parameters = 0;           // parameters held by this GPU (tp, and for routed experts ep x etp)
@@ -94,6 +94,7 @@ struct LayerWork {
   int seq_len = 0;  // the whole sequence, of which each of the cp ranks holds seq_len / cp tokens
   int cp = 1;
   Recompute recompute_mode = Recompute::None;
+  RecomputeModules recompute_modules;  // what selective recomputation reruns
 };
 
 // Adds every figure of `more` to `work` (a layer made of parts: an MTP module's projection, block and head).

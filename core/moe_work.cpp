@@ -47,20 +47,32 @@ void moe_forward(PhaseWork& p, const Dims& d) {
   all_to_all(p, d);  // dispatch
   etp_collective(p, d, CollectiveKind::AllGather);
   routed_gemm(p, 2 * r.pairs * d.h * expert_in(d), local_weights(d, expert_in(d)), padded(d));  // fc1
-  elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * r.pairs * expert_f(d));
+  expert_activation(p, d);
   routed_gemm(p, 2 * r.pairs * expert_f(d) * d.h, local_weights(d, expert_f(d)), padded(d));    // fc2
   etp_collective(p, d, CollectiveKind::ReduceScatter);
   all_to_all(p, d);  // combine
   elementwise(p, kBf16 * (sent_pairs(d) + tokens) * d.h);  // unpermute, weighted by the router's scores
   if (r.shared_f > 0) {
-    gemm(p, d.n(), d.h, shared_in(d), d.t);
-    elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * d.n() * r.shared_f / d.t);
-    gemm(p, d.n(), r.shared_f, d.h, d.t);
-    tp_region_collectives(p, d);
-    if (r.shared_gate) gemm(p, d.n(), d.h, 1, d.t);
+    shared_experts_forward(p, d);
     elementwise(p, 3 * kBf16 * tokens * d.h);          // shared output added to the routed one
   }
 }
+
+// Reads fc1's output (gate and up for a gated MLP), writes fc2's input.
+void expert_activation(PhaseWork& p, const Dims& d) {
+  elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * d.routed.pairs * expert_f(d));
+}
+double expert_activation_stored(const Dims& d) { return kBf16 * d.routed.pairs * expert_f(d); }
+
+void shared_experts_forward(PhaseWork& p, const Dims& d) {
+  const RoutedShape& r = d.routed;
+  gemm(p, d.n(), d.h, shared_in(d), d.t);
+  elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * d.n() * r.shared_f / d.t);
+  gemm(p, d.n(), r.shared_f, d.h, d.t);
+  tp_region_collectives(p, d);
+  if (r.shared_gate) gemm(p, d.n(), d.h, 1, d.t);
+}
+double shared_experts_stored(const Dims& d) { return kBf16 * d.n() * (shared_in(d) + d.routed.shared_f) / d.t; }
 
 void moe_backward_input(PhaseWork& p, const Dims& d) {
   const double tokens = d.tokens_per_rank();
@@ -103,7 +115,7 @@ MoeMemory moe_memory(const Dims& d) {
   // its output (gate and up), their product (fc2's input) and the expert's output, which the weighted sum's
   // backward reads; the shared experts' inner tensors as a dense MLP's.
   m.stored = (kFp32 + 1) * tokens * r.experts + kBf16 * r.pairs * (d.h + expert_in(d) + expert_f(d)) +
-             kBf16 * sent_pairs(d) * d.h + kBf16 * d.n() * (shared_in(d) + r.shared_f) / d.t;
+             kBf16 * sent_pairs(d) * d.h + shared_experts_stored(d);
   m.weight_grad = kBf16 * r.pairs * (d.h + expert_f(d)) + kBf16 * d.n() * r.shared_f / d.t;
   // The dispatched and combined copies in flight, and the gradient of fc1's output.
   m.working = 2 * kBf16 * sent_pairs(d) * d.h + kBf16 * r.pairs * expert_in(d) + kBf16 * d.n() * shared_in(d) / d.t;

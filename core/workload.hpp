@@ -5,6 +5,7 @@
 
 #include "core/memory_accounting.hpp"
 #include "core/rank_order.hpp"
+#include "core/recompute_modules.hpp"
 
 namespace pw {
 
@@ -40,6 +41,9 @@ struct Workload {
   enum class Dispatcher { AllToAll, Flex } dispatcher = Dispatcher::AllToAll;
   bool sequence_parallel = true;  // only meaningful when tp > 1
   Recompute recompute = Recompute::None;
+  // What selective recomputation reruns (here and on the stages whose level is selective): Megatron's
+  // recompute_modules, by default the attention core alone.
+  RecomputeModules recompute_modules;
   Precision precision = Precision::Bf16;
   // Fused attention (FlashAttention; Megatron-Core's default attention backend through Transformer
   // Engine, torchtitan's SDPA): the s x s scores never reach memory; its backward recomputes them. On by

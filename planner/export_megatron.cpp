@@ -338,7 +338,15 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
     const int group = s.schedule == "bfs" ? pc.microbatches : interleaved_group_size(s);
     if (group != pc.pp) add("--microbatch-group-size-per-virtual-pipeline-stage", std::to_string(group));
   }
-  if (s.workload.recompute == Recompute::Selective) add("--recompute-granularity", "selective");
+  if (s.workload.recompute == Recompute::Selective) {
+    add("--recompute-granularity", "selective");
+    // A list (nargs "+", as megatron/training/argument_utils.py makes List[str] fields); core_attn alone is
+    // TransformerConfig's default.
+    if (!s.workload.recompute_modules.is_default()) {
+      add("--recompute-modules");
+      for (const std::string& name : module_names(s.workload.recompute_modules)) a.push_back(name);
+    }
+  }
   if (s.workload.recompute == Recompute::Full) {
     add("--recompute-granularity", "full");
     add("--recompute-method", "uniform");
@@ -380,7 +388,7 @@ ExportFile megatron_export(const Evaluation& plan) {
       format_bytes(plan.metrics.peak_memory_bytes));
   for (size_t i = 0; i < args.size(); ++i) {
     text += "  " + args[i];
-    if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+    while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {  // its values, one or a list
       const std::string& v = args[++i];
       const bool quote = v.find_first_of("|*()") != std::string::npos;
       text += quote ? " '" + v + "'" : " " + v;

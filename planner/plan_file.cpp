@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
@@ -91,6 +92,7 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"seq_len", s.workload.seq_len},
                    {"sequence_parallel", s.workload.sequence_parallel},
                    {"recompute", to_string(s.workload.recompute)},
+                   {"recompute_modules", module_names(s.workload.recompute_modules)},
                    {"flash_attention", s.workload.flash_attention},
                    {"precision", to_string(s.workload.precision)},
                    {"capacity_factor", s.workload.capacity_factor},
@@ -194,6 +196,21 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
     s.workload.recompute = recompute_from_string(recompute.c_str());
   } catch (const Error& e) {
     w.fail("recompute", e.what());
+  }
+  if (const nlohmann::json* modules = w.find("recompute_modules")) {
+    if (!modules->is_array() || modules->empty())
+      w.fail("recompute_modules", "must be a list of Megatron module names, e.g. [\"core_attn\"]");
+    std::string names;
+    for (const auto& x : *modules) {
+      if (!x.is_string()) w.fail("recompute_modules", "must be a list of Megatron module names, e.g. [\"core_attn\"]");
+      names += x.get<std::string>() + ",";
+    }
+    try {
+      s.workload.recompute_modules = recompute_modules_from_string(names);
+    } catch (const Error& e) {
+      const std::string_view why = std::string_view(e.what()).substr(std::string_view("--recompute-modules: ").size());
+      w.fail("recompute_modules", fmt::format("lists {}: {}", modules->dump(), why));
+    }
   }
   if (const nlohmann::json* levels = w.find("stage_recompute")) {
     if (!levels->is_array()) w.fail("stage_recompute", "must be a list of levels, one per stage");

@@ -290,9 +290,10 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
     recomputes = model.transformer ? std::vector<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full,
                                                             Recompute::PerStage}
                                    : std::vector<Recompute>{Recompute::None};
-  // With fused attention selective recomputation has nothing to rebuild: the same plan as none, which
-  // would fill --top with twins. Asked for by name, it stays.
-  if (space.recomputes.empty() && base.workload.flash_attention) std::erase(recomputes, Recompute::Selective);
+  // With fused attention, selective recomputation of the attention core alone has nothing to rebuild: the
+  // same plan as none, which would fill --top with twins. Asked for by name, or with other modules, it stays.
+  if (space.recomputes.empty() && base.workload.flash_attention && base.workload.recompute_modules.is_default())
+    std::erase(recomputes, Recompute::Selective);
 
   const std::vector<RankOrder> orders = space.order ? std::vector<RankOrder>{*space.order} : rank_orders();
   const std::vector<Precision> precisions =

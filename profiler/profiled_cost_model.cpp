@@ -28,11 +28,13 @@ int ProfiledCostModel::serving_key(const Layer& layer) const {
 }
 
 const LayerProfile* ProfiledCostModel::entry_for(const Layer& layer, int micro_batch_size, int seq_len,
-                                                 Recompute recompute, int tp) const {
+                                                 Recompute recompute, int tp, RecomputeModules modules) const {
   if (!config_ || layer.kind == LayerKind::Explicit || tp > 1) return nullptr;
   const LayerProfile* p =
       profile_.find(profile_kind(*config_, layer), layer_shape(*config_, layer), micro_batch_size, seq_len);
-  if (p && layer.kind == LayerKind::Block && recompute == Recompute::Selective && !p->selective_recompute) return nullptr;
+  if (p && layer.kind == LayerKind::Block && recompute == Recompute::Selective &&
+      (!p->selective_recompute || !modules.is_default()))
+    return nullptr;
   return p;
 }
 
@@ -46,7 +48,7 @@ ProfileCoverage ProfiledCostModel::coverage(const Model& model, const Workload& 
                                                                 : layer_kind_name(layer.kind);
     if (std::count(c.profiled.begin(), c.profiled.end(), kind) || std::count(c.missing.begin(), c.missing.end(), kind))
       continue;
-    const bool found = entry_for(layer, w.micro_batch_size, seq, w.recompute, w.tp * w.cp) != nullptr;
+    const bool found = entry_for(layer, w.micro_batch_size, seq, w.recompute, w.tp * w.cp, w.recompute_modules) != nullptr;
     (found ? c.profiled : c.missing).push_back(kind);
     if (!found && layer.kind == LayerKind::Block && w.recompute == Recompute::Selective && w.tp * w.cp == 1 && config_ &&
         profile_.find(kind, layer_shape(*config_, layer), w.micro_batch_size, seq))
@@ -59,6 +61,8 @@ ProfileCoverage ProfiledCostModel::coverage(const Model& model, const Workload& 
     c.reason = fmt::format("tp {}: the profile is of one device", w.tp);
   else if (w.cp > 1)
     c.reason = fmt::format("cp {}: the profile is of whole sequences on one device", w.cp);
+  else if (selective_missing && !w.recompute_modules.is_default())
+    c.reason = fmt::format("the profile's selective recompute reruns core_attn, not {}", to_string(w.recompute_modules));
   else if (selective_missing)
     c.reason = "the profile has no selective-recompute time";
   else
@@ -69,7 +73,7 @@ ProfileCoverage ProfiledCostModel::coverage(const Model& model, const Workload& 
 double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                                      const LinkSpec& tp_link, int tp) const {
   // A cp rank runs a share of the sequence against all of its keys: no profiled length is that layer.
-  const LayerProfile* p = entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp);
+  const LayerProfile* p = entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp, work.recompute_modules);
   if (!p) return below_.phase_time(layer, work, phase, gpu, tp_link, tp);
   switch (phase) {
     case Phase::Forward: return p->forward.median_s;
@@ -88,7 +92,7 @@ double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, 
 double ProfiledCostModel::host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const {
   // The model below first: it answers 0 for most layers, and the profile lookup builds strings.
   const double below = below_.host_time(layer, work, phase, tp);
-  if (below == 0 || entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp)) return 0;
+  if (below == 0 || entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp, work.recompute_modules)) return 0;
   return below;
 }
 

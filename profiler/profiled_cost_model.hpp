@@ -49,9 +49,10 @@ class ProfiledCostModel : public CostModelOver {
 
   // The profile entry used for `layer` at this micro-batch (profile_kind and layer_shape find it), or null
   // when the fallback answers (tp > 1: the profile is of one device; selective recomputation of a block
-  // without a measured rebuild).
+  // without a measured rebuild, or of modules beyond the attention core, which the profiler never reruns).
   const LayerProfile* entry_for(const Layer& layer, int micro_batch_size, int seq_len,
-                                Recompute recompute = Recompute::None, int tp = 1) const;
+                                Recompute recompute = Recompute::None, int tp = 1,
+                                RecomputeModules modules = {}) const;
   // The model's distinct layer kinds at `workload` (seq_len 0: the model's).
   ProfileCoverage coverage(const Model& model, const Workload& workload) const;
 

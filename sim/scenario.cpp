@@ -114,6 +114,15 @@ Schedule evaluated_schedule(const Scenario& s, const std::vector<StageCost>& cos
   return make_schedule(spec);
 }
 
+// Megatron's own rule (transformer_config.py): mla_up_proj "is only supported with multi_latent_attention".
+void check_recompute_modules(const Scenario& s) {
+  if (!s.workload.recompute_modules.has(RecomputeModule::MlaUpProj)) return;
+  if (!s.model.transformer || !s.model.transformer->mla)
+    throw_bad_input("--recompute-modules: mla_up_proj reruns multi-head latent attention's up projections, which '{}' "
+                    "does not have; leave mla_up_proj out",
+                    s.model.name);
+}
+
 Scenario resolve(const Scenario& in) {
   Scenario s = in;
   ParallelConfig& pc = s.parallel;
@@ -149,6 +158,7 @@ Scenario resolve(const Scenario& in) {
   }
   if (pc.tp == 1) s.workload.sequence_parallel = false;
   check_expert_parallel(s.model, pc, s.workload);
+  check_recompute_modules(s);
 
   if (!s.cluster.ideal && pc.tp > s.cluster.gpus_per_node)
     throw_bad_input("--tp: {} exceeds the {} GPUs of a node in cluster '{}'; tensor parallelism stays inside a node, use --tp {} or less",

@@ -171,3 +171,48 @@ TEST_CASE("simulate --trace puts each action's all-to-alls on a lane of their ow
     if (e.at("ph") == "M" && e.at("name") == "thread_name") CHECK(e.at("args").at("name") != "all-to-all");
   }
 }
+
+TEST_CASE("recompute modules on the command line: shown, planned and refused") {
+  const std::vector<std::string> oss = {"simulate", "--model", "gpt-oss-120b", "--cluster", "dgx-h100", "--pp", "4",
+                                        "--dp", "16", "--ep", "8", "--global-batch-size", "1280", "--rank-order",
+                                        "tp-dp-pp", "--split", "9,9,9,9"};
+  const CliResult text = run_cli(with(oss, {"--recompute", "selective", "--recompute-modules", "layernorm,moe_act"}));
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find(", recompute selective: moe_act, layernorm, flash attention\n") != std::string::npos);
+  const CliResult dropped = run_cli(with(oss, {"--recompute", "selective", "--recompute-modules", "layernorm,moe_act", "--json"}));
+  const CliResult kept = run_cli(with(oss, {"--json"}));
+  REQUIRE(dropped.code == 0);
+  REQUIRE(kept.code == 0);
+  const nlohmann::json d = nlohmann::json::parse(dropped.out), k = nlohmann::json::parse(kept.out);
+  CHECK(d.at("recompute_modules") == nlohmann::json{"moe_act", "layernorm"});
+  CHECK(k.at("recompute_modules") == nlohmann::json{"core_attn"});
+  // Less stored, more time in B.
+  CHECK(d.at("peak_memory_bytes").get<double>() < k.at("peak_memory_bytes").get<double>());
+  CHECK(d.at("step_time_s").get<double>() > k.at("step_time_s").get<double>());
+
+  check_bad_input(with(oss, {"--recompute-modules", "moe_act"}),
+                  "--recompute-modules: the modules are what selective recomputation reruns; add --recompute selective "
+                  "(or a selective level in --stage-recompute)");
+  check_bad_input(with(oss, {"--recompute", "selective", "--recompute-modules", "mla_up_proj"}),
+                  "--recompute-modules: mla_up_proj reruns multi-head latent attention's up projections, which "
+                  "'gpt-oss-120b' does not have; leave mla_up_proj out");
+  check_bad_input(with(oss, {"--recompute", "selective", "--recompute-modules", "moe"}),
+                  "--recompute-modules: moe is a Megatron module pipewright does not model; give core_attn, moe_act, "
+                  "layernorm, mla_up_proj, mlp or shared_experts");
+
+  // plan: with fused attention, selective recomputation of the attention core alone is left out as none's twin;
+  // with other modules it is searched.
+  const std::vector<std::string> plan = {"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "16",
+                                         "--global-batch-size", "64", "--pp", "2", "--ep", "8", "--vpp", "1",
+                                         "--micro-batch-size", "1", "--schedule", "1f1b", "--json"};
+  const auto searched = [](const CliResult& r) {
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out).at("configurations").get<long>();
+  };
+  const long plain = searched(run_cli(plan));
+  const long with_modules = searched(run_cli(with(plan, {"--recompute-modules", "moe_act"})));
+  CHECK(with_modules > plain);
+  check_bad_input(with(plan, {"--recompute", "full", "--recompute-modules", "moe_act"}),
+                  "--recompute-modules: the modules are what selective recomputation reruns, which --recompute full "
+                  "leaves out; plan with --recompute selective or without --recompute");
+}

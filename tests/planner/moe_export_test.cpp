@@ -106,6 +106,25 @@ TEST_CASE("Megatron-LM: attention sinks run in cuDNN's fused attention, the rest
   CHECK(after(megatron_arguments(oss), "--attention-backend") == "unfused");
 }
 
+TEST_CASE("Megatron-LM: selective recomputation's modules as a list after --recompute-modules") {
+  // transformer_config.py: recompute_modules is a List[str] (nargs "+" from megatron/training/argument_utils.py),
+  // ["core_attn"] by default, used with --recompute-granularity selective.
+  Evaluation oss = moe_plan("gpt-oss-120b", 1, 2, 4, 4, 64, {18, 18});
+  oss.scenario.workload.recompute = Recompute::Selective;
+  std::vector<std::string> a = megatron_arguments(oss);
+  CHECK(after(a, "--recompute-granularity") == "selective");
+  CHECK(after(a, "--recompute-modules") == "absent");  // core_attn alone: Megatron's default
+  oss.scenario.workload.recompute_modules = recompute_modules_from_string("layernorm,moe_act");
+  a = megatron_arguments(oss);
+  const auto at = std::find(a.begin(), a.end(), "--recompute-modules");
+  REQUIRE(at != a.end());
+  REQUIRE(a.end() - at >= 3);
+  CHECK(*(at + 1) == "moe_act");
+  CHECK(*(at + 2) == "layernorm");
+  const std::string file = megatron_export(oss).text;
+  CHECK(file.find("\n  --recompute-granularity selective\n  --recompute-modules moe_act layernorm\n") != std::string::npos);
+}
+
 TEST_CASE("Megatron-LM: interleaved-overlap is interleaved with --overlap-moe-expert-parallel-comm") {
   Evaluation ev = moe_plan("mixtral-8x7b", 1, 2, 8, 8, 64, {16, 16});
   ev.scenario.schedule = "interleaved-overlap";

@@ -157,6 +157,37 @@ TEST_CASE("a plan file keeps per-stage recompute levels and the rank order") {
         "p.json: workload.stage_recompute is missing: recompute \"per-stage\" needs each stage's level");
 }
 
+TEST_CASE("a plan file keeps the modules selective recomputation reruns") {
+  const AnalyticCostModel cost;
+  Scenario s;
+  s.model = model_preset("mixtral-8x7b");
+  s.cluster = cluster_preset("dgx-h100");
+  s.parallel.pp = 2;
+  s.parallel.dp = 8;
+  s.parallel.ep = 8;
+  s.parallel.order = RankOrder::TpDpPp;
+  s.global_batch_size = 16;
+  s.workload.recompute = Recompute::Selective;
+  s.workload.recompute_modules = recompute_modules_from_string("layernorm,moe_act");
+  const Evaluation ev = evaluate(s, cost);
+  const std::string text = plan_to_json_text(ev, PlanExtras{});
+  nlohmann::json j = nlohmann::json::parse(text);
+  CHECK(j.at("workload").at("recompute_modules") == nlohmann::json{"moe_act", "layernorm"});
+  const PlanDocument doc = plan_from_json_text(text, "plan.json");
+  CHECK(doc.scenario.workload.recompute_modules == s.workload.recompute_modules);
+  CHECK(evaluate(doc.scenario, cost).metrics.peak_memory_bytes == ev.metrics.peak_memory_bytes);
+  // Files written before the field existed rerun the attention core, Megatron's default.
+  j["workload"].erase("recompute_modules");
+  CHECK(plan_from_json_text(j.dump(), "plan.json").scenario.workload.recompute_modules.is_default());
+  j["workload"]["recompute_modules"] = "moe_act";
+  CHECK(error_of(j.dump()) ==
+        "p.json: workload.recompute_modules must be a list of Megatron module names, e.g. [\"core_attn\"]");
+  j["workload"]["recompute_modules"] = {"moe"};
+  CHECK(error_of(j.dump()) ==
+        "p.json: workload.recompute_modules lists [\"moe\"]: moe is a Megatron module pipewright does not model; give "
+        "core_attn, moe_act, layernorm, mla_up_proj, mlp or shared_experts");
+}
+
 TEST_CASE("a plan file keeps context parallelism, hybrid sharding and the overlap settings") {
   const AnalyticCostModel cost;
   Scenario s;

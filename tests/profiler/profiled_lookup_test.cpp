@@ -77,6 +77,11 @@ TEST_CASE("one profiled model answers each micro-batch size from its own entry")
   CHECK(time(workload(1, Recompute::Selective), Phase::BackwardInput) == Approx(2e-3 + 1e-4));
   CHECK(time(workload(2, Recompute::Selective), Phase::BackwardInput) ==
         analytic_time(workload(2, Recompute::Selective), Phase::BackwardInput));
+  // The profiled rebuild is of the attention core: selective recomputation of other modules is the analytic one's.
+  Workload modules = workload(1, Recompute::Selective);
+  modules.recompute_modules = recompute_modules_from_string("core_attn,layernorm");
+  CHECK(time(modules, Phase::Forward) == analytic_time(modules, Phase::Forward));
+  CHECK(time(modules, Phase::BackwardInput) == analytic_time(modules, Phase::BackwardInput));
   // Not profiled: micro-batch 4, and tp 2.
   CHECK(time(workload(4), Phase::Forward) == analytic_time(workload(4), Phase::Forward));
   CHECK(time(workload(1, Recompute::None, 2), Phase::Forward, 2) ==
@@ -105,6 +110,14 @@ TEST_CASE("coverage names the layers the profile timed and why the others are no
   CHECK(sel.profiled == std::vector<std::string>{"embedding", "head"});
   CHECK(sel.missing == std::vector<std::string>{"block"});
   CHECK(sel.reason == "the profile has no selective-recompute time");
+  Profile with_rebuild;
+  add_entries(with_rebuild, m, 1, true);
+  const ProfiledCostModel rebuilt(with_rebuild, m, analytic);
+  Workload modules = workload(1, Recompute::Selective);
+  CHECK(rebuilt.coverage(m, modules).missing.empty());
+  modules.recompute_modules = recompute_modules_from_string("layernorm,mlp");
+  CHECK(rebuilt.coverage(m, modules).missing == std::vector<std::string>{"block"});
+  CHECK(rebuilt.coverage(m, modules).reason == "the profile's selective recompute reruns core_attn, not layernorm,mlp");
   CHECK(cost.coverage(m, workload(1, Recompute::None, 2)).reason == "tp 2: the profile is of one device");
 }
 

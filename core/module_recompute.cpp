@@ -1,0 +1,46 @@
+// Megatron-Core's selective recomputation by module, as Megatron-LM d98e8a6 runs each:
+//   layernorm      transformer_layer.py recomputes input_layernorm and pre_mlp_layernorm where they are modules
+//                  of their own; Transformer Engine's layer spec (gpt_layer_specs.py) fuses the input norm into
+//                  the QKV linear except before MLA's down projections, and the pre-MLP norm into fc1 except in
+//                  MoE blocks, where the router reads it.
+//   moe_act        moe/experts.py checkpoints the routed experts' activation (without its output).
+//   mla_up_proj    multi_latent_attention.py checkpoints the up projections and rotary embedding, freeing Q, K
+//                  and V once the attention core has run.
+//   mlp            the dense MLP of blocks that are not MoE (transformer_layer.py).
+//   shared_experts moe/shared_experts.py checkpoints the shared experts' MLP.
+// Each drops what it produced at F; B reruns it first and holds the result while it runs.
+#include "core/layer_dims.hpp"
+
+namespace pw::detail {
+
+void recompute_modules_work(LayerWork& lw, const Dims& d, RecomputeModules modules) {
+  const double n = d.n();
+  double dropped = 0;
+  if (modules.has(RecomputeModule::Layernorm)) {
+    const int separate_norms = (d.latent > 0 ? 1 : 0) + (d.moe ? 1 : 0);
+    for (int i = 0; i < separate_norms; ++i) elementwise(lw.recompute, norm_bytes(d));
+    dropped += separate_norms * d.replicated(kBf16 * n * d.h);
+  }
+  if (modules.has(RecomputeModule::MlaUpProj) && d.latent > 0) {
+    for (const Projection& pr : d.in_proj)
+      if (pr.split) gemm(lw.recompute, n, pr.in, pr.out, projection_split(pr, d));
+    if (d.rotary) elementwise(lw.recompute, 2 * kBf16 * n * d.rope / d.t);
+    dropped += kBf16 * n * (d.q + d.k_stored + d.v_stored) / d.t;
+  }
+  if (modules.has(RecomputeModule::Mlp) && !d.moe) {
+    dense_mlp_forward(lw.recompute, d);
+    dropped += (d.swiglu ? 3 : 2) * kBf16 * n * d.f / d.t;
+  }
+  if (modules.has(RecomputeModule::MoeAct) && d.moe) {
+    expert_activation(lw.recompute, d);
+    dropped += expert_activation_stored(d);
+  }
+  if (modules.has(RecomputeModule::SharedExperts) && d.moe && d.routed.shared_f > 0) {
+    shared_experts_forward(lw.recompute, d);
+    dropped += shared_experts_stored(d);
+  }
+  lw.activation_bytes -= dropped;
+  lw.working_bytes += dropped;
+}
+
+}  // namespace pw::detail
