@@ -28,6 +28,9 @@ void DpOptions::add_to(CLI::App& cmd) {
                "recipes and FSDP's prefetch run; needs --overlap-grad-reduce)");
   cmd.add_option("--ddp-bucket-size", bucket_parameters,
                  "Parameters per gradient bucket (default max(40M, 1M x dp), Megatron-Core's)");
+  cmd.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
+               "Keep, accumulate and reduce gradients in bf16 (Megatron-LM's flag; Megatron-Bridge's MoE recipes): 2 "
+               "bytes a parameter where the default keeps and reduces them in fp32");
 }
 
 void DpOptions::apply(ParallelConfig& pc) const {
@@ -45,6 +48,7 @@ void DpOptions::apply(ParallelConfig& pc) const {
   pc.overlap_param_gather = overlap_param_gather;
   pc.bucket_parameters = bucket_parameters;
   pc.dp_shard = dp_shard;
+  pc.grad_reduce_in_bf16 = grad_reduce_in_bf16;
 }
 
 bool DpOptions::overlap_given() const { return overlap_grad_reduce_flag && overlap_grad_reduce_flag->count() > 0; }

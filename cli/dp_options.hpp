@@ -2,7 +2,7 @@
 // How data parallelism reduces gradients, the same options on every command with a scenario:
 // --zero 0|1|2|3 (or Megatron's --distributed-optimizer / --no-distributed-optimizer for 1 and 0), --dp-shard,
 // --reshard-after-forward, --overlap-grad-reduce / --no-overlap-grad-reduce, --overlap-param-gather /
-// --no-overlap-param-gather, --ddp-bucket-size
+// --no-overlap-param-gather, --ddp-bucket-size, --grad-reduce-in-bf16
 // (docs/cost-model.md).
 #include <CLI/CLI.hpp>
 
@@ -21,6 +21,7 @@ struct DpOptions {
   bool overlap_param_gather = true;
   double bucket_parameters = 0;  // 0: Megatron's default
   int dp_shard = 0;              // 0: all of dp
+  bool grad_reduce_in_bf16 = false;
 
   void add_to(CLI::App& cmd);
   // BadInput naming --ddp-bucket-size when it is not a positive count, --zero outside 0..3 or given with

@@ -67,13 +67,14 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   }
   row("bubble", format_percent(m.bubble_fraction));
   if (s.parallel.dp_cp() > 1)
-    row("exposed dp comm", fmt::format("{} ({} of the step; ZeRO-{}{}, {})", format_seconds(m.exposed_dp_comm_s),
+    row("exposed dp comm", fmt::format("{} ({} of the step; ZeRO-{}{}, {}{})", format_seconds(m.exposed_dp_comm_s),
                                        format_percent(m.step_time_s > 0 ? m.exposed_dp_comm_s / m.step_time_s : 0),
                                        s.parallel.zero,
                                        s.parallel.dp_replicas() > 1
                                            ? fmt::format(" over {} GPUs x {} replicas", s.parallel.shard_group(),
                                                          s.parallel.dp_replicas())
                                            : "",
+                                       s.parallel.grad_reduce_in_bf16 ? "bf16 gradients, " : "",
                                        s.parallel.overlap_grad_reduce ? "buckets overlapped with the last backward"
                                                                       : "reduced after the last backward"));
   if (m.expert_all_to_all_s > 0)
@@ -154,6 +155,7 @@ nlohmann::ordered_json evaluation_to_json(const Evaluation& ev) {
                       {"seq_len", s.workload.seq_len},
                       {"recompute", to_string(s.workload.recompute)},
                       {"recompute_modules", module_names(s.workload.recompute_modules)},
+                      {"grad_reduce_in_bf16", s.parallel.grad_reduce_in_bf16},
                       {"sequence_parallel", s.workload.sequence_parallel},
                       {"flash_attention", s.workload.flash_attention},
                       {"synchronous_optimizer", s.synchronous_optimizer},

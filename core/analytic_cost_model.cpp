@@ -292,10 +292,11 @@ double AnalyticCostModel::optimizer_step_time(double parameters, const GpuSpec& 
                    gpu.name, "hbm_bytes_per_s");
 }
 
-double AnalyticCostModel::model_state_bytes_per_parameter(int dp, int zero) const {
+double AnalyticCostModel::model_state_bytes_per_parameter(int dp, int zero, bool bf16_grads) const {
   const double d = std::max(dp, 1);
   const auto share = [&](double bytes, int from_level) { return zero >= from_level ? bytes / d : bytes; };
-  return share(params_.weight_bytes_per_parameter, 3) + share(params_.grad_bytes_per_parameter, 2) +
+  const double grads = bf16_grads ? params_.grad_bytes_per_parameter / 2 : params_.grad_bytes_per_parameter;
+  return share(params_.weight_bytes_per_parameter, 3) + share(grads, 2) +
          share(params_.optimizer_state_bytes_per_parameter, 1);
 }
 

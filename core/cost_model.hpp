@@ -51,7 +51,8 @@ class CostModel {
 
   // Bytes of model state per parameter: weights, gradients, optimizer state, each sharded over dp from
   // its ZeRO level on (`zero`: 1 the optimizer state, 2 and gradients, 3 and weights).
-  virtual double model_state_bytes_per_parameter(int dp, int zero) const = 0;
+  // bf16_grads: the gradients kept in bf16 (ParallelConfig::grad_reduce_in_bf16), half their fp32 bytes.
+  virtual double model_state_bytes_per_parameter(int dp, int zero, bool bf16_grads) const = 0;
 
   // Bytes each GPU loses before any tensor (CUDA context, communication buffers, workspaces,
   // fragmentation). stage_costs() adds it once per GPU, to the first chunk each rank holds.
@@ -111,8 +112,8 @@ class CostModelOver : public CostModel {
   double optimizer_step_time(double parameters, const GpuSpec& gpu) const override {
     return below_.optimizer_step_time(parameters, gpu);
   }
-  double model_state_bytes_per_parameter(int dp, int zero) const override {
-    return below_.model_state_bytes_per_parameter(dp, zero);
+  double model_state_bytes_per_parameter(int dp, int zero, bool bf16_grads) const override {
+    return below_.model_state_bytes_per_parameter(dp, zero, bf16_grads);
   }
   double memory_reserve_bytes() const override { return below_.memory_reserve_bytes(); }
   double overlapped_fb_time(double forward_s, double backward_s) const override {

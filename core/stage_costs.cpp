@@ -14,9 +14,8 @@ namespace pw {
 
 namespace {
 
-// Gradients are reduced in fp32 (the 4-byte gradient of the model state); the distributed optimizer
-// then all-gathers the updated bf16 weights.
-constexpr double kGradBytes = 4;
+// Gradients are reduced as they are kept (ParallelConfig::grad_bytes(): fp32, or bf16 with
+// --grad-reduce-in-bf16); the distributed optimizer then all-gathers the updated bf16 weights.
 constexpr double kGatheredWeightBytes = 2;
 constexpr double kFp8WeightCopyBytes = 2;  // fp8 weight and its transpose
 
@@ -167,15 +166,17 @@ double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc
   const int n = pc.shard_group();
   const double gathered = pc.zero >= 3 && n > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
   // FSDP under pipelining accumulates whole gradients until the last micro-batch's reduce-scatter.
+  const bool bf16 = pc.grad_reduce_in_bf16;
   const double unsharded_grads = pc.zero >= 2 && !pc.gradients_sharded_each_microbatch()
-                                     ? cost.model_state_bytes_per_parameter(n, 1) - cost.model_state_bytes_per_parameter(n, 2)
+                                     ? cost.model_state_bytes_per_parameter(n, 1, bf16) -
+                                           cost.model_state_bytes_per_parameter(n, 2, bf16)
                                      : 0.0;
-  return cost.model_state_bytes_per_parameter(n, pc.zero) + gathered + unsharded_grads + (fp8 ? kFp8WeightCopyBytes : 0.0);
+  return cost.model_state_bytes_per_parameter(n, pc.zero, bf16) + gathered + unsharded_grads + (fp8 ? kFp8WeightCopyBytes : 0.0);
 }
 
 double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_parameters) {
   if (pc.zero < 3 || pc.shard_group() <= 1 || !pc.resharded()) return 0;
-  return layer_parameters * (2 * kGatheredWeightBytes + kGradBytes);
+  return layer_parameters * (2 * kGatheredWeightBytes + pc.grad_bytes());
 }
 
 std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWork>& work,
@@ -277,14 +278,15 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     sc.model_state_bytes = dense * state_per_param + sc.routed_parameters * routed_state_per_param + sc.reserved_bytes;
 
     const bool routed_reduced = sc.routed_parameters > 0 && expert_dp > 1;
-    sc.grad_reduce_bytes = (reduced ? dense * kGradBytes : 0) + (routed_reduced ? sc.routed_parameters * kGradBytes : 0);
+    const double grad_bytes = pc.grad_bytes();
+    sc.grad_reduce_bytes = (reduced ? dense * grad_bytes : 0) + (routed_reduced ? sc.routed_parameters * grad_bytes : 0);
     const bool any_reduced = reduced || routed_reduced;
     sc.reduce_every_microbatch = pc.gradients_sharded_each_microbatch() && any_reduced;
     const double bucket = pc.bucket_parameters > 0 ? pc.bucket_parameters : std::max(4e7, 1e6 * pc.dp_cp());
     sc.grad_buckets = pc.overlap_grad_reduce && any_reduced ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
     const CollectiveKind reduce = pc.distributed_optimizer() ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-    const double dense_grads = dense * kGradBytes / sc.grad_buckets;
-    const double routed_grads = sc.routed_parameters * kGradBytes / sc.grad_buckets;
+    const double dense_grads = dense * grad_bytes / sc.grad_buckets;
+    const double routed_grads = sc.routed_parameters * grad_bytes / sc.grad_buckets;
     sc.grad_bucket_s = cost.collective_time(reduce, dense_grads, shards, dp_link) +
                        cost.collective_time(CollectiveKind::AllReduce, dense_grads / shards, replicas, replica_link) +
                        cost.collective_time(reduce, routed_grads, expert_dp, expert_dp_link);

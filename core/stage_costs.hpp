@@ -59,7 +59,7 @@ struct StageCost {
   bool reduce_every_microbatch = false;
   double grad_bucket_s = 0;
   double grad_gather_s = 0;
-  double grad_reduce_bytes = 0;  // the fp32 gradients that reduction reduces (0 without data parallelism)
+  double grad_reduce_bytes = 0;  // the gradients that reduction reduces, fp32 or bf16 (0 without data parallelism)
   double optimizer_s = 0;        // optimizer step over this stage's parameters
   // Of model_state_bytes, the GPU's fixed reserve (CostModel::memory_reserve_bytes: CUDA context,
   // communication buffers, workspaces, fragmentation). Only the first chunk a rank holds (stage s < pp)

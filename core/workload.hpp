@@ -105,6 +105,12 @@ struct ParallelConfig {
   // Parameters a bucket holds (--ddp-bucket-size); 0: Megatron's default, max(40M, 1M x dp)
   // (megatron/core/distributed/distributed_data_parallel.py).
   double bucket_parameters = 0;
+  // Megatron-LM's --grad-reduce-in-bf16 (Megatron-Bridge's grad_reduce_in_fp32 false, which its MoE
+  // benchmark recipes set): the gradient buffer, its accumulation over micro-batches and its reduction in
+  // bf16, 2 bytes a parameter, where the default keeps and reduces them in fp32.
+  bool grad_reduce_in_bf16 = false;
+  // Bytes of one parameter's gradient as accumulated and reduced.
+  double grad_bytes() const { return grad_reduce_in_bf16 ? 2.0 : 4.0; }
   RankOrder order = RankOrder::TpPpDp;  // where each (tp, pp, dp) rank sits in the cluster
   // tp x cp x pp x dp; BadInput naming the options when it leaves an int (resolve() and the plan file
   // refuse such configurations first, with their own names).

@@ -363,6 +363,9 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   if (pc.overlap_param_gather && pc.overlap_grad_reduce && pc.distributed_optimizer() && reduced)
     add("--overlap-param-gather");
   if (pc.bucket_parameters > 0 && reduced) add("--ddp-bucket-size", fmt::format("{:.0f}", pc.bucket_parameters));
+  // Without it Megatron-LM accumulates and reduces bf16 runs' gradients in fp32 (arguments.py sets
+  // accumulate_allreduce_grads_in_fp32), as simulated by default.
+  if (pc.grad_reduce_in_bf16) add("--grad-reduce-in-bf16");
   add("--attention-backend", attention_backend(plan));
   if (s.workload.precision == Precision::Fp8) {
     // Transformer Engine's fp8 linear layers: e4m3 forward, e5m2 gradients, delayed scaling.

@@ -87,7 +87,8 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"reshard_after_forward", to_string(pc.reshard_after_forward)},
                    {"overlap_grad_reduce", pc.overlap_grad_reduce},
                    {"overlap_param_gather", pc.overlap_param_gather},
-                   {"bucket_parameters", pc.bucket_parameters}};
+                   {"bucket_parameters", pc.bucket_parameters},
+                   {"grad_reduce_in_bf16", pc.grad_reduce_in_bf16}};
   j["workload"] = {{"micro_batch_size", s.workload.micro_batch_size},
                    {"seq_len", s.workload.seq_len},
                    {"sequence_parallel", s.workload.sequence_parallel},
@@ -168,6 +169,7 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   s.parallel.overlap_grad_reduce = p.boolean("overlap_grad_reduce", true);
   s.parallel.overlap_param_gather = p.boolean("overlap_param_gather", true);
   s.parallel.bucket_parameters = p.non_negative_number("bucket_parameters", 0.0);
+  s.parallel.grad_reduce_in_bf16 = p.boolean("grad_reduce_in_bf16", false);
   const std::optional<std::int64_t> gpus = checked_product({s.parallel.tp, s.parallel.cp, s.parallel.pp, s.parallel.dp});
   if (!gpus || *gpus > std::numeric_limits<int>::max())
     f.fail("parallel", fmt::format("tp x cp x pp x dp = {} x {} x {} x {} is beyond {} GPUs", s.parallel.tp, s.parallel.cp,

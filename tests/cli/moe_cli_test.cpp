@@ -200,6 +200,18 @@ TEST_CASE("recompute modules on the command line: shown, planned and refused") {
                   "--recompute-modules: moe is a Megatron module pipewright does not model; give core_attn, moe_act, "
                   "layernorm, mla_up_proj, mlp or shared_experts");
 
+  // bf16 gradients: less model state, half the bytes reduced.
+  const CliResult bf16 = run_cli(with(oss, {"--grad-reduce-in-bf16", "--json"}));
+  REQUIRE(bf16.code == 0);
+  const nlohmann::json b = nlohmann::json::parse(bf16.out);
+  CHECK(b.at("grad_reduce_in_bf16") == true);
+  CHECK(k.at("grad_reduce_in_bf16") == false);
+  CHECK(b.at("peak_memory_bytes").get<double>() < k.at("peak_memory_bytes").get<double>());
+  CHECK(b.at("exposed_dp_comm_s").get<double>() < k.at("exposed_dp_comm_s").get<double>());
+  const CliResult bf16_text = run_cli(with(oss, {"--grad-reduce-in-bf16"}));
+  CHECK(bf16_text.out.find("of the step; ZeRO-1, bf16 gradients, buckets overlapped with the last backward)") !=
+        std::string::npos);
+
   // plan: with fused attention, selective recomputation of the attention core alone is left out as none's twin;
   // with other modules it is searched.
   const std::vector<std::string> plan = {"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "16",

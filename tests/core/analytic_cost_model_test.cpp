@@ -149,10 +149,10 @@ TEST_CASE("the Adam step is memory-bound") {
 
 TEST_CASE("model state is 18 bytes per parameter, 6 + 12/dp with the distributed optimizer") {
   const AnalyticCostModel cost;
-  CHECK(cost.model_state_bytes_per_parameter(8, false) == 18);
-  CHECK(cost.model_state_bytes_per_parameter(1, true) == 18);
-  CHECK(cost.model_state_bytes_per_parameter(8, true) == 7.5);   // 6 + 12/8
-  CHECK(cost.model_state_bytes_per_parameter(64, true) == 6.1875);  // 6 + 12/64
+  CHECK(cost.model_state_bytes_per_parameter(8, 0, false) == 18);
+  CHECK(cost.model_state_bytes_per_parameter(1, 1, false) == 18);
+  CHECK(cost.model_state_bytes_per_parameter(8, 1, false) == 7.5);   // 6 + 12/8
+  CHECK(cost.model_state_bytes_per_parameter(64, 1, false) == 6.1875);  // 6 + 12/64
 }
 
 TEST_CASE("the memory reserve is a parameter the cost model reports") {

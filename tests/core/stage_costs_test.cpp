@@ -222,6 +222,17 @@ TEST_CASE("without the distributed optimizer gradients are all-reduced and Adam 
   CHECK(sc[0].model_state_bytes == Approx(1e10).epsilon(1e-15));
 }
 
+TEST_CASE("bf16 gradients (--grad-reduce-in-bf16): 2 bytes a parameter kept and reduced") {
+  ParallelConfig pc = toy_parallel(true, false);
+  pc.grad_reduce_in_bf16 = true;
+  const std::vector<StageCost> sc = toy_stage_costs(pc);
+  // 5e8 x (2 + 2 + 12/2) = 5e9 bytes, plus the 1e9 reserve.
+  CHECK(sc[0].model_state_bytes == Approx(6e9).epsilon(1e-15));
+  CHECK(sc[0].grad_reduce_bytes == 5e8 * 2);
+  // Reduce-scatter of 5e8 x 2 bytes: (1/2) 1e9 / 5e9 + 1e-5 = 0.10001 s; the bf16 weights' all-gather as before.
+  CHECK(sc[0].grad_reduce_s == Approx(0.20002).epsilon(1e-12));
+}
+
 TEST_CASE("with model chunks the reserve is counted once per GPU, on its first chunk") {
   const Model m = toy_model(4);
   const AnalyticCostModel cost(round_params());
@@ -289,18 +300,21 @@ TEST_CASE("overlapped reduction: Megatron's buckets of max(40M, 1M x dp) paramet
 
 TEST_CASE("ZeRO 0-3 model state per parameter: 2 + 4 + 12 bytes, sharded over dp from each level on") {
   const AnalyticCostModel megatron;  // bf16 weights, fp32 gradients (Megatron keeps them), 12 B of Adam
-  CHECK(megatron.model_state_bytes_per_parameter(8, 0) == 18);
-  CHECK(megatron.model_state_bytes_per_parameter(8, 1) == 2 + 4 + 12.0 / 8);
-  CHECK(megatron.model_state_bytes_per_parameter(8, 2) == 2 + 16.0 / 8);
-  CHECK(megatron.model_state_bytes_per_parameter(8, 3) == 18.0 / 8);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 0, false) == 18);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 1, false) == 2 + 4 + 12.0 / 8);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 2, false) == 2 + 16.0 / 8);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 3, false) == 18.0 / 8);
   // The ZeRO paper's own accounting (Rajbhandari et al. 2020, Figure 1): 2 + 2 + K with K = 12.
   AnalyticCostParams paper;
   paper.grad_bytes_per_parameter = 2;
   const AnalyticCostModel zero(paper);
-  CHECK(zero.model_state_bytes_per_parameter(64, 0) == 16);
-  CHECK(zero.model_state_bytes_per_parameter(64, 1) == 4 + 12.0 / 64);
-  CHECK(zero.model_state_bytes_per_parameter(64, 2) == 2 + 14.0 / 64);
-  CHECK(zero.model_state_bytes_per_parameter(64, 3) == 16.0 / 64);
+  CHECK(zero.model_state_bytes_per_parameter(64, 0, false) == 16);
+  CHECK(zero.model_state_bytes_per_parameter(64, 1, false) == 4 + 12.0 / 64);
+  CHECK(zero.model_state_bytes_per_parameter(64, 2, false) == 2 + 14.0 / 64);
+  CHECK(zero.model_state_bytes_per_parameter(64, 3, false) == 16.0 / 64);
+  // --grad-reduce-in-bf16: Megatron's gradient buffer in bf16, 2 bytes where it kept 4.
+  CHECK(megatron.model_state_bytes_per_parameter(8, 1, true) == 2 + 2 + 12.0 / 8);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 2, true) == 2 + 14.0 / 8);
 }
 
 TEST_CASE("ZeRO-3: weights gathered per layer before F (and B when resharded), hidden behind compute") {

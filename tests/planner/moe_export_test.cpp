@@ -125,6 +125,19 @@ TEST_CASE("Megatron-LM: selective recomputation's modules as a list after --reco
   CHECK(file.find("\n  --recompute-granularity selective\n  --recompute-modules moe_act layernorm\n") != std::string::npos);
 }
 
+TEST_CASE("bf16 gradients: Megatron-LM's --grad-reduce-in-bf16, refused where a framework keeps them otherwise") {
+  // megatron/training/arguments.py: bf16 runs accumulate and reduce in fp32 unless --grad-reduce-in-bf16.
+  Evaluation oss = moe_plan("gpt-oss-120b", 1, 2, 4, 4, 64, {18, 18});
+  CHECK(after(megatron_arguments(oss), "--grad-reduce-in-bf16") == "absent");
+  oss.scenario.parallel.grad_reduce_in_bf16 = true;
+  CHECK(after(megatron_arguments(oss), "--grad-reduce-in-bf16").empty());
+  Evaluation llama = moe_plan("llama3-8b", 1, 2, 4, 1, 64, {16, 16});
+  llama.scenario.parallel.grad_reduce_in_bf16 = true;
+  CHECK(bad_input([&] { export_plan(ExportTarget::Torchtitan, llama, "."); }) ==
+        "--grad-reduce-in-bf16: --export torchtitan does not keep and reduce gradients in bf16 as simulated; leave it "
+        "out or use --export megatron");
+}
+
 TEST_CASE("Megatron-LM: interleaved-overlap is interleaved with --overlap-moe-expert-parallel-comm") {
   Evaluation ev = moe_plan("mixtral-8x7b", 1, 2, 8, 8, 64, {16, 16});
   ev.scenario.schedule = "interleaved-overlap";

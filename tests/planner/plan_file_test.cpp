@@ -157,7 +157,7 @@ TEST_CASE("a plan file keeps per-stage recompute levels and the rank order") {
         "p.json: workload.stage_recompute is missing: recompute \"per-stage\" needs each stage's level");
 }
 
-TEST_CASE("a plan file keeps the modules selective recomputation reruns") {
+TEST_CASE("a plan file keeps the modules selective recomputation reruns and bf16 gradients") {
   const AnalyticCostModel cost;
   Scenario s;
   s.model = model_preset("mixtral-8x7b");
@@ -176,6 +176,10 @@ TEST_CASE("a plan file keeps the modules selective recomputation reruns") {
   const PlanDocument doc = plan_from_json_text(text, "plan.json");
   CHECK(doc.scenario.workload.recompute_modules == s.workload.recompute_modules);
   CHECK(evaluate(doc.scenario, cost).metrics.peak_memory_bytes == ev.metrics.peak_memory_bytes);
+  CHECK_FALSE(doc.scenario.parallel.grad_reduce_in_bf16);
+  Scenario bf16 = s;
+  bf16.parallel.grad_reduce_in_bf16 = true;
+  CHECK(plan_from_json_text(plan_to_json_text(evaluate(bf16, cost), PlanExtras{}), "plan.json").scenario.parallel.grad_reduce_in_bf16);
   // Files written before the field existed rerun the attention core, Megatron's default.
   j["workload"].erase("recompute_modules");
   CHECK(plan_from_json_text(j.dump(), "plan.json").scenario.workload.recompute_modules.is_default());
