@@ -185,6 +185,10 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     const std::vector<Recompute>& rc = space.recomputes;
     const bool selective = rc.empty() || std::find(rc.begin(), rc.end(), Recompute::Selective) != rc.end() ||
                            std::find(rc.begin(), rc.end(), Recompute::PerStage) != rc.end();
+    if (!selective && o.recompute.empty())
+      throw_bad_input("--recompute-modules: --export {} has no selective recomputation for the modules to rerun; leave "
+                      "--recompute-modules out",
+                      to_string(*target));
     if (!selective)
       throw_bad_input("--recompute-modules: the modules are what selective recomputation reruns, which --recompute {} "
                       "leaves out; plan with --recompute selective or without --recompute",

@@ -227,4 +227,7 @@ TEST_CASE("recompute modules on the command line: shown, planned and refused") {
   check_bad_input(with(plan, {"--recompute", "full", "--recompute-modules", "moe_act"}),
                   "--recompute-modules: the modules are what selective recomputation reruns, which --recompute full "
                   "leaves out; plan with --recompute selective or without --recompute");
+  check_bad_input(with(plan, {"--recompute-modules", "moe_act", "--export", "torchtitan"}),
+                  "--recompute-modules: --export torchtitan has no selective recomputation for the modules to rerun; "
+                  "leave --recompute-modules out");
 }
