@@ -245,12 +245,14 @@ TEST_CASE("the default cost model predicts MoE training runs") {
 TEST_CASE("every published run fits the GPU memory the simulator predicts") {
   // They ran, so a memory model that overflows them is wrong (or the reserve too large).
   const AnalyticCostModel cost;
-  for (const char* file : {kRunsFile, kMoeRunsFile})
-    for (const nlohmann::json& run : load_runs(file).at("runs")) {
+  for (const char* file : {kRunsFile, kMoeRunsFile}) {
+    const nlohmann::json doc = load_runs(file);
+    for (const nlohmann::json& run : doc.at("runs")) {
       const Prediction p = predict(run, cost);
       INFO("run " << p.name << ": peak " << p.peak_memory_bytes / 1e9 << " GB of " << p.memory_limit_bytes / 1e9);
       if (p.gating) CHECK(p.peak_memory_bytes <= p.memory_limit_bytes);
     }
+  }
 }
 
 TEST_CASE("the default cost model predicts one layer's measured forward and backward times") {
