@@ -31,10 +31,9 @@ std::string stage_recompute_text(const std::vector<Recompute>& levels) {
 // What selective recomputation reruns when it is more than the attention core: "selective: moe_act, layernorm",
 // or after per-stage levels "per stage: full, selective; selective: moe_act, layernorm".
 std::string selective_modules_text(const Scenario& s) {
-  const bool per_stage = std::find(s.stage_recompute.begin(), s.stage_recompute.end(), Recompute::Selective) !=
-                         s.stage_recompute.end();
-  if (!(per_stage || s.workload.recompute == Recompute::Selective) || s.workload.recompute_modules.is_default()) return "";
-  return fmt::format("{}: {}", per_stage ? "; selective" : "", fmt::join(module_names(s.workload.recompute_modules), ", "));
+  if (!s.selective_somewhere() || s.workload.recompute_modules.is_default()) return "";
+  return fmt::format("{}: {}", s.stage_recompute.empty() ? "" : "; selective",
+                     fmt::join(module_names(s.workload.recompute_modules), ", "));
 }
 
 }  // namespace

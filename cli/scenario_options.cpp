@@ -174,9 +174,7 @@ Scenario ScenarioOptions::to_scenario() const {
   if (!rank_order.empty()) s.parallel.order = rank_order_from_string(rank_order);
   if (!recompute_modules.empty()) {
     s.workload.recompute_modules = recompute_modules_from_string(recompute_modules);
-    const bool selective = s.workload.recompute == Recompute::Selective ||
-                           std::count(s.stage_recompute.begin(), s.stage_recompute.end(), Recompute::Selective) > 0;
-    if (!selective)
+    if (!s.selective_somewhere())
       throw_bad_input("--recompute-modules: the modules are what selective recomputation reruns; add --recompute "
                       "selective (or a selective level in --stage-recompute)");
   }

@@ -19,7 +19,14 @@ constexpr std::array<std::pair<const char*, RecomputeModule>, 6> kModules{{
     {"mlp", RecomputeModule::Mlp},
     {"shared_experts", RecomputeModule::SharedExperts},
 }};
-constexpr const char* kChoices = "core_attn, moe_act, layernorm, mla_up_proj, mlp or shared_experts";
+
+// "core_attn, moe_act, ... or shared_experts": the table's names, for the errors.
+std::string choices() {
+  std::string out;
+  for (size_t i = 0; i < kModules.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == kModules.size() ? " or " : ", ") + kModules[i].first;
+  return out;
+}
 
 }  // namespace
 
@@ -41,10 +48,10 @@ RecomputeModules recompute_modules_from_string(const std::string& text) {
     // Megatron's other modules: the whole MoE layer (its all-to-alls rerun too) and the GatedDeltaNet and
     // hyper-connection parts of architectures pipewright has no block for.
     if (name == "moe" || name == "gdn_norm_out" || name == "gdp_in_proj" || name == "gdp_qkv" || name == "mhc")
-      throw_bad_input("--recompute-modules: {} is a Megatron module pipewright does not model; give {}", name, kChoices);
-    throw_bad_input("--recompute-modules: '{}' is not a module; give {}", name, kChoices);
+      throw_bad_input("--recompute-modules: {} is a Megatron module pipewright does not model; give {}", name, choices());
+    throw_bad_input("--recompute-modules: '{}' is not a module; give {}", name, choices());
   }
-  if (out.bits == 0) throw_bad_input("--recompute-modules: the list is empty; give {}", kChoices);
+  if (out.bits == 0) throw_bad_input("--recompute-modules: the list is empty; give {}", choices());
   return out;
 }
 

@@ -2,6 +2,7 @@
 // A scenario is everything `simulate` needs: model, cluster, parallel degrees, batch, schedule, split.
 // evaluate() checks it, builds the schedule and the stage costs, runs the simulator and derives the
 // metrics people read (throughput, MFU, memory per stage). simulate, plan and run share it.
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,13 @@ struct Scenario {
   // A schedule read from a file (--schedule-csv) instead of generated from `schedule`: pp must be its
   // rank count and microbatches its micro-batch count. A lowered one keeps its own communication order.
   std::optional<Schedule> imported_schedule;
+
+  // Whether selective recomputation runs anywhere (every stage, or one per-stage level): where
+  // workload.recompute_modules apply.
+  bool selective_somewhere() const {
+    return workload.recompute == Recompute::Selective ||
+           std::find(stage_recompute.begin(), stage_recompute.end(), Recompute::Selective) != stage_recompute.end();
+  }
 };
 
 // Throws BadInput naming the option and the fix: GPUs the cluster cannot hold, tp outside a node or not
