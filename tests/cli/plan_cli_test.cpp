@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli_test_util.hpp"
+#include "../temp_folder.hpp"
 
 namespace {
 
@@ -18,12 +19,6 @@ const std::vector<std::string> kSmall = {"plan", "--model", "gpt3-1.3b", "--clus
 
 
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 
 }  // namespace
@@ -131,7 +126,7 @@ TEST_CASE("plan --export writes the files and prints them") {
                                "--top", "1", "--export", "megatron", "--export-dir", dir});
   INFO(r.err);
   REQUIRE(r.code == 0);
-  const std::string text = read(dir + "/megatron_args.sh");
+  const std::string text = file_contents(dir + "/megatron_args.sh");
   CHECK(text.find("PIPEWRIGHT_MEGATRON_ARGS=(") != std::string::npos);
   CHECK(r.out.find("--- " + dir + "/megatron_args.sh ---\n" + text) != std::string::npos);
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli_test_util.hpp"
+#include "../temp_folder.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/pytorch_csv.hpp"
 #include "../text_match.hpp"
@@ -24,12 +25,6 @@ std::vector<std::string> tiny(std::vector<std::string> args, int pp = 4, int m =
 }
 
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 nlohmann::json run_json(std::vector<std::string> args) {
   args.push_back("--json");
@@ -92,7 +87,7 @@ TEST_CASE("show --svg: one box per compute action, the terminal view by default"
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out == "zb-v: step time 51.03 ms, bubble 5.9%\nwrote " + svg + "\n");
-  const std::string picture = read(svg);
+  const std::string picture = file_contents(svg);
   CHECK(picture.rfind("<svg xmlns=", 0) == 0);
   CHECK(count(picture, "<g><title>") == 4 * 2 * 8 * 3);  // 4 ranks x 2 chunks x 8 micro-batches x F, B, W
   CHECK(picture.find(">ZB-V</text>") != std::string::npos);
@@ -111,7 +106,7 @@ TEST_CASE("show --trace: the compute slices of a simulated trace") {
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.rfind(trace + ": 96 compute slices over 54.00 ms\n", 0) == 0);
-  CHECK(count(read(svg), "<g><title>") == 96);
+  CHECK(count(file_contents(svg), "<g><title>") == 96);
   CHECK(run_cli({"show", "--trace", trace, "--model", "gpt3-1.3b"}).err ==
         "error: --trace: the trace gives the schedule; drop --model\n");
   const std::string empty = tmp("show-empty.json");
@@ -130,7 +125,7 @@ TEST_CASE("simulate --export-csv writes PyTorch's CSV, --schedule-csv runs it ba
   spec.ranks = 4;
   spec.microbatches = 8;
   spec.chunks = 2;
-  CHECK(read(csv) == pw::schedule_to_pytorch_csv(pw::make_schedule(spec)));
+  CHECK(file_contents(csv) == pw::schedule_to_pytorch_csv(pw::make_schedule(spec)));
   // The micro-batch count comes from the file when --microbatches is left out.
   const nlohmann::json imported = run_json({"simulate", "--model", source_path("examples/tiny-uniform.json"),
                                             "--cluster", "ideal", "--pp", "4", "--schedule-csv", csv});

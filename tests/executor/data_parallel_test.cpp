@@ -14,7 +14,6 @@ using namespace pw;
 
 namespace {
 
-double relative(const Mat& got, const Mat& want) { return (got - want).norm() / std::max(want.norm(), 1e-30f); }
 
 struct Trained {
   std::vector<double> losses;
@@ -72,7 +71,7 @@ void check_same_training(const Trained& got, const Trained& want) {
   for (const auto& [name, value] : want.values) {
     INFO(name);
     REQUIRE(got.values.count(name) == 1);
-    CHECK(relative(got.values.at(name), value) < 2e-5);
+    CHECK(test::relative(got.values.at(name), value) < 2e-5);
   }
 }
 
@@ -147,7 +146,7 @@ TEST_CASE("MoE with ep over replicas: recomputation exchanges the tokens again a
     for (int d = 0; d < 2; ++d)
       for (Param* p : backend.model(d).params()) {
         INFO(p->name);
-        CHECK(relative(p->value, want.values.at(p->name)) < 2e-5);
+        CHECK(test::relative(p->value, want.values.at(p->name)) < 2e-5);
       }
   }
 }

@@ -1,5 +1,6 @@
 #pragma once
 // Tiny models and the single-rank sequential reference the executor tests compare against.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,11 @@ inline Model tiny_moe(int layers = 3, bool gpt = false, int top_k = 2) {
   }
   c.moe = moe;
   return make_transformer_model(gpt ? "test-gpt-moe" : "test-llama-moe", c);
+}
+
+// |got - want| / |want| (Frobenius norms): how far a gradient or weight strays from the reference's.
+inline double relative(const Mat& got, const Mat& want) {
+  return (got - want).norm() / std::max(want.norm(), 1e-30f);
 }
 
 inline LayerRange whole(const CpuModel& m) { return LayerRange{0, m.num_layers() - 1}; }

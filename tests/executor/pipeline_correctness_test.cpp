@@ -48,7 +48,6 @@ std::vector<LayerRange> uneven_ranges(int stages) {
   return r;
 }
 
-double relative(const Mat& got, const Mat& want) { return (got - want).norm() / std::max(want.norm(), 1e-30f); }
 
 // The Llama-style test model with its LM head tied to the token embedding.
 Model tied_llama(int layers) {
@@ -85,7 +84,7 @@ void check_against_sequential(const Model& model, const Schedule& schedule, Reco
   REQUIRE(got.size() == want.size());
   for (size_t k = 0; k < got.size(); ++k) {
     INFO(got[k]->name);
-    CHECK(relative(got[k]->grad, want[k]->grad) < 1e-5);
+    CHECK(test::relative(got[k]->grad, want[k]->grad) < 1e-5);
   }
 }
 
@@ -123,7 +122,7 @@ TEST_CASE("training steps on ranks match sequential training (1f1b over 3 ranks,
   const std::vector<Param*> got = backend.model().params(), want = reference.params();
   for (size_t k = 0; k < got.size(); ++k) {
     INFO(got[k]->name);
-    CHECK(relative(got[k]->value, want[k]->value) < 1e-5);
+    CHECK(test::relative(got[k]->value, want[k]->value) < 1e-5);
   }
   CHECK(backend.losses()[2] < backend.losses()[0]);
 }
@@ -184,7 +183,7 @@ TEST_CASE("tied embeddings: training on ranks matches sequential training, and t
     const std::vector<Param*> got = backend.model().params(), want = reference.params();
     for (size_t k = 0; k < got.size(); ++k) {
       INFO(got[k]->name);
-      CHECK(relative(got[k]->value, want[k]->value) < 1e-5);
+      CHECK(test::relative(got[k]->value, want[k]->value) < 1e-5);
     }
     // The same summed gradient and the same Adam state on both copies: equal to the last bit.
     const Mat head_as_table = backend.model().tied_head()->value.transpose();
