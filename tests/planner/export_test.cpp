@@ -5,12 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "../error_text.hpp"
+#include "../golden.hpp"
 #include "core/error.hpp"
 #include "planner/baseline_splits.hpp"
 #include "planner/export_deepspeed.hpp"
@@ -43,19 +41,6 @@ Evaluation plan_of(int tp, int pp, int dp, int vpp, const std::string& schedule,
   return test::planned(s, blocks);
 }
 
-// PIPEWRIGHT_UPDATE_GOLDEN=1 rewrites the file; read a rewritten one against the comments here before
-// accepting it.
-void check_golden(const std::string& name, const std::string& text) {
-  const std::string path = std::string(PIPEWRIGHT_SOURCE_DIR) + "/tests/golden/exports/" + name;
-  if (std::getenv("PIPEWRIGHT_UPDATE_GOLDEN")) std::ofstream(path, std::ios::binary) << text;
-  std::ifstream in(path, std::ios::binary);
-  INFO(path);
-  REQUIRE(in.good());
-  std::stringstream golden;
-  golden << in.rdbuf();
-  CHECK(text == golden.str());
-}
-
 std::string ranges_text(const std::vector<LayerRange>& r) {
   std::string out;
   for (const LayerRange& x : r) out += fmt::format("[{},{}]", x.first, x.last);
@@ -85,7 +70,7 @@ TEST_CASE("Megatron-LM arguments for an interleaved plan with an uneven split") 
   CHECK(megatron_layout(ev.scenario.model, ev.scenario.ranges) == "Ettt|t*4|t*4|t*5|(t*4|)*3,t*4L");
   const ExportFile f = megatron_export(ev);
   CHECK(f.name == "megatron_args.sh");
-  check_golden("megatron_interleaved.sh", f.text);
+  check_golden("exports/megatron_interleaved.sh", f.text);
 }
 
 TEST_CASE("Megatron-LM's own even split needs no layout, breadth-first sets the group size") {
@@ -93,7 +78,7 @@ TEST_CASE("Megatron-LM's own even split needs no layout, breadth-first sets the 
   // 2 instead of a layout; bfs is interleaved with a group of all m = 16 micro-batches; full recompute is
   // --recompute-granularity full --recompute-method uniform --recompute-num-layers 1.
   const Evaluation ev = plan_of(8, 4, 1, 2, "bfs", 2, 32, Recompute::Full, {4, 4, 4, 4, 4, 4, 4, 4});
-  check_golden("megatron_bfs_even.sh", megatron_export(ev).text);
+  check_golden("exports/megatron_bfs_even.sh", megatron_export(ev).text);
   CHECK(error_of([] { megatron_export(plan_of(1, 4, 1, 1, "zb-h1", 1, 8, Recompute::None, {8, 8, 8, 8})); }) ==
         "--export megatron: Megatron-LM runs 1f1b, interleaved, interleaved-overlap and bfs, not zb-h1; plan with "
         "--schedules 1f1b,interleaved,interleaved-overlap,bfs");
@@ -171,8 +156,8 @@ TEST_CASE("DeepSpeed: ds_config and, for an uneven split, the PipelineModule sub
   REQUIRE(files.size() == 2);
   CHECK(files[0].name == "ds_config.json");
   CHECK(files[1].name == "pipewright_partition.py");
-  check_golden("ds_config_custom.json", files[0].text);
-  check_golden("pipewright_partition.py", files[1].text);
+  check_golden("exports/ds_config_custom.json", files[0].text);
+  check_golden("exports/pipewright_partition.py", files[1].text);
 }
 
 TEST_CASE("DeepSpeed: a split that partition_method=\"uniform\" gives is exported as \"uniform\"") {
@@ -183,8 +168,8 @@ TEST_CASE("DeepSpeed: a split that partition_method=\"uniform\" gives is exporte
   CHECK(deepspeed_uniform(ev.scenario.model, ev.scenario.ranges));
   const std::vector<ExportFile> files = deepspeed_export(ev);
   REQUIRE(files.size() == 2);
-  check_golden("ds_config_uniform.json", files[0].text);
-  check_golden("pipewright_partition_uniform.py", files[1].text);
+  check_golden("exports/ds_config_uniform.json", files[0].text);
+  check_golden("exports/pipewright_partition_uniform.py", files[1].text);
   // deepspeed/runtime/config.py copies "pipeline" and nothing reads its "stages" or "partition".
   CHECK(files[0].text.find("\"stages\"") == std::string::npos);
   CHECK(files[0].text.find("\"partition\"") == std::string::npos);
@@ -245,8 +230,8 @@ TEST_CASE("torchtitan: main's Python config and v0.2.2's TOML, module names per 
   REQUIRE(files.size() == 2);
   CHECK(files[0].name == "pipewright_plan.py");
   CHECK(files[1].name == "torchtitan_v0.2.2.toml");
-  check_golden("pipewright_plan_interleaved.py", files[0].text);
-  check_golden("torchtitan_v0.2.2_interleaved.toml", files[1].text);
+  check_golden("exports/pipewright_plan_interleaved.py", files[0].text);
+  check_golden("exports/torchtitan_v0.2.2_interleaved.toml", files[1].text);
   // The activation_checkpoint.py policies: SelectiveAC is op-level, not the attention core.
   ev.scenario.workload.recompute = Recompute::Selective;
   CHECK(bad_input([&] { torchtitan_export(ev, "out"); }) ==
@@ -261,8 +246,8 @@ TEST_CASE("torchtitan: a dense 1f1b plan replicated over dp (ZeRO 0) for main an
   ev.scenario.parallel.zero = 0;
   const std::vector<ExportFile> files = torchtitan_export(ev, "out");
   REQUIRE(files.size() == 2);
-  check_golden("pipewright_plan_1f1b.py", files[0].text);
-  check_golden("torchtitan_v0.2.2_1f1b.toml", files[1].text);
+  check_golden("exports/pipewright_plan_1f1b.py", files[0].text);
+  check_golden("exports/torchtitan_v0.2.2_1f1b.toml", files[1].text);
 }
 
 TEST_CASE("torchtitan: a schedule PyTorch has no class for ships as a CSV, under the name that places its stages") {
@@ -273,10 +258,10 @@ TEST_CASE("torchtitan: a schedule PyTorch has no class for ships as a CSV, under
   CHECK(torch_schedule_name(ev.scenario).empty());
   const std::vector<ExportFile> files = torchtitan_export(ev, "exports");
   REQUIRE(files.size() == 3);
-  check_golden("pipewright_plan_zb_h1.py", files[0].text);
-  check_golden("torchtitan_v0.2.2_zb_h1.toml", files[1].text);
+  check_golden("exports/pipewright_plan_zb_h1.py", files[0].text);
+  check_golden("exports/torchtitan_v0.2.2_zb_h1.toml", files[1].text);
   CHECK(files[2].name == "pipewright_schedule.csv");
-  check_golden("pipewright_schedule_zb_h1.csv", files[2].text);
+  check_golden("exports/pipewright_schedule_zb_h1.csv", files[2].text);
 
   // V-Half puts rank r's stages at r and 2p - 1 - r: only ZBVZeroBubble (and DualPipeV) place stages so in
   // torchtitan, so the CSV goes under that name and its rows run the stages torchtitan built.
@@ -284,9 +269,9 @@ TEST_CASE("torchtitan: a schedule PyTorch has no class for ships as a CSV, under
   REQUIRE(v.schedule.placement.kind == PlacementKind::V);
   const std::vector<ExportFile> vf = torchtitan_export(v, "exports");
   REQUIRE(vf.size() == 3);
-  check_golden("pipewright_plan_v_half.py", vf[0].text);
-  check_golden("torchtitan_v0.2.2_v_half.toml", vf[1].text);
-  check_golden("pipewright_schedule_v_half.csv", vf[2].text);
+  check_golden("exports/pipewright_plan_v_half.py", vf[0].text);
+  check_golden("exports/torchtitan_v0.2.2_v_half.toml", vf[1].text);
+  check_golden("exports/pipewright_schedule_v_half.csv", vf[2].text);
   CHECK(vf[0].text.find("    p.pipeline_parallel_schedule = \"ZBVZeroBubble\"\n") != std::string::npos);
   CHECK(vf[1].text.find("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n") != std::string::npos);
   const Schedule back = schedule_from_pytorch_csv(vf[2].text, "v.csv");

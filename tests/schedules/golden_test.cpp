@@ -1,18 +1,15 @@
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 
+#include "../golden.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/validate.hpp"
 
 using namespace pw;
 
 // Grids of small schedules, compared exactly with tests/golden/schedules/<name>-p<p>-m<m>[-v<v>].txt.
-// PIPEWRIGHT_UPDATE_GOLDEN=1 rewrites the files from the generators; check a rewritten grid against
+// PIPEWRIGHT_UPDATE_GOLDEN=1 rewrites the files from the generators (tests/golden.hpp); check a rewritten grid against
 // the published pictures and orders before accepting it: Megatron 2021 Fig. 4 (1f1b, interleaved),
 // Qi et al. 2023 Fig. 3 (zb-h1, zb-h2) and Fig. 8 (zb-v), Qi et al. 2024 Fig. 5 (v-half, v-min),
 // PyTorch's ScheduleZBVZeroBubble and ScheduleDualPipeV (zb-v, dualpipev; the CSV tests hold
@@ -29,19 +26,11 @@ TEST_CASE("golden grids") {
       {"v-min", 3, 6, 1},  {"v-min", 4, 8, 1},      {"dualpipev", 2, 4, 1}, {"dualpipev", 4, 8, 1},
       {"zb-auto", 4, 8, 1},
   };
-  const bool update = std::getenv("PIPEWRIGHT_UPDATE_GOLDEN") != nullptr;
   for (const Case& c : cases) {
     const std::string file = fmt::format("{}-p{}-m{}{}.txt", c.name, c.p, c.m, c.v > 1 ? fmt::format("-v{}", c.v) : "");
     INFO(file);
     const Schedule s = make_schedule({c.name, c.p, c.m, c.v});
     validate(s);
-    const std::string path = std::string(PIPEWRIGHT_SOURCE_DIR) + "/tests/golden/schedules/" + file;
-    const std::string grid = to_grid(s);
-    if (update) std::ofstream(path, std::ios::binary) << grid;
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in);
-    std::ostringstream golden;
-    golden << in.rdbuf();
-    CHECK(grid == golden.str());
+    check_golden("schedules/" + file, to_grid(s));
   }
 }

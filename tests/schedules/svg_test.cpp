@@ -1,13 +1,11 @@
 #include "schedules/svg.hpp"
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/timing.hpp"
+#include "../golden.hpp"
 #include "../text_match.hpp"
 
 using namespace pw;
@@ -55,13 +53,7 @@ TEST_CASE("svg: the picture of 1f1b on 2 ranks matches the golden file") {
   const Schedule s = make_schedule({"1f1b", 2, 2});
   const ScheduleTiming timing = asap_timing(s, StageTimes::uniform(2, 1, 2, 1));
   const std::string svg = schedule_svg(timed_actions(s, timing), s.placement, timing.makespan, SvgOptions{"1f1b", 600});
-  const std::string path = std::string(PIPEWRIGHT_SOURCE_DIR) + "/tests/golden/schedules/1f1b-p2-m2.svg";
-  if (std::getenv("PIPEWRIGHT_UPDATE_GOLDEN")) std::ofstream(path, std::ios::binary) << svg;
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in);
-  std::ostringstream golden;
-  golden << in.rdbuf();
-  CHECK(svg == golden.str());
+  check_golden("schedules/1f1b-p2-m2.svg", svg);
 }
 
 TEST_CASE("svg: bad input names what is wrong") {

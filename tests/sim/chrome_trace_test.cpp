@@ -2,9 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +11,7 @@
 #include "sim/chrome_trace.hpp"
 #include "sim/pipeline_sim.hpp"
 #include "sim_test_util.hpp"
+#include "../temp_folder.hpp"
 
 using namespace pw;
 using namespace pw::test;
@@ -154,10 +153,7 @@ TEST_CASE("chrome trace: collective events and the file round trip", "[sim][trac
 
   const auto path = std::filesystem::temp_directory_path() / "pipewright_sim_trace_test.json";
   writer.write(path.string());
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  CHECK(json::parse(text.str()) == t);
+  CHECK(json::parse(file_contents(path)) == t);
   std::filesystem::remove(path);
 }
 

@@ -8,10 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "core/model.hpp"
 #include "core/workload.hpp"
 #include "sim/scenario.hpp"
+#include "../temp_folder.hpp"
 
 using namespace pw;
 
@@ -46,11 +46,8 @@ struct Prediction {
 };
 
 nlohmann::json load_runs(const char* file = kRunsFile) {
-  std::ifstream in(file);
-  REQUIRE(in.good());
-  std::stringstream text;
-  text << in.rdbuf();
-  return nlohmann::json::parse(text.str());
+  REQUIRE(std::filesystem::exists(file));
+  return nlohmann::json::parse(file_contents(file));
 }
 
 Model run_model(const nlohmann::json& m) {
