@@ -295,7 +295,8 @@ double AnalyticCostModel::optimizer_step_time(double parameters, const GpuSpec& 
 double AnalyticCostModel::model_state_bytes_per_parameter(int dp, int zero, bool bf16_grads) const {
   const double d = std::max(dp, 1);
   const auto share = [&](double bytes, int from_level) { return zero >= from_level ? bytes / d : bytes; };
-  const double grads = bf16_grads ? params_.grad_bytes_per_parameter / 2 : params_.grad_bytes_per_parameter;
+  // A bf16 gradient is 2 bytes whatever grad_bytes_per_parameter counts for the default (fp32) buffer.
+  const double grads = bf16_grads ? 2.0 : params_.grad_bytes_per_parameter;
   return share(params_.weight_bytes_per_parameter, 3) + share(grads, 2) +
          share(params_.optimizer_state_bytes_per_parameter, 1);
 }

@@ -51,7 +51,7 @@ class CostModel {
 
   // Bytes of model state per parameter: weights, gradients, optimizer state, each sharded over dp from
   // its ZeRO level on (`zero`: 1 the optimizer state, 2 and gradients, 3 and weights).
-  // bf16_grads: the gradients kept in bf16 (ParallelConfig::grad_reduce_in_bf16), half their fp32 bytes.
+  // bf16_grads: the gradients kept in bf16 (ParallelConfig::grad_reduce_in_bf16), 2 bytes each.
   virtual double model_state_bytes_per_parameter(int dp, int zero, bool bf16_grads) const = 0;
 
   // Bytes each GPU loses before any tensor (CUDA context, communication buffers, workspaces,

@@ -315,6 +315,7 @@ TEST_CASE("ZeRO 0-3 model state per parameter: 2 + 4 + 12 bytes, sharded over dp
   // --grad-reduce-in-bf16: Megatron's gradient buffer in bf16, 2 bytes where it kept 4.
   CHECK(megatron.model_state_bytes_per_parameter(8, 1, true) == 2 + 2 + 12.0 / 8);
   CHECK(megatron.model_state_bytes_per_parameter(8, 2, true) == 2 + 14.0 / 8);
+  CHECK(zero.model_state_bytes_per_parameter(64, 1, true) == 4 + 12.0 / 64);  // 2 bytes already: bf16 stays 2
 }
 
 TEST_CASE("ZeRO-3: weights gathered per layer before F (and B when resharded), hidden behind compute") {

@@ -9,8 +9,8 @@
 using namespace pw;
 
 // Grids of small schedules, compared exactly with tests/golden/schedules/<name>-p<p>-m<m>[-v<v>].txt.
-// PIPEWRIGHT_UPDATE_GOLDEN=1 rewrites the files from the generators (tests/golden.hpp); check a rewritten grid against
-// the published pictures and orders before accepting it: Megatron 2021 Fig. 4 (1f1b, interleaved),
+// PIPEWRIGHT_UPDATE_GOLDEN=1 rewrites the files from the generators (tests/golden.hpp); check a rewritten grid
+// against the published pictures and orders before accepting it: Megatron 2021 Fig. 4 (1f1b, interleaved),
 // Qi et al. 2023 Fig. 3 (zb-h1, zb-h2) and Fig. 8 (zb-v), Qi et al. 2024 Fig. 5 (v-half, v-min),
 // PyTorch's ScheduleZBVZeroBubble and ScheduleDualPipeV (zb-v, dualpipev; the CSV tests hold
 // hand-derived orders of both), Lamy-Poirier 2023 Fig. 2 (bfs).
