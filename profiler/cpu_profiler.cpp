@@ -4,13 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/layer_work.hpp"
+#include "core/units.hpp"
 #include "core/version.hpp"
 #include "executor/cpu_model.hpp"
 #include "executor/host_tensor.hpp"
@@ -151,12 +151,20 @@ std::vector<double> default_link_sizes() {
   return sizes;
 }
 
-void fit_link(LinkProfile& link) {
-  if (link.samples.size() < 2) throw_bad_input("link fit: needs samples at 2 message sizes or more, got {}", link.samples.size());
-  // Weighted normal equations for t = a + b x with weights 1 / t^2.
+namespace {
+
+struct LineFit {
+  double latency_s = 0;
+  double s_per_byte = 0;
+};
+
+// Least squares of t = a + b x with each sample weighted by `weight(time)`; a kept >= 0 (through the origin
+// when the free intercept would be negative).
+template <typename Weight>
+LineFit weighted_line(const std::vector<LinkSample>& samples, Weight weight) {
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const LinkSample& s : link.samples) {
-    const double w = 1.0 / std::max(s.time_s * s.time_s, 1e-30);
+  for (const LinkSample& s : samples) {
+    const double w = weight(s.time_s);
     sw += w;
     sx += w * s.bytes;
     sy += w * s.time_s;
@@ -164,14 +172,35 @@ void fit_link(LinkProfile& link) {
     sxy += w * s.bytes * s.time_s;
   }
   const double det = sw * sxx - sx * sx;
-  double slope = det != 0 ? (sw * sxy - sx * sy) / det : 0;
-  double latency = sw != 0 ? (sy - slope * sx) / sw : 0;
-  if (latency < 0) {  // through the origin instead
-    latency = 0;
-    slope = sxx > 0 ? sxy / sxx : 0;
+  LineFit f;
+  f.s_per_byte = det != 0 ? (sw * sxy - sx * sy) / det : 0;
+  f.latency_s = sw != 0 ? (sy - f.s_per_byte * sx) / sw : 0;
+  if (f.latency_s < 0) {
+    f.latency_s = 0;
+    f.s_per_byte = sxx > 0 ? sxy / sxx : 0;
   }
-  link.latency_s = latency;
-  link.bandwidth_bytes_per_s = slope > 0 ? 1.0 / slope : std::numeric_limits<double>::infinity();
+  return f;
+}
+
+}  // namespace
+
+void fit_link(LinkProfile& link) {
+  if (link.samples.size() < 2) throw_bad_input("link fit: needs samples at 2 message sizes or more, got {}", link.samples.size());
+  LineFit f = weighted_line(link.samples, [](double t) { return 1.0 / std::max(t * t, 1e-30); });
+  // Relative weights let the small messages decide the slope, and where their times are mostly scheduling
+  // noise (one repetition on a busy machine) it can come out flat or falling: the large messages, whose
+  // times the bytes dominate, then decide it.
+  if (!(f.s_per_byte > 0)) f = weighted_line(link.samples, [](double) { return 1.0; });
+  if (!(f.s_per_byte > 0)) {
+    const auto [small, large] = std::minmax_element(link.samples.begin(), link.samples.end(),
+                                                    [](const LinkSample& a, const LinkSample& b) { return a.bytes < b.bytes; });
+    throw_runtime("link fit: the time does not grow with the message size ({} in {}, {} in {}), so there is no "
+                  "bandwidth to fit; measure again with more --link-repetitions on a quieter machine",
+                  format_bytes(small->bytes), format_seconds(small->time_s), format_bytes(large->bytes),
+                  format_seconds(large->time_s));
+  }
+  link.latency_s = f.latency_s;
+  link.bandwidth_bytes_per_s = 1.0 / f.s_per_byte;
 }
 
 LinkProfile profile_thread_link(const std::vector<double>& sizes, int repetitions) {

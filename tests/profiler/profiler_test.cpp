@@ -113,6 +113,38 @@ TEST_CASE("the link fit recovers latency and bandwidth") {
   CHECK(m.bandwidth_bytes_per_s > 0);
 }
 
+TEST_CASE("the link fit lets the large messages decide where the small ones are noise") {
+  // A busy machine's thread hand-over: the first sizes waited 60 down to 5 us for a core, then 300 us for
+  // 1 MiB up to 20 ms for 64 MiB. Weighted by 1 / time^2 the small sizes' noise gives a falling line;
+  // the plain fit, here through the origin (its free intercept is below zero), gives the copy's rate.
+  LinkProfile l;
+  const std::vector<double> times{60e-6, 40e-6, 20e-6, 10e-6, 5e-6, 300e-6, 1.2e-3, 5e-3, 20e-3};
+  const std::vector<double> sizes = default_link_sizes();
+  REQUIRE(sizes.size() == times.size());
+  double sxx = 0, sxt = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    l.samples.push_back({sizes[i], times[i]});
+    sxx += sizes[i] * sizes[i];
+    sxt += sizes[i] * times[i];
+  }
+  fit_link(l);
+  CHECK(l.latency_s == 0);
+  CHECK(l.bandwidth_bytes_per_s == Approx(sxx / sxt).epsilon(1e-12));
+  CHECK(l.bandwidth_bytes_per_s == Approx(3.356e9).epsilon(1e-3));
+  // Times that do not grow with the size at all have no bandwidth: an error, never an infinite one.
+  LinkProfile flat;
+  flat.samples = {{1024, 5e-6}, {64.0 * 1024 * 1024, 5e-6}};
+  try {
+    fit_link(flat);
+    FAIL("no error");
+  } catch (const pw::Error& e) {
+    CHECK(e.kind() == pw::ErrorKind::Runtime);
+    CHECK(std::string(e.what()) ==
+          "link fit: the time does not grow with the message size (1.02 kB in 5.00 us, 67.1 MB in 5.00 us), so "
+          "there is no bandwidth to fit; measure again with more --link-repetitions on a quieter machine");
+  }
+}
+
 TEST_CASE("median and spread of repeated timings") {
   std::vector<double> s{5, 1, 4, 2, 3, 9, 7, 8, 6, 10, 11};
   const PhaseTiming t = timing_of(s);
