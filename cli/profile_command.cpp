@@ -59,7 +59,7 @@ void print_profile(std::ostream& out, const Profile& p, const std::string& model
     for (const LinkSample& s : l.samples)
       out << fmt::format("  {:>10} {:>12} {:>12}\n", format_bytes(s.bytes), format_seconds(s.time_s),
                          format_rate(s.time_s > 0 ? s.bytes / s.time_s : 0));
-    out << fmt::format("  fit: latency {} + size / {}\n", format_seconds(l.latency_s), format_rate(l.bandwidth_bytes_per_s));
+    out << "  " << link_fit_text(l) << "\n";
   }
 }
 

@@ -10,7 +10,6 @@
 
 #include "core/error.hpp"
 #include "core/layer_work.hpp"
-#include "core/units.hpp"
 #include "core/version.hpp"
 #include "executor/cpu_model.hpp"
 #include "executor/host_tensor.hpp"
@@ -191,13 +190,15 @@ void fit_link(LinkProfile& link) {
   // noise (one repetition on a busy machine) it can come out flat or falling: the large messages, whose
   // times the bytes dominate, then decide it.
   if (!(f.s_per_byte > 0)) f = weighted_line(link.samples, [](double) { return 1.0; });
-  if (!(f.s_per_byte > 0)) {
-    const auto [small, large] = std::minmax_element(link.samples.begin(), link.samples.end(),
-                                                    [](const LinkSample& a, const LinkSample& b) { return a.bytes < b.bytes; });
-    throw_runtime("link fit: the time does not grow with the message size ({} in {}, {} in {}), so there is no "
-                  "bandwidth to fit; measure again with more --link-repetitions on a quieter machine",
-                  format_bytes(small->bytes), format_seconds(small->time_s), format_bytes(large->bytes),
-                  format_seconds(large->time_s));
+  link.bandwidth_bounded = !(f.s_per_byte > 0);
+  if (link.bandwidth_bounded) {
+    // No size term shows above the noise: least squares with both terms >= 0 keeps the mean time as the
+    // latency, and the bandwidth is the lowest the largest message allows (its bytes over its whole time).
+    const LinkSample& largest = *std::max_element(link.samples.begin(), link.samples.end(),
+                                                  [](const LinkSample& a, const LinkSample& b) { return a.bytes < b.bytes; });
+    f.latency_s = 0;
+    for (const LinkSample& s : link.samples) f.latency_s += s.time_s / static_cast<double>(link.samples.size());
+    f.s_per_byte = largest.time_s / largest.bytes;
   }
   link.latency_s = f.latency_s;
   link.bandwidth_bytes_per_s = 1.0 / f.s_per_byte;

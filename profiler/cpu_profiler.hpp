@@ -31,8 +31,9 @@ std::vector<double> default_link_sizes();
 
 // Least squares on relative error (each sample weighted by 1 / time^2, so small and large messages count
 // alike) of time = latency + bytes / bandwidth; latency is kept >= 0. Where that slope is not positive
-// (small messages' times all noise), plain least squares, which the large messages decide. BadInput with
-// fewer than 2 sizes; Runtime when the time does not grow with the size at all: never an infinite bandwidth.
+// (small messages' times all noise), plain least squares, which the large messages decide. Where the time
+// does not grow with the size at all: the mean time as latency and a bandwidth bound (bandwidth_bounded),
+// never an infinite bandwidth. BadInput with fewer than 2 sizes.
 void fit_link(LinkProfile& link);
 
 // "cpu: <model name> (<cores> cores)" from /proc/cpuinfo where there is one.

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/excerpt.hpp"
 #include "core/json_text.hpp"
+#include "core/units.hpp"
 
 namespace pw {
 
@@ -81,6 +82,15 @@ PhaseTiming read_timing(const JsonFields& f) {
 }
 
 }  // namespace
+
+std::string link_fit_text(const LinkProfile& link) {
+  std::string text = fmt::format("fit: latency {} + size / {}", format_seconds(link.latency_s),
+                                 format_rate(link.bandwidth_bytes_per_s));
+  if (link.bandwidth_bounded)
+    text += " (at least: the time did not grow with the size, so the latency is the mean time; measure again with "
+            "more --link-repetitions on a quieter machine for a fit)";
+  return text;
+}
 
 std::string profile_to_json_text(const Profile& p) {
   ordered_json j;

@@ -48,6 +48,9 @@ struct LinkProfile {
   double latency_s = 0;
   double bandwidth_bytes_per_s = 0;
   std::vector<LinkSample> samples;
+  // The times did not grow with the size (a busy machine's scheduling noise above every copy): the
+  // bandwidth is a lower bound, the largest message's bytes over its time, not a fit. Not in the file.
+  bool bandwidth_bounded = false;
 };
 
 // One measured collective: `bytes` is the array size (nccl-tests' convention), over `ranks` GPUs whose
@@ -96,6 +99,9 @@ std::string profile_kind(const TransformerConfig& config, const Layer& layer);
 std::string layer_shape(const TransformerConfig& config, const Layer& layer);
 
 // {"format": "pipewright-profile", "version": 1, ...} as docs/profile-format.md describes.
+// "fit: latency 12.0 us + size / 8.00 GB/s", with what a bounded bandwidth means after it.
+std::string link_fit_text(const LinkProfile& link);
+
 std::string profile_to_json_text(const Profile& profile);
 // BadInput naming `source` and the field for anything malformed.
 Profile profile_from_json_text(const std::string& text, const std::string& source);

@@ -10,6 +10,7 @@
 #include "executor/cuda/device_memory.hpp"
 #include "executor/cuda/gemm.hpp"
 #include "profiler/cuda/gpu_timing.hpp"
+#include "profiler/profile.hpp"
 
 namespace pw::cuda {
 namespace {
@@ -159,7 +160,7 @@ std::string link_table(const LinkProfile& l, const std::string& what) {
   for (const LinkSample& s : l.samples)
     out += fmt::format("  {:>10} {:>12} {:>12}\n", format_bytes(s.bytes), format_seconds(s.time_s),
                        format_rate(s.time_s > 0 ? s.bytes / s.time_s : 0));
-  out += fmt::format("  fit: latency {} + size / {}\n\n", format_seconds(l.latency_s), format_rate(l.bandwidth_bytes_per_s));
+  out += "  " + link_fit_text(l) + "\n\n";
   return out;
 }
 

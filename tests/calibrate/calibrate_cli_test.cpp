@@ -11,11 +11,13 @@ struct Files {
   std::string profile, run1, run2, run3;
 };
 
-Files files() {
+// Each test case writes its own files (`prefix`): ctest runs the cases as processes side by side, and one
+// rewriting a file the other reads fails it.
+Files files(const std::string& prefix) {
   const pw::Model m = pw::load_model(source_path("examples/tiny-llama.json"));
   const synth::Truth t;
   Files f;
-  f.profile = synth::write("cli-profile.json", pw::profile_to_json_text(synth::profile(m, {1, 2, 4, 8}, {32}, t, 0.01, 5)));
+  f.profile = synth::write(prefix + "-profile.json", pw::profile_to_json_text(synth::profile(m, {1, 2, 4, 8}, {32}, t, 0.01, 5)));
   pw::RunOverheads o;
   o.compute_scale = 1.05;
   o.dispatch_s = 50e-6;
@@ -32,16 +34,16 @@ Files files() {
     s.schedule = schedule;
     return s;
   };
-  f.run1 = synth::run_file("cli-run1.json", scenario("1f1b", 4, 1), truth, 0.002, 1);
-  f.run2 = synth::run_file("cli-run2.json", scenario("gpipe", 8, 2), truth, 0.002, 2);
-  f.run3 = synth::run_file("cli-run3.json", scenario("zb-h1", 8, 4), truth, 0.002, 3);
+  f.run1 = synth::run_file(prefix + "-run1.json", scenario("1f1b", 4, 1), truth, 0.002, 1);
+  f.run2 = synth::run_file(prefix + "-run2.json", scenario("gpipe", 8, 2), truth, 0.002, 2);
+  f.run3 = synth::run_file(prefix + "-run3.json", scenario("zb-h1", 8, 4), truth, 0.002, 3);
   return f;
 }
 
 }  // namespace
 
 TEST_CASE("calibrate prints every fit and the held-out errors, and writes calibration.json") {
-  const Files f = files();
+  const Files f = files("cli");
   const std::string out = std::string(PIPEWRIGHT_TEST_TMP) + "/cli-calibration.json";
   std::remove(out.c_str());
   const CliResult r = run_cli({"calibrate", "--profile", f.profile, "--runs", f.run1, f.run2, f.run3, "--holdout", "0.25",
@@ -73,7 +75,7 @@ TEST_CASE("calibrate prints every fit and the held-out errors, and writes calibr
 }
 
 TEST_CASE("calibrate: bad input exits 2 with one line") {
-  const Files f = files();
+  const Files f = files("cli-bad");
   const std::string out = std::string(PIPEWRIGHT_TEST_TMP) + "/cli-bad-calibration.json";
   const CliResult same = run_cli({"calibrate", "--profile", f.profile, "--out", f.profile});
   CHECK(same.code == 2);
