@@ -274,7 +274,7 @@ std::string calibration_to_json_text(const Calibration& c) {
                     {"runs", check.runs},
                     {"shared_runs", check.shared_runs}};
   j["warnings"] = c.warnings;
-  return j.dump(2) + "\n";
+  return json_file_text(j, "calibration");
 }
 
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {

@@ -297,7 +297,7 @@ std::string cluster_to_json_text(const Cluster& c) {
     }
     j["measured_links"] = {{"gpus", c.measured->gpus}, {"bandwidth_bytes_per_s", bw}, {"latency_s", lat}};
   }
-  return j.dump(2) + "\n";
+  return json_file_text(j, "cluster");
 }
 
 }  // namespace pw

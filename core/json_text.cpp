@@ -132,6 +132,43 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
   return nlohmann::json::parse(text);
 }
 
+namespace {
+
+// The first number in `value` that is not finite, by its field name, or "" when there is none.
+template <typename Json>
+std::string first_non_finite(const Json& value, const std::string& path) {
+  if (value.is_number_float() && !std::isfinite(value.template get<double>())) return path.empty() ? "the top level" : path;
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      std::string found = first_non_finite(it.value(), path.empty() ? it.key() : path + "." + it.key());
+      if (!found.empty()) return found;
+    }
+  } else if (value.is_array()) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      std::string found = first_non_finite(value[i], fmt::format("{}[{}]", path, i));
+      if (!found.empty()) return found;
+    }
+  }
+  return "";
+}
+
+template <typename Json>
+std::string file_text(const Json& document, const std::string& what) {
+  const std::string field = first_non_finite(document, "");
+  if (!field.empty())
+    throw_runtime("{}: {} is not a finite number, which JSON cannot hold (it would be written as null and read back as "
+                  "the default); nothing was written",
+                  what, excerpt(field));
+  return document.dump(2) + "\n";
+}
+
+}  // namespace
+
+std::string json_file_text(const nlohmann::json& document, const std::string& what) { return file_text(document, what); }
+std::string json_file_text(const nlohmann::ordered_json& document, const std::string& what) {
+  return file_text(document, what);
+}
+
 std::string json_excerpt(const nlohmann::json& value) {
   return excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }

@@ -20,6 +20,12 @@ inline constexpr int kMaxJsonDepth = 64;
 // and naming the field when a number is beyond a double's range or values nest deeper than kMaxJsonDepth.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);
 
+// A document pipewright writes for itself to read again (models, clusters, plans, profiles, calibrations,
+// schedules), two-space indented with a final newline. Runtime error naming the field when a number is not
+// finite: JSON has no infinity, and nlohmann would write null, which reads back as the default.
+std::string json_file_text(const nlohmann::json& document, const std::string& what);
+std::string json_file_text(const nlohmann::ordered_json& document, const std::string& what);
+
 // A value as an error message may quote it: its JSON text, cut short when long (core/excerpt.hpp).
 std::string json_excerpt(const nlohmann::json& value);
 

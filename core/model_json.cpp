@@ -265,7 +265,7 @@ std::string model_to_json_text(const Model& model) {
     }
     j["edges"] = edges;
   }
-  return j.dump(2) + "\n";
+  return json_file_text(j, "model");
 }
 
 }  // namespace pw

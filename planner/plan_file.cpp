@@ -120,7 +120,7 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
         {"path", extras.profile->path}, {"tool", extras.profile->tool}, {"machine", extras.profile->machine}};
   j["predicted"] = predicted_json(ev);
   if (!extras.baselines.is_null()) j["baselines"] = extras.baselines;
-  return j.dump(2) + "\n";
+  return json_file_text(j, "plan");
 }
 
 PlanDocument plan_from_json_text(const std::string& text, const std::string& source) {

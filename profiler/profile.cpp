@@ -141,7 +141,7 @@ std::string profile_to_json_text(const Profile& p) {
   }
   j["optimizer_s_per_parameter"] = p.optimizer_s_per_parameter;
   if (p.serving) j["serving"] = serving_profile_json(*p.serving);
-  return j.dump(2) + "\n";
+  return json_file_text(j, "profile");
 }
 
 Profile profile_from_json_text(const std::string& text, const std::string& source) {

@@ -71,7 +71,7 @@ std::string schedule_to_json_text(const Schedule& s) {
       {"ranks", std::move(ranks)},
       {"lowered", s.lowered},
   };
-  return j.dump(2) + "\n";
+  return json_file_text(j, "schedule");
 }
 
 Schedule schedule_from_json_text(const std::string& text, const std::string& source) {

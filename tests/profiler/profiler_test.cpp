@@ -1,6 +1,8 @@
 // The profile format, the link fit, the CPU layer profiler and the profiled cost model.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "profiler/cpu_profiler.hpp"
@@ -152,6 +154,9 @@ TEST_CASE("the link fit lets the large messages decide where the small ones are 
   REQUIRE(q.links.size() == 1);
   CHECK(q.links[0].bandwidth_bytes_per_s == flat.bandwidth_bytes_per_s);
   CHECK(q.links[0].latency_s == flat.latency_s);
+  // An infinite figure is never written: it would read back as a missing field.
+  p.links[0].bandwidth_bytes_per_s = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(profile_to_json_text(p), Catch::Contains("profile: links[0].bandwidth_bytes_per_s is not a finite number"));
 }
 
 TEST_CASE("median and spread of repeated timings") {
