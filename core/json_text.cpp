@@ -134,31 +134,32 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
 
 namespace {
 
-// The first number in `value` that is not finite, by its field name, or "" when there is none.
+// Whether `value` holds a number that is not finite; if so `where` is its field name below `value` ("" for
+// `value` itself). The name is built on the way out, so a document without one allocates nothing.
 template <typename Json>
-std::string first_non_finite(const Json& value, const std::string& path) {
-  if (value.is_number_float() && !std::isfinite(value.template get<double>())) return path.empty() ? "the top level" : path;
+bool find_non_finite(const Json& value, std::string& where) {
+  if (value.is_number_float()) return !std::isfinite(value.template get<double>());
+  const auto prefix = [&where](const std::string& step) {
+    where = step + (where.empty() || where.front() == '[' ? "" : ".") + where;
+    return true;
+  };
   if (value.is_object()) {
-    for (auto it = value.begin(); it != value.end(); ++it) {
-      std::string found = first_non_finite(it.value(), path.empty() ? it.key() : path + "." + it.key());
-      if (!found.empty()) return found;
-    }
+    for (auto it = value.begin(); it != value.end(); ++it)
+      if (find_non_finite(it.value(), where)) return prefix(it.key());
   } else if (value.is_array()) {
-    for (std::size_t i = 0; i < value.size(); ++i) {
-      std::string found = first_non_finite(value[i], fmt::format("{}[{}]", path, i));
-      if (!found.empty()) return found;
-    }
+    for (std::size_t i = 0; i < value.size(); ++i)
+      if (find_non_finite(value[i], where)) return prefix(fmt::format("[{}]", i));
   }
-  return "";
+  return false;
 }
 
 template <typename Json>
 std::string file_text(const Json& document, const std::string& what) {
-  const std::string field = first_non_finite(document, "");
-  if (!field.empty())
+  std::string field;
+  if (find_non_finite(document, field))
     throw_runtime("{}: {} is not a finite number, which JSON cannot hold (it would be written as null and read back as "
                   "the default); nothing was written",
-                  what, excerpt(field));
+                  what, field.empty() ? "the top level" : excerpt(field));
   return document.dump(2) + "\n";
 }
 

@@ -38,6 +38,9 @@ TEST_CASE("a number that is not finite is refused, naming its field, before anyt
   CHECK(runtime_error(doc) ==
         "plan: links[1].bandwidth_bytes_per_s is not a finite number, which JSON cannot hold (it would be written as "
         "null and read back as the default); nothing was written");
+  nlohmann::ordered_json nested;
+  nested["a"]["b"] = {{1.0, 2.0}, {3.0, -inf}};
+  CHECK(runtime_error(nested).rfind("plan: a.b[1][1] is not a finite number", 0) == 0);
   CHECK(runtime_error(nlohmann::ordered_json(std::numeric_limits<double>::quiet_NaN())) ==
         "plan: the top level is not a finite number, which JSON cannot hold (it would be written as null and read "
         "back as the default); nothing was written");
