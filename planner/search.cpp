@@ -752,7 +752,9 @@ class Searcher {
         for (;;) {
           const size_t g = next_.fetch_add(1);
           if (g + 1 >= groups_.size() || stop_) break;
-          for (size_t i = groups_[g]; i < groups_[g + 1] && !stop_; ++i) {
+          // The group is finished even after another thread's bound stopped the queue: its entries' bounds
+          // lie below the one that stopped it, and process() holds each against the threshold.
+          for (size_t i = groups_[g]; i < groups_[g + 1] && !failed_; ++i) {
             process(queue_[i]);
             if (level_ == 0) report(1, total);
           }
@@ -760,6 +762,7 @@ class Searcher {
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex_);
         if (!error_) error_ = std::current_exception();
+        failed_ = true;
         stop_ = true;
       }
     };
@@ -1060,7 +1063,8 @@ class Searcher {
 
   std::mutex mutex_;
   std::atomic<size_t> next_{0};  // the next group
-  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_{false};    // no more groups to take: the bound passed the threshold
+  std::atomic<bool> failed_{false};  // a thread threw: everyone stops at once
   std::atomic<long> attempted_{0};
   std::atomic<double> considered_actions_{0};
   std::atomic<bool> time_checked_{false};
