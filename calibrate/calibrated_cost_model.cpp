@@ -114,9 +114,10 @@ LinkSpec CalibratedCostModel::p2p_link(const LinkSpec& nominal) const {
   return l;
 }
 
-double CalibratedCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu) const {
-  if (calibration_.optimizer_s_per_parameter > 0) return calibration_.optimizer_s_per_parameter * parameters;
-  return below_.optimizer_step_time(parameters, gpu);
+double CalibratedCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu, const StateWidths& widths) const {
+  if (calibration_.optimizer_s_per_parameter > 0)
+    return measured_optimizer_time(calibration_.optimizer_s_per_parameter, parameters, gpu, widths, below_);
+  return below_.optimizer_step_time(parameters, gpu, widths);
 }
 
 std::unique_ptr<CostModel> load_calibrated_cost_model(const std::string& path, const CostModel& base) {

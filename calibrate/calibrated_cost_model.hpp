@@ -26,7 +26,7 @@ class CalibratedCostModel : public CostModelOver {
   // The pooled link fit (any link inside a node), its latency plus the per-transfer cost; for a link
   // between nodes, or without a link fit, the base model's link plus that cost.
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
-  double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
+  double optimizer_step_time(double parameters, const GpuSpec& gpu, const StateWidths& widths) const override;
   double action_overhead_s() const override { return calibration_.overheads.dispatch_s; }
   double transfer_compute_slowdown() const override { return calibration_.overheads.transfer_slowdown; }
 

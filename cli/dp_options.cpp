@@ -31,6 +31,17 @@ void DpOptions::add_to(CLI::App& cmd) {
   cmd.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
                "Keep, accumulate and reduce gradients in bf16 (Megatron-LM's flag; Megatron-Bridge's MoE recipes): 2 "
                "bytes a parameter where the default keeps and reduces them in fp32");
+  cmd.add_flag("--precision-aware-optimizer", precision_aware_optimizer,
+               "Megatron-Core's precision-aware optimizer (Transformer Engine's FusedAdam; Megatron-Bridge's bf16 "
+               "benchmarks): master weights kept as the 2 bytes their bf16 copy lacks, Adam moments at "
+               "--exp-avg-dtype and --exp-avg-sq-dtype; needs the distributed optimizer");
+  exp_avg_dtype_option = cmd.add_option("--exp-avg-dtype", exp_avg_dtype,
+                                        "With --precision-aware-optimizer: Adam's first moment in fp32, fp16, bf16 or fp8")
+                             ->capture_default_str();
+  exp_avg_sq_dtype_option =
+      cmd.add_option("--exp-avg-sq-dtype", exp_avg_sq_dtype,
+                     "With --precision-aware-optimizer: Adam's second moment in fp32, fp16, bf16 or fp8")
+          ->capture_default_str();
 }
 
 void DpOptions::apply(ParallelConfig& pc) const {
@@ -49,6 +60,19 @@ void DpOptions::apply(ParallelConfig& pc) const {
   pc.bucket_parameters = bucket_parameters;
   pc.dp_shard = dp_shard;
   pc.grad_reduce_in_bf16 = grad_reduce_in_bf16;
+  // Megatron-LM takes the dtypes without the optimizer and ignores them: a run would not keep what was asked.
+  for (const CLI::Option* o : {exp_avg_dtype_option, exp_avg_sq_dtype_option})
+    if (o && o->count() > 0 && !precision_aware_optimizer)
+      throw_bad_input("{}: takes effect only with the precision-aware optimizer; add --precision-aware-optimizer",
+                      o->get_name());
+  pc.optimizer_precision.precision_aware = precision_aware_optimizer;
+  const auto dtype = [](const std::string& text, const char* option) {
+    const std::optional<StateDtype> d = state_dtype_from_string(text);
+    if (!d) throw_bad_input("{}: unknown dtype '{}'; use fp32, fp16, bf16 or fp8", option, text);
+    return *d;
+  };
+  pc.optimizer_precision.exp_avg = dtype(exp_avg_dtype, "--exp-avg-dtype");
+  pc.optimizer_precision.exp_avg_sq = dtype(exp_avg_sq_dtype, "--exp-avg-sq-dtype");
 }
 
 bool DpOptions::overlap_given() const { return overlap_grad_reduce_flag && overlap_grad_reduce_flag->count() > 0; }

@@ -2,8 +2,8 @@
 // How data parallelism reduces gradients, the same options on every command with a scenario:
 // --zero 0|1|2|3 (or Megatron's --distributed-optimizer / --no-distributed-optimizer for 1 and 0), --dp-shard,
 // --reshard-after-forward, --overlap-grad-reduce / --no-overlap-grad-reduce, --overlap-param-gather /
-// --no-overlap-param-gather, --ddp-bucket-size, --grad-reduce-in-bf16
-// (docs/cost-model.md).
+// --no-overlap-param-gather, --ddp-bucket-size, --grad-reduce-in-bf16, --precision-aware-optimizer with
+// --exp-avg-dtype and --exp-avg-sq-dtype (docs/cost-model.md).
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -22,10 +22,16 @@ struct DpOptions {
   double bucket_parameters = 0;  // 0: Megatron's default
   int dp_shard = 0;              // 0: all of dp
   bool grad_reduce_in_bf16 = false;
+  bool precision_aware_optimizer = false;
+  std::string exp_avg_dtype = "fp32";
+  std::string exp_avg_sq_dtype = "fp32";
+  CLI::Option* exp_avg_dtype_option = nullptr;
+  CLI::Option* exp_avg_sq_dtype_option = nullptr;
 
   void add_to(CLI::App& cmd);
   // BadInput naming --ddp-bucket-size when it is not a positive count, --zero outside 0..3 or given with
-  // --distributed-optimizer, --reshard-after-forward not default, always or never.
+  // --distributed-optimizer, --reshard-after-forward not default, always or never, a moment's dtype not
+  // fp32, fp16, bf16 or fp8, or given without --precision-aware-optimizer.
   void apply(ParallelConfig& pc) const;
   // Whether the command line fixed the ZeRO level (--zero or --[no-]distributed-optimizer), or said whether
   // to overlap the gradient reduction.

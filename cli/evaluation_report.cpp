@@ -91,7 +91,13 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   if (!s.synchronous_optimizer)
     row("optimizer step", fmt::format("post-validated, steady state of {} iterations", ev.sim.iterations));
   const std::string limit = std::isinf(m.memory_limit_bytes) ? "no limit" : format_bytes(m.memory_limit_bytes);
-  row("peak memory", fmt::format("{} of {}", format_bytes(m.peak_memory_bytes), limit));
+  const OptimizerPrecision& op = s.parallel.optimizer_precision;
+  row("peak memory",
+      fmt::format("{} of {}{}", format_bytes(m.peak_memory_bytes), limit,
+                  op.precision_aware ? fmt::format(" (precision-aware optimizer: {} B of optimizer state a parameter, Adam "
+                                                   "moments in {} and {})",
+                                                   *op.state_bytes(), to_string(op.exp_avg), to_string(op.exp_avg_sq))
+                                     : ""));
   out << "\n";
 
   out << fmt::format("  {:>4}  {:>5}  {:<28} {:>10} {:>10} {:>12} {:>12} {:>10} {:>11} {:>9}\n", "rank", "stage", "layers",
@@ -155,6 +161,9 @@ nlohmann::ordered_json evaluation_to_json(const Evaluation& ev) {
                       {"recompute", to_string(s.workload.recompute)},
                       {"recompute_modules", module_names(s.workload.recompute_modules)},
                       {"grad_reduce_in_bf16", s.parallel.grad_reduce_in_bf16},
+                      {"precision_aware_optimizer", s.parallel.optimizer_precision.precision_aware},
+                      {"exp_avg_dtype", to_string(s.parallel.optimizer_precision.exp_avg)},
+                      {"exp_avg_sq_dtype", to_string(s.parallel.optimizer_precision.exp_avg_sq)},
                       {"sequence_parallel", s.workload.sequence_parallel},
                       {"flash_attention", s.workload.flash_attention},
                       {"synchronous_optimizer", s.synchronous_optimizer},

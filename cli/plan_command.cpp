@@ -231,6 +231,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     space.zeros = {0, 3};
   else if (target)
     check_zero_level(*target, base.parallel.zero);
+  if (target) check_state_widths(*target, base.parallel);
   // DeepSpeed's pipeline engine reduces after the last backward: plan it so, unless the user asked
   // otherwise (then the export says why it cannot).
   if (target == ExportTarget::DeepSpeed && !o.dp_options.overlap_given()) base.parallel.overlap_grad_reduce = false;
@@ -246,7 +247,11 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
       if (std::find(space.zeros.begin(), space.zeros.end(), level) == space.zeros.end()) space.zeros.push_back(level);
     }
     std::sort(space.zeros.begin(), space.zeros.end());
+    if (base.parallel.optimizer_precision.precision_aware && space.zeros.front() == 0)
+      throw_bad_input("--zeros: ZeRO-0 has no distributed optimizer, which --precision-aware-optimizer needs; list "
+                      "levels from 1");
   }
+  if (space.zeros.empty()) check_optimizer_precision(base.parallel);
 
   std::optional<TrainingRunSpec> train;
   if (o.train_cost.asked()) train = o.train_cost.spec(o.gpus);

@@ -123,6 +123,10 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
     throw_bad_input("--overlap-grad-reduce: the {} backend's replicas average their gradients after the last "
                     "backward; leave it out",
                     o.backend);
+  if (o.scenario.dp_options.precision_aware_optimizer)
+    throw_bad_input("--precision-aware-optimizer: the {} backend's optimizer keeps its state at its weights' width; "
+                    "leave it out",
+                    o.backend);
   if (o.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", o.iterations);
   if (o.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", o.warmup);
   check_timeout(o.timeout_s);
@@ -316,6 +320,12 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
     scenario.parallel.zero = 0;
     scenario.parallel.overlap_grad_reduce = false;
     scenario.parallel.overlap_param_gather = false;
+  }
+  // The executor's optimizer keeps its state as wide as its weights.
+  if (scenario.parallel.optimizer_precision.precision_aware) {
+    note += "the executor's optimizer keeps its state at the weights' width (not the precision-aware optimizer): the "
+            "prediction is for that\n";
+    scenario.parallel.optimizer_precision = {};
   }
   if (o.backend == "cuda")
     scenario.workload.memory = dtype_from_text(o.dtype) == DType::F32 ? MemoryAccounting::CudaFloat32 : MemoryAccounting::CudaBf16;

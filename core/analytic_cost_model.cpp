@@ -286,19 +286,23 @@ double AnalyticCostModel::overlapped_fb_time(double forward_s, double backward_s
   return forward_s + backward_s - params_.fb_overlap * std::min(forward_s, backward_s);
 }
 
-double AnalyticCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu) const {
-  // Adam is elementwise: its time is the bytes it touches over the achievable HBM bandwidth.
-  return rate_time(parameters * params_.optimizer_bytes_per_parameter, gpu.hbm_bytes_per_s * params_.memory_efficiency,
-                   gpu.name, "hbm_bytes_per_s");
+double AnalyticCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu, const StateWidths& widths) const {
+  // Adam is elementwise: its time is the bytes it touches over the achievable HBM bandwidth. A narrower
+  // state is read and written narrower; the master weights' 16-bit remainder needs their bf16 half read.
+  double bytes = params_.optimizer_bytes_per_parameter;
+  if (widths.optimizer_bytes)
+    bytes = std::max(0.0, bytes - 2 * (params_.optimizer_state_bytes_per_parameter - *widths.optimizer_bytes) +
+                              params_.weight_bytes_per_parameter);
+  return rate_time(parameters * bytes, gpu.hbm_bytes_per_s * params_.memory_efficiency, gpu.name, "hbm_bytes_per_s");
 }
 
-double AnalyticCostModel::model_state_bytes_per_parameter(int dp, int zero, bool bf16_grads) const {
+double AnalyticCostModel::model_state_bytes_per_parameter(int dp, int zero, const StateWidths& widths) const {
   const double d = std::max(dp, 1);
   const auto share = [&](double bytes, int from_level) { return zero >= from_level ? bytes / d : bytes; };
   // A bf16 gradient is 2 bytes whatever grad_bytes_per_parameter counts for the default (fp32) buffer.
-  const double grads = bf16_grads ? 2.0 : params_.grad_bytes_per_parameter;
+  const double grads = widths.bf16_grads ? 2.0 : params_.grad_bytes_per_parameter;
   return share(params_.weight_bytes_per_parameter, 3) + share(grads, 2) +
-         share(params_.optimizer_state_bytes_per_parameter, 1);
+         share(widths.optimizer_bytes.value_or(params_.optimizer_state_bytes_per_parameter), 1);
 }
 
 }  // namespace pw

@@ -92,8 +92,8 @@ class AnalyticCostModel : public CostModel {
   static constexpr double kCustomAllReduceMaxBytes = 8.0 * 1024 * 1024;
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
   LinkSpec p2p_link(const LinkSpec& nominal) const override;
-  double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
-  double model_state_bytes_per_parameter(int dp, int zero, bool bf16_grads) const override;
+  double optimizer_step_time(double parameters, const GpuSpec& gpu, const StateWidths& widths) const override;
+  double model_state_bytes_per_parameter(int dp, int zero, const StateWidths& widths) const override;
   double memory_reserve_bytes() const override { return params_.memory_reserve_bytes; }
   double overlapped_fb_time(double forward_s, double backward_s) const override;
   double all_to_all_sm_share() const override { return params_.all_to_all_sm_share; }

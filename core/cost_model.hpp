@@ -3,6 +3,7 @@
 // takes. Implementations: analytic (roofline, core/analytic_cost_model.hpp); profiled and calibrated
 // ones come with the profiler and calibration.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/cluster.hpp"
@@ -14,6 +15,12 @@ namespace pw {
 enum class Phase { Forward, BackwardInput, BackwardWeight };
 
 struct ServingWork;  // core/serving_work.hpp
+
+// The widths a stage's model state is kept at, where they differ from the cost model's own counts.
+struct StateWidths {
+  bool bf16_grads = false;                // ParallelConfig::grad_reduce_in_bf16: 2 bytes a gradient
+  std::optional<double> optimizer_bytes;  // OptimizerPrecision::state_bytes(): master weights and moments
+};
 
 class CostModel {
  public:
@@ -46,13 +53,13 @@ class CostModel {
   // The achievable point-to-point link (bandwidth and latency a transfer sees alone on it).
   virtual LinkSpec p2p_link(const LinkSpec& nominal) const = 0;
 
-  // Seconds for the optimizer step over `parameters` parameters held by one GPU (after sharding).
-  virtual double optimizer_step_time(double parameters, const GpuSpec& gpu) const = 0;
+  // Seconds for the optimizer step over `parameters` parameters held by one GPU (after sharding), its state
+  // kept at `widths`.
+  virtual double optimizer_step_time(double parameters, const GpuSpec& gpu, const StateWidths& widths) const = 0;
 
   // Bytes of model state per parameter: weights, gradients, optimizer state, each sharded over dp from
-  // its ZeRO level on (`zero`: 1 the optimizer state, 2 and gradients, 3 and weights).
-  // bf16_grads: the gradients kept in bf16 (ParallelConfig::grad_reduce_in_bf16), 2 bytes each.
-  virtual double model_state_bytes_per_parameter(int dp, int zero, bool bf16_grads) const = 0;
+  // its ZeRO level on (`zero`: 1 the optimizer state, 2 and gradients, 3 and weights), kept at `widths`.
+  virtual double model_state_bytes_per_parameter(int dp, int zero, const StateWidths& widths) const = 0;
 
   // Bytes each GPU loses before any tensor (CUDA context, communication buffers, workspaces,
   // fragmentation). stage_costs() adds it once per GPU, to the first chunk each rank holds.
@@ -109,11 +116,11 @@ class CostModelOver : public CostModel {
     return below_.collective_time(kind, bytes, ranks, link);
   }
   LinkSpec p2p_link(const LinkSpec& nominal) const override { return below_.p2p_link(nominal); }
-  double optimizer_step_time(double parameters, const GpuSpec& gpu) const override {
-    return below_.optimizer_step_time(parameters, gpu);
+  double optimizer_step_time(double parameters, const GpuSpec& gpu, const StateWidths& widths) const override {
+    return below_.optimizer_step_time(parameters, gpu, widths);
   }
-  double model_state_bytes_per_parameter(int dp, int zero, bool bf16_grads) const override {
-    return below_.model_state_bytes_per_parameter(dp, zero, bf16_grads);
+  double model_state_bytes_per_parameter(int dp, int zero, const StateWidths& widths) const override {
+    return below_.model_state_bytes_per_parameter(dp, zero, widths);
   }
   double memory_reserve_bytes() const override { return below_.memory_reserve_bytes(); }
   double overlapped_fb_time(double forward_s, double backward_s) const override {
@@ -129,5 +136,15 @@ class CostModelOver : public CostModel {
  protected:
   const CostModel& below_;
 };
+
+// A measured optimizer step (seconds per parameter, the default state's widths) for a state kept at
+// `widths`: scaled as `below` scales its own time from the default widths to those.
+inline double measured_optimizer_time(double s_per_parameter, double parameters, const GpuSpec& gpu,
+                                      const StateWidths& widths, const CostModel& below) {
+  const double measured = s_per_parameter * parameters;
+  if (!widths.optimizer_bytes) return measured;
+  const double base = below.optimizer_step_time(parameters, gpu, {widths.bf16_grads, std::nullopt});
+  return base > 0 ? measured * below.optimizer_step_time(parameters, gpu, widths) / base : measured;
+}
 
 }  // namespace pw

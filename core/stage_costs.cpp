@@ -162,16 +162,21 @@ ParallelConfig expert_sharding(const ParallelConfig& pc) {
   return e;
 }
 
+StateWidths state_widths(const ParallelConfig& pc) {
+  return {pc.grad_reduce_in_bf16, pc.optimizer_precision.state_bytes()};
+}
+
 double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc, bool fp8) {
   const int n = pc.shard_group();
   const double gathered = pc.zero >= 3 && n > 1 && !pc.resharded() ? kGatheredWeightBytes : 0.0;
   // FSDP under pipelining accumulates whole gradients until the last micro-batch's reduce-scatter.
-  const bool bf16 = pc.grad_reduce_in_bf16;
+  const StateWidths widths = state_widths(pc);
   const double unsharded_grads = pc.zero >= 2 && !pc.gradients_sharded_each_microbatch()
-                                     ? cost.model_state_bytes_per_parameter(n, 1, bf16) -
-                                           cost.model_state_bytes_per_parameter(n, 2, bf16)
+                                     ? cost.model_state_bytes_per_parameter(n, 1, widths) -
+                                           cost.model_state_bytes_per_parameter(n, 2, widths)
                                      : 0.0;
-  return cost.model_state_bytes_per_parameter(n, pc.zero, bf16) + gathered + unsharded_grads + (fp8 ? kFp8WeightCopyBytes : 0.0);
+  return cost.model_state_bytes_per_parameter(n, pc.zero, widths) + gathered + unsharded_grads +
+         (fp8 ? kFp8WeightCopyBytes : 0.0);
 }
 
 double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_parameters) {
@@ -304,7 +309,8 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
                            : gather;
     sc.grad_reduce_s = sc.grad_buckets * sc.grad_bucket_s + sc.grad_gather_s;
     sc.optimizer_s = cost.optimizer_step_time(
-        pc.distributed_optimizer() ? dense / shards + sc.routed_parameters / routed_shards : sc.parameters, gpu);
+        pc.distributed_optimizer() ? dense / shards + sc.routed_parameters / routed_shards : sc.parameters, gpu,
+        state_widths(pc));
   }
   return out;
 }

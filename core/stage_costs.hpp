@@ -67,6 +67,9 @@ struct StageCost {
   double reserved_bytes = 0;
 };
 
+// The widths a configuration keeps its model state at (bf16 gradients, the precision-aware optimizer).
+StateWidths state_widths(const ParallelConfig& pc);
+
 // Model state per parameter on one GPU as a configuration keeps it: the cost model's, by ZeRO level, plus
 // the bf16 copy ZeRO-3 keeps gathered for the whole step when it does not reshard after forward.
 // With `fp8`, Transformer Engine's fp8 copy of the weights and its transpose (2 bytes), counted on every

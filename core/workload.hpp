@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/memory_accounting.hpp"
+#include "core/optimizer_precision.hpp"
 #include "core/rank_order.hpp"
 #include "core/recompute_modules.hpp"
 
@@ -111,6 +112,9 @@ struct ParallelConfig {
   bool grad_reduce_in_bf16 = false;
   // Bytes of one parameter's gradient as accumulated and reduced.
   double grad_bytes() const { return grad_reduce_in_bf16 ? 2.0 : 4.0; }
+  // Megatron-Core's precision-aware optimizer and its moments' widths (core/optimizer_precision.hpp); it
+  // needs the distributed optimizer (ZeRO 1 or more).
+  OptimizerPrecision optimizer_precision;
   RankOrder order = RankOrder::TpPpDp;  // where each (tp, pp, dp) rank sits in the cluster
   // tp x cp x pp x dp; BadInput naming the options when it leaves an int (resolve() and the plan file
   // refuse such configurations first, with their own names).

@@ -354,7 +354,10 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   }
   // The dp-cp group reduces the gradients and shards the optimizer state, cp ranks included.
   const bool reduced = pc.dp_cp() > 1;
-  if (pc.distributed_optimizer() && reduced) add("--use-distributed-optimizer");
+  // The precision-aware optimizer raises without the distributed optimizer, even on one dp rank
+  // (megatron/core/optimizer/__init__.py).
+  const bool precision_aware = pc.optimizer_precision.precision_aware;
+  if (pc.distributed_optimizer() && (reduced || precision_aware)) add("--use-distributed-optimizer");
   // Hybrid sharding: Megatron's partial distributed optimizer, one instance per shard group.
   if (pc.distributed_optimizer() && pc.dp_replicas() > 1)
     add("--num-distributed-optimizer-instances", std::to_string(pc.dp_replicas()));
@@ -366,6 +369,12 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   // Without it Megatron-LM accumulates and reduces bf16 runs' gradients in fp32 (arguments.py sets
   // accumulate_allreduce_grads_in_fp32), as simulated by default.
   if (pc.grad_reduce_in_bf16) add("--grad-reduce-in-bf16");
+  if (precision_aware) {
+    // megatron/training/arguments.py: both dtypes default to fp32.
+    add("--use-precision-aware-optimizer");
+    add("--exp-avg-dtype", to_string(pc.optimizer_precision.exp_avg));
+    add("--exp-avg-sq-dtype", to_string(pc.optimizer_precision.exp_avg_sq));
+  }
   add("--attention-backend", attention_backend(plan));
   if (s.workload.precision == Precision::Fp8) {
     // Transformer Engine's fp8 linear layers: e4m3 forward, e5m2 gradients, delayed scaling.

@@ -90,12 +90,7 @@ std::vector<ExportFile> export_plan(ExportTarget t, const Evaluation& plan, cons
     throw_bad_input("--export {}: it applies one recompute mode to every stage, not a level per stage; plan with "
                     "--recompute none, selective or full",
                     to_string(t));
-  // Megatron-LM writes --grad-reduce-in-bf16; torchtitan's FSDP keeps its sharded gradients in the fp32 of
-  // its parameters whatever dtype it reduces in, and DeepSpeed's pipeline engine is not checked for it.
-  if (s.parallel.grad_reduce_in_bf16 && t != ExportTarget::Megatron)
-    throw_bad_input("--grad-reduce-in-bf16: --export {} does not keep and reduce gradients in bf16 as simulated; "
-                    "leave it out or use --export megatron",
-                    to_string(t));
+  check_state_widths(t, s.parallel);
   const std::optional<RankOrder> order = export_rank_order(t);
   if (order && s.parallel.order != *order && s.parallel.pp > 1 && s.parallel.dp > 1)
     throw_bad_input("--export {}: it places ranks {}, not {}; plan with --rank-order {}", to_string(t),
@@ -106,6 +101,22 @@ std::vector<ExportFile> export_plan(ExportTarget t, const Evaluation& plan, cons
     case ExportTarget::Torchtitan: return torchtitan_export(plan, dir);
   }
   return {};
+}
+
+void check_state_widths(ExportTarget t, const ParallelConfig& pc) {
+  if (t == ExportTarget::Megatron) return;
+  // Megatron-LM writes --grad-reduce-in-bf16; torchtitan's FSDP keeps its sharded gradients in the fp32 of
+  // its parameters whatever dtype it reduces in, and DeepSpeed's pipeline engine is not checked for it.
+  if (pc.grad_reduce_in_bf16)
+    throw_bad_input("--grad-reduce-in-bf16: --export {} does not keep and reduce gradients in bf16 as simulated; "
+                    "leave it out or use --export megatron",
+                    to_string(t));
+  // Transformer Engine's FusedAdam under Megatron-Core's distributed optimizer; torchtitan's and DeepSpeed's
+  // Adam keep fp32 master weights and moments.
+  if (pc.optimizer_precision.precision_aware)
+    throw_bad_input("--precision-aware-optimizer: --export {} keeps fp32 master weights and Adam moments, not the "
+                    "narrower state simulated; leave it out or use --export megatron",
+                    to_string(t));
 }
 
 void check_zero_level(ExportTarget t, int zero) {

@@ -35,6 +35,9 @@ std::optional<RankOrder> export_rank_order(ExportTarget t);
 // distributed optimizer is ZeRO-1, DeepSpeed's pipeline engine takes stages 0 and 1, torchtitan
 // replicates or shards weights with gradients (FSDP).
 void check_zero_level(ExportTarget t, int zero);
+// BadInput naming the option when the target does not keep the model state at the widths `pc` asks for:
+// bf16 gradients (--grad-reduce-in-bf16) and the precision-aware optimizer are Megatron-LM's alone.
+void check_state_widths(ExportTarget t, const ParallelConfig& pc);
 
 // The expert parallelism the target runs for `model`, narrowing `space` to it: DeepSpeed's pipeline engine
 // runs no MoE layers (BadInput naming --export); Megatron-LM folds experts over ranks in its default order

@@ -88,7 +88,10 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"overlap_grad_reduce", pc.overlap_grad_reduce},
                    {"overlap_param_gather", pc.overlap_param_gather},
                    {"bucket_parameters", pc.bucket_parameters},
-                   {"grad_reduce_in_bf16", pc.grad_reduce_in_bf16}};
+                   {"grad_reduce_in_bf16", pc.grad_reduce_in_bf16},
+                   {"precision_aware_optimizer", pc.optimizer_precision.precision_aware},
+                   {"exp_avg_dtype", to_string(pc.optimizer_precision.exp_avg)},
+                   {"exp_avg_sq_dtype", to_string(pc.optimizer_precision.exp_avg_sq)}};
   j["workload"] = {{"micro_batch_size", s.workload.micro_batch_size},
                    {"seq_len", s.workload.seq_len},
                    {"sequence_parallel", s.workload.sequence_parallel},
@@ -170,6 +173,13 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   s.parallel.overlap_param_gather = p.boolean("overlap_param_gather", true);
   s.parallel.bucket_parameters = p.non_negative_number("bucket_parameters", 0.0);
   s.parallel.grad_reduce_in_bf16 = p.boolean("grad_reduce_in_bf16", false);
+  s.parallel.optimizer_precision.precision_aware = p.boolean("precision_aware_optimizer", false);
+  for (auto [field, dtype] : {std::pair{"exp_avg_dtype", &s.parallel.optimizer_precision.exp_avg},
+                              std::pair{"exp_avg_sq_dtype", &s.parallel.optimizer_precision.exp_avg_sq}}) {
+    const std::optional<StateDtype> d = state_dtype_from_string(p.optional_string(field).value_or("fp32"));
+    if (!d) p.fail(field, "must be \"fp32\", \"fp16\", \"bf16\" or \"fp8\"");
+    *dtype = *d;
+  }
   const std::optional<std::int64_t> gpus = checked_product({s.parallel.tp, s.parallel.cp, s.parallel.pp, s.parallel.dp});
   if (!gpus || *gpus > std::numeric_limits<int>::max())
     f.fail("parallel", fmt::format("tp x cp x pp x dp = {} x {} x {} x {} is beyond {} GPUs", s.parallel.tp, s.parallel.cp,

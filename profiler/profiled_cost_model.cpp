@@ -117,9 +117,10 @@ double ProfiledCostModel::collective_time(CollectiveKind kind, double bytes, int
   return below_.collective_time(kind, bytes, ranks, p2p_link(link));
 }
 
-double ProfiledCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu) const {
-  if (profile_.optimizer_s_per_parameter > 0) return profile_.optimizer_s_per_parameter * parameters;
-  return below_.optimizer_step_time(parameters, gpu);
+double ProfiledCostModel::optimizer_step_time(double parameters, const GpuSpec& gpu, const StateWidths& widths) const {
+  if (profile_.optimizer_s_per_parameter > 0)
+    return measured_optimizer_time(profile_.optimizer_s_per_parameter, parameters, gpu, widths, below_);
+  return below_.optimizer_step_time(parameters, gpu, widths);
 }
 
 double ProfiledCostModel::serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu,

@@ -39,7 +39,7 @@ class ProfiledCostModel : public CostModelOver {
   // measured link where they stay inside a node.
   double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const override;
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override;
-  double optimizer_step_time(double parameters, const GpuSpec& gpu) const override;
+  double optimizer_step_time(double parameters, const GpuSpec& gpu, const StateWidths& widths) const override;
   // 0 for a layer the profile times: its measured phases already include whatever the host made them wait.
   double host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const override;
   // The profile's serving rates for the layer's kind and shape at tp 1 (profiler/serving_rates.hpp); the

@@ -123,6 +123,13 @@ void check_recompute_modules(const Scenario& s) {
                     s.model.name);
 }
 
+// Megatron-Core raises "only supported with distributed optimizer".
+void check_optimizer_precision(const ParallelConfig& pc) {
+  if (pc.optimizer_precision.precision_aware && pc.zero == 0)
+    throw_bad_input("--precision-aware-optimizer: Megatron-Core runs it only with the distributed optimizer; give "
+                    "--zero 1 (the default) or more, or leave it out");
+}
+
 Scenario resolve(const Scenario& in) {
   Scenario s = in;
   ParallelConfig& pc = s.parallel;
@@ -137,6 +144,7 @@ Scenario resolve(const Scenario& in) {
   if (pc.dp_shard > 0 && pc.dp_shard < pc.dp && pc.zero == 0)
     throw_bad_input("--dp-shard: ZeRO-0 shards nothing to replicate; give --zero 1, 2 or 3 with --dp-shard {}", pc.dp_shard);
   if (pc.dp_shard == pc.dp) pc.dp_shard = 0;
+  check_optimizer_precision(pc);
   check_positive(s.workload.micro_batch_size, "--micro-batch-size");
   if (s.workload.seq_len < 0) throw_bad_input("--seq-len: must be positive, got {}", s.workload.seq_len);
   if (s.workload.seq_len == 0) s.workload.seq_len = s.model.default_seq_len();

@@ -54,6 +54,9 @@ struct Scenario {
 // dividing the heads, a global batch that is not a multiple of micro-batch size x dp, m that the schedule
 // rejects, more stages than layers. Returns the scenario with derived fields filled in.
 Scenario resolve(const Scenario& s);
+// BadInput naming --precision-aware-optimizer when `pc` runs it without the distributed optimizer (ZeRO-0),
+// which Megatron-Core refuses (megatron/core/optimizer/__init__.py). resolve() checks it.
+void check_optimizer_precision(const ParallelConfig& pc);
 
 struct StageReport {
   int stage = 0;

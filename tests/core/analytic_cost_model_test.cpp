@@ -143,16 +143,16 @@ TEST_CASE("p2p links keep their latency and reach p2p_efficiency of their bandwi
 TEST_CASE("the Adam step is memory-bound") {
   const AnalyticCostModel cost(round_params());
   // 1e9 parameters x 30 bytes / (1e12 x 0.5 B/s) = 0.06 s.
-  CHECK(cost.optimizer_step_time(1e9, round_gpu()) == Approx(0.06).epsilon(1e-12));
-  CHECK(cost.optimizer_step_time(0, round_gpu()) == 0);
+  CHECK(cost.optimizer_step_time(1e9, round_gpu(), {}) == Approx(0.06).epsilon(1e-12));
+  CHECK(cost.optimizer_step_time(0, round_gpu(), {}) == 0);
 }
 
 TEST_CASE("model state is 18 bytes per parameter, 6 + 12/dp with the distributed optimizer") {
   const AnalyticCostModel cost;
-  CHECK(cost.model_state_bytes_per_parameter(8, 0, false) == 18);
-  CHECK(cost.model_state_bytes_per_parameter(1, 1, false) == 18);
-  CHECK(cost.model_state_bytes_per_parameter(8, 1, false) == 7.5);   // 6 + 12/8
-  CHECK(cost.model_state_bytes_per_parameter(64, 1, false) == 6.1875);  // 6 + 12/64
+  CHECK(cost.model_state_bytes_per_parameter(8, 0, {}) == 18);
+  CHECK(cost.model_state_bytes_per_parameter(1, 1, {}) == 18);
+  CHECK(cost.model_state_bytes_per_parameter(8, 1, {}) == 7.5);   // 6 + 12/8
+  CHECK(cost.model_state_bytes_per_parameter(64, 1, {}) == 6.1875);  // 6 + 12/64
 }
 
 TEST_CASE("the memory reserve is a parameter the cost model reports") {

@@ -300,22 +300,35 @@ TEST_CASE("overlapped reduction: Megatron's buckets of max(40M, 1M x dp) paramet
 
 TEST_CASE("ZeRO 0-3 model state per parameter: 2 + 4 + 12 bytes, sharded over dp from each level on") {
   const AnalyticCostModel megatron;  // bf16 weights, fp32 gradients (Megatron keeps them), 12 B of Adam
-  CHECK(megatron.model_state_bytes_per_parameter(8, 0, false) == 18);
-  CHECK(megatron.model_state_bytes_per_parameter(8, 1, false) == 2 + 4 + 12.0 / 8);
-  CHECK(megatron.model_state_bytes_per_parameter(8, 2, false) == 2 + 16.0 / 8);
-  CHECK(megatron.model_state_bytes_per_parameter(8, 3, false) == 18.0 / 8);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 0, {}) == 18);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 1, {}) == 2 + 4 + 12.0 / 8);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 2, {}) == 2 + 16.0 / 8);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 3, {}) == 18.0 / 8);
   // The ZeRO paper's own accounting (Rajbhandari et al. 2020, Figure 1): 2 + 2 + K with K = 12.
   AnalyticCostParams paper;
   paper.grad_bytes_per_parameter = 2;
   const AnalyticCostModel zero(paper);
-  CHECK(zero.model_state_bytes_per_parameter(64, 0, false) == 16);
-  CHECK(zero.model_state_bytes_per_parameter(64, 1, false) == 4 + 12.0 / 64);
-  CHECK(zero.model_state_bytes_per_parameter(64, 2, false) == 2 + 14.0 / 64);
-  CHECK(zero.model_state_bytes_per_parameter(64, 3, false) == 16.0 / 64);
+  CHECK(zero.model_state_bytes_per_parameter(64, 0, {}) == 16);
+  CHECK(zero.model_state_bytes_per_parameter(64, 1, {}) == 4 + 12.0 / 64);
+  CHECK(zero.model_state_bytes_per_parameter(64, 2, {}) == 2 + 14.0 / 64);
+  CHECK(zero.model_state_bytes_per_parameter(64, 3, {}) == 16.0 / 64);
   // --grad-reduce-in-bf16: Megatron's gradient buffer in bf16, 2 bytes where it kept 4.
-  CHECK(megatron.model_state_bytes_per_parameter(8, 1, true) == 2 + 2 + 12.0 / 8);
-  CHECK(megatron.model_state_bytes_per_parameter(8, 2, true) == 2 + 14.0 / 8);
-  CHECK(zero.model_state_bytes_per_parameter(64, 1, true) == 4 + 12.0 / 64);  // 2 bytes already: bf16 stays 2
+  CHECK(megatron.model_state_bytes_per_parameter(8, 1, {true, std::nullopt}) == 2 + 2 + 12.0 / 8);
+  CHECK(megatron.model_state_bytes_per_parameter(8, 2, {true, std::nullopt}) == 2 + 14.0 / 8);
+  CHECK(zero.model_state_bytes_per_parameter(64, 1, {true, std::nullopt}) == 4 + 12.0 / 64);  // 2 bytes already: bf16 stays 2
+}
+
+TEST_CASE("the precision-aware optimizer's narrower state in a stage's memory and optimizer step") {
+  ParallelConfig pc = toy_parallel(true, false);
+  pc.optimizer_precision.precision_aware = true;
+  pc.optimizer_precision.exp_avg = StateDtype::Bf16;
+  pc.optimizer_precision.exp_avg_sq = StateDtype::Bf16;
+  const std::vector<StageCost> sc = toy_stage_costs(pc);
+  // 5e8 x (2 + 4 + 6 / 2) plus the 1e9 reserve, where fp32 moments and master weights keep 7e9.
+  CHECK(sc[0].model_state_bytes == Approx(5.5e9).epsilon(1e-15));
+  // 2.5e8 parameters a GPU x 20 bytes at 0.5 TB/s, where Adam's 30 bytes take 0.015 s.
+  CHECK(sc[0].optimizer_s == Approx(0.01).epsilon(1e-12));
+  CHECK(state_bytes_per_parameter(AnalyticCostModel(round_params()), pc) == 2 + 4 + 3);
 }
 
 TEST_CASE("ZeRO-3: weights gathered per layer before F (and B when resharded), hidden behind compute") {

@@ -222,7 +222,7 @@ TEST_CASE("the profiled cost model uses the profile where it matches and the fal
   CHECK(profiled.p2p_link(LinkSpec{5e11, 1e-6}).bandwidth_bytes_per_s == 1e9);
   // Between nodes: not what a profile of one node measured.
   CHECK(profiled.p2p_link(LinkSpec{5e10, 5e-6, true}).bandwidth_bytes_per_s == analytic.p2p_link(LinkSpec{5e10, 5e-6, true}).bandwidth_bytes_per_s);
-  CHECK(profiled.optimizer_step_time(1e6, gpu) == Approx(1e-3));
+  CHECK(profiled.optimizer_step_time(1e6, gpu, {}) == Approx(1e-3));
   // Another micro-batch size is not in the profile: the same model asks the analytic one for it.
   Workload w2 = w;
   w2.micro_batch_size = 2;

@@ -27,8 +27,8 @@ class HalfLinkCost : public CostModel {
   LinkSpec p2p_link(const LinkSpec& nominal) const override {
     return LinkSpec{nominal.bandwidth_bytes_per_s / 2, nominal.latency_s * 2};
   }
-  double optimizer_step_time(double, const GpuSpec&) const override { return 0; }
-  double model_state_bytes_per_parameter(int, int, bool) const override { return 0; }
+  double optimizer_step_time(double, const GpuSpec&, const StateWidths&) const override { return 0; }
+  double model_state_bytes_per_parameter(int, int, const StateWidths&) const override { return 0; }
 };
 
 const SimEvent& find_event(const std::vector<SimEvent>& events, int rank, Lane lane, const std::string& text) {

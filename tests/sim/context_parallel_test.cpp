@@ -123,7 +123,7 @@ TEST_CASE("cp: a stage's reduction runs over dp x cp ranks on the slower of the 
   CHECK(c.grad_bucket_s == Approx(cost.collective_time(CollectiveKind::ReduceScatter, c.parameters * 4 / c.grad_buckets,
                                                        2, network))
                                .epsilon(1e-12));
-  CHECK(c.optimizer_s == Approx(cost.optimizer_step_time(c.parameters / 2, s.cluster.gpu)).epsilon(1e-12));
+  CHECK(c.optimizer_s == Approx(cost.optimizer_step_time(c.parameters / 2, s.cluster.gpu, {})).epsilon(1e-12));
 }
 
 TEST_CASE("cp: the step's tokens and model FLOPs are the whole sequences', the GPUs are tp x cp x pp x dp") {

@@ -94,6 +94,9 @@ Evaluation evaluate_at(const nlohmann::json& run, const CostModel& cost, int mic
   // frameworks overlap it (the default).
   s.parallel.overlap_grad_reduce = run.value("overlap_grad_reduce", true);
   s.parallel.grad_reduce_in_bf16 = run.value("grad_reduce_in_bf16", false);
+  s.parallel.optimizer_precision.precision_aware = run.value("precision_aware_optimizer", false);
+  s.parallel.optimizer_precision.exp_avg = *state_dtype_from_string(run.value("exp_avg_dtype", std::string("fp32")));
+  s.parallel.optimizer_precision.exp_avg_sq = *state_dtype_from_string(run.value("exp_avg_sq_dtype", std::string("fp32")));
   s.workload.micro_batch_size = micro_batch_size;
   s.workload.dispatcher = dispatcher_from_string(run.value("dispatcher", std::string("alltoall")));
   s.workload.seq_len = run.at("seq_len");
