@@ -46,12 +46,13 @@ std::string ranges_text(const Evaluation& ev) {
   return out;
 }
 
-// Configs, step times (exactly) and splits, in order.
+// Configs, their twins, step times (exactly) and splits, in order.
 void check_same_plans(const SearchResult& a, const SearchResult& b) {
   REQUIRE(a.plans.size() == b.plans.size());
   for (size_t i = 0; i < a.plans.size(); ++i) {
     INFO("plan " << i + 1 << ": " << describe(a.plans[i].config) << " vs " << describe(b.plans[i].config));
     CHECK(a.plans[i].config == b.plans[i].config);
+    CHECK(a.plans[i].twins == b.plans[i].twins);
     CHECK(a.plans[i].evaluation.metrics.step_time_s == b.plans[i].evaluation.metrics.step_time_s);
     CHECK(ranges_text(a.plans[i].evaluation) == ranges_text(b.plans[i].evaluation));
   }
