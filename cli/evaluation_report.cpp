@@ -91,13 +91,11 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   if (!s.synchronous_optimizer)
     row("optimizer step", fmt::format("post-validated, steady state of {} iterations", ev.sim.iterations));
   const std::string limit = std::isinf(m.memory_limit_bytes) ? "no limit" : format_bytes(m.memory_limit_bytes);
-  const OptimizerPrecision& op = s.parallel.optimizer_precision;
-  row("peak memory",
-      fmt::format("{} of {}{}", format_bytes(m.peak_memory_bytes), limit,
-                  op.precision_aware ? fmt::format(" (precision-aware optimizer: {} B of optimizer state a parameter, Adam "
-                                                   "moments in {} and {})",
-                                                   *op.state_bytes(), to_string(op.exp_avg), to_string(op.exp_avg_sq))
-                                     : ""));
+  std::string peak = fmt::format("{} of {}", format_bytes(m.peak_memory_bytes), limit);
+  if (const OptimizerPrecision& op = s.parallel.optimizer_precision; op.precision_aware)
+    peak += fmt::format(" (precision-aware optimizer: {} B of optimizer state a parameter, Adam moments in {} and {})",
+                        *op.state_bytes(), to_string(op.exp_avg), to_string(op.exp_avg_sq));
+  row("peak memory", peak);
   out << "\n";
 
   out << fmt::format("  {:>4}  {:>5}  {:<28} {:>10} {:>10} {:>12} {:>12} {:>10} {:>11} {:>9}\n", "rank", "stage", "layers",
