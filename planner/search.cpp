@@ -24,6 +24,7 @@
 #include "planner/partitioner.hpp"
 #include "planner/search_bounds.hpp"
 #include "planner/search_estimate.hpp"
+#include "planner/top_plans.hpp"
 #include "schedules/generators.hpp"
 
 namespace pw {
@@ -486,7 +487,7 @@ bool uses_composites(const std::string& name) {
 class Searcher {
  public:
   Searcher(const Scenario& base, const SearchSpace& space, const CostModel& cost, const SearchOptions& options)
-      : base_(base), space_(space), cost_(cost), options_(options) {}
+      : base_(base), space_(space), cost_(cost), options_(options), top_(options.top) {}
 
   SearchResult run() {
     start_ = std::chrono::steady_clock::now();
@@ -497,19 +498,13 @@ class Searcher {
     if (top_.empty()) explain_failure();
     refine();
     SearchResult result;
-    for (auto& s : top_) result.plans.push_back(Plan{s.config, std::move(s.evaluation), std::move(s.twins)});
+    result.plans = top_.take();
     stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     result.stats = stats_;
     return result;
   }
 
  private:
-  struct Scored {
-    double time = 0;
-    Candidate config;
-    Evaluation evaluation;
-    std::vector<Candidate> twins;
-  };
   struct Entry {
     size_t index = 0;      // into candidates_
     double time_lb = 0;    // seconds
@@ -885,7 +880,7 @@ class Searcher {
     }
     count(&SearchStats::simulated);
     if (!ev.metrics.overflows.empty()) return Outcome::OverMemory;
-    insert(Scored{ev.metrics.step_time_s, c, std::move(ev), {}});
+    insert(Plan{c, std::move(ev), {}});
     return Outcome::Done;
   }
 
@@ -934,40 +929,23 @@ class Searcher {
     if (!first_invalid_ || config_less(c, first_invalid_->first)) first_invalid_ = std::make_pair(c, why);
   }
 
-  static bool better(const Scored& a, const Scored& b) {
-    if (a.time != b.time) return a.time < b.time;
-    return config_less(a.config, b.config);
-  }
-
-  void insert(Scored s) {
+  void insert(Plan plan) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Scored& t : top_)
-      if (t.time == s.time && t.evaluation.metrics.peak_memory_bytes == s.evaluation.metrics.peak_memory_bytes &&
-          same_but_order_schedule_and_recompute(t.config, s.config)) {
-        // One row for both; the first in config order leads, whichever finished first.
-        if (config_less(s.config, t.config)) std::swap(s, t);
-        for (Candidate& c : s.twins) t.twins.push_back(c);
-        t.twins.push_back(s.config);
-        std::sort(t.twins.begin(), t.twins.end(), config_less);
-        std::sort(top_.begin(), top_.end(), better);
-        return;
-      }
-    top_.insert(std::upper_bound(top_.begin(), top_.end(), s, better), std::move(s));
-    const size_t k = static_cast<size_t>(std::max(options_.top, 1));
-    if (top_.size() > k) top_.resize(k);
-    if (top_.size() == k) threshold_ = top_.back().time;
+    top_.add(std::move(plan));
+    threshold_ = top_.threshold();
   }
 
   // The reported plans take the best of the partitioner's tied splits by simulation, which can only
   // shorten their step (the search's split is the first of them), then are ranked again.
   void refine() {
-    parallel_for(options_.threads, top_.size(), [&](size_t i) { refine(top_[i]); });
-    std::sort(top_.begin(), top_.end(), better);
+    std::vector<Plan>& plans = top_.kept();
+    parallel_for(options_.threads, plans.size(), [&](size_t i) { refine(plans[i]); });
+    top_.sort();
   }
 
-  void refine(Scored& s) {
-    Scenario resolved = s.evaluation.scenario;
-    const Schedule& schedule = s.evaluation.schedule;
+  void refine(Plan& plan) {
+    Scenario resolved = plan.evaluation.scenario;
+    const Schedule& schedule = plan.evaluation.schedule;
     try {
       best_split(resolved, schedule, true);
     } catch (const Error& err) {
@@ -975,16 +953,14 @@ class Searcher {
       return;  // the larger search found nothing better that fits: keep the screened split
     }
     const std::vector<LayerRange>& ranges = resolved.ranges;
-    const std::vector<LayerRange>& before = s.evaluation.scenario.ranges;
-    bool same = ranges.size() == before.size() && resolved.stage_recompute == s.evaluation.scenario.stage_recompute;
+    const std::vector<LayerRange>& before = plan.evaluation.scenario.ranges;
+    bool same = ranges.size() == before.size() && resolved.stage_recompute == plan.evaluation.scenario.stage_recompute;
     for (size_t i = 0; same && i < ranges.size(); ++i)
       same = ranges[i].first == before[i].first && ranges[i].last == before[i].last;
     if (same) return;
     Evaluation ev = evaluate(resolved, cost_);
-    if (ev.metrics.overflows.empty() && ev.metrics.step_time_s < s.time) {
-      s.time = ev.metrics.step_time_s;
-      s.evaluation = std::move(ev);
-    }
+    if (ev.metrics.overflows.empty() && ev.metrics.step_time_s < plan.evaluation.metrics.step_time_s)
+      plan.evaluation = std::move(ev);
   }
 
   // No plan: say which constraint binds. Memory first (the common case): the candidate closest to
@@ -1073,7 +1049,7 @@ class Searcher {
   int threads_ = 1;
   std::atomic<double> threshold_{kInf};
   long done_ = 0;
-  std::vector<Scored> top_;
+  TopPlans top_;
   SearchStats stats_;
   std::optional<std::pair<Candidate, std::string>> first_invalid_;
   std::exception_ptr error_;
