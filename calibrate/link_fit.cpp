@@ -1,41 +1,32 @@
 #include "calibrate/link_fit.hpp"
 
 #include <cmath>
-#include <set>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "profiler/link_line.hpp"
 
 namespace pw {
 
 std::optional<LinkFit> fit_link_samples(const std::vector<LinkSample>& samples, const std::string& what,
                                         std::vector<std::string>& warnings) {
-  std::set<double> sizes;
-  for (const LinkSample& s : samples) sizes.insert(s.bytes);
-  if (sizes.size() < 2) {
+  const int sizes = link_sample_sizes(samples);
+  if (sizes < 2) {
     warnings.push_back(fmt::format("{}: samples at {} message size{}; a link fit needs 2 or more, so transfers use the "
                                    "cluster's link",
-                                   what, sizes.size(), sizes.size() == 1 ? "" : "s"));
+                                   what, sizes, sizes == 1 ? "" : "s"));
     return std::nullopt;
   }
-  const auto n = static_cast<Eigen::Index>(samples.size());
-  Eigen::MatrixXd X(n, 2);
-  Eigen::VectorXd y(n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    X(i, 0) = 1;
-    X(i, 1) = samples[static_cast<size_t>(i)].bytes;
-    y(i) = samples[static_cast<size_t>(i)].time_s;
-  }
-  const Eigen::VectorXd c = fit_non_negative(X, y);
-  if (!(c(1) > 0)) {
+  const LinkLine line = fit_link_line(samples);
+  if (line.bandwidth_bounded) {
     warnings.push_back(fmt::format("{}: the time does not grow with the message size, so there is no bandwidth to fit; "
                                    "transfers use the cluster's link",
                                    what));
     return std::nullopt;
   }
   LinkFit f;
-  f.latency_s = c(0);
-  f.bandwidth_bytes_per_s = 1.0 / c(1);
+  f.latency_s = line.latency_s;
+  f.bandwidth_bytes_per_s = 1.0 / line.s_per_byte;
   for (const LinkSample& s : samples)
     f.residuals.push_back({format_bytes(s.bytes), s.time_s, f.latency_s + s.bytes / f.bandwidth_bytes_per_s});
   f.quality = fit_quality(f.residuals);

@@ -11,7 +11,7 @@
 
 namespace pw {
 
-// Non-negative fit on relative error over `samples`; nullopt (and a warning naming `what`) when fewer
+// The profiler's fit (fit_link_line) over `samples`, with residuals; nullopt (and a warning naming `what`) when fewer
 // than two sizes were measured or the time does not grow with the size.
 std::optional<LinkFit> fit_link_samples(const std::vector<LinkSample>& samples, const std::string& what,
                                         std::vector<std::string>& warnings);

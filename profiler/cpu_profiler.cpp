@@ -14,6 +14,7 @@
 #include "executor/cpu_model.hpp"
 #include "executor/host_tensor.hpp"
 #include "executor/transport.hpp"
+#include "profiler/link_line.hpp"
 
 namespace pw {
 namespace {
@@ -148,60 +149,6 @@ std::vector<double> default_link_sizes() {
   std::vector<double> sizes;
   for (double s = 1024; s <= 64.0 * 1024 * 1024; s *= 4) sizes.push_back(s);
   return sizes;
-}
-
-namespace {
-
-struct LineFit {
-  double latency_s = 0;
-  double s_per_byte = 0;
-};
-
-// Least squares of t = a + b x with each sample weighted by `weight(time)`; a kept >= 0 (through the origin
-// when the free intercept would be negative).
-template <typename Weight>
-LineFit weighted_line(const std::vector<LinkSample>& samples, Weight weight) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const LinkSample& s : samples) {
-    const double w = weight(s.time_s);
-    sw += w;
-    sx += w * s.bytes;
-    sy += w * s.time_s;
-    sxx += w * s.bytes * s.bytes;
-    sxy += w * s.bytes * s.time_s;
-  }
-  const double det = sw * sxx - sx * sx;
-  LineFit f;
-  f.s_per_byte = det != 0 ? (sw * sxy - sx * sy) / det : 0;
-  f.latency_s = sw != 0 ? (sy - f.s_per_byte * sx) / sw : 0;
-  if (f.latency_s < 0) {
-    f.latency_s = 0;
-    f.s_per_byte = sxx > 0 ? sxy / sxx : 0;
-  }
-  return f;
-}
-
-}  // namespace
-
-void fit_link(LinkProfile& link) {
-  if (link.samples.size() < 2) throw_bad_input("link fit: needs samples at 2 message sizes or more, got {}", link.samples.size());
-  LineFit f = weighted_line(link.samples, [](double t) { return 1.0 / std::max(t * t, 1e-30); });
-  // Relative weights let the small messages decide the slope, and where their times are mostly scheduling
-  // noise (one repetition on a busy machine) it can come out flat or falling: the large messages, whose
-  // times the bytes dominate, then decide it.
-  if (!(f.s_per_byte > 0)) f = weighted_line(link.samples, [](double) { return 1.0; });
-  link.bandwidth_bounded = !(f.s_per_byte > 0);
-  if (link.bandwidth_bounded) {
-    // No size term shows above the noise: least squares with both terms >= 0 keeps the mean time as the
-    // latency, and the bandwidth is the lowest the largest message allows (its bytes over its whole time).
-    const LinkSample& largest = *std::max_element(link.samples.begin(), link.samples.end(),
-                                                  [](const LinkSample& a, const LinkSample& b) { return a.bytes < b.bytes; });
-    f.latency_s = 0;
-    for (const LinkSample& s : link.samples) f.latency_s += s.time_s / static_cast<double>(link.samples.size());
-    f.s_per_byte = largest.time_s / largest.bytes;
-  }
-  link.latency_s = f.latency_s;
-  link.bandwidth_bytes_per_s = 1.0 / f.s_per_byte;
 }
 
 LinkProfile profile_thread_link(const std::vector<double>& sizes, int repetitions) {

@@ -29,12 +29,6 @@ LinkProfile profile_thread_link(const std::vector<double>& sizes_bytes, int repe
 // 1 KiB, 4 KiB, ..., 64 MiB.
 std::vector<double> default_link_sizes();
 
-// Least squares on relative error (each sample weighted by 1 / time^2, so small and large messages count
-// alike) of time = latency + bytes / bandwidth; latency is kept >= 0. Where that slope is not positive
-// (small messages' times all noise), plain least squares, which the large messages decide. Where the time
-// does not grow with the size at all: the mean time as latency and a bandwidth bound (bandwidth_bounded),
-// never an infinite bandwidth. BadInput with fewer than 2 sizes.
-void fit_link(LinkProfile& link);
 
 // "cpu: <model name> (<cores> cores)" from /proc/cpuinfo where there is one.
 MachineInfo cpu_machine_info();

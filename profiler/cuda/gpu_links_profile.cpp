@@ -10,6 +10,7 @@
 #include "executor/cuda/device_memory.hpp"
 #include "executor/cuda/gemm.hpp"
 #include "profiler/cuda/gpu_timing.hpp"
+#include "profiler/link_line.hpp"
 #include "profiler/profile.hpp"
 
 namespace pw::cuda {

@@ -3,6 +3,7 @@
 
 #include "../error_text.hpp"
 #include "calibrate/link_fit.hpp"
+#include "profiler/link_line.hpp"
 #include "synthetic.hpp"
 
 TEST_CASE("link fits per measured pair and pooled") {
@@ -31,6 +32,39 @@ TEST_CASE("link fits per measured pair and pooled") {
   CHECK(f.pooled->src == -1);
   CHECK(f.pooled->bandwidth_bytes_per_s > 2e9);
   CHECK(f.pooled->bandwidth_bytes_per_s < 10e9);
+}
+
+TEST_CASE("a pair's link fit is the one the profiler wrote for the same samples") {
+  // A busy machine's samples, where the relative weights give a falling line and the large messages
+  // decide (tests/profiler/profiler_test.cpp): the calibration reads them as the profiler did.
+  pw::LinkProfile busy;
+  const double times[] = {60e-6, 40e-6, 20e-6, 10e-6, 5e-6, 300e-6, 1.2e-3, 5e-3, 20e-3};
+  double bytes = 1024;
+  for (double t : times) {
+    busy.samples.push_back({bytes, t});
+    bytes *= 4;
+  }
+  pw::LinkProfile clean;
+  for (double b = 1024; b <= 64.0 * 1024 * 1024; b *= 4) clean.samples.push_back({b, 7e-6 + b / 25e9});
+  for (pw::LinkProfile link : {busy, clean}) {
+    pw::fit_link(link);
+    std::vector<std::string> warnings;
+    const std::optional<pw::LinkFit> f = pw::fit_link_samples(link.samples, "p.json: links[0]", warnings);
+    CHECK(warnings.empty());
+    REQUIRE(f);
+    CHECK(f->latency_s == link.latency_s);
+    CHECK(f->bandwidth_bytes_per_s == link.bandwidth_bytes_per_s);
+  }
+  // Where the time does not grow with the size, the profiler keeps a bound; the calibration fits nothing.
+  pw::LinkProfile flat;
+  flat.samples = {{1024, 996e-6}, {65536, 1.1e-3}, {1 << 20, 708e-6}};
+  pw::fit_link(flat);
+  CHECK(flat.bandwidth_bounded);
+  std::vector<std::string> warnings;
+  CHECK(!pw::fit_link_samples(flat.samples, "p.json: links[0]", warnings));
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == "p.json: links[0]: the time does not grow with the message size, so there is no bandwidth to "
+                       "fit; transfers use the cluster's link");
 }
 
 TEST_CASE("a link measured at one size, or none, is left to the cluster with a warning") {

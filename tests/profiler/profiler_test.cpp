@@ -6,6 +6,7 @@
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "profiler/cpu_profiler.hpp"
+#include "profiler/link_line.hpp"
 #include "profiler/profile.hpp"
 #include "profiler/profiled_cost_model.hpp"
 #include "sim/scenario.hpp"
