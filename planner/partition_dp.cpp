@@ -24,6 +24,44 @@ std::vector<LayerRange> backtrack(const std::vector<int>& arg, int stages, int l
 int first_start(int k, int i) { return k == 1 ? 0 : i - 1; }
 int last_start(int k) { return k == 1 ? 0 : k - 1; }
 
+// The split that minimises the largest stage cost: best[k][i] = min over starts j of max(best[k-1][j],
+// cost(j)), where cost = cost_at(s, i) prices stage s = k - 1 ending at i. A stage's cost only grows as it
+// takes more layers, so the scan down from the shortest stage stops at the first start whose cost alone
+// reaches the best so far. `empty` is the value of no stages at all.
+template <typename CostAt>
+Split min_max_split(const PartitionProblem& p, double empty, CostAt cost_at) {
+  const int n = p.layers, S = p.stages;
+  const size_t width = static_cast<size_t>(n) + 1;
+  std::vector<double> best((static_cast<size_t>(S) + 1) * width, kInf);
+  std::vector<int> arg(best.size(), -1);
+  best[0] = empty;
+  for (int k = 1; k <= S; ++k) {
+    const int s = k - 1;
+    const double* prev = &best[static_cast<size_t>(k - 1) * width];
+    for (int i = k; i <= n - (S - k); ++i) {
+      const auto cost = cost_at(s, i);
+      double b = kInf;
+      int a = -1;
+      for (int j = first_start(k, i); j >= last_start(k); --j) {
+        const double t = cost(j);
+        if (t >= b) break;
+        if (prev[j] == kInf) continue;
+        const double c = std::max(prev[j], t);
+        if (c < b) {
+          b = c;
+          a = j;
+        }
+      }
+      best[static_cast<size_t>(k) * width + static_cast<size_t>(i)] = b;
+      arg[static_cast<size_t>(k) * width + static_cast<size_t>(i)] = a;
+    }
+  }
+  Split out;
+  out.value = best[static_cast<size_t>(S) * width + static_cast<size_t>(n)];
+  if (out.value < kInf) out.ranges = backtrack(arg, S, n);
+  return out;
+}
+
 }  // namespace
 
 // A stage's memory only grows as it takes more layers, so the first start that fits only moves right as the
@@ -51,41 +89,17 @@ std::vector<double> rank_caps(const PartitionProblem& p) {
 }
 
 Split min_bottleneck(const PartitionProblem& p, const std::vector<double>& cap, const std::vector<int>* lowest) {
-  const int n = p.layers, S = p.stages;
-  const size_t width = static_cast<size_t>(n) + 1;
+  const size_t width = static_cast<size_t>(p.layers) + 1;
   const std::vector<int> own = lowest ? std::vector<int>{} : lowest_starts(p, cap);
   const std::vector<int>& low = lowest ? *lowest : own;
-  std::vector<double> best((static_cast<size_t>(S) + 1) * width, kInf);
-  std::vector<int> arg(best.size(), -1);
-  best[0] = 0;
-  for (int k = 1; k <= S; ++k) {
-    const int s = k - 1;
-    const double* prev = &best[static_cast<size_t>(k - 1) * width];
-    for (int i = k; i <= n - (S - k); ++i) {
-      const double xfer = p.transfer_time(s, i);
-      double b = kInf;
-      int a = -1;
-      for (int j = first_start(k, i); j >= last_start(k); --j) {
-        // Larger stages only get slower (with per-stage recompute too: a larger stage keeps its level or
-        // needs a heavier one) and fuller (at the heaviest level, which decides whether any fits).
-        const double t = p.compute_time(s, j, i) + xfer;
-        if (t >= b) break;
-        if (j < low[static_cast<size_t>(s) * width + static_cast<size_t>(i)]) break;
-        if (prev[j] == kInf) continue;
-        const double c = std::max(prev[j], t);
-        if (c < b) {
-          b = c;
-          a = j;
-        }
-      }
-      best[static_cast<size_t>(k) * width + static_cast<size_t>(i)] = b;
-      arg[static_cast<size_t>(k) * width + static_cast<size_t>(i)] = a;
-    }
-  }
-  Split out;
-  out.value = best[static_cast<size_t>(S) * width + static_cast<size_t>(n)];
-  if (out.value < kInf) out.ranges = backtrack(arg, S, n);
-  return out;
+  return min_max_split(p, 0, [&](int s, int i) {
+    const double xfer = p.transfer_time(s, i);
+    const int fits = low[static_cast<size_t>(s) * width + static_cast<size_t>(i)];
+    // Larger stages only get slower (with per-stage recompute too: a larger stage keeps its level or needs
+    // a heavier one) and fuller (at the heaviest level, which decides whether any fits): a start before the
+    // first that fits ends the scan like a time past the best.
+    return [&p, s, i, xfer, fits](int j) { return j < fits ? kInf : p.compute_time(s, j, i) + xfer; };
+  });
 }
 
 std::vector<double> suffix_bottlenecks(const PartitionProblem& p, const std::vector<double>& cap) {
@@ -264,35 +278,10 @@ std::vector<std::vector<LayerRange>> best_splits_within(const PartitionProblem& 
 }
 
 Split min_memory_excess(const PartitionProblem& p, const std::vector<double>& cap) {
-  const int n = p.layers, S = p.stages;
-  const size_t width = static_cast<size_t>(n) + 1;
-  std::vector<double> best((static_cast<size_t>(S) + 1) * width, kInf);
-  std::vector<int> arg(best.size(), -1);
-  best[0] = -kInf;
-  for (int k = 1; k <= S; ++k) {
-    const int s = k - 1;
-    const double* prev = &best[static_cast<size_t>(k - 1) * width];
-    for (int i = k; i <= n - (S - k); ++i) {
-      double b = kInf;
-      int a = -1;
-      for (int j = first_start(k, i); j >= last_start(k); --j) {
-        const double excess = p.stage_memory(s, j, i) - cap[static_cast<size_t>(s)];
-        if (excess >= b) break;  // larger stages only need more
-        if (prev[j] == kInf) continue;
-        const double c = std::max(prev[j], excess);
-        if (c < b) {
-          b = c;
-          a = j;
-        }
-      }
-      best[static_cast<size_t>(k) * width + static_cast<size_t>(i)] = b;
-      arg[static_cast<size_t>(k) * width + static_cast<size_t>(i)] = a;
-    }
-  }
-  Split out;
-  out.value = best[static_cast<size_t>(S) * width + static_cast<size_t>(n)];
-  out.ranges = backtrack(arg, S, n);
-  return out;
+  // Larger stages only need more.
+  return min_max_split(p, -kInf, [&](int s, int i) {
+    return [&p, &cap, s, i](int j) { return p.stage_memory(s, j, i) - cap[static_cast<size_t>(s)]; };
+  });
 }
 
 }  // namespace pw
