@@ -60,8 +60,8 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   row("step time", format_seconds(m.step_time_s));
   row("throughput", tokens_rate(m.throughput_tokens_per_s));
   if (m.model_flops_per_iteration > 0) {
-    row("model FLOP/s per GPU", fmt::format("{:.1f} TFLOP/s", m.model_tflops_per_gpu));
-    row("hardware FLOP/s per GPU", fmt::format("{:.1f} TFLOP/s (recompute counted)", m.hardware_tflops_per_gpu));
+    row("model FLOP/s per GPU", format_tflops(m.model_tflops_per_gpu * 1e12));
+    row("hardware FLOP/s per GPU", format_tflops(m.hardware_tflops_per_gpu * 1e12) + " (recompute counted)");
     row("MFU", format_percent(m.mfu));
   }
   row("bubble", format_percent(m.bubble_fraction));

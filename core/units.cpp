@@ -36,6 +36,9 @@ std::string format_seconds(double s) {
 std::string format_bytes(double bytes) { return si(bytes, "B"); }
 std::string format_rate(double bytes_per_s) { return si(bytes_per_s, "B/s"); }
 std::string format_flops(double flops_per_s) { return si(flops_per_s, "FLOP/s"); }
+std::string format_tflops(double flops_per_s) {
+  return std::fabs(flops_per_s) >= 0.99995e12 ? fmt::format("{:.1f} TFLOP/s", flops_per_s / 1e12) : format_flops(flops_per_s);
+}
 std::string format_percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
 
 std::string format_short(double n) {

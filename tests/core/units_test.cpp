@@ -17,6 +17,10 @@ TEST_CASE("figures carry units with three significant digits") {
   CHECK(format_bytes(12000) == "12.0 kB");
   CHECK(format_rate(4.5e11) == "450 GB/s");
   CHECK(format_flops(312e12) == "312 TFLOP/s");
+  CHECK(format_tflops(339.54e12) == "339.5 TFLOP/s");
+  CHECK(format_tflops(1e12) == "1.0 TFLOP/s");
+  CHECK(format_tflops(41.23e9) == "41.2 GFLOP/s");
+  CHECK(format_tflops(0) == "0 FLOP/s");
   CHECK(format_percent(0.4567) == "45.7%");
 }
 
