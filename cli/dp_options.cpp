@@ -36,11 +36,11 @@ void DpOptions::add_to(CLI::App& cmd) {
                "benchmarks): master weights kept as the 2 bytes their bf16 copy lacks, Adam moments at "
                "--exp-avg-dtype and --exp-avg-sq-dtype; needs the distributed optimizer");
   exp_avg_dtype_option = cmd.add_option("--exp-avg-dtype", exp_avg_dtype,
-                                        "With --precision-aware-optimizer: Adam's first moment in fp32, fp16, bf16 or fp8")
+                                        "With --precision-aware-optimizer: Adam's first moment in " + state_dtype_choices())
                              ->capture_default_str();
   exp_avg_sq_dtype_option =
       cmd.add_option("--exp-avg-sq-dtype", exp_avg_sq_dtype,
-                     "With --precision-aware-optimizer: Adam's second moment in fp32, fp16, bf16 or fp8")
+                     "With --precision-aware-optimizer: Adam's second moment in " + state_dtype_choices())
           ->capture_default_str();
 }
 
@@ -68,7 +68,7 @@ void DpOptions::apply(ParallelConfig& pc) const {
   pc.optimizer_precision.precision_aware = precision_aware_optimizer;
   const auto dtype = [](const std::string& text, const char* option) {
     const std::optional<StateDtype> d = state_dtype_from_string(text);
-    if (!d) throw_bad_input("{}: unknown dtype '{}'; use fp32, fp16, bf16 or fp8", option, text);
+    if (!d) throw_bad_input("{}: unknown dtype '{}'; use {}", option, text, state_dtype_choices());
     return *d;
   };
   pc.optimizer_precision.exp_avg = dtype(exp_avg_dtype, "--exp-avg-dtype");

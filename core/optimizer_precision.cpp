@@ -1,6 +1,15 @@
 #include "core/optimizer_precision.hpp"
 
+#include <fmt/format.h>
+
+#include <iterator>
+
 namespace pw {
+namespace {
+
+constexpr StateDtype kStateDtypes[] = {StateDtype::Fp32, StateDtype::Fp16, StateDtype::Bf16, StateDtype::Fp8};
+
+}  // namespace
 
 const char* to_string(StateDtype d) {
   switch (d) {
@@ -13,9 +22,17 @@ const char* to_string(StateDtype d) {
 }
 
 std::optional<StateDtype> state_dtype_from_string(const std::string& text) {
-  for (StateDtype d : {StateDtype::Fp32, StateDtype::Fp16, StateDtype::Bf16, StateDtype::Fp8})
+  for (StateDtype d : kStateDtypes)
     if (text == to_string(d)) return d;
   return std::nullopt;
+}
+
+std::string state_dtype_choices(const char* quote) {
+  std::string out;
+  const size_t n = std::size(kStateDtypes);
+  for (size_t i = 0; i < n; ++i)
+    out += fmt::format("{}{}{}{}", i == 0 ? "" : i + 1 == n ? " or " : ", ", quote, to_string(kStateDtypes[i]), quote);
+  return out;
 }
 
 double bytes_of(StateDtype d) {

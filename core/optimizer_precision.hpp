@@ -14,6 +14,8 @@ enum class StateDtype { Fp32, Fp16, Bf16, Fp8 };
 
 const char* to_string(StateDtype d);  // "fp32", "fp16", "bf16", "fp8": Megatron-LM's choices
 std::optional<StateDtype> state_dtype_from_string(const std::string& text);  // nullopt for other text
+// The names state_dtype_from_string takes, for messages: "fp32, fp16, bf16 or fp8", each inside `quote`.
+std::string state_dtype_choices(const char* quote = "");
 double bytes_of(StateDtype d);
 
 struct OptimizerPrecision {

@@ -177,7 +177,7 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   for (auto [field, dtype] : {std::pair{"exp_avg_dtype", &s.parallel.optimizer_precision.exp_avg},
                               std::pair{"exp_avg_sq_dtype", &s.parallel.optimizer_precision.exp_avg_sq}}) {
     const std::optional<StateDtype> d = state_dtype_from_string(p.optional_string(field).value_or("fp32"));
-    if (!d) p.fail(field, "must be \"fp32\", \"fp16\", \"bf16\" or \"fp8\"");
+    if (!d) p.fail(field, "must be " + state_dtype_choices("\""));
     *dtype = *d;
   }
   const std::optional<std::int64_t> gpus = checked_product({s.parallel.tp, s.parallel.cp, s.parallel.pp, s.parallel.dp});

@@ -936,11 +936,10 @@ class Searcher {
   }
 
   // The reported plans take the best of the partitioner's tied splits by simulation, which can only
-  // shorten their step (the search's split is the first of them), then are ranked again.
+  // shorten their step (the search's split is the first of them); take() ranks them again.
   void refine() {
     std::vector<Plan>& plans = top_.kept();
     parallel_for(options_.threads, plans.size(), [&](size_t i) { refine(plans[i]); });
-    top_.sort();
   }
 
   void refine(Plan& plan) {

@@ -18,13 +18,14 @@ class TopPlans {
   // The K-th best step time so far, in seconds; infinity while fewer than K plans are kept.
   double threshold() const;
   bool empty() const { return kept_.empty(); }
-  // Every plan kept, ties past the K-th included, for the caller to improve in place (then sort()).
+  // Every plan kept, ties past the K-th included, for the caller to improve in place; take() ranks them again.
   std::vector<Plan>& kept() { return kept_; }
-  void sort();
   // The first K by step time, then configuration.
   std::vector<Plan> take();
 
  private:
+  void sort();
+
   size_t top_;
   std::vector<Plan> kept_;  // sorted
 };
