@@ -125,7 +125,7 @@ void print_table(std::ostream& out, const std::vector<Row>& rows) {
     out << fmt::format(
         "{} on {}: tp {}, pp {}, dp {}, {} micro-batches of {}{}\n\n", s.model.name, s.cluster.name, s.parallel.tp,
         s.parallel.pp, s.parallel.dp, s.parallel.microbatches, s.workload.micro_batch_size,
-        std::isinf(limit) ? std::string(", no memory limit") : fmt::format(", {} per GPU", format_bytes(limit)));
+        std::isinf(limit) ? std::string(", no memory limit") : fmt::format(", {} per GPU", s.cluster.memory_limit_text(limit)));
   }
   size_t name_width = std::string("schedule").size();
   for (const Row& r : rows) name_width = std::max(name_width, r.schedule.size());

@@ -90,7 +90,7 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
                                            format_percent(m.step_time_s > 0 ? m.host_wait_s / m.step_time_s : 0)));
   if (!s.synchronous_optimizer)
     row("optimizer step", fmt::format("post-validated, steady state of {} iterations", ev.sim.iterations));
-  const std::string limit = std::isinf(m.memory_limit_bytes) ? "no limit" : format_bytes(m.memory_limit_bytes);
+  const std::string limit = s.cluster.memory_limit_text(m.memory_limit_bytes);
   std::string peak = fmt::format("{} of {}", format_bytes(m.peak_memory_bytes), limit);
   if (const OptimizerPrecision& op = s.parallel.optimizer_precision; op.precision_aware)
     peak += fmt::format(" (precision-aware optimizer: {} B of optimizer state a parameter, Adam moments in {} and {})",
@@ -117,8 +117,8 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
   if (ev.replica > 0)
     out << fmt::format("\n  data-parallel replica {} shown: the slowest, on the cluster's mixed GPUs or links\n", ev.replica);
   for (const Overflow& o : m.overflows)
-    out << fmt::format("\n  does not fit: rank {} needs {}, {} more than the GPU's {}", o.rank, format_bytes(o.need_bytes),
-                       format_bytes(o.need_bytes - o.limit_bytes), format_bytes(o.limit_bytes));
+    out << fmt::format("\n  does not fit: rank {} needs {}, {} more than the {} it may use", o.rank, format_bytes(o.need_bytes),
+                       format_bytes(o.need_bytes - o.limit_bytes), s.cluster.memory_limit_text(o.limit_bytes));
   if (!m.overflows.empty()) out << "\n";
 }
 

@@ -14,6 +14,7 @@ void print_explanation(std::ostream& out, const PlanExplanation& e) {
     out << fmt::format("  {:<10} {:>10}  {:>6}\n", l.part, format_seconds(l.seconds), format_percent(l.seconds / b.step_s));
   for (size_t i = 0; i < e.binding.size(); ++i)
     out << fmt::format("{} {}\n", i == 0 ? "binds:" : "      ", e.binding[i]);
+  for (const std::string& line : e.choice) out << line << "\n";
   if (!e.runners_up.empty()) out << "runners-up against plan 1:\n";
   for (const RunnerUp& r : e.runners_up) out << "  " << r.line << "\n";
 }
@@ -30,7 +31,7 @@ nlohmann::ordered_json explanation_json(const PlanExplanation& e) {
                        {"most_s", r.most.seconds},
                        {"line", r.line}});
   return {{"rank", e.step.rank}, {"step_time_s", e.step.step_s}, {"breakdown", parts}, {"binding", e.binding},
-          {"runners_up", runners}};
+          {"runners_up", runners}, {"choice", e.choice}};
 }
 
 }  // namespace pw

@@ -14,6 +14,7 @@
 #include "cli/explain_output.hpp"
 #include "cli/failure_options.hpp"
 #include "cli/failure_output.hpp"
+#include "cli/memory_headroom_option.hpp"
 #include "cli/output_path.hpp"
 #include "cli/plan_table.hpp"
 #include "cli/spare_nodes_output.hpp"
@@ -23,6 +24,7 @@
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "core/failed_nodes.hpp"
+#include "core/file_caps.hpp"
 #include "core/output_file.hpp"
 #include "core/units.hpp"
 #include "planner/exports.hpp"
@@ -44,12 +46,14 @@ struct PlanOptions {
   int global_batch_size = 0;
   int seq_len = 0;
   std::string schedules;  // comma-separated
-  std::optional<int> tp, cp, pp, dp, vpp, micro_batch_size, max_tp, max_cp, ep, etp, max_ep;
+  std::optional<int> tp, cp, pp, dp, vpp, micro_batch_size, max_tp, max_cp, ep, etp, max_ep, max_pp;
+  int min_layers_per_stage = kMinBlocksPerRank;
   std::string precisions;  // comma-separated
   std::string zeros;       // comma-separated
   std::string schedule, recompute, rank_order;
   std::string recompute_modules;  // comma-separated; empty: core_attn
   std::string calibration;
+  std::string memory_headroom;  // "5%"; empty: the cluster's
   int top = 5;
   int threads = 0;
   bool json = false;
@@ -144,6 +148,9 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   if (o.max_tp && *o.max_tp < 1) throw_bad_input("--max-tp: must be at least 1, got {}", *o.max_tp);
   if (o.max_cp && *o.max_cp < 1) throw_bad_input("--max-cp: must be at least 1, got {}", *o.max_cp);
   if (o.max_ep && *o.max_ep < 1) throw_bad_input("--max-ep: must be at least 1, got {}", *o.max_ep);
+  if (o.max_pp && *o.max_pp < 1) throw_bad_input("--max-pp: must be at least 1, got {}", *o.max_pp);
+  if (o.min_layers_per_stage < 1 || o.min_layers_per_stage > kMaxLayers)
+    throw_bad_input("--min-layers-per-stage: must be from 1 to {}, got {}", kMaxLayers, o.min_layers_per_stage);
   for (const auto& [name, value] : {std::pair{"--tp", o.tp}, {"--cp", o.cp}, {"--ep", o.ep}, {"--etp", o.etp},
                                     {"--pp", o.pp}, {"--dp", o.dp},
                                     {"--vpp", o.vpp}, {"--micro-batch-size", o.micro_batch_size}})
@@ -158,6 +165,9 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   space.etp = o.etp;
   space.max_ep = o.max_ep.value_or(0);
   space.pp = o.pp;
+  space.max_pp = o.max_pp.value_or(0);
+  // A pipeline depth given outright is the user's: the average-depth floor only trims the search.
+  if (!o.pp) space.min_blocks_per_rank = o.min_layers_per_stage;
   space.dp = o.dp;
   space.vpp = o.vpp;
   space.micro_batch_size = o.micro_batch_size;
@@ -200,6 +210,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   Scenario base;
   base.model = load_for_option("--model", o.model, load_model);
   base.cluster = load_for_option("--cluster", o.cluster, load_cluster);
+  apply_memory_headroom(o.memory_headroom, base.cluster);
   if (target) restrict_experts(*target, base.model, space);
   if (!o.profile.empty()) chain.add_profile_file(o.profile, base.model, "--profile", o.force_profile);
   add_calibration(chain, o.calibration);
@@ -279,7 +290,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   bar.finish();
   const std::vector<SplitComparison> cmp = compare_splits(result.plans, cost, o.threads);
   std::optional<PlanExplanation> explanation;
-  if (o.explain) explanation = explain_plans(result.plans, cost);
+  if (o.explain) explanation = explain_plans(result.plans, cost, result.fastest, so.prefer_within);
 
   // Which layers of the plans shown the profile timed, per micro-batch shape.
   std::vector<Workload> shown;
@@ -402,6 +413,11 @@ CommandRunner add_plan_command(CLI::App& app) {
                   "ZeRO levels to search, comma-separated, e.g. 1,2,3: each plan takes the lowest that fits (default: "
                   "--zero's, 1)");
   cmd->add_option("--pp", o->pp, "Fix the pipeline-parallel degree");
+  cmd->add_option("--max-pp", o->max_pp, "Deepest pipeline to search (default: no limit)");
+  cmd->add_option("--min-layers-per-stage", o->min_layers_per_stage,
+                  "Search only pipelines that give each rank at least this many transformer layers on average (the "
+                  "deepest published pipelines hold 2)")
+      ->capture_default_str();
   cmd->add_option("--dp", o->dp, "Fix the data-parallel degree");
   cmd->add_option("--vpp", o->vpp, "Fix the model chunks per pipeline rank");
   cmd->add_option("--micro-batch-size", o->micro_batch_size, "Fix the micro-batch size");
@@ -414,6 +430,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   o->precision_option = add_precision_option(*cmd, o->precision);
   o->dp_options.add_to(*cmd);
   o->moe_options.add_to(*cmd);
+  add_memory_headroom_option(*cmd, o->memory_headroom);
   cmd->add_option("--cost-param", o->cost_params, "Override a cost-model parameter, NAME=VALUE; repeatable");
   cmd->add_option("--profile", o->profile,
                   "Profile JSON from `pipewright profile`: measured layer times, link and optimizer replace the analytic "

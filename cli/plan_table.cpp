@@ -109,7 +109,7 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
                      base.global_batch_size, tokens,
                      !mixed && r.plans.front().config.precision == Precision::Fp8 ? ", fp8" : "");
   out << fmt::format("searched {} configurations; the {} fastest that fit{}:\n\n", with_commas(r.stats.candidates),
-                     r.plans.size(), std::isinf(limit) ? "" : fmt::format(" in {} per GPU", format_bytes(limit)));
+                     r.plans.size(), std::isinf(limit) ? "" : fmt::format(" in {} per GPU", s0.cluster.memory_limit_text(limit)));
   std::vector<std::string> splits, recomputes, orders, schedules;
   size_t split_width = 5, recompute_width = 9, order_width = 8, schedule_width = 11;
   bool per_stage = false;
@@ -155,6 +155,13 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
          "tp-pp-dp keeps pipeline neighbours in a node, tp-dp-pp keeps data-parallel peers (--out lists every GPU).\n"
          "a/b: configurations differing only there gave the same step time and memory, one row for them. cp: GPUs\n"
          "splitting each sequence; zero: the ZeRO level (--zeros: the lowest listed that fits).\n";
+  bool reordered = false;
+  for (size_t i = 1; i < r.plans.size(); ++i)
+    reordered = reordered || r.plans[i].evaluation.metrics.step_time_s < r.plans[i - 1].evaluation.metrics.step_time_s;
+  if (reordered || r.fastest)
+    out << fmt::format("rows: plans within {} of the fastest step come first, by fewer pipeline ranks, then less peak\n"
+                       "memory (a near tie a practitioner would take; --explain says what it cost).\n",
+                       format_percent(kPreferWithin));
   if (moe)
     out << "ep: GPUs the routed experts spread over, folded into each stage's tp x cp x dp GPUs; etp: GPUs splitting\n"
            "each expert.\n";

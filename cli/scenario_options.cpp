@@ -45,6 +45,7 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   add_flash_attention_flag(cmd, flash_attention);
   add_precision_option(cmd, precision);
   dp_options.add_to(cmd);
+  add_memory_headroom_option(cmd, memory_headroom);
   cmd.add_option("--memory-accounting", memory_accounting,
                  "Whose activation memory to count: gpu-bf16 (a GPU framework's bf16 tensors), cpu-float32 or "
                  "cuda-bf16 / cuda-float32 (what pipewright's cpu or cuda backend keeps; run counts its backend's)")
@@ -133,6 +134,7 @@ Scenario ScenarioOptions::to_scenario() const {
   Scenario s;
   s.model = load_for_option("--model", model, load_model);
   s.cluster = load_for_option("--cluster", cluster, load_cluster);
+  apply_memory_headroom(memory_headroom, s.cluster);
   s.parallel.tp = tp;
   s.parallel.cp = cp;
   s.parallel.ep = ep;
@@ -230,6 +232,7 @@ Scenario ScenarioOptions::scenario_of(const std::optional<PlanDocument>& doc) co
   // A plan does not say which executor runs it: the option's accounting applies to it too.
   Scenario s = doc->scenario;
   s.workload.memory = memory_accounting_from_string(memory_accounting);
+  apply_memory_headroom(memory_headroom, s.cluster);  // what to keep free is the user's call, whoever made the plan
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/cost_model_chain.hpp"
+#include "cli/memory_headroom_option.hpp"
 #include "cli/output_path.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "cli/moe_options.hpp"
@@ -39,6 +40,7 @@ struct ScenarioOptions {
   bool flash_attention = true;  // --no-flash-attention turns it off
   std::string precision = "bf16";
   DpOptions dp_options;
+  std::string memory_headroom;  // --memory-headroom, "5%"; empty: the cluster's (cli/memory_headroom_option.hpp)
   std::string memory_accounting = "gpu-bf16";  // whose activations the memory counts (core/memory_accounting.hpp)
   int group_size = 0;
   int max_pending = 0;

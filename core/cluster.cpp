@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/special_values.hpp"
+#include "core/units.hpp"
 
 namespace pw {
 namespace {
@@ -177,14 +178,25 @@ const GpuSpec& Cluster::gpu_at(int global_rank) const {
   throw_runtime("cluster '{}': GPU {} is outside its {} nodes of {} GPUs", name, global_rank, nodes, gpus_per_node);
 }
 
-double Cluster::memory_limit() const {
+double Cluster::memory_capacity() const {
   if (ideal) return kInf;
-  double limit = gpu.memory_bytes;
-  for (const NodeGroup& g : node_groups) limit = std::min(limit, g.gpu.memory_bytes);
-  return limit;
+  double capacity = gpu.memory_bytes;
+  for (const NodeGroup& g : node_groups) capacity = std::min(capacity, g.gpu.memory_bytes);
+  return capacity;
 }
 
-double Cluster::memory_limit_at(int global_rank) const { return ideal ? kInf : gpu_at(global_rank).memory_bytes; }
+double Cluster::memory_capacity_at(int global_rank) const { return ideal ? kInf : gpu_at(global_rank).memory_bytes; }
+
+double Cluster::memory_limit() const { return memory_capacity() * (1 - memory_headroom); }
+
+double Cluster::memory_limit_at(int global_rank) const { return memory_capacity_at(global_rank) * (1 - memory_headroom); }
+
+std::string Cluster::memory_limit_text(double limit) const {
+  if (std::isinf(limit)) return "no limit";
+  if (memory_headroom == 0) return format_bytes(limit);
+  return fmt::format("{} ({} less the {:g}% headroom)", format_bytes(limit), format_bytes(limit / (1 - memory_headroom)),
+                     memory_headroom * 100);
+}
 
 void Cluster::check_capacity(int gpus) const {
   if (nodes <= 0) return;
@@ -218,7 +230,7 @@ Cluster cluster_from_json_text(const std::string& text, const std::string& sourc
   const nlohmann::json j = parse_json_text(text, source);
   const JsonFields f(j, source);
   f.reject_unknown({"name", "nodes", "gpus_per_node", "gpu", "node_groups", "intra_node", "inter_node", "ideal",
-                    "measured_links"});
+                    "measured_links", "memory_headroom"});
   Cluster c;
   c.name = f.string("name");
   c.gpus_per_node = f.count("gpus_per_node", kMaxGpusPerNode, "GPUs");
@@ -256,6 +268,12 @@ Cluster cluster_from_json_text(const std::string& text, const std::string& sourc
   c.inter_node = read_link(f, "inter_node");
   c.ideal = f.boolean("ideal", false);
   if (f.has("measured_links")) c.measured = read_measured(f);
+  if (f.has("memory_headroom")) {
+    c.memory_headroom = f.number("memory_headroom");
+    if (!(c.memory_headroom >= 0 && c.memory_headroom <= kMaxMemoryHeadroom))
+      f.fail("memory_headroom", fmt::format("is {}; give the share of each GPU's memory to keep free, from 0 to {}",
+                                            c.memory_headroom, kMaxMemoryHeadroom));
+  }
   return c;
 }
 
@@ -284,6 +302,7 @@ std::string cluster_to_json_text(const Cluster& c) {
   j["intra_node"] = link(c.intra_node);
   j["inter_node"] = link(c.inter_node);
   if (c.ideal) j["ideal"] = true;
+  if (c.memory_headroom != kDefaultMemoryHeadroom) j["memory_headroom"] = c.memory_headroom;
   if (c.measured) {
     nlohmann::ordered_json bw = nlohmann::ordered_json::array(), lat = nlohmann::ordered_json::array();
     for (int a = 0; a < c.measured->gpus; ++a) {

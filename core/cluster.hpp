@@ -39,6 +39,13 @@ struct LinkMatrix {
   const LinkSpec& at(int a, int b) const { return links[static_cast<size_t>(a) * gpus + b]; }
 };
 
+// The share of each GPU's memory a plan leaves free: the caching allocator's fragmentation and what
+// the communication libraries allocate as they run, which no tensor count sees. 2% is the largest round
+// share under which every published run that ran on 80 GB GPUs still fits as simulated
+// (docs/cost-model.md#the-memory-headroom); --memory-headroom or a cluster file's "memory_headroom" sets it.
+inline constexpr double kDefaultMemoryHeadroom = 0.02;
+inline constexpr double kMaxMemoryHeadroom = 0.5;
+
 struct Cluster {
   std::string name;
   int nodes = 0;  // 0: as many as a configuration needs
@@ -52,6 +59,7 @@ struct Cluster {
   // group. Empty: every node has `gpu`. When set, `nodes` is their sum and `gpu` the first group's
   // GPU, for code that reads one GPU type (such code should use gpu_at).
   std::vector<NodeGroup> node_groups;
+  double memory_headroom = kDefaultMemoryHeadroom;  // share of each GPU's memory kept free, 0 to kMaxMemoryHeadroom
 
   int node_of(int global_rank) const { return global_rank / gpus_per_node; }
   // The GPU type at a global rank. Throws a runtime error for a rank past the node groups
@@ -59,10 +67,17 @@ struct Cluster {
   const GpuSpec& gpu_at(int global_rank) const;
   // The link between two GPUs (global ranks); the measured matrix wins where it covers both.
   LinkSpec link(int a, int b) const;
-  // Memory limit of a GPU; infinity for the ideal cluster. With node groups, the smallest of theirs.
+  // What a plan may use of a GPU: its memory less the headroom; infinity for the ideal cluster. With node
+  // groups, the smallest of theirs.
   double memory_limit() const;
-  // Memory limit of the GPU at a global rank (its own type's memory); infinity for the ideal cluster.
+  // What a plan may use of the GPU at a global rank (its own type's memory less the headroom).
   double memory_limit_at(int global_rank) const;
+  // The GPU's whole memory, headroom included (what the vendor states); infinity for the ideal cluster.
+  double memory_capacity() const;
+  double memory_capacity_at(int global_rank) const;
+  // A limit memory_limit*() gave, for people: "78.4 GB (80.0 GB less the 2% headroom)", "80.0 GB" without
+  // headroom, "no limit" for infinity.
+  std::string memory_limit_text(double limit) const;
   // Throws BadInput when `gpus` GPUs do not fit (fixed node count too small).
   void check_capacity(int gpus) const;
 };

@@ -226,11 +226,11 @@ Choice fastest_of_all(const Scenario& s, const PartitionProblem& p, const Schedu
 std::string memory_need_message(const Scenario& s, const MemoryNeed& need) {
   const ParallelConfig& pc = s.parallel;
   const bool full = s.workload.recompute == Recompute::Full;
-  return fmt::format("the smallest stage needs {} with tp={}, pp={}{} and recompute {}; the GPU has {}; use a larger "
-                     "--tp or --pp{}, or GPUs with more memory",
+  return fmt::format("the smallest stage needs {} with tp={}, pp={}{} and recompute {}; a plan may use {}; use a larger "
+                     "--tp or --pp{}, or GPUs with more memory{}",
                      format_bytes(need.need_bytes), pc.tp, pc.pp, pc.vpp > 1 ? fmt::format(", vpp={}", pc.vpp) : "",
-                     to_string(s.workload.recompute), format_bytes(need.limit_bytes),
-                     full ? "" : ", --recompute full");
+                     to_string(s.workload.recompute), s.cluster.memory_limit_text(need.limit_bytes),
+                     full ? "" : ", --recompute full", s.cluster.memory_headroom > 0 ? ", or a smaller --memory-headroom" : "");
 }
 
 MemoryNeed smallest_memory_need(const Scenario& s, const CostModel& cost, const PartitionOptions& options) {

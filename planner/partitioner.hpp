@@ -102,7 +102,7 @@ struct MemoryNeed {
 MemoryNeed smallest_memory_need(const Scenario& resolved, const CostModel& cost, const PartitionOptions& options = {});
 
 // The BadInput text for a scenario whose smallest stage does not fit:
-// "the smallest stage needs 97.2 GB with tp=8, pp=64 and recompute full; the GPU has 80.0 GB; use ..."
+// "the smallest stage needs 97.2 GB with tp=8, pp=64 and recompute full; a plan may use 78.4 GB (80.0 GB less the 2% headroom); use ..."
 std::string memory_need_message(const Scenario& resolved, const MemoryNeed& need);
 
 }  // namespace pw

@@ -68,7 +68,7 @@ std::vector<std::string> binding_of(const Evaluation& ev, const StepBreakdown& b
     for (const RankStats& r : ev.sim.ranks)
       if (r.peak_memory_bytes > fullest->peak_memory_bytes) fullest = &r;
     out.push_back(fmt::format("memory: pipeline rank {} holds {} of {} ({} free)", fullest->rank,
-                              format_bytes(fullest->peak_memory_bytes), format_bytes(m.memory_limit_bytes),
+                              format_bytes(fullest->peak_memory_bytes), ev.scenario.cluster.memory_limit_text(m.memory_limit_bytes),
                               format_bytes(m.memory_limit_bytes - fullest->peak_memory_bytes)));
   }
   return out;
@@ -107,12 +107,49 @@ std::string describe_difference(const Candidate& a, const Candidate& b) {
   return out;
 }
 
-PlanExplanation explain_plans(const std::vector<Plan>& plans, const CostModel& cost) {
+namespace {
+
+std::vector<std::string> choice_of(const std::vector<Plan>& plans, const std::optional<Plan>& fastest, double prefer_within) {
+  std::vector<std::string> out;
+  const Plan& best = plans.front();
+  const double step = best.evaluation.metrics.step_time_s;
+  if (best.config.pp > 1) {
+    const auto shallower = std::find_if(plans.begin() + 1, plans.end(), [&](const Plan& p) { return p.config.pp < best.config.pp; });
+    if (shallower != plans.end())
+      out.push_back(fmt::format("depth: pp {}; the fastest listed plan with fewer pipeline ranks, #{} (pp {}), takes {} "
+                                "longer a step",
+                                best.config.pp, shallower - plans.begin() + 1, shallower->config.pp,
+                                format_percent(shallower->evaluation.metrics.step_time_s / step - 1)));
+    else
+      out.push_back(fmt::format("depth: pp {}; no listed plan has fewer pipeline ranks (--max-pp {} searches only those)",
+                                best.config.pp, best.config.pp / 2));
+  }
+  if (fastest) {
+    const Metrics& f = fastest->evaluation.metrics;
+    std::vector<std::string> why;
+    if (best.config.pp < fastest->config.pp)
+      why.push_back(fmt::format("fewer pipeline ranks ({}, not {})", best.config.pp, fastest->config.pp));
+    else if (best.evaluation.metrics.peak_memory_bytes < f.peak_memory_bytes)
+      why.push_back(fmt::format("less peak memory ({}, not {})", format_bytes(best.evaluation.metrics.peak_memory_bytes),
+                                format_bytes(f.peak_memory_bytes)));
+    out.push_back(fmt::format("preferred: the fastest plan found, {}, takes {} a step, {} less; within {} of it plan 1 "
+                              "has {}",
+                              describe(fastest->config), format_seconds(f.step_time_s), format_percent(1 - f.step_time_s / step),
+                              format_percent(prefer_within), why.empty() ? "the same depth and memory" : why.front()));
+  }
+  return out;
+}
+
+}  // namespace
+
+PlanExplanation explain_plans(const std::vector<Plan>& plans, const CostModel& cost, const std::optional<Plan>& fastest,
+                              double prefer_within) {
   PlanExplanation out;
   if (plans.empty()) return out;
   const Plan& best = plans.front();
   out.step = break_down(best.evaluation, cost);
   out.binding = binding_of(best.evaluation, out.step);
+  out.choice = choice_of(plans, fastest, prefer_within);
   const std::vector<Loss> best_parts = parts_of(out.step);
   for (size_t i = 1; i < plans.size(); ++i) {
     RunnerUp r;

@@ -1,6 +1,7 @@
 #pragma once
 // Why the best plan is the best: its step broken down (sim/step_breakdown.hpp), the constraint that binds
 // it, and for each runner-up what it loses against it and why, in one line each.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,13 +30,18 @@ struct PlanExplanation {
   // line when the fullest rank is within 10% of its GPU's memory ("memory: ...").
   std::vector<std::string> binding;
   std::vector<RunnerUp> runners_up;
+  // Why plan 1 is as deep as it is and, when a near tie ranked it before a faster plan, why: "depth: ...",
+  // "preferred: ..." (planner/top_plans.hpp).
+  std::vector<std::string> choice;
 };
 
 // The parts of a breakdown by name, in the order they are shown.
 std::vector<Loss> parts_of(const StepBreakdown& b);
 
 // Explains plans[0] against the others. Simulates each plan once more (with free transfers).
-PlanExplanation explain_plans(const std::vector<Plan>& plans, const CostModel& cost);
+// `fastest`: SearchResult::fastest, the faster plan a near tie within `prefer_within` ranked after plans[0].
+PlanExplanation explain_plans(const std::vector<Plan>& plans, const CostModel& cost,
+                              const std::optional<Plan>& fastest = std::nullopt, double prefer_within = kPreferWithin);
 
 // Where two configurations differ, a's values first: "tp=8 (not 4), rank order tp-dp-pp (not tp-pp-dp)".
 std::string describe_difference(const Candidate& a, const Candidate& b);

@@ -303,7 +303,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   const std::vector<int> cps = cp_options(base, space);
 
   std::vector<Candidate> out;
-  bool any_pp = false, any_dp_match = false, any_dp = false, any_ep = false, any_mbs = false, any_vpp = false;
+  bool any_pp = false, any_shallow = false, any_dp_match = false, any_dp = false, any_ep = false, any_mbs = false, any_vpp = false;
   for (int tp : tps)
     for (int cp : cps) {
       if (!space.up_to_gpus && (n / tp) % cp != 0) continue;
@@ -311,6 +311,9 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
         if (space.pp && pp != *space.pp) continue;
         if (pp > layers) continue;
         any_pp = true;
+        if (space.max_pp > 0 && pp > space.max_pp) continue;
+        if (space.min_blocks_per_rank > 0 && pp > 1 && model.num_blocks() < pp * space.min_blocks_per_rank) continue;
+        any_shallow = true;
         if (dp < 1 || (space.dp && dp != *space.dp)) continue;
         any_dp_match = true;
         if (G % dp != 0) continue;
@@ -352,6 +355,21 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
                       "{} layers of '{}'{}",
                       n, join_ints(tps), join_ints(cps), layers, model.name,
                       space.pp ? fmt::format(" and equal to {}", *space.pp) : "");
+    if (!any_shallow) {
+      std::vector<std::string> names, limits;
+      if (space.max_pp > 0) {
+        names.push_back("--max-pp");
+        limits.push_back(fmt::format("is at most {}", space.max_pp));
+      }
+      if (space.min_blocks_per_rank > 0) {
+        names.push_back("--min-layers-per-stage");
+        limits.push_back(fmt::format("leaves each rank {} or more of the {} transformer blocks of '{}'",
+                                     space.min_blocks_per_rank, model.num_blocks(), model.name));
+      }
+      throw_bad_input("{}: no pipeline degree dividing {} GPUs / (tp x cp){} {}; relax {}", fmt::join(names, ", "), n,
+                      space.pp ? fmt::format(" and equal to {}", *space.pp) : "", fmt::join(limits, " and "),
+                      names.size() > 1 ? "them" : "it");
+    }
     if (!any_dp_match)
       throw_bad_input("--dp: tp x cp x pp x {} is never {} GPUs with tp in {{{}}}, cp in {{{}}} and pp at most the {} "
                       "layers of '{}'",
@@ -487,7 +505,7 @@ bool uses_composites(const std::string& name) {
 class Searcher {
  public:
   Searcher(const Scenario& base, const SearchSpace& space, const CostModel& cost, const SearchOptions& options)
-      : base_(base), space_(space), cost_(cost), options_(options), top_(options.top) {}
+      : base_(base), space_(space), cost_(cost), options_(options), top_(options.top, options.prefer_within) {}
 
   SearchResult run() {
     start_ = std::chrono::steady_clock::now();
@@ -498,7 +516,13 @@ class Searcher {
     if (top_.empty()) explain_failure();
     refine();
     SearchResult result;
+    const std::vector<Plan>& kept = top_.kept();
+    const Plan fastest = *std::min_element(kept.begin(), kept.end(), [](const Plan& a, const Plan& b) {
+      const double ta = a.evaluation.metrics.step_time_s, tb = b.evaluation.metrics.step_time_s;
+      return ta != tb ? ta < tb : config_less(a.config, b.config);
+    });
     result.plans = top_.take();
+    if (!(result.plans.front().config == fastest.config)) result.fastest = fastest;
     stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     result.stats = stats_;
     return result;
@@ -1000,10 +1024,11 @@ class Searcher {
     }
     if (closest && excess(closest->need) > 0) {
       const MemoryNeed& n = closest->need;
-      throw_bad_input("no configuration of {} GPUs fits in memory: the smallest stage needs {} with {}; the GPU has {} "
-                      "({} short); use more GPUs or GPUs with more memory",
-                      space_.gpus, format_bytes(n.need_bytes), describe(closest->config), format_bytes(n.limit_bytes),
-                      format_bytes(n.need_bytes - n.limit_bytes));
+      throw_bad_input("no configuration of {} GPUs fits in memory: the smallest stage needs {} with {}; a plan may use {}, "
+                      "{} short; use more GPUs or GPUs with more memory{}",
+                      space_.gpus, format_bytes(n.need_bytes), describe(closest->config),
+                      base_.cluster.memory_limit_text(n.limit_bytes), format_bytes(n.need_bytes - n.limit_bytes),
+                      base_.cluster.memory_headroom > 0 ? ", or a smaller --memory-headroom" : "");
     }
     if (first_invalid_)
       throw_bad_input("no configuration is valid; the first, {}, fails: {}", describe(first_invalid_->first),

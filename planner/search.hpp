@@ -42,6 +42,10 @@ struct SearchSpace {
   std::vector<Recompute> recomputes;   // empty: none, selective, full, per-stage (explicit-cost models: none)
   std::optional<RankOrder> order;      // empty: both orders where they differ (pp > 1 and dp > 1)
   int max_tp = 0;                      // 0: the GPUs of a node
+  int max_pp = 0;                      // 0: no limit
+  // Pipelines deep enough to leave a rank fewer transformer blocks than this, on average, are not searched
+  // (0: any depth up to one layer a stage).
+  int min_blocks_per_rank = 0;
 };
 
 // cp is for long sequences: the search offers a cp only while each rank keeps this many tokens (a chunk's
@@ -112,6 +116,15 @@ struct SearchStats {
   double seconds = 0;
 };
 
+// The plan command's floor on transformer blocks per pipeline rank (--min-layers-per-stage): the deepest
+// pipelines of published runs hold 2 (Megatron-LM's 1T-parameter GPT, 128 layers on pp 64, in Narayanan et
+// al. 2021 and Korthikanti et al. 2022); deeper ones pay per-stage costs no run has measured.
+constexpr int kMinBlocksPerRank = 2;
+
+// Step times within 1% are inside the run-to-run spread of a real job and the cost model's own error, so a
+// practitioner takes the shallower or emptier of two such plans (docs/planning.md#near-ties).
+constexpr double kPreferWithin = 0.01;
+
 struct SearchOptions {
   int top = 5;
   int threads = 0;     // 0: std::thread::hardware_concurrency()
@@ -119,12 +132,18 @@ struct SearchOptions {
   // Seconds the search may take by its own estimate (planner/search_estimate.hpp), 0: no limit. Over it:
   // BadInput "plan: the search, after ... would take about ...; the limit is ...".
   double time_limit_s = 0;
+  // Plans whose step is within this share of the fastest rank first by fewer pipeline ranks, then less peak
+  // memory (planner/top_plans.hpp): a deeper or fuller plan must be faster by more than this to lead. 0: by
+  // step time alone.
+  double prefer_within = kPreferWithin;
   // Called from the worker threads (serialised) with candidates done and the total.
   std::function<void(long done, long total)> progress;
 };
 
 struct SearchResult {
   std::vector<Plan> plans;  // best first, at most `top`
+  // The fastest plan found, when a near tie with fewer pipeline ranks or less memory ranks before it.
+  std::optional<Plan> fastest;
   SearchStats stats;
 };
 

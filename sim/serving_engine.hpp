@@ -64,13 +64,13 @@ class ServingEngine {
         if (l.kind == LayerKind::Mtp) continue;
         weights += serving_layer_parameters(*model.transformer, l, c_.tp, c_.ep).total() * serving_weight_bytes(l.kind, c_.weights);
       }
-      const double room = cluster.memory_limit_at(g) * c_.gpu_memory_utilization - weights - c_.activation_reserve_bytes;
+      const double room = cluster.memory_capacity_at(g) * c_.gpu_memory_utilization - weights - c_.activation_reserve_bytes;
       const double per_token = kv_bytes_for_tokens(model, stages_[static_cast<size_t>(s)], c_.tp, 1, c_.kv_dtype);
       if (!(room > 0))
         throw_bad_input("--tp {} --pp {}: stage {} holds {} of weights, and {} x {} of its {} leaves no room for a KV cache; "
                         "use more GPUs (a larger --tp or --pp)",
                         c_.tp, c_.pp, s, format_bytes(weights), format_percent(c_.gpu_memory_utilization),
-                        format_bytes(cluster.memory_limit_at(g)), format_bytes(cluster.memory_limit_at(g)));
+                        format_bytes(cluster.memory_capacity_at(g)), format_bytes(cluster.memory_capacity_at(g)));
       // An unbounded memory (the ideal cluster) holds every token: kept finite so that pages can be counted.
       if (per_token > 0) capacity = std::min(capacity, static_cast<long>(std::min(room / per_token, serving_detail::kMaxCacheTokens)));
     }

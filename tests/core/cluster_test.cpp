@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/cluster.hpp"
 #include "core/error.hpp"
 
@@ -62,8 +64,38 @@ TEST_CASE("cluster presets carry the vendor numbers") {
   const Cluster h200 = cluster_preset("hgx-h200");
   CHECK(h200.gpu.memory_bytes == 141e9);
   CHECK(h200.gpu.hbm_bytes_per_s == 4.8e12);
-  CHECK(h200.memory_limit() == 141e9);
+  CHECK(h200.memory_capacity() == 141e9);
   CHECK_FALSE(h200.ideal);
+}
+
+TEST_CASE("a plan may use each GPU's memory less the headroom, which cluster files carry") {
+  Cluster h = cluster_preset("dgx-h100");
+  CHECK(h.memory_headroom == kDefaultMemoryHeadroom);
+  CHECK(h.memory_limit() == 80e9 * (1 - 0.02));
+  CHECK(h.memory_limit_at(9) == 80e9 * (1 - 0.02));
+  CHECK(h.memory_limit_text(h.memory_limit()) == "78.4 GB (80.0 GB less the 2% headroom)");
+  // The default is not written, so files written before the headroom read and write the same.
+  CHECK(nlohmann::json::parse(cluster_to_json_text(h)).contains("memory_headroom") == false);
+  h.memory_headroom = 0.05;
+  CHECK(h.memory_limit() == 80e9 * 0.95);
+  const std::string text = cluster_to_json_text(h);
+  CHECK(nlohmann::json::parse(text)["memory_headroom"] == 0.05);
+  const Cluster back = cluster_from_json_text(text, "h.json");
+  CHECK(back.memory_headroom == 0.05);
+  CHECK(cluster_to_json_text(back) == text);
+  h.memory_headroom = 0;
+  CHECK(h.memory_limit() == 80e9);
+  CHECK(h.memory_limit_text(80e9) == "80.0 GB");
+  CHECK(std::isinf(cluster_preset("ideal").memory_limit()));
+  CHECK(cluster_preset("ideal").memory_limit_text(cluster_preset("ideal").memory_limit()) == "no limit");
+
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["memory_headroom"] = 0.6;
+  CHECK(bad_input([&] { cluster_from_json_text(j.dump(), "h.json"); }) ==
+        "h.json: memory_headroom is 0.6; give the share of each GPU's memory to keep free, from 0 to 0.5");
+  j["memory_headroom"] = -0.01;
+  CHECK(bad_input([&] { cluster_from_json_text(j.dump(), "h.json"); }) ==
+        "h.json: memory_headroom is -0.01; give the share of each GPU's memory to keep free, from 0 to 0.5");
 }
 
 TEST_CASE("the ideal cluster is free, instant and unbounded") {

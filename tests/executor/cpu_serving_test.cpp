@@ -132,7 +132,7 @@ TEST_CASE("serving runs give the uncached greedy tokens: whole or chunked prefil
       // Room for 4.5 pages of 4 tokens on the tightest stage: 4 requests of up to 11 tokens must take turns.
       for (const LayerRange& stage : split_layers(model, k.pp, {})) {
         const double per_token = kv_bytes_for_tokens(model, stage, 1, 1, KvCacheDtype::Bf16);
-        c.activation_reserve_bytes = std::max(c.activation_reserve_bytes, cluster.memory_limit_at(0) * c.gpu_memory_utilization -
+        c.activation_reserve_bytes = std::max(c.activation_reserve_bytes, cluster.memory_capacity_at(0) * c.gpu_memory_utilization -
                                                                               weight_bytes(model, stage) - 18 * per_token);
       }
     }

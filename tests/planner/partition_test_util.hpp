@@ -30,9 +30,11 @@ inline AnalyticCostModel exact_cost() {
   return AnalyticCostModel(p);
 }
 
-// Every pipeline rank on its own node: every boundary crosses the network link.
+// Every pipeline rank on its own node: every boundary crosses the network link. No headroom: a plan may
+// use the whole `memory_bytes`.
 inline Cluster exact_cluster(double memory_bytes) {
   Cluster c;
+  c.memory_headroom = 0;
   c.name = "exact";
   c.nodes = 0;
   c.gpus_per_node = 1;

@@ -140,9 +140,11 @@ TEST_CASE("mixed clusters: node groups give each GPU its type and memory, and ro
   CHECK(c.gpu_at(15).name == "A100");
   CHECK(c.gpu_at(16).name == "H100");
   CHECK(c.gpu_at(23).peak_flops == 989e12);
-  CHECK(c.memory_limit_at(3) == 40e9);
-  CHECK(c.memory_limit_at(20) == 80e9);
-  CHECK(c.memory_limit() == 40e9);  // the smallest
+  CHECK(c.memory_capacity_at(3) == 40e9);
+  CHECK(c.memory_capacity_at(20) == 80e9);
+  CHECK(c.memory_capacity() == 40e9);  // the smallest
+  CHECK(c.memory_limit_at(20) == 80e9 * (1 - kDefaultMemoryHeadroom));
+  CHECK(c.memory_limit() == 40e9 * (1 - kDefaultMemoryHeadroom));
   CHECK(bad_input([&] { c.gpu_at(24); }) == "runtime error: cluster 'mixed': GPU 24 is outside its 3 nodes of 8 GPUs");
   CHECK(bad_input([&] { c.check_capacity(32); }) ==
         "tp x cp x pp x dp = 32 GPUs but cluster 'mixed' has 24 (3 x 8); use fewer GPUs or a cluster file with more nodes");

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
@@ -290,7 +291,7 @@ std::string search_error(const Scenario& base, const SearchSpace& space, const C
 
 TEST_CASE("no feasible plan names the binding constraint and by how much") {
   // tiny-uniform: 8 layers of 1e6 parameters (2 MB of bf16 weights) and 4 MB of activations per
-  // micro-batch (explicit costs: searched at micro-batch size 1 only). Two 20 MB GPUs, no reserve; global
+  // micro-batch (explicit costs: searched at micro-batch size 1 only). Two 20 MB GPUs, no reserve or headroom; global
   // batch 2; 1f1b and gpipe. pp 1 (dp 2, m 1): 8e6 parameters x (2 + 4 + 12 / 2) bytes + 8 x 4 MB = 128 MB.
   // pp 2 (dp 1, m 2): 18 bytes a parameter, 18 MB a layer; both schedules hold 2 micro-batches on rank 0
   // (1F1B: min(p, m) = 2), so with a layers there rank 0 needs 18a + 2 x 4a = 26a MB and rank 1 at least
@@ -304,7 +305,7 @@ TEST_CASE("no feasible plan names the binding constraint and by how much") {
   base.cluster = cluster_from_json_text(R"({"name": "tiny", "nodes": 1, "gpus_per_node": 2,
       "gpu": {"name": "20MB", "peak_tflops": 1, "memory_bytes": 2e7, "hbm_bytes_per_s": 1e12},
       "intra_node": {"bandwidth_bytes_per_s": 1e11, "latency_s": 0},
-      "inter_node": {"bandwidth_bytes_per_s": 1e10, "latency_s": 0}})",
+      "inter_node": {"bandwidth_bytes_per_s": 1e10, "latency_s": 0}, "memory_headroom": 0})",
                                         "tiny cluster");
   base.global_batch_size = 2;
   SearchSpace space;
@@ -312,8 +313,15 @@ TEST_CASE("no feasible plan names the binding constraint and by how much") {
   space.schedules = {"1f1b", "gpipe"};
   CHECK(search_error(base, space, cost) ==
         "no configuration of 2 GPUs fits in memory: the smallest stage needs 104 MB with tp=1, pp=2, dp=1, "
-        "micro-batch size 1, 1f1b and no recompute; the GPU has 20.0 MB (84.0 MB short); use more GPUs or GPUs "
+        "micro-batch size 1, 1f1b and no recompute; a plan may use 20.0 MB, 84.0 MB short; use more GPUs or GPUs "
         "with more memory");
+  // Half of each GPU kept free: 10 MB to use, 94 MB short.
+  Scenario roomy = base;
+  roomy.cluster.memory_headroom = 0.5;
+  CHECK(search_error(roomy, space, cost) ==
+        "no configuration of 2 GPUs fits in memory: the smallest stage needs 104 MB with tp=1, pp=2, dp=1, "
+        "micro-batch size 1, 1f1b and no recompute; a plan may use 10.0 MB (20.0 MB less the 50% headroom), 94.0 MB "
+        "short; use more GPUs or GPUs with more memory, or a smaller --memory-headroom");
 }
 
 TEST_CASE("an empty space names the dimension that empties it") {
@@ -361,4 +369,43 @@ TEST_CASE("configurations are described in the planner's words") {
         "tp=8, pp=16, dp=8, vpp=3, micro-batch size 1, interleaved and selective recompute");
   CHECK(describe(Candidate{2, 4, 1, 1, 2, 8, "1f1b", Recompute::None}) ==
         "tp=2, pp=4, dp=1, micro-batch size 2, 1f1b and no recompute");
+}
+
+TEST_CASE("the pipeline depths searched: at most --max-pp, and the blocks-per-rank floor") {
+  // gpt3-1.3b (24 blocks) on the ideal cluster, 32 GPUs, tp 1, global batch 32: pp divides 32 and is at
+  // most the 26 layers (blocks, embedding and head): 1, 2, 4, 8, 16. A floor of 2 blocks a rank keeps
+  // pp x 2 <= 24: up to 8; --max-pp 4 keeps up to 4; a floor of 4 blocks keeps pp x 4 <= 24: up to 4.
+  Scenario base;
+  base.model = model_preset("gpt3-1.3b");
+  base.cluster = cluster_preset("ideal");
+  base.global_batch_size = 32;
+  SearchSpace space;
+  space.gpus = 32;
+  space.tp = 1;
+  space.schedules = {"1f1b"};
+  space.recomputes = {Recompute::None};
+  const auto depths = [&] {
+    std::set<int> pps;
+    for (const Candidate& c : enumerate_candidates(base, space)) pps.insert(c.pp);
+    return pps;
+  };
+  CHECK(depths() == std::set<int>{1, 2, 4, 8, 16});
+  space.min_blocks_per_rank = 2;
+  CHECK(depths() == std::set<int>{1, 2, 4, 8});
+  space.max_pp = 4;
+  CHECK(depths() == std::set<int>{1, 2, 4});
+  space.max_pp = 0;
+  space.min_blocks_per_rank = 4;
+  CHECK(depths() == std::set<int>{1, 2, 4});
+  // A fixed pp deeper than either limit empties the space, and the message names both.
+  space.pp = 16;
+  space.max_pp = 8;
+  const AnalyticCostModel cost;
+  CHECK(search_error(base, space, cost) ==
+        "--max-pp, --min-layers-per-stage: no pipeline degree dividing 32 GPUs / (tp x cp) and equal to 16 is at most 8 "
+        "and leaves each rank 4 or more of the 24 transformer blocks of 'gpt3-1.3b'; relax them");
+  space.max_pp = 0;
+  CHECK(search_error(base, space, cost) ==
+        "--min-layers-per-stage: no pipeline degree dividing 32 GPUs / (tp x cp) and equal to 16 leaves each rank 4 or "
+        "more of the 24 transformer blocks of 'gpt3-1.3b'; relax it");
 }

@@ -124,7 +124,7 @@ TEST_CASE("dp attention: each GPU holds the dense weights over tp and experts / 
   // 48 layers x 4 KV heads / tp 2 x 128 x (K, V) x 2 bytes.
   const double per_token = 48.0 * 2 * 128 * 2 * 2;
   const long tokens =
-      static_cast<long>((x.cluster.memory_limit_at(0) * engine.gpu_memory_utilization - weights - engine.activation_reserve_bytes) /
+      static_cast<long>((x.cluster.memory_capacity_at(0) * engine.gpu_memory_utilization - weights - engine.activation_reserve_bytes) /
                         per_token);
   CHECK(r.kv_capacity_tokens == tokens / engine.block_tokens * engine.block_tokens);
 }

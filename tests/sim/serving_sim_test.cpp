@@ -148,7 +148,7 @@ TEST_CASE("a mixture of experts at tp 8 holds an eighth of every expert per GPU,
     if (l.kind != LayerKind::Mtp) weights += 2 * serving_layer_parameters(*m.transformer, l, 8).total();
   // 32 layers x 1 of the 8 KV heads x 128 x (K, V) x 2 bytes on each GPU.
   const double per_token = 32.0 * 128 * 2 * 2;
-  const long tokens = static_cast<long>((cluster.memory_limit_at(0) * c.gpu_memory_utilization - weights -
+  const long tokens = static_cast<long>((cluster.memory_capacity_at(0) * c.gpu_memory_utilization - weights -
                                          c.activation_reserve_bytes) / per_token);
   CHECK(r.kv_capacity_tokens == tokens / c.block_tokens * c.block_tokens);
   CHECK(weights < 12e9);  // 46.7 B parameters / 8 in bf16, not the 90 GB of experts held whole
