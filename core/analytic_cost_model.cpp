@@ -237,10 +237,22 @@ double AnalyticCostModel::all_to_all_time(double bytes, const AllToAllLinks& l, 
   const int nodes = l.ranks / per_node;
   if (dispatch.node_dedup && l.across > 0 && nodes > 1 && dispatch.top_k > 0 && dispatch.experts > 0) {
     // One copy of a token to each other node that holds any of its top_k experts (uniform routing over the
-    // experts, spread evenly over the ep group's nodes): P(a node is hit) = 1 - C(E - E/G, k) / C(E, k).
-    const double experts = dispatch.experts, per = experts / nodes;
-    double missed = 1;
-    for (int i = 0; i < dispatch.top_k; ++i) missed *= std::max(0.0, experts - per - i) / (experts - i);
+    // experts, spread evenly over the ep group's N nodes): P(a node is missed) = C(E - E/N, k) / C(E, k).
+    // With group-limited routing and whole groups on each node, a node is missed when none of its G/N groups
+    // is among the token's top g of the G groups: C(G - G/N, g) / C(G, g), g = min(top_groups, top_k) (every
+    // chosen group taken to hold one of the token's experts, the most nodes the limit allows), or uniform
+    // routing's where that misses more. Groups that straddle nodes do not cap
+    // the nodes a token reaches: routing stays uniform there.
+    const auto missed_from = [](double all, double per, int picks) {
+      double missed = 1;
+      for (int i = 0; i < picks; ++i) missed *= std::max(0.0, all - per - i) / (all - i);
+      return missed;
+    };
+    const bool grouped = dispatch.groups > 0 && dispatch.top_groups < dispatch.groups && dispatch.groups % nodes == 0;
+    double missed = missed_from(dispatch.experts, dispatch.experts / nodes, dispatch.top_k);
+    if (grouped)  // a cap: never more nodes than uniform routing reaches (a token of few experts)
+      missed = std::max(missed, missed_from(dispatch.groups, dispatch.groups / nodes,
+                                            std::min(dispatch.top_groups, dispatch.top_k)));
     const double token_bytes = bytes / dispatch.top_k;
     across = token_bytes * (nodes - 1) * (1 - missed);
     // Inside each node every copy goes to its expert's GPU: those arriving from other nodes are forwarded.

@@ -66,6 +66,13 @@ void read_hf_moe(const JsonFields& f, const std::string& type, TransformerConfig
     m.expert_ffn = f.positive_int("moe_intermediate_size");
     m.shared_expert_ffn = non_negative_int(f, "n_shared_experts", 0) * m.expert_ffn;
     m.first_dense = non_negative_int(f, "first_k_dense_replace", 0);
+    // Group-limited routing (DeepSeek-V2's group_limited_greedy, V3's noaux_tc): top_k experts inside the
+    // topk_group best of n_group groups. One group is no limit (DeepSeek-V2-Lite).
+    const int groups = non_negative_int(f, "n_group", 0);
+    if (groups > 1 && f.has("topk_group")) {
+      m.groups = groups;
+      m.top_groups = non_negative_int(f, "topk_group", 0);
+    }
     if (f.has("moe_layer_freq") && f.positive_int("moe_layer_freq") != 1)
       f.fail("moe_layer_freq", "is not 1; only every block from first_k_dense_replace on is modelled as MoE");
     // DeepSeek-V3's noaux_tc routing keeps e_score_correction_bias, one per expert.

@@ -30,6 +30,7 @@ struct RoutedShape {
   double ep = 1, etp = 1;
   double capacity = 0;  // Workload::capacity_factor
   bool node_dedup = false;  // the flex dispatcher
+  int groups = 0, top_groups = 0;  // group-limited routing (MoeConfig)
   // Token-expert pairs this GPU's experts run per micro-batch: its own tokens x top_k (each ep rank sends as
   // many as it receives on average) x etp (each etp rank runs every token of its ep rank's group), times
   // the capacity factor when padded.

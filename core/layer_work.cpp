@@ -70,6 +70,8 @@ Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq, int
     r.shared_gate = m.shared_expert_gate;
     r.capacity = w.capacity_factor;
     r.node_dedup = w.dispatcher == Workload::Dispatcher::Flex;
+    r.groups = m.groups;
+    r.top_groups = m.top_groups;
     r.pairs = d.tokens_per_rank() * r.k * r.etp * (r.capacity > 0 ? r.capacity : 1.0);
   }
   return d;

@@ -25,11 +25,13 @@ struct Collective {
 // How a phase's all-to-alls carry the token copies: each to its expert's GPU (Megatron's alltoall
 // dispatcher), or, with node_dedup, one copy per token to each other node hosting any of its top_k of the
 // `experts` experts, spread to those experts over the node's links (DeepEP and HybridEP, Megatron's flex
-// dispatcher).
+// dispatcher); with group-limited routing, those of its top_groups groups.
 struct RoutedDispatch {
   int experts = 0;
   int top_k = 0;
   bool node_dedup = false;
+  int groups = 0;      // group-limited routing (MoeConfig::groups); 0: none
+  int top_groups = 0;
 };
 
 // One phase (F, B or W) of one layer: compute-bound GEMM FLOPs, attention-core FLOPs (QK^T, AV and

@@ -21,7 +21,7 @@ int optional_count(const JsonFields& f, const char* key, int fallback) {
 
 MoeConfig read_moe(const JsonFields& f, int layers) {
   f.reject_unknown({"experts", "top_k", "expert_ffn", "shared_expert_ffn", "shared_expert_gate", "expert_bias",
-                    "router_score_bias", "first_dense", "every", "dense_blocks"});
+                    "router_score_bias", "first_dense", "every", "dense_blocks", "groups", "top_groups"});
   MoeConfig m;
   m.experts = f.count("experts", 1'000'000, "experts");
   m.top_k = f.count("top_k", 1'000'000, "experts");
@@ -35,6 +35,8 @@ MoeConfig read_moe(const JsonFields& f, int layers) {
   m.first_dense = f.has("first_dense") ? static_cast<int>(std::min<long>(f.non_negative_integer("first_dense"), kMaxLayers)) : 0;
   m.every = optional_count(f, "every", 1);
   if (f.has("dense_blocks")) m.dense_blocks = f.indices("dense_blocks", layers);
+  m.groups = f.has("groups") ? f.count("groups", 1'000'000, "groups") : 0;
+  m.top_groups = f.has("top_groups") ? f.count("top_groups", 1'000'000, "groups") : 0;
   std::string where = f.name("");
   if (where.ends_with('.')) where.pop_back();
   check_moe(m, layers, f.source() + ": " + where);
@@ -226,6 +228,10 @@ std::string model_to_json_text(const Model& model) {
       if (m.first_dense > 0) o["first_dense"] = m.first_dense;
       if (m.every > 1) o["every"] = m.every;
       if (!m.dense_blocks.empty()) o["dense_blocks"] = m.dense_blocks;
+      if (m.groups > 0) {
+        o["groups"] = m.groups;
+        o["top_groups"] = m.top_groups;
+      }
       t["moe"] = o;
     }
     if (c.mla) {

@@ -74,14 +74,16 @@ TransformerConfig qwen3_moe(int hidden, int layers, int heads, int ffn, int expe
 }
 
 // DeepSeek-V3 (deepseek-ai/DeepSeek-V3 config.json; DeepSeek-AI 2024): multi-head latent attention, 3 dense
-// blocks then 58 MoE blocks of 256 routed experts (top 8) and one shared expert, one MTP module, 4096-token
-// pretraining sequences.
+// blocks then 58 MoE blocks of 256 routed experts (top 8 inside the best 4 of 8 groups) and one shared
+// expert, one MTP module, 4096-token pretraining sequences.
 TransformerConfig deepseek_v3() {
   TransformerConfig c = moe(llama(7168, 18432, 61, 128, 128, 129280, 4096), 256, 8, 2048);
   c.family = "deepseek_v3";
   c.moe->shared_expert_ffn = 2048;
   c.moe->first_dense = 3;
   c.moe->router_score_bias = true;
+  c.moe->groups = 8;
+  c.moe->top_groups = 4;
   c.mla = MlaConfig{1536, 512, 128, 64, 128};
   c.head_dim = c.mla->qk_head_dim();
   c.mtp_layers = 1;

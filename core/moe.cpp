@@ -33,6 +33,19 @@ void check_moe(const MoeConfig& moe, int layers, const std::string& source) {
     throw_bad_input("{}: top_k {} is not between 1 and the {} experts; give a top_k <= {}", source, moe.top_k,
                     moe.experts, moe.experts);
   if (moe.expert_ffn < 1) throw_bad_input("{}: the experts' intermediate size is {}; give a positive size", source, moe.expert_ffn);
+  if (moe.groups > 0) {
+    if (moe.experts % moe.groups != 0)
+      throw_bad_input("{}: {} expert groups do not divide the {} experts; give a divisor of {}", source, moe.groups,
+                      moe.experts, moe.experts);
+    if (moe.top_groups < 1 || moe.top_groups > moe.groups)
+      throw_bad_input("{}: the top {} groups are not between 1 and the {} groups; give a number from 1 to {}", source,
+                      moe.top_groups, moe.groups, moe.groups);
+    if (moe.top_k > static_cast<long>(moe.top_groups) * (moe.experts / moe.groups))
+      throw_bad_input("{}: top_k {} is more than the {} experts of the top {} groups; give more top groups", source,
+                      moe.top_k, static_cast<long>(moe.top_groups) * (moe.experts / moe.groups), moe.top_groups);
+  } else if (moe.top_groups > 0) {
+    throw_bad_input("{}: top groups {} without expert groups; give the groups too, or neither", source, moe.top_groups);
+  }
   bool any = false;
   for (int i = 0; i < layers && !any; ++i) any = moe.moe_block(i);
   if (!any)

@@ -22,6 +22,12 @@ struct MoeConfig {
   // (i + 1) % every == 0 (Qwen's decoder_sparse_step, Llama 4's interleave_moe_layer_step) and it is not
   // listed in dense_blocks (Qwen's mlp_only_layers).
   int first_dense = 0;
+  // Group-limited routing (DeepSeek's n_group and topk_group, Megatron-Core's --moe-router-num-groups and
+  // --moe-router-group-topk): the experts in `groups` equal runs, each token's top_k picked inside its
+  // `top_groups` best groups. Laid out one group per node (DeepSeek-V3: 256 experts, 8 groups on 8 nodes at
+  // ep 64) it caps the nodes a token reaches at top_groups. 0: no limit.
+  int groups = 0;
+  int top_groups = 0;
   int every = 1;
   std::vector<int> dense_blocks;
 

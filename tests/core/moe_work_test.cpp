@@ -241,3 +241,51 @@ TEST_CASE("the flex dispatcher sends one copy of a token to each other node hold
   CHECK(bad_input([] { dispatcher_from_string("deepep"); }) ==
         "--dispatcher: 'deepep' is not a token dispatcher; use alltoall or flex (DeepEP, HybridEP)");
 }
+
+TEST_CASE("group-limited routing caps the nodes a token reaches when whole groups sit on each node") {
+  // DeepSeek-V3's routing on 8 H800 nodes at ep 64: 256 experts in 8 groups, top 8 inside the best 4 groups,
+  // one group per node. A node is missed when its group is not among the 4: C(7, 4) / C(8, 4) = 1/2, so a
+  // token reaches 7 x 1/2 = 3.5 other nodes, where uniform routing reaches 7 x (1 - C(224, 8) / C(256, 8)).
+  const Cluster cluster = cluster_preset("dgx-h800");
+  const ParallelConfig pc = folded(64, 64);
+  const AllToAllLinks eight_nodes = all_to_all_links(cluster, pc, 0);
+  REQUIRE(eight_nodes.across == 56);
+  const AnalyticCostModel cost;
+  const double bytes = 2.0 * 4096 * 8 * 7168;  // 4096 tokens x top 8 x h 7168, bf16
+  const double token_bytes = bytes / 8;
+  const double in_node = 2.5e-6 + bytes * 7 / 8 / (200e9 * 0.75);
+  const RoutedDispatch grouped{256, 8, true, 8, 4};
+  const double across = 6e-6 + token_bytes * 7 * 0.5 / (50e9 * 0.75);
+  CHECK(cost.all_to_all_time(bytes, eight_nodes, grouped) == Approx(std::max(across, in_node)).epsilon(1e-12));
+  double missed = 1;
+  for (int i = 0; i < 8; ++i) missed *= (224.0 - i) / (256.0 - i);
+  const RoutedDispatch uniform{256, 8, true};
+  CHECK(cost.all_to_all_time(bytes, eight_nodes, uniform) ==
+        Approx(6e-6 + token_bytes * 7 * (1 - missed) / (50e9 * 0.75)).epsilon(1e-12));
+  // The limit only caps: top 2 inside the best 4 groups reaches at most 2 groups (missed 21/28), fewer than
+  // uniform routing's 2 experts do (missed (224 x 223) / (256 x 255), more), so uniform routing stands.
+  CHECK(cost.all_to_all_time(bytes / 4, eight_nodes, RoutedDispatch{256, 2, true, 8, 4}) ==
+        cost.all_to_all_time(bytes / 4, eight_nodes, RoutedDispatch{256, 2, true}));
+  // Groups straddling nodes (8 groups over 16 nodes at ep 128) cap nothing: uniform routing.
+  const AllToAllLinks sixteen = all_to_all_links(cluster, folded(128, 128), 0);
+  CHECK(cost.all_to_all_time(bytes, sixteen, grouped) == cost.all_to_all_time(bytes, sixteen, uniform));
+  // The alltoall dispatcher sends each copy to its expert's GPU, limited or not.
+  CHECK(cost.all_to_all_time(bytes, eight_nodes, RoutedDispatch{256, 8, false, 8, 4}) == cost.all_to_all_time(bytes, eight_nodes));
+
+  // The model reads it from DeepSeek's config (n_group, topk_group) and checks it.
+  const Model v3 = load_model(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/deepseek-v3.config.json");
+  CHECK(v3.transformer->moe->groups == 8);
+  CHECK(v3.transformer->moe->top_groups == 4);
+  CHECK(model_preset("deepseek-v3").transformer->moe->groups == 8);
+  MoeConfig m = *v3.transformer->moe;
+  m.groups = 7;
+  CHECK(bad_input([&] { check_moe(m, 61, "v3"); }) == "v3: 7 expert groups do not divide the 256 experts; give a divisor of 256");
+  m.groups = 8;
+  m.top_groups = 9;
+  CHECK(bad_input([&] { check_moe(m, 61, "v3"); }) ==
+        "v3: the top 9 groups are not between 1 and the 8 groups; give a number from 1 to 8");
+  m.groups = 64;
+  m.top_groups = 1;
+  CHECK(bad_input([&] { check_moe(m, 61, "v3"); }) ==
+        "v3: top_k 8 is more than the 4 experts of the top 1 groups; give more top groups");
+}
