@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -22,6 +24,7 @@
 #include "core/workload.hpp"
 #include "sim/scenario.hpp"
 #include "../temp_folder.hpp"
+#include "error_figure.hpp"
 
 using namespace pw;
 
@@ -259,6 +262,34 @@ TEST_CASE("the flagship runs come within 10% of what their authors reported") {
   CHECK(std::fabs(error_of(kMoeRunsFile, "deepseek-v3-report-2048gpu")) <= 0.10);
   CHECK(std::fabs(error_of(kH100RunsFile, "llama3-405b-16384gpus")) <= 0.10);
   CHECK(std::fabs(error_of(kH100RunsFile, "llama3-405b-131072-cp16")) <= 0.13);
+}
+
+TEST_CASE("docs/figures/validation-errors.svg draws today's predictions") {
+  // The error structure as a picture: every run of the three sets against model size, pp, dp, ep and
+  // precision. PIPEWRIGHT_UPDATE_GOLDEN=1 redraws it when the predictions move.
+  const AnalyticCostModel cost;
+  std::vector<ErrorPoint> points;
+  for (const auto& [file, set] : {std::pair{kRunsFile, "A100"}, {kH100RunsFile, "H100 dense"}, {kMoeRunsFile, "MoE"}}) {
+    const nlohmann::json doc = load_runs(file);
+    for (const nlohmann::json& run : doc.at("runs")) {
+      ErrorPoint p;
+      p.set = set;
+      p.parameters = parameter_count(run_model(run.at("model")));
+      p.pp = run.at("pp");
+      p.dp = run.at("dp");
+      p.ep = run.value("ep", 1);
+      p.precision = run.value("precision", std::string("bf16"));
+      p.error = predict(run, cost).error;
+      points.push_back(p);
+    }
+  }
+  REQUIRE(points.size() >= 30);
+  const std::string svg = error_figure_svg(points);
+  const std::string path = std::string(PIPEWRIGHT_SOURCE_DIR) + "/docs/figures/validation-errors.svg";
+  if (std::getenv("PIPEWRIGHT_UPDATE_GOLDEN")) std::ofstream(path, std::ios::binary) << svg;
+  INFO(path << " is out of date: run the validation test with PIPEWRIGHT_UPDATE_GOLDEN=1");
+  REQUIRE(std::filesystem::exists(path));
+  CHECK(svg == file_contents(path));
 }
 
 TEST_CASE("every published run fits the GPU memory the simulator predicts") {
