@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/expert_parallel.hpp"
+#include "core/rank_order.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "sim/evaluation_json.hpp"
@@ -83,6 +85,19 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
                                          s.parallel.ep, s.parallel.etp > 1 ? fmt::format(", etp {}", s.parallel.etp) : "",
                                          s.workload.dispatcher == Workload::Dispatcher::Flex ? ", flex dispatcher" : "",
                                          has_composites(ev.schedule) ? ", partly hidden in F&B composites" : ""));
+  if (m.expert_all_to_all_s > 0 && !s.cluster.ideal) {
+    // An ep group spread one GPU a node sends every copy over the network: name the order that packs it.
+    const int spans = ep_group_nodes(s.cluster, s.parallel);
+    for (RankOrder other : rank_orders()) {
+      ParallelConfig packed = s.parallel;
+      packed.order = other;
+      const int fewer = ep_group_nodes(s.cluster, packed);
+      if (other != s.parallel.order && fewer < spans)
+        row("", fmt::format("note: rank order {} spreads ep {} over {} nodes; --rank-order {} keeps it in {} "
+                            "(Megatron-Core's order, tp-cp-ep-dp-pp)",
+                            to_string(s.parallel.order), s.parallel.ep, spans, to_string(other), fewer));
+    }
+  }
   if (m.host_wait_s > 0)
     row("waiting on the host", fmt::format("{} on the busiest rank ({} of the step: its MoE blocks issued slower than "
                                            "they run; larger micro-batches amortize it)",

@@ -62,6 +62,14 @@ std::vector<int> expert_dp_group(const ParallelConfig& pc, int first_gpu) {
   return folded_group(pc, first_gpu, 0, pc.etp * pc.ep, pc.expert_dp());
 }
 
+int ep_group_nodes(const Cluster& cluster, const ParallelConfig& pc) {
+  if (cluster.ideal) return 1;
+  std::vector<int> nodes;
+  for (int g : ep_group(pc, 0)) nodes.push_back(cluster.node_of(g));
+  std::sort(nodes.begin(), nodes.end());
+  return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+}
+
 LinkSpec folded_ring_link(const Cluster& cluster, const ParallelConfig& pc, int first_gpu, int stride, int n) {
   if (cluster.ideal || n <= 1) return LinkSpec{kInf, 0};
   // The members' places in their nodes repeat within a few nodes' worth of hops (past a measured link

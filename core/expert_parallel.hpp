@@ -40,6 +40,9 @@ struct AllToAllLinks {
 };
 AllToAllLinks all_to_all_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu);
 
+// The nodes one ep group spans (the group of GPU 0's stage), 1 on the ideal cluster.
+int ep_group_nodes(const Cluster& cluster, const ParallelConfig& pc);
+
 // The slowest link of the ring through a folded group's GPUs in order (closing back to the first), as
 // group_link finds it for evenly spaced ranks; the free link for fewer than 2.
 LinkSpec folded_ring_link(const Cluster& cluster, const ParallelConfig& pc, int first_gpu, int stride, int n);

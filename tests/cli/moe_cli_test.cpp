@@ -257,3 +257,17 @@ TEST_CASE("plan finds DeepSeek-V3 on 2048 H800s a plan that fits and is as fast 
   CHECK(best.at("step_time_s").get<double>() <= 1.10 * reference);
   CHECK(best.at("peak_memory_bytes").get<double>() <= 80e9 * (1 - 0.02));
 }
+
+TEST_CASE("simulate names the rank order that keeps an ep group in fewer nodes") {
+  // Mixtral on 32 H100s, pp 4, dp 8, ep 8: with pipeline neighbours in a node (tp-pp-dp) the 8 dp replicas of a
+  // stage sit 4 GPUs apart, over 4 nodes; tp-dp-pp puts them in one.
+  const std::vector<std::string> args = {"simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--pp", "4",
+                                         "--dp", "8", "--ep", "8", "--global-batch-size", "256"};
+  const CliResult spread = run_cli(args);
+  REQUIRE(spread.code == 0);
+  CHECK(spread.out.find("\n                          note: rank order tp-pp-dp spreads ep 8 over 4 nodes; --rank-order "
+                        "tp-dp-pp keeps it in 1 (Megatron-Core's order, tp-cp-ep-dp-pp)\n") != std::string::npos);
+  const CliResult packed = run_cli(with(args, {"--rank-order", "tp-dp-pp"}));
+  REQUIRE(packed.code == 0);
+  CHECK(packed.out.find("note: rank order") == std::string::npos);
+}
