@@ -122,7 +122,7 @@ std::vector<std::string> choice_of(const std::vector<Plan>& plans, const std::op
                                 format_percent(shallower->evaluation.metrics.step_time_s / step - 1)));
     else
       out.push_back(fmt::format("depth: pp {}; no listed plan has fewer pipeline ranks (--max-pp {} searches only those)",
-                                best.config.pp, best.config.pp / 2));
+                                best.config.pp, best.config.pp - 1));
   }
   if (fastest) {
     const Metrics& f = fastest->evaluation.metrics;
