@@ -42,7 +42,10 @@ void run_replan(const ReplanOptions& o, std::ostream& out) {
   if (o.failed_nodes.empty()) throw_bad_input("--failed-nodes: list the failed nodes, e.g. --failed-nodes 3,17");
   if (o.top < 1) throw_bad_input("--top: must be at least 1, got {}", o.top);
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
-  check_outputs({{"--out", o.out_path}}, o.scenario.plan_input_paths(doc));
+  // The running job's plan is an input: a replan written over it would lose what the job runs.
+  std::vector<OptionPath> inputs = o.scenario.input_paths();
+  for (const OptionPath& recorded : o.scenario.plan_input_paths(doc)) inputs.push_back(recorded);
+  check_outputs({{"--out", o.out_path}}, inputs);
   const Scenario& running = doc->scenario;
   const CostModelChain chain = o.scenario.cost_models(running.model, doc);
   const CostModel& cost = chain.model();

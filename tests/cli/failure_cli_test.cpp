@@ -4,9 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "cli_test_util.hpp"
+#include "../temp_folder.hpp"
 
 namespace {
 
@@ -80,6 +82,19 @@ TEST_CASE("replan re-plans a plan file on the nodes left") {
               "--failed-nodes: node 4 is not one of the run's nodes, 0 to 3; give indices in that range");
   check_bad_input({"replan", "--plan", path}, "--failed-nodes: list the failed nodes, e.g. --failed-nodes 3,17");
   check_bad_input({"replan", "--failed-nodes", "1"}, "--plan: give the plan file the run was started from (pipewright plan --out)");
+  // The running job's plan is never overwritten, by its own name, another spelling of it or a link to it.
+  const std::string before = file_contents(path);
+  check_bad_input({"replan", "--plan", path, "--failed-nodes", "1", "--out", path},
+                  "--out: '" + path + "' is an input of this command (--plan); write the output to another file");
+  const std::string dotted = tmp("./replan-plan.json");
+  check_bad_input({"replan", "--plan", path, "--failed-nodes", "1", "--out", dotted},
+                  "--out: '" + dotted + "' is an input of this command (--plan); write the output to another file");
+  const std::string link = tmp("replan-plan-link.json");
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(path, link);
+  check_bad_input({"replan", "--plan", path, "--failed-nodes", "1", "--out", link},
+                  "--out: '" + link + "' is an input of this command (--plan); write the output to another file");
+  CHECK(file_contents(path) == before);
 }
 
 TEST_CASE("plan --spares: per number of spare nodes the plan, how often the run is short and what the run costs") {
