@@ -158,6 +158,30 @@ LinkSpec slower(const LinkSpec& a, const LinkSpec& b) {
                   a.inter_node || b.inter_node};
 }
 
+LinkSpec with_rails(LinkSpec slowest, const LinkSpec& inside, int per_node) {
+  if (slowest.inter_node && per_node > 1)
+    slowest.bandwidth_bytes_per_s = std::min(per_node * slowest.bandwidth_bytes_per_s, inside.bandwidth_bytes_per_s);
+  return slowest;
+}
+
+int fewest_members_per_node(const Cluster& cluster, int n, const std::function<long(int)>& member) {
+  if (n < 1) return 1;
+  const long per = cluster.gpus_per_node;
+  const int read = static_cast<int>(std::min<long>(n, 4 * per + 1));
+  std::map<long, int> counts;
+  for (int i = 0; i < read; ++i) ++counts[member(i) / per];
+  if (read < n) {
+    // The sample's last node may go on past it; the group's own last node may hold fewer (a partial one).
+    counts.erase(std::prev(counts.end()));
+    int last = 0;
+    for (int i = n - 1; i >= 0 && member(i) / per == member(n - 1) / per; --i) ++last;
+    counts[member(n - 1) / per] = last;
+  }
+  int fewest = n;
+  for (const auto& [node, count] : counts) fewest = std::min(fewest, count);
+  return std::max(fewest, 1);
+}
+
 LinkSpec Cluster::link(int a, int b) const {
   const bool across = node_of(a) != node_of(b);
   LinkSpec l = measured && a >= 0 && b >= 0 && a < measured->gpus && b < measured->gpus ? measured->at(a, b)

@@ -1,6 +1,7 @@
 #pragma once
 // A cluster: nodes of GPUs joined by an intra-node fabric (NVLink) and an inter-node network.
 // Bandwidths are per GPU and per direction, in bytes per second.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,15 @@ struct LinkSpec {
 
 // A ring or group over both links' hops: the lower bandwidth, the higher latency, across nodes if either is.
 LinkSpec slower(const LinkSpec& a, const LinkSpec& b);
+
+// A collective ring's slowest hop `slowest` (across nodes) for a group with `per_node` members in each node it
+// spans, whose hops inside a node are no slower than `inside`. Rails: every GPU has a network port of its own
+// (one NIC per GPU on DGX and HGX nodes) and NCCL splits a collective over channels whose rings leave each
+// node through different GPUs, so a group with k members a node drives k ports at once: its network hops
+// carry k times one port's bandwidth, as far as the links inside the node feed them. One member a node, or a
+// ring inside one node: the hop as it is.
+LinkSpec with_rails(LinkSpec slowest, const LinkSpec& inside, int per_node);
+
 
 // Measured per-pair links (the profiler writes them); overrides the class defaults where present.
 struct LinkMatrix {
@@ -81,6 +91,11 @@ struct Cluster {
   // Throws BadInput when `gpus` GPUs do not fit (fixed node count too small).
   void check_capacity(int gpus) const;
 };
+
+// The fewest members any node holds of a group whose i-th member is the GPU member(i), i < n: with_rails'
+// k. Evenly placed members repeat their pattern within a node's worth of them, so a huge group is read up
+// to a few nodes' worth (a partly read last node left out).
+int fewest_members_per_node(const Cluster& cluster, int n, const std::function<long(int)>& member);
 
 std::vector<std::string> cluster_preset_names();
 Cluster cluster_preset(const std::string& name);

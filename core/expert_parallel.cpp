@@ -76,12 +76,19 @@ LinkSpec folded_ring_link(const Cluster& cluster, const ParallelConfig& pc, int 
   // matrix): the first hops and the closing one show every kind of link a huge ring has.
   const int measured = cluster.measured ? cluster.measured->gpus : 0;
   const int hops = std::min(n, measured + 2 * cluster.gpus_per_node + 2);
-  LinkSpec out{kInf, 0};
+  LinkSpec out{kInf, 0}, inside{kInf, 0};
+  const auto hop = [&](const LinkSpec& l) {
+    out = slower(out, l);
+    if (!l.inter_node) inside = slower(inside, l);
+  };
   for (int i = 0; i < hops; ++i)
-    out = slower(out, cluster.link(folded_rank(pc, first_gpu, static_cast<long>(i) * stride),
-                                    folded_rank(pc, first_gpu, static_cast<long>((i + 1) % n) * stride)));
-  out = slower(out, cluster.link(folded_rank(pc, first_gpu, static_cast<long>(n - 1) * stride), first_gpu));
-  return out;
+    hop(cluster.link(folded_rank(pc, first_gpu, static_cast<long>(i) * stride),
+                     folded_rank(pc, first_gpu, static_cast<long>((i + 1) % n) * stride)));
+  hop(cluster.link(folded_rank(pc, first_gpu, static_cast<long>(n - 1) * stride), first_gpu));
+  if (cluster.measured) return out;
+  return with_rails(out, inside, fewest_members_per_node(cluster, n, [&](int i) {
+                      return static_cast<long>(folded_rank(pc, first_gpu, static_cast<long>(i) * stride));
+                    }));
 }
 
 AllToAllLinks all_to_all_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu) {

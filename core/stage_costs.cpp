@@ -89,15 +89,19 @@ LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {
   const std::int64_t measured = cluster.measured ? cluster.measured->gpus : 0;
   const std::int64_t repeats_from =
       std::max<std::int64_t>(0, (measured - first + stride - 1) / stride) + cluster.gpus_per_node;
-  LinkSpec slowest{kInf, 0};
+  LinkSpec slowest{kInf, 0}, inside{kInf, 0};
   for (int i = 0; i < n; ++i) {
     if (i >= repeats_from && i < n - 1) i = n - 1;
     const int a = first + i * stride;
     const int b = first + ((i + 1) % n) * stride;
     const LinkSpec l = cluster.link(a, b);
     slowest = slower(slowest, l);
+    if (!l.inter_node) inside = slower(inside, l);
   }
-  return slowest;
+  // A measured matrix gives each pair its own link, which the rails do not change.
+  if (cluster.measured) return slowest;
+  return with_rails(slowest, inside,
+                    fewest_members_per_node(cluster, n, [&](int i) { return first + static_cast<long>(i) * stride; }));
 }
 
 GroupLinks group_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu) {

@@ -276,9 +276,13 @@ TEST_CASE("a group's link is the slowest hop of its ring") {
   // GPUs 0, 1, 2, 3 share node 0: NVLink.
   CHECK(group_link(c, 0, 1, 4).bandwidth_bytes_per_s == 1e11);
   CHECK(group_link(c, 0, 1, 4).latency_s == 1e-6);
-  // GPUs 2, 3, 4, 5 span nodes 0 and 1: the network hop decides.
-  CHECK(group_link(c, 2, 1, 4).bandwidth_bytes_per_s == 1e10);
+  // GPUs 2, 3, 4, 5 span nodes 0 and 1, two in each: the network hop decides, on two ports (rails).
+  CHECK(group_link(c, 2, 1, 4).bandwidth_bytes_per_s == 2e10);
   CHECK(group_link(c, 2, 1, 4).latency_s == 1e-5);
+  // GPUs 0 and 4, one in each node: one port.
+  CHECK(group_link(c, 0, 4, 2).bandwidth_bytes_per_s == 1e10);
+  // GPUs 0 .. 7, four in each node: four ports, 4e10, under NVLink's 1e11.
+  CHECK(group_link(c, 0, 1, 8).bandwidth_bytes_per_s == 4e10);
   // One rank: no link needed.
   CHECK(group_link(c, 0, 8, 1).latency_s == 0);
 }

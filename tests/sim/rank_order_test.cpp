@@ -61,7 +61,7 @@ TEST_CASE("rank orders place pipeline ranks and replicas by their closed forms",
 
 TEST_CASE("the rank order sets the links of pipeline transfers and gradient reductions", "[sim][placement]") {
   // pp 2 x dp 8 on two 8-GPU nodes. tp-pp-dp: a pipeline's two ranks are neighbours (one node) and a
-  // stage's 8 dp peers are every other GPU of both nodes (the ring crosses the network). tp-dp-pp: pipeline
+  // stage's 8 dp peers are every other GPU of both nodes (the ring crosses the network, four ports a node). tp-dp-pp: pipeline
   // rank r holds node r, so the 8 dp peers share a node (NVLink ring) and every pipeline transfer crosses.
   const AnalyticCostModel cost;
   const Cluster cluster = two_nodes(kA100);
@@ -73,7 +73,9 @@ TEST_CASE("the rank order sets the links of pipeline transfers and gradient redu
     return cost.collective_time(CollectiveKind::ReduceScatter, grads, 8, link) +
            cost.collective_time(CollectiveKind::AllGather, weights, 8, link);
   };
-  CHECK(pp_close.stages[0].cost.grad_reduce_s == Approx(reduce(cluster.inter_node)).epsilon(1e-12));
+  // Four peers in each node drive four network ports at once (rails): 4 x the network's bandwidth.
+  const LinkSpec four_rails{4 * cluster.inter_node.bandwidth_bytes_per_s, cluster.inter_node.latency_s};
+  CHECK(pp_close.stages[0].cost.grad_reduce_s == Approx(reduce(four_rails)).epsilon(1e-12));
   CHECK(dp_close.stages[0].cost.grad_reduce_s == Approx(reduce(cluster.intra_node)).epsilon(1e-12));
   CHECK(pp_close.sim.ranks[0].p2p_bytes_sent > 0);
   // The same bytes cross between the stages either way; only the link differs.
