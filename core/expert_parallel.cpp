@@ -85,7 +85,7 @@ LinkSpec folded_ring_link(const Cluster& cluster, const ParallelConfig& pc, int 
     hop(cluster.link(folded_rank(pc, first_gpu, static_cast<long>(i) * stride),
                      folded_rank(pc, first_gpu, static_cast<long>((i + 1) % n) * stride)));
   hop(cluster.link(folded_rank(pc, first_gpu, static_cast<long>(n - 1) * stride), first_gpu));
-  if (cluster.measured) return out;
+  if (cluster.measured || !out.inter_node) return out;
   return with_rails(out, inside, fewest_members_per_node(cluster, n, [&](int i) {
                       return static_cast<long>(folded_rank(pc, first_gpu, static_cast<long>(i) * stride));
                     }));

@@ -98,8 +98,8 @@ LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {
     slowest = slower(slowest, l);
     if (!l.inter_node) inside = slower(inside, l);
   }
-  // A measured matrix gives each pair its own link, which the rails do not change.
-  if (cluster.measured) return slowest;
+  // A measured matrix gives each pair its own link, which the rails do not change; a ring inside a node has none.
+  if (cluster.measured || !slowest.inter_node) return slowest;
   return with_rails(slowest, inside,
                     fewest_members_per_node(cluster, n, [&](int i) { return first + static_cast<long>(i) * stride; }));
 }
