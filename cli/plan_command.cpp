@@ -140,7 +140,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   if (!o.export_target.empty()) target = export_target_from_string(o.export_target);
   check_outputs(output_paths(o, target), {{"--model", o.model}, {"--cluster", o.cluster}, {"--profile", o.profile},
                                           {"--calibration", o.calibration}});
-  if (o.top < 1) throw_bad_input("--top: must be at least 1, got {}", o.top);
+  check_top(o.top);
   if (o.threads < 0) throw_bad_input("--threads: must be 0 (all cores) or more, got {}", o.threads);
   if (o.gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", o.gpus);
   if (o.global_batch_size < 1) throw_bad_input("--global-batch-size: must be at least 1, got {}", o.global_batch_size);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/work_bounds.hpp"
 #include "cli/failure_output.hpp"
 #include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
@@ -40,7 +41,7 @@ std::string node_list(const std::vector<int>& nodes) {
 void run_replan(const ReplanOptions& o, std::ostream& out) {
   if (o.scenario.plan.empty()) throw_bad_input("--plan: give the plan file the run was started from (pipewright plan --out)");
   if (o.failed_nodes.empty()) throw_bad_input("--failed-nodes: list the failed nodes, e.g. --failed-nodes 3,17");
-  if (o.top < 1) throw_bad_input("--top: must be at least 1, got {}", o.top);
+  check_top(o.top);
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
   // The running job's plan is an input: a replan written over it would lose what the job runs.
   std::vector<OptionPath> inputs = o.scenario.input_paths();

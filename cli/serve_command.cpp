@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "cli/serve_plan.hpp"
 #include "cli/serve_run.hpp"
 #include "core/analytic_cost_model.hpp"
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/output_file.hpp"
 #include "core/units.hpp"
@@ -59,8 +61,9 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   if (dp_attention < 1) throw_bad_input("--dp-attention: must be at least 1, got {}", dp_attention);
   if (dp_attention > 1 && !chrome_trace.empty())
     throw_bad_input("--chrome-trace: draws one engine's stages; leave out --dp-attention for it");
-  const int engines = replicas * dp_attention;
-  cluster.check_capacity(tp * pp * engines);
+  const int gpus = static_cast<int>(bounded_product({tp, pp, replicas, dp_attention}, std::numeric_limits<int>::max(),
+                                                    "GPUs, --tp x --pp x --replicas x --dp-attention", "use fewer replicas"));
+  cluster.check_capacity(gpus);
   const std::vector<ServingRequest> requests = o.make_workload();
   ServingConfig c = o.engine(tp, pp, cluster);
   c.record_spans = !chrome_trace.empty();
@@ -96,7 +99,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
                                         : std::string();
   if (replicas > 1) copies += fmt::format(" x {} replicas", replicas);
   out << fmt::format("{} on {}: tp {}, pp {}{} ({} GPUs), {}\n", model.name, cluster.name, tp, pp, copies,
-                     tp * pp * engines, o.workload_text(requests.size()));
+                     gpus, o.workload_text(requests.size()));
   out << fmt::format("KV cache {} tokens ({}), peak use {}; at most {} requests running; {} preemptions; {} batches\n\n",
                      with_commas(r.kv_capacity_tokens), o.kv_cache_dtype == "fp8" ? "fp8" : "bf16",
                      format_percent(r.peak_kv_use), r.max_running, r.preemptions, with_commas(r.batches));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cli/work_bounds.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -54,7 +55,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   o.serve.check();
   if (!o.export_target.empty() && o.export_target != "vllm" && o.export_target != "sglang")
     throw_bad_input("--export: '{}' is not a serving target; use vllm or sglang", o.export_target);
-  if (o.top < 1) throw_bad_input("--top: must be at least 1, got {}", o.top);
+  check_top(o.top);
   if (o.ttft_slo_s && !(*o.ttft_slo_s > 0)) throw_bad_input("--ttft-slo: must be a positive number of seconds, got {}", *o.ttft_slo_s);
   if (o.tpot_slo_s && !(*o.tpot_slo_s > 0)) throw_bad_input("--tpot-slo: must be a positive number of seconds, got {}", *o.tpot_slo_s);
   if (o.gpu_hour_price && !(*o.gpu_hour_price >= 0 && std::isfinite(*o.gpu_hour_price)))

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
+
 namespace pw {
 
 void add_allow_large_flag(CLI::App& cmd, bool& allow_large) {
@@ -16,6 +18,11 @@ void check_work_unless_allowed(const std::string& command, const std::vector<Wor
 
 SimulationSource simulation_source(const ScenarioOptions& o, const std::string& schedule_csv) {
   return SimulationSource{o.global_batch_size.has_value(), !o.plan.empty() ? o.plan : schedule_csv};
+}
+
+void check_top(int top) {
+  if (top < 1) throw_bad_input("--top: must be at least 1, got {}", top);
+  if (top > kMaxTop) throw_bad_input("--top: at most {} plans, got {}; ask for fewer", kMaxTop, top);
 }
 
 }  // namespace pw

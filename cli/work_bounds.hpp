@@ -18,6 +18,12 @@ void add_allow_large_flag(CLI::App& cmd, bool& allow_large);
 // check_work against this machine's limits, unless --allow-large.
 void check_work_unless_allowed(const std::string& command, const std::vector<WorkEstimate>& parts, bool allow_large);
 
+// The most plans --top may ask for: a table longer than this is read by no one, and every plan kept past the
+// first few weakens the search's pruning (a --top of 2^31 scored every candidate).
+constexpr int kMaxTop = 1000;
+// BadInput naming --top when it is below 1 or above kMaxTop.
+void check_top(int top);
+
 // `schedule_csv`: --schedule-csv, when the command has it.
 SimulationSource simulation_source(const ScenarioOptions& o, const std::string& schedule_csv = "");
 

@@ -1,7 +1,9 @@
 #include "sim/disaggregated_serving.hpp"
 
 #include <algorithm>
+#include <limits>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/kv_cache.hpp"
 #include "sim/serving_replicas.hpp"
@@ -13,6 +15,11 @@ void refuse_closed_loop(const ServingPool& pool) {
   if (pool.engine.concurrency > 0)
     throw_bad_input("--concurrency: a closed loop's next request waits on the decode pool's finishes, which the "
                     "pools simulated one after the other cannot see; give --rate or --trace with disaggregation");
+}
+
+// A pool's GPUs, refused past half the int range so that both pools' sum stays a count (ServingPool::gpus).
+void check_pool_gpus(const ServingPool& pool, const char* what, const char* fix) {
+  bounded_product({pool.engine.tp, pool.engine.pp, pool.replicas}, std::numeric_limits<int>::max() / 2, what, fix);
 }
 
 }  // namespace
@@ -28,6 +35,8 @@ ServingResult simulate_prefill_pool(const Model& model, const Cluster& cluster, 
                                     const ServingPool& prefill, const std::vector<ServingRequest>& requests) {
   refuse_closed_loop(prefill);
   if (prefill.replicas < 1) throw_bad_input("--prefill-replicas: must be at least 1, got {}", prefill.replicas);
+  check_pool_gpus(prefill, "GPUs of the prefill pool, --prefill-tp x --prefill-pp x --prefill-replicas",
+                  "use fewer prefill replicas");
   std::vector<ServingRequest> prompts = requests;
   for (ServingRequest& r : prompts) r.output_tokens = 1;
   return simulate_replicas(model, cluster, cost, prefill.engine, prefill.replicas, prompts);
@@ -38,6 +47,7 @@ DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& clus
                                          const ServingPool& decode, const std::vector<ServingRequest>& requests) {
   refuse_closed_loop(decode);
   if (decode.replicas < 1) throw_bad_input("--replicas: must be at least 1, got {}", decode.replicas);
+  check_pool_gpus(decode, "GPUs of the decode pool, --tp x --pp x --replicas", "use fewer replicas");
   cluster.check_capacity(prefill.gpus() + decode.gpus());
   DisaggregatedResult out;
   out.prefill = prefilled;

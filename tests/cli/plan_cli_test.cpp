@@ -118,6 +118,10 @@ TEST_CASE("plan keeps the memory headroom free and bounds the pipeline depth, as
                     std::string("--memory-headroom: '") + bad +
                         "' is not a share of the GPU's memory; give a percentage from 0% to 50%, such as 5%");
   check_bad_input(with(kSmall, {"--max-pp", "0"}), "--max-pp: must be at least 1, got 0");
+  // --top is bounded before the search: 2^31 - 1 plans kept would score every candidate (issue 37).
+  std::vector<std::string> all_plans = kSmall;
+  all_plans.back() = "2147483647";  // kSmall ends with --top 3
+  check_bad_input(all_plans, "--top: at most 1000 plans, got 2147483647; ask for fewer");
   check_bad_input(with(kSmall, {"--min-layers-per-stage", "0"}), "--min-layers-per-stage: must be from 1 to 100000, got 0");
   // gpt3-1.3b has 24 blocks: 13 a rank leaves only pp 1, which 8 GPUs at tp 8 still allow; --pp 2 is the user's.
   const CliResult floor = run_cli(with(kSmall, {"--min-layers-per-stage", "13", "--json"}));

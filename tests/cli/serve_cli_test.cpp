@@ -69,6 +69,16 @@ TEST_CASE("serve simulate: bad input is one line naming the option") {
   check_bad_input(with(base, {"--requests", "100000", "--output-tokens", "1000"}),
                   "--requests x --output-tokens: about 100,000,000 output tokens to simulate; the limit is 50,000,000; use "
                   "fewer requests or shorter outputs");
+  // Counts whose product leaves an int are refused, not printed as negative GPUs (issue 37).
+  check_bad_input(with(base, {"--tp", "8", "--replicas", "2147483647", "--requests", "10"}),
+                  "GPUs, --tp x --pp x --replicas x --dp-attention = 8 x 1 x 2147483647 x 1 is beyond 2147483647; use "
+                  "fewer replicas");
+  check_bad_input(with(base, {"--tp", "8", "--replicas", "268435456", "--dp-attention", "2", "--requests", "10"}),
+                  "GPUs, --tp x --pp x --replicas x --dp-attention = 8 x 1 x 268435456 x 2 is beyond 2147483647; use "
+                  "fewer replicas");
+  check_bad_input(with(base, {"--tp", "8", "--prefill-tp", "8", "--prefill-replicas", "2147483647", "--requests", "10"}),
+                  "GPUs of the prefill pool, --prefill-tp x --prefill-pp x --prefill-replicas = 8 x 1 x 2147483647 is "
+                  "beyond 1073741823; use fewer prefill replicas");
 }
 
 TEST_CASE("serve plan: tp x pp x replicas using every GPU, by throughput, and SLOs no plan meets marked best effort") {
