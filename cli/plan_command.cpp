@@ -26,6 +26,7 @@
 #include "core/failed_nodes.hpp"
 #include "core/file_caps.hpp"
 #include "core/output_file.hpp"
+#include "core/stage_costs.hpp"
 #include "core/units.hpp"
 #include "planner/exports.hpp"
 #include "planner/failure_report.hpp"
@@ -233,6 +234,9 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.precision = precision_from_string(o.precision);
   if (!o.recompute_modules.empty()) base.workload.recompute_modules = recompute_modules_from_string(o.recompute_modules);
   o.dp_options.apply(base.parallel);
+  // Every candidate's stages hold at most the model: refused here once rather than in the middle of the search.
+  if (base.parallel.bucket_parameters > 0)
+    check_grad_buckets(parameter_count(base.model), base.parallel.bucket_parameters, "the model's");
   o.moe_options.apply(base.workload);
   // PyTorch groups an interleaved schedule's micro-batches its own way when m is not a multiple of pp.
   if (target == ExportTarget::Torchtitan && base.group_size == 0) base.group_size = kPyTorchGroupSize;

@@ -104,6 +104,14 @@ LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {
                     fewest_members_per_node(cluster, n, [&](int i) { return first + static_cast<long>(i) * stride; }));
 }
 
+void check_grad_buckets(double parameters, double bucket, const std::string& whose) {
+  const double buckets = std::ceil(parameters / bucket);
+  if (buckets > kMaxGradBuckets)
+    throw_bad_input("--ddp-bucket-size: buckets of {:g} parameters make {:.0f} buckets of {} {:.0f} parameters; at most {:.0f} "
+                    "a stage are simulated; use buckets of {:.0f} parameters or more",
+                    bucket, buckets, whose, parameters, kMaxGradBuckets, std::ceil(parameters / kMaxGradBuckets));
+}
+
 GroupLinks group_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu) {
   GroupLinks links{group_link(cluster, first_gpu, 1, pc.tp), group_link(cluster, first_gpu, pc.tp, pc.cp), AllToAllLinks{}};
   if (pc.ep > 1 || pc.etp > 1) links.ep = all_to_all_links(cluster, pc, first_gpu);
@@ -292,7 +300,10 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     const bool any_reduced = reduced || routed_reduced;
     sc.reduce_every_microbatch = pc.gradients_sharded_each_microbatch() && any_reduced;
     const double bucket = pc.bucket_parameters > 0 ? pc.bucket_parameters : std::max(4e7, 1e6 * pc.dp_cp());
-    sc.grad_buckets = pc.overlap_grad_reduce && any_reduced ? std::max(1, static_cast<int>(std::ceil(sc.parameters / bucket))) : 1;
+    const double buckets = pc.overlap_grad_reduce && any_reduced ? std::max(1.0, std::ceil(sc.parameters / bucket)) : 1.0;
+    // Each bucket is a collective of its own in the simulation: their count is bounded before any is made.
+    if (buckets > 1) check_grad_buckets(sc.parameters, bucket, fmt::format("stage {}'s", s));
+    sc.grad_buckets = static_cast<int>(buckets);
     const CollectiveKind reduce = pc.distributed_optimizer() ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
     const double dense_grads = dense * grad_bytes / sc.grad_buckets;
     const double routed_grads = sc.routed_parameters * grad_bytes / sc.grad_buckets;

@@ -1,6 +1,7 @@
 #pragma once
 // Turns a model, a layer split and a parallel configuration into per-stage costs: the numbers the
 // simulator needs for every (stage, micro-batch) action.
+#include <string>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -10,6 +11,13 @@
 #include "core/workload.hpp"
 
 namespace pw {
+
+// The most gradient buckets one stage may reduce in (--ddp-bucket-size): each is a collective of its own in the
+// simulation, and a bucket of a few parameters made billions of them (Megatron's default makes tens).
+inline constexpr double kMaxGradBuckets = 100'000;
+// BadInput naming --ddp-bucket-size when `parameters` (`whose`: "stage 0's", "the model's") in buckets of
+// `bucket` parameters make more than kMaxGradBuckets.
+void check_grad_buckets(double parameters, double bucket, const std::string& whose);
 
 // Layers [first, last] (indices into Model::layers, inclusive) held by one stage (model chunk).
 struct LayerRange {

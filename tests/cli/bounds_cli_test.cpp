@@ -133,3 +133,22 @@ TEST_CASE("simulate --plan: batch and GPU products from a plan file name its fie
   CHECK(r.code == 2);
   CHECK(r.err == "error: " + edited + ": parallel tp x cp x pp x dp = 1000 x 1 x 1000 x 1000000000 is beyond 2147483647 GPUs\n");
 }
+
+TEST_CASE("a gradient bucket of a few parameters is refused before its billions of buckets are made") {
+  // Llama 3 8B at pp 2: stage 0 holds 4,233,240,576 parameters (the embedding and 16 blocks); buckets of 2 make
+  // half as many, where a stage may reduce in at most 100,000 (issue 37: 24 s, 4 GB, then bad_alloc).
+  check_bad_input({"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--pp", "2", "--dp", "32",
+                   "--microbatches", "16", "--ddp-bucket-size", "2"},
+                  "--ddp-bucket-size: buckets of 2 parameters make 2116620288 buckets of stage 0's 4233240576 parameters; "
+                  "at most 100000 a stage are simulated; use buckets of 42333 parameters or more");
+  // plan refuses it once, against the whole model, before the search.
+  check_bad_input({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "64", "--global-batch-size", "512",
+                   "--ddp-bucket-size", "2"},
+                  "--ddp-bucket-size: buckets of 2 parameters make 4015130624 buckets of the model's 8030261248 "
+                  "parameters; at most 100000 a stage are simulated; use buckets of 80303 parameters or more");
+  // At the bound it runs: 42,333 parameters a bucket, 100,000 buckets.
+  const CliResult r = run_cli({"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--pp", "2", "--dp", "32",
+                               "--microbatches", "16", "--ddp-bucket-size", "42333", "--json"});
+  INFO(r.err);
+  CHECK(r.code == 0);
+}
