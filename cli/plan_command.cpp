@@ -236,7 +236,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   o.dp_options.apply(base.parallel);
   // Every candidate's stages hold at most the model: refused here once rather than in the middle of the search.
   if (base.parallel.bucket_parameters > 0)
-    check_grad_buckets(parameter_count(base.model), base.parallel.bucket_parameters, "the model's");
+    check_grad_buckets(parameter_count(base.model), base.parallel.bucket_parameters);
   o.moe_options.apply(base.workload);
   // PyTorch groups an interleaved schedule's micro-batches its own way when m is not a multiple of pp.
   if (target == ExportTarget::Torchtitan && base.group_size == 0) base.group_size = kPyTorchGroupSize;

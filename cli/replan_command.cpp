@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "cli/work_bounds.hpp"
 #include "cli/failure_output.hpp"
 #include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/work_bounds.hpp"
 #include "core/error.hpp"
 #include "core/failed_nodes.hpp"
 #include "core/output_file.hpp"

@@ -168,17 +168,20 @@ int fewest_members_per_node(const Cluster& cluster, int n, const std::function<l
   if (n < 1) return 1;
   const long per = cluster.gpus_per_node;
   const int read = static_cast<int>(std::min<long>(n, 4 * per + 1));
-  std::map<long, int> counts;
-  for (int i = 0; i < read; ++i) ++counts[member(i) / per];
-  if (read < n) {
-    // The sample's last node may go on past it; the group's own last node may hold fewer (a partial one).
-    counts.erase(std::prev(counts.end()));
+  // Members come in increasing GPU order, so a node's members are one run: count the runs of the sample.
+  int fewest = n, run = 0;
+  for (int i = 0; i < read; ++i) {
+    ++run;
+    const bool last_of_node = i + 1 == read || member(i + 1) / per != member(i) / per;
+    // The sample's last run may go on past it: the group's own last node is counted below instead.
+    if (last_of_node && (i + 1 < read || read == n)) fewest = std::min(fewest, run);
+    if (last_of_node) run = 0;
+  }
+  if (read < n) {  // the group's last node may hold fewer (a partial one)
     int last = 0;
     for (int i = n - 1; i >= 0 && member(i) / per == member(n - 1) / per; --i) ++last;
-    counts[member(n - 1) / per] = last;
+    fewest = std::min(fewest, last);
   }
-  int fewest = n;
-  for (const auto& [node, count] : counts) fewest = std::min(fewest, count);
   return std::max(fewest, 1);
 }
 

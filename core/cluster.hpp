@@ -92,9 +92,9 @@ struct Cluster {
   void check_capacity(int gpus) const;
 };
 
-// The fewest members any node holds of a group whose i-th member is the GPU member(i), i < n: with_rails'
-// k. Evenly placed members repeat their pattern within a node's worth of them, so a huge group is read up
-// to a few nodes' worth (a partly read last node left out).
+// The fewest members any node holds of a group whose i-th member is the GPU member(i), i < n, increasing:
+// with_rails' k. Evenly placed members repeat their pattern within a node's worth of them, so a huge group is
+// read up to a few nodes' worth, and its last node on its own (a partly read node left out).
 int fewest_members_per_node(const Cluster& cluster, int n, const std::function<long(int)>& member);
 
 std::vector<std::string> cluster_preset_names();

@@ -104,12 +104,13 @@ LinkSpec group_link(const Cluster& cluster, int first, int stride, int n) {
                     fewest_members_per_node(cluster, n, [&](int i) { return first + static_cast<long>(i) * stride; }));
 }
 
-void check_grad_buckets(double parameters, double bucket, const std::string& whose) {
+void check_grad_buckets(double parameters, double bucket, std::optional<int> stage) {
   const double buckets = std::ceil(parameters / bucket);
   if (buckets > kMaxGradBuckets)
     throw_bad_input("--ddp-bucket-size: buckets of {:g} parameters make {:.0f} buckets of {} {:.0f} parameters; at most {:.0f} "
                     "a stage are simulated; use buckets of {:.0f} parameters or more",
-                    bucket, buckets, whose, parameters, kMaxGradBuckets, std::ceil(parameters / kMaxGradBuckets));
+                    bucket, buckets, stage ? fmt::format("stage {}'s", *stage) : std::string("the model's"), parameters,
+                    kMaxGradBuckets, std::ceil(parameters / kMaxGradBuckets));
 }
 
 GroupLinks group_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu) {
@@ -302,7 +303,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     const double bucket = pc.bucket_parameters > 0 ? pc.bucket_parameters : std::max(4e7, 1e6 * pc.dp_cp());
     const double buckets = pc.overlap_grad_reduce && any_reduced ? std::max(1.0, std::ceil(sc.parameters / bucket)) : 1.0;
     // Each bucket is a collective of its own in the simulation: their count is bounded before any is made.
-    if (buckets > 1) check_grad_buckets(sc.parameters, bucket, fmt::format("stage {}'s", s));
+    if (buckets > 1) check_grad_buckets(sc.parameters, bucket, s);
     sc.grad_buckets = static_cast<int>(buckets);
     const CollectiveKind reduce = pc.distributed_optimizer() ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
     const double dense_grads = dense * grad_bytes / sc.grad_buckets;

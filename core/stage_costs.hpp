@@ -1,7 +1,7 @@
 #pragma once
 // Turns a model, a layer split and a parallel configuration into per-stage costs: the numbers the
 // simulator needs for every (stage, micro-batch) action.
-#include <string>
+#include <optional>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -15,9 +15,9 @@ namespace pw {
 // The most gradient buckets one stage may reduce in (--ddp-bucket-size): each is a collective of its own in the
 // simulation, and a bucket of a few parameters made billions of them (Megatron's default makes tens).
 inline constexpr double kMaxGradBuckets = 100'000;
-// BadInput naming --ddp-bucket-size when `parameters` (`whose`: "stage 0's", "the model's") in buckets of
-// `bucket` parameters make more than kMaxGradBuckets.
-void check_grad_buckets(double parameters, double bucket, const std::string& whose);
+// BadInput naming --ddp-bucket-size when `parameters` (of stage `stage`, or of the whole model without one) in
+// buckets of `bucket` parameters make more than kMaxGradBuckets.
+void check_grad_buckets(double parameters, double bucket, std::optional<int> stage = std::nullopt);
 
 // Layers [first, last] (indices into Model::layers, inclusive) held by one stage (model chunk).
 struct LayerRange {

@@ -303,6 +303,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   const std::vector<int> cps = cp_options(base, space);
 
   std::vector<Candidate> out;
+  const long blocks = model.num_blocks();
   bool any_pp = false, any_shallow = false, any_dp_match = false, any_dp = false, any_ep = false, any_mbs = false, any_vpp = false;
   for (int tp : tps)
     for (int cp : cps) {
@@ -312,7 +313,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
         if (pp > layers) continue;
         any_pp = true;
         if (space.max_pp > 0 && pp > space.max_pp) continue;
-        if (space.min_blocks_per_rank > 0 && pp > 1 && model.num_blocks() < pp * space.min_blocks_per_rank) continue;
+        if (space.min_blocks_per_rank > 0 && pp > 1 && blocks < static_cast<long>(pp) * space.min_blocks_per_rank) continue;
         any_shallow = true;
         if (dp < 1 || (space.dp && dp != *space.dp)) continue;
         any_dp_match = true;
@@ -364,7 +365,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
       if (space.min_blocks_per_rank > 0) {
         names.push_back("--min-layers-per-stage");
         limits.push_back(fmt::format("leaves each rank {} or more of the {} transformer blocks of '{}'",
-                                     space.min_blocks_per_rank, model.num_blocks(), model.name));
+                                     space.min_blocks_per_rank, blocks, model.name));
       }
       throw_bad_input("{}: no pipeline degree dividing {} GPUs / (tp x cp){} {}; relax {}", fmt::join(names, ", "), n,
                       space.pp ? fmt::format(" and equal to {}", *space.pp) : "", fmt::join(limits, " and "),
@@ -516,13 +517,7 @@ class Searcher {
     if (top_.empty()) explain_failure();
     refine();
     SearchResult result;
-    const std::vector<Plan>& kept = top_.kept();
-    const Plan fastest = *std::min_element(kept.begin(), kept.end(), [](const Plan& a, const Plan& b) {
-      const double ta = a.evaluation.metrics.step_time_s, tb = b.evaluation.metrics.step_time_s;
-      return ta != tb ? ta < tb : config_less(a.config, b.config);
-    });
-    result.plans = top_.take();
-    if (!(result.plans.front().config == fastest.config)) result.fastest = fastest;
+    result.plans = top_.take(&result.fastest);
     stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     result.stats = stats_;
     return result;

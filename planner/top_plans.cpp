@@ -57,12 +57,15 @@ double TopPlans::threshold() const {
 
 void TopPlans::sort() { std::sort(kept_.begin(), kept_.end(), better); }
 
-std::vector<Plan> TopPlans::take() {
+std::vector<Plan> TopPlans::take(std::optional<Plan>* passed_over) {
   sort();
   if (!kept_.empty()) {
     const double near = step_time(kept_.front()) * (1 + prefer_within_);
     const auto last_near = std::find_if(kept_.begin(), kept_.end(), [&](const Plan& p) { return step_time(p) > near; });
+    std::optional<Plan> fastest;
+    if (passed_over) fastest = kept_.front();
     std::sort(kept_.begin(), last_near, preferred);
+    if (passed_over && !(kept_.front().config == fastest->config)) *passed_over = std::move(fastest);
   }
   if (kept_.size() > top_) kept_.resize(top_);
   return std::move(kept_);

@@ -8,6 +8,7 @@
 // apart by speed: they rank first, by fewer pipeline ranks, then less peak memory, then step time. To
 // rank them every plan within that share of the fastest so far is kept too, past the K-th.
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "planner/search.hpp"
@@ -26,7 +27,8 @@ class TopPlans {
   // Every plan kept, ties past the K-th included, for the caller to improve in place; take() ranks them again.
   std::vector<Plan>& kept() { return kept_; }
   // The first K: the near ties of the fastest by preference, then the rest by step time and configuration.
-  std::vector<Plan> take();
+  // `passed_over`, when given, receives the fastest plan when a near tie ranks another before it.
+  std::vector<Plan> take(std::optional<Plan>* passed_over = nullptr);
 
  private:
   void sort();

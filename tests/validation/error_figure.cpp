@@ -70,6 +70,12 @@ std::vector<std::pair<double, std::string>> powers_of_two(int hi) {
 
 }  // namespace
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 std::string error_figure_svg(const std::vector<ErrorPoint>& points) {
   const double width = kLeft + 3 * kPanelW + 2 * kGapX + 20, height = kTop + 2 * kPanelH + kGapY + 50;
   std::string out = fmt::format(
@@ -108,13 +114,12 @@ std::string error_figure_svg(const std::vector<ErrorPoint>& points) {
         worst = std::max(worst, std::fabs(p.error));
       }
     if (n == 0) continue;
-    std::sort(abs.begin(), abs.end());
-    const double median = abs.size() % 2 ? abs[abs.size() / 2] : (abs[abs.size() / 2 - 1] + abs[abs.size() / 2]) / 2;
+    const double middle = median(abs);
     const double y = ly + 44 * row++;
     out += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="5" fill="{}"/>)" "\n", lx, y, colour(set));
     out += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="12">{}: {} runs</text>)" "\n", lx + 12, y + 4, set, n);
     out += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="12">median |error| {:.1f}%, max {:.1f}%</text>)" "\n",
-                       lx + 12, y + 20, 100 * median, 100 * worst);
+                       lx + 12, y + 20, 100 * middle, 100 * worst);
   }
   out += "</svg>\n";
   return out;

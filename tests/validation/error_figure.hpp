@@ -13,5 +13,9 @@ struct ErrorPoint {
   double error = 0;       // predicted / reported - 1
 };
 
+// The middle value (the mean of the two middle ones for an even count); the figure's legend and the tests'
+// gates use the same one.
+double median(std::vector<double> v);
+
 // Deterministic SVG text (fixed decimals), the same points giving the same bytes.
 std::string error_figure_svg(const std::vector<ErrorPoint>& points);

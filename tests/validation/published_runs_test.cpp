@@ -177,12 +177,6 @@ const char* kind_text(const std::string& kind) {
   return "tokens/s";
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 struct ErrorSummary {
   std::vector<double> gating, all;  // |error| of the runs with complete configurations, of every run
 };
