@@ -13,9 +13,11 @@ if(NOT PIPEWRIGHT_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     find_package(CUDAToolkit QUIET)
-    # NCCL ships in the toolkit's lib/ and include/ with no CMake target.
-    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
-    find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+    # NCCL has no CMake target: it is looked for under NCCL_ROOT (a folder with include/ and lib/, such as
+    # the nvidia-nccl wheel's nvidia/nccl, whose library is only libnccl.so.2), then in the toolkit.
+    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+    find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
+      HINTS ${NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
     if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
       enable_language(CUDA)
       set(PIPEWRIGHT_HAVE_CUDA ON)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The CUDA backend on a machine with NVIDIA GPUs, in one go (about 5 minutes, at most 8):
-#   1. builds pipewright and test_cuda with CUDA and NCCL (-DPIPEWRIGHT_CUDA=ON);
+# The CUDA backend on a machine with NVIDIA GPUs, in one go (about 3 minutes with the build on 16 cores):
+#   1. builds pipewright and test_cuda with CUDA and NCCL (-DPIPEWRIGHT_CUDA=ON), against the Debian packages
+#      carried in .gpu-deps/ when they are there (scripts/gpu-deps.sh);
 #   2. the numerical check of the GPU layers against the CPU backend (bf16 within 2e-2, fp32 within 1e-4;
 #      forward and all gradients) and the other GPU tests (test_cuda "[gpu]");
 #   3. profiles examples/tiny-llama.json on the GPU, then the links (--links: NCCL between GPU pairs, or a
@@ -9,11 +10,17 @@
 #      transport) and prints the predicted-vs-measured table;
 #   5. with 2 GPUs or more and MPI built: the 4-stage plan as 2 processes under mpirun (NCCL between them;
 #      with 4 GPUs pp 4, two rank threads per process, else pp 2 with 2 chunks per rank, one rank each).
-# Usage: scripts/gpu-check.sh [BUILD_DIR]   (default: build-gpu in the repository). Everything it writes goes
+# Usage: scripts/gpu-check.sh [--no-build] [BUILD_DIR]   (default: build-gpu in the repository; --no-build runs
+# BUILD_DIR's cli/pipewright and tests/test_cuda as they are, built earlier or elsewhere). Everything it writes goes
 # to BUILD_DIR/gpu-check/. Exit status: 0 when every step passed, 1 otherwise (the summary names the steps).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_it=1
+if [ "${1:-}" = "--no-build" ]; then
+  build_it=0
+  shift
+fi
 build=${1:-$root/build-gpu}
 out=$build/gpu-check
 model=$root/examples/tiny-llama.json
@@ -52,20 +59,60 @@ case "$gpu_name" in
   *) cluster=dgx-h100 ;;
 esac
 
-step "configure and build ($jobs jobs)"
-if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPEWRIGHT_CUDA=ON -DPIPEWRIGHT_BUILD_BENCH=OFF \
-  > "$out/configure.log" 2>&1; then
-  tail -30 "$out/configure.log"
-  echo "gpu-check: configure failed (CUDA 13 nvcc and NCCL needed; see $out/configure.log)"
-  exit 1
+step "toolchain"
+uname -m
+sed -n 's/^PRETTY_NAME=//p' /etc/os-release 2>/dev/null
+"${CXX:-c++}" --version 2>&1 | head -1
+cmake --version | head -1
+nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+"$nvcc_path" --version 2>&1 | tail -1
+# configure_and_build: configures BUILD_DIR for CUDA and builds pipewright and test_cuda (exit 1 on failure).
+configure_and_build() {
+  local configure=(-DCMAKE_BUILD_TYPE=Release -DPIPEWRIGHT_CUDA=ON -DPIPEWRIGHT_BUILD_BENCH=OFF)
+  # Where .gpu-deps/ holds the Debian packages (scripts/gpu-deps.sh download, here), the build uses them
+  # alone, unpacked into the build folder: a GPU machine may lack them or hold other versions (Catch2 3, not 2).
+  if compgen -G "$root/.gpu-deps/*.deb" > /dev/null; then
+    local carried carried_args
+    if ! carried=$("$root/scripts/gpu-deps.sh" unpack "$build/deps"); then
+      echo "gpu-check: the carried packages could not be unpacked"
+      exit 1
+    fi
+    read -r -a carried_args <<< "$carried"
+    rm -f "$build/CMakeCache.txt"  # packages found elsewhere on an earlier run stay cached otherwise
+    configure+=("${carried_args[@]}")
+  fi
+  # NCCL outside the toolkit: the nvidia-nccl wheel that PyTorch brings (include/ and lib/libnccl.so.2).
+  if [ ! -f /usr/local/cuda/include/nccl.h ] && command -v python3 > /dev/null; then
+    local nccl_root
+    nccl_root=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
+    if [ -n "$nccl_root" ] && [ -f "$nccl_root/include/nccl.h" ]; then
+      echo "NCCL from $nccl_root"
+      configure+=("-DNCCL_ROOT=$nccl_root")
+    fi
+  fi
+  step "configure and build ($jobs jobs)"
+  if ! cmake -S "$root" -B "$build" "${configure[@]}" > "$out/configure.log" 2>&1; then
+    tail -30 "$out/configure.log"
+    echo "gpu-check: configure failed (CUDA 13 nvcc and NCCL needed; see $out/configure.log)"
+    exit 1
+  fi
+  grep "pipewright: CUDA parts" "$out/configure.log"
+  if ! timeout 300 cmake --build "$build" -j "$jobs" --target pipewright test_cuda > "$out/build.log" 2>&1; then
+    grep -E "error|Error" "$out/build.log" | head -30
+    echo "gpu-check: build failed (see $out/build.log)"
+    exit 1
+  fi
+  echo "built in $SECONDS s"
+}
+
+if [ "$build_it" -eq 1 ]; then
+  configure_and_build
+else
+  for binary in cli/pipewright tests/test_cuda; do
+    [ -x "$build/$binary" ] || { echo "gpu-check: --no-build: $build/$binary is not there; build it or drop --no-build"; exit 2; }
+  done
+  echo "gpu-check: --no-build: $build's pipewright and test_cuda as they are"
 fi
-grep "pipewright: CUDA parts" "$out/configure.log"
-if ! timeout 300 cmake --build "$build" -j "$jobs" --target pipewright test_cuda > "$out/build.log" 2>&1; then
-  grep -E "error|Error" "$out/build.log" | head -30
-  echo "gpu-check: build failed (see $out/build.log)"
-  exit 1
-fi
-echo "built in $SECONDS s"
 pw=$build/cli/pipewright
 
 step "numerical check and GPU tests (test_cuda \"[gpu]\")"
@@ -97,7 +144,7 @@ done
 step "4-stage plan as 2 processes under mpirun"
 if [ "$gpus" -lt 2 ]; then
   echo "gpu-check: skipped: 2 processes need 2 GPUs (NCCL wants a GPU per rank), $gpus here"
-elif ! grep -q "pipewright: MPI parts ON" "$out/configure.log" || ! command -v mpirun > /dev/null; then
+elif ! grep -qs "pipewright: MPI parts ON" "$out/configure.log" || ! command -v mpirun > /dev/null; then
   echo "gpu-check: skipped: this build has no MPI or mpirun is missing (install libopenmpi-dev and openmpi-bin)"
 else
   if [ "$gpus" -ge 4 ]; then split=(--pp 4); else split=(--pp 2 --vpp 2); fi

@@ -139,7 +139,10 @@ class CudaRank final : public LossRank {
     ctx.layers.assign(static_cast<size_t>(range.count()), GpuLayerContext{});
     Buf x = as_buf(input);
     const int last = b_.model_.num_layers() - 1;
-    GpuBatch batch;
+    // Every stage's blocks need the micro-batch's shape (attention splits rows into sequences); only the
+    // stages with the embedding or the head need its tokens. A stage of blocks alone once ran its attention
+    // on 0 sequences, reading memory nothing wrote (seen on the first GPU run; compute-sanitizer's initcheck).
+    GpuBatch batch{b_.config_.micro_batch_size, b_.config_.seq_len, nullptr, nullptr};
     if (range.first == 0 || range.last == last) {
       const TransformerConfig& c = *b_.model_.transformer;
       batch = upload_batch(g, synthetic_microbatch(b_.config_.seed, iteration(), mb, b_.config_.micro_batch_size,

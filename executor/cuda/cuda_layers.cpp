@@ -250,11 +250,14 @@ class GpuBlock : public GpuLayer {
         qkv_(g, p, name + ".qkv", c.bias || c.qkv_bias),
         out_(g, p, name + ".out", c.bias),
         up_(g, p, name + ".up", c.bias),
-        down_(g, p, name + ".down", c.bias) {}
+        down_(g, p, name + ".down", c.bias),
+        name_(name) {}
 
   enum Slot { kXhat1, kRstd1, kN1, kQh, kKh, kVh, kProbs, kO, kXhat2, kRstd2, kN2, kU, kG, kSlots };
 
   Buf forward(const Buf& x, const GpuBatch& batch, GpuLayerContext& ctx) override {
+    if (batch.batch <= 0 || static_cast<long>(batch.batch) * batch.seq != x.rows)
+      throw_runtime("cuda block {}: {} rows are not {} sequences of {} tokens", name_, x.rows, batch.batch, batch.seq);
     batch_ = batch.batch;
     seq_ = batch.seq;
     if (recompute_ == Recompute::Full) {
@@ -412,6 +415,7 @@ class GpuBlock : public GpuLayer {
   GpuNorm norm1_, norm2_;
   GpuLinear qkv_, out_, up_, down_;
   int batch_ = 1, seq_ = 1;
+  std::string name_;
 };
 
 class GpuHead : public GpuLayer {
