@@ -31,6 +31,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(add_run_command);
   add(add_profile_command);
   add(add_calibrate_command);
+  add(add_kernels_command);
   try {
     app.parse(argc, argv);
     for (auto& [sub, runner] : runners)

@@ -20,5 +20,6 @@ CommandRunner add_clusters_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
 CommandRunner add_profile_command(CLI::App& app);
 CommandRunner add_calibrate_command(CLI::App& app);
+CommandRunner add_kernels_command(CLI::App& app);
 
 }  // namespace pw

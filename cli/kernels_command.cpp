@@ -1,0 +1,154 @@
+// `pipewright kernels`: measured kernel tables (docs/kernel-tables.md).
+//   kernels import aiconfigurator --system S --backend B [--version V] [--nccl-version N] [--data DIR] --out DIR
+//   kernels show DIR                      what a folder holds: the source, versions, and each table's rows
+//   kernels query DIR --gemm M N K        one shape's time from the tables, and how it was read
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/python_module.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "core/workload.hpp"
+#include "kernels/kernel_queries.hpp"
+
+namespace pw {
+namespace {
+
+struct ImportOptions {
+  std::string system, backend, version, nccl_version, data, out;
+  bool list = false;
+};
+
+struct QueryOptions {
+  std::string folder, precision = "bf16", collective;
+  std::vector<double> gemm;
+  double bytes = 0;
+  int gpus = 0;
+  std::vector<int> attention;
+};
+
+TableCollective collective_from_string(const std::string& s) {
+  if (s == "all-reduce") return TableCollective::AllReduce;
+  if (s == "all-gather") return TableCollective::AllGather;
+  if (s == "reduce-scatter") return TableCollective::ReduceScatter;
+  if (s == "all-to-all") return TableCollective::AllToAll;
+  throw_bad_input("--collective: '{}' is not one of all-reduce, all-gather, reduce-scatter, all-to-all", s);
+}
+
+std::string time_line(const TableTime& t) {
+  if (!t.found()) return fmt::format("no time: {}", t.note);
+  std::string line = fmt::format("{} ({})", format_seconds(t.seconds), to_string(t.how));
+  if (!t.note.empty()) line += ": " + t.note;
+  return line;
+}
+
+void show(const std::string& folder, std::ostream& out) {
+  const auto tables = KernelTables::open(folder);
+  out << fmt::format("{}: {} {}, from {}\n", tables->folder(), tables->system(), tables->software(),
+                     tables->source().empty() ? "an unnamed source" : tables->source());
+  std::string versions;
+  for (const auto& [what, v] : tables->versions()) versions += fmt::format("{}{} {}", versions.empty() ? "" : ", ", what, v);
+  if (!versions.empty()) out << "versions: " << versions << "\n";
+  size_t width = 4;
+  for (const KernelTableEntry& e : tables->entries()) width = std::max(width, e.kind.size());
+  out << fmt::format("\n  {:<{}} {:>9}  {}\n", "kind", width, "rows", "from");
+  long rows = 0;
+  for (const KernelTableEntry& e : tables->entries()) {
+    out << fmt::format("  {:<{}} {:>9}  {}\n", e.kind, width, e.rows, e.from);
+    rows += e.rows;
+  }
+  out << fmt::format("  {:<{}} {:>9}\n", "all", width, rows);
+}
+
+void query(const QueryOptions& o, std::ostream& out) {
+  KernelQueries q(KernelTables::open(o.folder));
+  const Precision precision = precision_from_string(o.precision);
+  const int asked = !o.gemm.empty() + !o.collective.empty() + !o.attention.empty();
+  if (asked != 1) throw_bad_input("kernels query: give one of --gemm M N K, --collective OP, --attention B S H KV D");
+  if (!o.gemm.empty()) {
+    for (double x : o.gemm)
+      if (!(x >= 1 && x <= 1e9)) throw_bad_input("--gemm: {:g} is not a dimension from 1 to 1e9", x);
+    const TableTime t = q.gemm(precision, o.gemm[0], o.gemm[1], o.gemm[2]);
+    out << fmt::format("gemm {:g} x {:g} x {:g} {}: {}\n", o.gemm[0], o.gemm[1], o.gemm[2], o.precision, time_line(t));
+    if (t.found())
+      out << fmt::format("  {} at that time\n",
+                         format_flops(2 * o.gemm[0] * o.gemm[1] * o.gemm[2] / std::max(t.seconds, 1e-12)));
+    return;
+  }
+  if (!o.collective.empty()) {
+    const TableCollective op = collective_from_string(o.collective);
+    if (!(o.bytes >= 1 && o.bytes <= 1e15)) throw_bad_input("--bytes: give the bytes a GPU sends, from 1 to 1e15");
+    if (o.gpus < 2 || o.gpus > 1 << 20) throw_bad_input("--gpus: give the GPUs of the collective, 2 or more");
+    const TableTime t = q.collective(op, precision, o.bytes, o.gpus);
+    out << fmt::format("{} of {} over {} GPUs ({}): {}\n", o.collective, format_bytes(o.bytes), o.gpus, o.precision,
+                       time_line(t));
+    return;
+  }
+  for (int x : o.attention)
+    if (x < 1 || x > 1 << 24) throw_bad_input("--attention: {} is not a size from 1 to 2^24", x);
+  const auto& a = o.attention;
+  const TableTime t = q.context_attention(precision, a[0], a[1], a[2], a[3], a[4]);
+  out << fmt::format("prefill attention, batch {} x {} tokens, {} heads ({} kv) of {}: {}\n", a[0], a[1], a[2], a[3],
+                     a[4], time_line(t));
+}
+
+}  // namespace
+
+CommandRunner add_kernels_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("kernels", "Measured kernel tables: import published ones, show and query them");
+  cmd->require_subcommand(1);
+
+  auto* import = cmd->add_subcommand("import", "Convert published kernel tables into pipewright's format");
+  import->require_subcommand(1);
+  auto* aic = import->add_subcommand("aiconfigurator",
+                                     "NVIDIA AIConfigurator's measured tables (the aiconfigurator-core package, or "
+                                     "--data)");
+  auto io = std::make_shared<ImportOptions>();
+  aic->add_option("--system", io->system, "GPU system: h100_sxm, h200_sxm, b200_sxm, gb200, a100_sxm, ...");
+  aic->add_option("--backend", io->backend, "Framework whose tables to read: vllm, sglang, trtllm");
+  aic->add_option("--version", io->version, "Framework version (default: the newest of each op family)");
+  aic->add_option("--nccl-version", io->nccl_version, "NCCL version of the collective tables (default: the newest)");
+  aic->add_option("--data", io->data, "AIConfigurator's systems/data folder (default: the installed package's)");
+  aic->add_option("--out", io->out, "A new folder for the tables");
+  aic->add_flag("--list", io->list, "List the systems, frameworks and versions there");
+
+  auto* show_cmd = cmd->add_subcommand("show", "What a folder of kernel tables holds");
+  auto folder = std::make_shared<std::string>();
+  show_cmd->add_option("folder", *folder, "A folder of kernel tables")->required();
+
+  auto* query_cmd = cmd->add_subcommand("query", "One shape's time from a folder of kernel tables");
+  auto qo = std::make_shared<QueryOptions>();
+  query_cmd->add_option("folder", qo->folder, "A folder of kernel tables")->required();
+  query_cmd->add_option("--gemm", qo->gemm, "A GEMM's M N K (M x K times K x N)")->expected(3);
+  query_cmd->add_option("--collective", qo->collective, "all-reduce, all-gather, reduce-scatter or all-to-all");
+  query_cmd->add_option("--bytes", qo->bytes, "The collective's bytes a GPU");
+  query_cmd->add_option("--gpus", qo->gpus, "The collective's GPUs");
+  query_cmd->add_option("--attention", qo->attention, "Prefill attention: batch, tokens, heads, kv heads, head dim")
+      ->expected(5);
+  query_cmd->add_option("--precision", qo->precision, "bf16 or fp8 (default bf16)");
+
+  return [=](std::ostream& out) {
+    if (aic->parsed()) {
+      std::vector<std::string> args;
+      const auto pass = [&](const char* flag, const std::string& v) {
+        if (!v.empty()) args.insert(args.end(), {flag, v});
+      };
+      pass("--system", io->system);
+      pass("--backend", io->backend);
+      pass("--version", io->version);
+      pass("--nccl-version", io->nccl_version);
+      pass("--data", io->data);
+      pass("--out", io->out);
+      if (io->list) args.push_back("--list");
+      run_python_module("pipewright.kernels.aiconfigurator", args, out);
+    } else if (show_cmd->parsed()) {
+      show(*folder, out);
+    } else if (query_cmd->parsed()) {
+      query(*qo, out);
+    }
+  };
+}
+
+}  // namespace pw

@@ -1,0 +1,88 @@
+#include "kernels/kernel_queries.hpp"
+
+#include <fmt/format.h>
+
+namespace pw {
+
+const char* gemm_dtype(Precision p) { return p == Precision::Fp8 ? "fp8" : "bfloat16"; }
+const char* nccl_dtype(Precision p) { return p == Precision::Fp8 ? "int8" : "half"; }
+
+const char* to_string(TableCollective op) {
+  switch (op) {
+    case TableCollective::AllReduce: return "all_reduce";
+    case TableCollective::AllGather: return "all_gather";
+    case TableCollective::ReduceScatter: return "reduce_scatter";
+    case TableCollective::AllToAll: return "alltoall";
+  }
+  return "?";
+}
+
+namespace {
+
+TableTime missing(std::string note) {
+  TableTime t;
+  t.note = std::move(note);
+  return t;
+}
+
+}  // namespace
+
+const TableGrid* KernelQueries::grid(const std::string& kind, const TableGrid::Select& select,
+                                     const std::vector<std::string>& axes) {
+  std::string id = kind;
+  for (const auto& [k, v] : select.text) id += fmt::format("|{}={}", k, v);
+  for (const auto& [k, v] : select.number) id += fmt::format("|{}={:g}", k, v);
+  if (auto it = grids_.find(id); it != grids_.end()) return it->second.get();
+  const KernelTable* table = tables_->table(kind);
+  if (!table) return nullptr;
+  return grids_.emplace(id, std::make_unique<TableGrid>(*table, select, axes)).first->second.get();
+}
+
+TableTime KernelQueries::gemm(Precision precision, double m, double n, double k) {
+  const KernelTable* table = tables_->table("gemm_perf");
+  if (!table) return missing("no gemm_perf table");
+  const std::string dtype = gemm_dtype(precision);
+  const int source = table->key_index("kernel_source");
+  // One grid a kernel: each has its own measured shapes, and the framework runs the fastest that has one.
+  std::vector<std::string> sources{""};
+  if (source >= 0 && table->key_is_text(source)) sources = table->text_values(source);
+  TableTime best = missing(fmt::format("gemm_perf: no {} rows", dtype));
+  for (const std::string& s : sources) {
+    TableGrid::Select select;
+    select.text.emplace_back("gemm_dtype", dtype);
+    if (!s.empty()) select.text.emplace_back("kernel_source", s);
+    const TableGrid* g = grid("gemm_perf", select, {"m", "n", "k"});
+    if (!g || g->points() == 0) continue;
+    const TableTime t = g->at({m, n, k});
+    if (t.found() && (!best.found() || t.seconds < best.seconds)) best = t;
+    if (!t.found() && !best.found()) best = t;
+  }
+  return best;
+}
+
+TableTime KernelQueries::collective(TableCollective op, Precision precision, double bytes, int gpus) {
+  if (!tables_->has("nccl_perf")) return missing("no nccl_perf table");
+  TableGrid::Select select;
+  select.text.emplace_back("op_name", to_string(op));
+  select.text.emplace_back("nccl_dtype", nccl_dtype(precision));
+  const TableGrid* g = grid("nccl_perf", select, {"num_gpus", "message_size"});
+  // message_size counts elements (AIConfigurator's collectors size their buffers so).
+  const double elements = bytes / (precision == Precision::Fp8 ? 1.0 : 2.0);
+  return g->at({static_cast<double>(gpus), elements});
+}
+
+TableTime KernelQueries::context_attention(Precision precision, int batch, int seq, int heads, int kv_heads,
+                                           int head_dim) {
+  if (!tables_->has("context_attention_perf")) return missing("no context_attention_perf table");
+  TableGrid::Select select;
+  select.text.emplace_back("attn_dtype", "bfloat16");
+  select.text.emplace_back("kv_cache_dtype", precision == Precision::Fp8 ? "fp8" : "bfloat16");
+  select.number.emplace_back("head_dim", head_dim);
+  select.number.emplace_back("num_key_value_heads", kv_heads);
+  select.number.emplace_back("window_size", 0);
+  select.number.emplace_back("beam_width", 1);
+  const TableGrid* g = grid("context_attention_perf", select, {"batch_size", "isl", "num_heads"});
+  return g->at({static_cast<double>(batch), static_cast<double>(seq), static_cast<double>(heads)});
+}
+
+}  // namespace pw

@@ -1,0 +1,45 @@
+#pragma once
+// The questions a cost model asks of measured tables, in pipewright's terms (seconds, bytes, a precision),
+// translated to the tables' kinds and columns (docs/kernel-tables.md lists them):
+// - a GEMM of m x k by k x n: gemm_perf, by gemm_dtype, over m, n and k;
+// - a collective of `bytes` a GPU over `gpus` GPUs: nccl_perf, by op_name and nccl_dtype, over num_gpus and
+//   message_size (elements);
+// - a prefill attention: context_attention_perf, by dtypes, head_dim, no window and beam 1, over batch_size,
+//   isl, num_heads and num_key_value_heads.
+// Each returns a TableTime: Missing (with the reason) where the tables cannot say, for the analytic model.
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/workload.hpp"
+#include "kernels/kernel_table.hpp"
+#include "kernels/table_grid.hpp"
+
+namespace pw {
+
+enum class TableCollective { AllReduce, AllGather, ReduceScatter, AllToAll };
+
+class KernelQueries {
+ public:
+  explicit KernelQueries(std::shared_ptr<KernelTables> tables) : tables_(std::move(tables)) {}
+  const KernelTables& tables() const { return *tables_; }
+
+  // A GEMM's time: the fastest kernel the framework measured at that shape.
+  TableTime gemm(Precision precision, double m, double n, double k);
+  TableTime collective(TableCollective op, Precision precision, double bytes, int gpus);
+  TableTime context_attention(Precision precision, int batch, int seq, int heads, int kv_heads, int head_dim);
+
+ private:
+  // The grid of `kind` for one selection, built on first use.
+  const TableGrid* grid(const std::string& kind, const TableGrid::Select& select, const std::vector<std::string>& axes);
+
+  std::shared_ptr<KernelTables> tables_;
+  std::map<std::string, std::unique_ptr<TableGrid>> grids_;
+};
+
+// The tables' names: "bfloat16" and "fp8" for GEMMs, "half" and "int8" for NCCL's element types.
+const char* gemm_dtype(Precision p);
+const char* nccl_dtype(Precision p);
+const char* to_string(TableCollective op);  // the tables' op_name: all_reduce, all_gather, reduce_scatter, alltoall
+
+}  // namespace pw

@@ -1,0 +1,111 @@
+"""pipewright.kernels.aiconfigurator against the real aiconfigurator-core package (pinned in
+python/requirements-data.txt) and against files made here that are not what it expects."""
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipewright.kernels import aiconfigurator as aic
+
+
+def data_dir():
+    return aic.default_data_dir()[0]
+
+
+def test_h200_vllm_gemm_rows_are_the_published_ones_in_seconds(tmp_path):
+    out = tmp_path / "h200"
+    assert aic.main(["--system", "h200_sxm", "--backend", "vllm", "--version", "0.24.0", "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["format"] == "pipewright-kernel-table" and manifest["format_version"] == 1
+    assert manifest["source"]["package"] == "aiconfigurator_core 0.12.0"
+    assert manifest["versions"]["gemm"] == "0.24.0" and manifest["versions"]["nccl"] == "2.29.2"
+    gemm = json.loads((out / "gemm_perf.json").read_text())
+    assert gemm["keys"] == ["op_name", "kernel_source", "gemm_dtype", "m", "n", "k"]
+    assert gemm["times"] == ["time_s"]
+    assert gemm["measured_on"] == {"framework": "VLLM", "version": "0.24.0", "device": "NVIDIA H200"}
+    # The parquet row, read directly: its latency in ms is the table's time in s times 1000.
+    source = pq.read_table(os.path.join(data_dir(), "h200_sxm/gemm/vllm/0.24.0/gemm_perf.parquet")).to_pylist()
+    row = next(r for r in source if (r["gemm_dtype"], r["m"], r["n"], r["k"]) == ("bfloat16", 4096, 12288, 4096))
+    mine = next(r for r in gemm["rows"] if r[2:6] == ["bfloat16", 4096, 12288, 4096])
+    assert mine[6] == row["latency"] * 1e-3
+    assert len(gemm["rows"]) == len(source)
+    listed = {t["kind"]: t["rows"] for t in manifest["tables"]}
+    assert listed["gemm_perf"] == len(source)
+    # Every family's 0.24.0 tables (kda has none of that version) and NCCL 2.29.2's.
+    assert "kda_perf" not in listed
+    assert sum(listed.values()) == 360636
+
+
+@pytest.mark.parametrize("system,expected", [("h100_sxm", (106, 1601920)), ("h200_sxm", (105, 1540232)),
+                                             ("b200_sxm", (99, 1833358))])
+def test_every_table_of_h100_h200_and_b200_is_read(system, expected):
+    """Every parquet file the package ships for the system, of every framework and version: none refused, every
+    row kept with a value a column."""
+    files = rows = 0
+    for dirpath, _, names in os.walk(os.path.join(data_dir(), system)):
+        for name in names:
+            if not name.endswith(".parquet"):
+                continue
+            path = os.path.join(dirpath, name)
+            table = aic.convert(path, name[: -len(".parquet")])
+            assert len(table["rows"]) == pq.read_metadata(path).num_rows
+            assert all(len(r) == len(table["keys"]) + len(table["times"]) for r in table["rows"])
+            files += 1
+            rows += len(table["rows"])
+    # docs/kernel-tables.md counts them by kind.
+    assert (files, rows) == expected
+
+
+def write_parquet(path, columns):
+    pq.write_table(pa.table(columns), path)
+
+
+def test_a_negative_time_is_refused_naming_the_file_and_row(tmp_path, capsys):
+    folder = tmp_path / "data/h200_sxm/gemm/vllm/0.24.0"
+    folder.mkdir(parents=True)
+    bad = folder / "gemm_perf.parquet"
+    write_parquet(bad, {"gemm_dtype": ["bfloat16", "bfloat16"], "m": [1, 2], "latency": [0.5, -1.0]})
+    code = aic.main(["--data", str(tmp_path / "data"), "--system", "h200_sxm", "--backend", "vllm",
+                     "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err == f"error: {bad} row 2: 'latency' is -1.0, not a time\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_foreign_file_is_refused_in_one_line(tmp_path, capsys):
+    folder = tmp_path / "data/h200_sxm/gemm/vllm/0.24.0"
+    folder.mkdir(parents=True)
+    foreign = folder / "gemm_perf.parquet"
+    write_parquet(foreign, {"name": ["a"], "size": [3]})
+    not_parquet = folder / "notes.parquet"
+    not_parquet.write_text("not parquet")
+    code = aic.main(["--data", str(tmp_path / "data"), "--system", "h200_sxm", "--backend", "vllm",
+                     "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"error: {foreign}: no time column (latency, avg_ms, *_ms or *_us); not an AIConfigurator perf table\n"
+    )
+    foreign.unlink()
+    code = aic.main(["--data", str(tmp_path / "data"), "--system", "h200_sxm", "--backend", "vllm",
+                     "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err.startswith(f"error: {not_parquet}: not a readable parquet file (")
+
+
+def test_an_existing_folder_is_never_overwritten(tmp_path, capsys):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    code = aic.main(["--system", "h200_sxm", "--backend", "vllm", "--out", str(out)])
+    assert code == 2
+    assert capsys.readouterr().err == f"error: --out: '{out}' exists; give a new folder (nothing is overwritten)\n"
+    assert (out / "mine.txt").read_text() == "keep"
+
+
+def test_versions_follow_their_natural_order():
+    assert sorted(["1.3.0rc20", "1.3.0rc9", "1.2.0rc5", "1.3.0rc11"], key=aic.version_key) == [
+        "1.2.0rc5", "1.3.0rc9", "1.3.0rc11", "1.3.0rc20"]
+    assert sorted(["0.5.6.post2", "0.5.10", "0.5.9"], key=aic.version_key) == ["0.5.6.post2", "0.5.9", "0.5.10"]
