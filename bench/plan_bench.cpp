@@ -14,6 +14,7 @@
 // (the same for every thread count).
 #include <benchmark/benchmark.h>
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,6 +78,40 @@ void BM_PlanDeepSeekV3(benchmark::State& state) {
                       "--threads", "2"});
 }
 BENCHMARK(BM_PlanDeepSeekV3)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(3);
+
+// Planning priced from AIConfigurator's H200 tables against the analytic model alone, the same search: the
+// tables must keep the search within 2x (docs/benchmarks.md). The tables are imported into the build folder
+// on first use (scripts/install-deps.sh's .venv has what the import needs).
+std::string h200_tables() {
+  const std::string folder = std::filesystem::current_path().string() + "/bench-kernels-h200-vllm";
+  if (!std::filesystem::exists(folder + "/manifest.json")) {
+    std::vector<std::string> args{"pipewright", "kernels",    "import", "aiconfigurator", "--system", "h200_sxm",
+                                  "--backend",  "vllm",       "--version", "0.24.0",       "--out",    folder};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    std::ostringstream out, err;
+    if (cli_main(static_cast<int>(argv.size()), argv.data(), out, err) != 0) return "";
+  }
+  return folder;
+}
+
+const std::vector<std::string> kPlanH200 = {"pipewright", "plan", "--model", "llama3-70b", "--cluster", "hgx-h200",
+                                            "--gpus", "64", "--global-batch-size", "64", "--threads", "2"};
+
+void BM_PlanH200(benchmark::State& state) { run_command(state, kPlanH200); }
+BENCHMARK(BM_PlanH200)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(5);
+
+void BM_PlanH200Tables(benchmark::State& state) {
+  const std::string tables = h200_tables();
+  if (tables.empty()) {
+    state.SkipWithError("the H200 tables could not be imported (run scripts/install-deps.sh)");
+    return;
+  }
+  std::vector<std::string> args = kPlanH200;
+  args.insert(args.end(), {"--kernels", tables});
+  run_command(state, args);
+}
+BENCHMARK(BM_PlanH200Tables)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(5);
 
 }  // namespace
 

@@ -132,6 +132,21 @@ nlohmann::ordered_json CostModelChain::to_json(const Model& model, const std::ve
   } else {
     j["profile"] = nullptr;
   }
+  if (tables_) {
+    const TableCostModel::Share t = tables_->share();
+    j["kernel_tables"] = {{"folder", tables_->tables().folder()},
+                          {"system", tables_->tables().system()},
+                          {"software", tables_->tables().software()},
+                          {"table_s", t.table_s},
+                          {"phase_s", t.phase_s},
+                          {"other_gpu_s", t.other_gpu_s},
+                          {"gemm_shapes", {{"measured", t.measured},
+                                           {"interpolated", t.interpolated},
+                                           {"extrapolated", t.extrapolated},
+                                           {"missing", t.missing}}}};
+  } else {
+    j["kernel_tables"] = nullptr;
+  }
   nlohmann::ordered_json coverage = nlohmann::ordered_json::array();
   if (profiled_)
     for (const Workload& w : workloads) {
@@ -151,6 +166,44 @@ nlohmann::ordered_json CostModelChain::to_json(const Model& model, const std::ve
 void add_force_profile_option(CLI::App& cmd, bool& force) {
   cmd.add_flag("--force-profile", force,
                "Predict with --profile even when it measured a model of another shape (hidden size, heads, ...)");
+}
+
+void add_kernels_option(CLI::App& cmd, std::string& path) {
+  cmd.add_option("--kernels", path,
+                 "Folder of measured kernel tables (pipewright kernels import): GEMM times by shape on the GPUs they "
+                 "were measured on, the analytic model elsewhere");
+}
+
+void CostModelChain::add_kernels(const std::string& path) {
+  if (path.empty()) return;
+  std::shared_ptr<KernelTables> tables;
+  try {
+    tables = KernelTables::open(path);
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    throw Error(e.kind(), message.rfind("--kernels: ", 0) == 0 ? message : "--kernels: " + message);
+  }
+  auto model = std::make_unique<TableCostModel>(*models_.back(), tables);
+  tables_ = model.get();
+  models_.push_back(std::move(model));
+  labels_.push_back(fmt::format("kernel tables ({}: {} {}, {})", path, tables->system(), tables->software(),
+                                tables->source().empty() ? "an unnamed source" : tables->source()));
+}
+
+std::vector<std::string> CostModelChain::table_lines() const {
+  if (!tables_) return {};
+  const TableCostModel::Share s = tables_->share();
+  std::vector<std::string> lines;
+  lines.push_back(fmt::format(
+      "{:.1f}% of the layers' compute time from the kernel tables ({} distinct GEMM shapes: {} measured, {} "
+      "interpolated, {} extrapolated, {} not in the tables), the rest from the model below",
+      s.phase_s > 0 ? 100 * s.table_s / s.phase_s : 0.0, s.measured + s.interpolated + s.extrapolated + s.missing,
+      s.measured, s.interpolated, s.extrapolated, s.missing));
+  if (s.other_gpu_s > 0)
+    lines.push_back(fmt::format("{:.1f}% of it on GPUs other than the tables' {}: from the model below",
+                                100 * s.other_gpu_s / s.phase_s, tables_->tables().system()));
+  if (s.missing > 0) lines.push_back("the first shape not in the tables (its phase from the model below): " + s.first_missing);
+  return lines;
 }
 
 void add_calibration_option(CLI::App& cmd, std::string& path) {

@@ -15,6 +15,7 @@
 #include "core/analytic_cost_model.hpp"
 #include "core/cost_model.hpp"
 #include "core/workload.hpp"
+#include "kernels/table_cost_model.hpp"
 #include "profiler/profiled_cost_model.hpp"
 
 namespace pw {
@@ -55,6 +56,13 @@ class CostModelChain {
   // (cpu) on cpu: <device> (2 cores))"; overrides in brackets after "analytic".
   std::string description() const;
   const ProfiledCostModel* profiled() const { return profiled_; }
+  // Puts the kernel tables of folder `path` on top (--kernels; nothing when empty): their GEMM times replace
+  // the model's on the GPUs they were measured on. BadInput starting "--kernels: " for a folder that is not one.
+  void add_kernels(const std::string& path);
+  const TableCostModel* tables() const { return tables_; }
+  // What the tables priced so far, for reports: a line of how much of the layers' compute time came from
+  // them and how the GEMM shapes were read, and one naming the first shape they lacked; empty without tables.
+  std::vector<std::string> table_lines() const;
   const std::optional<ProfileOrigin>& profile_origin() const { return origin_; }
   const std::vector<std::string>& overrides() const { return overrides_; }
 
@@ -71,11 +79,15 @@ class CostModelChain {
   std::vector<std::string> labels_;
   std::vector<std::string> overrides_;
   const ProfiledCostModel* profiled_ = nullptr;
+  const TableCostModel* tables_ = nullptr;
   std::optional<ProfileOrigin> origin_;
 };
 
 // --force-profile: predict with a profile of another model.
 void add_force_profile_option(CLI::App& cmd, bool& force);
+
+// --kernels DIR: a folder of kernel tables (`pipewright kernels import`), priced from where it answers.
+void add_kernels_option(CLI::App& cmd, std::string& path);
 
 // --calibration FILE: `pipewright calibrate`'s fitted model, put on top of a chain (nothing when empty).
 void add_calibration_option(CLI::App& cmd, std::string& path);

@@ -8,6 +8,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/python_module.hpp"
+#include "cli/scenario_options.hpp"
+#include "core/analytic_cost_model.hpp"
+#include "core/cluster.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "core/workload.hpp"
@@ -22,7 +25,7 @@ struct ImportOptions {
 };
 
 struct QueryOptions {
-  std::string folder, precision = "bf16", collective;
+  std::string folder, precision = "bf16", collective, cluster;
   std::vector<double> gemm;
   double bytes = 0;
   int gpus = 0;
@@ -71,10 +74,21 @@ void query(const QueryOptions& o, std::ostream& out) {
     for (double x : o.gemm)
       if (!(x >= 1 && x <= 1e9)) throw_bad_input("--gemm: {:g} is not a dimension from 1 to 1e9", x);
     const TableTime t = q.gemm(precision, o.gemm[0], o.gemm[1], o.gemm[2]);
-    out << fmt::format("gemm {:g} x {:g} x {:g} {}: {}\n", o.gemm[0], o.gemm[1], o.gemm[2], o.precision, time_line(t));
+    out << fmt::format("gemm m {:g}, n {:g}, k {:g} {}: {}\n", o.gemm[0], o.gemm[1], o.gemm[2], o.precision, time_line(t));
     if (t.found())
       out << fmt::format("  {} at that time\n",
                          format_flops(2 * o.gemm[0] * o.gemm[1] * o.gemm[2] / std::max(t.seconds, 1e-12)));
+    if (!o.cluster.empty()) {
+      // The analytic model's price for the same GEMM: a layer of that one GEMM, its forward phase.
+      const Cluster c = load_for_option("--cluster", o.cluster, load_cluster);
+      LayerWork work;
+      (precision == Precision::Fp8 ? work.forward.fp8_gemm_flops : work.forward.gemm_flops) =
+          2 * o.gemm[0] * o.gemm[1] * o.gemm[2];
+      work.forward.kernels = 1;
+      const double model = AnalyticCostModel().phase_time(Layer{}, work, Phase::Forward, c.gpu, c.intra_node, 1);
+      out << fmt::format("  the analytic model on {}: {}{}\n", c.gpu.name, format_seconds(model),
+                         t.found() ? fmt::format(" (tables / model = {:.2f})", t.seconds / model) : "");
+    }
     return;
   }
   if (!o.collective.empty()) {
@@ -121,13 +135,14 @@ CommandRunner add_kernels_command(CLI::App& app) {
   auto* query_cmd = cmd->add_subcommand("query", "One shape's time from a folder of kernel tables");
   auto qo = std::make_shared<QueryOptions>();
   query_cmd->add_option("folder", qo->folder, "A folder of kernel tables")->required();
-  query_cmd->add_option("--gemm", qo->gemm, "A GEMM's M N K (M x K times K x N)")->expected(3);
+  query_cmd->add_option("--gemm", qo->gemm, "A GEMM's M N K (an M x K matrix times a K x N one)")->expected(3);
   query_cmd->add_option("--collective", qo->collective, "all-reduce, all-gather, reduce-scatter or all-to-all");
   query_cmd->add_option("--bytes", qo->bytes, "The collective's bytes a GPU");
   query_cmd->add_option("--gpus", qo->gpus, "The collective's GPUs");
   query_cmd->add_option("--attention", qo->attention, "Prefill attention: batch, tokens, heads, kv heads, head dim")
       ->expected(5);
   query_cmd->add_option("--precision", qo->precision, "bf16 or fp8 (default bf16)");
+  query_cmd->add_option("--cluster", qo->cluster, "With --gemm: the analytic model's time on this cluster's GPU beside");
 
   return [=](std::ostream& out) {
     if (aic->parsed()) {

@@ -54,6 +54,7 @@ struct PlanOptions {
   std::string schedule, recompute, rank_order;
   std::string recompute_modules;  // comma-separated; empty: core_attn
   std::string calibration;
+  std::string kernels;
   std::string memory_headroom;  // "5%"; empty: the cluster's
   int top = 5;
   int threads = 0;
@@ -140,7 +141,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   std::optional<ExportTarget> target;
   if (!o.export_target.empty()) target = export_target_from_string(o.export_target);
   check_outputs(output_paths(o, target), {{"--model", o.model}, {"--cluster", o.cluster}, {"--profile", o.profile},
-                                          {"--calibration", o.calibration}});
+                                          {"--calibration", o.calibration}, {"--kernels", o.kernels}});
   check_top(o.top);
   if (o.threads < 0) throw_bad_input("--threads: must be 0 (all cores) or more, got {}", o.threads);
   if (o.gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", o.gpus);
@@ -213,6 +214,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.cluster = load_for_option("--cluster", o.cluster, load_cluster);
   apply_memory_headroom(o.memory_headroom, base.cluster);
   if (target) restrict_experts(*target, base.model, space);
+  chain.add_kernels(o.kernels);
   if (!o.profile.empty()) chain.add_profile_file(o.profile, base.model, "--profile", o.force_profile);
   add_calibration(chain, o.calibration);
   // A profile's numbers and the analytic model's are not comparable: without a calibration to extrapolate,
@@ -317,8 +319,13 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
       print_train_costs(out, o.train_cost, *train, rates);
     }
     if (explanation) print_explanation(out, *explanation);
+    if (chain.tables() && !chain.profiled()) {
+      out << fmt::format("\ncost model: {}\n", chain.description());
+      for (const std::string& line : chain.table_lines()) out << "  while searching: " << line << "\n";
+    }
     if (chain.profiled()) {
       out << fmt::format("\ncost model: {}\n", chain.description());
+      for (const std::string& line : chain.table_lines()) out << "  while searching: " << line << "\n";
       if (!space.micro_batch_sizes.empty())
         out << fmt::format("  searched what the profile measured: tp {}, micro-batch sizes {}\n",
                            space.tp ? std::to_string(*space.tp) : "any", fmt::join(space.micro_batch_sizes, ", "));
@@ -441,6 +448,7 @@ CommandRunner add_plan_command(CLI::App& app) {
                   "ones where present (other micro-batch sizes: analytic)");
   add_force_profile_option(*cmd, o->force_profile);
   add_calibration_option(*cmd, o->calibration);
+  add_kernels_option(*cmd, o->kernels);
   add_allow_large_flag(*cmd, o->allow_large);
   cmd->add_flag("--explain", o->explain,
                 "Break the best plan's step down, name what binds it and what each runner-up loses");

@@ -98,8 +98,8 @@ std::vector<int> parse_split(const std::string& text) {
 }
 
 std::vector<OptionPath> ScenarioOptions::input_paths() const {
-  return {{"--model", model}, {"--cluster", cluster}, {"--plan", plan}, {"--profile", profile},
-          {"--calibration", calibration}};
+  return {{"--model", model},     {"--cluster", cluster},         {"--plan", plan},
+          {"--profile", profile}, {"--calibration", calibration}, {"--kernels", kernels}};
 }
 
 std::vector<OptionPath> ScenarioOptions::plan_input_paths(const std::optional<PlanDocument>& doc) const {
@@ -113,10 +113,12 @@ void ScenarioOptions::add_profile_option(CLI::App& cmd) {
                  "analytic ones where present");
   add_force_profile_option(cmd, force_profile);
   add_calibration_option(cmd, calibration);
+  add_kernels_option(cmd, kernels);
 }
 
 CostModelChain ScenarioOptions::cost_models(const Model& m, const AnalyticCostParams& defaults) const {
   CostModelChain chain(cost_params, defaults);
+  chain.add_kernels(kernels);
   if (!profile.empty()) chain.add_profile_file(profile, m, "--profile", force_profile);
   add_calibration(chain, calibration);
   return chain;
@@ -242,6 +244,7 @@ CostModelChain ScenarioOptions::cost_models(const Model& m, const std::optional<
   std::vector<std::string> overrides = doc->cost_overrides;
   overrides.insert(overrides.end(), cost_params.begin(), cost_params.end());
   CostModelChain chain(overrides, defaults);
+  chain.add_kernels(kernels);
   if (!profile.empty())
     chain.add_profile_file(profile, m, "--profile", force_profile);
   else if (doc->profile)

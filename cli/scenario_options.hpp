@@ -48,6 +48,7 @@ struct ScenarioOptions {
   std::string profile;                   // --profile: measured layer times, link and optimizer (add_profile_option)
   bool force_profile = false;            // --force-profile: a profile of another model's shape is used anyway
   std::string calibration;               // --calibration: a fitted cost model on top (add_profile_option)
+  std::string kernels;                   // --kernels: a folder of kernel tables (add_profile_option)
   std::string plan;                      // --plan: a plan file gives the scenario (add_plan_option)
 
   // `model_and_cluster_required` false: --model and --cluster may be left out (another option, such as

@@ -87,8 +87,9 @@ void run_simulate(const SimulateOptions& o, std::ostream& out) {
     out << j.dump(2) << "\n";
   } else {
     print_evaluation(out, ev);
-    if (chain.profiled()) {
+    if (chain.profiled() || chain.tables()) {
       out << fmt::format("\ncost model: {}\n", chain.description());
+      for (const std::string& line : chain.table_lines()) out << "  " << line << "\n";
       for (const std::string& line : chain.coverage_lines(ev.scenario.model, {ev.scenario.workload}))
         out << "  " << line << "\n";
     }

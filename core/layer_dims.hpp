@@ -67,10 +67,15 @@ struct Dims {
   double tokens_per_rank() const { return sp ? n() / t : n(); }  // the tokens an MoE layer routes from this rank
 };
 
-// An m x k by k x n product whose n (column parallel) or k (row parallel) is split over tp.
-inline void gemm(PhaseWork& p, double m, double k, double n, double t) {
+// Which dimension of a GEMM tp splits: N for a column-parallel layer's output, K for a row-parallel one's
+// input, M for the tokens (a weight gradient's rows of a row-parallel layer, sequence parallelism's share).
+enum class TpSplit { M, K, N };
+
+// An m x k by k x n product with one dimension split over t ranks.
+inline void gemm(PhaseWork& p, double m, double k, double n, double t, TpSplit split) {
   p.gemm_flops += 2 * m * k * n / t;
   ++p.kernels;
+  p.gemms.push_back({split == TpSplit::M ? m / t : m, split == TpSplit::K ? k / t : k, split == TpSplit::N ? n / t : n});
 }
 inline void elementwise(PhaseWork& p, double bytes) {
   p.memory_bytes += bytes;

@@ -82,15 +82,18 @@ Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq, int
 namespace detail {
 
 double projection_split(const Projection& pr, const Dims& d) { return pr.split ? d.t : (d.sp ? d.t : 1); }
+// The dimension projection_split divides: `split` for a tp-split projection, the tokens (sequence
+// parallelism's share) for one kept whole.
+TpSplit in_split(const Projection& pr, TpSplit split) { return pr.split ? split : TpSplit::M; }
 
 double norm_bytes(const Dims& d) { return 2 * kBf16 * d.rep(); }
 
 void dense_mlp_forward(PhaseWork& p, const Dims& d) {
   const double n = d.n();
-  gemm(p, n, d.h, d.mlp_in(), d.t);                      // up (GeLU) or fused gate+up (SwiGLU)
+  gemm(p, n, d.h, d.mlp_in(), d.t, TpSplit::N);         // up (GeLU) or fused gate+up (SwiGLU)
   // GeLU reads its input and writes its output; SwiGLU reads gate and up, writes their product.
   elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * n * d.f / d.t);
-  gemm(p, n, d.f, d.h, d.t);                             // down projection (row parallel)
+  gemm(p, n, d.f, d.h, d.t, TpSplit::K);                // down projection (row parallel)
   tp_region_collectives(p, d);
 }
 
@@ -130,7 +133,7 @@ double residual_bytes(const Dims& d) { return 3 * kBf16 * d.rep() + (d.dropout ?
 void attention_forward(PhaseWork& p, const Dims& d) {
   const double n = d.n();
   elementwise(p, norm_bytes(d));                         // input norm
-  for (const Projection& pr : d.in_proj) gemm(p, n, pr.in, pr.out, projection_split(pr, d));  // QKV (column parallel)
+  for (const Projection& pr : d.in_proj) gemm(p, n, pr.in, pr.out, projection_split(pr, d), in_split(pr, TpSplit::N));  // QKV (column parallel)
   if (d.latent > 0) elementwise(p, 2 * kBf16 * n * d.latent / (d.sp ? d.t : 1));  // MLA's latent norms
   if (d.rotary) elementwise(p, 2 * kBf16 * n * d.rope / d.t);  // rotary on Q and K: read + write
   if (d.flash) {
@@ -142,7 +145,7 @@ void attention_forward(PhaseWork& p, const Dims& d) {
     if (d.dropout) elementwise(p, attention_dropout_bytes(d));
     attention_gemm(p, attention_core_flops(d) / 2);      // probabilities x V
   }
-  gemm(p, n, d.o, d.h, d.t);                             // output projection (row parallel)
+  gemm(p, n, d.o, d.h, d.t, TpSplit::K);                // output projection (row parallel)
   tp_region_collectives(p, d);
   elementwise(p, residual_bytes(d));                     // bias-dropout-add
 }
@@ -166,18 +169,18 @@ double dropout_backward_bytes(const Dims& d) { return (2 * kBf16 + kMask) * d.re
 
 void dense_mlp_backward_input(PhaseWork& p, const Dims& d) {
   const double n = d.n();
-  gemm(p, n, d.h, d.f, d.t);                             // down projection dgrad
+  gemm(p, n, d.h, d.f, d.t, TpSplit::N);                // down projection dgrad
   // GeLU backward reads input and gradient, writes the gradient; SwiGLU reads gate, up and the
   // product's gradient, writes both input gradients.
   elementwise(p, (d.swiglu ? 5 : 3) * kBf16 * n * d.f / d.t);
-  gemm(p, n, d.mlp_in(), d.h, d.t);                      // up projection dgrad
+  gemm(p, n, d.mlp_in(), d.h, d.t, TpSplit::K);         // up projection dgrad
   tp_region_collectives(p, d);
 }
 
 void attention_backward_input(PhaseWork& p, const Dims& d) {
   const double n = d.n();
   if (d.dropout) elementwise(p, dropout_backward_bytes(d));  // attention output dropout
-  gemm(p, n, d.h, d.o, d.t);                             // output projection dgrad
+  gemm(p, n, d.h, d.o, d.t, TpSplit::N);                // output projection dgrad
   if (d.flash) {
     // FlashAttention-2's backward recomputes S = QK^T, then dV, dP, dQ, dK: 5 of the forward's
     // half-size products, in one kernel.
@@ -193,7 +196,7 @@ void attention_backward_input(PhaseWork& p, const Dims& d) {
   }
   if (d.rotary) elementwise(p, 2 * kBf16 * n * d.rope / d.t);
   if (d.latent > 0) elementwise(p, 3 * kBf16 * n * d.latent / (d.sp ? d.t : 1));
-  for (const Projection& pr : d.in_proj) gemm(p, n, pr.out, pr.in, projection_split(pr, d));  // QKV dgrad
+  for (const Projection& pr : d.in_proj) gemm(p, n, pr.out, pr.in, projection_split(pr, d), in_split(pr, TpSplit::K));  // QKV dgrad
   tp_region_collectives(p, d);
   elementwise(p, norm_backward_bytes(d));                // input norm backward
 }
@@ -215,13 +218,13 @@ PhaseWork block_backward_input(const Dims& d) {
 PhaseWork block_backward_weight(const Dims& d) {
   PhaseWork p;
   const double n = d.n();
-  for (const Projection& pr : d.in_proj) gemm(p, pr.in, n, pr.out, projection_split(pr, d));
-  gemm(p, d.o, n, d.h, d.t);
+  for (const Projection& pr : d.in_proj) gemm(p, pr.in, n, pr.out, projection_split(pr, d), pr.split ? TpSplit::N : TpSplit::K);
+  gemm(p, d.o, n, d.h, d.t, TpSplit::M);
   if (d.moe) {
     moe_backward_weight(p, d);
   } else {
-    gemm(p, d.h, n, d.mlp_in(), d.t);
-    gemm(p, d.f, n, d.h, d.t);
+    gemm(p, d.h, n, d.mlp_in(), d.t, TpSplit::N);
+    gemm(p, d.f, n, d.h, d.t, TpSplit::M);
   }
   return p;
 }
@@ -301,6 +304,7 @@ void run_gemms_in_fp8(LayerWork& lw, const Dims& d) {
   for (PhaseWork* p : {&lw.forward, &lw.backward_input, &lw.backward_weight, &lw.recompute}) {
     p->fp8_gemm_flops += p->gemm_flops;
     p->gemm_flops = 0;
+    for (GemmShape& g : p->gemms) g.fp8 = true;
   }
   constexpr double kCast = kBf16 + 1;
   const double n = d.n();
@@ -370,7 +374,7 @@ LayerWork head_work(const Dims& d) {
 
   elementwise(lw.forward, 2 * kBf16 * rep);  // final norm
   if (d.t > 1 && d.sp) collective(lw.forward, CollectiveKind::AllGather, hidden_bytes);
-  gemm(lw.forward, n, d.h, d.V, d.t);  // LM head (column parallel over the vocabulary)
+  gemm(lw.forward, n, d.h, d.V, d.t, TpSplit::N);  // LM head (column parallel over the vocabulary)
   // Vocab-parallel cross-entropy over fp32 logits: convert (read 2, write 4), max (read 4),
   // subtract (read 4, write 4), predicted logit (negligible), exp (read 4, write 4), sum (read 4),
   // loss (per token); each reduction is an all-reduce of one fp32 per token.
@@ -388,11 +392,11 @@ LayerWork head_work(const Dims& d) {
   // bf16 for the GEMM (read 4, write 2).
   elementwise(lw.backward_input, 2 * kFp32 * logits);
   elementwise(lw.backward_input, (kFp32 + kBf16) * logits);
-  gemm(lw.backward_input, n, d.V, d.h, d.t);  // LM head dgrad
+  gemm(lw.backward_input, n, d.V, d.h, d.t, TpSplit::K);  // LM head dgrad
   if (d.t > 1)
     collective(lw.backward_input, d.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, hidden_bytes);
   elementwise(lw.backward_input, 3 * kBf16 * rep);  // final norm backward: read x, dy, write dx
-  gemm(lw.backward_weight, d.h, n, d.V, d.t);       // LM head wgrad
+  gemm(lw.backward_weight, d.h, n, d.V, d.t, TpSplit::N);       // LM head wgrad
 
   // Final norm input and LM head input (whole without sp), fp32 logits.
   const double sbh = d.s * d.b * d.h;
@@ -416,10 +420,10 @@ LayerWork mtp_work(const Dims& d, const Dims& block, Recompute recompute, Recomp
   const double n = d.n();
   PhaseWork projection_f, projection_b, projection_w;
   elementwise(projection_f, 2 * norm_bytes(d));
-  gemm(projection_f, n, 2 * d.h, d.h, d.t);
-  gemm(projection_b, n, d.h, 2 * d.h, d.t);
+  gemm(projection_f, n, 2 * d.h, d.h, d.t, TpSplit::N);
+  gemm(projection_b, n, d.h, 2 * d.h, d.t, TpSplit::K);
   elementwise(projection_b, 2 * norm_backward_bytes(d));
-  gemm(projection_w, 2 * d.h, n, d.h, d.t);
+  gemm(projection_w, 2 * d.h, n, d.h, d.t, TpSplit::N);
   for (const LayerWork* part : {&head, &embedding}) {
     add_work(lw.forward, part->forward);
     add_work(lw.backward_input, part->backward_input);
@@ -569,6 +573,7 @@ void add_work(PhaseWork& work, const PhaseWork& more) {
   work.all_to_alls.insert(work.all_to_alls.end(), more.all_to_alls.begin(), more.all_to_alls.end());
   if (!more.all_to_alls.empty()) work.dispatch = more.dispatch;
   work.etp_collectives.insert(work.etp_collectives.end(), more.etp_collectives.begin(), more.etp_collectives.end());
+  work.gemms.insert(work.gemms.end(), more.gemms.begin(), more.gemms.end());
 }
 
 const char* collective_name(CollectiveKind kind) {

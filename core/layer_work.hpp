@@ -37,6 +37,14 @@ struct RoutedDispatch {
 // One phase (F, B or W) of one layer: compute-bound GEMM FLOPs, attention-core FLOPs (QK^T, AV and
 // their gradients), memory-bound bytes (norms, activations functions, softmax, residuals, optimizer-free
 // elementwise work) and the number of kernel launches.
+// One dense GEMM of a phase as one GPU runs it (tp's share taken): M x K by K x N. A table-priced cost model
+// looks its time up by shape (kernels/); the analytic one reads only the FLOPs.
+struct GemmShape {
+  double m = 0, k = 0, n = 0;
+  bool fp8 = false;
+  double flops() const { return 2 * m * k * n; }
+};
+
 struct PhaseWork {
   double gemm_flops = 0;
   double fp8_gemm_flops = 0;  // GEMMs run in fp8 (at the GPU's fp8 peak)
@@ -60,6 +68,9 @@ struct PhaseWork {
   RoutedDispatch dispatch;
   // Expert tensor parallelism's collectives over the etp group (its tokens gathered, its outputs reduced).
   std::vector<Collective> etp_collectives;
+  // The dense GEMMs of gemm_flops and fp8_gemm_flops, shape by shape (the routed experts' grouped GEMMs are
+  // counted in routed_gemm_flops alone).
+  std::vector<GemmShape> gemms;
 
   double flops() const { return gemm_flops + fp8_gemm_flops + attention_flops; }
 };

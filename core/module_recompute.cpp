@@ -23,7 +23,7 @@ void recompute_modules_work(LayerWork& lw, const Dims& d, RecomputeModules modul
   }
   if (modules.has(RecomputeModule::MlaUpProj) && d.latent > 0) {
     for (const Projection& pr : d.in_proj)
-      if (pr.split) gemm(lw.recompute, n, pr.in, pr.out, projection_split(pr, d));
+      if (pr.split) gemm(lw.recompute, n, pr.in, pr.out, projection_split(pr, d), TpSplit::N);
     if (d.rotary) elementwise(lw.recompute, 2 * kBf16 * n * d.rope / d.t);
     dropped += kBf16 * n * (d.q + d.k_stored + d.v_stored) / d.t;
   }

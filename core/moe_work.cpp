@@ -42,7 +42,7 @@ double shared_in(const Dims& d) { return (d.swiglu ? 2 : 1) * d.routed.shared_f;
 void moe_forward(PhaseWork& p, const Dims& d) {
   const double tokens = d.tokens_per_rank();
   const RoutedShape& r = d.routed;
-  gemm(p, tokens, d.h, r.experts, 1);                 // router (whole on every rank)
+  gemm(p, tokens, d.h, r.experts, 1, TpSplit::N);                 // router (whole on every rank)
   elementwise(p, 3 * kFp32 * tokens * r.experts);     // scores (softmax or sigmoid), top-k
   elementwise(p, 2 * kBf16 * sent_pairs(d) * d.h);    // permute: each token copied to its experts
   all_to_all(p, d);  // dispatch
@@ -67,11 +67,11 @@ double expert_activation_stored(const Dims& d) { return kBf16 * d.routed.pairs *
 
 void shared_experts_forward(PhaseWork& p, const Dims& d) {
   const RoutedShape& r = d.routed;
-  gemm(p, d.n(), d.h, shared_in(d), d.t);
+  gemm(p, d.n(), d.h, shared_in(d), d.t, TpSplit::N);
   elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * d.n() * r.shared_f / d.t);
-  gemm(p, d.n(), r.shared_f, d.h, d.t);
+  gemm(p, d.n(), r.shared_f, d.h, d.t, TpSplit::K);
   tp_region_collectives(p, d);
-  if (r.shared_gate) gemm(p, d.n(), d.h, 1, d.t);
+  if (r.shared_gate) gemm(p, d.n(), d.h, 1, d.t, TpSplit::M);
 }
 double shared_experts_stored(const Dims& d) { return kBf16 * d.n() * (shared_in(d) + d.routed.shared_f) / d.t; }
 
@@ -88,11 +88,11 @@ void moe_backward_input(PhaseWork& p, const Dims& d) {
   all_to_all(p, d);  // dispatch's gradient
   elementwise(p, 2 * kBf16 * sent_pairs(d) * d.h);         // permute backward: copies summed per token
   elementwise(p, 3 * kFp32 * tokens * r.experts);          // scores backward
-  gemm(p, tokens, r.experts, d.h, 1);                      // router dgrad
+  gemm(p, tokens, r.experts, d.h, 1, TpSplit::N);                      // router dgrad
   if (r.shared_f > 0) {
-    gemm(p, d.n(), d.h, r.shared_f, d.t);
+    gemm(p, d.n(), d.h, r.shared_f, d.t, TpSplit::N);
     elementwise(p, (d.swiglu ? 5 : 3) * kBf16 * d.n() * r.shared_f / d.t);
-    gemm(p, d.n(), shared_in(d), d.h, d.t);
+    gemm(p, d.n(), shared_in(d), d.h, d.t, TpSplit::K);
     tp_region_collectives(p, d);
   }
 }
@@ -101,10 +101,10 @@ void moe_backward_weight(PhaseWork& p, const Dims& d) {
   const RoutedShape& r = d.routed;
   routed_gemm(p, 2 * d.h * r.pairs * expert_in(d), 0, padded(d));
   routed_gemm(p, 2 * expert_f(d) * r.pairs * d.h, 0, padded(d));
-  gemm(p, d.h, d.tokens_per_rank(), r.experts, 1);  // router
+  gemm(p, d.h, d.tokens_per_rank(), r.experts, 1, TpSplit::N);  // router
   if (r.shared_f > 0) {
-    gemm(p, d.h, d.n(), shared_in(d), d.t);
-    gemm(p, r.shared_f, d.n(), d.h, d.t);
+    gemm(p, d.h, d.n(), shared_in(d), d.t, TpSplit::N);
+    gemm(p, r.shared_f, d.n(), d.h, d.t, TpSplit::M);
   }
 }
 

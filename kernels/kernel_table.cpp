@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/excerpt.hpp"
 #include "core/json_text.hpp"
 
 namespace pw {
@@ -42,71 +43,269 @@ std::string text_field(const JsonFields& f, const std::string& key) {
   return v.get<std::string>();
 }
 
+// Reads a table file in one pass of SAX events: the small fields into a JSON object, the rows straight into
+// the table's columns (a GEMM table holds about 750,000 values: a DOM of them took 0.2 s to build, most of a
+// plan's extra time with tables). Rows that come before `keys` and `times` (a writer that sorts its fields)
+// are kept as they are and read at the end.
+class TableReader : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  TableReader(KernelTable::Columns& t, std::string path) : t_(t), path_(std::move(path)) {}
+
+  nlohmann::json header = nlohmann::json::object();
+
+  bool null() override { return scalar(nlohmann::json(nullptr)); }
+  bool boolean(bool v) override { return scalar(nlohmann::json(v)); }
+  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v), nlohmann::json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return number(static_cast<double>(v), nlohmann::json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return number(v, nlohmann::json(v)); }
+  bool string(string_t& v) override {
+    if (in_row()) return row_text(v);
+    if (in_rows_) throw_bad_input("{}: rows must be a list of rows, each a list of values", path_);
+    return string_value(v);
+  }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t n) override {
+    if (++depth_ > kMaxJsonDepth) too_deep();
+    if (depth_ == 1) return true;
+    if (in_rows() && depth_ >= 3) fail_row_value("an object");
+    if (in_rows()) throw_bad_input("{}: rows must be a list of rows, each a list of values", path_);
+    return forward([&](auto& dom) { return dom.start_object(n); });
+  }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      key_ = k;
+      if (key_ == "rows") start_rows();
+      else dom_ = std::make_unique<Dom>(value_);
+      return true;
+    }
+    return forward([&](auto& dom) { return dom.key(k); });
+  }
+  bool end_object() override {
+    if (depth_-- == 1) return true;
+    return forward([&](auto& dom) { return dom.end_object(); }) && finish_value();
+  }
+  bool start_array(std::size_t n) override {
+    if (++depth_ > kMaxJsonDepth) too_deep();
+    if (in_rows()) {
+      if (depth_ == 2) return true;  // the list of rows
+      if (depth_ == 3) return start_row();
+      fail_row_value("a list");
+    }
+    return forward([&](auto& dom) { return dom.start_array(n); });
+  }
+  bool end_array() override {
+    const int d = depth_--;
+    if (in_rows_) {
+      if (d == 3) return end_row();
+      if (d == 2) {
+        in_rows_ = false;
+        return true;
+      }
+    }
+    return forward([&](auto& dom) { return dom.end_array(); }) && finish_value();
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    std::string message = e.what();
+    const auto colon = message.find(": ");
+    if (colon != std::string::npos) message = message.substr(colon + 2);
+    throw_bad_input("{}: malformed JSON at byte {}: {}", path_, position, excerpt(message));
+  }
+  void finish() {
+    if (!saw_rows_) throw_bad_input("{}: missing required field 'rows'", path_);
+    if (pending_.empty() && !buffering_) return;
+    buffering_ = false;
+    set_up_columns();
+    for (const std::vector<nlohmann::json>& row : pending_) {
+      start_row();
+      for (const nlohmann::json& v : row) {
+        if (v.is_string()) row_text(v.get<std::string>());
+        else if (v.is_number()) row_number(v.get<double>(), v);
+        else row_other(v);
+      }
+      end_row();
+    }
+  }
+
+ private:
+  using Dom = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
+
+  bool in_rows() const { return in_rows_; }
+  bool in_row() const { return in_rows_ && depth_ == 3; }
+  [[noreturn]] void too_deep() const {
+    throw_bad_input("{}: values nest deeper than {} arrays and objects; pipewright's files nest a few levels", path_,
+                    kMaxJsonDepth);
+  }
+  template <typename F>
+  bool forward(F&& f) {
+    if (!dom_) throw_bad_input("{}: expected a JSON object of fields", path_);
+    return f(*dom_);
+  }
+  // A top-level field's value is whole once its events return to depth 1.
+  bool finish_value() {
+    if (depth_ == 1 && dom_) {
+      header[key_] = std::move(value_);
+      value_ = nlohmann::json();
+      dom_.reset();
+    }
+    return true;
+  }
+  bool scalar(const nlohmann::json& v) {
+    if (in_row()) return row_other(v);
+    if (in_rows_) throw_bad_input("{}: rows must be a list of rows, each a list of values", path_);
+    if (depth_ == 0) throw_bad_input("{}: expected a JSON object of fields, got {}", path_, json_excerpt(v));
+    const bool ok = forward([&](auto& dom) {
+      if (v.is_null()) return dom.null();
+      return dom.boolean(v.get<bool>());
+    });
+    return ok && finish_value();
+  }
+  bool number(double x, const nlohmann::json& v) {
+    if (in_row()) return row_number(x, v);
+    if (in_rows_) throw_bad_input("{}: rows must be a list of rows, each a list of values", path_);
+    const bool ok = forward([&](auto& dom) {
+      if (v.is_number_float()) return dom.number_float(v.get<double>(), "");
+      if (v.is_number_unsigned()) return dom.number_unsigned(v.get<std::uint64_t>());
+      return dom.number_integer(v.get<std::int64_t>());
+    });
+    return ok && finish_value();
+  }
+  bool string_value(string_t& v) { return forward([&](auto& dom) { return dom.string(v); }) && finish_value(); }
+
+  void start_rows() {
+    saw_rows_ = true;
+    in_rows_ = true;
+    buffering_ = !header.contains("keys") || !header.contains("times");
+    if (!buffering_) set_up_columns();
+  }
+  void set_up_columns() {
+    const JsonFields f(header, path_);
+    check_format(f);
+    t_.kind = text_field(f, "kind");
+    t_.keys = names(f, "keys");
+    t_.times = names(f, "times");
+    for (const std::string& k : t_.keys)
+      if (std::count(t_.keys.begin(), t_.keys.end(), k) > 1 || std::count(t_.times.begin(), t_.times.end(), k) > 0)
+        throw_bad_input("{}: column '{}' is named twice", path_, k);
+    nk_ = t_.keys.size();
+    nt_ = t_.times.size();
+    t_.text.assign(nk_, false);
+    t_.numbers.assign(nk_, {});
+    t_.text_ids.assign(nk_, {});
+    t_.dictionary.assign(nk_, {});
+    t_.seconds.assign(nt_, {});
+    ids_.assign(nk_, {});
+  }
+  bool start_row() {
+    if (buffering_) {
+      if (static_cast<long>(pending_.size()) >= kMaxKernelTableRows)
+        throw_bad_input("{}: more than {} rows", path_, kMaxKernelTableRows);
+      pending_.emplace_back();
+      return true;
+    }
+    if (t_.rows >= kMaxKernelTableRows) throw_bad_input("{}: more than {} rows", path_, kMaxKernelTableRows);
+    ++t_.rows;
+    column_ = 0;
+    return true;
+  }
+  bool end_row() {
+    if (buffering_) return true;
+    if (column_ != nk_ + nt_)
+      throw_bad_input("{} row {}: {} values, expected {} ({} keys and {} times)", path_, t_.rows, column_, nk_ + nt_,
+                      nk_, nt_);
+    return true;
+  }
+  // The type of a key column is its first row's.
+  bool first_row() const { return t_.rows == 1; }
+  bool row_text(const std::string& v) {
+    if (buffering_) return keep(nlohmann::json(v));
+    const size_t c = column_++;
+    if (c >= nk_) {
+      if (c < nk_ + nt_) fail_time(c - nk_, nlohmann::json(v));
+      return true;  // counted: end_row refuses the row
+    }
+    if (first_row()) t_.text[c] = true;
+    if (!t_.text[c])
+      throw_bad_input("{} row {}: '{}' is {}, where the first row holds a number", path_, t_.rows, t_.keys[c],
+                      json_excerpt(nlohmann::json(v)));
+    auto it = ids_[c].find(v);
+    if (it == ids_[c].end()) {
+      it = ids_[c].emplace(v, static_cast<int>(t_.dictionary[c].size())).first;
+      t_.dictionary[c].push_back(v);
+    }
+    t_.text_ids[c].push_back(it->second);
+    return true;
+  }
+  bool row_number(double x, const nlohmann::json& v) {
+    if (buffering_) return keep(v);
+    const size_t c = column_++;
+    if (c >= nk_ + nt_) return true;
+    if (c >= nk_) {
+      if (!std::isfinite(x) || x < 0 || x > 1e6) fail_time(c - nk_, v);
+      t_.seconds[c - nk_].push_back(x);
+      return true;
+    }
+    if (t_.text[c])
+      throw_bad_input("{} row {}: '{}' is {}, where the first row holds text", path_, t_.rows, t_.keys[c],
+                      json_excerpt(v));
+    t_.numbers[c].push_back(x);
+    return true;
+  }
+  bool row_other(const nlohmann::json& v) {
+    if (buffering_) return keep(v);
+    const size_t c = column_++;
+    if (c >= nk_ + nt_) return true;
+    if (c >= nk_) fail_time(c - nk_, v);
+    throw_bad_input("{} row {}: '{}' is {}, where the first row holds {}", path_, t_.rows, t_.keys[c], json_excerpt(v),
+                    t_.text[c] ? "text" : "a number");
+  }
+  bool keep(const nlohmann::json& v) {
+    if (pending_.back().size() > static_cast<size_t>(kMaxKernelTableColumns) * 2)
+      throw_bad_input("{} row {}: more than {} values", path_, pending_.size(), kMaxKernelTableColumns * 2);
+    pending_.back().push_back(v);
+    return true;
+  }
+  [[noreturn]] void fail_time(size_t time, const nlohmann::json& v) const {
+    throw_bad_input("{} row {}: {} is {}, not a time in seconds (0 to 1e6)", path_, t_.rows, t_.times[time],
+                    json_excerpt(v));
+  }
+  [[noreturn]] void fail_row_value(const char* what) const {
+    if (buffering_)
+      throw_bad_input("{} row {}: value {} is {}, not a number or text", path_, pending_.size(),
+                      pending_.back().size() + 1, what);
+    throw_bad_input("{} row {}: value {} is {}, not a number or text", path_, t_.rows, column_ + 1, what);
+  }
+
+  KernelTable::Columns& t_;
+  std::string path_;
+  int depth_ = 0;
+  std::string key_;
+  nlohmann::json value_;
+  std::unique_ptr<Dom> dom_;
+  bool in_rows_ = false, saw_rows_ = false, buffering_ = false;
+  std::vector<std::vector<nlohmann::json>> pending_;  // rows read before the columns were named
+  size_t nk_ = 0, nt_ = 0, column_ = 0;
+  std::vector<std::map<std::string, int>> ids_;
+};
+
 }  // namespace
 
 KernelTable KernelTable::load(const std::string& path) {
-  const nlohmann::json doc = parse_json_text(read_text_file(path, "kernel table"), path);
-  const JsonFields f(doc, path);
-  check_format(f);
   KernelTable t;
   t.path_ = path;
-  t.kind_ = text_field(f, "kind");
-  t.keys_ = names(f, "keys");
-  t.times_ = names(f, "times");
-  for (const std::string& k : t.keys_)
-    if (std::count(t.keys_.begin(), t.keys_.end(), k) > 1 || std::count(t.times_.begin(), t.times_.end(), k) > 0)
-      throw_bad_input("{}: column '{}' is named twice", path, k);
-  const nlohmann::json& rows = f.required("rows");
-  if (!rows.is_array()) throw_bad_input("{}: rows must be a list", path);
-  if (static_cast<long>(rows.size()) > kMaxKernelTableRows)
-    throw_bad_input("{}: {} rows; at most {}", path, rows.size(), kMaxKernelTableRows);
-  const size_t nk = t.keys_.size(), nt = t.times_.size();
-  t.rows_ = static_cast<long>(rows.size());
-  t.text_.assign(nk, false);
-  t.numbers_.assign(nk, {});
-  t.text_ids_.assign(nk, {});
-  t.dictionary_.assign(nk, {});
-  t.seconds_.assign(nt, std::vector<double>(rows.size()));
-  std::vector<std::map<std::string, int>> ids(nk);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const nlohmann::json& row = rows[r];
-    // Rows are counted from 1, as a person reads them.
-    if (!row.is_array() || row.size() != nk + nt)
-      throw_bad_input("{} row {}: {} values, expected {} ({} keys and {} times)", path, r + 1,
-                      row.is_array() ? row.size() : 0, nk + nt, nk, nt);
-    for (size_t c = 0; c < nk; ++c) {
-      const nlohmann::json& v = row[c];
-      if (r == 0) {
-        t.text_[c] = v.is_string();
-        if (t.text_[c])
-          t.text_ids_[c].reserve(rows.size());
-        else
-          t.numbers_[c].reserve(rows.size());
-      }
-      if (t.text_[c]) {
-        if (!v.is_string())
-          throw_bad_input("{} row {}: '{}' is {}, where the first row holds text", path, r + 1, t.keys_[c],
-                          json_excerpt(v));
-        const std::string& s = v.get_ref<const std::string&>();
-        auto [it, added] = ids[c].emplace(s, static_cast<int>(t.dictionary_[c].size()));
-        if (added) t.dictionary_[c].push_back(s);
-        t.text_ids_[c].push_back(it->second);
-      } else {
-        if (!v.is_number() || v.is_boolean())
-          throw_bad_input("{} row {}: '{}' is {}, where the first row holds a number", path, r + 1, t.keys_[c],
-                          json_excerpt(v));
-        t.numbers_[c].push_back(v.get<double>());
-      }
-    }
-    for (size_t c = 0; c < nt; ++c) {
-      const nlohmann::json& v = row[nk + c];
-      const double s = v.is_number() ? v.get<double>() : -1;
-      if (!v.is_number() || !std::isfinite(s) || s < 0 || s > 1e6)
-        throw_bad_input("{} row {}: {} is {}, not a time in seconds (0 to 1e6)", path, r + 1, t.times_[c],
-                        json_excerpt(v));
-      t.seconds_[c][r] = s;
-    }
-  }
+  const std::string text = read_text_file(path, "kernel table");
+  Columns c;
+  TableReader reader(c, path);
+  nlohmann::json::sax_parse(text, &reader);
+  reader.finish();
+  t.kind_ = std::move(c.kind);
+  t.keys_ = std::move(c.keys);
+  t.times_ = std::move(c.times);
+  t.rows_ = c.rows;
+  t.text_ = std::move(c.text);
+  t.numbers_ = std::move(c.numbers);
+  t.text_ids_ = std::move(c.text_ids);
+  t.dictionary_ = std::move(c.dictionary);
+  t.seconds_ = std::move(c.seconds);
   return t;
 }
 

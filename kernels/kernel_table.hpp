@@ -39,6 +39,19 @@ class KernelTable {
   // The distinct values a text key takes, in first-seen order.
   const std::vector<std::string>& text_values(int key) const { return dictionary_[static_cast<size_t>(key)]; }
 
+ public:
+  // What a file's reading fills in (kernel_table.cpp), before it becomes a table.
+  struct Columns {
+    std::string kind;
+    long rows = 0;
+    std::vector<std::string> keys, times;
+    std::vector<bool> text;
+    std::vector<std::vector<double>> numbers;
+    std::vector<std::vector<int>> text_ids;
+    std::vector<std::vector<std::string>> dictionary;
+    std::vector<std::vector<double>> seconds;
+  };
+
  private:
   std::string kind_, path_;
   long rows_ = 0;

@@ -29,9 +29,9 @@ TEST_CASE("kernels show lists a folder's source, versions and tables", "[cli][ke
 
 TEST_CASE("kernels query reads a shape's time and says how", "[cli][kernels]") {
   CHECK(run_cli({"kernels", "query", kTables, "--gemm", "4096", "12288", "4096"}).out ==
-        "gemm 4096 x 12288 x 4096 bf16: 525 us (measured)\n  785 TFLOP/s at that time\n");
+        "gemm m 4096, n 12288, k 4096 bf16: 525 us (measured)\n  785 TFLOP/s at that time\n");
   CHECK(run_cli({"kernels", "query", kTables, "--gemm", "2048", "12288", "4096"}).out ==
-        "gemm 2048 x 12288 x 4096 bf16: 272 us (interpolated)\n  759 TFLOP/s at that time\n");
+        "gemm m 2048, n 12288, k 4096 bf16: 272 us (interpolated)\n  759 TFLOP/s at that time\n");
   CHECK(run_cli({"kernels", "query", kTables, "--collective", "all-reduce", "--bytes", "536870912", "--gpus", "8"}).out ==
         "all-reduce of 537 MB over 8 GPUs (bf16): 2.040 ms (measured)\n");
   CHECK(run_cli({"kernels", "query", kTables, "--attention", "1", "8192", "64", "8", "128"}).out ==
@@ -39,7 +39,7 @@ TEST_CASE("kernels query reads a shape's time and says how", "[cli][kernels]") {
   const CliResult far = run_cli({"kernels", "query", kTables, "--gemm", "100000", "12288", "4096"});
   CHECK(far.code == 0);
   CHECK(far.out ==
-        "gemm 100000 x 12288 x 4096 bf16: no time: gemm_perf (gemm_dtype=bfloat16, "
+        "gemm m 100000, n 12288, k 4096 bf16: no time: gemm_perf (gemm_dtype=bfloat16, "
         "kernel_source=torch.nn.functional.linear): m 100000 is past the largest measured, 4096, by more than 2x\n");
 }
 
@@ -85,7 +85,7 @@ TEST_CASE("kernels import aiconfigurator writes what kernels query reads back", 
         "nccl 2.29.2, quantize 0.24.0, sparse_attention 0.24.0)\n");
   // The same row as the fixture cut from it.
   CHECK(run_cli({"kernels", "query", out, "--gemm", "4096", "12288", "4096"}).out ==
-        "gemm 4096 x 12288 x 4096 bf16: 525 us (measured)\n  785 TFLOP/s at that time\n");
+        "gemm m 4096, n 12288, k 4096 bf16: 525 us (measured)\n  785 TFLOP/s at that time\n");
   // A second import to the same folder is refused, and the first is kept.
   const CliResult again = run_cli({"kernels", "import", "aiconfigurator", "--system", "h200_sxm", "--backend", "vllm",
                                    "--out", out});
@@ -93,4 +93,41 @@ TEST_CASE("kernels import aiconfigurator writes what kernels query reads back", 
   CHECK(again.err == "error: --out: '" + out + "' exists; give a new folder (nothing is overwritten)\n");
   CHECK(std::filesystem::exists(out + "/gemm_perf.json"));
   std::filesystem::remove_all(out);
+}
+
+TEST_CASE("simulate --kernels prices the GEMMs the tables answer, and says how much", "[cli][kernels]") {
+  const std::vector<std::string> args{"simulate", "--model",             "llama3-8b", "--cluster", "hgx-h200",
+                                      "--tp",     "4",                   "--pp",      "2",         "--seq-len",
+                                      "4096",     "--global-batch-size", "8"};
+  const CliResult plain = run_cli(args);
+  const CliResult tables = run_cli(with(args, {"--kernels", kTables}));
+  REQUIRE(plain.code == 0);
+  REQUIRE(tables.code == 0);
+  CHECK(plain.out.find("step time               524.3 ms") != std::string::npos);
+  CHECK(tables.out.find("step time               483.2 ms") != std::string::npos);
+  CHECK(tables.out.find("\ncost model: analytic <- kernel tables (" + kTables +
+                        ": h200_sxm vllm, AIConfigurator (aiconfigurator-core 0.12.0))\n"
+                        "  51.7% of the layers' compute time from the kernel tables (12 distinct GEMM shapes: 2 "
+                        "measured, 8 interpolated, 0 extrapolated, 2 not in the tables), the rest from the model below\n"
+                        "  the first shape not in the tables (its phase from the model below): bf16 GEMM m 4096, n 32064, k "
+                        "4096 in head: gemm_perf (gemm_dtype=bfloat16, kernel_source=torch.nn.functional.linear): n 32064 is "
+                        "past the largest measured, 12288, by more than 2x\n") != std::string::npos);
+  // On another GPU the tables price nothing, and the report says so.
+  std::vector<std::string> h100 = with(args, {"--kernels", kTables});
+  h100[4] = "dgx-h100";
+  const CliResult other = run_cli(h100);
+  CHECK(other.out.find("  100.0% of it on GPUs other than the tables' h200_sxm: from the model below\n") !=
+        std::string::npos);
+  const CliResult missing = run_cli(with(args, {"--kernels", tmp("no-such-tables")}));
+  CHECK(missing.code == 2);
+  CHECK(missing.err == "error: --kernels: kernel tables manifest file '" + tmp("no-such-tables") + "' not found\n");
+}
+
+TEST_CASE("plan --kernels searches with the tables and reports what they priced", "[cli][kernels]") {
+  const CliResult r = run_cli({"plan", "--model", "llama3-8b", "--cluster", "hgx-h200", "--gpus", "8", "--seq-len",
+                               "4096", "--global-batch-size", "16", "--kernels", kTables, "--top", "1"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("\ncost model: analytic <- kernel tables (" + kTables) != std::string::npos);
+  CHECK(r.out.find("  while searching: ") != std::string::npos);
+  CHECK(r.out.find("% of the layers' compute time from the kernel tables (") != std::string::npos);
 }

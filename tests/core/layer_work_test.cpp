@@ -273,3 +273,55 @@ TEST_CASE("tp must divide attention and KV heads") {
           "--tp: 3 does not divide the 32 attention heads of 'gpt3-2.7b'; use a divisor of 32");
   }
 }
+
+TEST_CASE("every dense GEMM's shape is kept, and the shapes' FLOPs are the phase's dense GEMM FLOPs") {
+  // Dense and MoE, tp with and without sp, recompute, fp8, MTP: the table-priced cost model replaces exactly
+  // the FLOPs the shapes account for.
+  for (const std::string name : {"gpt3-175b", "llama3-70b", "deepseek-v3", "mixtral-8x7b"}) {
+    const Model m = model_preset(name);
+    for (int tp : {1, 4})
+      for (bool sp : {false, true})
+        for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
+          for (Precision p : {Precision::Bf16, Precision::Fp8}) {
+            Workload w = workload(tp, sp, r, 2, 4096);
+            w.precision = p;
+            w.flash_attention = true;
+            for (const Layer& layer : m.layers) {
+              if (layer.explicit_costs) continue;
+              const LayerWork lw = layer_work(m, layer, w);
+              for (const PhaseWork* phase : {&lw.forward, &lw.backward_input, &lw.backward_weight, &lw.recompute}) {
+                double bf16 = 0, fp8 = 0;
+                for (const GemmShape& g : phase->gemms) {
+                  CHECK(g.m > 0);
+                  CHECK(g.k > 0);
+                  CHECK(g.n > 0);
+                  (g.fp8 ? fp8 : bf16) += g.flops();
+                }
+                INFO(name << " tp " << tp << (sp ? " sp " : " ") << to_string(r) << " " << to_string(p) << " "
+                          << layer.name);
+                // The routed experts' grouped GEMMs are in the FLOPs without a shape.
+                const double routed = phase->routed_gemm_flops;
+                CHECK(bf16 + fp8 + routed == Approx(phase->gemm_flops + phase->fp8_gemm_flops).epsilon(1e-12));
+                if (lw.fp8) CHECK(bf16 == 0);
+                else CHECK(fp8 == 0);
+              }
+            }
+          }
+  }
+}
+
+TEST_CASE("a column-parallel GEMM splits its output over tp, a row-parallel one its input") {
+  const Model m = model_preset("gpt3-175b");
+  const LayerWork w = layer_work(m, block(m), workload(8, false, Recompute::None, 1, 2048));
+  // F: QKV (n = 3h / 8), output projection (k = h / 8), up (n = 4h / 8), down (k = 4h / 8), tokens whole.
+  REQUIRE(w.forward.gemms.size() == 4);
+  const auto shape = [](const GemmShape& g) { return std::vector<double>{g.m, g.k, g.n}; };
+  CHECK(shape(w.forward.gemms[0]) == std::vector<double>{2048, h, 3.0 * h / 8});
+  CHECK(shape(w.forward.gemms[1]) == std::vector<double>{2048, h / 8.0, h});
+  CHECK(shape(w.forward.gemms[2]) == std::vector<double>{2048, h, 4.0 * h / 8});
+  CHECK(shape(w.forward.gemms[3]) == std::vector<double>{2048, 4.0 * h / 8, h});
+  // W: the weight gradients are (in x out) products over the tokens, the row-parallel ones split in m.
+  bool row_split = false;
+  for (const GemmShape& g : w.backward_weight.gemms) row_split = row_split || g.m == h / 8.0;
+  CHECK(row_split);
+}

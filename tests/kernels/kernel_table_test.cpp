@@ -39,6 +39,23 @@ std::string load_error(const std::filesystem::path& dir) {
 
 }  // namespace
 
+TEST_CASE("a table's rows read the same before or after its columns are named", "[kernels]") {
+  // nlohmann writes fields sorted ("rows" before "times"); pipewright's importer writes the columns first.
+  const auto dir = fresh_folder("table_columns_first");
+  std::ofstream(dir / "gemm_perf.json")
+      << R"({"format": "pipewright-kernel-table", "format_version": 1, "kind": "gemm_perf", "keys": ["gemm_dtype", "m"],)"
+         R"( "times": ["time_s"], "rows": [["bf16", 64, 1e-6], ["fp8", 128, 2e-6]]})";
+  const KernelTable first = KernelTable::load((dir / "gemm_perf.json").string());
+  const auto sorted = folder_with("table_columns_last", {{"bf16", 64, 1e-6}, {"fp8", 128, 2e-6}}, 2);
+  const KernelTable last = KernelTable::load((sorted / "gemm_perf.json").string());
+  for (const KernelTable* t : {&first, &last}) {
+    CHECK(t->rows() == 2);
+    CHECK(t->text(0, 1) == "fp8");
+    CHECK(t->number(1, 1) == 128);
+    CHECK(t->seconds(0, 0) == 1e-6);
+  }
+}
+
 TEST_CASE("a folder's manifest names the system, software, versions and tables, a table loads when asked", "[kernels]") {
   const auto tables = KernelTables::open(kFixture);
   CHECK(tables->system() == "h200_sxm");
@@ -84,6 +101,14 @@ TEST_CASE("a table that is not one is refused in one line naming the file and th
   dir = folder_with("table_version", good, 2, {{"format_version", 2}});
   CHECK(load_error(dir) ==
         (dir / "gemm_perf.json").string() + ": format_version is 2; this pipewright reads version 1 (re-import the tables)");
+  dir = folder_with("table_nested", {{"bf16", {64}, 1e-6}}, 1);
+  CHECK(load_error(dir) == (dir / "gemm_perf.json").string() + " row 1: value 2 is a list, not a number or text");
+  dir = folder_with("table_truncated", good, 2);
+  {
+    const std::string whole = file_contents(dir / "gemm_perf.json");
+    std::ofstream(dir / "gemm_perf.json") << whole.substr(0, whole.size() - 5);
+  }
+  CHECK(load_error(dir).rfind((dir / "gemm_perf.json").string() + ": malformed JSON at byte ", 0) == 0);
   const auto empty = fresh_folder("table_no_manifest");
   CHECK(bad_input([&] { KernelTables::open(empty.string()); }) ==
         "--kernels: '" + empty.string() +
