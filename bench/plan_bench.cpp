@@ -83,7 +83,8 @@ BENCHMARK(BM_PlanDeepSeekV3)->Unit(benchmark::kSecond)->UseRealTime()->Iteration
 // tables must keep the search within 2x (docs/benchmarks.md). The tables are imported into the build folder
 // on first use (scripts/install-deps.sh's .venv has what the import needs).
 std::string h200_tables() {
-  const std::string folder = std::filesystem::current_path().string() + "/bench-kernels-h200-vllm";
+  // In the build folder, wherever the benchmark is started from.
+  const std::string folder = PIPEWRIGHT_BENCH_DIR "/kernels-h200-vllm";
   if (!std::filesystem::exists(folder + "/manifest.json")) {
     std::vector<std::string> args{"pipewright", "kernels",    "import", "aiconfigurator", "--system", "h200_sxm",
                                   "--backend",  "vllm",       "--version", "0.24.0",       "--out",    folder};

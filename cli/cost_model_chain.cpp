@@ -134,16 +134,25 @@ nlohmann::ordered_json CostModelChain::to_json(const Model& model, const std::ve
   }
   if (tables_) {
     const TableCostModel::Share t = tables_->share();
+    const auto counts = [](const TableCostModel::ShapeCounts& c) {
+      return nlohmann::ordered_json{{"measured", c.measured},
+                                    {"interpolated", c.interpolated},
+                                    {"extrapolated", c.extrapolated},
+                                    {"missing", c.missing}};
+    };
     j["kernel_tables"] = {{"folder", tables_->tables().folder()},
                           {"system", tables_->tables().system()},
                           {"software", tables_->tables().software()},
-                          {"table_s", t.table_s},
+                          {"table_s", t.table_s()},
+                          {"gemm_s", t.gemm_s},
+                          {"attention_s", t.attention_s},
+                          {"collective_s", t.collective_s},
                           {"phase_s", t.phase_s},
                           {"other_gpu_s", t.other_gpu_s},
-                          {"gemm_shapes", {{"measured", t.measured},
-                                           {"interpolated", t.interpolated},
-                                           {"extrapolated", t.extrapolated},
-                                           {"missing", t.missing}}}};
+                          {"shapes", {{"gemms", counts(t.gemms)},
+                                      {"attentions", counts(t.attentions)},
+                                      {"collectives", counts(t.collectives)}}},
+                          {"missing", t.missing}};
   } else {
     j["kernel_tables"] = nullptr;
   }
@@ -170,8 +179,8 @@ void add_force_profile_option(CLI::App& cmd, bool& force) {
 
 void add_kernels_option(CLI::App& cmd, std::string& path) {
   cmd.add_option("--kernels", path,
-                 "Folder of measured kernel tables (pipewright kernels import): GEMM times by shape on the GPUs they "
-                 "were measured on, the analytic model elsewhere");
+                 "Folder of measured kernel tables (pipewright kernels import): GEMM, attention and tp collective times "
+                 "by shape on the GPU they were measured on, the analytic model elsewhere");
 }
 
 void CostModelChain::add_kernels(const std::string& path) {
@@ -193,16 +202,23 @@ void CostModelChain::add_kernels(const std::string& path) {
 std::vector<std::string> CostModelChain::table_lines() const {
   if (!tables_) return {};
   const TableCostModel::Share s = tables_->share();
+  const auto percent = [&](double part) { return s.phase_s > 0 ? 100 * part / s.phase_s : 0.0; };
+  const auto counts = [](const TableCostModel::ShapeCounts& c) {
+    return fmt::format("{} ({} measured, {} interpolated, {} extrapolated, {} not in the tables)", c.asked(), c.measured,
+                       c.interpolated, c.extrapolated, c.missing);
+  };
   std::vector<std::string> lines;
   lines.push_back(fmt::format(
-      "{:.1f}% of the layers' compute time from the kernel tables ({} distinct GEMM shapes: {} measured, {} "
-      "interpolated, {} extrapolated, {} not in the tables), the rest from the model below",
-      s.phase_s > 0 ? 100 * s.table_s / s.phase_s : 0.0, s.measured + s.interpolated + s.extrapolated + s.missing,
-      s.measured, s.interpolated, s.extrapolated, s.missing));
+      "{:.1f}% of the layers' time from the kernel tables (GEMMs {:.1f}%, attention {:.1f}%, tp collectives "
+      "{:.1f}%), the rest from the model below",
+      percent(s.table_s()), percent(s.gemm_s), percent(s.attention_s), percent(s.collective_s)));
+  lines.push_back("distinct shapes asked: GEMM " + counts(s.gemms) + ", attention forward " + counts(s.attentions) +
+                  ", tp collective " + counts(s.collectives));
   if (s.other_gpu_s > 0)
     lines.push_back(fmt::format("{:.1f}% of it on GPUs other than the tables' {}: from the model below",
-                                100 * s.other_gpu_s / s.phase_s, tables_->tables().system()));
-  if (s.missing > 0) lines.push_back("the first shape not in the tables (its phase from the model below): " + s.first_missing);
+                                percent(s.other_gpu_s), tables_->tables().system()));
+  if (!s.missing.empty())
+    lines.push_back("the first shape not in the tables (its part from the model below): " + s.missing.front());
   return lines;
 }
 

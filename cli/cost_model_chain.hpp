@@ -56,12 +56,13 @@ class CostModelChain {
   // (cpu) on cpu: <device> (2 cores))"; overrides in brackets after "analytic".
   std::string description() const;
   const ProfiledCostModel* profiled() const { return profiled_; }
-  // Puts the kernel tables of folder `path` on top (--kernels; nothing when empty): their GEMM times replace
-  // the model's on the GPUs they were measured on. BadInput starting "--kernels: " for a folder that is not one.
+  // Puts the kernel tables of folder `path` on top (--kernels; nothing when empty): their GEMM, attention and
+  // tp collective times replace the model's on the GPU they were measured on. BadInput starting "--kernels: " for a folder that is not one.
   void add_kernels(const std::string& path);
   const TableCostModel* tables() const { return tables_; }
-  // What the tables priced so far, for reports: a line of how much of the layers' compute time came from
-  // them and how the GEMM shapes were read, and one naming the first shape they lacked; empty without tables.
+  // What the tables priced so far, for reports: a line of how much of the layers' time came from them (GEMMs,
+  // attention, tp collectives), one of how the shapes were read, and one naming the first shape they lacked;
+  // empty without tables.
   std::vector<std::string> table_lines() const;
   const std::optional<ProfileOrigin>& profile_origin() const { return origin_; }
   const std::vector<std::string>& overrides() const { return overrides_; }

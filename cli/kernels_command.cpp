@@ -2,11 +2,14 @@
 //   kernels import aiconfigurator --system S --backend B [--version V] [--nccl-version N] [--data DIR] --out DIR
 //   kernels show DIR                      what a folder holds: the source, versions, and each table's rows
 //   kernels query DIR --gemm M N K        one shape's time from the tables, and how it was read
+//   kernels coverage DIR --model M --cluster C [simulate's options]
+//                                         what that run would ask of the tables that they do not have
 #include <fmt/format.h>
 
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/cost_model_chain.hpp"
 #include "cli/python_module.hpp"
 #include "cli/scenario_options.hpp"
 #include "core/analytic_cost_model.hpp"
@@ -15,6 +18,8 @@
 #include "core/units.hpp"
 #include "core/workload.hpp"
 #include "kernels/kernel_queries.hpp"
+#include "kernels/table_cost_model.hpp"
+#include "sim/scenario.hpp"
 
 namespace pw {
 namespace {
@@ -108,6 +113,34 @@ void query(const QueryOptions& o, std::ostream& out) {
                      a[4], time_line(t));
 }
 
+// One step of the scenario priced with the tables over the analytic model, and every shape it asked that the
+// tables lacked.
+void coverage(const std::string& folder, ScenarioOptions o, std::ostream& out) {
+  o.kernels = folder;
+  const Scenario scenario = o.scenario_of(std::nullopt);
+  const CostModelChain chain = o.cost_models(scenario.model);
+  const Evaluation ev = evaluate(scenario, chain.model());
+  const TableCostModel::Share s = chain.tables()->share();
+  const ParallelConfig& p = ev.scenario.parallel;
+  out << fmt::format("{} on {} x {}, tp {} pp {} dp {}{}{}, micro-batch {} x {} tokens, with {} ({} {})\n",
+                     ev.scenario.model.name, p.tp * p.pp * p.dp * p.cp, ev.scenario.cluster.gpu.name, p.tp, p.pp, p.dp,
+                     p.cp > 1 ? fmt::format(" cp {}", p.cp) : "", p.ep > 1 ? fmt::format(" ep {}", p.ep) : "",
+                     ev.scenario.workload.micro_batch_size, resolved_seq(ev.scenario.model, ev.scenario.workload),
+                     folder, chain.tables()->tables().system(), chain.tables()->tables().software());
+  for (const std::string& line : chain.table_lines())
+    if (line.rfind("the first shape not in the tables", 0) != 0) out << "  " << line << "\n";
+  if (s.missing.empty()) {
+    out << "  every shape asked is in the tables\n";
+  } else {
+    out << fmt::format("  not in the tables ({}{}), each priced by the model below:\n", s.missing.size(),
+                       s.missing.size() == TableCostModel::kMaxMissing ? ", the first" : "");
+    for (const std::string& m : s.missing) out << "    " << m << "\n";
+  }
+  out << "  never asked of the tables: memory-bound work, the attention backward, MLA's, a sliding window's and "
+         "context parallelism's attention, collectives across nodes, expert all-to-alls and the routed experts' "
+         "grouped GEMMs\n";
+}
+
 }  // namespace
 
 CommandRunner add_kernels_command(CLI::App& app) {
@@ -144,8 +177,17 @@ CommandRunner add_kernels_command(CLI::App& app) {
   query_cmd->add_option("--precision", qo->precision, "bf16 or fp8 (default bf16)");
   query_cmd->add_option("--cluster", qo->cluster, "With --gemm: the analytic model's time on this cluster's GPU beside");
 
+  auto* coverage_cmd = cmd->add_subcommand(
+      "coverage", "What a run (simulate's options) would ask of a folder of kernel tables that it does not have");
+  auto coverage_folder = std::make_shared<std::string>();
+  auto scenario = std::make_shared<ScenarioOptions>();
+  coverage_cmd->add_option("folder", *coverage_folder, "A folder of kernel tables")->required();
+  scenario->add_to(*coverage_cmd);
+
   return [=](std::ostream& out) {
-    if (aic->parsed()) {
+    if (coverage_cmd->parsed()) {
+      coverage(*coverage_folder, *scenario, out);
+    } else if (aic->parsed()) {
       std::vector<std::string> args;
       const auto pass = [&](const char* flag, const std::string& v) {
         if (!v.empty()) args.insert(args.end(), {flag, v});

@@ -106,6 +106,23 @@ void attention_gemm(PhaseWork& p, double flops) {
   ++p.kernels;
 }
 
+// A fused attention kernel of `flops`: its shape recorded for a table-priced cost model.
+void fused_attention(PhaseWork& p, const Dims& d, double flops, bool backward) {
+  attention_gemm(p, flops);
+  AttentionShape a;
+  a.batch = static_cast<int>(d.b);
+  a.seq = static_cast<int>(d.s);
+  a.keys = static_cast<int>(d.keys);
+  a.heads = static_cast<int>(d.a / d.t);
+  a.head_dim = static_cast<int>(d.q / d.a);
+  a.kv_heads = static_cast<int>(d.kv / a.head_dim / d.t);
+  a.cp = static_cast<int>(d.cp);
+  a.mla = d.latent > 0;
+  a.backward = backward;
+  a.flops = flops;
+  p.attentions.push_back(a);
+}
+
 // QK^T (queries and keys q wide) and AV (values o wide), each 2 b s keys width FLOPs over the whole model
 // width (full, non-causal square, as Narayanan counts), on a/t heads per rank.
 double attention_core_flops(const Dims& d) { return 2 * d.b * d.s * d.keys * (d.q + d.o) / d.t; }
@@ -137,7 +154,7 @@ void attention_forward(PhaseWork& p, const Dims& d) {
   if (d.latent > 0) elementwise(p, 2 * kBf16 * n * d.latent / (d.sp ? d.t : 1));  // MLA's latent norms
   if (d.rotary) elementwise(p, 2 * kBf16 * n * d.rope / d.t);  // rotary on Q and K: read + write
   if (d.flash) {
-    attention_gemm(p, attention_core_flops(d));          // one fused kernel; scores stay on chip
+    fused_attention(p, d, attention_core_flops(d), false);  // one fused kernel; scores stay on chip
     cp_ring(p, d, 1);
   } else {
     attention_gemm(p, attention_core_flops(d) / 2);      // QK^T
@@ -184,7 +201,7 @@ void attention_backward_input(PhaseWork& p, const Dims& d) {
   if (d.flash) {
     // FlashAttention-2's backward recomputes S = QK^T, then dV, dP, dQ, dK: 5 of the forward's
     // half-size products, in one kernel.
-    attention_gemm(p, 2.5 * attention_core_flops(d));
+    fused_attention(p, d, 2.5 * attention_core_flops(d), true);
     cp_ring(p, d, 2);
   } else {
     attention_gemm(p, attention_core_flops(d) / 2);      // dP = dO V^T
@@ -574,6 +591,7 @@ void add_work(PhaseWork& work, const PhaseWork& more) {
   if (!more.all_to_alls.empty()) work.dispatch = more.dispatch;
   work.etp_collectives.insert(work.etp_collectives.end(), more.etp_collectives.begin(), more.etp_collectives.end());
   work.gemms.insert(work.gemms.end(), more.gemms.begin(), more.gemms.end());
+  work.attentions.insert(work.attentions.end(), more.attentions.begin(), more.attentions.end());
 }
 
 const char* collective_name(CollectiveKind kind) {

@@ -45,6 +45,16 @@ struct GemmShape {
   double flops() const { return 2 * m * k * n; }
 };
 
+// One fused attention kernel of a phase as one GPU runs it: `batch` sequences of `seq` queries over `keys`
+// keys each (fewer under a sliding window), `heads` query heads and `kv_heads` key-value heads (tp's share
+// taken) of `head_dim`; `flops` as attention_flops counts it. MLA's (keys and values of other widths) and
+// context parallelism's (its ring of cp chunks) are marked, as is the backward (FlashAttention's dQ, dK, dV).
+struct AttentionShape {
+  int batch = 0, seq = 0, keys = 0, heads = 0, kv_heads = 0, head_dim = 0, cp = 1;
+  bool mla = false, backward = false;
+  double flops = 0;
+};
+
 struct PhaseWork {
   double gemm_flops = 0;
   double fp8_gemm_flops = 0;  // GEMMs run in fp8 (at the GPU's fp8 peak)
@@ -71,6 +81,9 @@ struct PhaseWork {
   // The dense GEMMs of gemm_flops and fp8_gemm_flops, shape by shape (the routed experts' grouped GEMMs are
   // counted in routed_gemm_flops alone).
   std::vector<GemmShape> gemms;
+  // The fused attention kernels of attention_flops (none for unfused attention: its products are in
+  // attention_flops alone).
+  std::vector<AttentionShape> attentions;
 
   double flops() const { return gemm_flops + fp8_gemm_flops + attention_flops; }
 };

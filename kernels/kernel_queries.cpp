@@ -1,5 +1,7 @@
 #include "kernels/kernel_queries.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace pw {
@@ -25,6 +27,29 @@ TableTime missing(std::string note) {
   return t;
 }
 
+// A GEMM with a dimension past twice the largest measured (a head's vocabulary of 150,000 to 200,000 against
+// tables measured to 65,536) as c equal slices along it, c the fewest that bring each within the measured
+// range, each read from the table: the tiles a kernel runs anyway, once the GEMM fills the GPU. Split over k
+// it leaves out the c partial outputs' sum (m n c elements against m n k / c multiply-adds a slice).
+TableTime sliced(const TableGrid& g, std::vector<double> at) {
+  double slices = 1;
+  std::string note;
+  for (size_t a = 0; a < at.size(); ++a) {
+    const double largest = g.largest(a);
+    if (!(largest > 0) || at[a] <= largest * kExtrapolationFactor) continue;
+    const double c = std::ceil(at[a] / largest);
+    note += fmt::format("{}{} {:g} read as {:g} slices of {:g}", note.empty() ? "" : "; ", g.axes()[a], at[a], c, at[a] / c);
+    at[a] /= c;
+    slices *= c;
+  }
+  TableTime t = g.at(at);
+  if (slices == 1 || !t.found()) return t;
+  t.seconds *= slices;
+  t.how = TableHow::Extrapolated;
+  t.note = t.note.empty() ? note : note + "; " + t.note;
+  return t;
+}
+
 }  // namespace
 
 const TableGrid* KernelQueries::grid(const std::string& kind, const TableGrid::Select& select,
@@ -32,6 +57,7 @@ const TableGrid* KernelQueries::grid(const std::string& kind, const TableGrid::S
   std::string id = kind;
   for (const auto& [k, v] : select.text) id += fmt::format("|{}={}", k, v);
   for (const auto& [k, v] : select.number) id += fmt::format("|{}={:g}", k, v);
+  for (const auto& r : select.ratio) id += fmt::format("|{}/{}={:g}", r.numerator, r.denominator, r.value);
   if (auto it = grids_.find(id); it != grids_.end()) return it->second.get();
   const KernelTable* table = tables_->table(kind);
   if (!table) return nullptr;
@@ -53,7 +79,7 @@ TableTime KernelQueries::gemm(Precision precision, double m, double n, double k)
     if (!s.empty()) select.text.emplace_back("kernel_source", s);
     const TableGrid* g = grid("gemm_perf", select, {"m", "n", "k"});
     if (!g || g->points() == 0) continue;
-    const TableTime t = g->at({m, n, k});
+    const TableTime t = sliced(*g, {m, n, k});
     if (t.found() && (!best.found() || t.seconds < best.seconds)) best = t;
     if (!t.found() && !best.found()) best = t;
   }
@@ -78,7 +104,9 @@ TableTime KernelQueries::context_attention(Precision precision, int batch, int s
   select.text.emplace_back("attn_dtype", "bfloat16");
   select.text.emplace_back("kv_cache_dtype", precision == Precision::Fp8 ? "fp8" : "bfloat16");
   select.number.emplace_back("head_dim", head_dim);
-  select.number.emplace_back("num_key_value_heads", kv_heads);
+  // A prefill kernel's time follows its query heads at a given GQA group (query heads a kv head): the group
+  // selected, the heads read between measured counts.
+  select.ratio.push_back({"num_heads", "num_key_value_heads", static_cast<double>(heads) / kv_heads});
   select.number.emplace_back("window_size", 0);
   select.number.emplace_back("beam_width", 1);
   const TableGrid* g = grid("context_attention_perf", select, {"batch_size", "isl", "num_heads"});

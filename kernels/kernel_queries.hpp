@@ -4,8 +4,8 @@
 // - a GEMM of m x k by k x n: gemm_perf, by gemm_dtype, over m, n and k;
 // - a collective of `bytes` a GPU over `gpus` GPUs: nccl_perf, by op_name and nccl_dtype, over num_gpus and
 //   message_size (elements);
-// - a prefill attention: context_attention_perf, by dtypes, head_dim, no window and beam 1, over batch_size,
-//   isl, num_heads and num_key_value_heads.
+// - a prefill attention: context_attention_perf, by dtypes, head_dim, the GQA group (num_heads /
+//   num_key_value_heads), no window and beam 1, over batch_size, isl and num_heads.
 // Each returns a TableTime: Missing (with the reason) where the tables cannot say, for the analytic model.
 #include <map>
 #include <memory>

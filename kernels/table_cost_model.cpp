@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/units.hpp"
+
 namespace pw {
 namespace {
 
@@ -38,22 +40,117 @@ std::string TableCostModel::name() const {
   return fmt::format("kernel tables ({} {}) over {}", system_, queries_.tables().software(), below_.name());
 }
 
-const TableTime* TableCostModel::cached(const GemmShape& g) const {
-  const auto it = cache_.find(std::make_tuple(g.fp8, g.m, g.n, g.k));
-  return it == cache_.end() ? nullptr : &it->second;
+namespace {
+
+// The attention kernels the tables measure: a causal forward over the whole sequence (context_attention_perf,
+// prefill), with keys and values as wide as the queries. The backward, MLA's, a window's and context
+// parallelism's ring stay the model's.
+bool asks_tables(const AttentionShape& a) { return !a.backward && !a.mla && a.cp == 1 && a.keys == a.seq; }
+
+TableCollective table_op(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::AllReduce: return TableCollective::AllReduce;
+    case CollectiveKind::AllGather: return TableCollective::AllGather;
+    case CollectiveKind::ReduceScatter: return TableCollective::ReduceScatter;
+  }
+  return TableCollective::AllReduce;
 }
 
-const TableTime* TableCostModel::look_up(const GemmShape& g) const {
-  if (const TableTime* t = cached(g)) return t;
-  const TableTime t = queries_.gemm(g.fp8 ? Precision::Fp8 : Precision::Bf16, g.m, g.n, g.k);
-  return &cache_.emplace(std::make_tuple(g.fp8, g.m, g.n, g.k), t).first->second;
+}  // namespace
+
+// One answer for each shape of each part, in the parts' order: a part's GEMMs, its asked attentions, its
+// collectives. Left unset (a phase fills it on every call): only the answers of the shapes asked are read.
+struct TableCostModel::Answers {
+  const TableTime* gemms[2][kMaxPartShapes];
+  const TableTime* attentions[2][kMaxPartShapes];
+  const TableTime* collectives[2][kMaxPartShapes];
+};
+
+bool TableCostModel::answer_cached(const PhaseWork* const parts[2], int tp, bool collectives, Answers& a) const {
+  const auto found = [](const auto& cache, const auto& key, const TableTime*& out) {
+    const auto it = cache.find(key);
+    out = it == cache.end() ? nullptr : &it->second;
+    return out != nullptr;
+  };
+  for (int i = 0; i < 2; ++i) {
+    if (!parts[i]) continue;
+    const PhaseWork& p = *parts[i];
+    for (size_t j = 0; j < p.gemms.size() && j < kMaxPartShapes; ++j) {
+      const GemmShape& g = p.gemms[j];
+      if (!found(gemms_, GemmKey{g.fp8, g.m, g.n, g.k}, a.gemms[i][j])) return false;
+    }
+    for (size_t j = 0; j < p.attentions.size() && j < kMaxPartShapes; ++j) {
+      const AttentionShape& t = p.attentions[j];
+      if (asks_tables(t) &&
+          !found(attentions_, AttentionKey{t.batch, t.seq, t.heads, t.kv_heads, t.head_dim}, a.attentions[i][j]))
+        return false;
+    }
+    for (size_t j = 0; collectives && j < p.collectives.size() && j < kMaxPartShapes; ++j) {
+      const Collective& c = p.collectives[j];
+      if (!found(collectives_, CollectiveKey{static_cast<int>(c.kind), c.bytes, tp}, a.collectives[i][j])) return false;
+    }
+  }
+  return true;
 }
 
-void TableCostModel::note_missing(const GemmShape& g, const Layer& layer, const TableTime& t) const {
+void TableCostModel::answer_all(const Layer& layer, const PhaseWork* const parts[2], int tp, bool collectives,
+                                Answers& a) const {
+  // A shape's answer, looked up once: a missing one is noted the first time it is asked.
+  const auto answer = [&](auto& cache, const auto& key, auto&& look_up, auto&& describe) -> const TableTime* {
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      it = cache.emplace(key, look_up()).first;
+      if (!it->second.found()) note_missing(describe(), layer, it->second);
+    }
+    return &it->second;
+  };
+  for (int i = 0; i < 2; ++i) {
+    if (!parts[i]) continue;
+    const PhaseWork& p = *parts[i];
+    for (size_t j = 0; j < p.gemms.size() && j < kMaxPartShapes; ++j) {
+      const GemmShape& g = p.gemms[j];
+      a.gemms[i][j] = answer(
+          gemms_, GemmKey{g.fp8, g.m, g.n, g.k},
+          [&] { return queries_.gemm(g.fp8 ? Precision::Fp8 : Precision::Bf16, g.m, g.n, g.k); },
+          [&] { return fmt::format("{} GEMM m {:g}, n {:g}, k {:g}", g.fp8 ? "fp8" : "bf16", g.m, g.n, g.k); });
+    }
+    for (size_t j = 0; j < p.attentions.size() && j < kMaxPartShapes; ++j) {
+      const AttentionShape& t = p.attentions[j];
+      if (!asks_tables(t)) continue;
+      a.attentions[i][j] = answer(
+          attentions_, AttentionKey{t.batch, t.seq, t.heads, t.kv_heads, t.head_dim},
+          [&] { return queries_.context_attention(Precision::Bf16, t.batch, t.seq, t.heads, t.kv_heads, t.head_dim); },
+          [&] {
+            return fmt::format("attention forward batch {}, sequence {}, heads {}, kv heads {}, head dim {}", t.batch,
+                               t.seq, t.heads, t.kv_heads, t.head_dim);
+          });
+    }
+    for (size_t j = 0; collectives && j < p.collectives.size() && j < kMaxPartShapes; ++j) {
+      const Collective& c = p.collectives[j];
+      a.collectives[i][j] = answer(
+          collectives_, CollectiveKey{static_cast<int>(c.kind), c.bytes, tp},
+          [&] { return queries_.collective(table_op(c.kind), Precision::Bf16, c.bytes, tp); },
+          [&] { return fmt::format("{} of {} over {} GPUs", collective_name(c.kind), format_bytes(c.bytes), tp); });
+    }
+  }
+}
+
+bool TableCostModel::answer(const Layer& layer, const PhaseWork* const parts[2], const GpuSpec& gpu, int tp,
+                            bool collectives, Answers& a) const {
+  {
+    std::shared_lock read(mutex_);
+    const auto gpu_it = gpus_.find(gpu.name);
+    if (gpu_it != gpus_.end() && (!gpu_it->second || answer_cached(parts, tp, collectives, a))) return gpu_it->second;
+  }
+  std::unique_lock write(mutex_);
+  const bool on_gpu = gpus_.emplace(gpu.name, gpu_matches_system(gpu.name, system_)).first->second;
+  if (on_gpu) answer_all(layer, parts, tp, collectives, a);
+  return on_gpu;
+}
+
+void TableCostModel::note_missing(const std::string& what, const Layer& layer, const TableTime& t) const {
   std::lock_guard lock(missing_mutex_);
-  if (first_missing_.empty())
-    first_missing_ = fmt::format("{} GEMM m {:g}, n {:g}, k {:g} in {}: {}", g.fp8 ? "fp8" : "bf16", g.m, g.n, g.k,
-                                 layer.name, t.note);
+  if (missing_.size() < kMaxMissing) missing_.push_back(fmt::format("{} in {}: {}", what, layer.name, t.note));
 }
 
 double TableCostModel::phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
@@ -66,88 +163,112 @@ double TableCostModel::phase_time(const Layer& layer, const LayerWork& work, Pha
     case Phase::BackwardInput: parts[0] = &work.recompute, parts[1] = &work.backward_input; break;
     case Phase::BackwardWeight: parts[0] = &work.backward_weight; break;
   }
-  if ((!parts[0] || parts[0]->gemms.empty()) && (!parts[1] || parts[1]->gemms.empty())) return model_s;
-  // Every answer this phase needs, under one shared lock; the lock alone only to read what was never asked.
-  // Answers stay where the cache put them (a map's elements do not move).
-  const TableTime* answers[2][kMaxPhaseGemms] = {};
-  bool on_gpu = false, all_cached = true;
-  {
-    std::shared_lock read(mutex_);
-    const auto gpu_it = gpus_.find(gpu.name);
-    if (gpu_it == gpus_.end()) all_cached = false;
-    on_gpu = gpu_it != gpus_.end() && gpu_it->second;
-    for (int i = 0; i < 2 && all_cached && on_gpu; ++i)
-      if (parts[i])
-        for (size_t j = 0; j < parts[i]->gemms.size() && j < kMaxPhaseGemms; ++j)
-          if (!(answers[i][j] = cached(parts[i]->gemms[j]))) all_cached = false;
-  }
-  if (!all_cached) {
-    std::unique_lock write(mutex_);
-    on_gpu = gpus_.emplace(gpu.name, gpu_matches_system(gpu.name, system_)).first->second;
-    if (on_gpu)
-      for (int i = 0; i < 2; ++i)
-        if (parts[i])
-          for (size_t j = 0; j < parts[i]->gemms.size() && j < kMaxPhaseGemms; ++j)
-            answers[i][j] = look_up(parts[i]->gemms[j]);
-  }
-  if (!on_gpu) {
-    other_gpu_s_ += model_s;
-    phase_s_ += model_s;
+  const auto empty = [](const PhaseWork* p) {
+    return !p || (p->gemms.empty() && p->attentions.empty() && p->collectives.empty());
+  };
+  if (empty(parts[0]) && empty(parts[1])) return model_s;
+  // The tables' collectives are NCCL's within one node.
+  const bool collectives = tp > 1 && !tp_link.inter_node;
+  Answers a;
+  if (!answer(layer, parts, gpu, tp, collectives, a)) {
+    add(other_gpu_s_, model_s);
+    add(phase_s_, model_s);
     return model_s;
   }
-  // The GEMMs the tables price, as work of their own: what the model below charges for them (their FLOPs at
-  // its rates and a launch each) is taken off its time for the phase, and the tables' times put on. A part
-  // with one shape the tables cannot answer (or more GEMMs than kMaxPhaseGemms) keeps the model's price, whole.
-  LayerWork gemms_only;
-  PhaseWork& priced = phase == Phase::Forward         ? gemms_only.forward
-                      : phase == Phase::BackwardInput ? gemms_only.backward_input
-                                                      : gemms_only.backward_weight;
-  double table_s = 0;
+  // What the tables price, as work of its own: what the model below charges for it (FLOPs at its rates and a
+  // launch a kernel; its collectives' exposed time) is taken off its time for the phase, and the tables' times
+  // put on. Of a part's GEMMs, attentions or collectives, one shape the tables cannot answer (or more shapes
+  // than kMaxPartShapes) keeps that kind's price the model's.
+  // The collectives priced go in a scratch work of this thread's, its vector's storage kept between calls.
+  thread_local LayerWork comm_only;
+  LayerWork compute_only;
+  const auto of_phase = [phase](LayerWork& w) -> PhaseWork& {
+    return phase == Phase::Forward ? w.forward : phase == Phase::BackwardInput ? w.backward_input : w.backward_weight;
+  };
+  for (PhaseWork* p : {&comm_only.forward, &comm_only.backward_input, &comm_only.backward_weight}) p->collectives.clear();
+  PhaseWork& compute = of_phase(compute_only);
+  PhaseWork& comm = of_phase(comm_only);
+  double gemm_s = 0, attention_s = 0, comm_table_s = 0, comm_model_s = 0;
   for (int i = 0; i < 2; ++i) {
     const PhaseWork* p = parts[i];
-    if (!p || p->gemms.empty() || p->gemms.size() > kMaxPhaseGemms) continue;
-    double part_s = 0, bf16 = 0, fp8 = 0;
-    bool whole = true;
-    for (size_t j = 0; j < p->gemms.size(); ++j) {
-      const GemmShape& g = p->gemms[j];
-      const TableTime& t = *answers[i][j];
-      if (!t.found()) {
-        whole = false;
-        note_missing(g, layer, t);
-        break;
+    if (!p) continue;
+    if (!p->gemms.empty() && p->gemms.size() <= kMaxPartShapes &&
+        std::all_of(a.gemms[i], a.gemms[i] + p->gemms.size(), [](const TableTime* t) { return t->found(); })) {
+      for (size_t j = 0; j < p->gemms.size(); ++j) {
+        const GemmShape& g = p->gemms[j];
+        (g.fp8 ? compute.fp8_gemm_flops : compute.gemm_flops) += g.flops();
+        gemm_s += a.gemms[i][j]->seconds;
       }
-      part_s += t.seconds;
-      (g.fp8 ? fp8 : bf16) += g.flops();
+      compute.kernels += static_cast<int>(p->gemms.size());
     }
-    if (!whole) continue;
-    priced.gemm_flops += bf16;
-    priced.fp8_gemm_flops += fp8;
-    priced.kernels += static_cast<int>(p->gemms.size());
-    table_s += part_s;
+    if (p->attentions.size() <= kMaxPartShapes) {
+      bool all = true;
+      double s = 0, flops = 0;
+      int kernels = 0;
+      for (size_t j = 0; j < p->attentions.size() && all; ++j) {
+        if (!asks_tables(p->attentions[j])) continue;
+        all = a.attentions[i][j]->found();
+        s += a.attentions[i][j]->seconds;
+        flops += p->attentions[j].flops;
+        ++kernels;
+      }
+      if (all && kernels > 0) {
+        compute.attention_flops += flops;
+        compute.kernels += kernels;
+        attention_s += s;
+      }
+    }
+    if (collectives && !p->collectives.empty() && p->collectives.size() <= kMaxPartShapes &&
+        std::all_of(a.collectives[i], a.collectives[i] + p->collectives.size(),
+                    [](const TableTime* t) { return t->found(); })) {
+      for (size_t j = 0; j < p->collectives.size(); ++j) {
+        const Collective& c = p->collectives[j];
+        comm.collectives.push_back(c);
+        comm_table_s += a.collectives[i][j]->seconds;
+        comm_model_s += below_.collective_time(c.kind, c.bytes, tp, tp_link);
+      }
+    }
   }
-  const double s = table_s > 0 ? model_s - below_.phase_time(layer, gemms_only, phase, gpu, tp_link, tp) + table_s
-                               : model_s;
-  table_s_ += table_s;
-  phase_s_ += s;
+  double s = model_s;
+  if (gemm_s + attention_s > 0) s += gemm_s + attention_s - below_.phase_time(layer, compute_only, phase, gpu, tp_link, tp);
+  // The model below hides part of the tp collectives behind compute (Megatron's tp-comm-overlap): the tables'
+  // collectives are exposed in the same share.
+  double collective_s = 0;
+  if (comm_model_s > 0) {
+    const double exposed_model_s = below_.phase_time(layer, comm_only, phase, gpu, tp_link, tp);
+    collective_s = comm_table_s * exposed_model_s / comm_model_s;
+    s += collective_s - exposed_model_s;
+  }
+  add(gemm_s_, gemm_s);
+  add(attention_s_, attention_s);
+  add(collective_s_, collective_s);
+  add(phase_s_, s);
   return s;
 }
 
 TableCostModel::Share TableCostModel::share() const {
   Share s;
-  s.table_s = table_s_;
-  s.phase_s = phase_s_;
-  s.other_gpu_s = other_gpu_s_;
+  s.gemm_s = seconds(gemm_s_);
+  s.attention_s = seconds(attention_s_);
+  s.collective_s = seconds(collective_s_);
+  s.phase_s = seconds(phase_s_);
+  s.other_gpu_s = seconds(other_gpu_s_);
   {
     std::lock_guard lock(missing_mutex_);
-    s.first_missing = first_missing_;
+    s.missing = missing_;
   }
+  const auto count = [](const auto& cache, ShapeCounts& c) {
+    for (const auto& [shape, t] : cache) {
+      c.measured += t.how == TableHow::Measured;
+      c.interpolated += t.how == TableHow::Interpolated;
+      c.extrapolated += t.how == TableHow::Extrapolated;
+      c.missing += t.how == TableHow::Missing;
+    }
+  };
   std::shared_lock read(mutex_);
-  for (const auto& [shape, t] : cache_) {
-    s.measured += t.how == TableHow::Measured;
-    s.interpolated += t.how == TableHow::Interpolated;
-    s.extrapolated += t.how == TableHow::Extrapolated;
-    s.missing += t.how == TableHow::Missing;
-  }
+  count(gemms_, s.gemms);
+  count(attentions_, s.attentions);
+  count(collectives_, s.collectives);
   return s;
 }
 

@@ -1,11 +1,12 @@
 #pragma once
 // A cost model priced from measured kernel tables where they answer (docs/kernel-tables.md): each layer
-// phase's dense GEMMs (PhaseWork::gemms) timed shape by shape from the tables, on the GPUs the tables were
-// measured on, and everything else (attention, memory-bound work, collectives, the routed experts' grouped
-// GEMMs, a phase with a shape the tables cannot answer, another GPU) from the model below, which must price a
-// phase as the sum of its parts, as the analytic model does: the tables' GEMMs replace exactly what it charges
-// for them. It counts what it priced, so that every report can say how much of the compute came from tables
-// and how much from the model.
+// phase's dense GEMMs (PhaseWork::gemms), its fused attention forward (PhaseWork::attentions) and its tp
+// collectives within a node (PhaseWork::collectives) timed shape by shape from the tables, on the GPUs the
+// tables were measured on; everything else (memory-bound work, the attention backward, MLA's and context
+// parallelism's attention, collectives across nodes, the routed experts' grouped GEMMs, a part with a shape the
+// tables cannot answer, another GPU) from the model below, which must price a phase as the sum of its parts,
+// as the analytic model does: the tables' times replace exactly what it charges for the same work. It counts
+// what it priced, so that every report can say how much came from tables and how much from the model.
 #include <atomic>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <shared_mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/cost_model.hpp"
 #include "kernels/kernel_queries.hpp"
@@ -31,36 +33,61 @@ class TableCostModel : public CostModelOver {
   double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& tp_link,
                     int tp) const override;
 
-  // What priced the layers' phases so far: seconds of GEMMs from the tables, seconds of the whole phases (of
-  // which other_gpu_s on GPUs the tables were not measured on), and the distinct GEMM shapes asked for, by how
-  // they were read (a phase with one shape the tables lack is the model's, whole).
-  struct Share {
-    double table_s = 0, phase_s = 0, other_gpu_s = 0;
+  // Distinct shapes asked of the tables, by how they were read.
+  struct ShapeCounts {
     long measured = 0, interpolated = 0, extrapolated = 0, missing = 0;
-    std::string first_missing;  // the first shape the tables lacked, and why
+    long asked() const { return measured + interpolated + extrapolated + missing; }
+  };
+  // What priced the layers' phases so far: seconds from the tables by kind, seconds of the whole phases (of
+  // which other_gpu_s on GPUs the tables were not measured on), the shapes asked, and the distinct shapes the
+  // tables lacked, with why (the first kMaxMissing): a part with one of them is the model's, whole.
+  struct Share {
+    double gemm_s = 0, attention_s = 0, collective_s = 0;
+    double phase_s = 0, other_gpu_s = 0;
+    ShapeCounts gemms, attentions, collectives;
+    std::vector<std::string> missing;
+    double table_s() const { return gemm_s + attention_s + collective_s; }
   };
   Share share() const;
   const KernelTables& tables() const { return queries_.tables(); }
+  static constexpr size_t kMaxMissing = 100;
 
  private:
-  // The most GEMMs one part of a phase may have for the tables to price it (a block has 4 to 8, an MoE
-  // block's shared experts and router a few more).
-  static constexpr size_t kMaxPhaseGemms = 32;
-  // A shape's answer in the cache, or nullptr (under the shared lock); looked up and cached (under the lock).
-  const TableTime* cached(const GemmShape& g) const;
-  const TableTime* look_up(const GemmShape& g) const;
-  void note_missing(const GemmShape& g, const Layer& layer, const TableTime& t) const;
+  // The most shapes of one kind one part of a phase may have for the tables to price it (a block has 4 to 8
+  // GEMMs, an MoE block's shared experts and router a few more, an MTP module's projection and head 3 more; one
+  // attention; up to 4 tp collectives).
+  static constexpr size_t kMaxPartShapes = 16;
+  using GemmKey = std::tuple<bool, double, double, double>;
+  using AttentionKey = std::tuple<int, int, int, int, int>;
+  using CollectiveKey = std::tuple<int, double, int>;
+  struct Answers;
+  // Every answer a phase's parts need; cached ones under the shared lock, the rest looked up under the lock.
+  // Whether `gpu` is the tables' (the answers then filled).
+  bool answer(const Layer& layer, const PhaseWork* const parts[2], const GpuSpec& gpu, int tp, bool collectives,
+              Answers& a) const;
+  bool answer_cached(const PhaseWork* const parts[2], int tp, bool collectives, Answers& a) const;
+  void answer_all(const Layer& layer, const PhaseWork* const parts[2], int tp, bool collectives, Answers& a) const;
+  void note_missing(const std::string& what, const Layer& layer, const TableTime& t) const;
 
   std::string system_;
   // Lookups are shared (the plan search prices from several threads); building a grid or caching an answer
-  // takes the lock alone.
+  // takes the lock alone. Answers stay where a cache put them (a map's elements do not move).
   mutable std::shared_mutex mutex_;
   mutable KernelQueries queries_;
-  mutable std::map<std::tuple<bool, double, double, double>, TableTime> cache_;
+  mutable std::map<GemmKey, TableTime> gemms_;
+  mutable std::map<AttentionKey, TableTime> attentions_;
+  mutable std::map<CollectiveKey, TableTime> collectives_;
   mutable std::map<std::string, bool> gpus_;  // GPU name: whether it is the tables' own
-  mutable std::atomic<double> table_s_{0}, phase_s_{0}, other_gpu_s_{0};
+  // Seconds summed as whole picoseconds: an integer add is one instruction where a double's is a compare-and-swap
+  // loop, and the search's threads add on every phase (2^63 ps is 107 days of priced time).
+  static constexpr double kTicksPerSecond = 1e12;
+  static void add(std::atomic<long long>& sum, double s) {
+    sum.fetch_add(static_cast<long long>(s * kTicksPerSecond + 0.5), std::memory_order_relaxed);
+  }
+  static double seconds(const std::atomic<long long>& sum) { return static_cast<double>(sum.load()) / kTicksPerSecond; }
+  mutable std::atomic<long long> gemm_s_{0}, attention_s_{0}, collective_s_{0}, phase_s_{0}, other_gpu_s_{0};
   mutable std::mutex missing_mutex_;
-  mutable std::string first_missing_;
+  mutable std::vector<std::string> missing_;
 };
 
 }  // namespace pw

@@ -55,6 +55,15 @@ TableGrid::TableGrid(const KernelTable& table, const Select& select, std::vector
     exact.emplace_back(column(table, name, false), value);
     selected += fmt::format("{}{}={:g}", selected.empty() ? "" : ", ", name, value);
   }
+  struct RatioColumns {
+    int numerator, denominator;
+    double value;
+  };
+  std::vector<RatioColumns> ratios;
+  for (const Select::Ratio& r : select.ratio) {
+    ratios.push_back({column(table, r.numerator, false), column(table, r.denominator, false), r.value});
+    selected += fmt::format("{}{}/{}={:g}", selected.empty() ? "" : ", ", r.numerator, r.denominator, r.value);
+  }
   if (!selected.empty()) what_ += " (" + selected + ")";
   std::vector<int> axis_keys;
   for (const std::string& a : axes_) axis_keys.push_back(column(table, a, false));
@@ -67,6 +76,8 @@ TableGrid::TableGrid(const KernelTable& table, const Select& select, std::vector
       if (id < 0 || table.text(k, r) != table.text_values(k)[static_cast<size_t>(id)]) match = false;
     for (const auto& [k, v] : exact)
       if (table.number(k, r) != v) match = false;
+    for (const RatioColumns& q : ratios)
+      if (table.number(q.numerator, r) != q.value * table.number(q.denominator, r)) match = false;
     if (!match) continue;
     std::vector<double> point;
     for (int k : axis_keys) point.push_back(table.number(k, r));

@@ -35,12 +35,20 @@ class TableGrid {
   struct Select {
     std::vector<std::pair<std::string, std::string>> text;  // key = value
     std::vector<std::pair<std::string, double>> number;     // key = value
+    // numerator key / denominator key = value: attention's query heads a kv head (its GQA group), whatever
+    // the heads.
+    struct Ratio {
+      std::string numerator, denominator;
+      double value;
+    };
+    std::vector<Ratio> ratio;
   };
   // BadInput naming the table when a column is absent or of the other type.
   TableGrid(const KernelTable& table, const Select& select, std::vector<std::string> axes, const std::string& time = "time_s");
 
   long points() const { return static_cast<long>(times_.size()); }
   const std::vector<std::string>& axes() const { return axes_; }
+  double largest(size_t axis) const { return values_[axis].empty() ? 0 : values_[axis].back(); }
   // The time at `at` (one value an axis, in axes() order).
   TableTime at(const std::vector<double>& at) const;
 

@@ -39,8 +39,16 @@ TEST_CASE("kernels query reads a shape's time and says how", "[cli][kernels]") {
   const CliResult far = run_cli({"kernels", "query", kTables, "--gemm", "100000", "12288", "4096"});
   CHECK(far.code == 0);
   CHECK(far.out ==
-        "gemm m 100000, n 12288, k 4096 bf16: no time: gemm_perf (gemm_dtype=bfloat16, "
-        "kernel_source=torch.nn.functional.linear): m 100000 is past the largest measured, 4096, by more than 2x\n");
+        "gemm m 100000, n 12288, k 4096 bf16: 12.84 ms (extrapolated): m 100000 read as 25 slices of 4000\n"
+        "  784 TFLOP/s at that time\n");
+  // The GQA group (query heads a kv head) is selected, the heads read between counts measured at it.
+  CHECK(run_cli({"kernels", "query", kTables, "--attention", "1", "8192", "48", "6", "128"}).out ==
+        "prefill attention, batch 1 x 8192 tokens, 48 heads (6 kv) of 128: 1.817 ms (extrapolated): num_heads 48 "
+        "below the smallest measured, 64: that point's time\n");
+  CHECK(run_cli({"kernels", "query", kTables, "--attention", "1", "8192", "64", "3", "128"}).out ==
+        "prefill attention, batch 1 x 8192 tokens, 64 heads (3 kv) of 128: no time: context_attention_perf "
+        "(attn_dtype=bfloat16, kv_cache_dtype=bfloat16, head_dim=128, window_size=0, beam_width=1, "
+        "num_heads/num_key_value_heads=21.3333): no measured rows\n");
 }
 
 TEST_CASE("kernels query refuses what it cannot ask, in one line", "[cli][kernels]") {
@@ -95,7 +103,7 @@ TEST_CASE("kernels import aiconfigurator writes what kernels query reads back", 
   std::filesystem::remove_all(out);
 }
 
-TEST_CASE("simulate --kernels prices the GEMMs the tables answer, and says how much", "[cli][kernels]") {
+TEST_CASE("simulate --kernels prices the GEMMs, attention and collectives the tables answer, and says how much", "[cli][kernels]") {
   const std::vector<std::string> args{"simulate", "--model",             "llama3-8b", "--cluster", "hgx-h200",
                                       "--tp",     "4",                   "--pp",      "2",         "--seq-len",
                                       "4096",     "--global-batch-size", "8"};
@@ -104,14 +112,17 @@ TEST_CASE("simulate --kernels prices the GEMMs the tables answer, and says how m
   REQUIRE(plain.code == 0);
   REQUIRE(tables.code == 0);
   CHECK(plain.out.find("step time               524.3 ms") != std::string::npos);
-  CHECK(tables.out.find("step time               483.2 ms") != std::string::npos);
+  CHECK(tables.out.find("step time               480.2 ms") != std::string::npos);
   CHECK(tables.out.find("\ncost model: analytic <- kernel tables (" + kTables +
                         ": h200_sxm vllm, AIConfigurator (aiconfigurator-core 0.12.0))\n"
-                        "  51.7% of the layers' compute time from the kernel tables (12 distinct GEMM shapes: 2 "
-                        "measured, 8 interpolated, 0 extrapolated, 2 not in the tables), the rest from the model below\n"
-                        "  the first shape not in the tables (its phase from the model below): bf16 GEMM m 4096, n 32064, k "
-                        "4096 in head: gemm_perf (gemm_dtype=bfloat16, kernel_source=torch.nn.functional.linear): n 32064 is "
-                        "past the largest measured, 12288, by more than 2x\n") != std::string::npos);
+                        "  56.0% of the layers' time from the kernel tables (GEMMs 55.8%, attention 0.0%, tp collectives "
+                        "0.2%), the rest from the model below\n"
+                        "  distinct shapes asked: GEMM 12 (2 measured, 8 interpolated, 2 extrapolated, 0 not in the "
+                        "tables), attention forward 1 (0 measured, 0 interpolated, 0 extrapolated, 1 not in the tables), tp "
+                        "collective 3 (2 measured, 0 interpolated, 0 extrapolated, 1 not in the tables)\n"
+                        "  the first shape not in the tables (its part from the model below): reduce_scatter of 33.6 MB "
+                        "over 4 GPUs in embedding: nccl_perf (op_name=reduce_scatter, nccl_dtype=half): no measured "
+                        "rows\n") != std::string::npos);
   // On another GPU the tables price nothing, and the report says so.
   std::vector<std::string> h100 = with(args, {"--kernels", kTables});
   h100[4] = "dgx-h100";
@@ -129,5 +140,37 @@ TEST_CASE("plan --kernels searches with the tables and reports what they priced"
   REQUIRE(r.code == 0);
   CHECK(r.out.find("\ncost model: analytic <- kernel tables (" + kTables) != std::string::npos);
   CHECK(r.out.find("  while searching: ") != std::string::npos);
-  CHECK(r.out.find("% of the layers' compute time from the kernel tables (") != std::string::npos);
+  CHECK(r.out.find("% of the layers' time from the kernel tables (GEMMs ") != std::string::npos);
+}
+
+TEST_CASE("kernels coverage lists what a run would ask of the tables that they lack", "[cli][kernels]") {
+  const CliResult r = run_cli({"kernels", "coverage", kTables, "--model", "llama3-8b", "--cluster", "hgx-h200", "--tp", "4",
+                               "--pp", "2", "--seq-len", "4096", "--global-batch-size", "8"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out ==
+        "llama3-8b on 8 x H200 SXM 141GB, tp 4 pp 2 dp 1, micro-batch 1 x 4096 tokens, with " + kTables +
+            " (h200_sxm vllm)\n"
+            "  56.0% of the layers' time from the kernel tables (GEMMs 55.8%, attention 0.0%, tp collectives 0.2%), the "
+            "rest from the model below\n"
+            "  distinct shapes asked: GEMM 12 (2 measured, 8 interpolated, 2 extrapolated, 0 not in the tables), "
+            "attention forward 1 (0 measured, 0 interpolated, 0 extrapolated, 1 not in the tables), tp collective 3 (2 "
+            "measured, 0 interpolated, 0 extrapolated, 1 not in the tables)\n"
+            "  not in the tables (2), each priced by the model below:\n"
+            "    reduce_scatter of 33.6 MB over 4 GPUs in embedding: nccl_perf (op_name=reduce_scatter, "
+            "nccl_dtype=half): no measured rows\n"
+            "    attention forward batch 1, sequence 4096, heads 8, kv heads 2, head dim 128 in block0: "
+            "context_attention_perf (attn_dtype=bfloat16, kv_cache_dtype=bfloat16, head_dim=128, window_size=0, "
+            "beam_width=1, num_heads/num_key_value_heads=4): num_heads 8 is below the smallest measured, 32, by more "
+            "than 2x\n"
+            "  never asked of the tables: memory-bound work, the attention backward, MLA's, a sliding window's and "
+            "context parallelism's attention, collectives across nodes, expert all-to-alls and the routed experts' "
+            "grouped GEMMs\n");
+  // Its options are simulate's, refused as simulate refuses them.
+  const CliResult bad = run_cli({"kernels", "coverage", kTables, "--model", "llama3-8b", "--cluster", "hgx-h200"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err == "error: give --microbatches (per pipeline) or --global-batch-size (sequences per iteration)\n");
+  const CliResult none = run_cli({"kernels", "coverage", tmp("no-tables"), "--model", "llama3-8b", "--cluster", "hgx-h200",
+                                  "--global-batch-size", "8"});
+  CHECK(none.code == 2);
+  CHECK(none.err == "error: --kernels: kernel tables manifest file '" + tmp("no-tables") + "' not found\n");
 }

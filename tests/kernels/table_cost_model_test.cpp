@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 
 #include "../temp_folder.hpp"
@@ -16,11 +17,20 @@ using namespace pw;
 
 namespace {
 
-constexpr double kPowerLawC = 1e-15;  // a table's seconds per m n k (t = c m n k: exact between its points)
+constexpr double kPowerLawC = 1e-15;    // a table's GEMM seconds per m n k (t = c m n k: exact between its points)
+constexpr double kAttentionC = 1e-13;   // attention seconds per batch x sequence^2 x heads
+constexpr double kCollectiveC = 1e-11;  // collective seconds per element (any op, any GPU count)
 
-// An h200_sxm folder whose bfloat16 GEMMs follow t = c m n k on every power of two from 1 to 65536.
-std::shared_ptr<KernelTables> power_law_tables() {
-  const auto dir = fresh_folder("table_cost_model");
+nlohmann::json table(const char* kind, const std::vector<std::string>& keys, const nlohmann::json& rows) {
+  return {{"format", "pipewright-kernel-table"}, {"format_version", 1}, {"kind", kind},
+          {"keys", keys},                        {"times", {"time_s"}},  {"rows", rows}};
+}
+
+// An h200_sxm folder whose bfloat16 GEMMs follow t = c m n k on every power of two from 1 to 65536; with
+// `more`, also bf16 context attention of 8 kv heads of 128 (t = c b s^2 heads, powers of two) and NCCL
+// collectives of 2 to 8 GPUs (t = c elements, powers of two up to 2^30).
+std::shared_ptr<KernelTables> power_law_tables(bool more = false) {
+  const auto dir = fresh_folder(more ? "table_cost_model_more" : "table_cost_model");
   nlohmann::json rows = nlohmann::json::array();
   for (int a = 0; a <= 16; ++a)
     for (int b = 0; b <= 16; ++b)
@@ -28,21 +38,35 @@ std::shared_ptr<KernelTables> power_law_tables() {
         const double m = 1 << a, n = 1 << b, k = 1 << c;
         rows.push_back({"bfloat16", m, n, k, kPowerLawC * m * n * k});
       }
-  const long count = static_cast<long>(rows.size());
-  std::ofstream(dir / "gemm_perf.json") << nlohmann::json{{"format", "pipewright-kernel-table"},
-                                                          {"format_version", 1},
-                                                          {"kind", "gemm_perf"},
-                                                          {"keys", {"gemm_dtype", "m", "n", "k"}},
-                                                          {"times", {"time_s"}},
-                                                          {"rows", rows}}
-                                                  .dump();
+  nlohmann::json listed = nlohmann::json::array();
+  const auto add = [&](const char* kind, const nlohmann::json& t) {
+    std::ofstream(dir / (std::string(kind) + ".json")) << t.dump();
+    listed.push_back({{"kind", kind}, {"file", std::string(kind) + ".json"}, {"rows", t.at("rows").size()}});
+  };
+  add("gemm_perf", table("gemm_perf", {"gemm_dtype", "m", "n", "k"}, rows));
+  if (more) {
+    nlohmann::json attention = nlohmann::json::array();
+    for (int b = 0; b <= 4; ++b)
+      for (int s = 10; s <= 15; ++s)
+        for (int h = 3; h <= 7; ++h)
+          attention.push_back({"bfloat16", "bfloat16", 128, 8, 0, 1, 1 << b, 1 << s, 1 << h,
+                               kAttentionC * (1 << b) * std::pow(2.0, 2 * s) * (1 << h)});
+    add("context_attention_perf",
+        table("context_attention_perf",
+              {"attn_dtype", "kv_cache_dtype", "head_dim", "num_key_value_heads", "window_size", "beam_width",
+               "batch_size", "isl", "num_heads"},
+              attention));
+    nlohmann::json nccl = nlohmann::json::array();
+    for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "alltoall"})
+      for (int gpus : {2, 4, 8})
+        for (int e = 10; e <= 30; ++e) nccl.push_back({op, "half", gpus, 1 << e, kCollectiveC * (1 << e)});
+    add("nccl_perf", table("nccl_perf", {"op_name", "nccl_dtype", "num_gpus", "message_size"}, nccl));
+  }
   std::ofstream(dir / "manifest.json") << nlohmann::json{{"format", "pipewright-kernel-table"},
                                                          {"format_version", 1},
                                                          {"system", "h200_sxm"},
                                                          {"software", "test"},
-                                                         {"tables", {{{"kind", "gemm_perf"},
-                                                                      {"file", "gemm_perf.json"},
-                                                                      {"rows", count}}}}}
+                                                         {"tables", listed}}
                                               .dump();
   return KernelTables::open(dir.string());
 }
@@ -98,9 +122,10 @@ TEST_CASE("each phase's GEMMs are the tables' times in place of the analytic mod
     }
   }
   const TableCostModel::Share s = tables.share();
-  CHECK(s.missing == 0);
-  CHECK(s.extrapolated == 0);
-  CHECK(s.table_s > 0);
+  CHECK(s.gemms.missing == 0);
+  CHECK(s.gemms.extrapolated == 0);
+  CHECK(s.gemm_s > 0);
+  CHECK(s.attention_s == 0);  // no attention table: the model's
   CHECK(s.other_gpu_s == 0);
 }
 
@@ -114,15 +139,108 @@ TEST_CASE("another GPU, a layer without GEMMs and a shape past the tables keep t
   CHECK(tables.phase_time(block, work, Phase::Forward, h100.gpu, h100.intra_node, 1) ==
         analytic.phase_time(block, work, Phase::Forward, h100.gpu, h100.intra_node, 1));
   CHECK(tables.share().other_gpu_s > 0);
-  // 2 x 65536 tokens: m past the largest measured (65536) by 2x is still read; 4 x 65536 is not.
+  // 4 x 65536 tokens, past the largest m measured (65536) by 4x: read as 4 slices, exact for a power law.
   const Cluster h200 = cluster_preset("hgx-h200");
   Workload huge = long_sequences(1);
   huge.micro_batch_size = 4;
   huge.seq_len = 65536;
   const LayerWork far = layer_work(m, block, huge);
+  const AnalyticCostParams params;
+  double table = 0, flops = 0;
+  for (const GemmShape& g : far.forward.gemms) {
+    table += kPowerLawC * g.m * g.n * g.k;
+    flops += g.flops();
+  }
   CHECK(tables.phase_time(block, far, Phase::Forward, h200.gpu, h200.intra_node, 1) ==
-        analytic.phase_time(block, far, Phase::Forward, h200.gpu, h200.intra_node, 1));
+        Approx(analytic.phase_time(block, far, Phase::Forward, h200.gpu, h200.intra_node, 1) -
+               flops / (h200.gpu.peak_flops * params.gemm_efficiency) -
+               static_cast<double>(far.forward.gemms.size()) * params.kernel_overhead_s + table)
+            .epsilon(1e-9));
+  CHECK(tables.share().gemms.extrapolated > 0);
+  // fp8 GEMMs, which the tables lack: the model's.
+  Workload fp8 = long_sequences(1);
+  fp8.precision = Precision::Fp8;
+  const LayerWork in_fp8 = layer_work(m, block, fp8);
+  CHECK(tables.phase_time(block, in_fp8, Phase::Forward, h200.gpu, h200.intra_node, 1) ==
+        analytic.phase_time(block, in_fp8, Phase::Forward, h200.gpu, h200.intra_node, 1));
   const TableCostModel::Share s = tables.share();
-  CHECK(s.missing > 0);
-  CHECK(s.first_missing.rfind("bf16 GEMM m 262144, n ", 0) == 0);
+  CHECK(s.gemms.missing == 4);
+  // Each distinct shape the tables lacked, once, in the order first asked: this folder has no attention table.
+  CHECK(s.attentions.missing == 2);
+  REQUIRE(s.missing.size() == 6);
+  CHECK(s.missing[0] == "attention forward batch 4, sequence 65536, heads 64, kv heads 8, head dim 128 in " + block.name +
+                            ": no context_attention_perf table");
+  CHECK(s.missing[1] == "fp8 GEMM m 8192, n 10240, k 8192 in " + block.name + ": gemm_perf: no fp8 rows");
+}
+
+TEST_CASE("the fused attention forward and the tp collectives within a node are the tables' too", "[kernels]") {
+  AnalyticCostParams params;
+  params.tp_overlap = 0.25;  // the tables' collectives exposed in the model's share
+  const AnalyticCostModel analytic(params);
+  const TableCostModel tables(analytic, power_law_tables(true));
+  const Cluster h200 = cluster_preset("hgx-h200");
+  const Model m = model_preset("llama3-70b");  // 64 heads, 8 kv heads of 128
+  const Layer& block = m.layers[m.block_index(0)];
+  Workload w = long_sequences(8);
+  w.flash_attention = true;
+  w.sequence_parallel = true;
+  const LayerWork work = layer_work(m, block, w);
+  REQUIRE(work.forward.attentions.size() == 1);
+  const AttentionShape& a = work.forward.attentions[0];
+  CHECK((a.batch == 2 && a.seq == 4096 && a.keys == 4096 && a.heads == 8 && a.kv_heads == 1 && a.head_dim == 128));
+  // kv heads 1 a rank: the table has 8 only, so the attention stays the model's; GEMMs and collectives are read.
+  double gemm_flops = 0, gemm_table = 0, comm_model = 0, comm_table = 0;
+  for (const GemmShape& g : work.forward.gemms) {
+    gemm_flops += g.flops();
+    gemm_table += kPowerLawC * g.m * g.n * g.k;
+  }
+  REQUIRE(work.forward.collectives.size() == 4);  // all-gather and reduce-scatter around attention and MLP
+  for (const Collective& c : work.forward.collectives) {
+    comm_model += analytic.collective_time(c.kind, c.bytes, 8, h200.intra_node);
+    comm_table += kCollectiveC * c.bytes / 2;  // elements of 2 bytes
+  }
+  const double without = analytic.phase_time(block, work, Phase::Forward, h200.gpu, h200.intra_node, 8);
+  const double with = tables.phase_time(block, work, Phase::Forward, h200.gpu, h200.intra_node, 8);
+  const double gemms_model = gemm_flops / (h200.gpu.peak_flops * params.gemm_efficiency) +
+                             static_cast<double>(work.forward.gemms.size()) * params.kernel_overhead_s;
+  CHECK(with == Approx(without - gemms_model + gemm_table - 0.75 * comm_model + 0.75 * comm_table).epsilon(1e-9));
+  TableCostModel::Share s = tables.share();
+  CHECK(s.attentions.missing == 1);
+  CHECK(s.collectives.measured + s.collectives.interpolated == 2);  // one all-gather and one reduce-scatter size
+  CHECK(s.collective_s == Approx(0.75 * comm_table).epsilon(1e-9));
+  REQUIRE(!s.missing.empty());
+  CHECK(s.missing.front().rfind("attention forward batch 2, sequence 4096, heads 8, kv heads 1, head dim 128 in ", 0) ==
+        0);
+
+  // At tp 1 the 8 kv heads are the table's: the attention forward is read (t = c b s^2 heads), the backward not.
+  const LayerWork whole = layer_work(m, block, [&] {
+    Workload one = w;
+    one.tp = 1;
+    one.sequence_parallel = false;
+    return one;
+  }());
+  const double attention_model = whole.forward.attentions[0].flops / (h200.gpu.peak_flops * params.attention_efficiency) +
+                                 params.kernel_overhead_s;
+  double gemms = 0, flops = 0;
+  for (const GemmShape& g : whole.forward.gemms) {
+    gemms += kPowerLawC * g.m * g.n * g.k;
+    flops += g.flops();
+  }
+  const double model_gemms = flops / (h200.gpu.peak_flops * params.gemm_efficiency) +
+                             static_cast<double>(whole.forward.gemms.size()) * params.kernel_overhead_s;
+  CHECK(tables.phase_time(block, whole, Phase::Forward, h200.gpu, h200.intra_node, 1) ==
+        Approx(analytic.phase_time(block, whole, Phase::Forward, h200.gpu, h200.intra_node, 1) - model_gemms + gemms -
+               attention_model + kAttentionC * 2 * 4096.0 * 4096 * 64)
+            .epsilon(1e-9));
+  REQUIRE(whole.backward_input.attentions.size() == 1);
+  CHECK(whole.backward_input.attentions[0].backward);
+  s = tables.share();
+  CHECK(s.attentions.measured == 1);
+  CHECK(s.attention_s == Approx(kAttentionC * 2 * 4096.0 * 4096 * 64).epsilon(1e-9));
+
+  // Across nodes the collectives are the model's.
+  const LinkSpec across{h200.intra_node.bandwidth_bytes_per_s, h200.intra_node.latency_s, true};
+  const double before = tables.share().collective_s;
+  tables.phase_time(block, work, Phase::Forward, h200.gpu, across, 8);
+  CHECK(tables.share().collective_s == before);
 }

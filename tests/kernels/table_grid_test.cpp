@@ -85,6 +85,17 @@ TEST_CASE("between measured points the log-space rule reproduces a power law", "
 
 TEST_CASE("past the measured range by at most 2x the edge's time is scaled, below it held, further out there is no time",
           "[kernels]") {
+  // The grid alone: past 2x, no time.
+  {
+    const auto grid_dir = write_gemm_table("grid_outside_alone");
+    const auto tables = KernelTables::open(grid_dir.string());
+    TableGrid::Select select;
+    select.text.emplace_back("gemm_dtype", "bfloat16");
+    const TableGrid g(*tables->table("gemm_perf"), select, {"m", "n", "k"});
+    const TableTime t = g.at({4096, 256, 256});
+    CHECK(t.how == TableHow::Missing);
+    CHECK(t.note == "gemm_perf (gemm_dtype=bfloat16): m 4096 is past the largest measured, 1024, by more than 2x");
+  }
   const auto dir = write_gemm_table("grid_outside");
   const TableTime above = gemm_at(dir, 2048, 256, 256);
   CHECK(above.how == TableHow::Extrapolated);
@@ -94,11 +105,15 @@ TEST_CASE("past the measured range by at most 2x the edge's time is scaled, belo
   CHECK(below.how == TableHow::Extrapolated);
   CHECK(below.seconds == power_law(64, 256, 256));
   CHECK(below.note == "m 40 below the smallest measured, 64: that point's time");
+  // A GEMM past 2x: equal slices within the range, each read (4 of m 1024 here, measured).
   const TableTime far = gemm_at(dir, 4096, 256, 256);
-  CHECK(far.how == TableHow::Missing);
-  CHECK(far.note ==
-        "gemm_perf (gemm_dtype=bfloat16, kernel_source=cublas): m 4096 is past the largest measured, 1024, by more "
-        "than 2x");
+  CHECK(far.how == TableHow::Extrapolated);
+  CHECK(far.seconds == 4 * power_law(1024, 256, 256));
+  CHECK(far.note == "m 4096 read as 4 slices of 1024");
+  const TableTime farther = gemm_at(dir, 3000, 256, 2500);
+  CHECK(farther.how == TableHow::Extrapolated);
+  CHECK(farther.seconds == Approx(3 * 3 * power_law(1000, 256, 2500.0 / 3)).epsilon(1e-12));
+  CHECK(farther.note == "m 3000 read as 3 slices of 1000; k 2500 read as 3 slices of 833.333");
   CHECK(gemm_at(dir, 256, 256, 20).note ==
         "gemm_perf (gemm_dtype=bfloat16, kernel_source=cublas): k 20 is below the smallest measured, 64, by more than "
         "2x");

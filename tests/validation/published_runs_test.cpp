@@ -22,6 +22,7 @@
 #include "core/layer_work.hpp"
 #include "core/model.hpp"
 #include "core/workload.hpp"
+#include "kernels/table_cost_model.hpp"
 #include "sim/scenario.hpp"
 #include "../temp_folder.hpp"
 #include "error_figure.hpp"
@@ -182,9 +183,8 @@ struct ErrorSummary {
 };
 
 // Predicts every run of a file with the default parameters, prints the table docs/validation.md shows.
-ErrorSummary predict_and_print(const char* file) {
+ErrorSummary predict_and_print(const char* file, const CostModel& cost = AnalyticCostModel()) {
   const nlohmann::json doc = load_runs(file);
-  const AnalyticCostModel cost;  // defaults only: nothing is tuned per run
   std::vector<Prediction> predictions;
   for (const nlohmann::json& run : doc.at("runs")) {
     INFO("run " << run.at("name").get<std::string>());
@@ -333,4 +333,76 @@ TEST_CASE("the default cost model predicts one layer's measured forward and back
     CHECK(std::fabs(b / b_ref - 1) <= 0.15);
   }
   fmt::print("\n");
+}
+
+namespace {
+
+// Each run predicted by the analytic model alone and with measured kernel tables over it (kernels/), the tables
+// of the GPU the runs used: both errors and the share of each run's layer time the tables priced.
+struct WithTables {
+  ErrorSummary analytic, tables;
+  std::vector<double> from_tables;  // each run's share of layer time the tables priced
+};
+
+WithTables predict_with_tables(const char* file, const std::shared_ptr<KernelTables>& kernel_tables) {
+  const nlohmann::json doc = load_runs(file);
+  const AnalyticCostModel analytic;
+  WithTables e;
+  fmt::print("\n| run | reported | analytic | error | with tables | error | from tables |\n|---|---|---|---|---|---|---|\n");
+  for (const nlohmann::json& run : doc.at("runs")) {
+    INFO("run " << run.at("name").get<std::string>());
+    const TableCostModel tables(analytic, kernel_tables);  // one a run: its share its own
+    const Prediction a = predict(run, analytic);
+    const Prediction t = predict(run, tables);
+    const TableCostModel::Share s = tables.share();
+    fmt::print("| {} | {} | {} | {:+.1f}% | {} | {:+.1f}% | {:.0f}% |\n", a.name, value_text(a.reported, a.kind),
+               value_text(a.predicted, a.kind), 100 * a.error, value_text(t.predicted, t.kind), 100 * t.error,
+               s.phase_s > 0 ? 100 * s.table_s() / s.phase_s : 0.0);
+    e.from_tables.push_back(s.phase_s > 0 ? s.table_s() / s.phase_s : 0.0);
+    e.analytic.all.push_back(std::fabs(a.error));
+    e.tables.all.push_back(std::fabs(t.error));
+  }
+  const auto line = [](const char* what, const std::vector<double>& v) {
+    fmt::print("{}: {} runs, median |error| {:.1f}%, max |error| {:.1f}%\n", what, v.size(), 100 * median(v),
+               100 * *std::max_element(v.begin(), v.end()));
+  };
+  line("analytic", e.analytic.all);
+  line("with tables", e.tables.all);
+  return e;
+}
+
+double max_of(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+
+// The folder of tables ctest imported for these runs (tests/CMakeLists.txt), named by an environment variable.
+std::shared_ptr<KernelTables> imported_tables(const char* variable) {
+  const char* dir = std::getenv(variable);
+  INFO(variable << " names the folder of kernel tables; ctest's validation.kernel_tables sets it");
+  REQUIRE(dir);
+  return KernelTables::open(dir);
+}
+
+}  // namespace
+
+// Hidden from the plain run: ctest runs it after importing AIConfigurator's tables (validation.kernel_tables).
+TEST_CASE("kernel tables against the analytic model on the published runs", "[.tables]") {
+  // The measured kernels run faster than the analytic model's efficiencies say (their GEMMs reach 76-82% of
+  // H100's peak at the weak-scaling shapes against gemm_efficiency's 70%), and the runs are not faster: every
+  // set's error grows with them (docs/kernel-tables.md, "Validation with and without tables"). The gates hold
+  // today's figures, so a change in either model shows here.
+  const auto a100 = imported_tables("PIPEWRIGHT_A100_TABLES");
+  const auto h100 = imported_tables("PIPEWRIGHT_H100_TABLES");
+  const WithTables old = predict_with_tables(kRunsFile, a100);
+  const WithTables dense = predict_with_tables(kH100RunsFile, h100);
+  const WithTables moe = predict_with_tables(kMoeRunsFile, h100);
+  for (const WithTables* e : {&old, &dense, &moe}) REQUIRE(e->tables.all.size() == e->analytic.all.size());
+  CHECK(median(old.tables.all) <= 0.127);
+  CHECK(max_of(old.tables.all) <= 0.476);
+  CHECK(median(dense.tables.all) <= 0.116);
+  CHECK(max_of(dense.tables.all) <= 0.326);
+  CHECK(median(moe.tables.all) <= 0.075);
+  CHECK(max_of(moe.tables.all) <= 0.368);
+  // The tables priced most of each dense run's layer time (GEMMs, attention forward, tp collectives), so the
+  // errors above are theirs, not the model's.
+  CHECK(median(old.from_tables) >= 0.8);
+  CHECK(median(dense.from_tables) >= 0.8);
 }
