@@ -102,17 +102,31 @@ const std::vector<std::string> kPlanH200 = {"pipewright", "plan", "--model", "ll
 void BM_PlanH200(benchmark::State& state) { run_command(state, kPlanH200); }
 BENCHMARK(BM_PlanH200)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(5);
 
-void BM_PlanH200Tables(benchmark::State& state) {
+// `args` with --kernels the H200 tables, imported on first use.
+void run_with_tables(benchmark::State& state, std::vector<std::string> args) {
   const std::string tables = h200_tables();
   if (tables.empty()) {
     state.SkipWithError("the H200 tables could not be imported (run scripts/install-deps.sh)");
     return;
   }
-  std::vector<std::string> args = kPlanH200;
   args.insert(args.end(), {"--kernels", tables});
   run_command(state, args);
 }
+
+void BM_PlanH200Tables(benchmark::State& state) { run_with_tables(state, kPlanH200); }
 BENCHMARK(BM_PlanH200Tables)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(5);
+
+// serve plan's search over tp, pp and replicas, each a serving simulation, without and with the tables.
+const std::vector<std::string> kServePlanH200 = {"pipewright",   "serve",  "plan",          "--model",      "llama3-70b",
+                                                 "--cluster",    "hgx-h200", "--gpus",      "8",            "--prompt-tokens",
+                                                 "1024",         "--output-tokens", "256",   "--concurrency", "64",
+                                                 "--requests",   "512"};
+
+void BM_ServePlanH200(benchmark::State& state) { run_command(state, kServePlanH200); }
+BENCHMARK(BM_ServePlanH200)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(5);
+
+void BM_ServePlanH200Tables(benchmark::State& state) { run_with_tables(state, kServePlanH200); }
+BENCHMARK(BM_ServePlanH200Tables)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(5);
 
 }  // namespace
 

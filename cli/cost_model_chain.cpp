@@ -132,30 +132,7 @@ nlohmann::ordered_json CostModelChain::to_json(const Model& model, const std::ve
   } else {
     j["profile"] = nullptr;
   }
-  if (tables_) {
-    const TableCostModel::Share t = tables_->share();
-    const auto counts = [](const TableCostModel::ShapeCounts& c) {
-      return nlohmann::ordered_json{{"measured", c.measured},
-                                    {"interpolated", c.interpolated},
-                                    {"extrapolated", c.extrapolated},
-                                    {"missing", c.missing}};
-    };
-    j["kernel_tables"] = {{"folder", tables_->tables().folder()},
-                          {"system", tables_->tables().system()},
-                          {"software", tables_->tables().software()},
-                          {"table_s", t.table_s()},
-                          {"gemm_s", t.gemm_s},
-                          {"attention_s", t.attention_s},
-                          {"collective_s", t.collective_s},
-                          {"phase_s", t.phase_s},
-                          {"other_gpu_s", t.other_gpu_s},
-                          {"shapes", {{"gemms", counts(t.gemms)},
-                                      {"attentions", counts(t.attentions)},
-                                      {"collectives", counts(t.collectives)}}},
-                          {"missing", t.missing}};
-  } else {
-    j["kernel_tables"] = nullptr;
-  }
+  j["kernel_tables"] = tables_json();
   nlohmann::ordered_json coverage = nlohmann::ordered_json::array();
   if (profiled_)
     for (const Workload& w : workloads) {
@@ -199,6 +176,31 @@ void CostModelChain::add_kernels(const std::string& path) {
                                 tables->source().empty() ? "an unnamed source" : tables->source()));
 }
 
+nlohmann::ordered_json CostModelChain::tables_json() const {
+  if (!tables_) return nullptr;
+  const TableCostModel::Share t = tables_->share();
+  const auto counts = [](const TableCostModel::ShapeCounts& c) {
+    return nlohmann::ordered_json{{"measured", c.measured},
+                                  {"interpolated", c.interpolated},
+                                  {"extrapolated", c.extrapolated},
+                                  {"missing", c.missing}};
+  };
+  return {{"folder", tables_->tables().folder()},
+          {"system", tables_->tables().system()},
+          {"software", tables_->tables().software()},
+          {"table_s", t.table_s()},
+          {"gemm_s", t.gemm_s},
+          {"attention_s", t.attention_s},
+          {"collective_s", t.collective_s},
+          {"phase_s", t.phase_s},
+          {"other_gpu_s", t.other_gpu_s},
+          {"shapes", {{"gemms", counts(t.gemms)},
+          {"attentions", counts(t.attentions)},
+          {"collectives", counts(t.collectives)}}},
+          {"missing", t.missing},
+          {"absent_kinds", t.absent}};
+}
+
 std::vector<std::string> CostModelChain::table_lines() const {
   if (!tables_) return {};
   const TableCostModel::Share s = tables_->share();
@@ -212,11 +214,16 @@ std::vector<std::string> CostModelChain::table_lines() const {
       "{:.1f}% of the layers' time from the kernel tables (GEMMs {:.1f}%, attention {:.1f}%, tp collectives "
       "{:.1f}%), the rest from the model below",
       percent(s.table_s()), percent(s.gemm_s), percent(s.attention_s), percent(s.collective_s)));
-  lines.push_back("distinct shapes asked: GEMM " + counts(s.gemms) + ", attention forward " + counts(s.attentions) +
+  lines.push_back("distinct shapes asked: GEMM " + counts(s.gemms) + ", attention " + counts(s.attentions) +
                   ", tp collective " + counts(s.collectives));
   if (s.other_gpu_s > 0)
     lines.push_back(fmt::format("{:.1f}% of it on GPUs other than the tables' {}: from the model below",
                                 percent(s.other_gpu_s), tables_->tables().system()));
+  if (!s.absent.empty()) {
+    std::string kinds;
+    for (const std::string& k : s.absent) kinds += (kinds.empty() ? "" : ", ") + k;
+    lines.push_back("the tables hold no " + kinds + ": that work from the model below");
+  }
   if (!s.missing.empty())
     lines.push_back("the first shape not in the tables (its part from the model below): " + s.missing.front());
   return lines;

@@ -60,6 +60,8 @@ class CostModelChain {
   // tp collective times replace the model's on the GPU they were measured on. BadInput starting "--kernels: " for a folder that is not one.
   void add_kernels(const std::string& path);
   const TableCostModel* tables() const { return tables_; }
+  // The tables' folder, source and what they priced so far (the JSON reports' "kernel_tables"); null without.
+  nlohmann::ordered_json tables_json() const;
   // What the tables priced so far, for reports: a line of how much of the layers' time came from them (GEMMs,
   // attention, tp collectives), one of how the shapes were read, and one naming the first shape they lacked;
   // empty without tables.

@@ -67,7 +67,8 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   const std::vector<ServingRequest> requests = o.make_workload();
   ServingConfig c = o.engine(tp, pp, cluster);
   c.record_spans = !chrome_trace.empty();
-  const AnalyticCostModel cost;
+  const CostModelChain chain = o.cost_models();
+  const CostModel& cost = chain.model();
   // Replicas as serve plan runs them: each its every replicas-th request.
   const ServingResult r = dp_attention > 1 ? simulate_dp_attention_groups(model, cluster, cost, c, dp_attention, replicas, requests)
                           : replicas > 1   ? simulate_replicas(model, cluster, cost, c, replicas, requests)
@@ -91,6 +92,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
                                       {"batches", r.batches},
                                     {"max_running", r.max_running},
                                     {"stage_busy_fraction", busy}});
+    if (chain.tables()) j["kernel_tables"] = chain.tables_json();
     out << j.dump(2) << "\n";
     return;
   }
@@ -107,6 +109,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   for (size_t s = 0; s < busy.size(); ++s) stages += (s ? ", " : "") + format_percent(busy[s]);
   print_metrics(out, m, "");
   out << fmt::format("  stages busy         {} of the {} run\n", stages, format_seconds(r.makespan_s));
+  o.print_cost_model(out, chain);
 }
 
 // The prefill pool's shape, given by --prefill-tp (its presence turns disaggregation on).
@@ -130,7 +133,8 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
   prefill.replicas = pool.replicas;
   decode.engine = o.engine(tp, pp, cluster);
   decode.replicas = replicas;
-  const AnalyticCostModel cost;
+  const CostModelChain chain = o.cost_models();
+  const CostModel& cost = chain.model();
   const DisaggregatedResult r = simulate_disaggregated(model, cluster, cost, prefill, decode, requests);
   const ServingMetrics m = serving_metrics(r.served);
   if (o.json) {
@@ -144,6 +148,7 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
                                     {"prefill_kv_capacity_tokens", r.prefill.kv_capacity_tokens},
                                     {"decode_kv_capacity_tokens", r.decode.kv_capacity_tokens},
                                     {"decode_max_running", r.decode.max_running}});
+    if (chain.tables()) j["kernel_tables"] = chain.tables_json();
     out << j.dump(2) << "\n";
     return;
   }
@@ -155,6 +160,7 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
                      format_seconds(r.kv_transfer_s), r.kv_link.inter_node ? "between nodes" : "inside a node",
                      format_rate(r.kv_link.bandwidth_bytes_per_s), r.decode.max_running, r.served.preemptions);
   print_metrics(out, m, "   (from the first token: the cache's transfer included)");
+  o.print_cost_model(out, chain);
 }
 
 }  // namespace
@@ -169,6 +175,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto dp_attention = std::make_shared<int>(1);
   auto chrome_trace = std::make_shared<std::string>();
   so->add_to(*sim);
+  so->add_kernels_to(*sim);
   sim->add_option("--chrome-trace", *chrome_trace, "Write each stage's batches as a Chrome / Perfetto trace");
   sim->add_option("--tp", degrees->first, "Tensor-parallel degree")->capture_default_str();
   sim->add_option("--pp", degrees->second, "Pipeline-parallel degree")->capture_default_str();
@@ -187,6 +194,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto* plan = serve->add_subcommand("plan", "Search tp, pp and replicas for a workload on some GPUs");
   auto po = std::make_shared<ServePlanOptions>();
   po->serve.add_to(*plan);
+  po->serve.add_kernels_to(*plan);
   po->add_to(*plan);
   auto* run = serve->add_subcommand("run", "Serve a workload for real on the CPU backend, measured against the simulation");
   auto ro = std::make_shared<ServeRunOptions>();

@@ -21,6 +21,20 @@ double expected_length(const LengthSpec& s) { return s.kind == LengthSpec::Kind:
 
 }  // namespace
 
+void ServeOptions::add_kernels_to(CLI::App& cmd) { add_kernels_option(cmd, kernels); }
+
+CostModelChain ServeOptions::cost_models() const {
+  CostModelChain chain;
+  chain.add_kernels(kernels);
+  return chain;
+}
+
+void ServeOptions::print_cost_model(std::ostream& out, const CostModelChain& chain) const {
+  if (!chain.tables()) return;
+  out << "\ncost model: " << chain.description() << "\n";
+  for (const std::string& line : chain.table_lines()) out << "  " << line << "\n";
+}
+
 void ServeOptions::add_to(CLI::App& cmd, const char* default_cluster) {
   cmd.add_option("--model", model, "Model preset, Hugging Face config.json or pipewright model JSON")->required();
   auto* c = cmd.add_option("--cluster", cluster, "Cluster preset or cluster JSON");

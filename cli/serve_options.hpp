@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cost_model_chain.hpp"
 #include "core/cluster.hpp"
 #include "core/model.hpp"
 #include "sim/serving_sim.hpp"
@@ -29,12 +30,19 @@ struct ServeOptions {
   double gpu_memory_utilization = 0.9;
   std::uint64_t seed = 1;
   bool json = false;
+  std::string kernels;  // --kernels: a folder of kernel tables (add_kernels_to)
 
   // `default_cluster`: --cluster is optional, this when absent (`serve run` on the CPU: its memory and links
   // are not a GPU's; the profile gives the link).
   void add_to(CLI::App& cmd, const char* default_cluster = nullptr);
   // BadInput for anything malformed, before the model is read.
   void check() const;
+  // --kernels, for the commands that predict (simulate, plan).
+  void add_kernels_to(CLI::App& cmd);
+  // The analytic model, with --kernels' tables over it when given.
+  CostModelChain cost_models() const;
+  // After a prediction: the cost model and what the tables priced, as the training commands print them.
+  void print_cost_model(std::ostream& out, const CostModelChain& chain) const;
   Model load_model_checked() const;
   Cluster load_cluster_checked() const;
   std::vector<ServingRequest> make_workload() const;

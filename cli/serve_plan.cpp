@@ -69,7 +69,8 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   slo.ttft_s = o.ttft_slo_s;
   slo.tpot_s = o.tpot_slo_s;
   slo.percentile = o.slo_percentile;
-  const AnalyticCostModel cost;
+  const CostModelChain chain = o.serve.cost_models();
+  const CostModel& cost = chain.model();
   const ServingConfig engine = o.serve.engine(1, 1, cluster);
   const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine, requests, slo, o.top, o.disaggregate);
   // The weights are not pipewright's to name: the command reads them from $MODEL.
@@ -101,6 +102,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"gpus", o.gpus},
                                 {"configurations", r.considered}, {"plans", plans}};
     if (!command.empty()) j[o.export_target + "_command"] = command;
+    if (chain.tables()) j["kernel_tables"] = chain.tables_json();
     out << j.dump(2) << "\n";
     return;
   }
@@ -147,6 +149,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     out << "prefill pool: its engines compute each prompt and first token, the KV cache goes over the link to the\n"
            "tp x pp x replicas decode engines (their KV tokens shown); -: one pool serves both.\n";
   if (priced) out << "per M tokens: --gpu-hour-price x GPUs for the time a million output tokens take.\n";
+  o.serve.print_cost_model(out, chain);
   if (!command.empty())
     out << (o.export_target == "vllm" ? "\n--- vllm serve, plan 1 ---\n" : "\n--- sglang, plan 1 ---\n") << command;
 }

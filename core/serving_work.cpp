@@ -47,6 +47,14 @@ ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, c
   const TransformerConfig& t = *model.transformer;
   const double tokens = static_cast<double>(batch.tokens());
   ServingWork w;
+  w.model = &model;
+  w.tp = tp;
+  w.gemm_tokens = layer.kind == LayerKind::Head ? static_cast<double>(batch.sampled_tokens) : tokens;
+  w.weights = weights;
+  w.kv_dtype = kv_dtype;
+  w.prefill_tokens = batch.prefill_tokens;
+  w.decode_tokens = batch.decode_tokens;
+  w.decode_context = batch.decode_context;
   switch (layer.kind) {
     case LayerKind::Embedding:
       // A lookup: the rows of the batch's tokens.

@@ -54,6 +54,19 @@ struct ServingWork {
   double attention_sequences = 0;  // the sequences each attention call walks (a per-sequence cost on small ones)
   double elementwise_bytes = 0;
   std::vector<Collective> collectives;  // tp
+
+  // What a cost model priced by shape (kernels/) looks up: the model and the layer's tp degree (its dense GEMMs'
+  // shapes are the model's), the tokens the dense GEMMs run (the head: the sampled ones), the weights' and the
+  // KV cache's widths, and the step's decodes alone (their attention is a decode kernel's when no prefill shares
+  // the step).
+  const Model* model = nullptr;
+  int tp = 1;
+  double gemm_tokens = 0;
+  ServingWeights weights = ServingWeights::Bf16;
+  KvCacheDtype kv_dtype = KvCacheDtype::Bf16;
+  long prefill_tokens = 0;
+  long decode_tokens = 0;
+  double decode_context = 0;  // the decodes' contexts together, tokens
 };
 
 // Expert parallelism over data-parallel attention engines (sim/dp_attention_serving.hpp): the routed experts

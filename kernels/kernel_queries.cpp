@@ -57,6 +57,7 @@ const TableGrid* KernelQueries::grid(const std::string& kind, const TableGrid::S
   std::string id = kind;
   for (const auto& [k, v] : select.text) id += fmt::format("|{}={}", k, v);
   for (const auto& [k, v] : select.number) id += fmt::format("|{}={:g}", k, v);
+  for (const auto& [k, v] : select.number_if_present) id += fmt::format("|{}?={:g}", k, v);
   for (const auto& r : select.ratio) id += fmt::format("|{}/{}={:g}", r.numerator, r.denominator, r.value);
   if (auto it = grids_.find(id); it != grids_.end()) return it->second.get();
   const KernelTable* table = tables_->table(kind);
@@ -107,10 +108,37 @@ TableTime KernelQueries::context_attention(Precision precision, int batch, int s
   // A prefill kernel's time follows its query heads at a given GQA group (query heads a kv head): the group
   // selected, the heads read between measured counts.
   select.ratio.push_back({"num_heads", "num_key_value_heads", static_cast<double>(heads) / kv_heads});
-  select.number.emplace_back("window_size", 0);
-  select.number.emplace_back("beam_width", 1);
+  select.number_if_present.emplace_back("window_size", 0);
+  select.number_if_present.emplace_back("beam_width", 1);
   const TableGrid* g = grid("context_attention_perf", select, {"batch_size", "isl", "num_heads"});
   return g->at({static_cast<double>(batch), static_cast<double>(seq), static_cast<double>(heads)});
+}
+
+TableTime KernelQueries::generation_attention(bool fp8_kv_cache, int batch, int context, int heads, int kv_heads,
+                                              int head_dim) {
+  if (!tables_->has("generation_attention_perf")) return missing("no generation_attention_perf table");
+  TableGrid::Select select;
+  select.text.emplace_back("kv_cache_dtype", fp8_kv_cache ? "fp8" : "bfloat16");
+  select.number.emplace_back("head_dim", head_dim);
+  select.ratio.push_back({"num_heads", "num_key_value_heads", static_cast<double>(heads) / kv_heads});
+  select.number_if_present.emplace_back("window_size", 0);
+  select.number_if_present.emplace_back("beam_width", 1);
+  // AIConfigurator's decode rows: a sequence of isl 1 that has decoded `step` tokens, so isl + step in cache.
+  select.number.emplace_back("isl", 1);
+  const TableGrid* g = grid("generation_attention_perf", select, {"batch_size", "step", "num_heads"});
+  return g->at({static_cast<double>(batch), static_cast<double>(context - 1), static_cast<double>(heads)});
+}
+
+TableTime KernelQueries::custom_all_reduce(double bytes, int gpus) {
+  const KernelTable* table = tables_->table("custom_allreduce_perf");
+  if (!table) return missing("no custom_allreduce_perf table");
+  TableGrid::Select select;
+  select.text.emplace_back("op_name", "all_reduce");
+  select.text.emplace_back("allreduce_dtype", "bfloat16");
+  // The engine's kernels (CUDA-graph and eager launches) share the grid: a shape measured by both keeps the
+  // faster, as an engine decoding under CUDA graphs runs.
+  const TableGrid* g = grid("custom_allreduce_perf", select, {"num_gpus", "message_size"});
+  return g->at({static_cast<double>(gpus), bytes / 2});
 }
 
 }  // namespace pw

@@ -6,6 +6,9 @@
 //   message_size (elements);
 // - a prefill attention: context_attention_perf, by dtypes, head_dim, the GQA group (num_heads /
 //   num_key_value_heads), no window and beam 1, over batch_size, isl and num_heads.
+// - a decode step's attention: generation_attention_perf, by the KV cache's dtype, head_dim, the GQA group, no
+//   window, beam 1 and isl 1, over batch_size, step (the tokens in cache past isl) and num_heads;
+// - an engine's custom all-reduce: custom_allreduce_perf, bfloat16, over num_gpus and message_size (elements).
 // Each returns a TableTime: Missing (with the reason) where the tables cannot say, for the analytic model.
 #include <map>
 #include <memory>
@@ -28,6 +31,10 @@ class KernelQueries {
   TableTime gemm(Precision precision, double m, double n, double k);
   TableTime collective(TableCollective op, Precision precision, double bytes, int gpus);
   TableTime context_attention(Precision precision, int batch, int seq, int heads, int kv_heads, int head_dim);
+  // One decode step's attention: `batch` sequences of `context` tokens in cache each, the KV cache in fp8 or not.
+  TableTime generation_attention(bool fp8_kv_cache, int batch, int context, int heads, int kv_heads, int head_dim);
+  // An engine's own all-reduce (vLLM's custom all-reduce, TensorRT-LLM's): the fastest kernel measured.
+  TableTime custom_all_reduce(double bytes, int gpus);
 
  private:
   // The grid of `kind` for one selection, built on first use.

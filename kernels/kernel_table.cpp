@@ -351,6 +351,14 @@ std::shared_ptr<KernelTables> KernelTables::open(const std::string& path) {
       if (s->contains("package") && (*s)["package"].is_string()) t->source_ += " (" + (*s)["package"].get<std::string>() + ")";
     }
   }
+  if (const nlohmann::json* g = f.find("gpu")) {
+    const JsonFields gpu(*g, manifest, "gpu.");
+    if (const nlohmann::json* bw = gpu.find("hbm_bytes_per_s")) {
+      if (!bw->is_number() || !(bw->get<double>() > 0 && bw->get<double>() < 1e15))
+        throw_bad_input("{}: gpu.hbm_bytes_per_s must be a positive number of bytes a second", manifest);
+      t->hbm_bytes_per_s_ = bw->get<double>();
+    }
+  }
   const nlohmann::json& tables = f.required("tables");
   if (!tables.is_array()) throw_bad_input("{}: tables must be a list", manifest);
   if (static_cast<long>(tables.size()) > kMaxKernelTables)

@@ -80,6 +80,9 @@ class KernelTables {
   const std::string& software() const { return software_; }
   const std::map<std::string, std::string>& versions() const { return versions_; }
   const std::string& source() const { return source_; }
+  // The measured GPU's memory bandwidth where the manifest records it (gpu.hbm_bytes_per_s), else 0: an A100
+  // SXM of 40 GB (1.56 TB/s) is not the one of 80 GB (2.04 TB/s) its name shares.
+  double hbm_bytes_per_s() const { return hbm_bytes_per_s_; }
   const std::vector<KernelTableEntry>& entries() const { return entries_; }
   bool has(const std::string& kind) const;
   // The table of `kind`, read on first use; nullptr when the manifest lists none.
@@ -87,6 +90,7 @@ class KernelTables {
 
  private:
   std::string folder_, system_, software_, source_;
+  double hbm_bytes_per_s_ = 0;
   std::map<std::string, std::string> versions_;
   std::vector<KernelTableEntry> entries_;
   std::map<std::string, std::unique_ptr<KernelTable>> loaded_;

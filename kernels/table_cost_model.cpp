@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <fmt/format.h>
 
+#include "core/analytic_cost_model.hpp"
+#include "core/serving_work.hpp"
 #include "core/units.hpp"
 
 namespace pw {
@@ -33,8 +36,17 @@ bool gpu_matches_system(const std::string& gpu_name, const std::string& system) 
   return true;
 }
 
+bool measured_on(const GpuSpec& gpu, const KernelTables& tables) {
+  if (!gpu_matches_system(gpu.name, tables.system())) return false;
+  const double bw = tables.hbm_bytes_per_s();
+  return bw <= 0 || std::fabs(gpu.hbm_bytes_per_s / bw - 1) <= 0.1;
+}
+
 TableCostModel::TableCostModel(const CostModel& below, std::shared_ptr<KernelTables> tables)
-    : CostModelOver(below), system_(tables->system()), queries_(std::move(tables)) {}
+    : CostModelOver(below), system_(tables->system()), queries_(std::move(tables)) {
+  for (int i = 0; i < 4; ++i)
+    if (queries_.tables().has(kKinds[i])) present_ |= 1 << i;
+}
 
 std::string TableCostModel::name() const {
   return fmt::format("kernel tables ({} {}) over {}", system_, queries_.tables().software(), below_.name());
@@ -58,6 +70,14 @@ TableCollective table_op(CollectiveKind kind) {
 
 }  // namespace
 
+bool TableCostModel::on_gpu_locked(const GpuSpec& gpu) const {
+  auto it = gpus_.find(gpu.name);
+  if (it == gpus_.end()) it = gpus_.emplace(gpu.name, measured_on(gpu, queries_.tables())).first;
+  return it->second;
+}
+
+bool TableCostModel::asks(const AttentionShape& a) const { return has(kContext) && asks_tables(a); }
+
 // One answer for each shape of each part, in the parts' order: a part's GEMMs, its asked attentions, its
 // collectives. Left unset (a phase fills it on every call): only the answers of the shapes asked are read.
 struct TableCostModel::Answers {
@@ -75,13 +95,13 @@ bool TableCostModel::answer_cached(const PhaseWork* const parts[2], int tp, bool
   for (int i = 0; i < 2; ++i) {
     if (!parts[i]) continue;
     const PhaseWork& p = *parts[i];
-    for (size_t j = 0; j < p.gemms.size() && j < kMaxPartShapes; ++j) {
+    for (size_t j = 0; has(kGemm) && j < p.gemms.size() && j < kMaxPartShapes; ++j) {
       const GemmShape& g = p.gemms[j];
       if (!found(gemms_, GemmKey{g.fp8, g.m, g.n, g.k}, a.gemms[i][j])) return false;
     }
     for (size_t j = 0; j < p.attentions.size() && j < kMaxPartShapes; ++j) {
       const AttentionShape& t = p.attentions[j];
-      if (asks_tables(t) &&
+      if (asks(t) &&
           !found(attentions_, AttentionKey{t.batch, t.seq, t.heads, t.kv_heads, t.head_dim}, a.attentions[i][j]))
         return false;
     }
@@ -107,7 +127,7 @@ void TableCostModel::answer_all(const Layer& layer, const PhaseWork* const parts
   for (int i = 0; i < 2; ++i) {
     if (!parts[i]) continue;
     const PhaseWork& p = *parts[i];
-    for (size_t j = 0; j < p.gemms.size() && j < kMaxPartShapes; ++j) {
+    for (size_t j = 0; has(kGemm) && j < p.gemms.size() && j < kMaxPartShapes; ++j) {
       const GemmShape& g = p.gemms[j];
       a.gemms[i][j] = answer(
           gemms_, GemmKey{g.fp8, g.m, g.n, g.k},
@@ -116,7 +136,7 @@ void TableCostModel::answer_all(const Layer& layer, const PhaseWork* const parts
     }
     for (size_t j = 0; j < p.attentions.size() && j < kMaxPartShapes; ++j) {
       const AttentionShape& t = p.attentions[j];
-      if (!asks_tables(t)) continue;
+      if (!asks(t)) continue;
       a.attentions[i][j] = answer(
           attentions_, AttentionKey{t.batch, t.seq, t.heads, t.kv_heads, t.head_dim},
           [&] { return queries_.context_attention(Precision::Bf16, t.batch, t.seq, t.heads, t.kv_heads, t.head_dim); },
@@ -143,7 +163,7 @@ bool TableCostModel::answer(const Layer& layer, const PhaseWork* const parts[2],
     if (gpu_it != gpus_.end() && (!gpu_it->second || answer_cached(parts, tp, collectives, a))) return gpu_it->second;
   }
   std::unique_lock write(mutex_);
-  const bool on_gpu = gpus_.emplace(gpu.name, gpu_matches_system(gpu.name, system_)).first->second;
+  const bool on_gpu = on_gpu_locked(gpu);
   if (on_gpu) answer_all(layer, parts, tp, collectives, a);
   return on_gpu;
 }
@@ -167,8 +187,15 @@ double TableCostModel::phase_time(const Layer& layer, const LayerWork& work, Pha
     return !p || (p->gemms.empty() && p->attentions.empty() && p->collectives.empty());
   };
   if (empty(parts[0]) && empty(parts[1])) return model_s;
-  // The tables' collectives are NCCL's within one node.
-  const bool collectives = tp > 1 && !tp_link.inter_node;
+  // The tables' collectives are NCCL's within one node. A kind the folder lacks is the model's, and noted.
+  const bool tp_in_node = tp > 1 && !tp_link.inter_node;
+  const bool collectives = tp_in_node && has(kNccl);
+  for (const PhaseWork* p : parts) {
+    if (!p) continue;
+    if (!p->gemms.empty()) need(kGemm);
+    if (std::any_of(p->attentions.begin(), p->attentions.end(), asks_tables)) need(kContext);
+    if (tp_in_node && !p->collectives.empty()) need(kNccl);
+  }
   Answers a;
   if (!answer(layer, parts, gpu, tp, collectives, a)) {
     add(other_gpu_s_, model_s);
@@ -192,7 +219,7 @@ double TableCostModel::phase_time(const Layer& layer, const LayerWork& work, Pha
   for (int i = 0; i < 2; ++i) {
     const PhaseWork* p = parts[i];
     if (!p) continue;
-    if (!p->gemms.empty() && p->gemms.size() <= kMaxPartShapes &&
+    if (has(kGemm) && !p->gemms.empty() && p->gemms.size() <= kMaxPartShapes &&
         std::all_of(a.gemms[i], a.gemms[i] + p->gemms.size(), [](const TableTime* t) { return t->found(); })) {
       for (size_t j = 0; j < p->gemms.size(); ++j) {
         const GemmShape& g = p->gemms[j];
@@ -206,7 +233,7 @@ double TableCostModel::phase_time(const Layer& layer, const LayerWork& work, Pha
       double s = 0, flops = 0;
       int kernels = 0;
       for (size_t j = 0; j < p->attentions.size() && all; ++j) {
-        if (!asks_tables(p->attentions[j])) continue;
+        if (!asks(p->attentions[j])) continue;
         all = a.attentions[i][j]->found();
         s += a.attentions[i][j]->seconds;
         flops += p->attentions[j].flops;
@@ -246,6 +273,191 @@ double TableCostModel::phase_time(const Layer& layer, const LayerWork& work, Pha
   return s;
 }
 
+const std::vector<GemmShape>& TableCostModel::serving_gemms(const Layer& layer, const ServingWork& work) const {
+  const auto key = std::make_tuple(work.model, layer.block, static_cast<int>(layer.kind), work.tp);
+  auto it = serving_gemms_.find(key);
+  if (it != serving_gemms_.end() && it->second.model == work.model->name) return it->second.per_token;
+  // The forward GEMMs of one token as training lays them out (tp's split, no sequence parallelism); the routed
+  // experts' are not among them.
+  ServingGemms g{work.model->name, {}};
+  Workload one;
+  one.micro_batch_size = 1;
+  one.seq_len = 1;
+  one.tp = work.tp;
+  one.sequence_parallel = false;
+  g.per_token = layer_work(*work.model, layer, one).forward.gemms;
+  for (GemmShape& shape : g.per_token) shape.fp8 = layer.kind == LayerKind::Block && work.weights == ServingWeights::Fp8;
+  return (serving_gemms_[key] = std::move(g)).per_token;
+}
+
+const TableTime& TableCostModel::look_up_locked(const Layer& layer, const GemmShape& g) const {
+  auto it = gemms_.find(GemmKey{g.fp8, g.m, g.n, g.k});
+  if (it == gemms_.end()) {
+    it = gemms_.emplace(GemmKey{g.fp8, g.m, g.n, g.k}, queries_.gemm(g.fp8 ? Precision::Fp8 : Precision::Bf16, g.m, g.n, g.k))
+             .first;
+    if (!it->second.found())
+      note_missing(fmt::format("{} GEMM m {:g}, n {:g}, k {:g}", g.fp8 ? "fp8" : "bf16", g.m, g.n, g.k), layer, it->second);
+  }
+  return it->second;
+}
+
+namespace {
+
+// The last serving layer this thread priced: a step's blocks are alike (the same shapes and work), so all but
+// the first of them are answered here, without the tables' locks and maps.
+struct LastServing {
+  const void* owner = nullptr;
+  const Model* model = nullptr;
+  LayerKind kind = LayerKind::Block;
+  bool moe = false;
+  int window = 0, tp = 0;
+  bool inter_node = false;
+  std::string gpu;  // its name
+  ServingWork work;
+  double gemm_s = 0, attention_s = 0, collective_s = 0, s = 0;
+};
+
+bool same_work(const ServingWork& a, const ServingWork& b) {
+  if (a.collectives.size() != b.collectives.size()) return false;
+  for (size_t i = 0; i < a.collectives.size(); ++i)
+    if (a.collectives[i].kind != b.collectives[i].kind || a.collectives[i].bytes != b.collectives[i].bytes) return false;
+  return a.weight_bytes == b.weight_bytes && a.gemm_flops == b.gemm_flops && a.fp8_gemm_flops == b.fp8_gemm_flops &&
+         a.attention_flops == b.attention_flops && a.kv_bytes == b.kv_bytes &&
+         a.attention_sequences == b.attention_sequences && a.elementwise_bytes == b.elementwise_bytes &&
+         a.gemm_tokens == b.gemm_tokens && a.weights == b.weights && a.kv_dtype == b.kv_dtype &&
+         a.prefill_tokens == b.prefill_tokens && a.decode_tokens == b.decode_tokens &&
+         a.decode_context == b.decode_context;
+}
+
+}  // namespace
+
+double TableCostModel::serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu,
+                                    const LinkSpec& tp_link, int tp) const {
+  if (!work.model || !work.model->transformer || layer.explicit_costs ||
+      (layer.kind != LayerKind::Block && layer.kind != LayerKind::Head))
+    return below_.serving_time(layer, work, gpu, tp_link, tp);
+  const TransformerConfig& t = *work.model->transformer;
+  // A block's dense GEMMs follow from its kind, whether it is MoE and its window (layer_work's dims).
+  const bool moe = layer.kind == LayerKind::Block && t.moe_block(layer.block);
+  const int window = layer.kind == LayerKind::Block ? t.block_window(layer.block) : 0;
+  thread_local LastServing last;
+  if (last.owner == this && last.model == work.model && last.kind == layer.kind && last.moe == moe &&
+      last.window == window && last.tp == tp && last.inter_node == tp_link.inter_node && last.gpu == gpu.name &&
+      same_work(last.work, work)) {
+    add(gemm_s_, last.gemm_s);
+    add(attention_s_, last.attention_s);
+    add(collective_s_, last.collective_s);
+    add(phase_s_, last.s);
+    return last.s;
+  }
+  const double model_s = below_.serving_time(layer, work, gpu, tp_link, tp);
+  std::unique_lock lock(mutex_);
+  const bool on_gpu = on_gpu_locked(gpu);
+  if (!on_gpu) {
+    lock.unlock();
+    add(other_gpu_s_, model_s);
+    add(phase_s_, model_s);
+    return model_s;
+  }
+  // What the tables price is taken out of the work the model below prices, and their times added: the dense
+  // GEMMs' FLOPs and weights (dense and routed GEMMs are separate kernels, so the routed experts keep the
+  // model's max of their FLOP and weight-read times), the decode attention's FLOPs and KV reads, the all-reduces.
+  ServingWork rest = work;
+  double gemm_s = 0, attention_s = 0, collective_s = 0;
+  if (work.gemm_tokens > 0) need(kGemm);
+  if (work.gemm_tokens > 0 && has(kGemm)) {
+    double s = 0, bf16 = 0, fp8 = 0, weights = 0;
+    bool all = true;
+    for (GemmShape g : serving_gemms(layer, work)) {
+      weights += g.k * g.n * serving_weight_bytes(layer.kind, work.weights);
+      g.m = work.gemm_tokens;
+      const TableTime& answer = look_up_locked(layer, g);
+      if (!(all = answer.found())) break;
+      s += answer.seconds;
+      (g.fp8 ? fp8 : bf16) += g.flops();
+    }
+    if (all && s > 0) {
+      rest.gemm_flops = std::max(0.0, rest.gemm_flops - bf16);
+      rest.fp8_gemm_flops = std::max(0.0, rest.fp8_gemm_flops - fp8);
+      rest.weight_bytes = std::max(0.0, rest.weight_bytes - weights);
+      gemm_s = s;
+    }
+  }
+  const bool decode_only = layer.kind == LayerKind::Block && work.prefill_tokens == 0 && work.decode_tokens > 0 &&
+                           !t.mla && t.block_window(layer.block) == 0;
+  if (decode_only) need(kGeneration);
+  if (decode_only && has(kGeneration)) {
+    const int context = static_cast<int>(std::lround(work.decode_context / static_cast<double>(work.decode_tokens)));
+    const DecodeKey key{work.kv_dtype == KvCacheDtype::Fp8, static_cast<int>(work.decode_tokens), context,
+                        t.heads / tp, t.kv_heads / tp, t.head_dim};
+    auto it = decodes_.find(key);
+    if (it == decodes_.end()) {
+      it = decodes_.emplace(key, queries_.generation_attention(std::get<0>(key), std::get<1>(key), context,
+                                                               std::get<3>(key), std::get<4>(key), t.head_dim))
+               .first;
+      if (!it->second.found())
+        note_missing(fmt::format("decode attention batch {}, context {}, heads {}, kv heads {}, head dim {}",
+                                 std::get<1>(key), context, std::get<3>(key), std::get<4>(key), t.head_dim),
+                     layer, it->second);
+    }
+    if (it->second.found()) {
+      rest.attention_flops = 0;
+      rest.kv_bytes = 0;
+      attention_s = it->second.seconds;
+    }
+  }
+  const bool custom_table = queries_.tables().has("custom_allreduce_perf");
+  if (tp > 1 && !tp_link.inter_node && !work.collectives.empty() && !custom_table) need(kNccl);
+  if (tp > 1 && !tp_link.inter_node && !work.collectives.empty() && (has(kNccl) || custom_table)) {
+    double s = 0;
+    bool all = true;
+    for (const Collective& c : work.collectives) {
+      // vLLM's own all-reduce up to its limit, as the model below runs it; NCCL's past it.
+      const bool custom =
+          c.kind == CollectiveKind::AllReduce && c.bytes <= AnalyticCostModel::kCustomAllReduceMaxBytes && custom_table;
+      const CollectiveKey key{custom ? kCustomAllReduce : static_cast<int>(c.kind), c.bytes, tp};
+      auto it = collectives_.find(key);
+      if (it == collectives_.end()) {
+        it = collectives_.emplace(key, custom ? queries_.custom_all_reduce(c.bytes, tp)
+                                              : queries_.collective(table_op(c.kind), Precision::Bf16, c.bytes, tp))
+                 .first;
+        if (!it->second.found())
+          note_missing(fmt::format("{}{} of {} over {} GPUs", custom ? "custom " : "", collective_name(c.kind),
+                                   format_bytes(c.bytes), tp),
+                       layer, it->second);
+      }
+      if (!(all = it->second.found())) break;
+      s += it->second.seconds;
+    }
+    if (all) {
+      rest.collectives.clear();
+      collective_s = s;
+    }
+  }
+  lock.unlock();
+  const double s = gemm_s + attention_s + collective_s > 0
+                       ? below_.serving_time(layer, rest, gpu, tp_link, tp) + gemm_s + attention_s + collective_s
+                       : model_s;
+  last.owner = this;
+  last.model = work.model;
+  last.kind = layer.kind;
+  last.moe = moe;
+  last.window = window;
+  last.tp = tp;
+  last.inter_node = tp_link.inter_node;
+  last.gpu = gpu.name;
+  last.work = work;
+  last.gemm_s = gemm_s;
+  last.attention_s = attention_s;
+  last.collective_s = collective_s;
+  last.s = s;
+  add(gemm_s_, gemm_s);
+  add(attention_s_, attention_s);
+  add(collective_s_, collective_s);
+  add(phase_s_, s);
+  return s;
+}
+
 TableCostModel::Share TableCostModel::share() const {
   Share s;
   s.gemm_s = seconds(gemm_s_);
@@ -265,10 +477,13 @@ TableCostModel::Share TableCostModel::share() const {
       c.missing += t.how == TableHow::Missing;
     }
   };
+  for (int i = 0; i < 4; ++i)
+    if (absent_.load() & (1 << i)) s.absent.push_back(kKinds[i]);
   std::shared_lock read(mutex_);
   count(gemms_, s.gemms);
   count(attentions_, s.attentions);
   count(collectives_, s.collectives);
+  count(decodes_, s.attentions);
   return s;
 }
 

@@ -24,6 +24,9 @@ namespace pw {
 // Whether a GPU (its cluster name, "H200 SXM 141GB") is the one an AIConfigurator system names
 // ("h200_sxm"): the same chip, and the same form factor when both say it (sxm, pcie).
 bool gpu_matches_system(const std::string& gpu_name, const std::string& system);
+// Whether `tables` were measured on `gpu`: its system's name, and its memory bandwidth within 10% where the
+// tables record theirs.
+bool measured_on(const GpuSpec& gpu, const KernelTables& tables);
 
 class TableCostModel : public CostModelOver {
  public:
@@ -32,6 +35,10 @@ class TableCostModel : public CostModelOver {
   std::string name() const override;
   double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& tp_link,
                     int tp) const override;
+  // A serving step's layer: its dense GEMMs at the step's tokens, a decode-only step's attention and the tp
+  // all-reduces from the tables; the routed experts, a prefill's attention and the rest from the model below.
+  double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
+                      int tp) const override;
 
   // Distinct shapes asked of the tables, by how they were read.
   struct ShapeCounts {
@@ -46,6 +53,9 @@ class TableCostModel : public CostModelOver {
     double phase_s = 0, other_gpu_s = 0;
     ShapeCounts gemms, attentions, collectives;
     std::vector<std::string> missing;
+    // Kinds a priced run needed that the folder has none of (gemm_perf, context_attention_perf, nccl_perf,
+    // generation_attention_perf): that work wholly the model's, its shapes not asked.
+    std::vector<std::string> absent;
     double table_s() const { return gemm_s + attention_s + collective_s; }
   };
   Share share() const;
@@ -59,7 +69,16 @@ class TableCostModel : public CostModelOver {
   static constexpr size_t kMaxPartShapes = 16;
   using GemmKey = std::tuple<bool, double, double, double>;
   using AttentionKey = std::tuple<int, int, int, int, int>;
-  using CollectiveKey = std::tuple<int, double, int>;
+  using CollectiveKey = std::tuple<int, double, int>;  // kind (kCustomAllReduce: an engine's own), bytes, GPUs
+  static constexpr int kCustomAllReduce = -1;
+  using DecodeKey = std::tuple<bool, int, int, int, int, int>;  // fp8 KV cache, batch, context, heads, kv heads, dim
+  // A serving layer's dense GEMMs at one token (m 1), by model, layer and tp.
+  struct ServingGemms {
+    std::string model;  // the name, against an address reused by another model
+    std::vector<GemmShape> per_token;
+  };
+  const std::vector<GemmShape>& serving_gemms(const Layer& layer, const ServingWork& work) const;
+  const TableTime& look_up_locked(const Layer& layer, const GemmShape& g) const;
   struct Answers;
   // Every answer a phase's parts need; cached ones under the shared lock, the rest looked up under the lock.
   // Whether `gpu` is the tables' (the answers then filled).
@@ -69,6 +88,19 @@ class TableCostModel : public CostModelOver {
   void answer_all(const Layer& layer, const PhaseWork* const parts[2], int tp, bool collectives, Answers& a) const;
   void note_missing(const std::string& what, const Layer& layer, const TableTime& t) const;
 
+  // The kinds the tables can be asked, by bit (kKinds' order), and those a run needed that the folder lacks.
+  static constexpr const char* kKinds[] = {"gemm_perf", "context_attention_perf", "nccl_perf",
+                                           "generation_attention_perf"};
+  enum KindBit { kGemm = 1, kContext = 2, kNccl = 4, kGeneration = 8 };
+  bool has(KindBit kind) const { return (present_ & kind) != 0; }
+  void need(KindBit kind) const {
+    if (!has(kind)) absent_.fetch_or(kind, std::memory_order_relaxed);
+  }
+  bool asks(const AttentionShape& a) const;
+  bool on_gpu_locked(const GpuSpec& gpu) const;  // whether the tables are `gpu`'s, remembered (under the lock)
+
+  int present_ = 0;
+  mutable std::atomic<int> absent_{0};
   std::string system_;
   // Lookups are shared (the plan search prices from several threads); building a grid or caching an answer
   // takes the lock alone. Answers stay where a cache put them (a map's elements do not move).
@@ -77,12 +109,14 @@ class TableCostModel : public CostModelOver {
   mutable std::map<GemmKey, TableTime> gemms_;
   mutable std::map<AttentionKey, TableTime> attentions_;
   mutable std::map<CollectiveKey, TableTime> collectives_;
+  mutable std::map<DecodeKey, TableTime> decodes_;
+  mutable std::map<std::tuple<const Model*, int, int, int>, ServingGemms> serving_gemms_;
   mutable std::map<std::string, bool> gpus_;  // GPU name: whether it is the tables' own
   // Seconds summed as whole picoseconds: an integer add is one instruction where a double's is a compare-and-swap
   // loop, and the search's threads add on every phase (2^63 ps is 107 days of priced time).
   static constexpr double kTicksPerSecond = 1e12;
   static void add(std::atomic<long long>& sum, double s) {
-    sum.fetch_add(static_cast<long long>(s * kTicksPerSecond + 0.5), std::memory_order_relaxed);
+    if (s != 0) sum.fetch_add(static_cast<long long>(s * kTicksPerSecond + 0.5), std::memory_order_relaxed);
   }
   static double seconds(const std::atomic<long long>& sum) { return static_cast<double>(sum.load()) / kTicksPerSecond; }
   mutable std::atomic<long long> gemm_s_{0}, attention_s_{0}, collective_s_{0}, phase_s_{0}, other_gpu_s_{0};

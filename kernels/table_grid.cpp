@@ -55,6 +55,11 @@ TableGrid::TableGrid(const KernelTable& table, const Select& select, std::vector
     exact.emplace_back(column(table, name, false), value);
     selected += fmt::format("{}{}={:g}", selected.empty() ? "" : ", ", name, value);
   }
+  for (const auto& [name, value] : select.number_if_present) {
+    if (table.key_index(name) < 0) continue;
+    exact.emplace_back(column(table, name, false), value);
+    selected += fmt::format("{}{}={:g}", selected.empty() ? "" : ", ", name, value);
+  }
   struct RatioColumns {
     int numerator, denominator;
     double value;

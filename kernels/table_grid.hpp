@@ -35,6 +35,9 @@ class TableGrid {
   struct Select {
     std::vector<std::pair<std::string, std::string>> text;  // key = value
     std::vector<std::pair<std::string, double>> number;     // key = value
+    // key = value where the table has the column (a window or beam width older tables do not record: every
+    // row is then of that value)
+    std::vector<std::pair<std::string, double>> number_if_present;
     // numerator key / denominator key = value: attention's query heads a kv head (its GQA group), whatever
     // the heads.
     struct Ratio {

@@ -22,6 +22,8 @@ def test_h200_vllm_gemm_rows_are_the_published_ones_in_seconds(tmp_path):
     assert manifest["format"] == "pipewright-kernel-table" and manifest["format_version"] == 1
     assert manifest["source"]["package"] == "aiconfigurator_core 0.12.0"
     assert manifest["versions"]["gemm"] == "0.24.0" and manifest["versions"]["nccl"] == "2.29.2"
+    # The measured GPU as AIConfigurator's h200_sxm.yaml gives it: 4.8 TB/s and 141 GiB.
+    assert manifest["gpu"] == {"hbm_bytes_per_s": 4.8e12, "memory_bytes": 151397597184.0}
     gemm = json.loads((out / "gemm_perf.json").read_text())
     assert gemm["keys"] == ["op_name", "kernel_source", "gemm_dtype", "m", "n", "k"]
     assert gemm["times"] == ["time_s"]
@@ -109,3 +111,13 @@ def test_versions_follow_their_natural_order():
     assert sorted(["1.3.0rc20", "1.3.0rc9", "1.2.0rc5", "1.3.0rc11"], key=aic.version_key) == [
         "1.2.0rc5", "1.3.0rc9", "1.3.0rc11", "1.3.0rc20"]
     assert sorted(["0.5.6.post2", "0.5.10", "0.5.9"], key=aic.version_key) == ["0.5.6.post2", "0.5.9", "0.5.10"]
+
+
+def test_the_measured_gpu_is_read_from_the_system_file_beside_the_data(tmp_path):
+    data = tmp_path / "systems" / "data"
+    data.mkdir(parents=True)
+    (tmp_path / "systems" / "x_sxm.yaml").write_text(
+        "data_dir: data/x_sxm # relative\ngpu:\n  mem_bw: 2039000000000 # 2.039TB/s\n"
+        "  mem_bw_empirical_scaling_factor: 0.8\n  mem_capacity: 85899345920\nnode:\n  mem_bw: 1\n")
+    assert aic.system_gpu(str(data), "x_sxm") == {"hbm_bytes_per_s": 2.039e12, "memory_bytes": 85899345920.0}
+    assert aic.system_gpu(str(data), "absent") == {}

@@ -1,6 +1,7 @@
 // `pipewright kernels`: show and query a folder of tables, import AIConfigurator's (through Python), and
 // the refusals, with the exact lines a user reads.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 
@@ -118,7 +119,7 @@ TEST_CASE("simulate --kernels prices the GEMMs, attention and collectives the ta
                         "  56.0% of the layers' time from the kernel tables (GEMMs 55.8%, attention 0.0%, tp collectives "
                         "0.2%), the rest from the model below\n"
                         "  distinct shapes asked: GEMM 12 (2 measured, 8 interpolated, 2 extrapolated, 0 not in the "
-                        "tables), attention forward 1 (0 measured, 0 interpolated, 0 extrapolated, 1 not in the tables), tp "
+                        "tables), attention 1 (0 measured, 0 interpolated, 0 extrapolated, 1 not in the tables), tp "
                         "collective 3 (2 measured, 0 interpolated, 0 extrapolated, 1 not in the tables)\n"
                         "  the first shape not in the tables (its part from the model below): reduce_scatter of 33.6 MB "
                         "over 4 GPUs in embedding: nccl_perf (op_name=reduce_scatter, nccl_dtype=half): no measured "
@@ -153,7 +154,7 @@ TEST_CASE("kernels coverage lists what a run would ask of the tables that they l
             "  56.0% of the layers' time from the kernel tables (GEMMs 55.8%, attention 0.0%, tp collectives 0.2%), the "
             "rest from the model below\n"
             "  distinct shapes asked: GEMM 12 (2 measured, 8 interpolated, 2 extrapolated, 0 not in the tables), "
-            "attention forward 1 (0 measured, 0 interpolated, 0 extrapolated, 1 not in the tables), tp collective 3 (2 "
+            "attention 1 (0 measured, 0 interpolated, 0 extrapolated, 1 not in the tables), tp collective 3 (2 "
             "measured, 0 interpolated, 0 extrapolated, 1 not in the tables)\n"
             "  not in the tables (2), each priced by the model below:\n"
             "    reduce_scatter of 33.6 MB over 4 GPUs in embedding: nccl_perf (op_name=reduce_scatter, "
@@ -173,4 +174,39 @@ TEST_CASE("kernels coverage lists what a run would ask of the tables that they l
                                   "--global-batch-size", "8"});
   CHECK(none.code == 2);
   CHECK(none.err == "error: --kernels: kernel tables manifest file '" + tmp("no-tables") + "' not found\n");
+}
+
+TEST_CASE("serve simulate and serve plan --kernels price from the tables and say how much", "[cli][kernels]") {
+  const std::vector<std::string> args{"serve", "simulate", "--model", "llama3-8b", "--cluster", "hgx-h200",
+                                      "--prompt-tokens", "512", "--output-tokens", "64", "--concurrency", "4",
+                                      "--requests", "16"};
+  const CliResult plain = run_cli(args);
+  const CliResult tables = run_cli(with(args, {"--kernels", kTables}));
+  REQUIRE(plain.code == 0);
+  REQUIRE(tables.code == 0);
+  CHECK(plain.out.find("cost model:") == std::string::npos);
+  CHECK(plain.out.find("  output tokens/s     771.7\n") != std::string::npos);
+  CHECK(tables.out.find("  output tokens/s     744.9\n") != std::string::npos);
+  CHECK(tables.out.find("\ncost model: analytic <- kernel tables (" + kTables +
+                        ": h200_sxm vllm, AIConfigurator (aiconfigurator-core 0.12.0))\n"
+                        "  97.5% of the layers' time from the kernel tables (GEMMs 97.5%, attention 0.0%, tp collectives "
+                        "0.0%), the rest from the model below\n"
+                        "  distinct shapes asked: GEMM 9 (0 measured, 4 interpolated, 5 extrapolated, 0 not in the "
+                        "tables), attention 0 (0 measured, 0 interpolated, 0 extrapolated, 0 not in the tables), tp "
+                        "collective 0 (0 measured, 0 interpolated, 0 extrapolated, 0 not in the tables)\n"
+                        "  the tables hold no generation_attention_perf: that work from the model below\n") !=
+        std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(run_cli(with(args, {"--kernels", kTables, "--json"})).out);
+  CHECK(j.at("kernel_tables").at("system") == "h200_sxm");
+  CHECK(j.at("kernel_tables").at("absent_kinds") == nlohmann::json::array({"generation_attention_perf"}));
+  CHECK(j.at("kernel_tables").at("gemm_s").get<double>() > 0);
+  const CliResult plan = run_cli({"serve", "plan", "--model", "llama3-8b", "--cluster", "hgx-h200", "--gpus", "2",
+                                  "--prompt-tokens", "512", "--output-tokens", "64", "--requests", "16", "--kernels",
+                                  kTables});
+  REQUIRE(plan.code == 0);
+  CHECK(plan.out.find("\ncost model: analytic <- kernel tables (" + kTables) != std::string::npos);
+  CHECK(plan.out.find("% of the layers' time from the kernel tables (GEMMs ") != std::string::npos);
+  const CliResult missing = run_cli(with(args, {"--kernels", tmp("no-serve-tables")}));
+  CHECK(missing.code == 2);
+  CHECK(missing.err == "error: --kernels: kernel tables manifest file '" + tmp("no-serve-tables") + "' not found\n");
 }

@@ -114,3 +114,16 @@ TEST_CASE("a table that is not one is refused in one line naming the file and th
         "--kernels: '" + empty.string() +
             "' has no manifest.json; give a folder `pipewright kernels import` or `profile --kernels-out` wrote");
 }
+
+TEST_CASE("a manifest may record the measured GPU's memory bandwidth, and a bad one is refused", "[kernels]") {
+  const auto dir = folder_with("table_gpu", nlohmann::json::array({{"bf16", 64, 1e-6}}), 1);
+  CHECK(KernelTables::open(dir.string())->hbm_bytes_per_s() == 0);
+  nlohmann::json manifest = nlohmann::json::parse(file_contents(dir / "manifest.json"));
+  manifest["gpu"] = {{"hbm_bytes_per_s", 2.039e12}, {"memory_bytes", 85899345920.0}};
+  std::ofstream(dir / "manifest.json") << manifest.dump();
+  CHECK(KernelTables::open(dir.string())->hbm_bytes_per_s() == 2.039e12);
+  manifest["gpu"]["hbm_bytes_per_s"] = "fast";
+  std::ofstream(dir / "manifest.json") << manifest.dump();
+  CHECK(bad_input([&] { KernelTables::open(dir.string()); }) ==
+        (dir / "manifest.json").string() + ": gpu.hbm_bytes_per_s must be a positive number of bytes a second");
+}

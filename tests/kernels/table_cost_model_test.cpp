@@ -11,6 +11,7 @@
 #include "core/cluster.hpp"
 #include "core/layer_work.hpp"
 #include "core/model.hpp"
+#include "core/serving_work.hpp"
 #include "kernels/table_cost_model.hpp"
 
 using namespace pw;
@@ -93,6 +94,21 @@ TEST_CASE("a GPU matches the tables of its chip and form factor", "[kernels]") {
   CHECK(!gpu_matches_system("B200 (GB200) 186GB", "gb200"));
 }
 
+TEST_CASE("tables measured on an A100 of 80 GB do not price one of 40 GB", "[kernels]") {
+  const auto dir = fresh_folder("table_a100_gpu");
+  std::ofstream(dir / "manifest.json") << nlohmann::json{{"format", "pipewright-kernel-table"},
+                                                         {"format_version", 1},
+                                                         {"system", "a100_sxm"},
+                                                         {"software", "test"},
+                                                         {"gpu", {{"hbm_bytes_per_s", 2.039e12}}},
+                                                         {"tables", nlohmann::json::array()}}
+                                              .dump();
+  const auto tables = KernelTables::open(dir.string());
+  CHECK(measured_on(cluster_preset("dgx-a100-80gb").gpu, *tables));
+  CHECK(!measured_on(cluster_preset("dgx-a100-40gb").gpu, *tables));  // 1.555 TB/s, 24% less
+  CHECK(!measured_on(cluster_preset("dgx-h100").gpu, *tables));
+}
+
 TEST_CASE("each phase's GEMMs are the tables' times in place of the analytic model's", "[kernels]") {
   const AnalyticCostParams params;
   const AnalyticCostModel analytic(params);
@@ -165,12 +181,12 @@ TEST_CASE("another GPU, a layer without GEMMs and a shape past the tables keep t
         analytic.phase_time(block, in_fp8, Phase::Forward, h200.gpu, h200.intra_node, 1));
   const TableCostModel::Share s = tables.share();
   CHECK(s.gemms.missing == 4);
-  // Each distinct shape the tables lacked, once, in the order first asked: this folder has no attention table.
-  CHECK(s.attentions.missing == 2);
-  REQUIRE(s.missing.size() == 6);
-  CHECK(s.missing[0] == "attention forward batch 4, sequence 65536, heads 64, kv heads 8, head dim 128 in " + block.name +
-                            ": no context_attention_perf table");
-  CHECK(s.missing[1] == "fp8 GEMM m 8192, n 10240, k 8192 in " + block.name + ": gemm_perf: no fp8 rows");
+  // Each distinct shape the tables lacked, once, in the order first asked; a kind the folder has no table of is
+  // not asked, and named.
+  CHECK(s.attentions.asked() == 0);
+  CHECK(s.absent == std::vector<std::string>{"context_attention_perf"});
+  REQUIRE(s.missing.size() == 4);
+  CHECK(s.missing[0] == "fp8 GEMM m 8192, n 10240, k 8192 in " + block.name + ": gemm_perf: no fp8 rows");
 }
 
 TEST_CASE("the fused attention forward and the tp collectives within a node are the tables' too", "[kernels]") {
@@ -243,4 +259,47 @@ TEST_CASE("the fused attention forward and the tp collectives within a node are 
   const double before = tables.share().collective_s;
   tables.phase_time(block, work, Phase::Forward, h200.gpu, across, 8);
   CHECK(tables.share().collective_s == before);
+}
+
+TEST_CASE("a serving step's dense GEMMs are the tables' at the step's tokens, the rest the model's", "[kernels]") {
+  const AnalyticCostModel analytic;
+  const TableCostModel tables(analytic, power_law_tables());
+  const Cluster h200 = cluster_preset("hgx-h200");
+  const Model m = model_preset("llama3-8b");
+  const Layer& block = m.layers[m.block_index(0)];
+  ServingBatch batch;
+  batch.decode_tokens = 16;
+  batch.decode_context = 16 * 1000.0;
+  batch.sampled_tokens = 16;
+  const ServingWork work = serving_layer_work(m, block, 1, batch);
+  // The forward GEMMs of one token (QKV, output, gate and up, down) at m 16: their FLOPs and weights out of the
+  // model's work, their table times in.
+  Workload one;
+  one.seq_len = 1;
+  ServingWork rest = work;
+  double table = 0;
+  for (GemmShape g : layer_work(m, block, one).forward.gemms) {
+    g.m = 16;
+    table += kPowerLawC * g.m * g.n * g.k;
+    rest.gemm_flops -= g.flops();
+    rest.weight_bytes -= 2 * g.k * g.n;
+  }
+  CHECK(rest.gemm_flops >= 0);
+  CHECK(rest.gemm_flops == 2 * 16 * 2.0 * m.transformer->hidden);  // the two norms' weights only
+  CHECK(tables.serving_time(block, work, h200.gpu, h200.intra_node, 1) ==
+        Approx(analytic.serving_time(block, rest, h200.gpu, h200.intra_node, 1) + table).epsilon(1e-12));
+  // The head: its GEMM at the sampled tokens.
+  const Layer& head = m.layers.back();
+  const ServingWork logits = serving_layer_work(m, head, 1, batch);
+  ServingWork head_rest = logits;
+  const double h = m.transformer->hidden, v = m.transformer->vocab;
+  head_rest.gemm_flops = 0;
+  head_rest.weight_bytes -= 2 * h * v;
+  CHECK(tables.serving_time(head, logits, h200.gpu, h200.intra_node, 1) ==
+        Approx(analytic.serving_time(head, head_rest, h200.gpu, h200.intra_node, 1) + kPowerLawC * 16 * h * v)
+            .epsilon(1e-12));
+  const TableCostModel::Share s = tables.share();
+  CHECK(s.gemm_s == Approx(table + kPowerLawC * 16 * h * v).margin(2e-12));  // summed in whole picoseconds
+  // No generation attention table: the decode attention is the model's, and the kind is named.
+  CHECK(s.absent == std::vector<std::string>{"generation_attention_perf"});
 }

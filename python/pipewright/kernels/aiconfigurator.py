@@ -202,6 +202,33 @@ def import_system(data, system, backend, version, nccl_version):
     return tables, used
 
 
+def system_gpu(data, system):
+    """The measured GPU's memory bandwidth and capacity from AIConfigurator's <system>.yaml beside the data
+    folder (gpu.mem_bw, gpu.mem_capacity), or {} when it is not there. Two plain numbers of the gpu section, read
+    without a YAML parser (none is a dependency)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(data)), f"{system}.yaml")
+    if not os.path.isfile(path):
+        return {}
+    found, in_gpu = {}, False
+    with open(path) as f:
+        for line in f:
+            text = line.split("#", 1)[0].rstrip()
+            if not text:
+                continue
+            if not text.startswith(" "):
+                in_gpu = text == "gpu:"
+                continue
+            match = re.match(r"\s+(mem_bw|mem_capacity):\s*([0-9.eE+]+)$", text)
+            if in_gpu and match:
+                found[match.group(1)] = float(match.group(2))
+    gpu = {}
+    if found.get("mem_bw", 0) > 0:
+        gpu["hbm_bytes_per_s"] = found["mem_bw"]
+    if found.get("mem_capacity", 0) > 0:
+        gpu["memory_bytes"] = found["mem_capacity"]
+    return gpu
+
+
 def write_folder(out, system, backend, used, package, data, tables):
     """The tables as a folder: manifest.json (what, from where, the tables and their row counts) and one
     <kind>.json a table, so that a reader loads only the kinds it prices. An existing file or non-empty
@@ -228,6 +255,9 @@ def write_folder(out, system, backend, used, package, data, tables):
         },
         "tables": [],
     }
+    gpu = system_gpu(data, system)
+    if gpu:
+        manifest["gpu"] = gpu
     for t in tables:
         name = t["kind"] + ".json"
         manifest["tables"].append({"kind": t["kind"], "file": name, "rows": len(t["rows"]), "from": t["file"]})
