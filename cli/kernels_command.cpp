@@ -2,6 +2,7 @@
 //   kernels import aiconfigurator --system S --backend B [--version V] [--nccl-version N] [--data DIR] --out DIR
 //   kernels show DIR                      what a folder holds: the source, versions, and each table's rows
 //   kernels query DIR --gemm M N K        one shape's time from the tables, and how it was read
+//   kernels compare A B                   B's times over A's on the shapes both measured, kind by kind
 //   kernels coverage DIR --model M --cluster C [simulate's options]
 //                                         what that run would ask of the tables that they do not have
 #include <fmt/format.h>
@@ -16,8 +17,10 @@
 #include "core/cluster.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "core/work_estimate.hpp"
 #include "core/workload.hpp"
 #include "kernels/kernel_queries.hpp"
+#include "kernels/table_compare.hpp"
 #include "kernels/table_cost_model.hpp"
 #include "sim/scenario.hpp"
 
@@ -113,6 +116,35 @@ void query(const QueryOptions& o, std::ostream& out) {
                      a[4], time_line(t));
 }
 
+void compare(const std::string& first, const std::string& second, std::ostream& out) {
+  const auto a = KernelTables::open(first), b = KernelTables::open(second);
+  const auto named = [](const KernelTables& t) {
+    return fmt::format("{} ({} {}, {})", t.folder(), t.system(), t.software(),
+                       t.source().empty() ? "an unnamed source" : t.source());
+  };
+  out << "A: " << named(*a) << "\nB: " << named(*b) << "\n";
+  const std::vector<KindComparison> rows = compare_tables(*a, *b);
+  if (rows.empty()) {
+    out << "no kind of table is in both folders\n";
+    return;
+  }
+  size_t kind = 4, group = 5;
+  for (const KindComparison& c : rows) {
+    kind = std::max(kind, c.kind.size());
+    group = std::max(group, c.group.size());
+  }
+  out << fmt::format("\n  {:<{}}  {:<{}}  {:>9}  {:>12}  {:>8}  {:>8}\n", "kind", kind, "group", group, "shapes",
+                     "B / A median", "10%", "90%");
+  for (const KindComparison& c : rows) {
+    if (c.shapes == 0) {
+      out << fmt::format("  {:<{}}  {:<{}}  {:>9}  no shape measured by both\n", c.kind, kind, "-", group, 0);
+      continue;
+    }
+    out << fmt::format("  {:<{}}  {:<{}}  {:>9}  {:>12.3f}  {:>8.3f}  {:>8.3f}\n", c.kind, kind,
+                       c.group.empty() ? "-" : c.group, group, with_commas(c.shapes), c.median, c.p10, c.p90);
+  }
+}
+
 // One step of the scenario priced with the tables over the analytic model, and every shape it asked that the
 // tables lacked.
 void coverage(const std::string& folder, ScenarioOptions o, std::ostream& out) {
@@ -177,6 +209,11 @@ CommandRunner add_kernels_command(CLI::App& app) {
   query_cmd->add_option("--precision", qo->precision, "bf16 or fp8 (default bf16)");
   query_cmd->add_option("--cluster", qo->cluster, "With --gemm: the analytic model's time on this cluster's GPU beside");
 
+  auto* compare_cmd = cmd->add_subcommand("compare", "Two folders of kernel tables on the shapes both measured");
+  auto compared = std::make_shared<std::pair<std::string, std::string>>();
+  compare_cmd->add_option("first", compared->first, "A folder of kernel tables (A)")->required();
+  compare_cmd->add_option("second", compared->second, "Another (B), its times over A's")->required();
+
   auto* coverage_cmd = cmd->add_subcommand(
       "coverage", "What a run (simulate's options) would ask of a folder of kernel tables that it does not have");
   auto coverage_folder = std::make_shared<std::string>();
@@ -185,7 +222,9 @@ CommandRunner add_kernels_command(CLI::App& app) {
   scenario->add_to(*coverage_cmd);
 
   return [=](std::ostream& out) {
-    if (coverage_cmd->parsed()) {
+    if (compare_cmd->parsed()) {
+      compare(compared->first, compared->second, out);
+    } else if (coverage_cmd->parsed()) {
       coverage(*coverage_folder, *scenario, out);
     } else if (aic->parsed()) {
       std::vector<std::string> args;

@@ -210,3 +210,15 @@ TEST_CASE("serve simulate and serve plan --kernels price from the tables and say
   CHECK(missing.code == 2);
   CHECK(missing.err == "error: --kernels: kernel tables manifest file '" + tmp("no-serve-tables") + "' not found\n");
 }
+
+TEST_CASE("kernels compare prints B's times over A's by kind and group", "[cli][kernels]") {
+  const CliResult r = run_cli({"kernels", "compare", kTables, kTables});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.rfind("A: " + kTables + " (h200_sxm vllm, AIConfigurator (aiconfigurator-core 0.12.0))\nB: " + kTables, 0) ==
+        0);
+  CHECK(r.out.find("  gemm_perf               op_name=gemm, gemm_dtype=bfloat16                                         "
+                   "      36         1.000     1.000     1.000\n") != std::string::npos);
+  const CliResult missing = run_cli({"kernels", "compare", kTables, tmp("no-compare")});
+  CHECK(missing.code == 2);
+  CHECK(missing.err == "error: kernel tables manifest file '" + tmp("no-compare") + "' not found\n");
+}

@@ -1,0 +1,25 @@
+#pragma once
+// Two folders of kernel tables side by side (`pipewright kernels compare A B`): for each kind both hold, and
+// within it each group of text keys (a dtype, a collective), the shapes both measured and the ratio of B's time
+// to A's over them. One's own profile against the published table of the same GPU, or two frameworks' tables
+// of one GPU, read this way.
+#include <string>
+#include <vector>
+
+#include "kernels/kernel_table.hpp"
+
+namespace pw {
+
+struct KindComparison {
+  std::string kind;   // "gemm_perf"
+  std::string group;  // "gemm_dtype=bfloat16": the group's text keys; empty where the kind has none
+  long shapes = 0;    // shapes both measured (the faster kernel of each, as the cost model reads them)
+  double median = 0, p10 = 0, p90 = 0;  // of B's time over A's, nearest rank
+};
+
+// Every kind both folders list, each group's comparison in order; a kind with no shape in both gives one entry
+// of 0 shapes. Keys only one table has are left out (their rows fold into the faster at the shared keys), and
+// so are the keys naming a kernel (kernel_source, backend): each folder's fastest kernel stands for it.
+std::vector<KindComparison> compare_tables(KernelTables& a, KernelTables& b);
+
+}  // namespace pw
