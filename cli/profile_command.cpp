@@ -9,7 +9,11 @@
 #include "core/error.hpp"
 #include "core/output_file.hpp"
 #include "core/units.hpp"
+#include "core/version.hpp"
+#include "kernels/kernel_table_writer.hpp"
 #include "profiler/core_speed.hpp"
+#include "profiler/cpu_gemm_table.hpp"
+#include "profiler/model_gemms.hpp"
 #include "profiler/cpu_profile_estimate.hpp"
 #include "profiler/cpu_profiler.hpp"
 #include "profiler/cpu_serving_profile.hpp"
@@ -31,6 +35,7 @@ struct ProfileCommandOptions {
   bool links = false;
   int tp = 0, dp = 0;
   std::string cluster_out;
+  std::string kernels_out;
   bool serving = false;
   bool allow_large = false;
 };
@@ -84,6 +89,7 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
   if (o.backend == "cuda" && !cuda_built()) throw_bad_input("{}", cuda_not_built_text());
   if (o.backend == "cpu" && o.links) throw_bad_input("--links: measures NCCL links between GPUs; use it with --backend cuda");
   if (!o.cluster_out.empty() && !o.links) throw_bad_input("--cluster-out: the measured matrix needs --links");
+  if (!o.kernels_out.empty()) check_new_kernel_folder(o.kernels_out);
   if (o.backend == "cuda" && o.serving)
     throw_bad_input("--serving: only the cpu backend times serving batches so far; use --backend cpu");
   check_outputs({{"--out", o.out}, {"--cluster-out", o.cluster_out}}, {{"--model", o.model}});
@@ -98,6 +104,7 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
   }
   Profile p;
   CudaProfileResult gpu;
+  std::string out_kernels;
   if (o.backend == "cuda") {
     CudaProfileRequest request;
     request.micro_batch_sizes = o.micro_batch_sizes;
@@ -108,22 +115,44 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
     request.link_repetitions = o.link_repetitions;
     request.tp = o.tp;
     request.dp = o.dp;
+    if (!o.kernels_out.empty()) request.kernel_gemms = model_gemm_shapes(model, o.micro_batch_sizes, o.seq_len);
     gpu = profile_cuda(model, request);
     p = gpu.profile;
+    if (gpu.kernel_tables) {
+      write_kernel_tables(o.kernels_out, *gpu.kernel_tables);
+      out_kernels = fmt::format("\nwrote {} ({} GEMM shapes of {}, bf16 on GPU 0, system '{}')\n", o.kernels_out,
+                                request.kernel_gemms.size(), model.name, gpu.kernel_tables->system);
+    }
   } else {
     CpuProfileRequest request;
     request.micro_batch_sizes = o.micro_batch_sizes;
     request.seq_len = o.seq_len;
     request.options.min_time_s = o.min_time_s;
     request.link_repetitions = o.link_repetitions;
-    std::vector<WorkEstimate> work = cpu_profile_estimate(model, request, measured_core_speed());
+    const CoreSpeed core = measured_core_speed();
+    std::vector<WorkEstimate> work = cpu_profile_estimate(model, request, core);
     if (o.serving) work.push_back(cpu_serving_profile_estimate(model, 0));
+    std::vector<GemmShape> shapes;
+    if (!o.kernels_out.empty()) {
+      shapes = model_gemm_shapes(model, o.micro_batch_sizes, o.seq_len);
+      work.push_back(cpu_gemm_sweep_estimate(shapes, request.options, core));
+    }
     check_work_unless_allowed("profile", work, o.allow_large);
     p = profile_cpu(model, request);
     if (o.serving) {
       ServingProfileRequest serving;
       serving.options.min_time_s = o.min_time_s;
       p.serving = profile_cpu_serving(model, serving);
+    }
+    if (!o.kernels_out.empty()) {
+      KernelTablesOut tables;
+      tables.system = "cpu";
+      tables.software = fmt::format("pipewright {} profiler (cpu)", kVersion);
+      tables.source = "pipewright profile --kernels-out";
+      tables.tables.push_back(time_cpu_gemms(shapes, request.options));
+      write_kernel_tables(o.kernels_out, tables);
+      out_kernels = fmt::format("\nwrote {} ({} GEMM shapes of {}, float32 on this CPU)\n", o.kernels_out, shapes.size(),
+                                model.name);
     }
   }
   p.model = profiled_model_of(model);
@@ -139,6 +168,7 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
     write_output_file(o.out, profile_to_json_text(p));
     out << fmt::format("\nwrote {}\n", o.out);
   }
+  out << out_kernels;
 }
 
 }  // namespace
@@ -163,6 +193,9 @@ CommandRunner add_profile_command(CLI::App& app) {
   cmd->add_option("--tp", opts->tp, "cuda --links: tensor-parallel group size for the collectives (0: every GPU)");
   cmd->add_option("--dp", opts->dp, "cuda --links: data-parallel group size for the collectives (0: 1)");
   cmd->add_option("--cluster-out", opts->cluster_out, "cuda --links: write this node as a cluster JSON with its measured matrix");
+  cmd->add_option("--kernels-out", opts->kernels_out,
+                  "Also time every GEMM shape the model runs (cpu: float32; cuda: bf16 on GPU 0) and write them as a "
+                  "folder of kernel tables (docs/kernel-tables.md), for `kernels compare` and --kernels");
   add_allow_large_flag(*cmd, opts->allow_large);
   return [opts](std::ostream& out) { run_profile(*opts, out); };
 }

@@ -109,7 +109,7 @@ void attention_gemm(PhaseWork& p, double flops) {
 // A fused attention kernel of `flops`: its shape recorded for a table-priced cost model.
 void fused_attention(PhaseWork& p, const Dims& d, double flops, bool backward) {
   attention_gemm(p, flops);
-  AttentionShape a;
+  FusedAttention a;
   a.batch = static_cast<int>(d.b);
   a.seq = static_cast<int>(d.s);
   a.keys = static_cast<int>(d.keys);

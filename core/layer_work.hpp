@@ -49,7 +49,7 @@ struct GemmShape {
 // keys each (fewer under a sliding window), `heads` query heads and `kv_heads` key-value heads (tp's share
 // taken) of `head_dim`; `flops` as attention_flops counts it. MLA's (keys and values of other widths) and
 // context parallelism's (its ring of cp chunks) are marked, as is the backward (FlashAttention's dQ, dK, dV).
-struct AttentionShape {
+struct FusedAttention {
   int batch = 0, seq = 0, keys = 0, heads = 0, kv_heads = 0, head_dim = 0, cp = 1;
   bool mla = false, backward = false;
   double flops = 0;
@@ -83,7 +83,7 @@ struct PhaseWork {
   std::vector<GemmShape> gemms;
   // The fused attention kernels of attention_flops (none for unfused attention: its products are in
   // attention_flops alone).
-  std::vector<AttentionShape> attentions;
+  std::vector<FusedAttention> attentions;
 
   double flops() const { return gemm_flops + fp8_gemm_flops + attention_flops; }
 };

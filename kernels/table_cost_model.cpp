@@ -57,7 +57,7 @@ namespace {
 // The attention kernels the tables measure: a causal forward over the whole sequence (context_attention_perf,
 // prefill), with keys and values as wide as the queries. The backward, MLA's, a window's and context
 // parallelism's ring stay the model's.
-bool asks_tables(const AttentionShape& a) { return !a.backward && !a.mla && a.cp == 1 && a.keys == a.seq; }
+bool asks_tables(const FusedAttention& a) { return !a.backward && !a.mla && a.cp == 1 && a.keys == a.seq; }
 
 TableCollective table_op(CollectiveKind kind) {
   switch (kind) {
@@ -76,7 +76,7 @@ bool TableCostModel::on_gpu_locked(const GpuSpec& gpu) const {
   return it->second;
 }
 
-bool TableCostModel::asks(const AttentionShape& a) const { return has(kContext) && asks_tables(a); }
+bool TableCostModel::asks(const FusedAttention& a) const { return has(kContext) && asks_tables(a); }
 
 // One answer for each shape of each part, in the parts' order: a part's GEMMs, its asked attentions, its
 // collectives. Left unset (a phase fills it on every call): only the answers of the shapes asked are read.
@@ -100,7 +100,7 @@ bool TableCostModel::answer_cached(const PhaseWork* const parts[2], int tp, bool
       if (!found(gemms_, GemmKey{g.fp8, g.m, g.n, g.k}, a.gemms[i][j])) return false;
     }
     for (size_t j = 0; j < p.attentions.size() && j < kMaxPartShapes; ++j) {
-      const AttentionShape& t = p.attentions[j];
+      const FusedAttention& t = p.attentions[j];
       if (asks(t) &&
           !found(attentions_, AttentionKey{t.batch, t.seq, t.heads, t.kv_heads, t.head_dim}, a.attentions[i][j]))
         return false;
@@ -135,7 +135,7 @@ void TableCostModel::answer_all(const Layer& layer, const PhaseWork* const parts
           [&] { return fmt::format("{} GEMM m {:g}, n {:g}, k {:g}", g.fp8 ? "fp8" : "bf16", g.m, g.n, g.k); });
     }
     for (size_t j = 0; j < p.attentions.size() && j < kMaxPartShapes; ++j) {
-      const AttentionShape& t = p.attentions[j];
+      const FusedAttention& t = p.attentions[j];
       if (!asks(t)) continue;
       a.attentions[i][j] = answer(
           attentions_, AttentionKey{t.batch, t.seq, t.heads, t.kv_heads, t.head_dim},

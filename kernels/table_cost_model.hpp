@@ -96,7 +96,7 @@ class TableCostModel : public CostModelOver {
   void need(KindBit kind) const {
     if (!has(kind)) absent_.fetch_or(kind, std::memory_order_relaxed);
   }
-  bool asks(const AttentionShape& a) const;
+  bool asks(const FusedAttention& a) const;
   bool on_gpu_locked(const GpuSpec& gpu) const;  // whether the tables are `gpu`'s, remembered (under the lock)
 
   int present_ = 0;

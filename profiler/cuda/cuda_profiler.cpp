@@ -43,6 +43,14 @@ CudaProfileResult profile_cuda(const Model& model, const CudaProfileRequest& req
     p.layers = cuda::profile_gpu_layers(g, model, r, out.report);
     p.optimizer_s_per_parameter = cuda::profile_gpu_optimizer(g, model, r);
   }
+  if (!r.kernel_gemms.empty()) {
+    KernelTablesOut tables;
+    tables.system = chip_of_device(prop.name);
+    tables.software = p.tool;
+    tables.source = "pipewright profile --kernels-out";
+    tables.tables.push_back(cuda::profile_gpu_gemm_table(r.kernel_gemms, r.options));
+    out.kernel_tables = std::move(tables);
+  }
   out.report += "\n";
   const double largest = r.links ? r.link_max_bytes : 64.0 * 1024 * 1024;
   const std::vector<double> sizes = geometric_sizes(1024, largest, 4);

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "core/cluster.hpp"
+#include "core/layer_work.hpp"
+#include "kernels/kernel_table_writer.hpp"
 #include "executor/cuda/cuda_layers.hpp"
 #include "profiler/cuda/host/collectives.hpp"
 #include "profiler/cuda/host/cuda_profiler_api.hpp"
@@ -32,5 +34,10 @@ std::string profile_gpu_collectives(const std::vector<std::vector<int>>& groups,
 // A large GEMM on GPU 0 alone and with all-reduces running on every GPU beside it; also what GPU 0 reaches
 // alone (FLOP/s, into `gpu`) and its memory bandwidth (a large device-to-device copy).
 std::string profile_gemm_overlap(int devices, GpuSpec& gpu);
+
+// Each shape's bf16 GEMM (row-major m x k by k x n, cuBLASLt, random operands) on GPU 0: one run to size the
+// loop, then back-to-back runs for at least options.min_time_s / shapes (and options.min_repetitions), their
+// mean; as a gemm_perf table of kernel tables.
+KernelTableOut profile_gpu_gemm_table(const std::vector<GemmShape>& shapes, const ProfileOptions& options);
 
 }  // namespace pw::cuda

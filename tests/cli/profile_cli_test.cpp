@@ -1,9 +1,11 @@
 // `pipewright profile`: the table, the profile file, bad input.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "cli_test_util.hpp"
+#include "kernels/kernel_table.hpp"
 #include "profiler/profile.hpp"
 
 TEST_CASE("profile prints the layer table and the link, and writes a profile that reads back") {
@@ -36,4 +38,30 @@ TEST_CASE("profile: bad input exits 2 with one line") {
   CHECK(explicit_model.err ==
         "error: --model: 'tiny-uniform' gives explicit per-layer costs and has no layers to compute; use a transformer "
         "model (e.g. examples/tiny-llama.json) or --compute sleep\n");
+}
+
+TEST_CASE("profile --kernels-out writes the model's GEMMs as kernel tables, and never over a folder") {
+  const std::string dir = std::string(PIPEWRIGHT_TEST_TMP) + "/tiny-gpt-kernels";
+  std::filesystem::remove_all(dir);
+  const std::vector<std::string> args{"profile",    "--model", source_path("examples/tiny-gpt.json"),
+                                      "--min-time", "0",       "--link-repetitions",
+                                      "1",          "--kernels-out", dir};
+  const CliResult r = run_cli(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("\nwrote " + dir + " (9 GEMM shapes of tiny-gpt, float32 on this CPU)\n") != std::string::npos);
+  const auto tables = pw::KernelTables::open(dir);
+  CHECK(tables->system() == "cpu");
+  CHECK(tables->source() == "pipewright profile --kernels-out");
+  const pw::KernelTable* gemms = tables->table("gemm_perf");
+  REQUIRE(gemms);
+  CHECK(gemms->rows() == 9);
+  CHECK(gemms->text(gemms->key_index("gemm_dtype"), 0) == "float32");
+  // Against itself every shape compares at 1.
+  CHECK(run_cli({"kernels", "compare", dir, dir}).out.find("  gemm_perf  gemm_dtype=float32          9         1.000") !=
+        std::string::npos);
+  const CliResult again = run_cli(args);
+  CHECK(again.code == 2);
+  CHECK(again.err == "error: --kernels-out: '" + dir + "' exists; give a new folder (nothing is overwritten)\n");
+  CHECK(pw::KernelTables::open(dir)->table("gemm_perf")->rows() == 9);
 }

@@ -202,7 +202,7 @@ TEST_CASE("the fused attention forward and the tp collectives within a node are 
   w.sequence_parallel = true;
   const LayerWork work = layer_work(m, block, w);
   REQUIRE(work.forward.attentions.size() == 1);
-  const AttentionShape& a = work.forward.attentions[0];
+  const FusedAttention& a = work.forward.attentions[0];
   CHECK((a.batch == 2 && a.seq == 4096 && a.keys == 4096 && a.heads == 8 && a.kv_heads == 1 && a.head_dim == 128));
   // kv heads 1 a rank: the table has 8 only, so the attention stays the model's; GEMMs and collectives are read.
   double gemm_flops = 0, gemm_table = 0, comm_model = 0, comm_table = 0;

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "core/cluster.hpp"
+#include "core/layer_work.hpp"
 #include "core/model.hpp"
+#include "kernels/kernel_table_writer.hpp"
 #include "executor/cuda/host/cuda_api.hpp"
 #include "profiler/cpu_profiler.hpp"
 #include "profiler/profile.hpp"
@@ -25,13 +27,20 @@ struct CudaProfileRequest {
   double link_max_bytes = 1024.0 * 1024 * 1024;
   int tp = 0;  // collective groups: tp x dp GPUs (0: one group of every GPU)
   int dp = 0;
+  // --kernels-out: these GEMM shapes timed in bf16 on GPU 0 (cuBLASLt, random operands) as a gemm_perf table.
+  std::vector<GemmShape> kernel_gemms;
 };
 
 struct CudaProfileResult {
   Profile profile;
   std::string report;              // links, collectives and the overlap, as text after the profile's table
   std::optional<Cluster> cluster;  // with links: this node as a cluster file with its measured matrix
+  std::optional<KernelTablesOut> kernel_tables;  // with kernel_gemms
 };
+
+// "NVIDIA H200" -> "h200", "NVIDIA A100-SXM4-80GB" -> "a100": the chip, as kernel tables name their system
+// (gpu_matches_system reads it against a cluster's GPU name).
+std::string chip_of_device(const std::string& device_name);
 
 // Layers on GPU 0 timed with CUDA events (warm-up, then the median of the repetitions), the optimizer, the
 // links. Runtime error with no_gpu_text() without a GPU.

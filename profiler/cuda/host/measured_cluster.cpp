@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 
 #include "core/error.hpp"
 #include "profiler/cuda/host/collectives.hpp"
@@ -23,6 +24,25 @@ Cluster measured_cluster(const std::string& name, const GpuSpec& gpu, int gpus, 
   c.inter_node = c.intra_node;
   if (gpus > 1) c.measured = link_matrix(links, gpus);
   return c;
+}
+
+std::string chip_of_device(const std::string& device_name) {
+  // Words of letters and digits, lower case; the vendor's and product line's names dropped; letter-only words
+  // kept until the first with a digit: "NVIDIA GeForce RTX 4090" -> "rtx4090", "NVIDIA A100-SXM4-80GB" -> "a100".
+  std::vector<std::string> words(1);
+  for (char c : device_name) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      words.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!words.back().empty())
+      words.emplace_back();
+  }
+  std::string chip;
+  for (const std::string& w : words) {
+    if (w.empty() || w == "nvidia" || w == "geforce" || w == "tesla") continue;
+    chip += w;
+    if (std::any_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) break;
+  }
+  return chip.empty() ? "gpu" : chip;
 }
 
 #ifndef PIPEWRIGHT_HAVE_CUDA
