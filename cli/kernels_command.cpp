@@ -28,7 +28,7 @@ namespace pw {
 namespace {
 
 struct ImportOptions {
-  std::string system, backend, version, nccl_version, data, out;
+  std::string system, backend, version, nccl_version, data, out, kinds;
   bool list = false;
 };
 
@@ -123,7 +123,7 @@ void compare(const std::string& first, const std::string& second, std::ostream& 
                        t.source().empty() ? "an unnamed source" : t.source());
   };
   out << "A: " << named(*a) << "\nB: " << named(*b) << "\n";
-  const std::vector<KindComparison> rows = compare_tables(*a, *b);
+  const std::vector<KindComparison> rows = compare_tables(a, b);
   if (rows.empty()) {
     out << "no kind of table is in both folders\n";
     return;
@@ -191,6 +191,7 @@ CommandRunner add_kernels_command(CLI::App& app) {
   aic->add_option("--nccl-version", io->nccl_version, "NCCL version of the collective tables (default: the newest)");
   aic->add_option("--data", io->data, "AIConfigurator's systems/data folder (default: the installed package's)");
   aic->add_option("--out", io->out, "A new folder for the tables");
+  aic->add_option("--kinds", io->kinds, "Only these kinds, comma-separated: gemm_perf,nccl_perf,... (default: all)");
   aic->add_flag("--list", io->list, "List the systems, frameworks and versions there");
 
   auto* show_cmd = cmd->add_subcommand("show", "What a folder of kernel tables holds");
@@ -237,6 +238,7 @@ CommandRunner add_kernels_command(CLI::App& app) {
       pass("--nccl-version", io->nccl_version);
       pass("--data", io->data);
       pass("--out", io->out);
+      pass("--kinds", io->kinds);
       if (io->list) args.push_back("--list");
       run_python_module("pipewright.kernels.aiconfigurator", args, out);
     } else if (show_cmd->parsed()) {

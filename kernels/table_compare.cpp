@@ -1,5 +1,7 @@
 #include "kernels/table_compare.hpp"
 
+#include "kernels/kernel_queries.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -38,9 +40,35 @@ double nearest_rank(const std::vector<double>& sorted, double fraction) {
   return sorted[std::min(sorted.size(), std::max<size_t>(rank, 1)) - 1];
 }
 
+// B read at A's GEMM shapes of `dtype`, through the cost model's query.
+KindComparison read_at(const KernelTable& ta, KernelQueries& qb, const std::string& dtype) {
+  KindComparison c{"gemm_perf", fmt::format("gemm_dtype={}, B read at A's shapes", dtype), 0, 0, 0, 0};
+  const int d = ta.key_index("gemm_dtype"), m = ta.key_index("m"), n = ta.key_index("n"), k = ta.key_index("k");
+  if (d < 0 || m < 0 || n < 0 || k < 0 || !ta.key_is_text(d)) return c;
+  const int time = ta.time_index("time_s") >= 0 ? ta.time_index("time_s") : 0;
+  std::vector<double> ratios;
+  for (long r = 0; r < ta.rows(); ++r) {
+    if (ta.text(d, r) != dtype || !(ta.seconds(time, r) > 0)) continue;
+    const TableTime t = qb.gemm(dtype == "fp8" ? Precision::Fp8 : Precision::Bf16, ta.number(m, r), ta.number(n, r),
+                                ta.number(k, r));
+    if (t.found()) ratios.push_back(t.seconds / ta.seconds(time, r));
+  }
+  if (ratios.empty()) return c;
+  std::sort(ratios.begin(), ratios.end());
+  c.shapes = static_cast<long>(ratios.size());
+  c.median = nearest_rank(ratios, 0.5);
+  c.p10 = nearest_rank(ratios, 0.1);
+  c.p90 = nearest_rank(ratios, 0.9);
+  return c;
+}
+
 }  // namespace
 
-std::vector<KindComparison> compare_tables(KernelTables& a, KernelTables& b) {
+std::vector<KindComparison> compare_tables(const std::shared_ptr<KernelTables>& a_tables,
+                                           const std::shared_ptr<KernelTables>& b_tables) {
+  KernelTables& a = *a_tables;
+  KernelTables& b = *b_tables;
+  KernelQueries qb(b_tables);
   std::vector<KindComparison> out;
   for (const KernelTableEntry& e : a.entries()) {
     if (!b.has(e.kind)) continue;
@@ -69,6 +97,11 @@ std::vector<KindComparison> compare_tables(KernelTables& a, KernelTables& b) {
       any = true;
     }
     if (!any) out.push_back({e.kind, "", 0, 0, 0, 0});
+    if (e.kind == "gemm_perf")
+      for (const char* dtype : {"bfloat16", "fp8"}) {
+        const KindComparison c = read_at(*ta, qb, dtype);
+        if (c.shapes > 0) out.push_back(c);
+      }
   }
   return out;
 }

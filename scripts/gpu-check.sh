@@ -6,6 +6,9 @@
 #      forward and all gradients) and the other GPU tests (test_cuda "[gpu]");
 #   3. profiles examples/tiny-llama.json on the GPU, then the links (--links: NCCL between GPU pairs, or a
 #      device-to-device copy on one GPU), the collectives and the GEMM slowdown beside NCCL traffic;
+#   3b. times llama3-8b's GEMM shapes (4,096 tokens; bf16, cuBLASLt) into kernel tables (profile --kernels-out)
+#      and compares them with AIConfigurator's published table of the same GPU carried in .gpu-deps/kernels/
+#      (kernels compare: the published time read at each shape over ours, the median and the 10-90% range);
 #   4. runs a 4-stage plan with 1f1b and zb-h1 on whatever GPUs are here (on one GPU through the local
 #      transport) and prints the predicted-vs-measured table;
 #   5. with 2 GPUs or more and MPI built: the 4-stage plan as 2 processes under mpirun (NCCL between them;
@@ -128,6 +131,19 @@ links=("$pw" profile --backend cuda --model "$model" --min-time 0.02 --links --l
 [ "$gpus" -ge 2 ] && links+=(--cluster-out "$out/cluster.json")
 run links 120 "${links[@]}"
 
+step "GEMM sweep of llama3-8b's shapes against the published table"
+rm -rf "$out/kernels"  # a new folder each check: --kernels-out never writes over one
+if run kernels 180 "$pw" profile --backend cuda --model llama3-8b --seq-len 4096 --min-time 1 \
+  --kernels-out "$out/kernels"; then
+  chip=$(sed -n 's/^ *"system": "\(.*\)",$/\1/p' "$out/kernels/manifest.json" | head -1)
+  published=$root/.gpu-deps/kernels/${chip}_sxm-vllm
+  if [ -d "$published" ]; then
+    run kernels-compare 60 "$pw" kernels compare "$out/kernels" "$published"
+  else
+    echo "gpu-check: no published table of '$chip' carried (scripts/gpu-deps.sh download has H100, H200, B200)"
+  fi
+fi
+
 step "4-stage plan, 1f1b and zb-h1, predicted (from the profile) vs measured"
 declare -A predicted measured error
 for schedule in 1f1b zb-h1; do
@@ -167,6 +183,7 @@ for schedule in 1f1b zb-h1; do
   fi
 done
 grep -h "numerical check (" "$out/gpu-tests.log" 2>/dev/null
+grep -h "B read at A's shapes" "$out/kernels-compare.log" 2>/dev/null | sed 's/^ */published over ours: /' 
 echo "logs and profiles: $out  [$SECONDS s in all]"
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'gpu-check: FAILED: %s\n' "${failed[@]}"

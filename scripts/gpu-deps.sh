@@ -2,7 +2,10 @@
 # The Debian libraries pipewright builds with, carried to a GPU machine that has CUDA, CMake and a compiler but
 # no network and none of them (Boost, Eigen, CLI11, fmt, nlohmann/json, Catch2; all used from their headers
 # there, fmt too, so nothing built for this machine's C library has to load there).
-#   scripts/gpu-deps.sh download          here: the packages' .deb files into .gpu-deps/ (ignored by git; carry it)
+#   scripts/gpu-deps.sh download          here: the packages' .deb files into .gpu-deps/ (ignored by git; carry it),
+#                                         and AIConfigurator's published GEMM tables of H100, H200 and B200 into
+#                                         .gpu-deps/kernels/ (the GPU check compares its own sweep with them; the
+#                                         importer needs pyarrow, which a GPU machine's PyTorch does not bring)
 #   scripts/gpu-deps.sh unpack PREFIX     there: unpacks .gpu-deps/*.deb into PREFIX (dpkg-deb, or ar and tar);
 #                                         prints the CMake arguments that build against PREFIX alone
 #   scripts/gpu-deps.sh rehearse [DIR]    here: unpacks into DIR/prefix and builds pipewright and test_cuda in
@@ -32,7 +35,23 @@ download() {
   names+=("$(dependency libboost-dev '^libboost[0-9.]+-dev$')" "$(dependency libfmt-dev '^libfmt[0-9]+$')")
   rm -f "$debs"/*.deb
   (cd "$debs" && apt-get download -qq "${names[@]}")
-  echo "gpu-deps: $(find "$debs" -name '*.deb' | wc -l) packages, $(du -sh "$debs" | cut -f1), in $debs"
+  published_tables
+  echo "gpu-deps: $(find "$debs" -name '*.deb' | wc -l) packages and the tables, $(du -sh "$debs" | cut -f1), in $debs"
+}
+
+# The published GEMM tables (vLLM's, about 7 MB a GPU), from the pinned aiconfigurator-core in .venv.
+published_tables() {
+  local py=$root/.venv/bin/python3 system
+  if [ ! -x "$py" ]; then
+    echo "gpu-deps: no .venv (scripts/install-deps.sh makes it): no published tables carried" >&2
+    return
+  fi
+  rm -rf "$debs/kernels"
+  mkdir -p "$debs/kernels"
+  for system in h100_sxm h200_sxm b200_sxm; do
+    PYTHONPATH=$root/python "$py" -B -m pipewright.kernels.aiconfigurator --system "$system" --backend vllm \
+      --kinds gemm_perf --out "$debs/kernels/$system-vllm" > /dev/null
+  done
 }
 
 # unpack_one DEB PREFIX: a .deb is an ar archive whose data.tar.* holds the files.

@@ -121,3 +121,16 @@ def test_the_measured_gpu_is_read_from_the_system_file_beside_the_data(tmp_path)
         "  mem_bw_empirical_scaling_factor: 0.8\n  mem_capacity: 85899345920\nnode:\n  mem_bw: 1\n")
     assert aic.system_gpu(str(data), "x_sxm") == {"hbm_bytes_per_s": 2.039e12, "memory_bytes": 85899345920.0}
     assert aic.system_gpu(str(data), "absent") == {}
+
+
+def test_kinds_keeps_only_those_and_refuses_one_not_there(tmp_path, capsys):
+    out = tmp_path / "gemms"
+    assert aic.main(["--system", "h100_sxm", "--backend", "vllm", "--kinds", "gemm_perf,nccl_perf", "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [t["kind"] for t in manifest["tables"]] == ["gemm_perf", "nccl_perf"]
+    assert sorted(os.listdir(out)) == ["gemm_perf.json", "manifest.json", "nccl_perf.json"]
+    assert aic.main(["--system", "h100_sxm", "--backend", "vllm", "--kinds", "gemm_perff", "--out",
+                     str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --kinds: no gemm_perff table in h100_sxm vllm; the kinds there: ")
+    assert not (tmp_path / "none").exists()

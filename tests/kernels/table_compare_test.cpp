@@ -57,7 +57,7 @@ TEST_CASE("two folders compare on the shapes both measured, each folder's fastes
                          {"x", "bfloat16", 9, 1e-6},
                          {"x", "fp8", 2, 1e-6}},
                         true);
-  const std::vector<KindComparison> c = compare_tables(*a, *b);
+  const std::vector<KindComparison> c = compare_tables(a, b);
   REQUIRE(c.size() == 2);
   CHECK(c[0].kind == "gemm_perf");
   CHECK(c[0].group == "gemm_dtype=bfloat16");
@@ -71,8 +71,21 @@ TEST_CASE("two folders compare on the shapes both measured, each folder's fastes
   CHECK(c[1].median == Approx(1.0));
   // A folder against one with no shared shape of a kind: that kind listed with none.
   const auto none = folder("compare_none", {"gemm_dtype", "m"}, {{"bfloat16", 64, 1e-6}}, false);
-  const std::vector<KindComparison> d = compare_tables(*a, *none);
+  const std::vector<KindComparison> d = compare_tables(a, none);
   REQUIRE(d.size() == 1);
   CHECK(d[0].kind == "gemm_perf");
   CHECK(d[0].shapes == 0);
+}
+
+TEST_CASE("A's GEMM shapes are also read from B between its points, as the cost model reads it", "[kernels]") {
+  const auto a = folder("compare_read_a", {"gemm_dtype", "m", "n", "k"}, {{"bfloat16", 128, 64, 64, 4e-6}}, false);
+  // B measured m 64 and 256 only, t = 1e-8 m: at m 128, 1.28 us, read in log space between the two.
+  const auto b = folder("compare_read_b", {"gemm_dtype", "m", "n", "k"},
+                        {{"bfloat16", 64, 64, 64, 64e-8}, {"bfloat16", 256, 64, 64, 256e-8}}, false);
+  const std::vector<KindComparison> c = compare_tables(a, b);
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].shapes == 0);  // no shape measured by both
+  CHECK(c[1].group == "gemm_dtype=bfloat16, B read at A's shapes");
+  CHECK(c[1].shapes == 1);
+  CHECK(c[1].median == Approx(1.28e-6 / 4e-6));
 }

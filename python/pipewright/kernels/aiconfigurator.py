@@ -302,6 +302,7 @@ def main(argv=None):
     parser.add_argument("--nccl-version", help="NCCL version of the collective tables (default: the newest)")
     parser.add_argument("--data", help="AIConfigurator's systems/data folder (default: the installed package's)")
     parser.add_argument("--out", help="a new folder for the tables (manifest.json and a file per table)")
+    parser.add_argument("--kinds", help="only these kinds, comma-separated: gemm_perf,nccl_perf,... (default: all)")
     parser.add_argument("--list", action="store_true", help="list the systems, frameworks and versions")
     args = parser.parse_args(argv)
     try:
@@ -318,6 +319,14 @@ def main(argv=None):
             if not getattr(args, option):
                 raise ImportError_(f"--{option.replace('_', '-')}: required (see --list for what is there)")
         tables, used = import_system(data, args.system, args.backend, args.version, args.nccl_version)
+        if args.kinds:
+            wanted = [k for k in args.kinds.split(",") if k]
+            there = [t["kind"] for t in tables]
+            absent = [k for k in wanted if k not in there]
+            if absent:
+                raise ImportError_(f"--kinds: no {absent[0]} table in {args.system} {args.backend}; "
+                                   f"the kinds there: {', '.join(sorted(there))}")
+            tables = [t for t in tables if t["kind"] in wanted]
         for t in tables:
             t["file"] = relative(t["file"], data)
         write_folder(args.out, args.system, args.backend, used, package, data, tables)
