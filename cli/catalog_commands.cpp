@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 
 #include "cli/commands.hpp"
 #include "core/cluster.hpp"
 #include "core/model.hpp"
 #include "core/units.hpp"
+#include "kernels/installed_tables.hpp"
 
 namespace pw {
 
@@ -78,7 +80,8 @@ CommandRunner add_clusters_command(CLI::App& app) {
     }
     nlohmann::json list = nlohmann::json::array();
     std::vector<std::vector<std::string>> rows{
-        {"cluster", "GPU", "GPUs/node", "memory", "peak bf16", "peak fp8", "HBM", "intra-node", "inter-node"}};
+        {"cluster", "GPU", "GPUs/node", "memory", "peak bf16", "peak fp8", "HBM", "intra-node", "inter-node",
+         "kernel tables"}};
     for (const std::string& name : cluster_preset_names()) {
       const Cluster c = cluster_preset(name);
       if (*json_out) {
@@ -86,13 +89,17 @@ CommandRunner add_clusters_command(CLI::App& app) {
         continue;
       }
       const auto peak = [](double flops) { return flops > 0 ? fmt::format("{:.0f} TF/s", flops / 1e12) : std::string("-"); };
+      // The installed tables --kernels installed would price it with (the folder's name), or "-".
+      const std::string installed = c.ideal ? "" : installed_tables_for(c.gpu);
+      const std::string tables = installed.empty() ? "-" : std::filesystem::path(installed).filename().string();
       if (c.ideal)
         rows.push_back({name, c.gpu.name, "any", "no limit", peak(c.gpu.peak_flops), peak(c.gpu.fp8_peak_flops), "-",
-                        "free", "free"});
+                        "free", "free", tables});
       else
         rows.push_back({name, c.gpu.name, std::to_string(c.gpus_per_node), format_bytes(c.gpu.memory_bytes),
                         peak(c.gpu.peak_flops), peak(c.gpu.fp8_peak_flops), format_rate(c.gpu.hbm_bytes_per_s),
-                        format_rate(c.intra_node.bandwidth_bytes_per_s), format_rate(c.inter_node.bandwidth_bytes_per_s)});
+                        format_rate(c.intra_node.bandwidth_bytes_per_s), format_rate(c.inter_node.bandwidth_bytes_per_s),
+                        tables});
     }
     if (!*json_out) {
       // The first two columns left-aligned, the figures right-aligned, each as wide as its widest cell.

@@ -156,8 +156,9 @@ void add_force_profile_option(CLI::App& cmd, bool& force) {
 
 void add_kernels_option(CLI::App& cmd, std::string& path) {
   cmd.add_option("--kernels", path,
-                 "Folder of measured kernel tables (pipewright kernels import): GEMM, attention and tp collective times "
-                 "by shape on the GPU they were measured on, the analytic model elsewhere");
+                 "Folder of measured kernel tables (pipewright kernels import), or 'installed' for the one installed for "
+                 "the cluster's GPU (--install): GEMM, attention and tp collective times by shape on the GPU they were "
+                 "measured on, the analytic model elsewhere");
 }
 
 void CostModelChain::add_kernels(const std::string& path) {

@@ -7,6 +7,7 @@
 //                                         what that run would ask of the tables that they do not have
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -19,6 +20,7 @@
 #include "core/units.hpp"
 #include "core/work_estimate.hpp"
 #include "core/workload.hpp"
+#include "kernels/installed_tables.hpp"
 #include "kernels/kernel_queries.hpp"
 #include "kernels/table_compare.hpp"
 #include "kernels/table_cost_model.hpp"
@@ -30,6 +32,7 @@ namespace {
 struct ImportOptions {
   std::string system, backend, version, nccl_version, data, out, kinds;
   bool list = false;
+  bool install = false;
 };
 
 struct QueryOptions {
@@ -193,6 +196,9 @@ CommandRunner add_kernels_command(CLI::App& app) {
   aic->add_option("--out", io->out, "A new folder for the tables");
   aic->add_option("--kinds", io->kinds, "Only these kinds, comma-separated: gemm_perf,nccl_perf,... (default: all)");
   aic->add_flag("--list", io->list, "List the systems, frameworks and versions there");
+  aic->add_flag("--install", io->install,
+                "Write them into the installed tables (" + kernel_tables_home() +
+                    "/SYSTEM-BACKEND) for --kernels installed and `pipewright clusters`");
 
   auto* show_cmd = cmd->add_subcommand("show", "What a folder of kernel tables holds");
   auto folder = std::make_shared<std::string>();
@@ -228,6 +234,16 @@ CommandRunner add_kernels_command(CLI::App& app) {
     } else if (coverage_cmd->parsed()) {
       coverage(*coverage_folder, *scenario, out);
     } else if (aic->parsed()) {
+      std::string out_folder = io->out;
+      if (io->install) {
+        if (!io->out.empty()) throw_bad_input("--install: the folder is the installed one; leave out --out");
+        if (io->system.empty() || io->backend.empty())
+          throw_bad_input("--install: give --system and --backend (--list shows them)");
+        out_folder = kernel_tables_home() + "/" + io->system + "-" + io->backend;
+        std::error_code ec;
+        std::filesystem::create_directories(kernel_tables_home(), ec);
+        if (ec) throw_runtime("--install: cannot make '{}': {}", kernel_tables_home(), ec.message());
+      }
       std::vector<std::string> args;
       const auto pass = [&](const char* flag, const std::string& v) {
         if (!v.empty()) args.insert(args.end(), {flag, v});
@@ -237,7 +253,7 @@ CommandRunner add_kernels_command(CLI::App& app) {
       pass("--version", io->version);
       pass("--nccl-version", io->nccl_version);
       pass("--data", io->data);
-      pass("--out", io->out);
+      pass("--out", out_folder);
       pass("--kinds", io->kinds);
       if (io->list) args.push_back("--list");
       run_python_module("pipewright.kernels.aiconfigurator", args, out);

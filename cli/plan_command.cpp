@@ -28,6 +28,7 @@
 #include "core/output_file.hpp"
 #include "core/stage_costs.hpp"
 #include "core/units.hpp"
+#include "kernels/installed_tables.hpp"
 #include "planner/exports.hpp"
 #include "planner/failure_report.hpp"
 #include "planner/parallel_for.hpp"
@@ -214,7 +215,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.cluster = load_for_option("--cluster", o.cluster, load_cluster);
   apply_memory_headroom(o.memory_headroom, base.cluster);
   if (target) restrict_experts(*target, base.model, space);
-  chain.add_kernels(o.kernels);
+  chain.add_kernels(resolve_kernels_option(o.kernels, base.cluster.gpu));
   if (!o.profile.empty()) chain.add_profile_file(o.profile, base.model, "--profile", o.force_profile);
   add_calibration(chain, o.calibration);
   // A profile's numbers and the analytic model's are not comparable: without a calibration to extrapolate,

@@ -1,5 +1,7 @@
 #include "cli/scenario_options.hpp"
 
+#include "kernels/installed_tables.hpp"
+
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -116,9 +118,15 @@ void ScenarioOptions::add_profile_option(CLI::App& cmd) {
   add_kernels_option(cmd, kernels);
 }
 
+// --kernels installed: the folder installed for the scenario's GPU.
+std::string ScenarioOptions::kernels_folder(const std::optional<PlanDocument>& doc) const {
+  if (kernels != "installed") return kernels;
+  return resolve_kernels_option(kernels, scenario_of(doc).cluster.gpu);
+}
+
 CostModelChain ScenarioOptions::cost_models(const Model& m, const AnalyticCostParams& defaults) const {
   CostModelChain chain(cost_params, defaults);
-  chain.add_kernels(kernels);
+  chain.add_kernels(kernels_folder(std::nullopt));
   if (!profile.empty()) chain.add_profile_file(profile, m, "--profile", force_profile);
   add_calibration(chain, calibration);
   return chain;
@@ -244,7 +252,7 @@ CostModelChain ScenarioOptions::cost_models(const Model& m, const std::optional<
   std::vector<std::string> overrides = doc->cost_overrides;
   overrides.insert(overrides.end(), cost_params.begin(), cost_params.end());
   CostModelChain chain(overrides, defaults);
-  chain.add_kernels(kernels);
+  chain.add_kernels(kernels_folder(doc));
   if (!profile.empty())
     chain.add_profile_file(profile, m, "--profile", force_profile);
   else if (doc->profile)

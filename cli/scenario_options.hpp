@@ -78,6 +78,8 @@ struct ScenarioOptions {
   std::optional<PlanDocument> plan_document() const;
   // The plan's scenario, or the options'.
   Scenario scenario_of(const std::optional<PlanDocument>& doc) const;
+  // --kernels, with "installed" resolved to the folder installed for the scenario's GPU.
+  std::string kernels_folder(const std::optional<PlanDocument>& doc) const;
   // With a plan: its cost overrides, then --cost-param; --profile, or else the profile the plan was made
   // with (BadInput telling to pass --profile again when it is gone or changed); --calibration on top.
   CostModelChain cost_models(const Model& model, const std::optional<PlanDocument>& doc,

@@ -1,5 +1,7 @@
 #include "cli/serve_options.hpp"
 
+#include "kernels/installed_tables.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -25,7 +27,7 @@ void ServeOptions::add_kernels_to(CLI::App& cmd) { add_kernels_option(cmd, kerne
 
 CostModelChain ServeOptions::cost_models() const {
   CostModelChain chain;
-  chain.add_kernels(kernels);
+  chain.add_kernels(kernels == "installed" ? resolve_kernels_option(kernels, load_cluster_checked().gpu) : kernels);
   return chain;
 }
 

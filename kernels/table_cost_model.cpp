@@ -29,8 +29,14 @@ bool gpu_matches_system(const std::string& gpu_name, const std::string& system) 
   const auto underscore = system.find('_');
   const std::string chip = alnum(system.substr(0, underscore));
   const std::string form = underscore == std::string::npos ? "" : alnum(system.substr(underscore + 1));
+  if (chip.empty()) return false;
+  // A GPU named with its system in brackets ("B200 (GB200) 186GB": a GB200's B200, run at its own power) is
+  // that system's only.
+  const auto open = gpu_name.find('('), close = gpu_name.find(')', open == std::string::npos ? 0 : open);
+  if (open != std::string::npos && close != std::string::npos)
+    return alnum(gpu_name.substr(open + 1, close - open - 1)) == chip;
   const std::string gpu = alnum(gpu_name);
-  if (chip.empty() || gpu.rfind(chip, 0) != 0) return false;
+  if (gpu.rfind(chip, 0) != 0) return false;
   for (const char* f : {"sxm", "pcie"})
     if (mentions(gpu, f) && !form.empty() && form != f) return false;
   return true;

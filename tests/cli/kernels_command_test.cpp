@@ -3,9 +3,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <sstream>
 
 #include "cli/python_module.hpp"
+#include "kernels/kernel_table.hpp"
 #include "cli_test_util.hpp"
 
 namespace {
@@ -221,4 +225,94 @@ TEST_CASE("kernels compare prints B's times over A's by kind and group", "[cli][
   const CliResult missing = run_cli({"kernels", "compare", kTables, tmp("no-compare")});
   CHECK(missing.code == 2);
   CHECK(missing.err == "error: kernel tables manifest file '" + tmp("no-compare") + "' not found\n");
+}
+
+namespace {
+
+// PIPEWRIGHT_KERNELS_HOME set to `home` for one test case, put back after it.
+class KernelsHome {
+ public:
+  explicit KernelsHome(const std::string& home) {
+    if (const char* old = std::getenv("PIPEWRIGHT_KERNELS_HOME")) old_ = old;
+    std::filesystem::remove_all(home);
+    std::filesystem::create_directories(home);
+    setenv("PIPEWRIGHT_KERNELS_HOME", home.c_str(), 1);
+  }
+  ~KernelsHome() {
+    if (old_) setenv("PIPEWRIGHT_KERNELS_HOME", old_->c_str(), 1);
+    else unsetenv("PIPEWRIGHT_KERNELS_HOME");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST_CASE("installed tables: clusters name them, --kernels installed takes the cluster's GPU's", "[cli][kernels]") {
+  const std::string home = tmp("installed-kernels-home");
+  const KernelsHome scope(home);
+  std::filesystem::copy(kTables, home + "/h200_sxm-vllm", std::filesystem::copy_options::recursive);
+  const CliResult clusters = run_cli({"clusters"});
+  REQUIRE(clusters.code == 0);
+  std::istringstream lines(clusters.out);
+  std::string line;
+  std::getline(lines, line);
+  CHECK(line.size() >= 13);
+  CHECK(line.substr(line.size() - 13) == "kernel tables");
+  int named = 0;
+  while (std::getline(lines, line)) {
+    const bool h200 = line.rfind("hgx-h200 ", 0) == 0;
+    CHECK(line.substr(line.size() - (h200 ? 13 : 1)) == (h200 ? "h200_sxm-vllm" : "-"));
+    named += h200;
+  }
+  CHECK(named == 1);
+  const std::vector<std::string> args{"simulate", "--model", "llama3-8b", "--cluster", "hgx-h200", "--tp", "4",
+                                      "--pp",     "2",       "--seq-len", "4096",      "--global-batch-size", "8",
+                                      "--kernels", "installed"};
+  const CliResult r = run_cli(args);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("\ncost model: analytic <- kernel tables (" + home + "/h200_sxm-vllm: h200_sxm vllm, ") !=
+        std::string::npos);
+  CHECK(r.out.find("step time               480.2 ms") != std::string::npos);  // as with the folder given
+  std::vector<std::string> h100 = args;
+  h100[4] = "dgx-h100";
+  const CliResult none = run_cli(h100);
+  CHECK(none.code == 2);
+  CHECK(none.err == "error: --kernels installed: no kernel tables in " + home +
+                        " were measured on the H100 SXM 80GB; install its GPU's with `pipewright kernels import "
+                        "aiconfigurator --system SYSTEM --backend BACKEND --install` (--list shows the systems) or give "
+                        "a folder\n");
+  const CliResult serve = run_cli({"serve", "simulate", "--model", "llama3-8b", "--cluster", "hgx-h200", "--requests",
+                                   "4", "--kernels", "installed"});
+  REQUIRE(serve.code == 0);
+  CHECK(serve.out.find("\ncost model: analytic <- kernel tables (" + home + "/h200_sxm-vllm: ") != std::string::npos);
+  const CliResult plan = run_cli({"plan", "--model", "llama3-8b", "--cluster", "hgx-h200", "--gpus", "8", "--seq-len",
+                                  "4096", "--global-batch-size", "16", "--kernels", "installed", "--top", "1"});
+  REQUIRE(plan.code == 0);
+  CHECK(plan.out.find("kernel tables (" + home + "/h200_sxm-vllm") != std::string::npos);
+}
+
+TEST_CASE("kernels import --install writes into the installed tables, and refuses --out beside it", "[cli][kernels]") {
+  const std::string home = tmp("install-kernels-home");
+  const KernelsHome scope(home);
+  CHECK(run_cli({"kernels", "import", "aiconfigurator", "--system", "h200_sxm", "--backend", "vllm", "--install",
+                 "--out", tmp("x")})
+            .err == "error: --install: the folder is the installed one; leave out --out\n");
+  CHECK(run_cli({"kernels", "import", "aiconfigurator", "--system", "h200_sxm", "--install"}).err ==
+        "error: --install: give --system and --backend (--list shows them)\n");
+  if (pw::python_interpreter().find("/.venv/") == std::string::npos) {
+    WARN("skipped: no .venv with pyarrow and aiconfigurator-core (scripts/install-deps.sh makes it)");
+    return;
+  }
+  const CliResult r = run_cli({"kernels", "import", "aiconfigurator", "--system", "h100_sxm", "--backend", "vllm",
+                               "--kinds", "gemm_perf", "--install"});
+  REQUIRE(r.code == 0);
+  CHECK(pw::KernelTables::open(home + "/h100_sxm-vllm")->system() == "h100_sxm");
+  const CliResult clusters = run_cli({"clusters"});
+  CHECK(clusters.out.find("dgx-h100 ") != std::string::npos);
+  std::istringstream lines(clusters.out);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind("dgx-h100 ", 0) == 0) CHECK(line.substr(line.size() - 13) == "h100_sxm-vllm");
 }

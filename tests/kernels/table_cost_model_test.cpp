@@ -91,7 +91,8 @@ TEST_CASE("a GPU matches the tables of its chip and form factor", "[kernels]") {
   CHECK(!gpu_matches_system("H100 SXM 80GB", "h100_pcie"));
   CHECK(!gpu_matches_system("H800 SXM 80GB", "h100_sxm"));
   CHECK(!gpu_matches_system("ideal (H100 SXM peak)", "h100_sxm"));
-  CHECK(!gpu_matches_system("B200 (GB200) 186GB", "gb200"));
+  CHECK(gpu_matches_system("B200 (GB200) 186GB", "gb200"));
+  CHECK(!gpu_matches_system("B200 (GB200) 186GB", "b200_sxm"));
 }
 
 TEST_CASE("tables measured on an A100 of 80 GB do not price one of 40 GB", "[kernels]") {
