@@ -31,10 +31,20 @@ namespace {
 // The throughput and latency lines both simulations print; `tpot_note` follows the TPOT line.
 void print_metrics(std::ostream& out, const ServingMetrics& m, const std::string& tpot_note) {
   out << fmt::format("  output tokens/s     {}\n", format_short(m.output_tokens_per_s));
+  out << fmt::format("  total tokens/s      {} (input {})\n", format_short(m.total_tokens_per_s),
+                     format_short(m.input_tokens_per_s));
   out << fmt::format("  requests/s          {:.2f}\n", m.requests_per_s);
-  out << fmt::format("  TTFT p50 / p99      {} / {}\n", format_seconds(m.ttft_p50_s), format_seconds(m.ttft_p99_s));
-  out << fmt::format("  TPOT p50 / p99      {} / {}{}\n", format_seconds(m.tpot_p50_s), format_seconds(m.tpot_p99_s),
-                     tpot_note);
+  std::string columns = "mean";
+  for (double p : m.percentiles) columns += " / p" + percentile_text(p);
+  out << fmt::format("  {:<19} {}\n", "latency", columns);
+  const auto line = [&](const char* name, const LatencyStats& s, const std::string& note) {
+    std::string values = s.defined ? format_seconds(s.mean_s) : "-";
+    for (double v : s.at_s) values += " / " + (s.defined ? format_seconds(v) : std::string("-"));
+    out << fmt::format("  {:<19} {}{}\n", name, values, note);
+  };
+  line("TTFT", m.ttft, "");
+  line("TPOT", m.tpot, m.tpot.defined ? tpot_note : "   (no request has two output tokens)");
+  line("end to end", m.e2el, "");
 }
 
 // An engine's tp must divide the heads and its pp stay within the blocks; `prefix` names the pool ("--" or
@@ -73,7 +83,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   const ServingResult r = dp_attention > 1 ? simulate_dp_attention_groups(model, cluster, cost, c, dp_attention, replicas, requests)
                           : replicas > 1   ? simulate_replicas(model, cluster, cost, c, replicas, requests)
                                            : simulate_serving(model, cluster, cost, c, requests);
-  const ServingMetrics m = serving_metrics(r);
+  const ServingMetrics m = serving_metrics(r, o.more_percentiles());
 
   std::vector<double> busy;
   for (double b : r.stage_busy_s) busy.push_back(r.makespan_s > 0 ? b / r.makespan_s : 0);
@@ -136,7 +146,7 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
   const CostModelChain chain = o.cost_models();
   const CostModel& cost = chain.model();
   const DisaggregatedResult r = simulate_disaggregated(model, cluster, cost, prefill, decode, requests);
-  const ServingMetrics m = serving_metrics(r.served);
+  const ServingMetrics m = serving_metrics(r.served, o.more_percentiles());
   if (o.json) {
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"requests", requests.size()},
                                 {"prefill_pool", {{"tp", *pool.tp}, {"pp", pool.pp}, {"replicas", pool.replicas}}},

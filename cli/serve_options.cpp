@@ -1,6 +1,7 @@
 #include "cli/serve_options.hpp"
 
 #include "kernels/installed_tables.hpp"
+#include "sim/serving_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -23,7 +24,15 @@ double expected_length(const LengthSpec& s) { return s.kind == LengthSpec::Kind:
 
 }  // namespace
 
-void ServeOptions::add_kernels_to(CLI::App& cmd) { add_kernels_option(cmd, kernels); }
+void ServeOptions::add_kernels_to(CLI::App& cmd) {
+  add_kernels_option(cmd, kernels);
+  cmd.add_option("--percentiles", percentiles,
+                 "Latency percentiles to report beside the median and p99, comma-separated (e.g. 90,95)");
+}
+
+std::vector<double> ServeOptions::more_percentiles() const {
+  return percentiles.empty() ? std::vector<double>{} : percentiles_from_string(percentiles);
+}
 
 CostModelChain ServeOptions::cost_models() const {
   CostModelChain chain;
@@ -64,6 +73,7 @@ void ServeOptions::add_to(CLI::App& cmd, const char* default_cluster) {
 }
 
 void ServeOptions::check() const {
+  more_percentiles();  // a bad --percentiles fails before anything runs
   if ((concurrency ? 1 : 0) + (rate ? 1 : 0) + (trace.empty() ? 0 : 1) > 1)
     throw_bad_input("--concurrency, --rate and --trace: give one way for requests to arrive");
   if (concurrency && *concurrency < 1) throw_bad_input("--concurrency: must be at least 1, got {}", *concurrency);

@@ -108,6 +108,7 @@ class ServingRuntime {
       run.outputs.emplace_back(state_[r].tokens.begin() + requests_[r].prompt_tokens, state_[r].tokens.end());
     for (size_t r = 0; r < state_.size(); ++r) {
       run.measured.requests[r].arrival_s = state_[r].arrival_s;
+      run.measured.requests[r].prompt_tokens = requests_[r].prompt_tokens;
       run.measured.requests[r].output_tokens = state_[r].generated;
     }
     return run;

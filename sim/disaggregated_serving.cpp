@@ -73,6 +73,7 @@ DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& clus
     ServedRequest& s = out.served.requests[i];
     s.arrival_s = requests[i].arrival_s;
     s.first_token_s = s.last_token_s = out.prefill.requests[i].first_token_s;
+    s.prompt_tokens = requests[i].prompt_tokens;
     s.output_tokens = requests[i].output_tokens;
     s.preemptions = out.prefill.requests[i].preemptions;
   }

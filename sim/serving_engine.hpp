@@ -103,6 +103,7 @@ class ServingEngine {
       const bool closed = c_.concurrency > 0;
       arrival_.push_back(!closed ? requests[i].arrival_s : (static_cast<long>(i) < c_.concurrency ? 0.0 : kInf));
       out_.requests[i].arrival_s = arrival_.back();
+      out_.requests[i].prompt_tokens = requests[i].prompt_tokens;
       out_.requests[i].output_tokens = requests[i].output_tokens;
     }
     released_ = std::min(requests.size(), static_cast<size_t>(c_.concurrency));

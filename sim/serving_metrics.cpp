@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
 
 namespace pw {
 
@@ -12,19 +18,70 @@ double nearest_rank(std::vector<double> values, double p) {
   return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
 }
 
-ServingMetrics serving_metrics(const ServingResult& r) {
+std::vector<double> percentiles_from_string(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    double p = 0;
+    size_t used = 0;
+    try {
+      p = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || !(p > 0 && p <= 100))
+      throw_bad_input("--percentiles: '{}' is not a percentile in (0, 100]; give them comma-separated, e.g. 90,95", item);
+    out.push_back(p);
+  }
+  if (out.empty()) throw_bad_input("--percentiles: give at least one, comma-separated, e.g. 90,95");
+  if (out.size() > 16) throw_bad_input("--percentiles: {} given; at most 16", out.size());
+  return out;
+}
+
+std::string percentile_text(double p) { return fmt::format("{:g}", p); }
+
+namespace {
+
+LatencyStats stats_of(std::vector<double> values, const std::vector<double>& percentiles) {
+  LatencyStats s;
+  s.defined = !values.empty();
+  if (!s.defined) {
+    s.at_s.assign(percentiles.size(), 0);
+    return s;
+  }
+  s.mean_s = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  std::sort(values.begin(), values.end());
+  for (double p : percentiles) s.at_s.push_back(nearest_rank(values, p));
+  return s;
+}
+
+}  // namespace
+
+ServingMetrics serving_metrics(const ServingResult& r, const std::vector<double>& more) {
   ServingMetrics m;
-  std::vector<double> ttft, tpot;
-  double tokens = 0;
+  m.percentiles = {50, 99};
+  m.percentiles.insert(m.percentiles.end(), more.begin(), more.end());
+  std::sort(m.percentiles.begin(), m.percentiles.end());
+  m.percentiles.erase(std::unique(m.percentiles.begin(), m.percentiles.end()), m.percentiles.end());
+  std::vector<double> ttft, tpot, e2el;
+  double output = 0, input = 0;
   for (const ServedRequest& q : r.requests) {
-    tokens += static_cast<double>(q.output_tokens);
+    output += static_cast<double>(q.output_tokens);
+    input += static_cast<double>(q.prompt_tokens);
     ttft.push_back(q.first_token_s - q.arrival_s);
+    e2el.push_back(q.last_token_s - q.arrival_s);
     if (q.output_tokens > 1) tpot.push_back((q.last_token_s - q.first_token_s) / static_cast<double>(q.output_tokens - 1));
   }
   if (r.makespan_s > 0) {
-    m.output_tokens_per_s = tokens / r.makespan_s;
+    m.output_tokens_per_s = output / r.makespan_s;
+    m.input_tokens_per_s = input / r.makespan_s;
+    m.total_tokens_per_s = (input + output) / r.makespan_s;
     m.requests_per_s = static_cast<double>(r.requests.size()) / r.makespan_s;
   }
+  m.ttft = stats_of(ttft, m.percentiles);
+  m.tpot = stats_of(tpot, m.percentiles);
+  m.e2el = stats_of(e2el, m.percentiles);
   m.ttft_p50_s = nearest_rank(ttft, 50);
   m.ttft_p99_s = nearest_rank(ttft, 99);
   m.tpot_p50_s = nearest_rank(tpot, 50);
@@ -35,10 +92,16 @@ ServingMetrics serving_metrics(const ServingResult& r) {
 void add_metrics_json(nlohmann::ordered_json& j, const ServingMetrics& m) {
   j["output_tokens_per_s"] = m.output_tokens_per_s;
   j["requests_per_s"] = m.requests_per_s;
-  j["ttft_p50_s"] = m.ttft_p50_s;
-  j["ttft_p99_s"] = m.ttft_p99_s;
-  j["tpot_p50_s"] = m.tpot_p50_s;
-  j["tpot_p99_s"] = m.tpot_p99_s;
+  j["input_tokens_per_s"] = m.input_tokens_per_s;
+  j["total_tokens_per_s"] = m.total_tokens_per_s;
+  for (const auto& [name, stats] : {std::pair<const char*, const LatencyStats*>{"ttft", &m.ttft},
+                                    {"tpot", &m.tpot},
+                                    {"e2el", &m.e2el}}) {
+    const auto value = [&](double v) { return stats->defined ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); };
+    j[fmt::format("{}_mean_s", name)] = value(stats->mean_s);
+    for (size_t i = 0; i < m.percentiles.size(); ++i)
+      j[fmt::format("{}_p{}_s", name, percentile_text(m.percentiles[i]))] = value(stats->at_s[i]);
+  }
 }
 
 }  // namespace pw

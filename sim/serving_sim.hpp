@@ -56,6 +56,7 @@ struct ServedRequest {
   double arrival_s = 0;
   double first_token_s = 0;
   double last_token_s = 0;
+  long prompt_tokens = 0;
   long output_tokens = 0;
   int preemptions = 0;
 };

@@ -22,9 +22,12 @@ TEST_CASE("serve simulate --json: throughput, TTFT and TPOT percentiles, the KV 
   INFO(r.err);
   REQUIRE(r.code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  for (const char* key : {"output_tokens_per_s", "requests_per_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
-                          "kv_capacity_tokens", "peak_kv_use", "preemptions", "batches", "stage_busy_fraction"})
+  for (const char* key : {"output_tokens_per_s", "requests_per_s", "input_tokens_per_s", "total_tokens_per_s",
+                          "ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "tpot_mean_s", "tpot_p50_s", "tpot_p99_s",
+                          "e2el_mean_s", "e2el_p50_s", "e2el_p99_s", "kv_capacity_tokens", "peak_kv_use", "preemptions",
+                          "batches", "stage_busy_fraction"})
     CHECK(j.contains(key));
+  CHECK(j.at("input_tokens_per_s").get<double>() == Approx(64 * 256 / j.at("makespan_s").get<double>()).epsilon(1e-12));
   const double makespan = j.at("makespan_s").get<double>();
   CHECK(j.at("output_tokens_per_s").get<double>() == Approx(64 * 32 / makespan).epsilon(1e-12));
   CHECK(j.at("requests_per_s").get<double>() == Approx(64 / makespan).epsilon(1e-12));
@@ -39,7 +42,14 @@ TEST_CASE("serve simulate --json: throughput, TTFT and TPOT percentiles, the KV 
   CHECK(text.out.rfind("llama3-8b on dgx-h100: tp 2, pp 2 (4 GPUs), 64 requests of 256 prompt and 32 output tokens, "
                        "all at once\n",
                        0) == 0);
-  CHECK(text.out.find("\n  TTFT p50 / p99 ") != std::string::npos);
+  CHECK(text.out.find("\n  latency             mean / p50 / p99\n  TTFT                ") != std::string::npos);
+  CHECK(text.out.find("\n  end to end          ") != std::string::npos);
+  // --percentiles adds columns; a bad one is refused in one line.
+  CHECK(run_cli(with(kServe, {"--percentiles", "90,95"})).out.find("\n  latency             mean / p50 / p90 / p95 / "
+                                                                   "p99\n") != std::string::npos);
+  const CliResult bad = run_cli(with(kServe, {"--percentiles", "101"}));
+  CHECK(bad.code == 2);
+  CHECK(bad.err == "error: --percentiles: '101' is not a percentile in (0, 100]; give them comma-separated, e.g. 90,95\n");
 }
 
 TEST_CASE("serve simulate: closed loop, Poisson and trace arrivals") {

@@ -88,12 +88,36 @@ TEST_CASE("metrics: nearest-rank percentiles and rates over the run") {
   CHECK(nearest_rank({}, 50) == 0);
   ServingResult r;
   r.makespan_s = 10;
-  r.requests = {{0, 1, 5, 5, 0}, {2, 4, 8, 3, 0}};
-  const ServingMetrics m = serving_metrics(r);
+  // arrival, first token, last token, prompt tokens, output tokens, preemptions
+  r.requests = {{0, 1, 5, 10, 5, 0}, {2, 4, 8, 20, 3, 0}};
+  const ServingMetrics m = serving_metrics(r, {90});
   CHECK(m.output_tokens_per_s == 0.8);
   CHECK(m.requests_per_s == 0.2);
+  CHECK(m.input_tokens_per_s == 3);
+  CHECK(m.total_tokens_per_s == 3.8);
   CHECK(m.ttft_p50_s == 1);
   CHECK(m.ttft_p99_s == 2);
   CHECK(m.tpot_p50_s == 1);  // (5 - 1) / 4 and (8 - 4) / 2
   CHECK(m.tpot_p99_s == 2);
+  CHECK(m.percentiles == std::vector<double>{50, 90, 99});
+  CHECK(m.ttft.mean_s == 1.5);
+  CHECK(m.ttft.at_s == std::vector<double>{1, 2, 2});
+  CHECK(m.tpot.mean_s == 1.5);
+  CHECK(m.e2el.mean_s == 5.5);  // 5 - 0 and 8 - 2
+  CHECK(m.e2el.at_s == std::vector<double>{5, 6, 6});
+  nlohmann::ordered_json j;
+  add_metrics_json(j, m);
+  CHECK(j.at("e2el_p90_s") == 6);
+  CHECK(j.at("tpot_mean_s") == 1.5);
+  // One output token each: no TPOT, null in JSON rather than a 0 that reads as instant.
+  r.requests = {{0, 1, 1, 10, 1, 0}};
+  const ServingMetrics single = serving_metrics(r);
+  CHECK(!single.tpot.defined);
+  nlohmann::ordered_json k;
+  add_metrics_json(k, single);
+  CHECK(k.at("tpot_p50_s").is_null());
+  CHECK(k.at("tpot_mean_s").is_null());
+  CHECK(k.at("ttft_p50_s") == 1);
+  CHECK(percentiles_from_string("90,99.9") == std::vector<double>{90, 99.9});
+  CHECK(percentile_text(99.9) == "99.9");
 }
