@@ -44,6 +44,7 @@ void print_metrics(std::ostream& out, const ServingMetrics& m, const std::string
   };
   line("TTFT", m.ttft, "");
   line("TPOT", m.tpot, m.tpot.defined ? tpot_note : "   (no request has two output tokens)");
+  line("ITL", m.itl, "");
   line("end to end", m.e2el, "");
 }
 

@@ -62,6 +62,7 @@ DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& clus
     ServingRequest d = requests[i];
     d.arrival_s = out.prefill.requests[i].first_token_s + t;
     d.prefilled = true;
+    d.first_token_s = out.prefill.requests[i].first_token_s;
     decodes.push_back(d);
     decoded.push_back(i);
   }
@@ -84,6 +85,7 @@ DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& clus
   }
   for (const ServedRequest& s : out.served.requests) out.served.makespan_s = std::max(out.served.makespan_s, s.last_token_s);
   out.served.preemptions = out.prefill.preemptions + out.decode.preemptions;
+  out.served.token_gaps = out.decode.token_gaps;  // the prefill pool makes first tokens only
   out.served.batches = out.prefill.batches + out.decode.batches;
   return out;
 }

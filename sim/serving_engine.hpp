@@ -148,6 +148,9 @@ class ServingEngine {
     while (!flights_.empty() && flights_.top().ready_s <= t) {
       const Flight f = flights_.top();
       flights_.pop();
+      // The batch's token gaps, counted here first: its decodes mostly share their last step, so one gap.
+      double gap = -1;
+      long gaps = 0;
       for (const SequenceChunk& c : f.batch) {
         const size_t i = static_cast<size_t>(c.request);
         serving_detail::Live& l = live_[i];
@@ -159,6 +162,12 @@ class ServingEngine {
         ++l.generated;
         ServedRequest& r = out_.requests[i];
         if (l.generated == 1) r.first_token_s = f.done_s;
+        if (l.generated >= 2) {
+          const double g = f.done_s - r.last_token_s;
+          if (g != gap && gaps > 0) out_.token_gaps[gap] += gaps, gaps = 0;
+          gap = g;
+          ++gaps;
+        }
         r.last_token_s = f.done_s;
         out_.makespan_s = std::max(out_.makespan_s, f.done_s);
         if (l.generated >= requests_[i].output_tokens) {
@@ -175,6 +184,7 @@ class ServingEngine {
           }
         }
       }
+      if (gaps > 0) out_.token_gaps[gap] += gaps;
     }
     finished_ += finished;
     return finished;
@@ -220,6 +230,8 @@ class ServingEngine {
         l.prefilled = true;
         l.generated = 1;
         out_.requests[i].first_token_s = arrival_[i];
+        // Its second token's gap runs from when the client got the first (before the cache's transfer).
+        out_.requests[i].last_token_s = requests_[i].first_token_s > 0 ? requests_[i].first_token_s : arrival_[i];
         admit(i);
         batch.push_back(chunk(i, 1));
         --budget;

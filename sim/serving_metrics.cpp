@@ -56,6 +56,34 @@ LatencyStats stats_of(std::vector<double> values, const std::vector<double>& per
   return s;
 }
 
+// The same over values given with their counts (sorted by value, as a map keeps them).
+LatencyStats stats_of(const std::map<double, long>& counted, const std::vector<double>& percentiles) {
+  LatencyStats s;
+  double n = 0, sum = 0;
+  for (const auto& [v, c] : counted) {
+    n += static_cast<double>(c);
+    sum += v * static_cast<double>(c);
+  }
+  s.defined = n > 0;
+  if (!s.defined) {
+    s.at_s.assign(percentiles.size(), 0);
+    return s;
+  }
+  s.mean_s = sum / n;
+  for (double p : percentiles) {
+    const double rank = std::max(1.0, std::ceil(p / 100 * n));
+    double seen = 0;
+    for (const auto& [v, c] : counted) {
+      seen += static_cast<double>(c);
+      if (seen >= rank) {
+        s.at_s.push_back(v);
+        break;
+      }
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 ServingMetrics serving_metrics(const ServingResult& r, const std::vector<double>& more) {
@@ -82,6 +110,7 @@ ServingMetrics serving_metrics(const ServingResult& r, const std::vector<double>
   m.ttft = stats_of(ttft, m.percentiles);
   m.tpot = stats_of(tpot, m.percentiles);
   m.e2el = stats_of(e2el, m.percentiles);
+  m.itl = stats_of(r.token_gaps, m.percentiles);
   m.ttft_p50_s = nearest_rank(ttft, 50);
   m.ttft_p99_s = nearest_rank(ttft, 99);
   m.tpot_p50_s = nearest_rank(tpot, 50);
@@ -96,6 +125,7 @@ void add_metrics_json(nlohmann::ordered_json& j, const ServingMetrics& m) {
   j["total_tokens_per_s"] = m.total_tokens_per_s;
   for (const auto& [name, stats] : {std::pair<const char*, const LatencyStats*>{"ttft", &m.ttft},
                                     {"tpot", &m.tpot},
+                                    {"itl", &m.itl},
                                     {"e2el", &m.e2el}}) {
     const auto value = [&](double v) { return stats->defined ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); };
     j[fmt::format("{}_mean_s", name)] = value(stats->mean_s);

@@ -1,8 +1,9 @@
 #pragma once
 // What a serving run is judged by, as `vllm bench serve` and `sglang.bench_serving` report it: requests, output,
 // input and all tokens per second over the run; the time to the first token (TTFT), per output token after it
-// (TPOT: (last - first) / (outputs - 1), over requests of two tokens or more) and from arrival to the last token
-// (end-to-end latency, E2EL), each as a mean and at percentiles by nearest rank (the median and p99 always).
+// (TPOT: (last - first) / (outputs - 1), over requests of two tokens or more), between two tokens (inter-token
+// latency, ITL, over every gap) and from arrival to the last token (end-to-end latency, E2EL), each as a mean and
+// at percentiles by nearest rank (the median and p99 always).
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -29,6 +30,7 @@ struct ServingMetrics {
   double tpot_p50_s = 0, tpot_p99_s = 0;  // over requests with more than one output token (0 if none)
   std::vector<double> percentiles;        // those of the stats below: 50 and 99, and any more asked
   LatencyStats ttft, tpot, e2el;
+  LatencyStats itl;  // over every gap between two tokens of a request (ServingResult::token_gaps)
 };
 
 // The percentiles of --percentiles ("90,95"): each in (0, 100], at most 16; BadInput naming the bad one.
@@ -40,7 +42,7 @@ double nearest_rank(std::vector<double> values, double p);
 // `more` percentiles beside 50 and 99 (sorted, each once).
 ServingMetrics serving_metrics(const ServingResult& r, const std::vector<double>& more = {});
 
-// Appends output_tokens_per_s, requests_per_s, input_tokens_per_s, total_tokens_per_s and, for ttft, tpot and
+// Appends output_tokens_per_s, requests_per_s, input_tokens_per_s, total_tokens_per_s and, for ttft, tpot, itl and
 // e2el, <name>_mean_s and <name>_p<P>_s at each percentile (ttft_p50_s, tpot_p99_s, e2el_p90_s, ...) to `j`;
 // null for a latency no request has.
 void add_metrics_json(nlohmann::ordered_json& j, const ServingMetrics& m);

@@ -8,6 +8,7 @@
 // order on every stage, so a batch's path through the stages is known when it is formed. A request becomes
 // schedulable again when the batch it rode leaves the last stage (its next token depends on it) and the sampled
 // tokens are back on the first stage, over the link between the two (vLLM's engine forms batches there).
+#include <map>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -27,6 +28,8 @@ struct ServingRequest {
   // Disaggregated serving's decode pool: the prompt's KV cache and the first token arrive with the request
   // (a prefill pool computed them), so the engine only decodes, unless a preemption makes it recompute.
   bool prefilled = false;
+  // Prefilled: when the client got that first token (the prefill pool's), the start of the gap to the second.
+  double first_token_s = 0;
 };
 
 struct ServingConfig {
@@ -79,6 +82,9 @@ struct ServingResult {
   std::vector<Span> spans;
   std::vector<ServingStep> steps;  // every batch in launch order, what the executor runs
   long preemptions = 0;
+  // Inter-token latency: every gap between two consecutive tokens of a request, as seconds and how many gaps
+  // had it (a step's decodes share a few values, so the map stays about as large as the batches).
+  std::map<double, long> token_gaps;
 };
 
 // `vllm serve`'s scheduler limits for a GPU (vllm/engine/arg_utils.py, EngineArgs._set_default_args, at

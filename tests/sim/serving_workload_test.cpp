@@ -119,5 +119,10 @@ TEST_CASE("metrics: nearest-rank percentiles and rates over the run") {
   CHECK(k.at("tpot_mean_s").is_null());
   CHECK(k.at("ttft_p50_s") == 1);
   CHECK(percentiles_from_string("90,99.9") == std::vector<double>{90, 99.9});
+  // ITL over counted gaps: 1 s twice and 3 s once.
+  r.token_gaps = {{1.0, 2}, {3.0, 1}};
+  const ServingMetrics itl = serving_metrics(r);
+  CHECK(itl.itl.mean_s == Approx(5.0 / 3));
+  CHECK(itl.itl.at_s == std::vector<double>{1, 3});  // ranks 2 and 3 of 3
   CHECK(percentile_text(99.9) == "99.9");
 }
