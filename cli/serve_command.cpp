@@ -187,6 +187,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto chrome_trace = std::make_shared<std::string>();
   so->add_to(*sim);
   so->add_kernels_to(*sim);
+  so->add_percentiles_to(*sim);
   sim->add_option("--chrome-trace", *chrome_trace, "Write each stage's batches as a Chrome / Perfetto trace");
   sim->add_option("--tp", degrees->first, "Tensor-parallel degree")->capture_default_str();
   sim->add_option("--pp", degrees->second, "Pipeline-parallel degree")->capture_default_str();

@@ -1,8 +1,5 @@
 #include "cli/serve_options.hpp"
 
-#include "kernels/installed_tables.hpp"
-#include "sim/serving_metrics.hpp"
-
 #include <fmt/format.h>
 
 #include <cmath>
@@ -11,6 +8,8 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/work_estimate.hpp"
+#include "kernels/installed_tables.hpp"
+#include "sim/serving_metrics.hpp"
 #include "sim/serving_workload.hpp"
 
 namespace pw {
@@ -24,8 +23,9 @@ double expected_length(const LengthSpec& s) { return s.kind == LengthSpec::Kind:
 
 }  // namespace
 
-void ServeOptions::add_kernels_to(CLI::App& cmd) {
-  add_kernels_option(cmd, kernels);
+void ServeOptions::add_kernels_to(CLI::App& cmd) { add_kernels_option(cmd, kernels); }
+
+void ServeOptions::add_percentiles_to(CLI::App& cmd) {
   cmd.add_option("--percentiles", percentiles,
                  "Latency percentiles to report beside the median and p99, comma-separated (e.g. 90,95)");
 }
