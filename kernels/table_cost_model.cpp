@@ -292,7 +292,6 @@ const std::vector<GemmShape>& TableCostModel::serving_gemms(const Layer& layer, 
   one.tp = work.tp;
   one.sequence_parallel = false;
   g.per_token = layer_work(*work.model, layer, one).forward.gemms;
-  for (GemmShape& shape : g.per_token) shape.fp8 = layer.kind == LayerKind::Block && work.weights == ServingWeights::Fp8;
   return (serving_gemms_[key] = std::move(g)).per_token;
 }
 
@@ -374,7 +373,10 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
   if (work.gemm_tokens > 0 && has(kGemm)) {
     double s = 0, bf16 = 0, fp8 = 0, weights = 0;
     bool all = true;
+    // fp8 per call, not in the cached shapes: the blocks' GEMMs under --quantization fp8 (not the head's).
+    const bool in_fp8 = layer.kind == LayerKind::Block && work.weights == ServingWeights::Fp8;
     for (GemmShape g : serving_gemms(layer, work)) {
+      g.fp8 = in_fp8;
       weights += g.k * g.n * serving_weight_bytes(layer.kind, work.weights);
       g.m = work.gemm_tokens;
       const TableTime& answer = look_up_locked(layer, g);

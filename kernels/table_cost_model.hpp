@@ -72,7 +72,7 @@ class TableCostModel : public CostModelOver {
   using CollectiveKey = std::tuple<int, double, int>;  // kind (kCustomAllReduce: an engine's own), bytes, GPUs
   static constexpr int kCustomAllReduce = -1;
   using DecodeKey = std::tuple<bool, int, int, int, int, int>;  // fp8 KV cache, batch, context, heads, kv heads, dim
-  // A serving layer's dense GEMMs at one token (m 1), by model, layer and tp.
+  // A serving layer's dense GEMMs at one token (m 1, bf16), by model, layer and tp.
   struct ServingGemms {
     std::string model;  // the name, against an address reused by another model
     std::vector<GemmShape> per_token;

@@ -303,4 +303,9 @@ TEST_CASE("a serving step's dense GEMMs are the tables' at the step's tokens, th
   CHECK(s.gemm_s == Approx(table + kPowerLawC * 16 * h * v).margin(2e-12));  // summed in whole picoseconds
   // No generation attention table: the decode attention is the model's, and the kind is named.
   CHECK(s.absent == std::vector<std::string>{"generation_attention_perf"});
+  // fp8 weights ask fp8 GEMMs of the same shapes (cached in bf16), which these tables lack: the model's, whole.
+  const ServingWork fp8 = serving_layer_work(m, block, 1, batch, KvCacheDtype::Bf16, ServingWeights::Fp8);
+  CHECK(tables.serving_time(block, fp8, h200.gpu, h200.intra_node, 1) ==
+        analytic.serving_time(block, fp8, h200.gpu, h200.intra_node, 1));
+  CHECK(tables.share().missing.front().rfind("fp8 GEMM m 16, n ", 0) == 0);
 }
