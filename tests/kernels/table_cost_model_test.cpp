@@ -30,8 +30,10 @@ nlohmann::json table(const char* kind, const std::vector<std::string>& keys, con
 // An h200_sxm folder whose bfloat16 GEMMs follow t = c m n k on every power of two from 1 to 65536; with
 // `more`, also bf16 context attention of 8 kv heads of 128 (t = c b s^2 heads, powers of two) and NCCL
 // collectives of 2 to 8 GPUs (t = c elements, powers of two up to 2^30).
-std::shared_ptr<KernelTables> power_law_tables(bool more = false) {
-  const auto dir = fresh_folder(more ? "table_cost_model_more" : "table_cost_model");
+// `name`: a folder of this test case's own (ctest runs test cases side by side, and a table is read when first
+// asked, so a folder another case remakes meanwhile would be gone).
+std::shared_ptr<KernelTables> power_law_tables(const std::string& name, bool more = false) {
+  const auto dir = fresh_folder(name);
   nlohmann::json rows = nlohmann::json::array();
   for (int a = 0; a <= 16; ++a)
     for (int b = 0; b <= 16; ++b)
@@ -113,7 +115,7 @@ TEST_CASE("tables measured on an A100 of 80 GB do not price one of 40 GB", "[ker
 TEST_CASE("each phase's GEMMs are the tables' times in place of the analytic model's", "[kernels]") {
   const AnalyticCostParams params;
   const AnalyticCostModel analytic(params);
-  const TableCostModel tables(analytic, power_law_tables());
+  const TableCostModel tables(analytic, power_law_tables("table_cost_model_phases"));
   const Cluster h200 = cluster_preset("hgx-h200");
   const Model m = model_preset("llama3-70b");
   const Layer& block = m.layers[m.block_index(0)];
@@ -148,7 +150,7 @@ TEST_CASE("each phase's GEMMs are the tables' times in place of the analytic mod
 
 TEST_CASE("another GPU, a layer without GEMMs and a shape past the tables keep the model's time", "[kernels]") {
   const AnalyticCostModel analytic;
-  const TableCostModel tables(analytic, power_law_tables());
+  const TableCostModel tables(analytic, power_law_tables("table_cost_model_other_gpu"));
   const Model m = model_preset("llama3-70b");
   const Layer& block = m.layers[m.block_index(0)];
   const LayerWork work = layer_work(m, block, long_sequences(1));
@@ -194,7 +196,7 @@ TEST_CASE("the fused attention forward and the tp collectives within a node are 
   AnalyticCostParams params;
   params.tp_overlap = 0.25;  // the tables' collectives exposed in the model's share
   const AnalyticCostModel analytic(params);
-  const TableCostModel tables(analytic, power_law_tables(true));
+  const TableCostModel tables(analytic, power_law_tables("table_cost_model_attention", true));
   const Cluster h200 = cluster_preset("hgx-h200");
   const Model m = model_preset("llama3-70b");  // 64 heads, 8 kv heads of 128
   const Layer& block = m.layers[m.block_index(0)];
@@ -264,7 +266,7 @@ TEST_CASE("the fused attention forward and the tp collectives within a node are 
 
 TEST_CASE("a serving step's dense GEMMs are the tables' at the step's tokens, the rest the model's", "[kernels]") {
   const AnalyticCostModel analytic;
-  const TableCostModel tables(analytic, power_law_tables());
+  const TableCostModel tables(analytic, power_law_tables("table_cost_model_serving"));
   const Cluster h200 = cluster_preset("hgx-h200");
   const Model m = model_preset("llama3-8b");
   const Layer& block = m.layers[m.block_index(0)];
