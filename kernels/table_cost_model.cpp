@@ -121,30 +121,18 @@ bool TableCostModel::answer_cached(const PhaseWork* const parts[2], int tp, bool
 
 void TableCostModel::answer_all(const Layer& layer, const PhaseWork* const parts[2], int tp, bool collectives,
                                 Answers& a) const {
-  // A shape's answer, looked up once: a missing one is noted the first time it is asked.
-  const auto answer = [&](auto& cache, const auto& key, auto&& look_up, auto&& describe) -> const TableTime* {
-    auto it = cache.find(key);
-    if (it == cache.end()) {
-      it = cache.emplace(key, look_up()).first;
-      if (!it->second.found()) note_missing(describe(), layer, it->second);
-    }
-    return &it->second;
-  };
   for (int i = 0; i < 2; ++i) {
     if (!parts[i]) continue;
     const PhaseWork& p = *parts[i];
     for (size_t j = 0; has(kGemm) && j < p.gemms.size() && j < kMaxPartShapes; ++j) {
-      const GemmShape& g = p.gemms[j];
-      a.gemms[i][j] = answer(
-          gemms_, GemmKey{g.fp8, g.m, g.n, g.k},
-          [&] { return queries_.gemm(g.fp8 ? Precision::Fp8 : Precision::Bf16, g.m, g.n, g.k); },
-          [&] { return fmt::format("{} GEMM m {:g}, n {:g}, k {:g}", g.fp8 ? "fp8" : "bf16", g.m, g.n, g.k); });
+      a.gemms[i][j] = &look_up_locked(layer, p.gemms[j]);
     }
     for (size_t j = 0; j < p.attentions.size() && j < kMaxPartShapes; ++j) {
       const FusedAttention& t = p.attentions[j];
       if (!asks(t)) continue;
-      a.attentions[i][j] = answer(
+      a.attentions[i][j] = &answer_once(
           attentions_, AttentionKey{t.batch, t.seq, t.heads, t.kv_heads, t.head_dim},
+          layer,
           [&] { return queries_.context_attention(Precision::Bf16, t.batch, t.seq, t.heads, t.kv_heads, t.head_dim); },
           [&] {
             return fmt::format("attention forward batch {}, sequence {}, heads {}, kv heads {}, head dim {}", t.batch,
@@ -153,8 +141,8 @@ void TableCostModel::answer_all(const Layer& layer, const PhaseWork* const parts
     }
     for (size_t j = 0; collectives && j < p.collectives.size() && j < kMaxPartShapes; ++j) {
       const Collective& c = p.collectives[j];
-      a.collectives[i][j] = answer(
-          collectives_, CollectiveKey{static_cast<int>(c.kind), c.bytes, tp},
+      a.collectives[i][j] = &answer_once(
+          collectives_, CollectiveKey{static_cast<int>(c.kind), c.bytes, tp}, layer,
           [&] { return queries_.collective(table_op(c.kind), Precision::Bf16, c.bytes, tp); },
           [&] { return fmt::format("{} of {} over {} GPUs", collective_name(c.kind), format_bytes(c.bytes), tp); });
     }
@@ -296,14 +284,10 @@ const std::vector<GemmShape>& TableCostModel::serving_gemms(const Layer& layer, 
 }
 
 const TableTime& TableCostModel::look_up_locked(const Layer& layer, const GemmShape& g) const {
-  auto it = gemms_.find(GemmKey{g.fp8, g.m, g.n, g.k});
-  if (it == gemms_.end()) {
-    it = gemms_.emplace(GemmKey{g.fp8, g.m, g.n, g.k}, queries_.gemm(g.fp8 ? Precision::Fp8 : Precision::Bf16, g.m, g.n, g.k))
-             .first;
-    if (!it->second.found())
-      note_missing(fmt::format("{} GEMM m {:g}, n {:g}, k {:g}", g.fp8 ? "fp8" : "bf16", g.m, g.n, g.k), layer, it->second);
-  }
-  return it->second;
+  return answer_once(
+      gemms_, GemmKey{g.fp8, g.m, g.n, g.k}, layer,
+      [&] { return queries_.gemm(g.fp8 ? Precision::Fp8 : Precision::Bf16, g.m, g.n, g.k); },
+      [&] { return fmt::format("{} GEMM m {:g}, n {:g}, k {:g}", g.fp8 ? "fp8" : "bf16", g.m, g.n, g.k); });
 }
 
 namespace {
@@ -379,9 +363,9 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
       g.fp8 = in_fp8;
       weights += g.k * g.n * serving_weight_bytes(layer.kind, work.weights);
       g.m = work.gemm_tokens;
-      const TableTime& answer = look_up_locked(layer, g);
-      if (!(all = answer.found())) break;
-      s += answer.seconds;
+      const TableTime& time = look_up_locked(layer, g);
+      if (!(all = time.found())) break;
+      s += time.seconds;
       (g.fp8 ? fp8 : bf16) += g.flops();
     }
     if (all && s > 0) {
@@ -398,20 +382,20 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
     const int context = static_cast<int>(std::lround(work.decode_context / static_cast<double>(work.decode_tokens)));
     const DecodeKey key{work.kv_dtype == KvCacheDtype::Fp8, static_cast<int>(work.decode_tokens), context,
                         t.heads / tp, t.kv_heads / tp, t.head_dim};
-    auto it = decodes_.find(key);
-    if (it == decodes_.end()) {
-      it = decodes_.emplace(key, queries_.generation_attention(std::get<0>(key), std::get<1>(key), context,
-                                                               std::get<3>(key), std::get<4>(key), t.head_dim))
-               .first;
-      if (!it->second.found())
-        note_missing(fmt::format("decode attention batch {}, context {}, heads {}, kv heads {}, head dim {}",
-                                 std::get<1>(key), context, std::get<3>(key), std::get<4>(key), t.head_dim),
-                     layer, it->second);
-    }
-    if (it->second.found()) {
+    const TableTime& decode = answer_once(
+        decodes_, key, layer,
+        [&] {
+          return queries_.generation_attention(std::get<0>(key), std::get<1>(key), context, std::get<3>(key),
+                                               std::get<4>(key), t.head_dim);
+        },
+        [&] {
+          return fmt::format("decode attention batch {}, context {}, heads {}, kv heads {}, head dim {}",
+                             std::get<1>(key), context, std::get<3>(key), std::get<4>(key), t.head_dim);
+        });
+    if (decode.found()) {
       rest.attention_flops = 0;
       rest.kv_bytes = 0;
-      attention_s = it->second.seconds;
+      attention_s = decode.seconds;
     }
   }
   const bool custom_table = queries_.tables().has("custom_allreduce_perf");
@@ -424,18 +408,18 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
       const bool custom =
           c.kind == CollectiveKind::AllReduce && c.bytes <= AnalyticCostModel::kCustomAllReduceMaxBytes && custom_table;
       const CollectiveKey key{custom ? kCustomAllReduce : static_cast<int>(c.kind), c.bytes, tp};
-      auto it = collectives_.find(key);
-      if (it == collectives_.end()) {
-        it = collectives_.emplace(key, custom ? queries_.custom_all_reduce(c.bytes, tp)
-                                              : queries_.collective(table_op(c.kind), Precision::Bf16, c.bytes, tp))
-                 .first;
-        if (!it->second.found())
-          note_missing(fmt::format("{}{} of {} over {} GPUs", custom ? "custom " : "", collective_name(c.kind),
-                                   format_bytes(c.bytes), tp),
-                       layer, it->second);
-      }
-      if (!(all = it->second.found())) break;
-      s += it->second.seconds;
+      const TableTime& time = answer_once(
+          collectives_, key, layer,
+          [&] {
+            return custom ? queries_.custom_all_reduce(c.bytes, tp)
+                          : queries_.collective(table_op(c.kind), Precision::Bf16, c.bytes, tp);
+          },
+          [&] {
+            return fmt::format("{}{} of {} over {} GPUs", custom ? "custom " : "", collective_name(c.kind),
+                               format_bytes(c.bytes), tp);
+          });
+      if (!(all = time.found())) break;
+      s += time.seconds;
     }
     if (all) {
       rest.collectives.clear();

@@ -79,6 +79,18 @@ class TableCostModel : public CostModelOver {
   };
   const std::vector<GemmShape>& serving_gemms(const Layer& layer, const ServingWork& work) const;
   const TableTime& look_up_locked(const Layer& layer, const GemmShape& g) const;
+  // `cache`'s answer for `key`, looked up once (under the lock): `look_up()` asks the tables, and a missing
+  // answer is noted the first time, as `describe()` names it, in `layer`.
+  template <class Cache, class Key, class LookUp, class Describe>
+  const TableTime& answer_once(Cache& cache, const Key& key, const Layer& layer, LookUp&& look_up,
+                               Describe&& describe) const {
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      it = cache.emplace(key, look_up()).first;
+      if (!it->second.found()) note_missing(describe(), layer, it->second);
+    }
+    return it->second;
+  }
   struct Answers;
   // Every answer a phase's parts need; cached ones under the shared lock, the rest looked up under the lock.
   // Whether `gpu` is the tables' (the answers then filled).
