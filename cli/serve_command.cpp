@@ -1,4 +1,4 @@
-// `pipewright serve simulate`: a model served with tp x pp on a cluster under a workload (sim/serving_sim.hpp):
+// `pipewright serve simulate`: a model served with tp x pp on a cluster under a workload (serving/serving_sim.hpp):
 // throughput, time to first token and per output token, the KV cache.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,11 +19,11 @@
 #include "core/output_file.hpp"
 #include "core/units.hpp"
 #include "core/work_estimate.hpp"
-#include "sim/disaggregated_serving.hpp"
-#include "sim/dp_attention_serving.hpp"
-#include "sim/serving_metrics.hpp"
-#include "sim/serving_replicas.hpp"
-#include "sim/serving_trace.hpp"
+#include "serving/disaggregated_serving.hpp"
+#include "serving/dp_attention_serving.hpp"
+#include "serving/serving_metrics.hpp"
+#include "serving/serving_replicas.hpp"
+#include "serving/serving_trace.hpp"
 
 namespace pw {
 namespace {

@@ -9,8 +9,8 @@
 #include "core/json_text.hpp"
 #include "core/work_estimate.hpp"
 #include "kernels/installed_tables.hpp"
-#include "sim/serving_metrics.hpp"
-#include "sim/serving_workload.hpp"
+#include "serving/serving_metrics.hpp"
+#include "serving/serving_workload.hpp"
 
 namespace pw {
 namespace {

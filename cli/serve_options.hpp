@@ -1,6 +1,6 @@
 #pragma once
 // The options `serve simulate` and `serve plan` share: the model and cluster, the workload (lengths and
-// arrivals, sim/serving_workload.hpp) and the engine's settings (vLLM's names), checked before anything runs.
+// arrivals, serving/serving_workload.hpp) and the engine's settings (vLLM's names), checked before anything runs.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include "cli/cost_model_chain.hpp"
 #include "core/cluster.hpp"
 #include "core/model.hpp"
-#include "sim/serving_sim.hpp"
+#include "serving/serving_sim.hpp"
 
 namespace pw {
 

@@ -19,7 +19,7 @@
 #include "profiler/cpu_serving_profile.hpp"
 #include "profiler/profile.hpp"
 #include "profiler/repeat.hpp"
-#include "sim/serving_metrics.hpp"
+#include "serving/serving_metrics.hpp"
 
 namespace pw {
 namespace {

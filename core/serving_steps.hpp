@@ -1,6 +1,6 @@
 #pragma once
 // The serving schedule as a list of batches: which sequences each forward iteration carries and which of
-// their positions it computes. The serving simulator forms it (sim/serving_sim.hpp) and times it; the
+// their positions it computes. The serving simulator forms it (serving/serving_sim.hpp) and times it; the
 // executor runs the same list (executor/cpu_serving.hpp), so the two never disagree on what was scheduled.
 #include <vector>
 

@@ -69,7 +69,7 @@ struct ServingWork {
   double decode_context = 0;  // the decodes' contexts together, tokens
 };
 
-// Expert parallelism over data-parallel attention engines (sim/dp_attention_serving.hpp): the routed experts
+// Expert parallelism over data-parallel attention engines (serving/dp_attention_serving.hpp): the routed experts
 // whole, experts / ep on each of `ep` GPUs, which receive the copies of every engine's tokens of the step.
 struct ServingExperts {
   int ep = 1;         // 1: the experts split over the engine's tp, its own tokens only

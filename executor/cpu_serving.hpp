@@ -11,7 +11,7 @@
 #include "core/model.hpp"
 #include "core/serving_steps.hpp"
 #include "core/stage_costs.hpp"
-#include "sim/serving_sim.hpp"
+#include "serving/serving_sim.hpp"
 
 namespace pw {
 

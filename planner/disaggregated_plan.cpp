@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "sim/disaggregated_serving.hpp"
+#include "serving/disaggregated_serving.hpp"
 
 namespace pw {
 namespace {

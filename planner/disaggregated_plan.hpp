@@ -1,7 +1,7 @@
 #pragma once
 // The serving planner's disaggregated plans: the GPUs split into a prefill pool (a quarter, a half or three
 // quarters of them) and a decode pool (the rest), each pool every engine shape that fills it with replicas
-// (serving_engine_shapes), simulated by sim/disaggregated_serving.hpp. Each prefill pool is simulated once
+// (serving_engine_shapes), simulated by serving/disaggregated_serving.hpp. Each prefill pool is simulated once
 // and tried with every decode pool.
 #include <vector>
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "sim/dp_attention_serving.hpp"
+#include "serving/dp_attention_serving.hpp"
 
 namespace pw {
 

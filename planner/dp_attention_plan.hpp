@@ -1,5 +1,5 @@
 #pragma once
-// The serving planner's data-parallel attention plans for a mixture of experts (sim/dp_attention_serving.hpp):
+// The serving planner's data-parallel attention plans for a mixture of experts (serving/dp_attention_serving.hpp):
 // groups of dp engines of tp GPUs (tp a power of two inside a node dividing the attention heads, at least 2
 // engines) with the routed experts spread over each group's dp x tp GPUs, where that divides the experts and
 // the GPUs; the groups are replicas, each taking every replicas-th request.

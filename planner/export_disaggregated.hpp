@@ -1,7 +1,7 @@
 #pragma once
-// A disaggregated serving plan (a prefill pool and a decode pool, sim/disaggregated_serving.hpp) as the commands
+// A disaggregated serving plan (a prefill pool and a decode pool, serving/disaggregated_serving.hpp) as the commands
 // that run it: one server per engine, each on its own GPUs, and a router that sends each request to the next
-// prefill server and the next decode server in turn, as the simulation assigns them (sim/serving_replicas.hpp).
+// prefill server and the next decode server in turn, as the simulation assigns them (serving/serving_replicas.hpp).
 //
 // SGLang (checked at sgl-project/sglang 08edc506: docs/advanced_features/pd_disaggregation.md and router.md,
 // python/sglang/srt/server_args.py): `--disaggregation-mode prefill|decode`, each prefill server's

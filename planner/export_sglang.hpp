@@ -6,7 +6,7 @@
 // batch against it, as vLLM counts them against --max-num-batched-tokens), --enable-mixed-chunk (without it
 // SGLang runs prefill and decode batches apart, which is not what was simulated), the share of GPU memory
 // for weights and the KV cache, and the KV cache's type. Spanning nodes: one command per node, --nnodes,
-// --node-rank and --dist-init-addr. Data-parallel attention (sim/dp_attention_serving.hpp): --enable-dp-attention
+// --node-rank and --dist-init-addr. Data-parallel attention (serving/dp_attention_serving.hpp): --enable-dp-attention
 // with --dp-size engines in a --tp-size of all the GPUs, --ep-size over them, --moe-a2a-backend deepep,
 // --load-balance-method round_robin, and the per-engine limits multiplied by --dp-size, which SGLang divides
 // them by (server_args.py _handle_data_parallelism, model_runner's _resolve_max_num_reqs).

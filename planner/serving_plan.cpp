@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "planner/disaggregated_plan.hpp"
 #include "planner/dp_attention_plan.hpp"
-#include "sim/serving_replicas.hpp"
+#include "serving/serving_replicas.hpp"
 
 namespace pw {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 // The serving planner: for a model, a cluster, some GPUs and a workload, every tp (a power of two inside a
 // node, dividing the attention heads) and pp (up to the blocks) whose replicas use all the GPUs, each replica
-// serving its round-robin share of the requests (sim/serving_sim.hpp), ranked by what the SLOs let through or
+// serving its round-robin share of the requests (serving/serving_sim.hpp), ranked by what the SLOs let through or
 // by output tokens per second.
 #include <optional>
 #include <string>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/cost_model.hpp"
-#include "sim/serving_metrics.hpp"
-#include "sim/serving_sim.hpp"
+#include "serving/serving_metrics.hpp"
+#include "serving/serving_sim.hpp"
 
 namespace pw {
 
@@ -25,10 +25,10 @@ struct ServingSlo {
 struct ServingPlan {
   int tp = 1, pp = 1, replicas = 1;  // disaggregated: the decode pool's
   // Data-parallel attention engines of tp GPUs each in a group, the experts over the group's dp_attention x tp
-  // GPUs (sim/dp_attention_serving.hpp; replicas: the groups); 1: none.
+  // GPUs (serving/dp_attention_serving.hpp; replicas: the groups); 1: none.
   int dp_attention = 1;
   int ep() const { return dp_attention > 1 ? dp_attention * tp : 1; }
-  // Disaggregated: the prefill pool's (0: one pool serves both, sim/disaggregated_serving.hpp).
+  // Disaggregated: the prefill pool's (0: one pool serves both, serving/disaggregated_serving.hpp).
   int prefill_tp = 0, prefill_pp = 0, prefill_replicas = 0;
   bool disaggregated() const { return prefill_tp > 0; }
   ServingMetrics metrics;

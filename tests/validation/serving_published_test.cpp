@@ -1,5 +1,5 @@
 // Predicts publicly reported vLLM serving benchmarks with the analytic cost model's default parameters and
-// vLLM's default engine limits (sim/serving_sim.hpp), and checks each throughput within 15% of what was
+// vLLM's default engine limits (serving/serving_sim.hpp), and checks each throughput within 15% of what was
 // reported. Prints the table docs/validation.md shows ("Serving: published benchmarks").
 //
 // Sources (their full configurations):
@@ -21,8 +21,8 @@
 #include "core/analytic_cost_model.hpp"
 #include "core/cluster.hpp"
 #include "core/model.hpp"
-#include "sim/serving_metrics.hpp"
-#include "sim/serving_sim.hpp"
+#include "serving/serving_metrics.hpp"
+#include "serving/serving_sim.hpp"
 
 using namespace pw;
 

@@ -1,4 +1,4 @@
-#include "sim/serving_replicas.hpp"
+#include "serving/serving_replicas.hpp"
 
 #include <algorithm>
 

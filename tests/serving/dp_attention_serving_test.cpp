@@ -1,4 +1,4 @@
-// Data-parallel attention with expert parallelism (sim/dp_attention_serving.hpp): the engines step in lockstep,
+// Data-parallel attention with expert parallelism (serving/dp_attention_serving.hpp): the engines step in lockstep,
 // a step costs each layer's slowest engine plus each MoE layer's dispatch and combine, the experts see every
 // engine's tokens, requests alternate engines, and each GPU holds experts / (dp x tp) of them whole.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include "core/cluster.hpp"
 #include "core/error.hpp"
 #include "core/expert_parallel.hpp"
-#include "sim/dp_attention_serving.hpp"
+#include "serving/dp_attention_serving.hpp"
 
 using namespace pw;
 

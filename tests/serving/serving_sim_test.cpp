@@ -1,4 +1,4 @@
-// Serving (sim/serving_sim.hpp): an idle engine's first token is one prefill through every stage, a lone
+// Serving (serving/serving_sim.hpp): an idle engine's first token is one prefill through every stage, a lone
 // decode's next tokens one decode each, a saturated pipeline runs at its slowest stage's rate, and the KV
 // cache's limit preempts.
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 #include "core/analytic_cost_model.hpp"
 #include "core/cluster.hpp"
 #include "core/error.hpp"
-#include "sim/serving_sim.hpp"
+#include "serving/serving_sim.hpp"
 
 using namespace pw;
 

@@ -15,7 +15,7 @@
 // i-th to engine i mod dp), and a closed loop's concurrency is split among them.
 #include <vector>
 
-#include "sim/serving_sim.hpp"
+#include "serving/serving_sim.hpp"
 
 namespace pw {
 
@@ -25,7 +25,7 @@ ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, 
                                     const ServingConfig& engine, int dp, const std::vector<ServingRequest>& requests);
 
 // `groups` such groups, each on its own dp x tp GPUs, each taking every groups-th request (and its share of a
-// closed loop), as replicas do (sim/serving_replicas.hpp). The groups are alike, so group 0's links stand for all.
+// closed loop), as replicas do (serving/serving_replicas.hpp). The groups are alike, so group 0's links stand for all.
 ServingResult simulate_dp_attention_groups(const Model& model, const Cluster& cluster, const CostModel& cost,
                                            const ServingConfig& engine, int dp, int groups,
                                            const std::vector<ServingRequest>& requests);

@@ -1,4 +1,4 @@
-#include "sim/serving_metrics.hpp"
+#include "serving/serving_metrics.hpp"
 
 #include <algorithm>
 #include <cmath>

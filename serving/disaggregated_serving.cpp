@@ -1,4 +1,4 @@
-#include "sim/disaggregated_serving.hpp"
+#include "serving/disaggregated_serving.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -6,7 +6,7 @@
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/kv_cache.hpp"
-#include "sim/serving_replicas.hpp"
+#include "serving/serving_replicas.hpp"
 
 namespace pw {
 namespace {

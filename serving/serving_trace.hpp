@@ -3,7 +3,7 @@
 // per batch (its tokens in the name), times in microseconds.
 #include <nlohmann/json.hpp>
 
-#include "sim/serving_sim.hpp"
+#include "serving/serving_sim.hpp"
 
 namespace pw {
 

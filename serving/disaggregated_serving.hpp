@@ -1,13 +1,13 @@
 #pragma once
 // Disaggregated serving: a prefill pool computes each prompt and its first token, the prompt's KV cache goes
 // over the link to a decode pool, which decodes the rest (vLLM's and SGLang's prefill/decode disaggregation).
-// The pools are engines of their own (sim/serving_sim.hpp), each with replicas; a prefill pool's request asks
+// The pools are engines of their own (serving/serving_sim.hpp), each with replicas; a prefill pool's request asks
 // for its first token only, a decode pool's arrives prefilled (ServingRequest::prefilled) when its cache has
 // arrived. The pools only meet through those arrivals, so simulating the prefill pool first and the decode
 // pool on its results is exact for arrivals that do not depend on finishes (a closed loop does: refused).
 #include <vector>
 
-#include "sim/serving_sim.hpp"
+#include "serving/serving_sim.hpp"
 
 namespace pw {
 

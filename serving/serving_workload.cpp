@@ -1,4 +1,4 @@
-#include "sim/serving_workload.hpp"
+#include "serving/serving_workload.hpp"
 
 #include <fmt/format.h>
 

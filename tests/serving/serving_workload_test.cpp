@@ -1,11 +1,11 @@
-// Serving workloads (sim/serving_workload.hpp) and metrics (sim/serving_metrics.hpp).
+// Serving workloads (serving/serving_workload.hpp) and metrics (serving/serving_metrics.hpp).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "core/error.hpp"
-#include "sim/serving_metrics.hpp"
-#include "sim/serving_workload.hpp"
+#include "serving/serving_metrics.hpp"
+#include "serving/serving_workload.hpp"
 
 using namespace pw;
 

@@ -4,7 +4,7 @@
 #include <functional>
 #include <vector>
 
-#include "sim/serving_sim.hpp"
+#include "serving/serving_sim.hpp"
 
 namespace pw {
 

@@ -35,7 +35,7 @@ struct ServingRequest {
 struct ServingConfig {
   int tp = 1;
   int pp = 1;
-  // Routed experts whole over this many GPUs (data-parallel attention engines, sim/dp_attention_serving.hpp);
+  // Routed experts whole over this many GPUs (data-parallel attention engines, serving/dp_attention_serving.hpp);
   // 1: each expert split over tp.
   int ep = 1;
   std::vector<LayerRange> stages;  // empty: transformer blocks spread evenly (embedding first, head last)

@@ -6,11 +6,11 @@
 
 #include "core/analytic_cost_model.hpp"
 #include "core/cluster.hpp"
-#include "sim/disaggregated_serving.hpp"
-#include "sim/serving_metrics.hpp"
-#include "sim/serving_replicas.hpp"
-#include "sim/serving_sim.hpp"
-#include "sim/serving_workload.hpp"
+#include "serving/disaggregated_serving.hpp"
+#include "serving/serving_metrics.hpp"
+#include "serving/serving_replicas.hpp"
+#include "serving/serving_sim.hpp"
+#include "serving/serving_workload.hpp"
 
 using namespace pw;
 

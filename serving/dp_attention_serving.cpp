@@ -1,4 +1,4 @@
-#include "sim/dp_attention_serving.hpp"
+#include "serving/dp_attention_serving.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -7,8 +7,8 @@
 #include "core/expert_parallel.hpp"
 #include "core/special_values.hpp"
 #include "core/stage_costs.hpp"
-#include "sim/serving_engine.hpp"
-#include "sim/serving_replicas.hpp"
+#include "serving/serving_engine.hpp"
+#include "serving/serving_replicas.hpp"
 
 namespace pw {
 

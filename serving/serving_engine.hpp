@@ -1,7 +1,7 @@
 #pragma once
-// One serving engine (sim/serving_sim.hpp describes what it models): its scheduler (continuous batching under
+// One serving engine (serving/serving_sim.hpp describes what it models): its scheduler (continuous batching under
 // the token budget, the sequence limit and the KV cache's pages, preemption) and its pipeline's timing. run()
-// drives it alone; the data-parallel attention engines (sim/dp_attention_serving.hpp) step several in lockstep.
+// drives it alone; the data-parallel attention engines (serving/dp_attention_serving.hpp) step several in lockstep.
 #include <algorithm>
 #include <deque>
 #include <limits>
@@ -13,7 +13,7 @@
 #include "core/special_values.hpp"
 #include "core/units.hpp"
 #include "core/workload.hpp"
-#include "sim/serving_sim.hpp"
+#include "serving/serving_sim.hpp"
 
 namespace pw {
 
@@ -113,7 +113,7 @@ class ServingEngine {
   ServingResult run() {
     if (c_.ep > 1)
       throw_runtime("serving engine: experts over {} GPUs need the other engines' tokens; step it with them "
-                    "(sim/dp_attention_serving.hpp)",
+                    "(serving/dp_attention_serving.hpp)",
                     c_.ep);
     double now = 0;
     size_t finished = 0;
@@ -140,7 +140,7 @@ class ServingEngine {
   }
 
 
-  // Lockstep use (sim/dp_attention_serving.hpp; pp 1): at a step's time every engine applies the batch that
+  // Lockstep use (serving/dp_attention_serving.hpp; pp 1): at a step's time every engine applies the batch that
   // ended, admits what arrived and forms its batch; the caller times the step for all and launches each.
   // Applies every batch that leaves the pipeline by t; returns the requests that finished.
   size_t complete_until(double t) {

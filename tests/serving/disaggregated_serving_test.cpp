@@ -1,4 +1,4 @@
-// Disaggregated serving (sim/disaggregated_serving.hpp): a lone request's first token is its prefill on the
+// Disaggregated serving (serving/disaggregated_serving.hpp): a lone request's first token is its prefill on the
 // prefill pool, its cache crosses the link, and each next token is one decode on the decode pool; a prefilled
 // request decodes at once; a closed loop is refused.
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 #include "core/analytic_cost_model.hpp"
 #include "core/cluster.hpp"
 #include "core/kv_cache.hpp"
-#include "sim/disaggregated_serving.hpp"
+#include "serving/disaggregated_serving.hpp"
 #include "../error_text.hpp"
 
 using namespace pw;

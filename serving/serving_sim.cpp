@@ -1,11 +1,11 @@
-#include "sim/serving_sim.hpp"
+#include "serving/serving_sim.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <string>
 
 #include "core/error.hpp"
-#include "sim/serving_engine.hpp"
+#include "serving/serving_engine.hpp"
 
 namespace pw {
 

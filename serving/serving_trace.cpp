@@ -1,4 +1,4 @@
-#include "sim/serving_trace.hpp"
+#include "serving/serving_trace.hpp"
 
 #include <fmt/format.h>
 

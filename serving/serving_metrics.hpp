@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/serving_sim.hpp"
+#include "serving/serving_sim.hpp"
 
 namespace pw {
 
