@@ -61,7 +61,7 @@ void check_engine(const Model& model, const std::string& prefix, int tp, int pp)
 void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp, int replicas, int dp_attention,
                         const std::string& chrome_trace) {
   o.check();
-  std::vector<OptionPath> inputs{{"--model", o.model}, {"--cluster", o.cluster}, {"--trace", o.trace}};
+  std::vector<OptionPath> inputs{{"--model", o.model}, {"--cluster", o.cluster}, {"--trace", o.trace}, {"--lengths", o.lengths}};
   check_outputs({{"--chrome-trace", chrome_trace}}, inputs);
   const Model model = o.load_model_checked();
   const Cluster cluster = o.load_cluster_checked();

@@ -57,10 +57,14 @@ void ServeOptions::add_to(CLI::App& cmd, const char* default_cluster) {
   }
   cmd.add_option("--prompt-tokens", prompt_tokens, "Prompt length: N, uniform:MIN:MAX or normal:MEAN:STD")->capture_default_str();
   cmd.add_option("--output-tokens", output_tokens, "Output length, as --prompt-tokens")->capture_default_str();
-  cmd.add_option("--requests", requests, "Requests to serve (not with --trace)")->capture_default_str();
+  cmd.add_option_function<long>("--requests", [this](const long& n) { requests = n, requests_given = true; },
+                                "Requests to serve (not with --trace; default 256, or every line of --lengths)");
   cmd.add_option("--concurrency", concurrency, "Closed loop: this many requests in flight");
   cmd.add_option("--rate", rate, "Poisson arrivals, requests per second");
   cmd.add_option("--trace", trace, "JSONL of {\"prompt_tokens\", \"output_tokens\", \"arrival_s\"}");
+  cmd.add_option("--lengths", lengths,
+                 "JSONL of {\"prompt_tokens\", \"output_tokens\"} replayed in order (a ShareGPT-like set), arriving "
+                 "as --rate or --concurrency say");
   cmd.add_option("--max-num-seqs", max_num_seqs, "Requests running at once (default: vllm serve's for the GPU)");
   cmd.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens in one batch (default: vllm serve's for the GPU)");
   cmd.add_flag("--no-chunked-prefill", no_chunked_prefill, "Prefill each prompt whole in one batch");
@@ -79,6 +83,8 @@ void ServeOptions::check() const {
   if (concurrency && *concurrency < 1) throw_bad_input("--concurrency: must be at least 1, got {}", *concurrency);
   if (rate && !(*rate > 0 && std::isfinite(*rate)))
     throw_bad_input("--rate: must be a positive number of requests per second, got {}", *rate);
+  if (!lengths.empty() && !trace.empty())
+    throw_bad_input("--lengths and --trace: a trace gives its own lengths and arrivals; give one of them");
   if (requests < 1 || requests > kMaxRequests) throw_bad_input("--requests: must be from 1 to {}, got {}", kMaxRequests, requests);
   if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1))
     throw_bad_input("--gpu-memory-utilization: must be in (0, 1], got {}", gpu_memory_utilization);
@@ -86,7 +92,7 @@ void ServeOptions::check() const {
     throw_bad_input("--kv-cache-dtype: '{}' is not one; use auto (the model's bf16) or fp8", kv_cache_dtype);
   if (quantization != "none" && quantization != "fp8")
     throw_bad_input("--quantization: '{}' is not one; use none (bf16 weights) or fp8", quantization);
-  if (trace.empty()) {
+  if (trace.empty() && lengths.empty()) {
     parse_length(prompt_tokens, "--prompt-tokens");
     const LengthSpec out = parse_length(output_tokens, "--output-tokens");
     const double tokens = expected_length(out) * static_cast<double>(requests);
@@ -116,9 +122,20 @@ std::vector<ServingRequest> ServeOptions::make_workload() const {
     return r;
   }
   WorkloadSpec w;
-  w.prompt = parse_length(prompt_tokens, "--prompt-tokens");
-  w.output = parse_length(output_tokens, "--output-tokens");
   w.requests = requests;
+  if (!lengths.empty()) {
+    w.lengths = lengths_from_jsonl(read_text_file(lengths, "--lengths"), lengths, kMaxRequests);
+    // Past the file's end the lines are replayed again from the first.
+    if (!requests_given) w.requests = static_cast<long>(w.lengths.size());
+    double tokens = 0;
+    for (long i = 0; i < w.requests; ++i) tokens += static_cast<double>(w.lengths[static_cast<size_t>(i) % w.lengths.size()].output_tokens);
+    if (tokens > kMaxOutputTokens)
+      throw_bad_input("--lengths: {} output tokens to simulate; the limit is {}; use fewer --requests",
+                      with_commas(static_cast<std::int64_t>(tokens)), with_commas(static_cast<std::int64_t>(kMaxOutputTokens)));
+  } else {
+    w.prompt = parse_length(prompt_tokens, "--prompt-tokens");
+    w.output = parse_length(output_tokens, "--output-tokens");
+  }
   w.rate_per_s = rate.value_or(0);
   w.seed = seed;
   return make_requests(w);
@@ -148,6 +165,7 @@ std::string ServeOptions::workload_text(size_t n) const {
   const std::string arrivals = concurrency ? fmt::format("{} at a time", *concurrency)
                                : rate     ? fmt::format("Poisson arrivals at {:g}/s", *rate)
                                           : std::string("all at once");
+  if (!lengths.empty()) return fmt::format("{} requests of the lengths in {}, {}", n, lengths, arrivals);
   return fmt::format("{} requests of {} prompt and {} output tokens, {}", n, prompt_tokens, output_tokens, arrivals);
 }
 

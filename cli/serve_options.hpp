@@ -22,6 +22,8 @@ struct ServeOptions {
   std::optional<int> concurrency;
   std::optional<double> rate;
   std::string trace;
+  std::string lengths;  // --lengths: a file of (prompt, output) token counts replayed in order
+  bool requests_given = false;  // --requests on the command line (with --lengths: else the file's count)
   std::optional<int> max_num_seqs;             // default: vLLM's for the cluster's GPU
   std::optional<long> max_num_batched_tokens;  // likewise
   bool no_chunked_prefill = false;

@@ -79,14 +79,22 @@ std::vector<ServingRequest> make_requests(const WorkloadSpec& spec) {
       t += -std::log(1 - unit(g)) / spec.rate_per_s;
       r.arrival_s = t;
     }
-    r.prompt_tokens = draw(spec.prompt, g);
-    r.output_tokens = draw(spec.output, g);
+    if (spec.lengths.empty()) {
+      r.prompt_tokens = draw(spec.prompt, g);
+      r.output_tokens = draw(spec.output, g);
+    } else {
+      const ServingRequest& l = spec.lengths[static_cast<size_t>(i) % spec.lengths.size()];
+      r.prompt_tokens = l.prompt_tokens;
+      r.output_tokens = l.output_tokens;
+    }
     out.push_back(r);
   }
   return out;
 }
 
-std::vector<ServingRequest> requests_from_jsonl(const std::string& text, const std::string& source, long max_requests) {
+namespace {
+
+std::vector<ServingRequest> read_jsonl(const std::string& text, const std::string& source, long max_requests, bool arrivals) {
   std::vector<ServingRequest> out;
   std::stringstream in(text);
   long line_no = 0;
@@ -97,19 +105,37 @@ std::vector<ServingRequest> requests_from_jsonl(const std::string& text, const s
       throw_bad_input("{}: more than {} requests; split the trace or raise --requests", source, max_requests);
     const std::string where = fmt::format("{} line {}", source, line_no);
     const nlohmann::json j = parse_json_text(line, where);
-    if (!j.is_object()) throw_bad_input("{}: not a JSON object; give {{\"prompt_tokens\", \"output_tokens\", \"arrival_s\"}}", where);
+    const std::string fields = arrivals ? R"({"prompt_tokens", "output_tokens", "arrival_s"})" : R"({"prompt_tokens", "output_tokens"})";
+    if (!j.is_object()) throw_bad_input("{}: not a JSON object; give {}", where, fields);
     const JsonFields f(j, where);
-    f.reject_unknown({"prompt_tokens", "output_tokens", "arrival_s"});
+    if (arrivals)
+      f.reject_unknown({"prompt_tokens", "output_tokens", "arrival_s"});
+    else if (j.contains("arrival_s"))
+      throw_bad_input("{}: arrival_s: a lengths file replays lengths, --rate or --concurrency give the arrivals; "
+                      "use --trace for a file with arrival times",
+                      where);
+    else
+      f.reject_unknown({"prompt_tokens", "output_tokens"});
     ServingRequest r;
     r.prompt_tokens = f.positive_integer("prompt_tokens");
     r.output_tokens = f.positive_integer("output_tokens");
-    r.arrival_s = f.non_negative_number("arrival_s", 0.0);
+    if (arrivals) r.arrival_s = f.non_negative_number("arrival_s", 0.0);
     if (r.prompt_tokens > kMaxLength || r.output_tokens > kMaxLength)
       throw_bad_input("{}: a length over 10,000,000 tokens; no model serves that", where);
     out.push_back(r);
   }
   if (out.empty()) throw_bad_input("{}: no requests; give one JSON object per line", source);
   return out;
+}
+
+}  // namespace
+
+std::vector<ServingRequest> requests_from_jsonl(const std::string& text, const std::string& source, long max_requests) {
+  return read_jsonl(text, source, max_requests, true);
+}
+
+std::vector<ServingRequest> lengths_from_jsonl(const std::string& text, const std::string& source, long max_requests) {
+  return read_jsonl(text, source, max_requests, false);
 }
 
 }  // namespace pw

@@ -22,6 +22,9 @@ LengthSpec parse_length(const std::string& text, const std::string& option);
 
 struct WorkloadSpec {
   LengthSpec prompt, output;
+  // Replayed lengths (a ShareGPT-like file): request i takes lengths[i]'s prompt and output tokens, in the
+  // file's order, instead of a draw; empty: drawn from prompt and output.
+  std::vector<ServingRequest> lengths;
   long requests = 0;
   double rate_per_s = 0;  // Poisson arrivals; 0: all at time 0 (a closed loop or a batch)
   std::uint64_t seed = 1;
@@ -32,5 +35,9 @@ std::vector<ServingRequest> make_requests(const WorkloadSpec& spec);
 // One request per line: {"prompt_tokens": 812, "output_tokens": 120, "arrival_s": 0.25}; arrivals need not be
 // sorted. BadInput naming the line and field, and for a trace of more than `max_requests`.
 std::vector<ServingRequest> requests_from_jsonl(const std::string& text, const std::string& source, long max_requests);
+
+// A file of lengths to replay: one {"prompt_tokens", "output_tokens"} object per line (the trace's format
+// without arrivals, which --rate or --concurrency give). BadInput naming the line and field.
+std::vector<ServingRequest> lengths_from_jsonl(const std::string& text, const std::string& source, long max_requests);
 
 }  // namespace pw

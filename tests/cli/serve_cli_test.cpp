@@ -64,6 +64,23 @@ TEST_CASE("serve simulate: closed loop, Poisson and trace arrivals") {
   CHECK(run_cli(with(kServe, {"--rate", "20"})).code == 0);
 }
 
+TEST_CASE("serve simulate: a lengths file gives the requests, every line unless --requests says") {
+  const std::string lengths = tmp("serve-lengths.jsonl");
+  std::ofstream(lengths) << "{\"prompt_tokens\": 100, \"output_tokens\": 10}\n{\"prompt_tokens\": 300, \"output_tokens\": 4}\n";
+  const std::vector<std::string> base = {"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--lengths", lengths, "--json"};
+  const CliResult all = run_cli(base);
+  INFO(all.err);
+  REQUIRE(all.code == 0);
+  const nlohmann::json a = nlohmann::json::parse(all.out);
+  CHECK(a.at("requests") == 2);
+  // 400 prompt and 14 output tokens over the run.
+  CHECK(a.at("input_tokens_per_s").get<double>() * 14 == Approx(a.at("output_tokens_per_s").get<double>() * 400));
+  const CliResult five = run_cli(with(base, {"--requests", "5", "--rate", "3"}));
+  REQUIRE(five.code == 0);
+  CHECK(nlohmann::json::parse(five.out).at("requests") == 5);
+  check_bad_input(with(base, {"--trace", lengths}), "--lengths and --trace: a trace gives its own lengths and arrivals; give one of them");
+}
+
 TEST_CASE("serve simulate: bad input is one line naming the option") {
   check_bad_input(with(kServe, {"--rate", "2", "--concurrency", "4"}),
                   "--concurrency, --rate and --trace: give one way for requests to arrive");

@@ -82,6 +82,34 @@ TEST_CASE("traces: one request per line, fields named in errors") {
         }) == "t.jsonl: more than 1 requests; split the trace or raise --requests");
 }
 
+TEST_CASE("lengths files: replayed in order and again from the first, arrivals from the rate") {
+  const std::vector<ServingRequest> file =
+      lengths_from_jsonl("{\"prompt_tokens\": 10, \"output_tokens\": 3}\n{\"prompt_tokens\": 7, \"output_tokens\": 2}\n", "l.jsonl", 10);
+  REQUIRE(file.size() == 2);
+  WorkloadSpec w;
+  w.lengths = file;
+  w.requests = 5;
+  w.rate_per_s = 4;
+  const std::vector<ServingRequest> r = make_requests(w);
+  REQUIRE(r.size() == 5);
+  for (size_t i = 0; i < r.size(); ++i) {
+    CHECK(r[i].prompt_tokens == (i % 2 == 0 ? 10 : 7));
+    CHECK(r[i].output_tokens == (i % 2 == 0 ? 3 : 2));
+    if (i > 0) CHECK(r[i].arrival_s > r[i - 1].arrival_s);
+  }
+  // The arrivals are the generated workload's for the same seed and rate: the lengths take no draws.
+  WorkloadSpec drawn;
+  drawn.requests = 5;
+  drawn.rate_per_s = 4;
+  drawn.prompt = parse_length("10", "p");
+  drawn.output = parse_length("3", "o");
+  CHECK(make_requests(drawn)[4].arrival_s == r[4].arrival_s);
+  CHECK(bad([] { lengths_from_jsonl("{\"prompt_tokens\": 1, \"output_tokens\": 1, \"arrival_s\": 2}\n", "l.jsonl", 10); }) ==
+        "l.jsonl line 1: arrival_s: a lengths file replays lengths, --rate or --concurrency give the arrivals; use --trace "
+        "for a file with arrival times");
+  CHECK(bad([] { lengths_from_jsonl("{\"prompt_tokens\": 1}\n", "l.jsonl", 10); }) == "l.jsonl line 1: missing required field 'output_tokens'");
+}
+
 TEST_CASE("metrics: nearest-rank percentiles and rates over the run") {
   CHECK(nearest_rank({5, 1, 3, 2, 4}, 50) == 3);
   CHECK(nearest_rank({5, 1, 3, 2, 4}, 99) == 5);
