@@ -76,7 +76,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
                                                     "GPUs, --tp x --pp x --replicas x --dp-attention", "use fewer replicas"));
   cluster.check_capacity(gpus);
   const std::vector<ServingRequest> requests = o.make_workload();
-  ServingConfig c = o.engine(tp, pp, cluster);
+  ServingConfig c = o.engine(tp, pp, model, cluster);
   c.record_spans = !chrome_trace.empty();
   const CostModelChain chain = o.cost_models();
   const CostModel& cost = chain.model();
@@ -92,7 +92,8 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
     write_output_file(chrome_trace, serving_trace(r, pp, {{"model", model.name}, {"cluster", cluster.name}, {"tp", tp}, {"pp", pp}})
                                         .dump() + "\n");
   if (o.json) {
-    nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"tp", tp}, {"pp", pp},
+    nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"engine", c.engine_name},
+                                {"engine_version", c.engine_version}, {"tp", tp}, {"pp", pp},
                                 {"replicas", replicas}, {"requests", requests.size()}};
     if (dp_attention > 1) j.update(nlohmann::ordered_json{{"dp_attention", dp_attention}, {"ep", dp_attention * tp}});
     add_metrics_json(j, m);
@@ -111,8 +112,8 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
                                                       dp_attention * tp)
                                         : std::string();
   if (replicas > 1) copies += fmt::format(" x {} replicas", replicas);
-  out << fmt::format("{} on {}: tp {}, pp {}{} ({} GPUs), {}\n", model.name, cluster.name, tp, pp, copies,
-                     gpus, o.workload_text(requests.size()));
+  out << fmt::format("{} on {} with {} {}{}: tp {}, pp {}{} ({} GPUs), {}\n", model.name, cluster.name, c.engine_name,
+                     c.engine_version, c.eager ? " (eager)" : "", tp, pp, copies, gpus, o.workload_text(requests.size()));
   out << fmt::format("KV cache {} tokens ({}), peak use {}; at most {} requests running; {} preemptions; {} batches\n\n",
                      with_commas(r.kv_capacity_tokens), o.kv_cache_dtype == "fp8" ? "fp8" : "bf16",
                      format_percent(r.peak_kv_use), r.max_running, r.preemptions, with_commas(r.batches));
@@ -140,9 +141,9 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
   check_engine(model, "--prefill-", *pool.tp, pool.pp);
   const std::vector<ServingRequest> requests = o.make_workload();
   ServingPool prefill, decode;
-  prefill.engine = o.engine(*pool.tp, pool.pp, cluster);
+  prefill.engine = o.engine(*pool.tp, pool.pp, model, cluster);
   prefill.replicas = pool.replicas;
-  decode.engine = o.engine(tp, pp, cluster);
+  decode.engine = o.engine(tp, pp, model, cluster);
   decode.replicas = replicas;
   const CostModelChain chain = o.cost_models();
   const CostModel& cost = chain.model();

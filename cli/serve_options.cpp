@@ -9,6 +9,7 @@
 #include "core/json_text.hpp"
 #include "core/work_estimate.hpp"
 #include "kernels/installed_tables.hpp"
+#include "serving/engine_profile.hpp"
 #include "serving/serving_metrics.hpp"
 #include "serving/serving_workload.hpp"
 
@@ -65,13 +66,21 @@ void ServeOptions::add_to(CLI::App& cmd, const char* default_cluster) {
   cmd.add_option("--lengths", lengths,
                  "JSONL of {\"prompt_tokens\", \"output_tokens\"} replayed in order (a ShareGPT-like set), arriving "
                  "as --rate or --concurrency say");
-  cmd.add_option("--max-num-seqs", max_num_seqs, "Requests running at once (default: vllm serve's for the GPU)");
-  cmd.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens in one batch (default: vllm serve's for the GPU)");
+  cmd.add_option("--max-num-seqs", max_num_seqs, "Requests running at once (default: the engine's for the GPU)");
+  cmd.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens in one batch (default: the engine's for the GPU)");
+  cmd.add_option("--engine", engine_kind, "The engine whose scheduler and defaults to model: vllm, sglang or trtllm")
+      ->capture_default_str();
+  cmd.add_option("--engine-version", engine_version,
+                 "Its version (vllm below 0.8: the V0 engine); default: the newest modelled");
   cmd.add_flag("--no-chunked-prefill", no_chunked_prefill, "Prefill each prompt whole in one batch");
+  cmd.add_flag("--chunked-prefill", chunked_prefill, "Prefill prompts in chunks (for an engine whose default is off)");
+  cmd.add_flag("--enforce-eager", enforce_eager, "No CUDA graphs: every kernel launched by the host each step");
   cmd.add_option("--kv-cache-dtype", kv_cache_dtype, "auto (bf16) or fp8")->capture_default_str();
   cmd.add_option("--quantization", quantization, "Weights: none (bf16) or fp8 (the blocks' linear layers)")
       ->capture_default_str();
-  cmd.add_option("--gpu-memory-utilization", gpu_memory_utilization, "Share of GPU memory vLLM takes")->capture_default_str();
+  cmd.add_option("--gpu-memory-utilization", gpu_memory_utilization,
+                 "The engine's memory share: vLLM's --gpu-memory-utilization (0.9), SGLang's --mem-fraction-static, "
+                 "TensorRT-LLM's free_gpu_memory_fraction (default: the engine's)");
   cmd.add_option("--seed", seed, "Seed of the generated workload")->capture_default_str();
   cmd.add_flag("--json", json, "Print JSON");
 }
@@ -86,8 +95,11 @@ void ServeOptions::check() const {
   if (!lengths.empty() && !trace.empty())
     throw_bad_input("--lengths and --trace: a trace gives its own lengths and arrivals; give one of them");
   if (requests < 1 || requests > kMaxRequests) throw_bad_input("--requests: must be from 1 to {}, got {}", kMaxRequests, requests);
-  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1))
-    throw_bad_input("--gpu-memory-utilization: must be in (0, 1], got {}", gpu_memory_utilization);
+  if (gpu_memory_utilization && !(*gpu_memory_utilization > 0 && *gpu_memory_utilization <= 1))
+    throw_bad_input("--gpu-memory-utilization: must be in (0, 1], got {}", *gpu_memory_utilization);
+  if (chunked_prefill && no_chunked_prefill) throw_bad_input("--chunked-prefill and --no-chunked-prefill: give one of them");
+  if (engine_kind != "vllm" && engine_kind != "sglang" && engine_kind != "trtllm")
+    throw_bad_input("--engine: '{}' is not one; use vllm, sglang or trtllm", engine_kind);
   if (kv_cache_dtype != "auto" && kv_cache_dtype != "fp8")
     throw_bad_input("--kv-cache-dtype: '{}' is not one; use auto (the model's bf16) or fp8", kv_cache_dtype);
   if (quantization != "none" && quantization != "fp8")
@@ -141,21 +153,23 @@ std::vector<ServingRequest> ServeOptions::make_workload() const {
   return make_requests(w);
 }
 
-ServingConfig ServeOptions::engine(int tp, int pp, const Cluster& cluster) const {
+ServingConfig ServeOptions::engine(int tp, int pp, const Model& model, const Cluster& cluster) const {
   ServingConfig c;
   c.tp = tp;
   c.pp = pp;
-  const SchedulerLimits vllm = vllm_serve_defaults(cluster.gpu_at(0));
-  c.max_num_seqs = max_num_seqs.value_or(vllm.max_num_seqs);
-  c.max_num_batched_tokens = max_num_batched_tokens.value_or(vllm.max_num_batched_tokens);
-  c.chunked_prefill = !no_chunked_prefill;
+  c.apply(engine_profile(engine_kind, engine_version, model, cluster.gpu_at(0), tp, pp));
+  if (max_num_seqs) c.max_num_seqs = *max_num_seqs;
+  if (max_num_batched_tokens) c.max_num_batched_tokens = *max_num_batched_tokens;
+  if (no_chunked_prefill) c.chunked_prefill = false;
+  if (chunked_prefill) c.chunked_prefill = true;
+  c.eager = enforce_eager;
   c.kv_dtype = kv_cache_dtype == "fp8" ? KvCacheDtype::Fp8 : KvCacheDtype::Bf16;
   c.weights = quantization == "fp8" ? ServingWeights::Fp8 : ServingWeights::Bf16;
   if (c.weights == ServingWeights::Fp8 && !(cluster.gpu_at(0).fp8_peak_flops > 0))
     throw_bad_input("--quantization fp8: {} has no fp8 tensor cores (the cluster gives no fp8 peak); serve in bf16 "
                     "(leave out --quantization) or on an H100 or later",
                     cluster.gpu_at(0).name);
-  c.gpu_memory_utilization = gpu_memory_utilization;
+  if (gpu_memory_utilization) c.gpu_memory_utilization = *gpu_memory_utilization;
   c.concurrency = concurrency.value_or(0);
   return c;
 }

@@ -27,9 +27,13 @@ struct ServeOptions {
   std::optional<int> max_num_seqs;             // default: vLLM's for the cluster's GPU
   std::optional<long> max_num_batched_tokens;  // likewise
   bool no_chunked_prefill = false;
+  bool chunked_prefill = false;       // --chunked-prefill: on for an engine whose default is off
+  std::string engine_kind = "vllm";   // --engine: vllm, sglang or trtllm (serving/engine_profile.hpp)
+  std::string engine_version;         // --engine-version: empty, the newest modelled
+  bool enforce_eager = false;         // --enforce-eager: no CUDA graphs
   std::string kv_cache_dtype = "auto";
   std::string quantization = "none";  // or fp8
-  double gpu_memory_utilization = 0.9;
+  std::optional<double> gpu_memory_utilization;  // default: the engine's
   std::uint64_t seed = 1;
   bool json = false;
   std::string kernels;  // --kernels: a folder of kernel tables (add_kernels_to)
@@ -53,7 +57,8 @@ struct ServeOptions {
   Model load_model_checked() const;
   Cluster load_cluster_checked() const;
   std::vector<ServingRequest> make_workload() const;
-  ServingConfig engine(int tp, int pp, const Cluster& cluster) const;
+  // The engine's defaults for tp x pp (EngineProfile) with the command line's settings over them.
+  ServingConfig engine(int tp, int pp, const Model& model, const Cluster& cluster) const;
   // "512 requests of 1024 prompt and 256 output tokens, all at once"
   std::string workload_text(size_t requests) const;
 };

@@ -38,13 +38,16 @@ double cost_per_million_tokens(double price_per_gpu_hour, int gpus, double token
 
 // Plan 1 as the commands that serve it on `target`: one engine (or its replicas), or a disaggregated plan's
 // servers and router.
-std::string export_command(const std::string& target, const ServingPlan& plan, const ServingConfig& engine,
+std::string export_command(const std::string& target, const ServingPlan& plan, const ServingEngineFor& engine_for,
                            const Model& model, int gpus_per_node) {
   const std::string weights = "\"$MODEL\"";
   std::string out = fmt::format("# MODEL: the Hugging Face id or local folder of {}\n", model.name);
-  if (plan.disaggregated())
-    return out + (target == "vllm" ? vllm_disaggregated_commands(plan, engine, weights, gpus_per_node)
-                                   : sglang_disaggregated_commands(plan, engine, weights, gpus_per_node));
+  const ServingConfig engine = engine_for(plan.tp, plan.pp);
+  if (plan.disaggregated()) {
+    const ServingConfig prefill = engine_for(plan.prefill_tp, plan.prefill_pp);
+    return out + (target == "vllm" ? vllm_disaggregated_commands(plan, prefill, engine, weights, gpus_per_node)
+                                   : sglang_disaggregated_commands(plan, prefill, engine, weights, gpus_per_node));
+  }
   return out + (target == "vllm" ? vllm_serve_command(plan, engine, weights, gpus_per_node)
                                  : sglang_launch_commands(plan, engine, weights, gpus_per_node));
 }
@@ -55,6 +58,11 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   o.serve.check();
   if (!o.export_target.empty() && o.export_target != "vllm" && o.export_target != "sglang")
     throw_bad_input("--export: '{}' is not a serving target; use vllm or sglang", o.export_target);
+  // A launch command runs its engine's scheduler: the plans must have been simulated with it.
+  if (!o.export_target.empty() && o.export_target != o.serve.engine_kind)
+    throw_bad_input("--export {}: the plans were simulated with {}'s scheduler (--engine {}); add --engine {} to plan for "
+                    "the engine the command launches",
+                    o.export_target, o.serve.engine_kind, o.serve.engine_kind, o.export_target);
   check_top(o.top);
   if (o.ttft_slo_s && !(*o.ttft_slo_s > 0)) throw_bad_input("--ttft-slo: must be a positive number of seconds, got {}", *o.ttft_slo_s);
   if (o.tpot_slo_s && !(*o.tpot_slo_s > 0)) throw_bad_input("--tpot-slo: must be a positive number of seconds, got {}", *o.tpot_slo_s);
@@ -71,12 +79,12 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   slo.percentile = o.slo_percentile;
   const CostModelChain chain = o.serve.cost_models();
   const CostModel& cost = chain.model();
-  const ServingConfig engine = o.serve.engine(1, 1, cluster);
-  const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine, requests, slo, o.top, o.disaggregate);
+  const ServingEngineFor engine_for = [&](int tp, int pp) { return o.serve.engine(tp, pp, model, cluster); };
+  const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, o.top, o.disaggregate);
   // The weights are not pipewright's to name: the command reads them from $MODEL.
   const int gpus_per_node = cluster.ideal ? o.gpus : cluster.gpus_per_node;
   const std::string command = o.export_target.empty() ? std::string() : export_command(o.export_target, r.plans.front(),
-                                                                                       engine, model, gpus_per_node);
+                                                                                       engine_for, model, gpus_per_node);
 
   if (o.serve.json) {
     nlohmann::ordered_json plans = nlohmann::ordered_json::array();

@@ -131,7 +131,11 @@ void run_serve_run(const ServeRunOptions& o, std::ostream& out) {
   if (o.serve.quantization != "none")
     throw_bad_input("--quantization {}: the cpu backend computes in float32; leave it out", o.serve.quantization);
   const std::vector<ServingRequest> requests = o.serve.make_workload();
-  ServingConfig c = o.serve.engine(1, o.pp, cluster);
+  ServingConfig c = o.serve.engine(1, o.pp, model, cluster);
+  // The CPU backend runs each batch at its own size with no graph to pad to, and its profile's rates already
+  // hold its host time per step.
+  c.graph_batch_sizes.clear();
+  c.host_s_per_sequence = 0;
   c.stages = split_layers(model, o.pp, {});
   c.record_steps = true;
 

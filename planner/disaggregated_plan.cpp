@@ -10,12 +10,9 @@
 namespace pw {
 namespace {
 
-ServingPool pool_of(const ServingConfig& engine, int tp, int pp, int gpus) {
+ServingPool pool_of(const ServingEngineFor& engine_for, int tp, int pp, int gpus) {
   ServingPool p;
-  p.engine = engine;
-  p.engine.tp = tp;
-  p.engine.pp = pp;
-  p.engine.stages.clear();
+  p.engine = engine_for(tp, pp);
   p.replicas = gpus / (tp * pp);
   return p;
 }
@@ -23,7 +20,7 @@ ServingPool pool_of(const ServingConfig& engine, int tp, int pp, int gpus) {
 }  // namespace
 
 void add_disaggregated_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
-                             const ServingConfig& engine, const std::vector<ServingRequest>& requests,
+                             const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
                              const ServingSlo& slo, ServingPlanResult& out) {
   std::vector<int> splits;
   for (int quarter : {1, 2, 3})
@@ -32,7 +29,7 @@ void add_disaggregated_plans(const Model& model, const Cluster& cluster, const C
   for (int prefill_gpus : splits) {
     const int decode_gpus = gpus - prefill_gpus;
     for (const auto& [ptp, ppp] : serving_engine_shapes(model, cluster, prefill_gpus)) {
-      const ServingPool prefill = pool_of(engine, ptp, ppp, prefill_gpus);
+      const ServingPool prefill = pool_of(engine_for, ptp, ppp, prefill_gpus);
       ServingResult prefilled;
       try {
         prefilled = simulate_prefill_pool(model, cluster, cost, prefill, requests);
@@ -43,7 +40,7 @@ void add_disaggregated_plans(const Model& model, const Cluster& cluster, const C
       }
       for (const auto& [dtp, dpp] : serving_engine_shapes(model, cluster, decode_gpus)) {
         ++out.considered;
-        const ServingPool decode = pool_of(engine, dtp, dpp, decode_gpus);
+        const ServingPool decode = pool_of(engine_for, dtp, dpp, decode_gpus);
         try {
           const DisaggregatedResult r = simulate_decode_pool(model, cluster, cost, prefill, prefilled, decode, requests);
           ServingPlan p;

@@ -10,7 +10,7 @@
 namespace pw {
 
 void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
-                            const ServingConfig& engine, const std::vector<ServingRequest>& requests,
+                            const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
                             const ServingSlo& slo, ServingPlanResult& out) {
   const TransformerConfig& t = *model.transformer;
   const int node = cluster.ideal ? gpus : cluster.gpus_per_node;
@@ -21,10 +21,7 @@ void add_dp_attention_plans(const Model& model, const Cluster& cluster, const Co
       if (gpus % group != 0 || t.moe->experts % group != 0) continue;
       const int groups = gpus / group;
       ++out.considered;
-      ServingConfig c = engine;
-      c.tp = tp;
-      c.pp = 1;
-      c.stages.clear();
+      const ServingConfig c = engine_for(tp, 1);
       try {
         ServingPlan p;
         p.tp = tp;

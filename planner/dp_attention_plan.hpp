@@ -11,7 +11,7 @@ namespace pw {
 
 // Appends the plans (and the shapes that could not serve, to `skipped`) to `out`.
 void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
-                            const ServingConfig& engine, const std::vector<ServingRequest>& requests,
+                            const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
                             const ServingSlo& slo, ServingPlanResult& out);
 
 }  // namespace pw

@@ -60,7 +60,8 @@ std::string header(const Layout& l, int gpus_per_node) {
 
 }  // namespace
 
-std::string sglang_disaggregated_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
+std::string sglang_disaggregated_commands(const ServingPlan& plan, const ServingConfig& prefill_engine,
+                                          const ServingConfig& decode_engine, const std::string& model,
                                           int gpus_per_node) {
   const Layout l = layout_of(plan, gpus_per_node);
   std::string out = header(l, gpus_per_node);
@@ -81,7 +82,7 @@ std::string sglang_disaggregated_commands(const ServingPlan& plan, const Serving
       else if (l.prefill.pp > 1)
         flags += fmt::format(" \\\n  --disaggregation-prefill-pp {}", l.prefill.pp);
       flags += fmt::format(" \\\n  --host 0.0.0.0 \\\n  --port {} \\\n  --base-gpu-id {}", port, p.local_gpu);
-      flags += sglang_engine_flags(pool.tp, pool.pp, 1, engine, role);
+      flags += sglang_engine_flags(pool.tp, pool.pp, 1, prefill ? prefill_engine : decode_engine, role);
       const std::string launch = "python -m sglang.launch_server --model-path " + model + flags;
       out += sglang_server_commands(fmt::format("{} server {}", pool.name, e), p, launch);
       router += prefill ? fmt::format(" \\\n  --prefill \"http://$NODE{}:{}\" {}", p.node, port,
@@ -97,7 +98,8 @@ std::string sglang_disaggregated_commands(const ServingPlan& plan, const Serving
   return out;
 }
 
-std::string vllm_disaggregated_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
+std::string vllm_disaggregated_commands(const ServingPlan& plan, const ServingConfig& prefill_engine,
+                                        const ServingConfig& decode_engine, const std::string& model,
                                         int gpus_per_node) {
   const Layout l = layout_of(plan, gpus_per_node);
   for (const PoolShape* pool : {&l.prefill, &l.decode})
@@ -122,7 +124,7 @@ std::string vllm_disaggregated_commands(const ServingPlan& plan, const ServingCo
                          "\\\nvllm serve {} \\\n  --host 0.0.0.0 \\\n  --port {} \\\n  --tensor-parallel-size {} \\\n  "
                          "--pipeline-parallel-size {}",
                          devices, p.node, kFirstSideChannelPort + server, model, port, pool.tp, pool.pp);
-      out += vllm_engine_limit_flags(engine);
+      out += vllm_engine_limit_flags(prefill ? prefill_engine : decode_engine);
       out += fmt::format(" \\\n  --kv-transfer-config '{{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"{}\"}}'\n",
                          prefill ? "kv_producer" : "kv_consumer");
       router += fmt::format(" \\\n  --{} \"http://$NODE{}:{}\"", prefill ? "prefill" : "decode", p.node, port);

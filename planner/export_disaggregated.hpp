@@ -27,11 +27,12 @@
 
 namespace pw {
 
-// BadInput when an engine would straddle two nodes without filling them, or more servers than ports.
-std::string sglang_disaggregated_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
-                                          int gpus_per_node);
+// Each pool's servers with its own engine's flags (an engine's defaults depend on its tp and pp). BadInput when
+// an engine would straddle two nodes without filling them, or more servers than ports.
+std::string sglang_disaggregated_commands(const ServingPlan& plan, const ServingConfig& prefill_engine,
+                                          const ServingConfig& decode_engine, const std::string& model, int gpus_per_node);
 // BadInput as above, and for an engine wider than a node.
-std::string vllm_disaggregated_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
-                                        int gpus_per_node);
+std::string vllm_disaggregated_commands(const ServingPlan& plan, const ServingConfig& prefill_engine,
+                                        const ServingConfig& decode_engine, const std::string& model, int gpus_per_node);
 
 }  // namespace pw

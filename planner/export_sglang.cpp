@@ -20,7 +20,8 @@ std::string limit_flags(const ServingConfig& engine, ServerRole role, int dp) {
                                     : std::string(" \\\n  --chunked-prefill-size -1");
     flags += fmt::format(" \\\n  --max-prefill-tokens {}", engine.max_num_batched_tokens);
   }
-  if (role == ServerRole::Both) flags += " \\\n  --enable-mixed-chunk";
+  // Prefills beside the decodes, as simulated, unless the engine was simulated prefill-first (its default).
+  if (role == ServerRole::Both && !engine.prefill_first) flags += " \\\n  --enable-mixed-chunk";
   flags += fmt::format(" \\\n  --mem-fraction-static {:g}", engine.gpu_memory_utilization);
   if (engine.weights == ServingWeights::Fp8) flags += " \\\n  --quantization fp8";
   flags += fmt::format(" \\\n  --kv-cache-dtype {}", engine.kv_dtype == KvCacheDtype::Fp8 ? "fp8_e4m3" : "auto");

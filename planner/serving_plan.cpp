@@ -57,17 +57,14 @@ void judge_serving(ServingPlan& p, const ServingResult& all, const ServingSlo& s
 }
 
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
-                               const ServingConfig& engine, const std::vector<ServingRequest>& requests,
+                               const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
                                const ServingSlo& slo, int top, bool disaggregate) {
   if (gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", gpus);
   cluster.check_capacity(gpus);
   ServingPlanResult out;
   for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus)) {
     ++out.considered;
-    ServingConfig c = engine;
-    c.tp = tp;
-    c.pp = pp;
-    c.stages.clear();
+    const ServingConfig c = engine_for(tp, pp);
     try {
       out.plans.push_back(evaluate_serving(model, cluster, cost, c, gpus / (tp * pp), requests, slo));
     } catch (const Error& e) {
@@ -75,8 +72,8 @@ ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const
       out.skipped.push_back(fmt::format("tp {}, pp {}: {}", tp, pp, e.what()));
     }
   }
-  if (model.transformer->moe) add_dp_attention_plans(model, cluster, cost, gpus, engine, requests, slo, out);
-  if (disaggregate) add_disaggregated_plans(model, cluster, cost, gpus, engine, requests, slo, out);
+  if (model.transformer->moe) add_dp_attention_plans(model, cluster, cost, gpus, engine_for, requests, slo, out);
+  if (disaggregate) add_disaggregated_plans(model, cluster, cost, gpus, engine_for, requests, slo, out);
   if (out.plans.empty()) {
     if (out.skipped.empty()) throw_bad_input("--gpus: {} GPUs split into no tp x pp x replicas for '{}'", gpus, model.name);
     throw_bad_input("no configuration of {} GPUs serves the workload; the last tried, {}", gpus, out.skipped.back());

@@ -56,7 +56,7 @@ void judge_serving(ServingPlan& plan, const ServingResult& served, const Serving
 // also plans with separate prefill and decode pools (planner/disaggregated_plan.hpp). A mixture of experts also
 // gets data-parallel attention plans (planner/dp_attention_plan.hpp).
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
-                               const ServingConfig& engine, const std::vector<ServingRequest>& requests,
+                               const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
                                const ServingSlo& slo, int top, bool disaggregate = false);
 
 }  // namespace pw

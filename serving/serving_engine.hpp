@@ -59,12 +59,18 @@ class ServingEngine {
       if (s + 1 < c_.pp) p2p_.push_back(cost.p2p_link(cluster.link(g, g + c_.tp)));
       if (s + 1 == c_.pp && s > 0) back_ = cost.p2p_link(cluster.link(g, 0));
       double weights = 0;
+      int launches = 0;
       for (int i = stages_[static_cast<size_t>(s)].first; i <= stages_[static_cast<size_t>(s)].last; ++i) {
         const Layer& l = model.layers[static_cast<size_t>(i)];
         if (l.kind == LayerKind::Mtp) continue;
         weights += serving_layer_parameters(*model.transformer, l, c_.tp, c_.ep).total() * serving_weight_bytes(l.kind, c_.weights);
+        launches += eager_launches(model, l);
       }
-      const double room = cluster.memory_capacity_at(g) * c_.gpu_memory_utilization - weights - c_.activation_reserve_bytes;
+      stage_launches_.push_back(launches);
+      const double gpu_bytes = cluster.memory_capacity_at(g);
+      // vLLM and SGLang: a share of the GPU less the weights; TensorRT-LLM: a share of what loading left.
+      const double room = c_.kv_share_of_free ? (gpu_bytes - weights - c_.activation_reserve_bytes) * c_.gpu_memory_utilization
+                                              : gpu_bytes * c_.gpu_memory_utilization - weights - c_.activation_reserve_bytes;
       const double per_token = kv_bytes_for_tokens(model, stages_[static_cast<size_t>(s)], c_.tp, 1, c_.kv_dtype);
       if (!(room > 0))
         throw_bad_input("--tp {} --pp {}: stage {} holds {} of weights, and {} x {} of its {} leaves no room for a KV cache; "
@@ -195,55 +201,21 @@ class ServingEngine {
       waiting_.push_back(arrivals_[next_arrival_++]);
   }
 
-  // Forms the next batch: running requests first, then waiting ones, under the token budget and the cache.
+  // Forms the next batch. Mixed (vLLM V1, TensorRT-LLM): running requests first, then waiting ones, under the
+  // token budget and the cache. Prefill-first (SGLang, vLLM V0): a step of prompts (chunks under way, then
+  // admissions) whenever one can be formed, else a step of every running decode.
   ServingStep schedule() {
     ServingStep batch;
     long budget = c_.max_num_batched_tokens;
-    // Running requests first, in admission order: a token each for decodes, the next chunk for prefills. As in
-    // vLLM's scheduler, one that cannot get its pages ends this pass, and none waiting is admitted after a
-    // preemption.
-    const long preempted_before = out_.preemptions;
-    const std::vector<size_t> running = running_;
-    for (size_t i : running) {
-      if (budget <= 0) break;
-      serving_detail::Live& l = live_[i];
-      if (!l.admitted || l.in_flight || l.done) continue;
-      const long left = goal(i) - l.computed;
-      const bool decode = l.prefilled;
-      const long tokens = decode ? 1 : (c_.chunked_prefill ? std::min(left, budget) : left);
-      if (tokens > budget) continue;
-      if (!reserve(i, l.computed + tokens, true)) break;
-      batch.push_back(chunk(i, tokens));
-      l.in_flight = true;
-      budget -= tokens;
+    if (c_.retract == ServingRetract::FewestGenerated) retract_for_decodes();
+    if (!c_.prefill_first) {
+      if (take_running(batch, budget, true, true)) admit_waiting(batch, budget);
+      return batch;
     }
-    // Then waiting requests in order, while the cache and the sequence limit allow.
-    while (out_.preemptions == preempted_before && !waiting_.empty() && budget > 0 &&
-           static_cast<int>(running_.size()) < c_.max_num_seqs) {
-      const size_t i = waiting_.front();
-      serving_detail::Live& l = live_[i];
-      if (arrives_prefilled(i)) {
-        // Its prompt's KV cache came with it: it takes its pages and decodes its second token at once.
-        if (!reserve(i, requests_[i].prompt_tokens + 1, false)) break;
-        waiting_.pop_front();
-        l.computed = requests_[i].prompt_tokens;
-        l.prefilled = true;
-        l.generated = 1;
-        out_.requests[i].first_token_s = arrival_[i];
-        // Its second token's gap runs from when the client got the first (before the cache's transfer).
-        out_.requests[i].last_token_s = requests_[i].first_token_s > 0 ? requests_[i].first_token_s : arrival_[i];
-        admit(i);
-        batch.push_back(chunk(i, 1));
-        --budget;
-        continue;
-      }
-      const long left = goal(i);
-      const long tokens = c_.chunked_prefill ? std::min(left, budget) : left;
-      if (tokens > budget || !reserve(i, tokens, false)) break;
-      waiting_.pop_front();
-      admit(i);
-      batch.push_back(chunk(i, tokens));
-      budget -= tokens;
+    if (take_running(batch, budget, false, true)) admit_waiting(batch, budget);
+    if (batch.empty()) {
+      long decodes = std::numeric_limits<long>::max();  // a decode step carries every running request
+      take_running(batch, decodes, true, false);
     }
     return batch;
   }
@@ -273,6 +245,90 @@ class ServingEngine {
     bool operator>(const Flight& o) const { return ready_s != o.ready_s ? ready_s > o.ready_s : id > o.id; }
   };
 
+  // Running requests in admission order: a token each for decodes, the next chunk for prefills. As in vLLM's
+  // scheduler, one that cannot get its pages ends the pass. False when the pass preempted (then no waiting
+  // request is admitted this step).
+  bool take_running(ServingStep& batch, long& budget, bool decodes, bool prefills) {
+    const long preempted_before = out_.preemptions;
+    const std::vector<size_t> running = running_;
+    for (size_t i : running) {
+      if (budget <= 0) break;
+      serving_detail::Live& l = live_[i];
+      if (!l.admitted || l.in_flight || l.done) continue;
+      const bool decode = l.prefilled;
+      if (decode ? !decodes : !prefills) continue;
+      const long left = goal(i) - l.computed;
+      const long tokens = decode ? 1 : (c_.chunked_prefill ? std::min(left, budget) : left);
+      if (tokens > budget) continue;
+      if (!reserve(i, l.computed + tokens, true)) break;
+      batch.push_back(chunk(i, tokens));
+      l.in_flight = true;
+      budget -= tokens;
+    }
+    return out_.preemptions == preempted_before;
+  }
+
+  // Waiting requests in order, while the budget, the sequence limit and the cache allow: the first chunk's
+  // pages, and with reserved outputs (TensorRT-LLM, SGLang) every running request's reservation kept free.
+  void admit_waiting(ServingStep& batch, long& budget) {
+    long promised = 0;
+    if (c_.reserved_output_tokens > 0)
+      for (size_t r : running_) promised += promised_blocks(r);
+    while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < c_.max_num_seqs) {
+      const size_t i = waiting_.front();
+      serving_detail::Live& l = live_[i];
+      if (c_.reserved_output_tokens > 0 && used_blocks_ + promised + promised_blocks(i) > total_blocks_) break;
+      if (arrives_prefilled(i)) {
+        // Its prompt's KV cache came with it: it takes its pages and decodes its second token at once.
+        if (!reserve(i, requests_[i].prompt_tokens + 1, false)) break;
+        waiting_.pop_front();
+        l.computed = requests_[i].prompt_tokens;
+        l.prefilled = true;
+        l.generated = 1;
+        out_.requests[i].first_token_s = arrival_[i];
+        // Its second token's gap runs from when the client got the first (before the cache's transfer).
+        out_.requests[i].last_token_s = requests_[i].first_token_s > 0 ? requests_[i].first_token_s : arrival_[i];
+        admit(i);
+        batch.push_back(chunk(i, 1));
+        --budget;
+      } else {
+        const long left = goal(i);
+        const long tokens = c_.chunked_prefill ? std::min(left, budget) : left;
+        if (tokens > budget || !reserve(i, tokens, false)) break;
+        waiting_.pop_front();
+        admit(i);
+        batch.push_back(chunk(i, tokens));
+        budget -= tokens;
+      }
+      if (c_.reserved_output_tokens > 0) promised += promised_blocks(i);
+    }
+  }
+
+  // SGLang's retract_decode: before a step, while the cache cannot give every running decode its next token's
+  // page, the first to give back (gives_back_before) goes back to waiting.
+  void retract_for_decodes() {
+    for (;;) {
+      long need = 0;
+      size_t victim = requests_.size();
+      for (size_t r : running_) {
+        const serving_detail::Live& l = live_[r];
+        if (l.in_flight || !l.prefilled) continue;
+        need += blocks_for(l.computed + 1) - l.blocks;
+        if (victim == requests_.size() || gives_back_before(r, victim)) victim = r;
+      }
+      if (used_blocks_ + need <= total_blocks_ || victim == requests_.size()) return;
+      preempt(victim);
+    }
+  }
+
+  // Pages request i may still take under its reservation: its (re)prefill and the next
+  // reserved_output_tokens of its output, less the pages it holds.
+  long promised_blocks(size_t i) const {
+    const serving_detail::Live& l = live_[i];
+    const long ahead = std::min(requests_[i].output_tokens - l.generated, c_.reserved_output_tokens);
+    return std::max(0L, blocks_for(requests_[i].prompt_tokens + l.generated + ahead) - l.blocks);
+  }
+
   long blocks_for(long tokens) const { return (tokens + c_.block_tokens - 1) / c_.block_tokens; }
   // The tokens a (re)prefill computes: the prompt, and after a preemption every token generated so far (vLLM
   // recomputes them), the last of them sampling the next token.
@@ -286,8 +342,7 @@ class ServingEngine {
       if (!may_preempt) return false;
       size_t victim = requests_.size();
       for (size_t r : running_)
-        if (!live_[r].in_flight && (victim == requests_.size() || live_[r].admitted_order > live_[victim].admitted_order))
-          victim = r;
+        if (!live_[r].in_flight && (victim == requests_.size() || gives_back_before(r, victim))) victim = r;
       if (victim == requests_.size()) return false;
       preempt(victim);
       if (victim == i) return false;
@@ -296,6 +351,16 @@ class ServingEngine {
     live_[i].blocks += need;
     out_.peak_kv_use = std::max(out_.peak_kv_use, static_cast<double>(used_blocks_) / static_cast<double>(total_blocks_));
     return true;
+  }
+
+  // Whether running request a gives its pages back before b: vLLM the latest admitted; SGLang's retraction
+  // the fewest output tokens, then the longest prompt.
+  bool gives_back_before(size_t a, size_t b) const {
+    if (c_.retract == ServingRetract::FewestGenerated) {
+      if (live_[a].generated != live_[b].generated) return live_[a].generated < live_[b].generated;
+      if (requests_[a].prompt_tokens != requests_[b].prompt_tokens) return requests_[a].prompt_tokens > requests_[b].prompt_tokens;
+    }
+    return live_[a].admitted_order > live_[b].admitted_order;
   }
 
   void preempt(size_t r) {
@@ -328,15 +393,29 @@ class ServingEngine {
     out_.max_running = std::max<long>(out_.max_running, static_cast<long>(running_.size()));
   }
 
+  // A decode-only step replayed from a CUDA graph runs at the captured size it pads to.
+  ServingBatch priced(const ServingBatch& b) const {
+    ServingBatch p = b;
+    if (c_.eager || !c_.pad_to_graph || b.prefill_tokens > 0) return p;
+    const auto size = std::lower_bound(c_.graph_batch_sizes.begin(), c_.graph_batch_sizes.end(), b.decode_tokens);
+    if (size != c_.graph_batch_sizes.end()) p.decode_tokens = *size;
+    return p;
+  }
+
   void launch(ServingStep batch, double t) {
     const ServingBatch b = serving_batch(batch);
+    const ServingBatch work = priced(b);
     if (c_.record_steps) out_.steps.push_back(batch);
     double ready = t;
     for (int s = 0; s < c_.pp; ++s) {
       const size_t su = static_cast<size_t>(s);
-      const double time = serving_stage_time(model_, stages_[su], c_.tp, b, cluster_.gpu_at(stage_gpu_[su]), tp_link_[su],
-                                             cost_, c_.kv_dtype, c_.weights);
-      const double start = std::max(free_at_[su], ready);
+      // Eager: the host launches each kernel in turn, the GPU waiting on it for small kernels.
+      const double time = serving_stage_time(model_, stages_[su], c_.tp, work, cluster_.gpu_at(stage_gpu_[su]), tp_link_[su],
+                                             cost_, c_.kv_dtype, c_.weights) +
+                          (c_.eager ? stage_launches_[su] * c_.launch_s : 0.0);
+      // The scheduler's host time the first stage waits for.
+      const double host = s == 0 ? c_.host_s_per_sequence * static_cast<double>(b.sequences()) : 0.0;
+      const double start = std::max(free_at_[su], ready) + host;
       free_at_[su] = start + time;
       out_.stage_busy_s[su] += time;
       if (c_.record_spans) out_.spans.push_back({s, out_.batches, start, start + time, b.tokens()});
@@ -358,6 +437,7 @@ class ServingEngine {
   const std::vector<ServingRequest>& requests_;
   std::vector<LayerRange> stages_;
   std::vector<int> stage_gpu_;
+  std::vector<int> stage_launches_;  // kernels a stage launches a step without CUDA graphs
   std::vector<LinkSpec> tp_link_, p2p_;
   LinkSpec back_;  // from the last stage's first GPU to the first stage's
   long total_blocks_ = 0, capacity_tokens_ = 0, used_blocks_ = 0, admissions_ = 0;

@@ -20,6 +20,35 @@ SchedulerLimits vllm_serve_defaults(const GpuSpec& gpu) {
   return l;
 }
 
+void ServingConfig::apply(const EngineProfile& p) {
+  engine = p.kind;
+  engine_name = p.name;
+  engine_version = p.version;
+  max_num_seqs = p.max_num_seqs;
+  max_num_batched_tokens = p.max_num_batched_tokens;
+  chunked_prefill = p.chunked_prefill;
+  reserved_output_tokens = p.reserved_output_tokens;
+  retract = p.retract;
+  prefill_first = p.prefill_first;
+  block_tokens = p.block_tokens;
+  gpu_memory_utilization = p.memory_share;
+  kv_share_of_free = p.share_of_free;
+  activation_reserve_bytes = p.reserve_bytes;
+  graph_batch_sizes = p.graph_batch_sizes;
+  pad_to_graph = p.pad_to_graph;
+  host_s_per_sequence = p.host_s_per_sequence;
+}
+
+ServingEngineFor same_engine(const ServingConfig& c) {
+  return [c](int tp, int pp) {
+    ServingConfig e = c;
+    e.tp = tp;
+    e.pp = pp;
+    e.stages.clear();
+    return e;
+  };
+}
+
 double serving_stage_time(const Model& model, const LayerRange& layers, int tp, const ServingBatch& batch,
                           const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype,
                           ServingWeights weights) {

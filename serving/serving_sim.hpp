@@ -8,6 +8,7 @@
 // order on every stage, so a batch's path through the stages is known when it is formed. A request becomes
 // schedulable again when the batch it rode leaves the last stage (its next token depends on it) and the sampled
 // tokens are back on the first stage, over the link between the two (vLLM's engine forms batches there).
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "core/serving_steps.hpp"
 #include "core/serving_work.hpp"
 #include "core/stage_costs.hpp"
+#include "serving/engine_profile.hpp"
 
 namespace pw {
 
@@ -53,7 +55,33 @@ struct ServingConfig {
   // A closed loop: this many requests from time 0, each next one as soon as one finishes (the requests'
   // arrival times unused). 0: the requests arrive when they say.
   int concurrency = 0;
+  // The engine's policies (serving/engine_profile.hpp; these defaults are vLLM V1's scheduler without its
+  // host time and CUDA-graph padding): the output admission reserves ahead, who gives pages back, whether a
+  // step prefills or decodes, and the KV cache's share of the memory the weights leave (TensorRT-LLM).
+  ServingEngineKind engine = ServingEngineKind::Vllm;
+  std::string engine_name = "vLLM V1";
+  std::string engine_version;  // the profile's (EngineProfile::version)
+  long reserved_output_tokens = 0;
+  ServingRetract retract = ServingRetract::LatestAdmitted;
+  bool prefill_first = false;
+  bool kv_share_of_free = false;
+  // Decode-only steps priced at the next captured batch size (when pad_to_graph); eager: every step's kernels
+  // pay launch_s each on the host, none replayed from a CUDA graph (--enforce-eager).
+  std::vector<int> graph_batch_sizes;
+  bool pad_to_graph = false;
+  bool eager = false;
+  double launch_s = kEagerLaunchSeconds;
+  double host_s_per_sequence = 0;  // host time each step exposes per sequence it carries
+
+  // The profile's defaults (limits, policies, page, memory share) over these.
+  void apply(const EngineProfile& p);
 };
+
+// An engine's configuration for tp x pp (its defaults depend on them: SGLang's memory and CUDA graphs), with
+// no stages given (spread evenly), for planners trying many shapes.
+using ServingEngineFor = std::function<ServingConfig(int tp, int pp)>;
+// `c` at any tp and pp, its other settings as they are.
+ServingEngineFor same_engine(const ServingConfig& c);
 
 struct ServedRequest {
   double arrival_s = 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 
 #include "cli_test_util.hpp"
 #include "../text_match.hpp"
@@ -39,7 +40,7 @@ TEST_CASE("serve simulate --json: throughput, TTFT and TPOT percentiles, the KV 
 
   const CliResult text = run_cli(kServe);
   REQUIRE(text.code == 0);
-  CHECK(text.out.rfind("llama3-8b on dgx-h100: tp 2, pp 2 (4 GPUs), 64 requests of 256 prompt and 32 output tokens, "
+  CHECK(text.out.rfind("llama3-8b on dgx-h100 with vLLM V1 0.34.0: tp 2, pp 2 (4 GPUs), 64 requests of 256 prompt and 32 output tokens, "
                        "all at once\n",
                        0) == 0);
   CHECK(text.out.find("\n  latency             mean / p50 / p99\n  TTFT                ") != std::string::npos);
@@ -79,6 +80,34 @@ TEST_CASE("serve simulate: a lengths file gives the requests, every line unless 
   REQUIRE(five.code == 0);
   CHECK(nlohmann::json::parse(five.out).at("requests") == 5);
   check_bad_input(with(base, {"--trace", lengths}), "--lengths and --trace: a trace gives its own lengths and arrivals; give one of them");
+}
+
+TEST_CASE("serve --engine: each engine's scheduler named, exported only to the engine simulated") {
+  const std::vector<std::string> base = {"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--requests",
+                                         "64", "--prompt-tokens", "512", "--output-tokens", "64", "--json"};
+  std::map<std::string, nlohmann::json> runs;
+  for (const char* engine : {"vllm", "sglang", "trtllm"}) {
+    const CliResult r = run_cli(with(base, {"--engine", engine}));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    runs[engine] = nlohmann::json::parse(r.out);
+  }
+  CHECK(runs["vllm"].at("engine") == "vLLM V1");
+  CHECK(runs["sglang"].at("engine") == "SGLang");
+  CHECK(runs["trtllm"].at("engine") == "TensorRT-LLM");
+  CHECK(nlohmann::json::parse(run_cli(with(base, {"--engine-version", "0.6.3"})).out).at("engine") == "vLLM V0");
+  // SGLang pages a token at a time and TensorRT-LLM 32; each takes its own share of the memory.
+  CHECK(runs["sglang"].at("kv_capacity_tokens") != runs["vllm"].at("kv_capacity_tokens"));
+  CHECK(runs["trtllm"].at("kv_capacity_tokens").get<long>() % 32 == 0);
+  // Eager: slower between tokens than the same engine's CUDA graphs.
+  const nlohmann::json eager = nlohmann::json::parse(run_cli(with(base, {"--enforce-eager"})).out);
+  CHECK(eager.at("tpot_p50_s").get<double>() > runs["vllm"].at("tpot_p50_s").get<double>());
+  check_bad_input({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "2", "--export", "sglang"},
+                  "--export sglang: the plans were simulated with vllm's scheduler (--engine vllm); add --engine sglang "
+                  "to plan for the engine the command launches");
+  check_bad_input(with(base, {"--engine", "tgi"}), "--engine: 'tgi' is not one; use vllm, sglang or trtllm");
+  check_bad_input(with(base, {"--chunked-prefill", "--no-chunked-prefill"}),
+                  "--chunked-prefill and --no-chunked-prefill: give one of them");
 }
 
 TEST_CASE("serve simulate: bad input is one line naming the option") {
@@ -220,7 +249,7 @@ TEST_CASE("serve plan --export vllm: plan 1 as the vllm serve command, with vLLM
 TEST_CASE("serve plan --export sglang: plan 1 as SGLang launch commands, one per node across nodes") {
   const CliResult r = run_cli({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4",
                                "--requests", "32", "--prompt-tokens", "256", "--output-tokens", "16", "--top", "1",
-                               "--export", "sglang", "--json"});
+                               "--export", "sglang", "--engine", "sglang", "--json"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -230,13 +259,15 @@ TEST_CASE("serve plan --export sglang: plan 1 as SGLang launch commands, one per
                          "python -m sglang.launch_server --model-path \"$MODEL\" \\\n  --tp-size " +
                          std::to_string(p.at("tp").get<int>()) + " \\\n  --pp-size " + std::to_string(p.at("pp").get<int>());
   if (p.at("replicas").get<int>() > 1) expected += " \\\n  --dp-size " + std::to_string(p.at("replicas").get<int>());
-  expected += " \\\n  --max-running-requests 1024 \\\n  --chunked-prefill-size 8192 \\\n  --max-prefill-tokens 8192 \\\n"
-              "  --enable-mixed-chunk \\\n  --mem-fraction-static 0.9 \\\n  --kv-cache-dtype auto\n";
+  // SGLang's own defaults at tp 4 on an 80 GB GPU (serving/engine_profile.cpp): 2048 requests, chunks of 8192,
+  // prefill-first (no --enable-mixed-chunk), and (80 GB - 14,800 MiB reserved) / 80 GB for weights and cache.
+  expected += " \\\n  --max-running-requests 2048 \\\n  --chunked-prefill-size 8192 \\\n  --max-prefill-tokens 8192 \\\n"
+              "  --mem-fraction-static 0.806 \\\n  --kv-cache-dtype auto\n";
   CHECK(command == expected);
 
   const CliResult wide = run_cli({"serve", "plan", "--model", "llama3-70b", "--cluster", source_path("examples/cluster-2x-h100.json"),
                                   "--gpus", "16", "--requests", "16", "--output-tokens", "8", "--top", "1", "--export",
-                                  "sglang", "--json", "--no-chunked-prefill", "--kv-cache-dtype", "fp8"});
+                                  "sglang", "--engine", "sglang", "--json", "--no-chunked-prefill", "--kv-cache-dtype", "fp8"});
   REQUIRE(wide.code == 0);
   const std::string wc = nlohmann::json::parse(wide.out).at("sglang_command").get<std::string>();
   CHECK(wc.find("# 16 GPUs over 2 nodes: run one command per node; HEAD is node 0's address") != std::string::npos);
@@ -356,15 +387,17 @@ TEST_CASE("serve plan --disaggregate: prefill and decode pools beside single poo
   CHECK(single > 0);
   CHECK(j.at("configurations").get<int>() == split + single);
   // A 6 ms TPOT: only decode pools free of prefills meet it, so plan 1 is split.
-  const nlohmann::json& best = j.at("plans")[0];
-  CHECK_FALSE(best.at("prefill_pool").is_null());
-  CHECK(best.at("meets_slo") == true);
+  CHECK_FALSE(j.at("plans")[0].at("prefill_pool").is_null());
+  CHECK(j.at("plans")[0].at("meets_slo") == true);
   // Exported whole: a server per engine of each pool, with its pool's tp and pp, and the router naming them all.
   for (const std::string target : {"vllm", "sglang"}) {
-    const CliResult e = run_cli(with(plan, {"--json", "--top", "1", "--export", target}));
+    const CliResult e = run_cli(with(plan, {"--json", "--top", "1", "--export", target, "--engine", target}));
     REQUIRE(e.code == 0);
     const nlohmann::json x = nlohmann::json::parse(e.out);
+    // The plan exported is the engine's own plan 1: the same as without --export.
+    const nlohmann::json best = nlohmann::json::parse(run_cli(with(plan, {"--json", "--top", "1", "--engine", target})).out).at("plans")[0];
     CHECK(x.at("plans")[0] == best);
+    CHECK_FALSE(best.at("prefill_pool").is_null());
     const std::string command = x.at(target + "_command");
     const nlohmann::json& f = best.at("prefill_pool");
     const size_t prefills = f.at("replicas"), decodes = best.at("replicas");
@@ -396,7 +429,8 @@ TEST_CASE("serve --quantization fp8: half the blocks' weights, exported as both 
   CHECK(fp8.at("kv_capacity_tokens").get<long>() > bf16.at("kv_capacity_tokens").get<long>());
   for (const char* target : {"vllm", "sglang"}) {
     const CliResult e = run_cli({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "2",
-                                 "--requests", "16", "--top", "1", "--quantization", "fp8", "--export", target, "--json"});
+                                 "--requests", "16", "--top", "1", "--quantization", "fp8", "--export", target, "--engine",
+                                 target, "--json"});
     REQUIRE(e.code == 0);
     // vllm/engine/arg_utils.py (quantization) and python/sglang/srt/server_args.py (quantization, choices with "fp8").
     CHECK(nlohmann::json::parse(e.out).at(std::string(target) + "_command").get<std::string>().find(" \\\n  --quantization fp8 \\\n") !=
@@ -447,10 +481,10 @@ TEST_CASE("serve --dp-attention: data-parallel attention engines with the expert
   CHECK(j.at("ep") == 8);
   const CliResult text = run_cli(with(base, {"--dp-attention", "8"}));
   REQUIRE(text.code == 0);
-  CHECK(text.out.rfind("qwen3-30b-a3b on dgx-h100: tp 1, pp 1 x 8 data-parallel attention engines, ep 8 (8 GPUs), ", 0) == 0);
+  CHECK(text.out.rfind("qwen3-30b-a3b on dgx-h100 with vLLM V1 0.34.0: tp 1, pp 1 x 8 data-parallel attention engines, ep 8 (8 GPUs), ", 0) == 0);
   const CliResult groups = run_cli(with(base, {"--dp-attention", "2", "--tp", "2", "--replicas", "2"}));
   REQUIRE(groups.code == 0);
-  CHECK(groups.out.rfind("qwen3-30b-a3b on dgx-h100: tp 2, pp 1 x 2 data-parallel attention engines, ep 4 x 2 "
+  CHECK(groups.out.rfind("qwen3-30b-a3b on dgx-h100 with vLLM V1 0.34.0: tp 2, pp 1 x 2 data-parallel attention engines, ep 4 x 2 "
                          "replicas (8 GPUs), ",
                          0) == 0);
   check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--dp-attention", "2"},

@@ -48,7 +48,7 @@ std::vector<std::string> values_of(const std::string& text, const std::string& f
 }  // namespace
 
 TEST_CASE("sglang disaggregated: one server per engine on its GPUs, PD flags per role, a round-robin router") {
-  const std::string out = sglang_disaggregated_commands(split_plan(1, 1, 2, 2, 1, 1), limits(), "m", 8);
+  const std::string out = sglang_disaggregated_commands(split_plan(1, 1, 2, 2, 1, 1), limits(), limits(), "m", 8);
   CHECK(out ==
         "# prefill pool: 2 engines of tp 1 x pp 1 on the cluster's GPUs 0-1\n"
         "# decode pool: 1 engine of tp 2 x pp 1 on the cluster's GPUs 2-3\n"
@@ -82,7 +82,7 @@ TEST_CASE("sglang disaggregated: one server per engine on its GPUs, PD flags per
 
 TEST_CASE("sglang disaggregated: an engine of whole nodes runs one command per node, prefill pp told to decode") {
   // Prefill: 2 engines of tp 4 x pp 2 (node 0, node 1); decode: 1 engine of tp 8 x pp 2 over nodes 2 and 3.
-  const std::string out = sglang_disaggregated_commands(split_plan(4, 2, 2, 8, 2, 1), limits(), "m", 8);
+  const std::string out = sglang_disaggregated_commands(split_plan(4, 2, 2, 8, 2, 1), limits(), limits(), "m", 8);
   CHECK(values_of(out, "--disaggregation-mode") == std::vector<std::string>{"prefill", "prefill", "decode", "decode"});
   CHECK(values_of(out, "--disaggregation-decode-tp") == std::vector<std::string>{"8", "8"});
   CHECK(values_of(out, "--disaggregation-prefill-pp") == std::vector<std::string>{"2", "2"});
@@ -101,7 +101,7 @@ TEST_CASE("sglang disaggregated: an engine of whole nodes runs one command per n
 TEST_CASE("disaggregated exports refuse what a launcher cannot place") {
   // 12 decode GPUs from GPU 4 of an 8-GPU node: GPUs 4-15 straddle nodes 0 and 1 without filling node 0.
   try {
-    sglang_disaggregated_commands(split_plan(4, 1, 1, 4, 3, 1), limits(), "m", 8);
+    sglang_disaggregated_commands(split_plan(4, 1, 1, 4, 3, 1), limits(), limits(), "m", 8);
     FAIL("no refusal");
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::BadInput);
@@ -110,7 +110,7 @@ TEST_CASE("disaggregated exports refuse what a launcher cannot place") {
           "without filling them, which no launcher places; export the best single pool (leave out --disaggregate)");
   }
   try {
-    vllm_disaggregated_commands(split_plan(8, 1, 1, 8, 2, 1), limits(), "m", 8);
+    vllm_disaggregated_commands(split_plan(8, 1, 1, 8, 2, 1), limits(), limits(), "m", 8);
     FAIL("no refusal");
   } catch (const Error& e) {
     CHECK(std::string(e.what()) ==
@@ -119,7 +119,7 @@ TEST_CASE("disaggregated exports refuse what a launcher cannot place") {
           "writes; export sglang, or plan engines of at most 8 GPUs");
   }
   try {
-    sglang_disaggregated_commands(split_plan(1, 1, 5000, 1, 1, 5001), limits(), "m", 8);
+    sglang_disaggregated_commands(split_plan(1, 1, 5000, 1, 1, 5001), limits(), limits(), "m", 8);
     FAIL("no refusal");
   } catch (const Error& e) {
     CHECK(std::string(e.what()) ==
@@ -127,7 +127,7 @@ TEST_CASE("disaggregated exports refuse what a launcher cannot place") {
           "engines (--gpus)");
   }
   ServingPlan single;
-  CHECK_THROWS_WITH(vllm_disaggregated_commands(single, limits(), "m", 8),
+  CHECK_THROWS_WITH(vllm_disaggregated_commands(single, limits(), limits(), "m", 8),
                     "--export: plan 1 has one pool; it is exported without a router");
 }
 
@@ -135,7 +135,7 @@ TEST_CASE("vllm disaggregated: NIXL producers and consumers on their GPUs, side-
   ServingConfig e = limits();
   e.kv_dtype = KvCacheDtype::Fp8;
   // Prefill: 4 engines of tp 2 on node 0; decode: 2 engines of tp 4 on node 1.
-  const std::string out = vllm_disaggregated_commands(split_plan(2, 1, 4, 4, 1, 2), e, "m", 8);
+  const std::string out = vllm_disaggregated_commands(split_plan(2, 1, 4, 4, 1, 2), e, e, "m", 8);
   std::vector<std::string> devices;
   const std::regex re("CUDA_VISIBLE_DEVICES=(\\S+)");
   for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it) devices.push_back((*it)[1]);
