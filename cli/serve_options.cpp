@@ -133,6 +133,11 @@ std::vector<ServingRequest> ServeOptions::make_workload() const {
                       with_commas(static_cast<std::int64_t>(tokens)), with_commas(static_cast<std::int64_t>(kMaxOutputTokens)));
     return r;
   }
+  return make_workload_at(rate.value_or(0));
+}
+
+std::vector<ServingRequest> ServeOptions::make_workload_at(double rate_per_s) const {
+  if (!trace.empty()) throw_bad_input("--trace: a trace's requests arrive when it says; give lengths and a rate instead");
   WorkloadSpec w;
   w.requests = requests;
   if (!lengths.empty()) {
@@ -148,7 +153,7 @@ std::vector<ServingRequest> ServeOptions::make_workload() const {
     w.prompt = parse_length(prompt_tokens, "--prompt-tokens");
     w.output = parse_length(output_tokens, "--output-tokens");
   }
-  w.rate_per_s = rate.value_or(0);
+  w.rate_per_s = rate_per_s;
   w.seed = seed;
   return make_requests(w);
 }

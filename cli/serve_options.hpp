@@ -57,6 +57,8 @@ struct ServeOptions {
   Model load_model_checked() const;
   Cluster load_cluster_checked() const;
   std::vector<ServingRequest> make_workload() const;
+  // The same lengths arriving as Poisson arrivals at `rate` per second (0: all at once); not for --trace.
+  std::vector<ServingRequest> make_workload_at(double rate) const;
   // The engine's defaults for tp x pp (EngineProfile) with the command line's settings over them.
   ServingConfig engine(int tp, int pp, const Model& model, const Cluster& cluster) const;
   // "512 requests of 1024 prompt and 256 output tokens, all at once"

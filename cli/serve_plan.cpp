@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "cli/work_bounds.hpp"
 #include "core/analytic_cost_model.hpp"
@@ -14,6 +15,7 @@
 #include "planner/export_disaggregated.hpp"
 #include "planner/export_sglang.hpp"
 #include "planner/export_vllm.hpp"
+#include "planner/serving_capacity.hpp"
 #include "planner/serving_plan.hpp"
 
 namespace pw {
@@ -27,6 +29,8 @@ void ServePlanOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--gpu-hour-price", gpu_hour_price, "Price of one GPU-hour: each plan's cost per million output tokens");
   cmd.add_option("--export", export_target, "Print plan 1 as the command that serves it: vllm or sglang");
   cmd.add_flag("--disaggregate", disaggregate, "Also plan separate prefill and decode pools");
+  cmd.add_flag("--max-rate", max_rate,
+               "Also find the highest Poisson request rate at which plan 1 meets the SLOs (--ttft-slo, --tpot-slo)");
 }
 
 namespace {
@@ -70,6 +74,11 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     throw_bad_input("--gpu-hour-price: must be 0 or a positive price per GPU-hour, got {}", *o.gpu_hour_price);
   if (!(o.slo_percentile > 0 && o.slo_percentile <= 100))
     throw_bad_input("--slo-percentile: must be in (0, 100], got {}", o.slo_percentile);
+  if (o.max_rate) {
+    if (!o.ttft_slo_s && !o.tpot_slo_s) throw_bad_input("--max-rate: give --ttft-slo or --tpot-slo, the limits the rate must keep");
+    if (!o.serve.trace.empty() || o.serve.concurrency)
+      throw_bad_input("--max-rate: searches Poisson arrival rates; leave out --trace and --concurrency");
+  }
   const Model model = o.serve.load_model_checked();
   const Cluster cluster = o.serve.load_cluster_checked();
   const std::vector<ServingRequest> requests = o.serve.make_workload();
@@ -85,6 +94,12 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   const int gpus_per_node = cluster.ideal ? o.gpus : cluster.gpus_per_node;
   const std::string command = o.export_target.empty() ? std::string() : export_command(o.export_target, r.plans.front(),
                                                                                        engine_for, model, gpus_per_node);
+
+  // Plan 1 under ever faster Poisson arrivals of the same requests: where its SLO percentiles stop holding.
+  std::optional<double> max_rate;
+  if (o.max_rate)
+    max_rate = max_serving_rate(model, cluster, cost, engine_for, r.plans.front(),
+                                [&](double rate) { return o.serve.make_workload_at(rate); }, slo);
 
   if (o.serve.json) {
     nlohmann::ordered_json plans = nlohmann::ordered_json::array();
@@ -110,6 +125,8 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"gpus", o.gpus},
                                 {"configurations", r.considered}, {"plans", plans}};
     if (!command.empty()) j[o.export_target + "_command"] = command;
+    // null: the SLOs hold at any rate (every request at once).
+    if (max_rate) j["max_rate_requests_per_s"] = std::isinf(*max_rate) ? nlohmann::ordered_json() : nlohmann::ordered_json(*max_rate);
     if (chain.tables()) j["kernel_tables"] = chain.tables_json();
     out << j.dump(2) << "\n";
     return;
@@ -157,6 +174,14 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     out << "prefill pool: its engines compute each prompt and first token, the KV cache goes over the link to the\n"
            "tp x pp x replicas decode engines (their KV tokens shown); -: one pool serves both.\n";
   if (priced) out << "per M tokens: --gpu-hour-price x GPUs for the time a million output tokens take.\n";
+  if (max_rate)
+    out << (std::isinf(*max_rate) ? fmt::format("\nmax rate: plan 1 meets p{:g} {} even with all {} requests at once\n",
+                                                o.slo_percentile, slos, requests.size())
+            : *max_rate > 0 ? fmt::format("\nmax rate: plan 1 meets p{:g} {} up to {:.3g} requests/s ({} requests, Poisson "
+                                        "arrivals, to 0.5%)\n",
+                                        o.slo_percentile, slos, *max_rate, requests.size())
+                          : fmt::format("\nmax rate: plan 1 misses p{:g} {} even at a thousandth of its saturated rate\n",
+                                        o.slo_percentile, slos));
   o.serve.print_cost_model(out, chain);
   if (!command.empty())
     out << (o.export_target == "vllm" ? "\n--- vllm serve, plan 1 ---\n" : "\n--- sglang, plan 1 ---\n") << command;

@@ -18,6 +18,7 @@ struct ServePlanOptions {
   std::optional<double> gpu_hour_price;
   std::string export_target;  // "vllm" or "sglang": print plan 1's command
   bool disaggregate = false;  // also plans with separate prefill and decode pools
+  bool max_rate = false;      // the highest Poisson rate at which plan 1 meets the SLOs
 
   void add_to(CLI::App& cmd);
 };

@@ -1,6 +1,7 @@
 // `pipewright serve simulate`: its JSON, its text, and bad input.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -108,6 +109,37 @@ TEST_CASE("serve --engine: each engine's scheduler named, exported only to the e
   check_bad_input(with(base, {"--engine", "tgi"}), "--engine: 'tgi' is not one; use vllm, sglang or trtllm");
   check_bad_input(with(base, {"--chunked-prefill", "--no-chunked-prefill"}),
                   "--chunked-prefill and --no-chunked-prefill: give one of them");
+}
+
+TEST_CASE("serve plan --max-rate: plan 1 meets the SLOs at the rate found and misses them just above it") {
+  const std::vector<std::string> workload = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--requests", "200",
+                                             "--prompt-tokens", "512", "--output-tokens", "128"};
+  const CliResult r = run_cli(with({"serve", "plan", "--gpus", "2", "--top", "1", "--ttft-slo", "0.2", "--max-rate", "--json"}, workload));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const double rate = j.at("max_rate_requests_per_s");
+  const nlohmann::json& p = j.at("plans")[0];
+  const auto ttft_p99 = [&](double at) {
+    const CliResult s = run_cli(with({"serve", "simulate", "--tp", std::to_string(p.at("tp").get<int>()), "--pp",
+                                      std::to_string(p.at("pp").get<int>()), "--replicas",
+                                      std::to_string(p.at("replicas").get<int>()), "--rate", fmt::format("{}", at), "--json"},
+                                     workload));
+    REQUIRE(s.code == 0);
+    return nlohmann::json::parse(s.out).at("ttft_p99_s").get<double>();
+  };
+  CHECK(ttft_p99(rate) <= 0.2);
+  CHECK(ttft_p99(rate * 1.006) > 0.2);
+  // Two short requests meet a loose limit even at once: any rate does (null).
+  const CliResult any = run_cli({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "1", "--requests",
+                                 "2", "--ttft-slo", "10", "--max-rate", "--json"});
+  REQUIRE(any.code == 0);
+  CHECK(nlohmann::json::parse(any.out).at("max_rate_requests_per_s").is_null());
+  check_bad_input({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "1", "--max-rate"},
+                  "--max-rate: give --ttft-slo or --tpot-slo, the limits the rate must keep");
+  check_bad_input({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "1", "--max-rate", "--ttft-slo",
+                   "1", "--concurrency", "4"},
+                  "--max-rate: searches Poisson arrival rates; leave out --trace and --concurrency");
 }
 
 TEST_CASE("serve simulate: bad input is one line naming the option") {
