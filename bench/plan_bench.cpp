@@ -128,6 +128,16 @@ BENCHMARK(BM_ServePlanH200)->Unit(benchmark::kSecond)->UseRealTime()->Iterations
 void BM_ServePlanH200Tables(benchmark::State& state) { run_with_tables(state, kServePlanH200); }
 BENCHMARK(BM_ServePlanH200Tables)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(5);
 
+// serve simulate of 10,000 requests (the bound: under a second) under each engine's scheduler.
+void BM_ServeSimulate10k(benchmark::State& state, const char* engine) {
+  run_command(state, {"pipewright", "serve", "simulate", "--model", "llama3-70b", "--cluster", "hgx-h200", "--tp", "8",
+                      "--requests", "10000", "--prompt-tokens", "uniform:128:2048", "--output-tokens", "uniform:16:512",
+                      "--concurrency", "256", "--engine", engine});
+}
+BENCHMARK_CAPTURE(BM_ServeSimulate10k, vllm, "vllm")->Unit(benchmark::kSecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_ServeSimulate10k, sglang, "sglang")->Unit(benchmark::kSecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_ServeSimulate10k, trtllm, "trtllm")->Unit(benchmark::kSecond)->UseRealTime()->Iterations(3);
+
 }  // namespace
 
 BENCHMARK_MAIN();
