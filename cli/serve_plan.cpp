@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "cli/work_bounds.hpp"
 #include "core/analytic_cost_model.hpp"
@@ -29,6 +30,8 @@ void ServePlanOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--gpu-hour-price", gpu_hour_price, "Price of one GPU-hour: each plan's cost per million output tokens");
   cmd.add_option("--export", export_target, "Print plan 1 as the command that serves it: vllm or sglang");
   cmd.add_flag("--disaggregate", disaggregate, "Also plan separate prefill and decode pools");
+  cmd.add_option("--target-rate", target_rate,
+                 "Also find the fewest GPUs (up to --gpus) whose best plan meets the SLOs at this many requests/s (Poisson)");
   cmd.add_flag("--max-rate", max_rate,
                "Also find the highest Poisson request rate at which plan 1 meets the SLOs (--ttft-slo, --tpot-slo)");
 }
@@ -74,11 +77,14 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     throw_bad_input("--gpu-hour-price: must be 0 or a positive price per GPU-hour, got {}", *o.gpu_hour_price);
   if (!(o.slo_percentile > 0 && o.slo_percentile <= 100))
     throw_bad_input("--slo-percentile: must be in (0, 100], got {}", o.slo_percentile);
-  if (o.max_rate) {
-    if (!o.ttft_slo_s && !o.tpot_slo_s) throw_bad_input("--max-rate: give --ttft-slo or --tpot-slo, the limits the rate must keep");
+  for (const auto& [flag, given] : {std::pair<const char*, bool>{"--max-rate", o.max_rate}, {"--target-rate", o.target_rate.has_value()}}) {
+    if (!given) continue;
+    if (!o.ttft_slo_s && !o.tpot_slo_s) throw_bad_input("{}: give --ttft-slo or --tpot-slo, the limits the rate must keep", flag);
     if (!o.serve.trace.empty() || o.serve.concurrency)
-      throw_bad_input("--max-rate: searches Poisson arrival rates; leave out --trace and --concurrency");
+      throw_bad_input("{}: searches Poisson arrival rates; leave out --trace and --concurrency", flag);
   }
+  if (o.target_rate && !(*o.target_rate > 0 && std::isfinite(*o.target_rate)))
+    throw_bad_input("--target-rate: must be a positive number of requests per second, got {}", *o.target_rate);
   const Model model = o.serve.load_model_checked();
   const Cluster cluster = o.serve.load_cluster_checked();
   const std::vector<ServingRequest> requests = o.serve.make_workload();
@@ -100,6 +106,20 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   if (o.max_rate)
     max_rate = max_serving_rate(model, cluster, cost, engine_for, r.plans.front(),
                                 [&](double rate) { return o.serve.make_workload_at(rate); }, slo);
+
+  // The fewest GPUs, counting up to --gpus, whose plan 1 meets the SLOs with the requests arriving at the target rate.
+  std::optional<std::pair<int, ServingPlan>> fewest;
+  if (o.target_rate) {
+    const std::vector<ServingRequest> at_target = o.serve.make_workload_at(*o.target_rate);
+    for (int g = 1; g <= o.gpus && !fewest; ++g) {
+      try {
+        const ServingPlanResult best = plan_serving(model, cluster, cost, g, engine_for, at_target, slo, 1, o.disaggregate);
+        if (best.plans.front().meets_slo) fewest.emplace(g, best.plans.front());
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::BadInput) throw;  // no configuration of g GPUs serves the model: try more
+      }
+    }
+  }
 
   if (o.serve.json) {
     nlohmann::ordered_json plans = nlohmann::ordered_json::array();
@@ -126,6 +146,12 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
                                 {"configurations", r.considered}, {"plans", plans}};
     if (!command.empty()) j[o.export_target + "_command"] = command;
     // null: the SLOs hold at any rate (every request at once).
+    if (o.target_rate)
+      j["fewest_gpus"] = fewest ? nlohmann::ordered_json{{"gpus", fewest->first}, {"tp", fewest->second.tp},
+                                                          {"pp", fewest->second.pp}, {"replicas", fewest->second.replicas},
+                                                          {"dp_attention", fewest->second.dp_attention},
+                                                          {"disaggregated", fewest->second.disaggregated()}}
+                                : nlohmann::ordered_json();
     if (max_rate) j["max_rate_requests_per_s"] = std::isinf(*max_rate) ? nlohmann::ordered_json() : nlohmann::ordered_json(*max_rate);
     if (chain.tables()) j["kernel_tables"] = chain.tables_json();
     out << j.dump(2) << "\n";
@@ -174,6 +200,18 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     out << "prefill pool: its engines compute each prompt and first token, the KV cache goes over the link to the\n"
            "tp x pp x replicas decode engines (their KV tokens shown); -: one pool serves both.\n";
   if (priced) out << "per M tokens: --gpu-hour-price x GPUs for the time a million output tokens take.\n";
+  if (o.target_rate)
+    out << (fewest ? fmt::format("\nfewest GPUs: {} (tp {}, pp {} x {} replicas{}) meet p{:g} {} at {:g} requests/s ({} "
+                                 "requests, Poisson arrivals)\n",
+                                 fewest->first, fewest->second.tp, fewest->second.pp, fewest->second.replicas,
+                                 fewest->second.disaggregated()      ? ", with a prefill pool"
+                                 : fewest->second.dp_attention > 1   ? fmt::format(", {} data-parallel attention engines a group",
+                                                                                   fewest->second.dp_attention)
+                                                                     : std::string(),
+                                 o.slo_percentile, slos,
+                                 *o.target_rate, requests.size())
+                   : fmt::format("\nfewest GPUs: none of 1 to {} meets p{:g} {} at {:g} requests/s\n", o.gpus,
+                                 o.slo_percentile, slos, *o.target_rate));
   if (max_rate)
     out << (std::isinf(*max_rate) ? fmt::format("\nmax rate: plan 1 meets p{:g} {} even with all {} requests at once\n",
                                                 o.slo_percentile, slos, requests.size())

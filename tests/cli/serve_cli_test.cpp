@@ -142,6 +142,30 @@ TEST_CASE("serve plan --max-rate: plan 1 meets the SLOs at the rate found and mi
                   "--max-rate: searches Poisson arrival rates; leave out --trace and --concurrency");
 }
 
+TEST_CASE("serve plan --target-rate: the fewest GPUs whose plan 1 meets the SLOs at that rate, and one fewer misses") {
+  const std::vector<std::string> workload = {"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--requests",
+                                             "400", "--prompt-tokens", "1024", "--output-tokens", "128", "--ttft-slo", "0.3",
+                                             "--top", "1", "--json"};
+  const CliResult r = run_cli(with(workload, {"--gpus", "8", "--target-rate", "150"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json fewest = nlohmann::json::parse(r.out).at("fewest_gpus");
+  REQUIRE_FALSE(fewest.is_null());
+  const int gpus = fewest.at("gpus");
+  CHECK(gpus > 1);
+  const auto best_at = [&](int n) {
+    const CliResult p = run_cli(with(workload, {"--gpus", std::to_string(n), "--rate", "150"}));
+    REQUIRE(p.code == 0);
+    return nlohmann::json::parse(p.out).at("plans")[0];
+  };
+  const nlohmann::json at = best_at(gpus);
+  CHECK(at.at("meets_slo") == true);
+  CHECK(at.at("tp") == fewest.at("tp"));
+  CHECK(best_at(gpus - 1).at("meets_slo") == false);
+  check_bad_input(with(workload, {"--gpus", "2", "--target-rate", "0"}),
+                  "--target-rate: must be a positive number of requests per second, got 0");
+}
+
 TEST_CASE("serve simulate: bad input is one line naming the option") {
   check_bad_input(with(kServe, {"--rate", "2", "--concurrency", "4"}),
                   "--concurrency, --rate and --trace: give one way for requests to arrive");
