@@ -1,7 +1,6 @@
 #include "serving/engine_profile.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -13,7 +12,6 @@ namespace pw {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-constexpr double kGiB = 1024.0 * kMiB;
 
 // "0.6.3.post1" -> {0, 6}; BadInput for what does not start with MAJOR.MINOR.
 std::pair<int, int> major_minor(const std::string& version) {
