@@ -154,6 +154,12 @@ std::vector<ServingRequest> ServeOptions::make_workload_at(double rate_per_s) co
     w.output = parse_length(output_tokens, "--output-tokens");
   }
   w.rate_per_s = rate_per_s;
+  // The arrivals span about requests / rate seconds: bounded as a trace's arrival times are.
+  if (rate_per_s > 0 && static_cast<double>(w.requests) / rate_per_s > kMaxArrivalSeconds)
+    throw_bad_input("--rate: {:g} requests per second spreads {} requests over about {:g} s; the longest run taken is "
+                    "1e+09 s (about 31 years), so give at least {:g} per second",
+                    rate_per_s, w.requests, static_cast<double>(w.requests) / rate_per_s,
+                    static_cast<double>(w.requests) / kMaxArrivalSeconds);
   w.seed = seed;
   return make_requests(w);
 }

@@ -3,6 +3,7 @@
 // the token budget, the sequence limit and the KV cache's pages, preemption) and its pipeline's timing. run()
 // drives it alone; the data-parallel attention engines (serving/dp_attention_serving.hpp) step several in lockstep.
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <queue>
@@ -12,6 +13,7 @@
 #include "core/serving_work.hpp"
 #include "core/special_values.hpp"
 #include "core/units.hpp"
+#include "core/work_estimate.hpp"
 #include "core/workload.hpp"
 #include "serving/serving_sim.hpp"
 
@@ -98,6 +100,17 @@ class ServingEngine {
                         "raise the budget or enable chunked prefill",
                         i, r.prompt_tokens, c_.max_num_batched_tokens);
     }
+    // Each prompt chunk and each output token is a slot of some step: bounded before the run.
+    double chunks = 0, outputs = 0;
+    for (const ServingRequest& r : requests) {
+      chunks += c_.chunked_prefill ? std::ceil(static_cast<double>(r.prompt_tokens) / static_cast<double>(c_.max_num_batched_tokens)) : 1.0;
+      outputs += static_cast<double>(r.output_tokens);
+    }
+    if (chunks + outputs > kMaxServingSlots)
+      throw_bad_input("{} requests: {} prompt chunks (of --max-num-batched-tokens {}) and {} output tokens to simulate; the "
+                      "limit is {} together; use fewer or shorter requests or a larger token budget",
+                      requests.size(), format_count(chunks), c_.max_num_batched_tokens, format_count(outputs),
+                      format_count(kMaxServingSlots));
     free_at_.assign(static_cast<size_t>(c_.pp), 0.0);
     out_.stage_busy_s.assign(static_cast<size_t>(c_.pp), 0.0);
     out_.kv_capacity_tokens = capacity_tokens_;

@@ -23,6 +23,12 @@
 
 namespace pw {
 
+// Bounds on what one simulation steps through (its time grows with them): the prompts' chunks and the output
+// tokens together, and how far in the future a request may arrive (past 1e9 s, about 31 years, the doubles of
+// a run's clock stop resolving its microseconds).
+inline constexpr double kMaxServingSlots = 5e7;
+inline constexpr double kMaxArrivalSeconds = 1e9;
+
 struct ServingRequest {
   double arrival_s = 0;
   long prompt_tokens = 0;

@@ -120,6 +120,8 @@ std::vector<ServingRequest> read_jsonl(const std::string& text, const std::strin
     r.prompt_tokens = f.positive_integer("prompt_tokens");
     r.output_tokens = f.positive_integer("output_tokens");
     if (arrivals) r.arrival_s = f.non_negative_number("arrival_s", 0.0);
+    if (r.arrival_s > kMaxArrivalSeconds)
+      throw_bad_input("{}: arrival_s: {:g} s is past the longest run taken, 1e+09 s (about 31 years)", where, r.arrival_s);
     if (r.prompt_tokens > kMaxLength || r.output_tokens > kMaxLength)
       throw_bad_input("{}: a length over 10,000,000 tokens; no model serves that", where);
     out.push_back(r);

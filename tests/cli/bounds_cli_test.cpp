@@ -152,3 +152,22 @@ TEST_CASE("a gradient bucket of a few parameters is refused before its billions 
   INFO(r.err);
   CHECK(r.code == 0);
 }
+
+TEST_CASE("serving: prompt chunks count toward the slots bound, and arrivals are bounded in time") {
+  check_refused({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--max-num-batched-tokens", "1",
+                 "--requests", "1000", "--prompt-tokens", "400000", "--output-tokens", "1"},
+                "1000 requests: 400,000,000 prompt chunks (of --max-num-batched-tokens 1) and 1,000 output tokens to "
+                "simulate; the limit is 50,000,000 together; ",
+                "use fewer or shorter requests or a larger token budget");
+  check_refused({"serve", "run", "--model", "examples/tiny-llama.json", "--requests", "100000", "--prompt-tokens", "16",
+                 "--output-tokens", "500", "--repeat", "1"},
+                "100000 requests: 100,000 prompt chunks (of --max-num-batched-tokens 8192) and 50,000,000 output tokens",
+                "use fewer or shorter requests or a larger token budget");
+  check_refused({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--rate", "1e-300", "--requests", "3"},
+                "--rate: 1e-300 requests per second spreads 3 requests over about 3e+300 s; ",
+                "the longest run taken is 1e+09 s (about 31 years), so give at least 3e-09 per second");
+  const std::string trace = std::string(PIPEWRIGHT_TEST_TMP) + "/bounds-far-arrival.jsonl";
+  std::ofstream(trace) << "{\"prompt_tokens\": 10, \"output_tokens\": 3, \"arrival_s\": 1e300}\n";
+  check_refused({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--trace", trace},
+                trace + " line 1: arrival_s: 1e+300 s", "is past the longest run taken, 1e+09 s (about 31 years)");
+}
