@@ -18,6 +18,7 @@
 #include "planner/export_vllm.hpp"
 #include "planner/serving_capacity.hpp"
 #include "planner/serving_plan.hpp"
+#include "planner/serving_plan_estimate.hpp"
 
 namespace pw {
 
@@ -30,6 +31,7 @@ void ServePlanOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--gpu-hour-price", gpu_hour_price, "Price of one GPU-hour: each plan's cost per million output tokens");
   cmd.add_option("--export", export_target, "Print plan 1 as the command that serves it: vllm or sglang");
   cmd.add_flag("--disaggregate", disaggregate, "Also plan separate prefill and decode pools");
+  add_allow_large_flag(cmd, allow_large);
   cmd.add_option("--target-rate", target_rate,
                  "Also find the fewest GPUs (up to --gpus) whose best plan meets the SLOs at this many requests/s (Poisson)");
   cmd.add_flag("--max-rate", max_rate,
@@ -95,6 +97,8 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   const CostModelChain chain = o.serve.cost_models();
   const CostModel& cost = chain.model();
   const ServingEngineFor engine_for = [&](int tp, int pp) { return o.serve.engine(tp, pp, model, cluster); };
+  check_work_unless_allowed("serve plan", {serving_plan_estimate(model, cluster, o.gpus, o.disaggregate, engine_for, requests)},
+                            o.allow_large);
   const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, o.top, o.disaggregate);
   // The weights are not pipewright's to name: the command reads them from $MODEL.
   const int gpus_per_node = cluster.ideal ? o.gpus : cluster.gpus_per_node;

@@ -18,6 +18,7 @@ struct ServePlanOptions {
   std::optional<double> gpu_hour_price;
   std::string export_target;  // "vllm" or "sglang": print plan 1's command
   bool disaggregate = false;  // also plans with separate prefill and decode pools
+  bool allow_large = false;   // --allow-large: past the search's time bound
   bool max_rate = false;      // the highest Poisson rate at which plan 1 meets the SLOs
   std::optional<double> target_rate;  // the fewest GPUs whose plan 1 meets the SLOs at this Poisson rate
 

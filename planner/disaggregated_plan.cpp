@@ -19,14 +19,18 @@ ServingPool pool_of(const ServingEngineFor& engine_for, int tp, int pp, int gpus
 
 }  // namespace
 
+std::vector<int> prefill_pool_sizes(int gpus) {
+  std::vector<int> sizes;
+  for (int quarter : {1, 2, 3})
+    if (gpus * quarter % 4 == 0 && gpus * quarter / 4 >= 1) sizes.push_back(gpus * quarter / 4);
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
 void add_disaggregated_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                              const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
                              const ServingSlo& slo, ServingPlanResult& out) {
-  std::vector<int> splits;
-  for (int quarter : {1, 2, 3})
-    if (gpus * quarter % 4 == 0 && gpus * quarter / 4 >= 1) splits.push_back(gpus * quarter / 4);
-  splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
-  for (int prefill_gpus : splits) {
+  for (int prefill_gpus : prefill_pool_sizes(gpus)) {
     const int decode_gpus = gpus - prefill_gpus;
     for (const auto& [ptp, ppp] : serving_engine_shapes(model, cluster, prefill_gpus)) {
       const ServingPool prefill = pool_of(engine_for, ptp, ppp, prefill_gpus);

@@ -9,33 +9,40 @@
 
 namespace pw {
 
-void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
-                            const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                            const ServingSlo& slo, ServingPlanResult& out) {
+std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus) {
   const TransformerConfig& t = *model.transformer;
   const int node = cluster.ideal ? gpus : cluster.gpus_per_node;
+  std::vector<DpAttentionShape> shapes;
   for (int tp = 1; tp <= std::min(node, gpus / 2); tp *= 2) {
     if (t.heads % tp != 0 || gpus % tp != 0) continue;
     for (int dp = 2; dp <= gpus / tp; ++dp) {
       const int group = dp * tp;
       if (gpus % group != 0 || t.moe->experts % group != 0) continue;
-      const int groups = gpus / group;
-      ++out.considered;
-      const ServingConfig c = engine_for(tp, 1);
-      try {
-        ServingPlan p;
-        p.tp = tp;
-        p.dp_attention = dp;
-        p.replicas = groups;
-        const ServingResult all = simulate_dp_attention_groups(model, cluster, cost, c, dp, groups, requests);
-        p.kv_capacity_tokens = all.kv_capacity_tokens;
-        judge_serving(p, all, slo);
-        out.plans.push_back(p);
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::BadInput) throw;
-        out.skipped.push_back(
-            fmt::format("tp {} x {} data-parallel attention engines x {} replicas: {}", tp, dp, groups, e.what()));
-      }
+      shapes.push_back({tp, dp, gpus / group});
+    }
+  }
+  return shapes;
+}
+
+void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
+                            const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
+                            const ServingSlo& slo, ServingPlanResult& out) {
+  for (const auto& [tp, dp, groups] : dp_attention_shapes(model, cluster, gpus)) {
+    ++out.considered;
+    const ServingConfig c = engine_for(tp, 1);
+    try {
+      ServingPlan p;
+      p.tp = tp;
+      p.dp_attention = dp;
+      p.replicas = groups;
+      const ServingResult all = simulate_dp_attention_groups(model, cluster, cost, c, dp, groups, requests);
+      p.kv_capacity_tokens = all.kv_capacity_tokens;
+      judge_serving(p, all, slo);
+      out.plans.push_back(p);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::BadInput) throw;
+      out.skipped.push_back(
+          fmt::format("tp {} x {} data-parallel attention engines x {} replicas: {}", tp, dp, groups, e.what()));
     }
   }
 }

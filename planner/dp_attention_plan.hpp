@@ -9,6 +9,12 @@
 
 namespace pw {
 
+struct DpAttentionShape {
+  int tp = 1, dp = 2, groups = 1;
+};
+// The groups of `gpus` GPUs the planner tries (the rule above).
+std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus);
+
 // Appends the plans (and the shapes that could not serve, to `skipped`) to `out`.
 void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                             const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,

@@ -171,3 +171,11 @@ TEST_CASE("serving: prompt chunks count toward the slots bound, and arrivals are
   check_refused({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--trace", trace},
                 trace + " line 1: arrival_s: 1e+300 s", "is past the longest run taken, 1e+09 s (about 31 years)");
 }
+
+TEST_CASE("serve plan: its search's steps estimated up front, refused past the time limit with the count") {
+  check_refused({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16384", "--disaggregate",
+                 "--requests", "20000"},
+                "serve plan: 2,520 configurations of 16384 GPUs x 20000 requests, about 413,813,920 simulated steps of 34 "
+                "layers would take about 23.4 min; the limit is 10.0 min; ",
+                "plan fewer GPUs (--gpus), fewer requests or leave out --disaggregate or pass --allow-large");
+}
