@@ -97,8 +97,18 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   const CostModelChain chain = o.serve.cost_models();
   const CostModel& cost = chain.model();
   const ServingEngineFor engine_for = [&](int tp, int pp) { return o.serve.engine(tp, pp, model, cluster); };
-  check_work_unless_allowed("serve plan", {serving_plan_estimate(model, cluster, o.gpus, o.disaggregate, engine_for, requests)},
-                            o.allow_large);
+  std::vector<WorkEstimate> work{serving_plan_estimate(model, cluster, o.gpus, o.disaggregate, engine_for, requests)};
+  // --target-rate searches again at every count of GPUs up to --gpus.
+  if (o.target_rate) {
+    WorkEstimate searches;
+    const std::vector<ServingRequest> at_target = o.serve.make_workload_at(*o.target_rate);
+    for (int g = 1; g <= o.gpus; ++g)
+      searches.seconds += serving_plan_estimate(model, cluster, g, o.disaggregate, engine_for, at_target).seconds;
+    searches.work = fmt::format("--target-rate's searches at 1 to {} GPUs", o.gpus);
+    searches.fix = "give a smaller --gpus to search up to";
+    work.push_back(searches);
+  }
+  check_work_unless_allowed("serve plan", work, o.allow_large);
   const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, o.top, o.disaggregate);
   // The weights are not pipewright's to name: the command reads them from $MODEL.
   const int gpus_per_node = cluster.ideal ? o.gpus : cluster.gpus_per_node;
@@ -149,13 +159,14 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"gpus", o.gpus},
                                 {"configurations", r.considered}, {"plans", plans}};
     if (!command.empty()) j[o.export_target + "_command"] = command;
-    // null: the SLOs hold at any rate (every request at once).
+    // null: no count of GPUs up to --gpus meets the SLOs at the rate.
     if (o.target_rate)
       j["fewest_gpus"] = fewest ? nlohmann::ordered_json{{"gpus", fewest->first}, {"tp", fewest->second.tp},
                                                           {"pp", fewest->second.pp}, {"replicas", fewest->second.replicas},
                                                           {"dp_attention", fewest->second.dp_attention},
                                                           {"disaggregated", fewest->second.disaggregated()}}
                                 : nlohmann::ordered_json();
+    // null: the SLOs hold at any rate (every request at once).
     if (max_rate) j["max_rate_requests_per_s"] = std::isinf(*max_rate) ? nlohmann::ordered_json() : nlohmann::ordered_json(*max_rate);
     if (chain.tables()) j["kernel_tables"] = chain.tables_json();
     out << j.dump(2) << "\n";

@@ -179,3 +179,10 @@ TEST_CASE("serve plan: its search's steps estimated up front, refused past the t
                 "layers would take about 23.4 min; the limit is 10.0 min; ",
                 "plan fewer GPUs (--gpus), fewer requests or leave out --disaggregate or pass --allow-large");
 }
+
+TEST_CASE("serve plan --target-rate: a search at every count of GPUs, estimated together before the first") {
+  check_refused({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "2048", "--ttft-slo", "0.5",
+                 "--target-rate", "100"},
+                "serve plan: --target-rate's searches at 1 to 2048 GPUs would take about 15.4 min; the limit is 10.0 min; ",
+                "give a smaller --gpus to search up to or pass --allow-large");
+}
