@@ -284,8 +284,10 @@ class ServingEngine {
   // Waiting requests in order, while the budget, the sequence limit and the cache allow: the first chunk's
   // pages, and with reserved outputs (TensorRT-LLM, SGLang) every running request's reservation kept free.
   void admit_waiting(ServingStep& batch, long& budget) {
+    // The running requests' reservations, summed only when a request could be admitted (a step with nobody
+    // waiting, the common decode step, skips the pass).
     long promised = 0;
-    if (c_.reserved_output_tokens > 0)
+    if (c_.reserved_output_tokens > 0 && !waiting_.empty() && static_cast<int>(running_.size()) < c_.max_num_seqs)
       for (size_t r : running_) promised += promised_blocks(r);
     while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < c_.max_num_seqs) {
       const size_t i = waiting_.front();

@@ -21,7 +21,6 @@ SchedulerLimits vllm_serve_defaults(const GpuSpec& gpu) {
 }
 
 void ServingConfig::apply(const EngineProfile& p) {
-  engine = p.kind;
   engine_name = p.name;
   engine_version = p.version;
   max_num_seqs = p.max_num_seqs;

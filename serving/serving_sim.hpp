@@ -64,7 +64,6 @@ struct ServingConfig {
   // The engine's policies (serving/engine_profile.hpp; these defaults are vLLM V1's scheduler without its
   // host time and CUDA-graph padding): the output admission reserves ahead, who gives pages back, whether a
   // step prefills or decodes, and the KV cache's share of the memory the weights leave (TensorRT-LLM).
-  ServingEngineKind engine = ServingEngineKind::Vllm;
   std::string engine_name = "vLLM V1";
   std::string engine_version;  // the profile's (EngineProfile::version)
   long reserved_output_tokens = 0;
