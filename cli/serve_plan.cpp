@@ -10,7 +10,9 @@
 
 #include "cli/work_bounds.hpp"
 #include "core/analytic_cost_model.hpp"
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/time_to_train.hpp"
 #include "core/units.hpp"
 #include "core/work_estimate.hpp"
 #include "planner/export_disaggregated.hpp"
@@ -39,6 +41,9 @@ void ServePlanOptions::add_to(CLI::App& cmd) {
 }
 
 namespace {
+
+// A latency limit: a microsecond (one kernel launch) to 11.6 days.
+constexpr FigureRange kSloRange{1e-6, 1e6, "s"};
 
 // The GPUs' price per million output tokens at the plan's throughput (every plan uses all of them).
 double cost_per_million_tokens(double price_per_gpu_hour, int gpus, double tokens_per_s) {
@@ -73,10 +78,9 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
                     "the engine the command launches",
                     o.export_target, o.serve.engine_kind, o.serve.engine_kind, o.export_target);
   check_top(o.top);
-  if (o.ttft_slo_s && !(*o.ttft_slo_s > 0)) throw_bad_input("--ttft-slo: must be a positive number of seconds, got {}", *o.ttft_slo_s);
-  if (o.tpot_slo_s && !(*o.tpot_slo_s > 0)) throw_bad_input("--tpot-slo: must be a positive number of seconds, got {}", *o.tpot_slo_s);
-  if (o.gpu_hour_price && !(*o.gpu_hour_price >= 0 && std::isfinite(*o.gpu_hour_price)))
-    throw_bad_input("--gpu-hour-price: must be 0 or a positive price per GPU-hour, got {}", *o.gpu_hour_price);
+  if (o.ttft_slo_s) check_in_range("--ttft-slo", *o.ttft_slo_s, kSloRange);
+  if (o.tpot_slo_s) check_in_range("--tpot-slo", *o.tpot_slo_s, kSloRange);
+  if (o.gpu_hour_price) check_in_range("--gpu-hour-price", *o.gpu_hour_price, kGpuHourPriceRange);
   if (!(o.slo_percentile > 0 && o.slo_percentile <= 100))
     throw_bad_input("--slo-percentile: must be in (0, 100], got {}", o.slo_percentile);
   for (const auto& [flag, given] : {std::pair<const char*, bool>{"--max-rate", o.max_rate}, {"--target-rate", o.target_rate.has_value()}}) {

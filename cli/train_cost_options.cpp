@@ -5,12 +5,14 @@
 #include <cmath>
 #include <utility>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 
 namespace pw {
 
 std::string duration_text(double s) {
+  if (s >= 1e6 * 86400) return fmt::format("{:.3g} days", s / 86400);  // no 20-digit figure
   if (s >= 2 * 86400) return fmt::format("{:.1f} days", s / 86400);
   if (s >= 2 * 3600) return fmt::format("{:.1f} h", s / 3600);
   if (s >= 120) return fmt::format("{:.1f} min", s / 60);
@@ -24,6 +26,7 @@ std::string tokens_text(double n) {
 }
 
 std::string count_text(double x) {
+  if (x >= 1e15) return fmt::format("{:.3g}", x);
   if (x >= 1e9) return fmt::format("{:.2f} G", x / 1e9);
   if (x >= 1e6) return fmt::format("{:.2f} M", x / 1e6);
   if (x >= 1e3) return fmt::format("{:.1f} k", x / 1e3);
@@ -47,8 +50,7 @@ void TrainCostOptions::check_spares(int pool_nodes) const {
   if (!asked()) throw_bad_input("--spares: give --train-tokens too; the run's length decides what spares are worth");
   if (*spares < 0 || *spares >= pool_nodes)
     throw_bad_input("--spares: {} spare nodes of the run's {}; give 0 to {}", *spares, pool_nodes, pool_nodes - 1);
-  if (!(repair_hours > 0) || !std::isfinite(repair_hours))
-    throw_bad_input("--repair: must be a positive number of hours, got {}", repair_hours);
+  check_in_range("--repair", repair_hours, kRepairHoursRange);
 }
 
 TrainingRunSpec TrainCostOptions::spec(int gpus) const {

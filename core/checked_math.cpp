@@ -38,4 +38,9 @@ bool is_normal_or_zero(double x) {
   return std::isfinite(x) && (x == 0 || std::fabs(x) >= std::numeric_limits<double>::min());
 }
 
+void check_in_range(const std::string& name, double value, const FigureRange& range) {
+  if (!(value >= range.min && value <= range.max))
+    throw_bad_input("{}: must be from {:g} to {:g} {}, got {:g}", name, range.min, range.max, range.unit, value);
+}
+
 }  // namespace pw

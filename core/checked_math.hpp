@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "core/file_caps.hpp"
+
 namespace pw {
 
 // The product, or nothing when it overflows int64 (or a factor is negative).
@@ -22,5 +24,8 @@ std::int64_t bounded_product(std::initializer_list<std::int64_t> factors, std::i
 // are refused where a figure is divided by or multiplied up (a 1e-310 TFLOP/s GPU makes every
 // layer cost infinite).
 bool is_normal_or_zero(double x);
+
+// BadInput "<name>: must be from <min> to <max> <unit>, got <value>" unless min <= value <= max (NaN too).
+void check_in_range(const std::string& name, double value, const FigureRange& range);
 
 }  // namespace pw

@@ -16,6 +16,10 @@ inline constexpr long kMaxNodes = 1'000'000;              // nodes of a cluster
 inline constexpr long kMaxGpusPerNode = 1L << 20;         // the ideal cluster's own figure
 inline constexpr long kMaxProfileEntries = 100'000;       // entries of each list in a profile or calibration file
 inline constexpr long kMaxRepetitions = 1'000'000'000;    // a profile's repetitions of one measurement
+// A layer's width, head count, head size or latent rank: the widest published is 73,728 (PaLM's ffn). The cap
+// keeps their sums (MLA's nope + rope head size) and the double products the cost model forms exact.
+inline constexpr long kMaxDimension = 1'000'000;
+inline constexpr long kMaxVocab = 100'000'000;  // the largest published vocabularies hold a few hundred thousand
 
 // The range a figure read from a file may take, both ends included.
 struct FigureRange {

@@ -38,7 +38,8 @@ std::string present_key(const JsonFields& f, const std::string& canonical) {
   return "";
 }
 
-int required_int(const JsonFields& f, const std::string& canonical) {
+// The value under `canonical` or an alias; BadInput naming every accepted key when none is given.
+std::string required_key(const JsonFields& f, const std::string& canonical) {
   const std::string key = present_key(f, canonical);
   if (key.empty()) {
     std::string names = "'" + canonical + "'";
@@ -47,7 +48,13 @@ int required_int(const JsonFields& f, const std::string& canonical) {
       for (const std::string& alias : it->second) names += " (or '" + alias + "')";
     throw_bad_input("{}: missing required field {}", f.source(), names);
   }
-  return f.positive_int(key);
+  return key;
+}
+
+int required_int(const JsonFields& f, const std::string& canonical) { return f.positive_int(required_key(f, canonical)); }
+
+int required_dimension(const JsonFields& f, const std::string& canonical) {
+  return f.dimension(required_key(f, canonical));
 }
 
 bool any_dropout(const JsonFields& f, std::initializer_list<const char*> keys, double fallback) {
@@ -135,15 +142,15 @@ Model model_from_hf_config(const nlohmann::json& outer, const std::string& sourc
 
   TransformerConfig c;
   c.family = nemotron ? "nemotron" : gemma ? "gemma" : llama_like ? "llama" : "gpt";
-  c.hidden = required_int(f, "hidden_size");
+  c.hidden = required_dimension(f, "hidden_size");
   c.layers = required_int(f, "num_hidden_layers");
   if (c.layers > kMaxLayers)
     f.fail(present_key(f, "num_hidden_layers"),
            fmt::format("is {} layers, above the cap of {}; give at most {}", c.layers, kMaxLayers, kMaxLayers));
-  c.heads = required_int(f, "num_attention_heads");
-  c.kv_heads = llama_like && f.has("num_key_value_heads") ? f.positive_int("num_key_value_heads") : c.heads;
+  c.heads = required_dimension(f, "num_attention_heads");
+  c.kv_heads = llama_like && f.has("num_key_value_heads") ? f.dimension("num_key_value_heads") : c.heads;
   if (llama_like && f.has("head_dim")) {
-    c.head_dim = f.positive_int("head_dim");
+    c.head_dim = f.dimension("head_dim");
   } else {
     if (c.hidden % c.heads != 0)
       throw_bad_input("{}: hidden size {} is not a multiple of {} attention heads; give head_dim", source, c.hidden,
@@ -153,8 +160,8 @@ Model model_from_hf_config(const nlohmann::json& outer, const std::string& sourc
   if (c.heads % c.kv_heads != 0)
     throw_bad_input("{}: num_key_value_heads ({}) must divide num_attention_heads ({})", source, c.kv_heads, c.heads);
   // GPT-2's n_inner may be null: 4 x hidden.
-  c.ffn = gpt2 && present_key(f, "intermediate_size").empty() ? 4 * c.hidden : required_int(f, "intermediate_size");
-  c.vocab = f.positive_integer("vocab_size");
+  c.ffn = gpt2 && present_key(f, "intermediate_size").empty() ? 4 * c.hidden : required_dimension(f, "intermediate_size");
+  c.vocab = f.count("vocab_size", kMaxVocab, "tokens");
   c.max_seq_len = default_seq_len(f, gpt2);
   c.mlp = nemotron ? MlpKind::ReluSquared : gemma ? MlpKind::GeGlu : llama_like ? MlpKind::SwiGlu : MlpKind::Gelu;
   c.norm = llama_like && !nemotron ? NormKind::RmsNorm : NormKind::LayerNorm;

@@ -51,11 +51,11 @@ void read_hf_moe(const JsonFields& f, const std::string& type, TransformerConfig
     // (layer_idx + 1) % decoder_sparse_step == 0; Qwen2-MoE adds a gated shared expert.
     m.experts = f.positive_int("num_experts");
     m.top_k = f.positive_int("num_experts_per_tok");
-    m.expert_ffn = f.positive_int("moe_intermediate_size");
+    m.expert_ffn = f.dimension("moe_intermediate_size");
     m.every = f.has("decoder_sparse_step") ? f.positive_int("decoder_sparse_step") : 1;
     if (f.has("mlp_only_layers")) m.dense_blocks = f.indices("mlp_only_layers", c.layers);
     if (type == "qwen2_moe") {
-      m.shared_expert_ffn = non_negative_int(f, "shared_expert_intermediate_size", 0);
+      m.shared_expert_ffn = f.has("shared_expert_intermediate_size") ? f.dimension("shared_expert_intermediate_size", true) : 0;
       m.shared_expert_gate = m.shared_expert_ffn > 0;
     }
   } else if (type == "deepseek_v2" || type == "deepseek_v3") {
@@ -63,8 +63,12 @@ void read_hf_moe(const JsonFields& f, const std::string& type, TransformerConfig
     // == 0 in DeepSeek's own modelling code); n_shared_experts experts of moe_intermediate_size together.
     m.experts = f.positive_int("n_routed_experts");
     m.top_k = f.positive_int("num_experts_per_tok");
-    m.expert_ffn = f.positive_int("moe_intermediate_size");
-    m.shared_expert_ffn = non_negative_int(f, "n_shared_experts", 0) * m.expert_ffn;
+    m.expert_ffn = f.dimension("moe_intermediate_size");
+    const long shared_ffn = static_cast<long>(non_negative_int(f, "n_shared_experts", 0)) * m.expert_ffn;
+    if (shared_ffn > kMaxDimension)
+      f.fail("n_shared_experts", fmt::format("x moe_intermediate_size is {}, above the cap of {} for a layer's size; "
+                                             "give fewer shared experts", shared_ffn, kMaxDimension));
+    m.shared_expert_ffn = static_cast<int>(shared_ffn);
     m.first_dense = non_negative_int(f, "first_k_dense_replace", 0);
     // Group-limited routing (DeepSeek-V2's group_limited_greedy, V3's noaux_tc): top_k experts inside the
     // topk_group best of n_group groups. One group is no limit (DeepSeek-V2-Lite).
@@ -78,11 +82,11 @@ void read_hf_moe(const JsonFields& f, const std::string& type, TransformerConfig
     // DeepSeek-V3's noaux_tc routing keeps e_score_correction_bias, one per expert.
     m.router_score_bias = type == "deepseek_v3" || (f.has("topk_method") && f.string("topk_method") == "noaux_tc");
     MlaConfig a;
-    a.q_lora_rank = f.has("q_lora_rank") ? f.positive_int("q_lora_rank") : 0;  // null: one query projection
-    a.kv_lora_rank = f.positive_int("kv_lora_rank");
-    a.qk_nope_head_dim = f.positive_int("qk_nope_head_dim");
-    a.qk_rope_head_dim = f.positive_int("qk_rope_head_dim");
-    a.v_head_dim = f.positive_int("v_head_dim");
+    a.q_lora_rank = f.has("q_lora_rank") ? f.dimension("q_lora_rank") : 0;  // null: one query projection
+    a.kv_lora_rank = f.dimension("kv_lora_rank");
+    a.qk_nope_head_dim = f.dimension("qk_nope_head_dim");
+    a.qk_rope_head_dim = f.dimension("qk_rope_head_dim");
+    a.v_head_dim = f.dimension("v_head_dim");
     c.mla = a;
     c.head_dim = a.qk_head_dim();
     c.kv_heads = c.heads;
@@ -103,7 +107,7 @@ void read_hf_moe(const JsonFields& f, const std::string& type, TransformerConfig
     m.expert_ffn = c.ffn;
     m.shared_expert_ffn = c.ffn;
     m.every = llama4_every(f, c.layers);
-    if (f.has("intermediate_size_mlp")) c.ffn = f.positive_int("intermediate_size_mlp");
+    if (f.has("intermediate_size_mlp")) c.ffn = f.dimension("intermediate_size_mlp");
   }
   check_moe(m, c.layers, f.source());
   c.moe = m;

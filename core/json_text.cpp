@@ -269,6 +269,14 @@ int JsonFields::count(const std::string& key, long cap, const char* what) const 
   return static_cast<int>(x);
 }
 
+int JsonFields::dimension(const std::string& key, bool zero_allowed) const {
+  const long x = zero_allowed ? non_negative_integer(key) : positive_integer(key);
+  if (x > kMaxDimension)
+    fail(key, fmt::format("is {}, above the cap of {} for a layer's size; give at most {}", x, kMaxDimension,
+                          kMaxDimension));
+  return static_cast<int>(x);
+}
+
 double JsonFields::figure(const std::string& key, const FigureRange& range, std::optional<double> fallback) const {
   const nlohmann::json* v = find(key);
   if (!v && fallback) return *fallback;

@@ -55,6 +55,8 @@ class JsonFields {
   int positive_int(const std::string& key) const;  // positive_integer that fits an int
   // A positive whole number of `what` up to `cap` (a count read from a file: layers, ranks).
   int count(const std::string& key, long cap, const char* what) const;
+  // A layer's size (width, heads, head size, latent rank) up to kMaxDimension; 0 allowed with `zero_allowed`.
+  int dimension(const std::string& key, bool zero_allowed = false) const;
   // A physical figure within `range` (core/file_caps.hpp); `fallback` when absent.
   double figure(const std::string& key, const FigureRange& range, std::optional<double> fallback = std::nullopt) const;
   // The same, and above 0 (BadInput "must be positive" first).

@@ -27,8 +27,8 @@ MoeConfig read_moe(const JsonFields& f, int layers) {
   m.top_k = f.count("top_k", 1'000'000, "experts");
   if (m.top_k > m.experts)
     f.fail("top_k", fmt::format("is {}, above the {} experts; give a top_k <= {}", m.top_k, m.experts, m.experts));
-  m.expert_ffn = f.positive_int("expert_ffn");
-  m.shared_expert_ffn = f.has("shared_expert_ffn") ? static_cast<int>(f.non_negative_integer("shared_expert_ffn")) : 0;
+  m.expert_ffn = f.dimension("expert_ffn");
+  m.shared_expert_ffn = f.has("shared_expert_ffn") ? f.dimension("shared_expert_ffn", true) : 0;
   m.shared_expert_gate = f.boolean("shared_expert_gate", false);
   m.expert_bias = f.boolean("expert_bias", false);
   m.router_score_bias = f.boolean("router_score_bias", false);
@@ -46,11 +46,11 @@ MoeConfig read_moe(const JsonFields& f, int layers) {
 MlaConfig read_mla(const JsonFields& f) {
   f.reject_unknown({"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
   MlaConfig a;
-  a.q_lora_rank = f.has("q_lora_rank") ? static_cast<int>(std::min<long>(f.non_negative_integer("q_lora_rank"), 1'000'000)) : 0;
-  a.kv_lora_rank = f.positive_int("kv_lora_rank");
-  a.qk_nope_head_dim = f.positive_int("qk_nope_head_dim");
-  a.qk_rope_head_dim = f.positive_int("qk_rope_head_dim");
-  a.v_head_dim = f.positive_int("v_head_dim");
+  a.q_lora_rank = f.has("q_lora_rank") ? f.dimension("q_lora_rank", true) : 0;
+  a.kv_lora_rank = f.dimension("kv_lora_rank");
+  a.qk_nope_head_dim = f.dimension("qk_nope_head_dim");
+  a.qk_rope_head_dim = f.dimension("qk_rope_head_dim");
+  a.v_head_dim = f.dimension("v_head_dim");
   return a;
 }
 
@@ -60,20 +60,20 @@ TransformerConfig read_transformer(const JsonFields& t) {
                     "attention_window", "full_attention_every", "attention_sinks", "moe", "mla", "mtp_layers"});
   TransformerConfig c;
   c.family = t.optional_string("family").value_or("");
-  c.hidden = t.positive_int("hidden");
+  c.hidden = t.dimension("hidden");
   c.layers = t.count("layers", kMaxLayers, "layers");
-  c.heads = t.positive_int("heads");
-  c.kv_heads = t.has("kv_heads") ? t.positive_int("kv_heads") : c.heads;
+  c.heads = t.dimension("heads");
+  c.kv_heads = t.has("kv_heads") ? t.dimension("kv_heads") : c.heads;
   if (t.has("head_dim")) {
-    c.head_dim = t.positive_int("head_dim");
+    c.head_dim = t.dimension("head_dim");
   } else {
     if (c.hidden % c.heads != 0)
       throw_bad_input("{}: {} ({}) is not a multiple of {} ({}); give {}", t.source(), t.name("hidden"), c.hidden,
                       t.name("heads"), c.heads, t.name("head_dim"));
     c.head_dim = c.hidden / c.heads;
   }
-  c.ffn = t.positive_int("ffn");
-  c.vocab = t.positive_integer("vocab");
+  c.ffn = t.dimension("ffn");
+  c.vocab = t.count("vocab", kMaxVocab, "tokens");
   c.max_seq_len = t.positive_int("seq_len");
   const std::string mlp = t.optional_string("mlp").value_or("gelu");
   if (mlp != "gelu" && mlp != "swiglu" && mlp != "relu2" && mlp != "geglu")
@@ -103,8 +103,9 @@ TransformerConfig read_transformer(const JsonFields& t) {
     c.mla = read_mla(t.object("mla"));
     c.head_dim = c.mla->qk_head_dim();
   }
-  if (t.has("mtp_layers")) c.mtp_layers = static_cast<int>(t.non_negative_integer("mtp_layers"));
-  if (c.mtp_layers > 16) t.fail("mtp_layers", fmt::format("is {}; give at most 16 prediction modules", c.mtp_layers));
+  const long mtp_layers = t.has("mtp_layers") ? t.non_negative_integer("mtp_layers") : 0;
+  if (mtp_layers > 16) t.fail("mtp_layers", fmt::format("is {}; give at most 16 prediction modules", mtp_layers));
+  c.mtp_layers = static_cast<int>(mtp_layers);
   return c;
 }
 

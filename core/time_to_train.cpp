@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 
 namespace pw {
@@ -19,20 +20,18 @@ double daly_wall_time(double compute_s, double interval_s, double write_s, doubl
 }
 
 TrainingRunCost training_run_cost(const TrainingRunSpec& spec, double tokens_per_s) {
-  if (!(spec.tokens > 0 && std::isfinite(spec.tokens)))
-    throw_bad_input("--train-tokens: must be a positive token count such as 15T, got {:g}", spec.tokens);
+  if (!(spec.tokens >= 1 && spec.tokens <= kMaxTrainTokens))
+    throw_bad_input("--train-tokens: must be a token count from 1 to {:g}, got {:g}", kMaxTrainTokens, spec.tokens);
   if (!(spec.gpus >= 1)) throw_bad_input("--gpus: must be at least 1, got {:g}", spec.gpus);
   if (!(tokens_per_s > 0 && std::isfinite(tokens_per_s)))
     throw_bad_input("throughput: {:g} tokens/s; a plan that trains needs a positive throughput", tokens_per_s);
-  if (!(spec.mtbf_per_gpu_s >= 0 && std::isfinite(spec.mtbf_per_gpu_s)))
-    throw_bad_input("--mtbf-per-gpu: must be 0 (no failures) or a positive number of hours, got {:g}",
-                    spec.mtbf_per_gpu_s / 3600);
-  if (!(spec.checkpoint_write_s > 0 && std::isfinite(spec.checkpoint_write_s)))
-    throw_bad_input("--checkpoint-write: must be a positive number of seconds, got {:g}", spec.checkpoint_write_s);
-  if (!(spec.restart_s >= 0 && std::isfinite(spec.restart_s)))
-    throw_bad_input("--restart: must be 0 or a positive number of seconds, got {:g}", spec.restart_s);
-  if (spec.price_per_gpu_hour && !(*spec.price_per_gpu_hour >= 0 && std::isfinite(*spec.price_per_gpu_hour)))
-    throw_bad_input("--gpu-hour-price: must be 0 or a positive price per GPU-hour, got {:g}", *spec.price_per_gpu_hour);
+  const double mtbf_hours = spec.mtbf_per_gpu_s / 3600;
+  if (!(mtbf_hours == 0 || (mtbf_hours >= kMtbfPerGpuHoursRange.min && mtbf_hours <= kMtbfPerGpuHoursRange.max)))
+    throw_bad_input("--mtbf-per-gpu: must be 0 (no failures) or from {:g} to {:g} hours, got {:g}",
+                    kMtbfPerGpuHoursRange.min, kMtbfPerGpuHoursRange.max, mtbf_hours);
+  check_in_range("--checkpoint-write", spec.checkpoint_write_s, kCheckpointWriteRange);
+  check_in_range("--restart", spec.restart_s, kRestartRange);
+  if (spec.price_per_gpu_hour) check_in_range("--gpu-hour-price", *spec.price_per_gpu_hour, kGpuHourPriceRange);
   TrainingRunCost c;
   c.compute_s = spec.tokens / tokens_per_s;
   c.wall_s = c.compute_s;
@@ -41,6 +40,13 @@ TrainingRunCost training_run_cost(const TrainingRunSpec& spec, double tokens_per
     c.checkpoint_interval_s = daly_checkpoint_interval(spec.checkpoint_write_s, m);
     c.wall_s = daly_wall_time(c.compute_s, c.checkpoint_interval_s, spec.checkpoint_write_s, spec.restart_s, m);
     c.interruptions = c.wall_s / m;
+    // Goodput depends on the failure rate, the write and the restart alone: a run that fails faster than it
+    // restarts and checkpoints never finishes, whatever its throughput.
+    if (!(c.compute_s / c.wall_s >= kMinGoodput))
+      throw_bad_input("--mtbf-per-gpu: a failure every {:.3g} s on all {:g} GPUs leaves under {:g}% of the time "
+                      "training (restarts of {:g} s, checkpoints of {:g} s); give a longer --mtbf-per-gpu or a "
+                      "shorter --restart and --checkpoint-write",
+                      m, spec.gpus, kMinGoodput * 100, spec.restart_s, spec.checkpoint_write_s);
   }
   c.goodput = c.compute_s / c.wall_s;
   c.gpu_hours = c.wall_s * spec.gpus / 3600;

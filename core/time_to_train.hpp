@@ -10,11 +10,24 @@
 #include <optional>
 #include <string>
 
+#include "core/file_caps.hpp"
+
 namespace pw {
 
 // Llama 3 405B's pre-training (Meta, "The Llama 3 Herd of Models", 2024, section 3.3.4): 419 unexpected
 // interruptions in a 54-day snapshot on 16,384 H100s, one per 54 x 24 x 16384 / 419 GPU-hours.
 inline constexpr double kLlama3MtbfPerGpuHours = 54.0 * 24 * 16384 / 419;
+
+// The ranges of the run's figures (both ends included), far beyond any real run and keeping every figure
+// the command prints finite: 1e18 tokens is 66,000 times Llama 3's 15T.
+inline constexpr double kMaxTrainTokens = 1e18;
+inline constexpr FigureRange kMtbfPerGpuHoursRange{1, 1e9, "h"};  // or 0: no failures
+inline constexpr FigureRange kCheckpointWriteRange{1e-3, 1e6, "s"};
+inline constexpr FigureRange kRestartRange{0, 1e6, "s"};
+inline constexpr FigureRange kRepairHoursRange{1e-3, 1e6, "h"};
+inline constexpr FigureRange kGpuHourPriceRange{0, 1e6, "a GPU-hour"};
+// Below this share of the wall time training, a run is refused: failures leave it no time to progress.
+inline constexpr double kMinGoodput = 1e-3;
 
 struct TrainingRunSpec {
   double tokens = 0;                    // to train
@@ -40,8 +53,8 @@ double daly_checkpoint_interval(double write_s, double system_mtbf_s);
 // Daly's expected wall time of `compute_s` of work at interval `interval_s`.
 double daly_wall_time(double compute_s, double interval_s, double write_s, double restart_s, double system_mtbf_s);
 
-// The run at `tokens_per_s`. BadInput naming the option for a non-positive token count, GPU count or
-// throughput, or a negative price, MTBF, write or restart time.
+// The run at `tokens_per_s`. BadInput naming the option for a figure outside its range above, a
+// non-positive GPU count or throughput, or failures so frequent the run keeps under kMinGoodput training.
 TrainingRunCost training_run_cost(const TrainingRunSpec& spec, double tokens_per_s);
 
 // "15T", "300B", "2.5e12", "1,000M": a count with an optional K, M, B or T (10^3 .. 10^12). BadInput naming

@@ -186,3 +186,28 @@ TEST_CASE("serve plan --target-rate: a search at every count of GPUs, estimated 
                 "serve plan: --target-rate's searches at 1 to 2048 GPUs would take about 15.4 min; the limit is 10.0 min; ",
                 "give a smaller --gpus to search up to or pass --allow-large");
 }
+
+TEST_CASE("a DeepSeek-V3 config with a head size near INT_MAX is refused at load, not planned at peak mem 0 B") {
+  std::ifstream in(source_path("examples/deepseek-v3.config.json"));
+  const nlohmann::json config = nlohmann::json::parse(in);
+  for (const char* field : {"qk_rope_head_dim", "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "q_lora_rank",
+                            "moe_intermediate_size", "hidden_size", "intermediate_size"}) {
+    nlohmann::json wide = config;
+    wide[field] = 2147483647;
+    const std::string path = tmp(std::string("wide-") + field + ".json");
+    std::ofstream(path) << wide.dump();
+    const std::string message = "--model: " + path + ": " + field +
+                                " is 2147483647, above the cap of 1000000 for a layer's size; give at most 1000000";
+    check_bad_input({"simulate", "--model", path, "--cluster", "dgx-h100", "--pp", "16", "--microbatches", "32"}, message);
+    check_bad_input({"plan", "--model", path, "--cluster", "dgx-h100", "--gpus", "128", "--global-batch-size", "512"},
+                    message);
+  }
+  // The shared experts' width is their count times the expert's: bounded as a product.
+  nlohmann::json shared = config;
+  shared["n_shared_experts"] = 1000000;
+  const std::string path = tmp("wide-shared.json");
+  std::ofstream(path) << shared.dump();
+  check_bad_input({"simulate", "--model", path, "--cluster", "dgx-h100", "--pp", "16", "--microbatches", "32"},
+                  "--model: " + path + ": n_shared_experts x moe_intermediate_size is 2048000000, above the cap of "
+                  "1000000 for a layer's size; give fewer shared experts");
+}

@@ -128,5 +128,5 @@ TEST_CASE("plan --spares: per number of spare nodes the plan, how often the run 
   check_bad_input(with(kPlan, {"--spares", "1"}), "--spares: give --train-tokens too; the run's length decides what spares are worth");
   check_bad_input(with(kPlan, {"--train-tokens", "10B", "--spares", "4"}), "--spares: 4 spare nodes of the run's 4; give 0 to 3");
   check_bad_input(with(kPlan, {"--train-tokens", "10B", "--spares", "1", "--repair", "-3"}),
-              "--repair: must be a positive number of hours, got -3");
+              "--repair: must be from 0.001 to 1e+06 h, got -3");
 }

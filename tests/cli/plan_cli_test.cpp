@@ -349,10 +349,10 @@ TEST_CASE("plan --train-tokens: each plan's wall time, GPU-hours, cost, interrup
               "as 15T");
   check_bad_input({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
                "--train-tokens", "1T", "--gpu-hour-price", "-2"},
-              "--gpu-hour-price: must be 0 or a positive price per GPU-hour, got -2");
+              "--gpu-hour-price: must be from 0 to 1e+06 a GPU-hour, got -2");
   check_bad_input({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "16",
                    "--train-tokens", "1T", "--mtbf-per-gpu", "-5"},
-                  "--mtbf-per-gpu: must be 0 (no failures) or a positive number of hours, got -5");
+                  "--mtbf-per-gpu: must be 0 (no failures) or from 1 to 1e+09 hours, got -5");
 }
 
 TEST_CASE("simulate measures a plan against what the headroom leaves of each GPU") {

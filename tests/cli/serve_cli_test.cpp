@@ -227,7 +227,7 @@ TEST_CASE("serve plan: tp x pp x replicas using every GPU, by throughput, and SL
   }
   const CliResult text = run_cli(with(plan, {"--ttft-slo", "0.000001"}));
   CHECK(text.out.find("  best effort\n") != std::string::npos);
-  check_bad_input(with(plan, {"--tpot-slo", "-1"}), "--tpot-slo: must be a positive number of seconds, got -1");
+  check_bad_input(with(plan, {"--tpot-slo", "-1"}), "--tpot-slo: must be from 1e-06 to 1e+06 s, got -1");
 
   // The price per million output tokens: 4 GPUs at 2 per GPU-hour for 10^6 / (tokens/s) seconds.
   const CliResult priced = run_cli(with(plan, {"--gpu-hour-price", "2", "--json"}));
@@ -236,7 +236,7 @@ TEST_CASE("serve plan: tp x pp x replicas using every GPU, by throughput, and SL
   for (const nlohmann::json& p : priced_plans.at("plans"))
     CHECK(p.at("cost_per_million_tokens").get<double>() ==
           Approx(2.0 * 4 / 3600 / p.at("output_tokens_per_s").get<double>() * 1e6).epsilon(1e-12));
-  check_bad_input(with(plan, {"--gpu-hour-price", "-1"}), "--gpu-hour-price: must be 0 or a positive price per GPU-hour, got -1");
+  check_bad_input(with(plan, {"--gpu-hour-price", "-1"}), "--gpu-hour-price: must be from 0 to 1e+06 a GPU-hour, got -1");
 }
 
 TEST_CASE("serve simulate --chrome-trace: every batch on every stage, in order, never overlapping on a stage") {

@@ -2,7 +2,10 @@
 // token counts as people write them, and the figures a run is refused for.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <limits>
 
 #include "core/error.hpp"
 #include "core/time_to_train.hpp"
@@ -65,12 +68,51 @@ TEST_CASE("token counts as people write them, malformed ones and bad figures are
   spec.gpus = 8;
   spec.price_per_gpu_hour = -1;
   CHECK(bad_input([&] { training_run_cost(spec, 1e3); }) ==
-        "--gpu-hour-price: must be 0 or a positive price per GPU-hour, got -1");
+        "--gpu-hour-price: must be from 0 to 1e+06 a GPU-hour, got -1");
   spec.price_per_gpu_hour.reset();
   spec.mtbf_per_gpu_s = -3600;
   CHECK(bad_input([&] { training_run_cost(spec, 1e3); }) ==
-        "--mtbf-per-gpu: must be 0 (no failures) or a positive number of hours, got -1");
+        "--mtbf-per-gpu: must be 0 (no failures) or from 1 to 1e+09 hours, got -1");
   spec.mtbf_per_gpu_s = 3600;
   spec.checkpoint_write_s = 0;
-  CHECK(bad_input([&] { training_run_cost(spec, 1e3); }) == "--checkpoint-write: must be a positive number of seconds, got 0");
+  CHECK(bad_input([&] { training_run_cost(spec, 1e3); }) == "--checkpoint-write: must be from 0.001 to 1e+06 s, got 0");
+}
+
+TEST_CASE("every figure of a training run has a range, and failures that leave no time to train are refused") {
+  TrainingRunSpec spec;
+  spec.tokens = 1e9;
+  spec.gpus = 8;
+  for (const double tokens : {1e300, 1e-310, 0.5})
+    CHECK(bad_input([&] {
+            TrainingRunSpec s = spec;
+            s.tokens = tokens;
+            training_run_cost(s, 1e3);
+          }) == fmt::format("--train-tokens: must be a token count from 1 to 1e+18, got {:g}", tokens));
+  TrainingRunSpec big = spec;
+  big.tokens = 1e18;  // the top of the range: finite figures throughout
+  big.price_per_gpu_hour = 1e6;
+  const TrainingRunCost top = training_run_cost(big, 1);
+  CHECK(std::isfinite(top.wall_s));
+  CHECK(std::isfinite(*top.cost));
+  spec.mtbf_per_gpu_s = 1e-9 * 3600;
+  CHECK(bad_input([&] { training_run_cost(spec, 1e3); }) ==
+        "--mtbf-per-gpu: must be 0 (no failures) or from 1 to 1e+09 hours, got 1e-09");
+  spec.mtbf_per_gpu_s = 3600;
+  spec.checkpoint_write_s = 1e308;
+  CHECK(bad_input([&] { training_run_cost(spec, 1e3); }) == "--checkpoint-write: must be from 0.001 to 1e+06 s, got 1e+308");
+  spec.checkpoint_write_s = 60;
+  spec.restart_s = std::numeric_limits<double>::quiet_NaN();
+  CHECK(bad_input([&] { training_run_cost(spec, 1e3); }) == "--restart: must be from 0 to 1e+06 s, got nan");
+  // One failure an hour on each of 16,384 GPUs: one every 0.22 s against 600 s restarts; Daly's wall time is
+  // infinite (e^(600 / 0.22)), whatever the throughput.
+  spec.restart_s = 600;
+  spec.gpus = 16384;
+  CHECK(bad_input([&] { training_run_cost(spec, 1e3); }) ==
+        "--mtbf-per-gpu: a failure every 0.22 s on all 16384 GPUs leaves under 0.1% of the time training (restarts "
+        "of 600 s, checkpoints of 60 s); give a longer --mtbf-per-gpu or a shorter --restart and --checkpoint-write");
+  // At 1,000 h a GPU a failure comes every 220 s: slow, but the run trains (goodput well above the floor).
+  spec.mtbf_per_gpu_s = 1000 * 3600;
+  const TrainingRunCost slow = training_run_cost(spec, 1e3);
+  CHECK(slow.goodput > kMinGoodput);
+  CHECK(slow.goodput < 0.5);
 }
