@@ -285,8 +285,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     o.train_cost.check_spares(pool.nodes);
   }
 
-  check_work_unless_allowed("plan", {search_estimate(enumerate_candidates(base, space), thread_count(o.threads))},
-                            o.allow_large);
+  check_work_unless_allowed("plan", search_space_estimate(base, space, thread_count(o.threads)), o.allow_large);
   ProgressBar bar(std::cerr, stderr_is_terminal());
   SearchOptions so;
   so.top = o.top;

@@ -15,6 +15,8 @@
 #include "core/output_file.hpp"
 #include "core/units.hpp"
 #include "planner/failure_report.hpp"
+#include "planner/parallel_for.hpp"
+#include "planner/search_estimate.hpp"
 #include "planner/plan_file.hpp"
 #include "sim/scenario.hpp"
 
@@ -27,6 +29,7 @@ struct ReplanOptions {
   int top = 5;
   int threads = 0;
   bool json = false;
+  bool allow_large = false;
   std::string out_path;
 };
 
@@ -66,9 +69,24 @@ void run_replan(const ReplanOptions& o, std::ostream& out) {
 
   SearchSpace space;
   space.gpus = gpus_left;
+  // The search replan runs (any count of GPUs up to those left), estimated first; an empty space is its verdict.
+  SearchSpace searched = space;
+  searched.up_to_gpus = true;
+  std::vector<WorkEstimate> work;
+  try {
+    work = search_space_estimate(left, searched, thread_count(o.threads));
+    // replan has no space options of its own: plan has them.
+    for (WorkEstimate& part : work)
+      part.fix = fmt::format("plan the {} GPUs left in a narrower space (pipewright plan --gpus {} with --vpp, --pp or "
+                             "--schedules)", gpus_left, gpus_left);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::BadInput) throw;
+  }
+  check_work_unless_allowed("replan", work, o.allow_large);
   SearchOptions so;
   so.top = o.top;
   so.threads = o.threads;
+  so.time_limit_s = o.allow_large ? 0 : kWorkSecondsLimit;
   const AfterFailure after = replan(left, space, gpus_left, cost, so, before, gpus);
 
   const std::string heading =
@@ -106,6 +124,7 @@ CommandRunner add_replan_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "Threads for the search (default: all cores)");
   cmd->add_flag("--json", o->json, "Print JSON instead of the table");
   cmd->add_option("--out", o->out_path, "Write the best plan after the failure to this file");
+  add_allow_large_flag(*cmd, o->allow_large);
   return [o](std::ostream& out) { run_replan(*o, out); };
 }
 

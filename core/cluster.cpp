@@ -306,7 +306,7 @@ Cluster cluster_from_json_text(const std::string& text, const std::string& sourc
 
 Cluster load_cluster(const std::string& name_or_path) {
   if (names_a_file(name_or_path))
-    return cluster_from_json_text(read_text_file(name_or_path, "cluster"), name_or_path);
+    return cluster_from_json_text(read_text_file(name_or_path, "cluster", kMaxModelFileBytes), name_or_path);
   return cluster_preset(name_or_path);
 }
 

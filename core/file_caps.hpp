@@ -20,6 +20,11 @@ inline constexpr long kMaxRepetitions = 1'000'000'000;    // a profile's repetit
 // keeps their sums (MLA's nope + rope head size) and the double products the cost model forms exact.
 inline constexpr long kMaxDimension = 1'000'000;
 inline constexpr long kMaxVocab = 100'000'000;  // the largest published vocabularies hold a few hundred thousand
+// Bytes of one input file, refused before it is parsed: 1M actions of a plan's schedule take about 10 MB,
+// the largest kernel tables 12 MB. A model or cluster file of 100,000 explicit layers, pretty-printed, takes
+// about 30 MB.
+inline constexpr long kMaxInputFileBytes = 256L << 20;
+inline constexpr long kMaxModelFileBytes = 64L << 20;
 
 // The range a figure read from a file may take, both ends included.
 struct FigureRange {

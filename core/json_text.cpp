@@ -9,6 +9,8 @@
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/excerpt.hpp"
+#include "core/units.hpp"
+#include "core/work_estimate.hpp"
 
 namespace pw {
 
@@ -174,14 +176,26 @@ std::string json_excerpt(const nlohmann::json& value) {
   return excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-std::string read_text_file(const std::string& path, const char* what) {
+std::string read_text_file(const std::string& path, const char* what, long max_bytes) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw_bad_input("{} file '{}' not found", what, path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_bad_input("{} file '{}' cannot be read", what, path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // Read at most one byte past the cap (a file may grow after its size is asked), so nothing larger is held.
+  std::string text;
+  char chunk[1 << 16];
+  while (in && static_cast<long>(text.size()) <= max_bytes) {
+    in.read(chunk, sizeof chunk);
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+  }
+  if (static_cast<long>(text.size()) > max_bytes) {
+    const auto size = std::filesystem::file_size(path, ec);
+    throw_bad_input("{} file '{}' holds {} bytes, above the cap of {} ({}); the largest real inputs (a model of "
+                    "100,000 explicit layers, a million scheduled actions) take about 30 MB",
+                    what, path, with_commas(ec ? static_cast<std::int64_t>(text.size()) : static_cast<std::int64_t>(size)),
+                    with_commas(max_bytes), format_bytes(static_cast<double>(max_bytes)));
+  }
+  return text;
 }
 
 bool names_a_file(const std::string& name_or_path) {

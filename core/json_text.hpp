@@ -29,8 +29,9 @@ std::string json_file_text(const nlohmann::ordered_json& document, const std::st
 // A value as an error message may quote it: its JSON text, cut short when long (core/excerpt.hpp).
 std::string json_excerpt(const nlohmann::json& value);
 
-// The whole file; BadInput "<what> file '<path>' not found" when it does not exist.
-std::string read_text_file(const std::string& path, const char* what);
+// The whole file; BadInput "<what> file '<path>' not found" when it does not exist, and naming the cap
+// when it holds more than `max_bytes` (nothing past the cap is read).
+std::string read_text_file(const std::string& path, const char* what, long max_bytes = kMaxInputFileBytes);
 
 // A command-line argument names a file (rather than a preset) when it exists or ends in ".json".
 bool names_a_file(const std::string& name_or_path);

@@ -204,8 +204,8 @@ Model load_model(const std::string& name_or_path) {
   std::error_code ec;
   const std::filesystem::path snapshot_config = std::filesystem::path(name_or_path) / "config.json";
   if (std::filesystem::is_directory(name_or_path, ec) && std::filesystem::is_regular_file(snapshot_config, ec))
-    return model_from_json_text(read_text_file(snapshot_config.string(), "model"), snapshot_config.string());
-  if (names_a_file(name_or_path)) return model_from_json_text(read_text_file(name_or_path, "model"), name_or_path);
+    return model_from_json_text(read_text_file(snapshot_config.string(), "model", kMaxModelFileBytes), snapshot_config.string());
+  if (names_a_file(name_or_path)) return model_from_json_text(read_text_file(name_or_path, "model", kMaxModelFileBytes), name_or_path);
   return model_preset(name_or_path);
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <limits>
 #include <map>
@@ -250,7 +251,7 @@ std::vector<LayerRange> split_for(const Scenario& resolved, const CostModel& cos
   return best_partition(resolved, cost).ranges;
 }
 
-std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space) {
+void for_each_candidate(const Scenario& base, const SearchSpace& space, const std::function<void(const Candidate&)>& visit) {
   const int n = space.gpus;
   if (n < 1) throw_bad_input("--gpus: must be at least 1, got {}", n);
   base.cluster.check_capacity(n);
@@ -302,7 +303,7 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
   const int zero = zero_levels_of(base, space).front();
   const std::vector<int> cps = cp_options(base, space);
 
-  std::vector<Candidate> out;
+  long visited = 0;
   const long blocks = model.num_blocks();
   bool any_pp = false, any_shallow = false, any_dp_match = false, any_dp = false, any_ep = false, any_mbs = false, any_vpp = false;
   for (int tp : tps)
@@ -343,14 +344,16 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
                     for (Precision precision : precisions)
                       for (const auto& [ep, etp] : experts)
                         // Its composites only hide all-to-alls: without them it is interleaved, slower.
-                        if (ep > 1 || schedule != "interleaved-overlap")
-                          out.push_back(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc, order, cp, precision, zero, ep, etp});
+                        if (ep > 1 || schedule != "interleaved-overlap") {
+                          visit(Candidate{tp, pp, dp, vpp, mbs, m, schedule, rc, order, cp, precision, zero, ep, etp});
+                          ++visited;
+                        }
               }
             }
         }
       }
     }
-  if (out.empty()) {
+  if (visited == 0) {
     if (!any_pp)
       throw_bad_input("--pp: no pipeline degree dividing {} GPUs / (tp x cp) (tp in {{{}}}, cp in {{{}}}) is at most the "
                       "{} layers of '{}'{}",
@@ -408,6 +411,11 @@ std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSp
     }
     throw_bad_input("the search space is empty; relax --tp, --pp, --dp, --vpp, --micro-batch-size or --schedules");
   }
+}
+
+std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space) {
+  std::vector<Candidate> out;
+  for_each_candidate(base, space, [&](const Candidate& c) { out.push_back(c); });
   std::sort(out.begin(), out.end(), config_less);
   return out;
 }

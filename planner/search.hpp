@@ -160,6 +160,9 @@ struct SplitComparison {
 };
 std::vector<SplitComparison> compare_splits(const std::vector<Plan>& plans, const CostModel& cost, int threads = 0);
 
+// Calls `visit` with every candidate of a space, each once, building no list (search_estimate counts a space
+// before anything is held for it); BadInput as search_plans when there are none.
+void for_each_candidate(const Scenario& base, const SearchSpace& space, const std::function<void(const Candidate&)>& visit);
 // The candidates of a space, in config order; BadInput as search_plans when there are none.
 std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space);
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -210,4 +211,45 @@ TEST_CASE("a DeepSeek-V3 config with a head size near INT_MAX is refused at load
   check_bad_input({"simulate", "--model", path, "--cluster", "dgx-h100", "--pp", "16", "--microbatches", "32"},
                   "--model: " + path + ": n_shared_experts x moe_intermediate_size is 2048000000, above the cap of "
                   "1000000 for a layer's size; give fewer shared experts");
+}
+
+TEST_CASE("plan of a model of 100,000 layers: its configurations counted with the layers before any is held") {
+  std::ifstream in(kLlama);
+  nlohmann::json model = nlohmann::json::parse(in);
+  model["transformer"]["layers"] = 100000;
+  const std::string path = tmp("layers-100000.json");
+  std::ofstream(path) << model.dump();
+  // Before: 93 s, 6.3 GB, then std::bad_alloc (vpp up to 50,000 for every looped schedule at pp 2).
+  check_refused({"plan", "--model", path, "--cluster", "dgx-h100", "--gpus", "64", "--global-batch-size", "64",
+                 "--threads", "2"},
+                "plan: 8,508,811 configurations of 100,002 layers each (63 cost tables, vpp up to 50001) would take about ",
+                "narrow the space (--vpp, --pp, --schedules, --micro-batch-size, --recompute) or pass --allow-large");
+}
+
+TEST_CASE("replan of a plan of 50,000 layers: its search estimated up front like plan's") {
+  const std::string small = tmp("replan-small.json");
+  REQUIRE(run_cli({"plan", "--model", kLlama, "--cluster", "dgx-h100", "--gpus", "16", "--global-batch-size", "16",
+                   "--pp", "2", "--schedules", "1f1b", "--out", small})
+              .code == 0);
+  std::ifstream in(small);
+  nlohmann::json plan = nlohmann::json::parse(in);
+  plan["model"]["transformer"]["layers"] = 50000;
+  plan["split"]["stages"][1]["layers"] = {1, 50001};
+  const std::string path = tmp("replan-50000.json");
+  std::ofstream(path) << plan.dump();
+  check_refused({"replan", "--plan", path, "--failed-nodes", "1", "--threads", "2"},
+                "replan: 2,675,914 configurations of 50,002 layers each (45 cost tables, vpp up to 25001) would take about ",
+                "plan the 8 GPUs left in a narrower space (pipewright plan --gpus 8 with --vpp, --pp or --schedules) or "
+                "pass --allow-large");
+}
+
+TEST_CASE("a model file over 64 MiB is refused by its size before it is parsed") {
+  const std::string path = tmp("model-70mb.json");
+  { std::ofstream(path) << "{"; }
+  std::filesystem::resize_file(path, 70L << 20);  // sparse: the size without the writing
+  // Before: a 160 MB file was parsed whole (7 s) before its layer count was refused.
+  check_bad_input({"simulate", "--model", path, "--cluster", "dgx-h100", "--pp", "2", "--microbatches", "2"},
+                  "--model: model file '" + path + "' holds 73,400,320 bytes, above the cap of 67,108,864 (67.1 MB); the "
+                  "largest real inputs (a model of 100,000 explicit layers, a million scheduled actions) take about 30 MB");
+  std::filesystem::remove(path);
 }

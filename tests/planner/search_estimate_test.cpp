@@ -3,9 +3,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
 
 #include "../error_text.hpp"
 #include "core/analytic_cost_model.hpp"
+#include "core/layer_work.hpp"
 #include "planner/search.hpp"
 #include "planner/search_estimate.hpp"
 #include "sim/simulation_estimate.hpp"
@@ -38,26 +43,43 @@ TEST_CASE("enumerate_candidates: a prime global batch of 2^31 - 1 gives micro-ba
   CHECK(c[1].microbatches == 1);
 }
 
-TEST_CASE("search_estimate: the largest candidate times the threads, and the cache") {
-  std::vector<Candidate> candidates{Candidate{8, 1, 1, 1, 1, 1000, "1f1b"}, Candidate{4, 2, 1, 1, 1, 1000, "1f1b"},
-                                    Candidate{2, 2, 2, 2, 1, 500, "interleaved"}};
-  CHECK(candidate_actions(candidates[0]) == 3000);
-  CHECK(candidate_actions(candidates[1]) == 6000);
-  CHECK(candidate_actions(candidates[2]) == 6000);
-  const WorkEstimate e = search_estimate(candidates, 2);
-  CHECK(e.work == "3 candidates, the largest 6,000 actions (tp=4, pp=2, dp=1, micro-batch size 1, 1f1b and no recompute, "
-                  "1000 micro-batches)");
-  CHECK(e.bytes == Approx(2 * 6000 * kSimBytesPerAction + 15000 * 20 + 3 * sizeof(Candidate)));
-  CHECK(e.seconds == 0);
-  CHECK(search_estimate({}, 2).bytes == 0);
+TEST_CASE("search_space_estimate: the largest candidate times the threads, the cache, and every candidate's walk of the layers") {
+  SearchSpace space;
+  space.gpus = 16;
+  const Scenario s = base(64);
+  const std::vector<Candidate> all = enumerate_candidates(s, space);
+  double most = 0, total = 0;
+  const Candidate* largest = nullptr;
+  std::set<std::tuple<int, int, int, Recompute, Precision, int, int>> tables;
+  for (const Candidate& c : all) {
+    total += candidate_actions(c);
+    if (candidate_actions(c) > most) {
+      most = candidate_actions(c);
+      largest = &c;
+    }
+    tables.emplace(c.tp, c.cp, c.micro_batch_size, c.recompute, c.precision, c.ep, c.etp);
+  }
+  REQUIRE(largest);
+  CHECK(candidate_actions(Candidate{4, 2, 1, 1, 1, 1000, "1f1b"}) == 6000);
+  CHECK(candidate_actions(Candidate{2, 2, 2, 2, 1, 500, "interleaved"}) == 6000);
+  const std::vector<WorkEstimate> parts = search_space_estimate(s, space, 2);
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[0].work == fmt::format("{} candidates, the largest {} actions ({}, {} micro-batches)", with_commas(static_cast<long>(all.size())),
+                                     format_count(most), describe(*largest), largest->microbatches));
+  CHECK(parts[0].bytes == Approx(2 * most * kSimBytesPerAction + std::min(total, 20e6) * 20));
+  CHECK(parts[0].seconds == 0);
+  const double layers = s.model.num_layers();
+  CHECK(parts[1].bytes == Approx(all.size() * kSearchBytesPerCandidate +
+                                 tables.size() * layers * (sizeof(LayerWork) + 7 * sizeof(double))));
+  CHECK(parts[1].seconds == Approx(all.size() * layers * kSearchSecondsPerCandidateLayer / 2));
 }
 
-TEST_CASE("search_estimate: plan --global-batch-size 1000000000 is refused before any candidate is scored") {
+TEST_CASE("search_space_estimate: plan --global-batch-size 1000000000 is refused before any candidate is scored") {
   SearchSpace space;
   space.gpus = 8;
-  const WorkEstimate e = search_estimate(enumerate_candidates(base(1000000000), space), 2);
-  CHECK(bad_input([&] { check_work("plan", {e}, WorkLimits{64e9, 600}); }).starts_with("plan: "));
-  CHECK(e.bytes > 1e12);
+  const std::vector<WorkEstimate> parts = search_space_estimate(base(1000000000), space, 2);
+  CHECK(bad_input([&] { check_work("plan", parts, WorkLimits{64e9, 600}); }).starts_with("plan: "));
+  CHECK(parts[0].bytes > 1e12);
 }
 
 TEST_CASE("search_time_estimate: the elapsed time plus what the bound leaves, at the measured rate or faster") {
