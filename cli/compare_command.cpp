@@ -31,6 +31,7 @@ struct CompareOptions {
 struct Row {
   std::string schedule;
   std::string error;  // empty when it ran
+  ErrorKind error_kind = ErrorKind::BadInput;
   Evaluation ev;
   double p2p_bytes = 0;  // sent by all ranks of one pipeline per iteration
 };
@@ -98,9 +99,16 @@ std::vector<Row> evaluate_all(const CompareOptions& o, std::vector<std::string>&
       // A schedule that cannot run this configuration (its micro-batch or chunk constraints, memory
       // it cannot keep within) is one result of the comparison, not a failure of the command.
       row.error = e.what();
+      row.error_kind = e.kind();
     }
     rows.push_back(std::move(row));
   }
+  // The same refusal from every schedule is the configuration's, not a schedule's (--seq-len -1): the
+  // command's error, with its exit code.
+  const bool one_refusal = std::all_of(rows.begin(), rows.end(), [&](const Row& r) {
+    return !r.error.empty() && r.error == rows.front().error;
+  });
+  if (one_refusal) throw Error(rows.front().error_kind, rows.front().error);
   return rows;
 }
 

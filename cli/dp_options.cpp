@@ -45,13 +45,15 @@ void DpOptions::add_to(CLI::App& cmd) {
 }
 
 void DpOptions::apply(ParallelConfig& pc) const {
-  if (!(bucket_parameters >= 0) || !std::isfinite(bucket_parameters))
-    throw_bad_input("--ddp-bucket-size: must be a positive number of parameters, got {}", bucket_parameters);
-  if (zero != -1 && (zero < 0 || zero > 3)) throw_bad_input("--zero: must be 0, 1, 2 or 3, got {}", zero);
-  if (zero != -1 && distributed_optimizer_flag && distributed_optimizer_flag->count() > 0)
-    throw_bad_input("--zero: {} and --{}distributed-optimizer both set the sharding; give one of them", zero,
+  // A bucket holds whole parameters; 1e15 is a thousand times the largest model's.
+  if (!(bucket_parameters == 0 || (bucket_parameters >= 1 && bucket_parameters <= 1e15)))
+    throw_bad_input("--ddp-bucket-size: must be from 1 to 1e+15 parameters (or 0, the default), got {:g}",
+                    bucket_parameters);
+  if (zero && (*zero < 0 || *zero > 3)) throw_bad_input("--zero: must be 0, 1, 2 or 3, got {}", *zero);
+  if (zero && distributed_optimizer_flag && distributed_optimizer_flag->count() > 0)
+    throw_bad_input("--zero: {} and --{}distributed-optimizer both set the sharding; give one of them", *zero,
                     distributed_optimizer ? "" : "no-");
-  pc.zero = zero != -1 ? zero : distributed_optimizer ? 1 : 0;
+  pc.zero = zero ? *zero : distributed_optimizer ? 1 : 0;
   const std::optional<ParallelConfig::Reshard> r = reshard_from_string(reshard);
   if (!r) throw_bad_input("--reshard-after-forward: unknown '{}'; use default, always or never", reshard);
   pc.reshard_after_forward = *r;
@@ -78,7 +80,7 @@ void DpOptions::apply(ParallelConfig& pc) const {
 bool DpOptions::overlap_given() const { return overlap_grad_reduce_flag && overlap_grad_reduce_flag->count() > 0; }
 
 bool DpOptions::zero_given() const {
-  return zero != -1 || (distributed_optimizer_flag && distributed_optimizer_flag->count() > 0);
+  return zero.has_value() || (distributed_optimizer_flag && distributed_optimizer_flag->count() > 0);
 }
 
 }  // namespace pw

@@ -6,6 +6,7 @@
 // --exp-avg-dtype and --exp-avg-sq-dtype (docs/cost-model.md).
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 
 #include "core/workload.hpp"
@@ -14,7 +15,7 @@ namespace pw {
 
 struct DpOptions {
   bool distributed_optimizer = true;
-  int zero = -1;  // -1: from --distributed-optimizer
+  std::optional<int> zero;  // unset: from --distributed-optimizer
   std::string reshard = "default";
   CLI::Option* distributed_optimizer_flag = nullptr;
   bool overlap_grad_reduce = true;
@@ -29,7 +30,7 @@ struct DpOptions {
   CLI::Option* exp_avg_sq_dtype_option = nullptr;
 
   void add_to(CLI::App& cmd);
-  // BadInput naming --ddp-bucket-size when it is not a positive count, --zero outside 0..3 or given with
+  // BadInput naming --ddp-bucket-size outside 0 (the default) and 1 to 1e15 parameters, --zero outside 0..3 or given with
   // --distributed-optimizer, --reshard-after-forward not default, always or never, a moment's dtype not
   // fp32, fp16, bf16 or fp8, or given without --precision-aware-optimizer.
   void apply(ParallelConfig& pc) const;

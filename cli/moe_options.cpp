@@ -1,5 +1,7 @@
 #include "cli/moe_options.hpp"
 
+#include "core/expert_parallel.hpp"
+
 namespace pw {
 
 void MoeOptions::add_to(CLI::App& cmd) {
@@ -12,6 +14,7 @@ void MoeOptions::add_to(CLI::App& cmd) {
 }
 
 void MoeOptions::apply(Workload& w) const {
+  check_capacity_factor(capacity_factor);  // before compare runs each schedule (a row each would say it)
   w.capacity_factor = capacity_factor;
   w.dispatcher = dispatcher_from_string(dispatcher);
 }

@@ -272,6 +272,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   if (space.zeros.empty()) check_optimizer_precision(base.parallel);
 
   std::optional<TrainingRunSpec> train;
+  o.train_cost.check_given_with_tokens();
   if (o.train_cost.asked()) train = o.train_cost.spec(o.gpus);
   std::optional<LostGpus> lost;
   if (o.failure.asked()) lost = lost_gpus(o.failure.fail, o.gpus, base.cluster);

@@ -96,6 +96,7 @@ void run_profile(const ProfileCommandOptions& o, std::ostream& out) {
   const DType dtype = dtype_from_text(o.dtype);
   if (!(o.min_time_s >= 0)) throw_bad_input("--min-time: must be 0 or more seconds, got {}", o.min_time_s);
   if (o.link_repetitions < 1) throw_bad_input("--link-repetitions: must be at least 1, got {}", o.link_repetitions);
+  if (o.seq_len < 0) throw_bad_input("--seq-len: must be positive (leave it out for the model's), got {}", o.seq_len);
   Model model;
   try {
     model = load_model(o.model);
@@ -190,8 +191,10 @@ CommandRunner add_profile_command(CLI::App& app) {
   cmd->add_flag("--links", opts->links,
                 "cuda: every GPU pair's NCCL link (1 KiB to 1 GiB), collectives over the tp and dp groups, the GEMM "
                 "slowdown beside NCCL traffic");
-  cmd->add_option("--tp", opts->tp, "cuda --links: tensor-parallel group size for the collectives (0: every GPU)");
-  cmd->add_option("--dp", opts->dp, "cuda --links: data-parallel group size for the collectives (0: 1)");
+  cmd->add_option("--tp", opts->tp, "cuda --links: tensor-parallel group size for the collectives (0: every GPU)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dp", opts->dp, "cuda --links: data-parallel group size for the collectives (0: 1)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--cluster-out", opts->cluster_out, "cuda --links: write this node as a cluster JSON with its measured matrix");
   cmd->add_option("--kernels-out", opts->kernels_out,
                   "Also time every GEMM shape the model runs (cpu: float32; cuda: bf16 on GPU 0) and write them as a "

@@ -45,6 +45,7 @@ void run_replan(const ReplanOptions& o, std::ostream& out) {
   if (o.scenario.plan.empty()) throw_bad_input("--plan: give the plan file the run was started from (pipewright plan --out)");
   if (o.failed_nodes.empty()) throw_bad_input("--failed-nodes: list the failed nodes, e.g. --failed-nodes 3,17");
   check_top(o.top);
+  if (o.threads < 0) throw_bad_input("--threads: must be 0 (all cores) or more, got {}", o.threads);
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
   // The running job's plan is an input: a replan written over it would lose what the job runs.
   std::vector<OptionPath> inputs = o.scenario.input_paths();

@@ -130,9 +130,10 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
   if (o.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", o.iterations);
   if (o.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", o.warmup);
   check_timeout(o.timeout_s);
-  if (!(o.lr > 0 && std::isfinite(o.lr) && is_normal_or_zero(o.lr)))
-    throw_bad_input("--lr: must be a positive finite learning rate such as 0.001, got {:g}{}", o.lr,
-                    o.lr > 0 && std::isfinite(o.lr) ? " (a denormal, below the smallest normal double)" : "");
+  // Above 1000 a step overflows float32 weights into inf at once: no learning rate anyone trains with.
+  if (!(o.lr > 0 && o.lr <= 1e3 && is_normal_or_zero(o.lr)))
+    throw_bad_input("--lr: must be a positive learning rate up to 1000 such as 0.001, got {:g}{}", o.lr,
+                    o.lr > 0 && o.lr <= 1e3 ? " (a denormal, below the smallest normal double)" : "");
   optimizer_from_string(o.optimizer);
   if (!sc.synchronous_optimizer)
     throw_bad_input("--no-sync-optimizer: the executor steps the optimizer after a barrier of all ranks; omit it");
@@ -486,7 +487,9 @@ CommandRunner add_run_command(CLI::App& app) {
   opts->scenario.add_profile_option(*cmd);
   cmd->add_flag("--no-profile", opts->no_profile,
                 "Predict with the analytic model; without it and without --profile, run profiles this machine first");
-  cmd->add_option("--seed", opts->seed, "Seed of the initial weights and the synthetic batches")->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "Seed of the initial weights and the synthetic batches")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);  // "-1" would wrap around to 2^64 - 1
   cmd->add_option("--inject-failure", opts->inject_failure, "Test hook: RANK:ACTION throws there, e.g. 1:1F2; RANK:ACTION:exit ends the process, "
                   "RANK:ACTION:stall hangs it")->group("");
   return [opts, cmd](std::ostream& out) {

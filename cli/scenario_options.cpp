@@ -28,7 +28,8 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   moe_options.add_to(cmd);
   cmd.add_option("--pp", pp, "Pipeline-parallel degree (ranks)");
   cmd.add_option("--dp", dp, "Data-parallel degree");
-  cmd.add_option("--vpp", vpp, "Model chunks per pipeline rank (interleaved)");
+  // Checked as given, whichever schedule would use them (compare runs schedules that ignore them).
+  cmd.add_option("--vpp", vpp, "Model chunks per pipeline rank (interleaved)")->check(CLI::Range(1L, kMaxLayers));
   auto* m = cmd.add_option("--microbatches", microbatches, "Micro-batches per pipeline per iteration");
   auto* g = cmd.add_option("--global-batch-size", global_batch_size, "Sequences per iteration over all replicas");
   m->excludes(g);
@@ -37,7 +38,8 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_option("--schedule", schedule, fmt::format("Pipeline schedule: {}", fmt::join(schedule_names(), ", ")))
       ->capture_default_str();
   cmd.add_option("--max-pending", max_pending,
-                 "zb-h1/zb-h2: most micro-batches awaiting their W per rank, from pp (zb-h1) to 2 pp (zb-h2)");
+                 "zb-h1/zb-h2: most micro-batches awaiting their W per rank, from pp (zb-h1) to 2 pp (zb-h2)")
+      ->check(CLI::NonNegativeNumber);
   cmd.add_option("--split", split, "Transformer layers per stage (per chunk with --vpp), e.g. 24,24,24,24");
   cmd.add_option("--stage-recompute", stage_recompute, "Each stage's recompute level, e.g. full,full,none,none (per-stage)");
   cmd.add_option("--rank-order", rank_order, "Where ranks sit: tp-pp-dp (default) or tp-dp-pp (tp innermost)");
@@ -53,7 +55,8 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
                  "cuda-bf16 / cuda-float32 (what pipewright's cpu or cuda backend keeps; run counts its backend's)")
       ->capture_default_str();
   cmd.add_option("--cost-param", cost_params, "Override a cost-model parameter, NAME=VALUE (docs/cost-model.md); repeatable");
-  cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)");
+  cmd.add_option("--group-size", group_size, "Interleaved: micro-batch group size (default pp; = micro-batches is breadth-first)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 CLI::Option* add_recompute_modules_option(CLI::App& cmd, std::string& modules) {

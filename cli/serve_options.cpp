@@ -81,7 +81,7 @@ void ServeOptions::add_to(CLI::App& cmd, const char* default_cluster) {
   cmd.add_option("--gpu-memory-utilization", gpu_memory_utilization,
                  "The engine's memory share: vLLM's --gpu-memory-utilization (0.9), SGLang's --mem-fraction-static, "
                  "TensorRT-LLM's free_gpu_memory_fraction (default: the engine's)");
-  cmd.add_option("--seed", seed, "Seed of the generated workload")->capture_default_str();
+  cmd.add_option("--seed", seed, "Seed of the generated workload")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd.add_flag("--json", json, "Print JSON");
 }
 

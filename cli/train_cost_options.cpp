@@ -35,14 +35,26 @@ std::string count_text(double x) {
 
 void TrainCostOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--train-tokens", tokens, "Tokens to train (e.g. 15T): each plan's days, GPU-hours and failures");
-  cmd.add_option("--gpu-hour-price", price, "Price of one GPU-hour, for the cost of --train-tokens");
+  with_tokens.push_back(cmd.add_option("--gpu-hour-price", price, "Price of one GPU-hour, for the cost of --train-tokens"));
   mtbf_option = cmd.add_option("--mtbf-per-gpu", mtbf_per_gpu_hours,
                                "Mean hours between failures per GPU (default Llama 3 405B's: 50,677; 0: none)");
-  cmd.add_option("--checkpoint-write", checkpoint_write_s, "Seconds to write one checkpoint")->capture_default_str();
-  cmd.add_option("--restart", restart_s, "Seconds from a failure to training again")->capture_default_str();
+  with_tokens.push_back(mtbf_option);
+  with_tokens.push_back(
+      cmd.add_option("--checkpoint-write", checkpoint_write_s, "Seconds to write one checkpoint")->capture_default_str());
+  with_tokens.push_back(
+      cmd.add_option("--restart", restart_s, "Seconds from a failure to training again")->capture_default_str());
   cmd.add_option("--spares", spares,
                  "With --train-tokens: goodput and cost for 0 to this many spare nodes held back from the run");
-  cmd.add_option("--repair", repair_hours, "Hours until a failed node is back (for --spares)")->capture_default_str();
+  with_tokens.push_back(
+      cmd.add_option("--repair", repair_hours, "Hours until a failed node is back (for --spares)")->capture_default_str());
+}
+
+void TrainCostOptions::check_given_with_tokens() const {
+  if (asked()) return;
+  for (const CLI::Option* o : with_tokens)
+    if (o->count() > 0)
+      throw_bad_input("{}: takes effect only with --train-tokens; add --train-tokens (e.g. 15T) or leave it out",
+                      o->get_name());
 }
 
 void TrainCostOptions::check_spares(int pool_nodes) const {

@@ -22,6 +22,7 @@ struct TrainCostOptions {
   double checkpoint_write_s = TrainingRunSpec{}.checkpoint_write_s;
   double restart_s = TrainingRunSpec{}.restart_s;
   CLI::Option* mtbf_option = nullptr;
+  std::vector<CLI::Option*> with_tokens;  // the options that take effect only with --train-tokens
   std::optional<int> spares;  // --spares: the table for 0 .. this many spare nodes
   double repair_hours = 24;   // --repair
 
@@ -29,6 +30,9 @@ struct TrainCostOptions {
   // BadInput for --spares without --train-tokens, out of 0 .. pool_nodes - 1, or a --repair not positive.
   void check_spares(int pool_nodes) const;
   bool asked() const { return !tokens.empty(); }
+  // BadInput naming the first of --gpu-hour-price, --mtbf-per-gpu, --checkpoint-write, --restart and --repair
+  // given without --train-tokens: its figure would be ignored, out of range or not.
+  void check_given_with_tokens() const;
   // The run on `gpus` GPUs; BadInput naming the option for anything malformed (checked before the search).
   TrainingRunSpec spec(int gpus) const;
 };

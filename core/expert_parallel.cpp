@@ -2,16 +2,22 @@
 
 #include <algorithm>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/special_values.hpp"
 
 namespace pw {
 
+void check_capacity_factor(double factor) {
+  if (!(factor >= 0 && factor <= kMaxCapacityFactor && is_normal_or_zero(factor)))
+    throw_bad_input("--capacity-factor: must be 0 (dropless) or a factor up to {:g} such as 1.25, got {:g}",
+                    kMaxCapacityFactor, factor);
+}
+
 void check_expert_parallel(const Model& model, const ParallelConfig& pc, const Workload& w) {
   if (pc.ep < 1) throw_bad_input("--ep: must be at least 1, got {}", pc.ep);
   if (pc.etp < 1) throw_bad_input("--etp: must be at least 1, got {}", pc.etp);
-  if (!(w.capacity_factor >= 0))
-    throw_bad_input("--capacity-factor: {} is negative; give 0 (dropless) or a factor such as 1.25", w.capacity_factor);
+  check_capacity_factor(w.capacity_factor);
   const bool moe = model.transformer && model.transformer->moe;
   if (!moe) {
     if (pc.ep > 1 || pc.etp > 1)

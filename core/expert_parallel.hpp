@@ -12,6 +12,11 @@
 
 namespace pw {
 
+// An expert taking more than a million times the average (every token of a million experts) is beyond any
+// model; BadInput naming --capacity-factor outside 0 (dropless) to that, NaN included.
+inline constexpr double kMaxCapacityFactor = 1e6;
+void check_capacity_factor(double factor);
+
 // Throws BadInput naming --ep, --etp or the option at fault when the configuration cannot run the model's
 // experts: expert parallelism without experts, ep not dividing the routed experts, etp not dividing an
 // expert's intermediate size, ep x etp not dividing the tp x cp x dp GPUs it folds into, tp without

@@ -181,20 +181,22 @@ std::string read_text_file(const std::string& path, const char* what, long max_b
   if (!std::filesystem::is_regular_file(path, ec)) throw_bad_input("{} file '{}' not found", what, path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_bad_input("{} file '{}' cannot be read", what, path);
-  // Read at most one byte past the cap (a file may grow after its size is asked), so nothing larger is held.
+  const auto too_large = [&](std::int64_t bytes) {
+    throw_bad_input("{} file '{}' holds {} bytes, above the cap of {} ({}); the largest real inputs (a model of "
+                    "100,000 explicit layers, a million scheduled actions) take about 30 MB",
+                    what, path, with_commas(bytes), with_commas(max_bytes), format_bytes(static_cast<double>(max_bytes)));
+  };
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<std::uintmax_t>(max_bytes)) too_large(static_cast<std::int64_t>(size));
+  // Read at most one chunk past the cap (a file may grow after its size is asked), so nothing larger is held.
   std::string text;
+  if (!ec) text.reserve(size);
   char chunk[1 << 16];
   while (in && static_cast<long>(text.size()) <= max_bytes) {
     in.read(chunk, sizeof chunk);
     text.append(chunk, static_cast<size_t>(in.gcount()));
   }
-  if (static_cast<long>(text.size()) > max_bytes) {
-    const auto size = std::filesystem::file_size(path, ec);
-    throw_bad_input("{} file '{}' holds {} bytes, above the cap of {} ({}); the largest real inputs (a model of "
-                    "100,000 explicit layers, a million scheduled actions) take about 30 MB",
-                    what, path, with_commas(ec ? static_cast<std::int64_t>(text.size()) : static_cast<std::int64_t>(size)),
-                    with_commas(max_bytes), format_bytes(static_cast<double>(max_bytes)));
-  }
+  if (static_cast<long>(text.size()) > max_bytes) too_large(static_cast<std::int64_t>(text.size()));
   return text;
 }
 

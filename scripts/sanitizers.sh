@@ -42,8 +42,9 @@ for b in "${builds[@]}"; do
     tsan)
       instrumented_build build-tsan "test_executor test_planner pipewright" -DPIPEWRIGHT_SANITIZE=thread
       # Only those are built: the tests registered by hand for other programs (the kernel-table validation and
-      # its imports, the Python and script tests) are not this build's.
-      run_suite build-tsan -E '_NOT_BUILT|^validation\.|^python\.|^scripts\.' ;;
+      # its imports, the Python and script tests) are not this build's; the option walk's runs are for ASan and
+      # UBSan to check.
+      run_suite build-tsan -E '_NOT_BUILT|^validation\.|^python\.|^scripts\.|^cli\.option_walk' ;;
     *) echo "sanitizers.sh: no build '$b' (asan, tsan)" >&2; exit 2 ;;
   esac
   echo "sanitizers.sh: $b clean in $((SECONDS - start)) s" >&2

@@ -138,8 +138,8 @@ TEST_CASE("run: every number is checked, NaN, infinities, a denormal rate and a 
       {"1e10", "1e+10"}, {"inf", "inf"}, {"-inf", "-inf"}, {"nan", "nan"}, {"86401", "86401"}, {"1e-4", "0.0001"}};
   for (const auto& [given, shown] : timeouts) check_bad_input(with(kSleepUniform, {"--timeout", given}), timeout + shown);
   // --lr nan was refused while inf ran to a loss of -nan.
-  const std::string lr = "--lr: must be a positive finite learning rate such as 0.001, got ";
-  for (const char* rate : {"inf", "-inf", "nan", "0", "-0.1"}) check_bad_input(with(kSleepUniform, {"--lr", rate}), lr + rate);
+  const std::string lr = "--lr: must be a positive learning rate up to 1000 such as 0.001, got ";
+  for (const char* rate : {"inf", "-inf", "nan", "0", "-0.1", "1e+308"}) check_bad_input(with(kSleepUniform, {"--lr", rate}), lr + rate);
   check_bad_input(with(kSleepUniform, {"--lr", "1e-310"}), lr + "1e-310 (a denormal, below the smallest normal double)");
 }
 

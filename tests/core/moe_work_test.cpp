@@ -215,7 +215,7 @@ TEST_CASE("expert parallelism refuses what cannot run, naming the option and the
         "--ep: model 'llama3-8b' has no routed experts to spread; use --ep 1 --etp 1 or a mixture-of-experts model");
   w.capacity_factor = -1;
   CHECK(bad_input([&] { check_expert_parallel(mixtral, pc, w); }) ==
-        "--capacity-factor: -1 is negative; give 0 (dropless) or a factor such as 1.25");
+        "--capacity-factor: must be 0 (dropless) or a factor up to 1e+06 such as 1.25, got -1");
 }
 
 TEST_CASE("the flex dispatcher sends one copy of a token to each other node holding any of its experts") {
