@@ -373,6 +373,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
                        result.stats.seconds);
 
   const Evaluation& best = result.plans.front().evaluation;
+  std::vector<OutputText> written;
   if (!o.out_path.empty()) {
     PlanExtras extras;
     extras.cost_overrides = o.cost_params;
@@ -380,16 +381,19 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
       extras.profile = PlanProfile{origin->path, origin->tool, origin->machine};
     extras.baselines = {{"uniform", gain_json(best, cmp.front().uniform)},
                         {"parameters", gain_json(best, cmp.front().parameters)}};
-    write_output_file(o.out_path, plan_to_json_text(best, extras));
-    if (!o.json) out << fmt::format("\nwrote plan 1 to {}\n", o.out_path);
+    written.push_back({o.out_path, plan_to_json_text(best, extras)});
   }
-  if (target) {
-    const std::vector<ExportFile> files = export_plan(*target, best, o.export_dir);
-    for (const ExportFile& f : files) {
-      const std::string path = (std::filesystem::path(o.export_dir) / f.name).string();
-      write_output_file(path, f.text);
-      if (!o.json) out << fmt::format("\n--- {} ---\n{}", path, f.text);
-    }
+  if (target)
+    for (const ExportFile& f : export_plan(*target, best, o.export_dir))
+      written.push_back({(std::filesystem::path(o.export_dir) / f.name).string(), f.text});
+  // The plan and its launch files are one set: all of them on the disk, or none.
+  write_output_files(written);
+  if (o.json) return;
+  for (size_t i = 0; i < written.size(); ++i) {
+    if (i == 0 && !o.out_path.empty())
+      out << fmt::format("\nwrote plan 1 to {}\n", o.out_path);
+    else
+      out << fmt::format("\n--- {} ---\n{}", written[i].path, written[i].text);
   }
 }
 

@@ -25,6 +25,9 @@ void write_file(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
+// The manifest and every table in the folder `partial`, renamed into place by the caller.
+static void write_partial_folder(const fs::path& partial, const KernelTablesOut& t);
+
 void check_new_kernel_folder(const std::string& folder) {
   std::error_code ec;
   if (fs::exists(folder, ec) && (!fs::is_directory(folder, ec) || !fs::is_empty(folder, ec)))
@@ -38,6 +41,22 @@ void write_kernel_tables(const std::string& folder, const KernelTablesOut& t) {
   const fs::path partial = fs::path(final_path.string() + fmt::format(".partial-{}", getpid()));
   fs::create_directories(partial, ec);
   if (ec) throw_runtime("--kernels-out: cannot make '{}': {}", partial.string(), ec.message());
+  try {
+    write_partial_folder(partial, t);
+  } catch (...) {
+    fs::remove_all(partial, ec);  // the folder is written whole or not at all
+    throw;
+  }
+  if (fs::is_directory(final_path, ec)) fs::remove(final_path, ec);  // empty: checked above
+  fs::rename(partial, final_path, ec);
+  if (ec) {
+    const std::string reason = ec.message();
+    fs::remove_all(partial, ec);
+    throw_runtime("--kernels-out: cannot rename '{}' to '{}': {}", partial.string(), folder, reason);
+  }
+}
+
+static void write_partial_folder(const fs::path& partial, const KernelTablesOut& t) {
   nlohmann::ordered_json manifest = {{"format", kKernelTableFormat},
                                      {"format_version", kKernelTableFormatVersion},
                                      {"system", t.system},
@@ -60,9 +79,6 @@ void write_kernel_tables(const std::string& folder, const KernelTablesOut& t) {
   }
   manifest["tables"] = listed;
   write_file(partial / "manifest.json", manifest.dump(1) + "\n");
-  if (fs::is_directory(final_path, ec)) fs::remove(final_path, ec);  // empty: checked above
-  fs::rename(partial, final_path, ec);
-  if (ec) throw_runtime("--kernels-out: cannot rename '{}' to '{}': {}", partial.string(), folder, ec.message());
 }
 
 }  // namespace pw

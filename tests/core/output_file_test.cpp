@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -87,4 +89,83 @@ TEST_CASE("write_output_file: a device is written in place and a link is followe
   CHECK(fs::is_symlink(dir / "link.json"));
   CHECK(file_contents(dir / "target.json") == "new");
   CHECK(entries(dir) == 2);
+}
+
+TEST_CASE("write_output_files: a set is written all or nothing, the files before a failed one kept as they were") {
+  const fs::path dir = fresh_folder("output-files-set");
+  const std::string plan = (dir / "plan.json").string(), launch = (dir / "launch.sh").string();
+  write_output_files({{plan, "old plan"}, {launch, "old launch"}});
+  CHECK(file_contents(plan) == "old plan");
+  CHECK(file_contents(launch) == "old launch");
+  // The third file's folder cannot be made: nothing of the set changes, no temporary is left.
+  write_output_file((dir / "file").string(), "x");
+  const std::string under_file = (dir / "file" / "sub" / "x.json").string();
+  CHECK(bad_input([&] { write_output_files({{plan, "new plan"}, {launch, "new launch"}, {under_file, "x"}}); }) ==
+        "runtime error: cannot write '" + under_file + "': Not a directory");
+  CHECK(file_contents(plan) == "old plan");
+  CHECK(file_contents(launch) == "old launch");
+  CHECK(entries(dir) == 3);
+  // The disk fills on the second file, after the first was written whole: the first stays the old one.
+  rlimit before{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = before;
+  small.rlim_cur = 16 * 1024;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const std::string error =
+      bad_input([&] { write_output_files({{plan, "new plan"}, {launch, std::string(64 * 1024, 'x')}}); });
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(error == "runtime error: cannot write '" + launch + "': File too large");
+  CHECK(file_contents(plan) == "old plan");
+  CHECK(file_contents(launch) == "old launch");
+  CHECK(entries(dir) == 3);
+  // A new file of the set and a replaced one, both in place once it succeeds.
+  write_output_files({{plan, "new plan"}, {(dir / "new.json").string(), "new"}});
+  CHECK(file_contents(plan) == "new plan");
+  CHECK(file_contents(dir / "new.json") == "new");
+  CHECK(entries(dir) == 4);
+}
+
+TEST_CASE("remove_temporaries_on_signals: SIGINT, SIGTERM and SIGHUP remove the temporaries open, SIGXFSZ fails the write") {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    const fs::path dir = fresh_folder("output-file-signal-" + std::to_string(signal));
+    const std::string temporary = (dir / ".plan.json.1-0.tmp").string();
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      remove_temporaries_on_signals();
+      std::ofstream(temporary) << "half a plan";
+      detail::track_temporary(temporary);
+      raise(signal);
+      _exit(0);  // not reached: the signal ends the process
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == signal);
+    CHECK(!fs::exists(temporary));
+    CHECK(entries(dir) == 0);
+  }
+  // Past the file size limit the write fails as a full disk does: reported, no temporary, the process alive.
+  const fs::path dir = fresh_folder("output-file-sigxfsz");
+  const std::string path = (dir / "trace.json").string();
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    remove_temporaries_on_signals();
+    rlimit small{16 * 1024, 16 * 1024};
+    setrlimit(RLIMIT_FSIZE, &small);
+    try {
+      write_output_file(path, std::string(64 * 1024, 'x'));
+    } catch (const Error& e) {
+      _exit(std::string(e.what()) == "cannot write '" + path + "': File too large" ? 3 : 4);
+    }
+    _exit(5);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(entries(dir) == 0);
 }
