@@ -8,7 +8,9 @@
 //   SLURM_JOB_ID.STEP_ID   and the job and step srun runs: public (squeue lists them). These tell one
 //                          job's processes from another's, guarding against accidents (two jobs given the
 //                          same MASTER_PORT), not against an adversary on the network.
-//   neither                MASTER_ADDR and MASTER_PORT alone, which every process was given anyway.
+//   neither                refused: MASTER_ADDR and MASTER_PORT alone are known to anyone who can reach them,
+//                          and a token computed from them let an impostor take a rank (both real processes
+//                          then failed at the timeout, blaming each other).
 #include <string>
 
 #include "executor/launch_env.hpp"
@@ -21,8 +23,9 @@ struct JobToken {
   std::string source;  // the variable it came from, for messages: "PIPEWRIGHT_JOB_TOKEN", ...
 };
 
-// The token of `env`'s job meeting at host:port; `address_source` is its source when the launcher gives no
-// job id (where host:port came from: "MASTER_ADDR and MASTER_PORT", "--rendezvous").
+// The token of `env`'s job meeting at host:port. BadInput naming PIPEWRIGHT_JOB_TOKEN when neither it nor a
+// launcher's job id is set; `address_source` (where host:port came from: "MASTER_ADDR and MASTER_PORT",
+// "--rendezvous HOST and --rendezvous PORT") names the address in that message.
 JobToken job_token(const LaunchEnv& env, const std::string& host, int port,
                    const std::string& address_source = "MASTER_ADDR and MASTER_PORT");
 

@@ -51,7 +51,8 @@ std::optional<Hello> hello_from_wire(const unsigned char* bytes, const Sha256& t
     return std::nullopt;
   }
   if (!same_digest(token, bytes + 8)) {
-    why = "another job token";
+    // Named with the rank it claims, so that whoever reads process 0's warning knows what it tried to take.
+    why = fmt::format("{}, claiming rank {} of {}", kAnotherJobToken, get_u32(bytes + 40), get_u32(bytes + 44));
     return std::nullopt;
   }
   Hello h;

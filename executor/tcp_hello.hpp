@@ -38,7 +38,9 @@ std::array<unsigned char, kHelloBytes> hello_to_wire(const Hello& hello);
 
 // The hello in `bytes` (kHelloBytes of them) if it is one of this job's: nothing, with `why` set, when it
 // is not a pipewright hello of this version ("not a pipewright hello") or carries another job token
-// ("another job token"). Rank and world size are returned as sent, unchecked.
+// ("another job token, claiming rank 1 of 2": what it claims, for the warning). Rank and world size are
+// returned as sent, unchecked.
+inline constexpr const char* kAnotherJobToken = "another job token";
 std::optional<Hello> hello_from_wire(const unsigned char* bytes, const Sha256& token, std::string& why);
 
 // Process 0's answers: a welcome listing every process's card (by rank), or a refusal's text.

@@ -268,7 +268,7 @@ void TcpProcessGroup::World::join_as_first(const TcpGroupConfig& config, Clock::
     std::string why;
     const std::optional<Hello> hello = hello_from_wire(h.hello.data(), config.token, why);
     if (!hello) {
-      if (why == "another job token") {
+      if (why.starts_with(kAnotherJobToken)) {
         // Told why, so that a process of this job started with another token fails at once, naming the fix.
         const std::vector<unsigned char> answer = refusal_to_wire(fmt::format(
             "job token: this process's differs from process 0's, which comes from {}; start every process of the job "

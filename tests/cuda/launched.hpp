@@ -16,6 +16,14 @@ inline LaunchEnv launched(const std::string& launcher, int rank, int world, int 
   e.local_world_size = local_world;
   e.master_addr = addr;
   e.master_port = port;
+  // The job id each launcher hands its processes (the TCP meeting refuses a job without one).
+  if (launcher == "torchrun") {
+    e.job_id_variable = "TORCHELASTIC_RUN_ID";
+    e.job_id = "run-1";
+  } else if (launcher == "slurm") {
+    e.job_id_variable = "SLURM_JOB_ID";
+    e.job_id = "1234.0";
+  }
   return e;
 }
 

@@ -82,10 +82,15 @@ TEST_CASE("TCP: process 0 hands the id to three processes on localhost, with the
   CHECK(p1.token_source == "TORCHELASTIC_RUN_ID");
   CHECK(p1.world_variable == "WORLD_SIZE");
   CHECK(p1.rank_variable == "RANK");
+  // Without a job id the address alone is public: refused, naming the token to export.
   LaunchEnv bare = torchrun(1, 4);
   bare.job_id_variable.clear();
   bare.job_id.clear();
-  CHECK(rendezvous_party(bare, spec).token_source == "--rendezvous HOST and --rendezvous PORT");
+  CHECK(bad_input([&] { rendezvous_party(bare, spec); }) ==
+        "PIPEWRIGHT_JOB_TOKEN: not set, and the launcher gives no job id (TORCHELASTIC_RUN_ID, SLURM_JOB_ID): with "
+        "--rendezvous HOST and --rendezvous PORT alone anyone who can reach 127.0.0.1:" + std::to_string(port) +
+        " could join as a rank; export one token to every process of the job, e.g. export "
+        "PIPEWRIGHT_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')");
 }
 
 TEST_CASE("TCP: processes that start before process 0 listens keep trying", "[cuda][host]") {
@@ -160,7 +165,7 @@ TEST_CASE("TCP: strangers on the rendezvous port are dropped and named, the id s
   const std::string warnings = log.text();
   const std::string at = " to port " + std::to_string(spec.port) + ": ";
   CHECK_THAT(warnings, Catch::Contains("warning: process 0 dropped a connection from " + local_text(impostor) + at +
-                                       "another job token (this job's comes from TORCHELASTIC_RUN_ID)\n"));
+                                       "another job token, claiming rank 1 of 99 (this job's comes from TORCHELASTIC_RUN_ID)\n"));
   CHECK_THAT(warnings, Catch::Contains("warning: process 0 dropped a connection from " + local_text(junk) + at +
                                        "not a pipewright hello\n"));
   CHECK_THAT(warnings, Catch::Contains("warning: process 0 dropped a connection from " + local_text(silent) + at));

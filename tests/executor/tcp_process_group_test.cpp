@@ -251,6 +251,8 @@ TEST_CASE("tcp group: waits end at their deadline, a process 0 that never listen
 TEST_CASE("tcp group: where the launchers' processes meet") {
   LaunchEnv torchrun;
   torchrun.launcher = "torchrun";
+  torchrun.job_id_variable = "TORCHELASTIC_RUN_ID";
+  torchrun.job_id = "run-1";
   torchrun.rank = 1;
   torchrun.world_size = 4;
   torchrun.master_addr = "node-001";
@@ -314,8 +316,9 @@ struct Torchrun {
 // `n` processes of `args` at once with the variables torchrun sets (MASTER_PORT: one below a free port, where
 // process 0 listens, unless `port` is given), each stopped hard at 120 s, every process but 0 started
 // `later_s` seconds after it; names unique to this test process and `name`.
+// The processes of a job started by hand with torchrun's variables and a job token of their own ("": none).
 Torchrun torchrun_by_hand(int n, const std::vector<std::string>& args, const std::string& name, int port = 0,
-                          double later_s = 0) {
+                          double later_s = 0, const std::string& token = "0123456789abcdef0123456789abcdef") {
   const std::string base = std::string(PIPEWRIGHT_TEST_TMP) + "/tcp-" + name + "-" + std::to_string(getpid());
   if (port == 0) port = free_port() - 1;
   std::string script;
@@ -326,6 +329,7 @@ Torchrun torchrun_by_hand(int n, const std::vector<std::string>& args, const std
     script.append("env WORLD_SIZE=").append(std::to_string(n)).append(" RANK=").append(std::to_string(r));
     script.append(" LOCAL_RANK=").append(std::to_string(r)).append(" LOCAL_WORLD_SIZE=").append(std::to_string(n));
     script.append(" MASTER_ADDR=127.0.0.1 MASTER_PORT=").append(std::to_string(port));
+    if (!token.empty()) script.append(" PIPEWRIGHT_JOB_TOKEN=").append(token);
     script.append(" timeout -k 5 120 ").append(command_line(args));
     script.append(" >").append(sh_quoted(p + ".out")).append(" 2>").append(sh_quoted(p + ".err"));
     script.append("; echo $? >").append(sh_quoted(p + ".code")).append(") & ");
@@ -416,6 +420,19 @@ TEST_CASE("torchrun's variables: a process that dies is found by process 0, whic
   CHECK(t.seconds < 8);
 }
 
+TEST_CASE("torchrun's variables without a job token or a run id: every process refuses at once, naming the token") {
+  SKIP_WITHOUT_BINARY();
+  // The address alone is public: a token computed from it let an impostor take rank 1 (issue 37).
+  const Torchrun t = torchrun_by_hand(2, tiny_run("11", {"--backend", "cpu", "--timeout", "30"}), "no-token", 0, 0, "");
+  // Process 0 says it; the others meet the same bad input and leave quietly (a launcher ends them sooner).
+  INFO(t.procs[0].err << t.procs[1].err);
+  CHECK(t.procs[0].code == 2);
+  CHECK(t.procs[0].err.starts_with("error: PIPEWRIGHT_JOB_TOKEN: not set, and the launcher gives no job id"));
+  CHECK(t.procs[1].code == 2);
+  CHECK(t.procs[1].err.empty());
+  CHECK(t.seconds < 25);  // before the join's 30 s timeout: nobody listened
+}
+
 TEST_CASE("torchrun's variables: strangers on the port while the processes join are dropped, the job finishes") {
   SKIP_WITHOUT_BINARY();
   const int port = free_port() - 1;  // process 0 listens at MASTER_PORT + 1
@@ -440,7 +457,8 @@ TEST_CASE("torchrun's variables: strangers on the port while the processes join 
   CHECK(t.procs[1].code == 0);
   CHECK(json::parse(t.procs[0].out)["losses"].size() == 2);
   CHECK(count(t.procs[0].err, "warning: process 0 dropped a connection from 127.0.0.1:") == 3);
-  CHECK(count(t.procs[0].err, "another job token (this job's comes from MASTER_ADDR and MASTER_PORT)\n") == 1);
+  CHECK(count(t.procs[0].err, "another job token, claiming rank 1 of 2 (this job's comes from PIPEWRIGHT_JOB_TOKEN)\n") ==
+        1);
   CHECK(count(t.procs[0].err, "not a pipewright hello\n") == 1);
   CHECK(t.procs[1].err.empty());
 }

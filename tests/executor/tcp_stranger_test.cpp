@@ -119,9 +119,11 @@ TEST_CASE("strangers on the port while the job joins are dropped and named, the 
   const std::string warnings = log.text();
   const std::string at = " to port " + std::to_string(port) + ": ";
   CHECK_THAT(warnings, Catch::Contains("warning: process 0 dropped a connection from " + local_text(impostor) + at +
-                                       "another job token (this job's comes from MASTER_ADDR and MASTER_PORT)\n"));
+                                       "another job token, claiming rank 1 of 2 (this job's comes from MASTER_ADDR and "
+                                       "MASTER_PORT)\n"));
   CHECK_THAT(warnings, Catch::Contains("warning: process 0 dropped a connection from " + local_text(wrong_world) + at +
-                                       "another job token (this job's comes from MASTER_ADDR and MASTER_PORT)\n"));
+                                       "another job token, claiming rank 1 of 99 (this job's comes from MASTER_ADDR and "
+                                       "MASTER_PORT)\n"));
   CHECK_THAT(warnings, Catch::Contains("warning: process 0 dropped a connection from " + local_text(junk) + at +
                                        "not a pipewright hello\n"));
   for (const Socket& s : silent)

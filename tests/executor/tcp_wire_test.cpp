@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
 #include "executor/job_token.hpp"
 #include "executor/tcp_frame.hpp"
 #include "executor/tcp_hello.hpp"
@@ -47,9 +48,20 @@ TEST_CASE("the job token: one per job id, address and port, compared whole") {
   LaunchEnv b = a;
   b.job_id = "run-2";
   CHECK(job_token(b, "node-1", 29501).digest != t.digest);
+  // Neither a token nor a launcher's job id: the address alone would let anyone who reaches it take a rank.
   LaunchEnv none;
   none.launcher = "torchrun";
-  CHECK(job_token(none, "node-1", 29501).source == "MASTER_ADDR and MASTER_PORT");
+  try {
+    job_token(none, "node-1", 29501);
+    FAIL("no job id");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    CHECK(std::string(e.what()) ==
+          "PIPEWRIGHT_JOB_TOKEN: not set, and the launcher gives no job id (TORCHELASTIC_RUN_ID, SLURM_JOB_ID): with "
+          "MASTER_ADDR and MASTER_PORT alone anyone who can reach node-1:29501 could join as a rank; export one token "
+          "to every process of the job, e.g. export PIPEWRIGHT_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d "
+          "' \\n')");
+  }
 
   Sha256 other = t.digest;
   CHECK(same_digest(t.digest, other.data()));
@@ -77,7 +89,7 @@ TEST_CASE("a hello: magic, version and token are checked before its rank or worl
   Sha256 wrong = token;
   wrong[31] = 1;
   CHECK_FALSE(hello_from_wire(wire.data(), wrong, why));
-  CHECK(why == "another job token");
+  CHECK(why == "another job token, claiming rank 3 of 4");
   auto old = wire;
   old[7] = 1;  // version 1: the hello without a token
   CHECK_FALSE(hello_from_wire(old.data(), token, why));
