@@ -1,5 +1,7 @@
 #include "cli/run_processes.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -94,8 +96,16 @@ void run_launched(const LaunchEnv& env, double timeout_s, std::ostream& out,
       LaunchedRun run(env, *group, timeout_s);
       body(run);
       out.flush();
-    } catch (const RunFailedElsewhere&) {
-      leave_quietly(1);
+    } catch (const RunFailedElsewhere& e) {
+      // The failing process reports and ends the job itself, which ends this one at once. One that announced
+      // a failure and never ended the job (a process of the job gone wrong, or one that died just after)
+      // is reported by process 0, naming it.
+      if (!first) leave_quietly(1);
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      const std::string origin = group->failure_origin();
+      report_and_end(fmt::format("{} (announced by {}, which did not end the job within 10 s)", e.what(),
+                                 origin.empty() ? "another process" : origin),
+                     1);
     } catch (const ErrorOfEveryProcess& e) {
       if (!first) std::this_thread::sleep_for(std::chrono::seconds(10));
       report_and_end(e.what(), 1);

@@ -32,6 +32,9 @@ class ProcessGroup {
   // Every process gets process 0's `bytes` (the others' are ignored). Waits as barrier() does. Default: Runtime
   // error (a group that cannot broadcast).
   virtual std::vector<std::byte> broadcast(std::vector<std::byte> bytes, Clock::time_point deadline);
+  // The process that announced the failure this one learned of ("process 1 (pid 4242 on node-3)"), where the
+  // group knows it; "" otherwise.
+  virtual std::string failure_origin() const { return ""; }
 };
 
 // The meeting every process of a launched job holds before it lets go of the group: none ends while another

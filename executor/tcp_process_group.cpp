@@ -36,6 +36,10 @@
 namespace pw {
 namespace {
 
+// What process 0 holds of one process's gathers not yet taken: a run gathers twice (records, losses).
+constexpr size_t kMostWaitingGathers = 16;
+constexpr std::uint64_t kMostWaitingGatherBytes = std::uint64_t{1} << 31;
+
 // Connections that may say their hello at once at process 0; more wait in the kernel's queue.
 constexpr size_t kMostHandshakes = 256;
 // Process 0's heartbeat: a process that hears nothing from it for 10 of them (or half its wait) names it.
@@ -81,6 +85,11 @@ class TcpProcessGroup::World {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int port() const { return port_; }
+  std::string failure_origin() {
+    std::lock_guard lock(mutex_);
+    return failure_from_ < 0 ? std::string() : fmt::format("process {} ({})", failure_from_, describe(failure_from_));
+  }
+
   std::string describe(int rank) const {
     const Card& c = cards_[static_cast<size_t>(rank)];
     return fmt::format("pid {} on {}", c.pid, c.host);
@@ -214,6 +223,7 @@ class TcpProcessGroup::World {
   Clock::time_point next_beat_ = Clock::now();    // at process 0
   std::condition_variable changed_;
   std::optional<std::string> failure_;
+  int failure_from_ = -1;  // the process whose announcement failure_ is
   std::optional<std::string> broken_;
   bool aborted_ = false;
   bool announced_ = false;
@@ -553,7 +563,10 @@ void TcpProcessGroup::World::dispatch_locked(int from, const FrameHeader& h, std
       tensors_.emplace_back(src, std::move(body));
       break;
     case FrameKind::Failure:
-      if (!failure_) failure_ = std::string(reinterpret_cast<const char*>(body.data()), body.size());
+      if (!failure_) {
+        failure_ = std::string(reinterpret_cast<const char*>(body.data()), body.size());
+        failure_from_ = src;
+      }
       break;
     case FrameKind::Arrive:
       ++arrivals_[static_cast<size_t>(src)];
@@ -561,9 +574,21 @@ void TcpProcessGroup::World::dispatch_locked(int from, const FrameHeader& h, std
     case FrameKind::Release:
       ++releases_;
       break;
-    case FrameKind::Gather:
-      gathered_[static_cast<size_t>(src)].push_back(std::move(body));
+    case FrameKind::Gather: {
+      // A process sends one gather per gather call and process 0 takes one from each per call, so a process
+      // runs at most a few ahead; more is a process that floods process 0's memory until the timeout.
+      auto& queue = gathered_[static_cast<size_t>(src)];
+      std::uint64_t waiting = body.size();
+      for (const std::vector<std::byte>& b : queue) waiting += b.size();
+      if (queue.size() >= kMostWaitingGathers || waiting > kMostWaitingGatherBytes) {
+        break_locked(from, fmt::format("{} gathers of {} bytes together before process 0 took them (at most {} and {} "
+                                       "bytes wait)",
+                                       queue.size() + 1, waiting, kMostWaitingGathers, kMostWaitingGatherBytes));
+        return;
+      }
+      queue.push_back(std::move(body));
       break;
+    }
     case FrameKind::Broadcast:
       broadcasts_.push_back(std::move(body));
       break;
@@ -719,6 +744,7 @@ int TcpProcessGroup::rank() const { return world_->rank(); }
 int TcpProcessGroup::size() const { return world_->size(); }
 int TcpProcessGroup::port() const { return world_->port(); }
 std::string TcpProcessGroup::describe(int rank) const { return world_->describe(rank); }
+std::string TcpProcessGroup::failure_origin() const { return world_->failure_origin(); }
 void TcpProcessGroup::announce_failure(const std::string& message) { world_->announce_failure(message); }
 void TcpProcessGroup::end_others(int code) { world_->end_others(code); }
 

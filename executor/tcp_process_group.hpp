@@ -73,6 +73,7 @@ class TcpProcessGroup : public ProcessGroup {
   Clock::time_point barrier(Clock::time_point deadline) override;
   std::vector<std::vector<std::byte>> gather(std::vector<std::byte> bytes, Clock::time_point deadline) override;
   std::vector<std::byte> broadcast(std::vector<std::byte> bytes, Clock::time_point deadline) override;
+  std::string failure_origin() const override;
 
   // Tells every other process that this one failed with `message` (their waits throw PeerFailed); once,
   // never waits.

@@ -20,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "executor/host_tensor.hpp"
+#include "executor/job_token.hpp"
 #include "executor/sleep_backend.hpp"
 #include "executor/tcp_hello.hpp"
 #include "executor/tcp_process_group.hpp"
@@ -302,6 +303,8 @@ using pw::test::command_line;
 using pw::test::sh_quoted;
 using pw::test::slurp;
 
+constexpr const char* kTestToken = "0123456789abcdef0123456789abcdef";
+
 struct Proc {
   int code = -1;
   std::string out, err;
@@ -317,12 +320,14 @@ struct Torchrun {
 // process 0 listens, unless `port` is given), each stopped hard at 120 s, every process but 0 started
 // `later_s` seconds after it; names unique to this test process and `name`.
 // The processes of a job started by hand with torchrun's variables and a job token of their own ("": none).
+// `started`: only ranks 0 .. started - 1 (0: all n), the test playing the others.
 Torchrun torchrun_by_hand(int n, const std::vector<std::string>& args, const std::string& name, int port = 0,
-                          double later_s = 0, const std::string& token = "0123456789abcdef0123456789abcdef") {
+                          double later_s = 0, const std::string& token = kTestToken, int started = 0) {
   const std::string base = std::string(PIPEWRIGHT_TEST_TMP) + "/tcp-" + name + "-" + std::to_string(getpid());
   if (port == 0) port = free_port() - 1;
   std::string script;
-  for (int r = 0; r < n; ++r) {
+  const int count = started > 0 ? started : n;
+  for (int r = 0; r < count; ++r) {
     const std::string p = base + "." + std::to_string(r);
     script.append("(");
     if (r > 0 && later_s > 0) script.append("sleep ").append(fmt::format("{:g}", later_s)).append("; ");
@@ -340,7 +345,7 @@ Torchrun torchrun_by_hand(int n, const std::vector<std::string>& args, const std
   Torchrun t;
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   REQUIRE(WIFEXITED(status));
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < count; ++r) {
     const std::string p = base + "." + std::to_string(r);
     Proc proc;
     proc.code = std::atoi(slurp(p + ".code").c_str());
@@ -418,6 +423,36 @@ TEST_CASE("torchrun's variables: a process that dies is found by process 0, whic
   CHECK(t.procs[0].err.find(") ended while rank 0 waited at 0RECV_B") != std::string::npos);
   CHECK(count(t.procs[0].err, "error: ") == 1);
   CHECK(t.seconds < 8);
+}
+
+TEST_CASE("a token holder that announces a failure and never ends the job: process 0 reports it, exit 1") {
+  SKIP_WITHOUT_BINARY();
+  const int port = free_port() - 1;  // process 0 listens at MASTER_PORT + 1
+  LaunchEnv env;
+  env.launcher = "torchrun";
+  env.job_id_variable = "PIPEWRIGHT_JOB_TOKEN";
+  env.job_id = kTestToken;
+  const Sha256 token = job_token(env, "127.0.0.1", port + 1).digest;
+  // Rank 1 is played here: it joins as the job's own would, then says it failed and keeps its connection.
+  std::thread rogue([&] {
+    Socket s = connect_when_listening(port + 1);
+    const auto hello = hello_to_wire(Hello{token, 1, 2, Card{4242, "rogue"}});
+    send_all(s, hello.data(), hello.size());
+    std::vector<unsigned char> welcome(kAnswerHeadBytes + 2 * kCardBytes);
+    read_full(s.fd(), welcome.data(), welcome.size(), in_s(10));
+    const std::string text = "rank 1 failed at 1F0: made up";
+    const FrameHeader h = frame(FrameKind::Failure, 1, kEveryone, text.size());
+    send_all(s, &h, sizeof h);
+    send_all(s, text.data(), text.size());
+    std::this_thread::sleep_for(std::chrono::seconds(14));
+  });
+  const Torchrun t =
+      torchrun_by_hand(2, tiny_run("11", {"--backend", "cpu", "--timeout", "30"}), "failure-frame", port, 0, kTestToken, 1);
+  rogue.join();
+  INFO(t.procs[0].err);
+  CHECK(t.procs[0].code == 1);
+  CHECK(t.procs[0].err == "error: rank 1 failed at 1F0: made up (announced by process 1 (pid 4242 on rogue), which "
+                          "did not end the job within 10 s)\n");
 }
 
 TEST_CASE("torchrun's variables without a job token or a run id: every process refuses at once, naming the token") {

@@ -192,8 +192,8 @@ TEST_CASE("a process of the job that sends a frame no pipewright sends fails the
 }
 
 TEST_CASE("a token holder that says it is rank 77 fails the join at every process that joined, one text") {
-  // The job token from MASTER_ADDR and MASTER_PORT alone is known to anyone who can guess them: such a
-  // process is refused as a misstarted one is, never given a rank.
+  // A process that holds the job's token but breaks the rules is refused as a misstarted one is, never
+  // given a rank.
   const int port = free_port();
   std::string errors[2];
   std::thread process0([&] { errors[0] = what_of([&] { TcpProcessGroup g(config_for(0, 3, port)); }); });
@@ -300,4 +300,30 @@ TEST_CASE("process 0 listens at MASTER_ADDR's address only") {
                                                "address; MASTER_ADDR must name process 0's host",
                                                port));
   }
+}
+
+TEST_CASE("a process of the job that floods process 0 with gathers fails the job at the 17th, named") {
+  // Before: process 0 kept every gather until its wait timed out (745 MB in 10 s from one process).
+  const Sha256 job = token_of(1);
+  const int port = free_port();
+  std::string error;
+  std::thread process0([&] {
+    error = what_of([&] {
+      TcpGroupConfig config = config_for(0, 2, port);
+      config.token = job;
+      TcpProcessGroup g(config);
+      g.barrier(in_s(10));
+    });
+  });
+  Socket rogue = join_as_rank_1(port, job);
+  const std::vector<unsigned char> body(16, 7);
+  for (int i = 0; i < 17; ++i) {
+    const FrameHeader h = frame(FrameKind::Gather, 1, 0, body.size());
+    send_all(rogue, &h, sizeof h);
+    send_all(rogue, body.data(), body.size());
+  }
+  process0.join();
+  CHECK(error == "(runtime) process group: the connection to rank 1 (pid 4242 on rogue) carried 17 gathers of 272 bytes "
+                 "together before process 0 took them (at most 16 and 2147483648 bytes wait); do all processes run the "
+                 "same pipewright build?");
 }
