@@ -124,7 +124,7 @@ void discard(Pending& p) {
   p.backup_slot = -1;
 }
 
-// Resolves the target and makes its folder; writes, fsyncs and closes the temporary. Errno on failure.
+// Resolves the target (a link followed) and makes its folder. Errno on failure.
 int prepare(Pending& p) {
   std::error_code ec;
   p.target = p.path;
@@ -149,6 +149,7 @@ int prepare(Pending& p) {
   return 0;
 }
 
+// Writes, fsyncs and closes the temporary beside the target (tracked for the signal handler). Errno on failure.
 int write_temporary(Pending& p, std::string_view text) {
   int fd = -1;
   for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {

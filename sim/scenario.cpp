@@ -27,10 +27,11 @@ void check_context_parallel(const Scenario& s) {
   const int cp = s.parallel.cp;
   if (!s.model.transformer)
     throw_bad_input("--cp: model '{}' gives explicit per-layer costs for whole sequences; use --cp 1", s.model.name);
-  if (s.workload.seq_len % (2 * cp) != 0)
+  const long chunks = 2L * cp;  // in a long: --cp 2147483647 doubled is no int
+  if (s.workload.seq_len % chunks != 0)
     throw_bad_input("--cp: {} splits each sequence into 2 x {} = {} chunks, which do not divide --seq-len {}; use a "
                     "sequence length that is a multiple of {}",
-                    cp, cp, 2 * cp, s.workload.seq_len, 2 * cp);
+                    cp, cp, chunks, s.workload.seq_len, chunks);
   if (!s.workload.flash_attention)
     throw_bad_input("--cp: context parallelism runs on fused attention (Transformer Engine's ring attention); drop "
                     "--no-flash-attention or use --cp 1");

@@ -121,3 +121,10 @@ TEST_CASE("context parallelism and hybrid sharding the run cannot take") {
                "--microbatches", "4"},
               "--dp-shard: ZeRO-0 shards nothing to replicate; give --zero 1, 2 or 3 with --dp-shard 4");
 }
+
+TEST_CASE("simulate --cp 2147483647: its 2 x cp chunks counted without overflow (UBSan found it in the option walk)") {
+  check_bad_input({"simulate", "--model", kLlama, "--cluster", "dgx-h100", "--pp", "2", "--microbatches", "4", "--cp",
+                   "2147483647"},
+                  "--cp: 2147483647 splits each sequence into 2 x 2147483647 = 4294967294 chunks, which do not divide "
+                  "--seq-len 32; use a sequence length that is a multiple of 4294967294");
+}

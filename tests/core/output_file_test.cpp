@@ -24,6 +24,22 @@ size_t entries(const fs::path& dir) {
   return n;
 }
 
+// What `write` throws under a 16 KiB file size limit, which makes write() fail as a full disk does without
+// filling one (SIGXFSZ ignored meanwhile, as pipewright's main does).
+template <class Write>
+std::string with_16_kib_file_limit(Write write) {
+  rlimit before{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = before;
+  small.rlim_cur = 16 * 1024;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const std::string error = bad_input(write);
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  return error;
+}
+
 }  // namespace
 
 TEST_CASE("write_output_file: creates and replaces a file whole, leaving nothing else in its folder") {
@@ -49,16 +65,7 @@ TEST_CASE("write_output_file: a write that fails half-way (the disk full) leaves
   const fs::path dir = fresh_folder("output-file-full");
   const std::string path = (dir / "plan.json").string();
   write_output_file(path, "the old plan");
-  // A file size limit makes write() fail as a full disk does, without filling one.
-  rlimit before{};
-  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = before;
-  small.rlim_cur = 16 * 1024;
-  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
-  const std::string error = bad_input([&] { write_output_file(path, std::string(64 * 1024, 'x')); });
-  setrlimit(RLIMIT_FSIZE, &before);
-  std::signal(SIGXFSZ, old_handler);
+  const std::string error = with_16_kib_file_limit([&] { write_output_file(path, std::string(64 * 1024, 'x')); });
   CHECK(error == "runtime error: cannot write '" + path + "': File too large");
   CHECK(file_contents(path) == "the old plan");
   CHECK(entries(dir) == 1);
@@ -106,16 +113,8 @@ TEST_CASE("write_output_files: a set is written all or nothing, the files before
   CHECK(file_contents(launch) == "old launch");
   CHECK(entries(dir) == 3);
   // The disk fills on the second file, after the first was written whole: the first stays the old one.
-  rlimit before{};
-  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = before;
-  small.rlim_cur = 16 * 1024;
-  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
   const std::string error =
-      bad_input([&] { write_output_files({{plan, "new plan"}, {launch, std::string(64 * 1024, 'x')}}); });
-  setrlimit(RLIMIT_FSIZE, &before);
-  std::signal(SIGXFSZ, old_handler);
+      with_16_kib_file_limit([&] { write_output_files({{plan, "new plan"}, {launch, std::string(64 * 1024, 'x')}}); });
   CHECK(error == "runtime error: cannot write '" + launch + "': File too large");
   CHECK(file_contents(plan) == "old plan");
   CHECK(file_contents(launch) == "old launch");
