@@ -127,10 +127,12 @@ void add_metrics_json(nlohmann::ordered_json& j, const ServingMetrics& m) {
                                     {"tpot", &m.tpot},
                                     {"itl", &m.itl},
                                     {"e2el", &m.e2el}}) {
-    const auto value = [&](double v) { return stats->defined ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); };
-    j[fmt::format("{}_mean_s", name)] = value(stats->mean_s);
+    // Captured through a variable of its own: clang before 16 cannot capture a structured binding.
+    const LatencyStats* const of = stats;
+    const auto value = [of](double v) { return of->defined ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); };
+    j[fmt::format("{}_mean_s", name)] = value(of->mean_s);
     for (size_t i = 0; i < m.percentiles.size(); ++i)
-      j[fmt::format("{}_p{}_s", name, percentile_text(m.percentiles[i]))] = value(stats->at_s[i]);
+      j[fmt::format("{}_p{}_s", name, percentile_text(m.percentiles[i]))] = value(of->at_s[i]);
   }
 }
 
