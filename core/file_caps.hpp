@@ -8,6 +8,8 @@
 namespace pw {
 
 inline constexpr long kMaxLayers = 100'000;               // layers of a model; the largest published have a few hundred
+// A model's layers with its embedding, head and up to 16 multi-token prediction modules: what a split indexes.
+inline constexpr long kMaxModelLayers = kMaxLayers + 18;
 inline constexpr long kMaxScheduleActions = 1'000'000;    // actions of a schedule file, all ranks together
 inline constexpr long kMaxScheduleStages = kMaxLayers;    // a stage holds at least one layer
 inline constexpr long kMaxScheduleRanks = kMaxScheduleStages;

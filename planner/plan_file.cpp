@@ -39,7 +39,7 @@ std::vector<LayerRange> read_stages(const JsonFields& f, const std::string& key)
     JsonFields s(v[i], f.source(), f.name(key) + fmt::format("[{}].", i));
     const nlohmann::json& layers = s.required("layers");
     const auto index = [](const nlohmann::json& x) {
-      return x.is_number_integer() && x.get<long long>() >= 0 && x.get<long long>() < kMaxLayers;
+      return x.is_number_integer() && x.get<long long>() >= 0 && x.get<long long>() < kMaxModelLayers;
     };
     if (!layers.is_array() || layers.size() != 2 || !index(layers[0]) || !index(layers[1]))
       s.fail("layers", fmt::format("must be [first, last] layer indices, got {}", json_excerpt(layers)));

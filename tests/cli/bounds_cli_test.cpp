@@ -270,3 +270,20 @@ TEST_CASE("serve simulate --replicas 2147483647: the idle replicas past the requ
   CHECK(j.at("makespan_s") == nlohmann::json::parse(one.out).at("makespan_s"));
   CHECK(seconds < 10);  // before: 7 s (2^31 replicas dealt one by one); 7 ms now
 }
+
+TEST_CASE("a plan file of a model of 100,000 layers reads back: its split indexes the embedding and head past them") {
+  const std::string small = tmp("plan-100000-small.json");
+  REQUIRE(run_cli({"plan", "--model", kLlama, "--cluster", "dgx-h100", "--gpus", "16", "--global-batch-size", "16",
+                   "--pp", "2", "--schedules", "1f1b", "--out", small})
+              .code == 0);
+  std::ifstream in(small);
+  nlohmann::json plan = nlohmann::json::parse(in);
+  plan["model"]["transformer"]["layers"] = 100000;
+  plan["split"]["stages"][1]["layers"] = {1, 100001};  // the head is layer 100,001
+  plan.erase("predicted");
+  const std::string path = tmp("plan-100000.json");
+  std::ofstream(path) << plan.dump();
+  const CliResult r = run_cli({"simulate", "--plan", path});
+  INFO(r.err);
+  CHECK(r.code == 0);
+}
