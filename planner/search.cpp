@@ -550,10 +550,8 @@ class Searcher {
   static constexpr int kRefineTies = 16;
   static constexpr int kRefineJudged = 64;  // splits the search by simulated step time judges per plan
 
-  using TableKey = std::tuple<int, int, int, Recompute, Precision, int, int>;
-  static TableKey table_key(const Candidate& c) {
-    return std::make_tuple(c.tp, c.cp, c.micro_batch_size, c.recompute, c.precision, c.ep, c.etp);
-  }
+  using TableKey = LayerTableKey;
+  static TableKey table_key(const Candidate& c) { return layer_table_key(c); }
 
   // At the candidate's ZeRO level, or with `loosest` at the highest it may take (what a bound that
   // drops it before its level is known must assume).

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/cost_model.hpp"
@@ -70,6 +71,12 @@ struct Candidate {
   friend bool operator==(const Candidate&, const Candidate&) = default;
 };
 bool config_less(const Candidate& a, const Candidate& b);
+// What decides a candidate's table of layer costs (tp, cp, micro-batch size, recompute, precision, ep, etp): the
+// search builds one table per key, and its estimate counts them.
+using LayerTableKey = std::tuple<int, int, int, Recompute, Precision, int, int>;
+inline LayerTableKey layer_table_key(const Candidate& c) {
+  return std::make_tuple(c.tp, c.cp, c.micro_batch_size, c.recompute, c.precision, c.ep, c.etp);
+}
 // "tp=8, pp=16, dp=8, vpp=3, micro-batch size 1, interleaved and selective recompute" ("no recompute" for
 // none), with ", cp=2", ", ep=8" and ", etp=2" after tp, ", fp8" and ", ZeRO-3" where they are not 1, bf16 and 1.
 std::string describe(const Candidate& c);

@@ -6,9 +6,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
-#include <tuple>
 
-#include "core/layer_work.hpp"
 #include "schedules/generators.hpp"
 #include "sim/simulation_estimate.hpp"
 
@@ -25,58 +23,42 @@ double candidate_actions(const Candidate& c) {
   return static_cast<double>(c.pp) * chunks_per_rank(c.schedule, c.vpp) * c.microbatches * 3;
 }
 
-namespace {
-
-// The largest candidate's schedule on every thread and the schedule cache: what its simulations hold.
-struct LargestSchedule {
+std::vector<WorkEstimate> search_space_estimate(const Scenario& base, const SearchSpace& space, int threads) {
   long candidates = 0;
   std::optional<Candidate> largest;
   double total_actions = 0;  // every candidate's, for the cache
-
-  void add(const Candidate& c) {
+  std::set<LayerTableKey> tables;
+  int most_vpp = 1;
+  for_each_candidate(base, space, [&](const Candidate& c) {
     ++candidates;
     const double actions = candidate_actions(c);
     total_actions += actions;
     if (!largest || actions > candidate_actions(*largest)) largest = c;
-  }
-
-  WorkEstimate estimate(int threads) const {
-    WorkEstimate e;
-    if (!largest) return e;
-    const double most = candidate_actions(*largest);
-    const double parallel = std::max(1, threads);
-    e.work = fmt::format("{} candidates, the largest {} actions ({}, {} micro-batches)", with_commas(candidates),
-                         format_count(most), describe(*largest), largest->microbatches);
-    e.fix = "lower --global-batch-size or fix --micro-batch-size";
-    e.bytes = std::min(parallel, static_cast<double>(candidates)) * most * kSimBytesPerAction +
-              std::min(total_actions, kCachedActions) * kCachedBytesPerAction;
-    // No time: scoring every candidate counts 14 min for the README's 1024-GPU plan at a global batch of
-    // 65,536, while the bounds drop most candidates unscored; so loose an upper end would refuse plans that
-    // finish. The candidates' own walk over the layers is the other part's.
-    return e;
-  }
-};
-
-}  // namespace
-
-std::vector<WorkEstimate> search_space_estimate(const Scenario& base, const SearchSpace& space, int threads) {
-  LargestSchedule s;
-  std::set<std::tuple<int, int, int, Recompute, Precision, int, int>> tables;
-  int most_vpp = 1;
-  for_each_candidate(base, space, [&](const Candidate& c) {
-    s.add(c);
-    tables.emplace(c.tp, c.cp, c.micro_batch_size, c.recompute, c.precision, c.ep, c.etp);
+    tables.insert(layer_table_key(c));
     most_vpp = std::max(most_vpp, c.vpp);
   });
+  const double parallel = std::max(1, threads);
+  // The largest candidate's schedule on every thread and the schedule cache: what its simulations hold. No
+  // time: scoring every candidate counts 14 min for the README's 1024-GPU plan at a global batch of 65,536,
+  // while the bounds drop most candidates unscored; so loose an upper end would refuse plans that finish.
+  WorkEstimate schedules;
+  const double most = candidate_actions(*largest);  // for_each_candidate refuses an empty space
+  schedules.work = fmt::format("{} candidates, the largest {} actions ({}, {} micro-batches)", with_commas(candidates),
+                               format_count(most), describe(*largest), largest->microbatches);
+  schedules.fix = "lower --global-batch-size or fix --micro-batch-size";
+  schedules.bytes = std::min(parallel, static_cast<double>(candidates)) * most * kSimBytesPerAction +
+                    std::min(total_actions, kCachedActions) * kCachedBytesPerAction;
+  // Every candidate's walk of the layers, and the tables of their costs.
   const double layers = base.model.num_layers();
   WorkEstimate walk;
-  walk.work = fmt::format("{} configurations of {} layers each ({} cost tables, vpp up to {})",
-                          with_commas(s.candidates), with_commas(base.model.num_layers()), with_commas(static_cast<std::int64_t>(tables.size())), most_vpp);
-  walk.bytes = static_cast<double>(s.candidates) * kSearchBytesPerCandidate +
-               static_cast<double>(tables.size()) * layers * (sizeof(LayerWork) + 7 * sizeof(double));
-  walk.seconds = static_cast<double>(s.candidates) * layers * kSearchSecondsPerCandidateLayer / std::max(1, threads);
+  walk.work = fmt::format("{} configurations of {} layers each ({} cost tables, vpp up to {})", with_commas(candidates),
+                          with_commas(base.model.num_layers()), with_commas(static_cast<std::int64_t>(tables.size())),
+                          most_vpp);
+  walk.bytes = static_cast<double>(candidates) * kSearchBytesPerCandidate +
+               static_cast<double>(tables.size()) * layers * kLayerTableBytesPerLayer;
+  walk.seconds = static_cast<double>(candidates) * layers * kSearchSecondsPerCandidateLayer / parallel;
   walk.fix = "narrow the space (--vpp, --pp, --schedules, --micro-batch-size, --recompute)";
-  return {s.estimate(threads), walk};
+  return {schedules, walk};
 }
 
 WorkEstimate search_time_estimate(const SearchProgress& p) {

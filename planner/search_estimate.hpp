@@ -3,6 +3,7 @@
 // candidate at a time, so the largest schedule times the threads decides the memory.
 #include <vector>
 
+#include "core/layer_work.hpp"
 #include "core/work_estimate.hpp"
 #include "planner/search.hpp"
 
@@ -25,6 +26,8 @@ double candidate_actions(const Candidate& c);
 std::vector<WorkEstimate> search_space_estimate(const Scenario& base, const SearchSpace& space, int threads);
 inline constexpr double kSearchSecondsPerCandidateLayer = 4.6e-8;
 inline constexpr double kSearchBytesPerCandidate = 1.7e3;
+// A LayerTable's bytes per layer: its LayerWork and six per-layer times (planner/search_bounds.hpp).
+inline constexpr double kLayerTableBytesPerLayer = sizeof(LayerWork) + 6 * sizeof(double);
 
 // The search's time cannot be known before it runs: the step-time bounds drop most candidates once the
 // best plans are scored, and which they drop depends on those plans. So a search measures itself: once it

@@ -31,6 +31,23 @@ void check_refused(const std::vector<std::string>& args, const std::string& star
 
 const std::string kMemory = " of this machine's memory; ";
 
+// A plan file of the tiny Llama with `blocks` transformer blocks on 2 stages of 16 GPUs: the embedding on the
+// first, every block and the head on the second (made by plan, then grown; its prediction dropped).
+std::string plan_of_blocks(long blocks) {
+  const std::string small = tmp("plan-of-" + std::to_string(blocks) + "-blocks-small.json");  // one per test case
+  REQUIRE(run_cli({"plan", "--model", kLlama, "--cluster", "dgx-h100", "--gpus", "16", "--global-batch-size", "16",
+                   "--pp", "2", "--schedules", "1f1b", "--out", small})
+              .code == 0);
+  std::ifstream in(small);
+  nlohmann::json plan = nlohmann::json::parse(in);
+  plan["model"]["transformer"]["layers"] = blocks;
+  plan["split"]["stages"][1]["layers"] = {1, blocks + 1};
+  plan.erase("predicted");
+  const std::string path = tmp("plan-of-" + std::to_string(blocks) + "-blocks.json");
+  std::ofstream(path) << plan.dump();
+  return path;
+}
+
 }  // namespace
 
 TEST_CASE("simulate --microbatches 1000000000: refused with the estimate before the schedule is built") {
@@ -227,16 +244,7 @@ TEST_CASE("plan of a model of 100,000 layers: its configurations counted with th
 }
 
 TEST_CASE("replan of a plan of 50,000 layers: its search estimated up front like plan's") {
-  const std::string small = tmp("replan-small.json");
-  REQUIRE(run_cli({"plan", "--model", kLlama, "--cluster", "dgx-h100", "--gpus", "16", "--global-batch-size", "16",
-                   "--pp", "2", "--schedules", "1f1b", "--out", small})
-              .code == 0);
-  std::ifstream in(small);
-  nlohmann::json plan = nlohmann::json::parse(in);
-  plan["model"]["transformer"]["layers"] = 50000;
-  plan["split"]["stages"][1]["layers"] = {1, 50001};
-  const std::string path = tmp("replan-50000.json");
-  std::ofstream(path) << plan.dump();
+  const std::string path = plan_of_blocks(50000);
   check_refused({"replan", "--plan", path, "--failed-nodes", "1", "--threads", "2"},
                 "replan: 2,675,914 configurations of 50,002 layers each (45 cost tables, vpp up to 25001) would take about ",
                 "plan the 8 GPUs left in a narrower space (pipewright plan --gpus 8 with --vpp, --pp or --schedules) or "
@@ -272,17 +280,7 @@ TEST_CASE("serve simulate --replicas 2147483647: the idle replicas past the requ
 }
 
 TEST_CASE("a plan file of a model of 100,000 layers reads back: its split indexes the embedding and head past them") {
-  const std::string small = tmp("plan-100000-small.json");
-  REQUIRE(run_cli({"plan", "--model", kLlama, "--cluster", "dgx-h100", "--gpus", "16", "--global-batch-size", "16",
-                   "--pp", "2", "--schedules", "1f1b", "--out", small})
-              .code == 0);
-  std::ifstream in(small);
-  nlohmann::json plan = nlohmann::json::parse(in);
-  plan["model"]["transformer"]["layers"] = 100000;
-  plan["split"]["stages"][1]["layers"] = {1, 100001};  // the head is layer 100,001
-  plan.erase("predicted");
-  const std::string path = tmp("plan-100000.json");
-  std::ofstream(path) << plan.dump();
+  const std::string path = plan_of_blocks(100000);  // its head is layer 100,001
   const CliResult r = run_cli({"simulate", "--plan", path});
   INFO(r.err);
   CHECK(r.code == 0);

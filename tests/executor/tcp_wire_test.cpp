@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.hpp"
+#include "../error_text.hpp"
 #include "executor/job_token.hpp"
 #include "executor/tcp_frame.hpp"
 #include "executor/tcp_hello.hpp"
@@ -51,17 +51,11 @@ TEST_CASE("the job token: one per job id, address and port, compared whole") {
   // Neither a token nor a launcher's job id: the address alone would let anyone who reaches it take a rank.
   LaunchEnv none;
   none.launcher = "torchrun";
-  try {
-    job_token(none, "node-1", 29501);
-    FAIL("no job id");
-  } catch (const Error& e) {
-    CHECK(e.kind() == ErrorKind::BadInput);
-    CHECK(std::string(e.what()) ==
-          "PIPEWRIGHT_JOB_TOKEN: not set, and the launcher gives no job id (TORCHELASTIC_RUN_ID, SLURM_JOB_ID): with "
-          "MASTER_ADDR and MASTER_PORT alone anyone who can reach node-1:29501 could join as a rank; export one token "
-          "to every process of the job, e.g. export PIPEWRIGHT_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d "
-          "' \\n')");
-  }
+  CHECK(bad_input([&] { job_token(none, "node-1", 29501); }) ==
+        "PIPEWRIGHT_JOB_TOKEN: not set, and the launcher gives no job id (TORCHELASTIC_RUN_ID, SLURM_JOB_ID): with "
+        "MASTER_ADDR and MASTER_PORT alone anyone who can reach node-1:29501 could join as a rank; export one token "
+        "to every process of the job, e.g. export PIPEWRIGHT_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d "
+        "' \\n')");
 
   Sha256 other = t.digest;
   CHECK(same_digest(t.digest, other.data()));

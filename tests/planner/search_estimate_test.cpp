@@ -50,14 +50,14 @@ TEST_CASE("search_space_estimate: the largest candidate times the threads, the c
   const std::vector<Candidate> all = enumerate_candidates(s, space);
   double most = 0, total = 0;
   const Candidate* largest = nullptr;
-  std::set<std::tuple<int, int, int, Recompute, Precision, int, int>> tables;
+  std::set<LayerTableKey> tables;
   for (const Candidate& c : all) {
     total += candidate_actions(c);
     if (candidate_actions(c) > most) {
       most = candidate_actions(c);
       largest = &c;
     }
-    tables.emplace(c.tp, c.cp, c.micro_batch_size, c.recompute, c.precision, c.ep, c.etp);
+    tables.insert(layer_table_key(c));
   }
   REQUIRE(largest);
   CHECK(candidate_actions(Candidate{4, 2, 1, 1, 1, 1000, "1f1b"}) == 6000);
@@ -70,7 +70,7 @@ TEST_CASE("search_space_estimate: the largest candidate times the threads, the c
   CHECK(parts[0].seconds == 0);
   const double layers = s.model.num_layers();
   CHECK(parts[1].bytes == Approx(all.size() * kSearchBytesPerCandidate +
-                                 tables.size() * layers * (sizeof(LayerWork) + 7 * sizeof(double))));
+                                 tables.size() * layers * (sizeof(LayerWork) + 6 * sizeof(double))));
   CHECK(parts[1].seconds == Approx(all.size() * layers * kSearchSecondsPerCandidateLayer / 2));
 }
 
