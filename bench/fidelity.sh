@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Predicted vs measured step time and activation peak (per rank) on this machine: profiles the tiny Llama-style
 # model, then runs gpipe, 1f1b, interleaved and zb-h1 with uneven splits through `pipewright run --json` (2 ranks
-# with real compute; 4 and 8 ranks with sleep compute; 2 processes under mpirun, and 2 under torchrun's variables
+# with real compute; 4 and 8 ranks with sleep compute; 8 with real compute, more ranks than this machine's cores
+# where it has fewer than 8; 2 processes under mpirun, and 2 under torchrun's variables
 # joined over TCP), then the tiny MoE example as 2 data-parallel replicas with its experts over both (ep 2:
 # threads, mpirun, torchrun), and prints one markdown table. Builds nothing.
 #
@@ -119,6 +120,9 @@ for s in "${schedules[@]}"; do run_row "threads, real compute" threads 2 real "$
 for ranks in 4 8; do
   for s in "${schedules[@]}"; do run_row "threads, sleep compute" threads "$ranks" sleep "$deep" 32 "$s"; done
 done
+# 8 rank threads of real compute: on a machine of fewer cores they take turns on them (the prediction's
+# shared cores and the profile's wake-up).
+for s in "${schedules[@]}"; do run_row "threads, real compute, 8 ranks on $(nproc) cores" threads 8 real "$deep" 32 "$s"; done
 if command -v mpirun >/dev/null; then
   for s in "${schedules[@]}"; do run_row "mpirun processes, real compute" mpirun 2 real "$model" 8 "$s"; done
 else

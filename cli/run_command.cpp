@@ -28,6 +28,7 @@
 #include "executor/measured_trace.hpp"
 #include "executor/runtime.hpp"
 #include "executor/sleep_backend.hpp"
+#include "executor/spin_wait.hpp"
 #include "planner/plan_file.hpp"
 #include "profiler/core_speed.hpp"
 #include "profiler/cpu_profile_estimate.hpp"
@@ -169,6 +170,18 @@ std::string predicted_by(const CostModelChain& chain, const RunCommandOptions& o
 }
 
 // `note`: a line on what runs differently from what the plan or the options said (empty: nothing).
+// How the prediction shares this machine's cores, for the report; empty when each rank has a core of its own.
+std::string shared_cores_line(const Scenario& sc) {
+  const SharedCores& c = sc.shared_cores;
+  const int ranks = sc.parallel.pp * sc.parallel.dp;
+  std::vector<std::string> parts;
+  if (c.cores > 0 && c.cores < ranks) parts.push_back(fmt::format("{} ranks take turns on {:g} cores", ranks, c.cores));
+  if (c.wakeup_s > 0)
+    parts.push_back(fmt::format("a hand-over to a sleeping rank on a free core adds {} (the profile's wake-up)",
+                                format_seconds(c.wakeup_s)));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 void print_report(std::ostream& out, const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
                   const RunResult& r, const Summary& s, const std::vector<double>& losses, const LoadVerdict& load,
                   const std::string& note) {
@@ -187,6 +200,7 @@ void print_report(std::ostream& out, const RunCommandOptions& o, const CostModel
                                         s.step_times.size(), format_seconds(s.min), format_seconds(s.max), s.spread_pct));
   row("predicted step time", fmt::format("{} ({})", format_seconds(ev.sim.step_time_s), predicted_by(chain, o, sc)));
   for (const std::string& line : chain.coverage_lines(sc.model, {sc.workload})) row("", line);
+  if (const std::string cores = shared_cores_line(sc); !cores.empty()) row("", cores);
   row("error", fmt::format("{:+.1f}% (predicted vs measured)", error_pct(ev.sim.step_time_s, s.median)));
   row("machine", load.line);
   if (!losses.empty()) row("loss", fmt::format("{:.4f} (first iteration) -> {:.4f} (last)", losses.front(), losses.back()));
@@ -298,6 +312,20 @@ RunResult run_threads(const Schedule& schedule, std::unique_ptr<Backend>& backen
   }
 }
 
+// What the cpu backend's ranks share on this machine: its cores, when every rank computes here (threads, or
+// processes of a launch on one machine) on real layers (a sleeping rank takes no core), and, where more ranks
+// than cores keep the waiting ones from spinning (executor/spin_wait.hpp), the wake-up each hand-over then
+// costs as the profile measured it.
+SharedCores cores_of_run(const RunCommandOptions& o, const Scenario& scenario, const CostModelChain& chain,
+                         const LaunchedRun* launched) {
+  const int ranks = scenario.parallel.pp * scenario.parallel.dp;
+  if (launched && launched->env().local_world_size != launched->env().world_size) return {};
+  SharedCores shared;
+  if (o.compute == "real") shared.cores = launched ? online_cores() : usable_cores();
+  if (!spin_allowed(ranks) && chain.profiled()) shared.wakeup_s = chain.profiled()->profile().machine.wakeup_s;
+  return shared;
+}
+
 // `launched`: this process is one rank of a launched job; null: every rank is a thread here.
 void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRun* launched) {
   check_outputs({{"--trace", o.trace}}, o.scenario.input_paths());
@@ -340,6 +368,7 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   if (!o.inject_failure.empty()) parse_injected_failure(o.inject_failure);
   CostModelChain chain = o.scenario.cost_models(scenario.model, doc, executor_cost_params());
   profile_first(o, scenario, chain, launched != nullptr);
+  if (o.backend == "cpu") scenario.shared_cores = cores_of_run(o, scenario, chain, launched);
   const Evaluation ev = evaluate(scenario, chain.model());
   std::vector<LayerRange> ranges;
   std::vector<StageCost> costs;

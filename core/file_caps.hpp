@@ -41,5 +41,6 @@ inline constexpr FigureRange kFactorRange{0, 1e6, "x"};               // a fitte
 inline constexpr FigureRange kBytesRange{0, 1e18, "B"};               // a layer's bytes, a GPU's memory
 inline constexpr FigureRange kBandwidthRange{1, 1e18, "B/s"};         // a link or the memory of a GPU
 inline constexpr FigureRange kPeakTflopsRange{1e-6, 1e6, "TFLOP/s"};  // a GPU's peak: 1 MFLOP/s to 1 EFLOP/s
+inline constexpr FigureRange kCoresRange{0, 1048576, "cores"};         // CPU cores ranks share (2^20 at most)
 
 }  // namespace pw

@@ -4,7 +4,9 @@
 
 namespace pw {
 
-ThreadTransport::ThreadTransport(int ranks) : boxes_(static_cast<size_t>(ranks)), spin_(spin_allowed(ranks)) {}
+ThreadTransport::ThreadTransport(int ranks) : ThreadTransport(ranks, spin_allowed(ranks)) {}
+
+ThreadTransport::ThreadTransport(int ranks, bool spin) : boxes_(static_cast<size_t>(ranks)), spin_(spin) {}
 
 void ThreadTransport::send(int src, int dst, const MessageKey& key, Message message) {
   if (message.tensor) message.tensor = message.tensor->clone();

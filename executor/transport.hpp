@@ -71,6 +71,8 @@ class Transport {
 class ThreadTransport : public Transport {
  public:
   explicit ThreadTransport(int ranks);
+  // `spin`: receivers spin a while before they sleep; the default where every rank has a core.
+  ThreadTransport(int ranks, bool spin);
   void send(int src, int dst, const MessageKey& key, Message message) override;
   Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) override;
   void abort() override;

@@ -115,6 +115,9 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"max_pending", s.max_pending},
                    {"actions", ojson::parse(schedule_to_json_text(ev.schedule))}};
   j["optimizer"] = {{"synchronous", s.synchronous_optimizer}, {"async_iterations", s.async_iterations}};
+  // A run's ranks on one CPU machine's cores (`run --json`'s scenario, for calibrate to simulate it again).
+  if (s.shared_cores.cores > 0 || s.shared_cores.wakeup_s > 0)
+    j["shared_cores"] = {{"cores", s.shared_cores.cores}, {"wakeup_s", s.shared_cores.wakeup_s}};
   j["split"] = {{"method", extras.split_method}, {"stages", stages}};
   j["placement"] = {{"order", to_string(pc.order)}, {"gpus", gpus}};
   j["cost_model"] = {{"name", extras.profile ? "profiled" : "analytic"}, {"overrides", extras.cost_overrides}};
@@ -137,8 +140,8 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   if (version != kPlanVersion)
     f.fail("version", fmt::format("is {}; this pipewright reads version {} (pipewright {})", version, kPlanVersion, kVersion));
   f.reject_unknown({"format", "version", "pipewright_version", "model", "cluster", "gpus", "parallel", "workload",
-                    "global_batch_size", "schedule", "optimizer", "split", "placement", "cost_model", "predicted",
-                    "baselines"});
+                    "global_batch_size", "schedule", "optimizer", "shared_cores", "split", "placement", "cost_model",
+                    "predicted", "baselines"});
 
   PlanDocument out;
   out.pipewright_version = f.optional_string("pipewright_version").value_or("");
@@ -258,6 +261,13 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
     JsonFields opt(*o, source, "optimizer.");
     s.synchronous_optimizer = opt.boolean("synchronous", true);
     if (opt.has("async_iterations")) s.async_iterations = opt.positive_int("async_iterations");
+  }
+
+  if (const nlohmann::json* c = f.find("shared_cores")) {
+    JsonFields shared(*c, source, "shared_cores.");
+    shared.reject_unknown({"cores", "wakeup_s"});
+    s.shared_cores.cores = shared.figure("cores", kCoresRange, 0.0);
+    s.shared_cores.wakeup_s = shared.figure("wakeup_s", kSecondsRange, 0.0);
   }
 
   if (const nlohmann::json* pl = f.find("placement")) {

@@ -6,6 +6,9 @@
 #include <fstream>
 #include <thread>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -151,37 +154,88 @@ std::vector<double> default_link_sizes() {
   return sizes;
 }
 
+namespace {
+
+// Binds the calling thread to `core`; false where the OS refuses.
+bool run_on_core(int core) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+// The first two cores this process may run on; one entry on a machine of one.
+std::vector<int> first_usable_cores() {
+  std::vector<int> cores;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cores;
+  for (int c = 0; c < CPU_SETSIZE && cores.size() < 2; ++c)
+    if (CPU_ISSET(c, &set)) cores.push_back(c);
+  return cores;
+}
+
+// One-way times of `bytes` between two rank threads over `transport` (the first round trip warms the pages
+// up and is left out): `repetitions` round trips, each halved.
+std::vector<double> one_way_times(ThreadTransport& transport, double bytes, int repetitions, int& key,
+                                  int echo_core = -1) {
+  const auto deadline = [] { return Clock::now() + std::chrono::seconds(60); };
+  const auto floats = static_cast<Eigen::Index>(std::ceil(bytes / 4.0));
+  const TensorPtr tensor = std::make_shared<HostTensor>(Mat::Zero(1, floats));
+  std::vector<double> one_way;
+  const int first = key;
+  const int rounds = repetitions + 1;
+  std::thread echo([&] {
+    if (echo_core >= 0) run_on_core(echo_core);
+    for (int i = 0; i < rounds; ++i) {
+      Message m = transport.recv(1, 0, MessageKey{first + i, Op::SendF, 0, 0}, deadline());
+      transport.send(1, 0, MessageKey{first + i, Op::SendB, 1, 0}, std::move(m));
+    }
+  });
+  for (int i = 0; i < rounds; ++i) {
+    const auto t0 = ProfClock::now();
+    transport.send(0, 1, MessageKey{first + i, Op::SendF, 0, 0}, Message{tensor, Clock::now(), -1});
+    transport.recv(0, 1, MessageKey{first + i, Op::SendB, 1, 0}, deadline());
+    if (i > 0) one_way.push_back(seconds(t0, ProfClock::now()) / 2);
+  }
+  echo.join();
+  key += rounds;
+  return one_way;
+}
+
+}  // namespace
+
 LinkProfile profile_thread_link(const std::vector<double>& sizes, int repetitions) {
   LinkProfile link;
   link.src = 0;
   link.dst = 1;
   ThreadTransport transport(2);
-  const auto deadline = [] { return Clock::now() + std::chrono::seconds(60); };
   int key = 0;
   for (double bytes : sizes) {
-    const auto floats = static_cast<Eigen::Index>(std::ceil(bytes / 4.0));
-    const TensorPtr tensor = std::make_shared<HostTensor>(Mat::Zero(1, floats));
-    std::vector<double> one_way;
-    const int first = key;
-    const int rounds = repetitions + 1;  // the first round trip warms the pages up
-    std::thread echo([&] {
-      for (int i = 0; i < rounds; ++i) {
-        Message m = transport.recv(1, 0, MessageKey{first + i, Op::SendF, 0, 0}, deadline());
-        transport.send(1, 0, MessageKey{first + i, Op::SendB, 1, 0}, std::move(m));
-      }
-    });
-    for (int i = 0; i < rounds; ++i) {
-      const auto t0 = ProfClock::now();
-      transport.send(0, 1, MessageKey{first + i, Op::SendF, 0, 0}, Message{tensor, Clock::now(), -1});
-      transport.recv(0, 1, MessageKey{first + i, Op::SendB, 1, 0}, deadline());
-      if (i > 0) one_way.push_back(seconds(t0, ProfClock::now()) / 2);
-    }
-    echo.join();
-    key += rounds;
-    link.samples.push_back({static_cast<double>(floats) * 4.0, timing_of(one_way).median_s});
+    std::vector<double> one_way = one_way_times(transport, bytes, repetitions, key);
+    link.samples.push_back({std::ceil(bytes / 4.0) * 4.0, timing_of(one_way).median_s});
   }
   fit_link(link);
   return link;
+}
+
+double profile_thread_wakeup(int repetitions) {
+  const std::vector<int> cores = first_usable_cores();
+  if (cores.size() < 2) return 0;  // one core: a woken thread only ever waits for it
+  double wakeup = 0;
+  // On a thread of its own, bound to the first core, with the receiver bound to the second: so the receiver
+  // sleeps on a core left idle, where the OS must wake it (two unbound threads often share a core, and that
+  // hand-over is a switch on one core, not a wake-up).
+  std::thread measure([&] {
+    run_on_core(cores[0]);
+    ThreadTransport spinning(2), sleeping(2, /*spin=*/false);
+    int key = 0;
+    std::vector<double> as_linked = one_way_times(spinning, kWakeupMessageBytes, repetitions, key);
+    std::vector<double> asleep = one_way_times(sleeping, kWakeupMessageBytes, repetitions, key, cores[1]);
+    wakeup = std::max(0.0, timing_of(asleep).median_s - timing_of(as_linked).median_s);
+  });
+  measure.join();
+  return wakeup;
 }
 
 MachineInfo cpu_machine_info() {
@@ -215,6 +269,7 @@ Profile profile_cpu(const Model& model, const CpuProfileRequest& r) {
   p.layers = profile_cpu_layers(model, r.micro_batch_sizes, seq, r.options);
   p.optimizer_s_per_parameter = profile_cpu_optimizer(model, r.options);
   p.links.push_back(profile_thread_link(r.link_sizes, r.link_repetitions));
+  p.machine.wakeup_s = profile_thread_wakeup(kWakeupRepetitions);
   return p;
 }
 

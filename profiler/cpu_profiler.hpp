@@ -26,6 +26,14 @@ double profile_cpu_optimizer(const Model& model, const ProfileOptions& options);
 // trips, halved) for each message size, and the fit time = latency + bytes / bandwidth.
 LinkProfile profile_thread_link(const std::vector<double>& sizes_bytes, int repetitions);
 
+// What a rank thread that slept on its receive adds to a hand-over when the OS wakes it on an idle core, past
+// the link's own time: the median one-way time of a kWakeupMessageBytes message to a receiver bound to
+// another core that sleeps at once, less that of the thread link. With more ranks than cores no receiver
+// spins, and a hand-over to a rank with a free core costs this (MachineInfo::wakeup_s). 0 on one core.
+inline constexpr double kWakeupMessageBytes = 1024;
+inline constexpr int kWakeupRepetitions = 200;
+double profile_thread_wakeup(int repetitions);
+
 // 1 KiB, 4 KiB, ..., 64 MiB.
 std::vector<double> default_link_sizes();
 

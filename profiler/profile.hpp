@@ -68,6 +68,9 @@ struct MachineInfo {
   std::string device;   // e.g. the CPU model name
   int cores = 0;
   int threads_per_rank = 1;
+  // CPU: what a hand-over to a rank thread that slept on its receive adds to the link's time (the OS's
+  // wake-up; profile_thread_wakeup). 0: not measured (profiles before it, GPUs).
+  double wakeup_s = 0;
 };
 
 struct Profile {

@@ -28,7 +28,14 @@ const char* to_string(Lane lane) {
 
 namespace {
 
-enum EventKind : std::uint32_t { kComputeDone = 0, kFlow = 1, kCollectiveDone = 2, kOptimizerDone = 3, kBucketReady = 4 };
+enum EventKind : std::uint32_t {
+  kComputeDone = 0,
+  kFlow = 1,
+  kCollectiveDone = 2,
+  kOptimizerDone = 3,
+  kBucketReady = 4,
+  kWoken = 5,
+};
 
 // One piece of a stage's data-parallel reduction on its rank's collective lane: a gradient bucket, the
 // last one carrying the parameter all-gather of the distributed optimizer. Only the last piece of a stage
@@ -111,6 +118,7 @@ struct RankState {
   int reductions_done = 0;
   bool waiting_reductions = false;
   bool stepping = false;
+  bool has_core = false;  // shared cores: the rank holds one (computing, stepping, or ready to go on)
 };
 
 bool finite_non_negative(double s) { return std::isfinite(s) && s >= 0; }
@@ -340,7 +348,24 @@ class PipelineSimulation {
     if (!finite_non_negative(slowdown_))
       throw_bad_input("cost model {}: the compute slowdown during transfers is {}; it must be a finite number >= 0",
                       in_.cost->name(), slowdown_);
+    setup_shared_cores();
     engine_.reserve(static_cast<std::size_t>(num_ranks_) * 4 + 64);
+  }
+
+  // Shared cores as ceil(cores) of them at cores / ceil(cores) of a core's speed (fewer only when there are
+  // fewer ranks): replicas left out of the simulation take their share of each.
+  void setup_shared_cores() {
+    const SharedCores& sc = in_.shared_cores;
+    if (!finite_non_negative(sc.cores) || !finite_non_negative(sc.wakeup_s))
+      throw_bad_input("shared cores: {} cores and a wake-up of {} s; both must be finite numbers >= 0", sc.cores,
+                      sc.wakeup_s);
+    wakeup_s_ = sc.wakeup_s;
+    if (!(sc.cores > 0) || sc.cores >= num_ranks_) return;
+    core_count_ = std::min(num_ranks_, static_cast<int>(std::ceil(sc.cores)));
+    free_cores_ = core_count_;
+    core_speed_ = std::min(1.0, sc.cores / core_count_);
+    shares_cores_ = true;
+    core_queue_.reserve(static_cast<std::size_t>(num_ranks_));
   }
 
   std::size_t boundary_index(bool fwd, int from_stage) const {
@@ -488,6 +513,7 @@ class PipelineSimulation {
       case kCollectiveDone: collective_done(static_cast<int>(e.target)); break;
       case kOptimizerDone: optimizer_done(static_cast<int>(e.target)); break;
       case kBucketReady: bucket_ready(e.target); break;
+      case kWoken: advance(static_cast<int>(e.target)); break;
       default: break;
     }
   }
@@ -508,8 +534,10 @@ class PipelineSimulation {
         case StepKind::Compute: {
           if (const std::uint32_t id = missing_input(R); id != kNone) {
             R.waiting_for = id;
+            release_core(r);
             return;
           }
+          if (!take_core(r)) return;
           const ComputeCost& c = costs_[st.index];
           R.compute_start = now;
           if (c.grad_stage >= 0) release_early_buckets(c, now);
@@ -524,11 +552,11 @@ class PipelineSimulation {
             R.computing = true;
             R.compute_left = c.duration;
             R.segment_start = now;
-            R.compute_speed = R.transfers_in_flight > 0 ? 1 / (1 + slowdown_) : 1.0;
+            R.compute_speed = core_speed_ * (R.transfers_in_flight > 0 ? 1 / (1 + slowdown_) : 1.0);
             engine_.at(now + R.compute_left / R.compute_speed, kComputeDone, static_cast<std::uint32_t>(r),
                        ++R.compute_version);
           } else {
-            engine_.at(now + c.duration, kComputeDone, static_cast<std::uint32_t>(r));
+            engine_.at(now + c.duration / core_speed_, kComputeDone, static_cast<std::uint32_t>(r));
           }
           return;
         }
@@ -549,13 +577,44 @@ class PipelineSimulation {
           break;
       }
     }
+    release_core(r);
+  }
+
+  // Shared cores: whether rank r holds one, taking a free one; without, it queues (in the order ranks became
+  // ready, as the OS's run queue serves threads whose turns are shorter than its time slice) and runs on
+  // from advance() when one is handed to it.
+  bool take_core(int r) {
+    RankState& R = ranks_[static_cast<std::size_t>(r)];
+    if (!shares_cores_ || R.has_core) return true;
+    if (free_cores_ == 0) {
+      core_queue_.push_back(static_cast<std::uint32_t>(r));
+      return false;
+    }
+    --free_cores_;
+    R.has_core = true;
+    return true;
+  }
+
+  // Rank r stops computing (it waits for a tensor, its reductions or the flush): its core goes to the rank
+  // that has waited longest for one.
+  void release_core(int r) {
+    RankState& R = ranks_[static_cast<std::size_t>(r)];
+    if (!R.has_core) return;
+    R.has_core = false;
+    ++free_cores_;
+    if (core_head_ == core_queue_.size()) return;
+    const std::uint32_t next = core_queue_[core_head_++];
+    if (core_head_ == core_queue_.size()) core_queue_.clear(), core_head_ = 0;
+    --free_cores_;
+    ranks_[next].has_core = true;
+    advance(static_cast<int>(next));
   }
 
   void compute_done(int r) {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     const ComputeCost& c = costs_[R.steps[R.pc].index];
     const double now = engine_.now();
-    R.busy += slowdown_ > 0 ? now - R.compute_start : c.duration;
+    R.busy += slowdown_ > 0 || shares_cores_ ? now - R.compute_start : c.duration;
     R.computing = false;
     R.last_compute_end = now;
     if (c.frees) {
@@ -599,7 +658,7 @@ class PipelineSimulation {
     const double now = engine_.now();
     R.compute_left = std::max(0.0, R.compute_left - (now - R.segment_start) * R.compute_speed);
     R.segment_start = now;
-    R.compute_speed = after ? 1 / (1 + slowdown_) : 1.0;
+    R.compute_speed = core_speed_ * (after ? 1 / (1 + slowdown_) : 1.0);
     engine_.at(now + R.compute_left / R.compute_speed, kComputeDone, static_cast<std::uint32_t>(r), ++R.compute_version);
   }
 
@@ -621,7 +680,12 @@ class PipelineSimulation {
     RankState& D = ranks_[static_cast<std::size_t>(b.dst)];
     if (D.waiting_for == id) {
       D.waiting_for = kNone;
-      advance(b.dst);
+      // A rank that slept on the receive runs again when the OS has woken it on a free core; without one it
+      // waits in the run queue, and is switched in when a core frees (take_core()).
+      if (wakeup_s_ > 0 && (!shares_cores_ || free_cores_ > 0))
+        engine_.at(now + wakeup_s_, kWoken, static_cast<std::uint32_t>(b.dst));
+      else
+        advance(b.dst);
     }
   }
 
@@ -669,10 +733,12 @@ class PipelineSimulation {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     const int needed = (R.iterations_passed + 1) * reducing_stages_[static_cast<std::size_t>(r)];
     R.waiting_reductions = R.reductions_done < needed;
-    if (R.waiting_reductions) return;
+    if (R.waiting_reductions) return release_core(r);
+    if (!take_core(r)) return;
     R.stepping = true;
     R.optimizer_start = engine_.now();
-    engine_.at(engine_.now() + optimizer_s_[static_cast<std::size_t>(r)], kOptimizerDone, static_cast<std::uint32_t>(r));
+    engine_.at(engine_.now() + optimizer_s_[static_cast<std::size_t>(r)] / core_speed_, kOptimizerDone,
+               static_cast<std::uint32_t>(r));
   }
 
   void optimizer_done(int r) {
@@ -787,22 +853,29 @@ class PipelineSimulation {
       state[r] += in_.stages[static_cast<std::size_t>(s)].model_state_bytes;
       working[r] = std::max(working[r], in_.stages[static_cast<std::size_t>(s)].working_bytes);
     }
-    double max_optimizer = 0, async_end = 0, last_compute = 0;
+    double async_end = 0, last_compute = 0;
     for (int r = 0; r < num_ranks_; ++r) {
       const RankState& R = ranks_[static_cast<std::size_t>(r)];
       last_compute = std::max(last_compute, R.last_compute_end);
       const double rank_end = std::max(R.last_compute_end, R.collective_end);
       flush_end = std::max(flush_end, rank_end);
-      max_optimizer = std::max(max_optimizer, optimizer_s_[static_cast<std::size_t>(r)]);
       async_end = std::max(async_end, rank_end + optimizer_s_[static_cast<std::size_t>(r)]);
     }
-    // Synchronous: every rank waits for the whole flush (the global gradient norm) before stepping.
-    const double end = in_.synchronous_optimizer ? flush_end + max_optimizer : std::max(async_end, flush_end);
+    // Synchronous: every rank waits for the whole flush (the global gradient norm), wakes, and steps.
+    const std::vector<double> step_start = synchronous_step_starts(flush_end + wakeup_s_);
+    double end = std::max(async_end, flush_end);
+    if (in_.synchronous_optimizer) {
+      end = flush_end;
+      for (int r = 0; r < num_ranks_; ++r)
+        end = std::max(end, step_start[static_cast<std::size_t>(r)] + optimizer_s_[static_cast<std::size_t>(r)] / core_speed_);
+    }
     if (observer_)
       for (int r = 0; r < num_ranks_; ++r) {
         const RankState& R = ranks_[static_cast<std::size_t>(r)];
-        const double start = in_.synchronous_optimizer ? flush_end : std::max(R.last_compute_end, R.collective_end);
-        observer_->on_event(optimizer_step_event(r, start, start + optimizer_s_[static_cast<std::size_t>(r)]));
+        const double start = in_.synchronous_optimizer ? step_start[static_cast<std::size_t>(r)]
+                                                       : std::max(R.last_compute_end, R.collective_end);
+        const double speed = in_.synchronous_optimizer ? core_speed_ : 1.0;
+        observer_->on_event(optimizer_step_event(r, start, start + optimizer_s_[static_cast<std::size_t>(r)] / speed));
       }
     out.iterations = iterations_;
     out.iteration_end_s.assign(iteration_end_.begin(), iteration_end_.end() - 1);
@@ -837,6 +910,20 @@ class PipelineSimulation {
     return out;
   }
 
+  // When each rank's synchronous optimizer step starts, the flush over at `from`: at once on devices of their
+  // own; on shared cores, in rank order, each on the core that frees first.
+  std::vector<double> synchronous_step_starts(double from) const {
+    std::vector<double> start(static_cast<std::size_t>(num_ranks_), from);
+    if (!shares_cores_) return start;
+    std::vector<double> core_free(static_cast<std::size_t>(core_count_), from);
+    for (int r = 0; r < num_ranks_; ++r) {
+      const auto first = std::min_element(core_free.begin(), core_free.end());
+      start[static_cast<std::size_t>(r)] = *first;
+      *first += optimizer_s_[static_cast<std::size_t>(r)] / core_speed_;
+    }
+    return start;
+  }
+
   const SimInput& in_;
   const Schedule& schedule_;
   SimObserver* observer_;
@@ -862,6 +949,14 @@ class PipelineSimulation {
   std::vector<std::uint32_t> every_piece_;  // per stage: the reduction of a micro-batch before the last
   double last_arrival_ = 0;
   double slowdown_ = 0;                  // the cost model's transfer_compute_slowdown()
+  // Shared cores (SimInput::shared_cores): the free ones, each at core_speed_, and the ranks waiting for one.
+  bool shares_cores_ = false;
+  int core_count_ = 0;
+  int free_cores_ = 0;
+  double core_speed_ = 1;
+  double wakeup_s_ = 0;
+  std::vector<std::uint32_t> core_queue_;
+  std::size_t core_head_ = 0;
   int iterations_ = 1;
   int iteration_m_ = 0;                  // micro-batches per iteration
   std::vector<double> optimizer_s_;      // per rank: its stages' optimizer steps

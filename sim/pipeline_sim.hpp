@@ -65,6 +65,18 @@ class SimObserver {
   virtual void on_finish(double step_time_s) {}
 };
 
+// Ranks that compute on the cores of one CPU machine, as pipewright's cpu backend runs them (a thread or a
+// process per rank): with more ranks than cores they take turns on the cores, and a rank that slept waiting
+// for a tensor runs again only after the OS wakes it. A GPU rank has a device of its own and never waits so.
+struct SharedCores {
+  // The cores the simulated ranks compute on, together; fractional when replicas the simulation leaves out
+  // take the rest (2 cores, 3 replicas: 0.667). 0: every rank computes on a device of its own.
+  double cores = 0;
+  // From a tensor's arrival (or the flush's end) to its sleeping receiver running again on a free core (the
+  // OS wakes it there); 0 when ranks spin. A receiver that finds every core taken waits for one instead.
+  double wakeup_s = 0;
+};
+
 struct SimInput {
   Schedule schedule;                 // compute-only or lowered; the simulator lowers when needed
   std::vector<StageCost> stages;     // indexed by stage
@@ -78,6 +90,7 @@ struct SimInput {
   // last iteration). With the synchronous step every iteration is alike and one is simulated.
   bool synchronous_optimizer = true;
   int iterations = 1;
+  SharedCores shared_cores;
 };
 
 struct RankStats {

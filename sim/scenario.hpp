@@ -38,6 +38,9 @@ struct Scenario {
   // reported (the steady state).
   bool synchronous_optimizer = true;
   int async_iterations = 4;
+  // Ranks that compute on one CPU machine's cores, every replica's together (`run --backend cpu`): `cores`
+  // is the machine's; each simulated replica takes cores / dp of them. Default: a device per rank.
+  SharedCores shared_cores;
   // A schedule read from a file (--schedule-csv) instead of generated from `schedule`: pp must be its
   // rank count and microbatches its micro-batch count. A lowered one keeps its own communication order.
   std::optional<Schedule> imported_schedule;

@@ -61,7 +61,13 @@ TEST_CASE("run --dp 2 --ep 2: a row per replica's rank, the loss falling, predic
                                  "--json"});
   INFO(sim.err);
   REQUIRE(sim.code == 0);
-  CHECK(report["predicted_step_time_s"] == json::parse(sim.out)["step_time_s"]);
+  // 4 rank threads: where the machine has fewer cores they take turns on them (sim/pipeline_sim.hpp's
+  // SharedCores, tested exactly in tests/sim/shared_cores_test.cpp), and the step can only grow.
+  const double simulated = json::parse(sim.out)["step_time_s"];
+  if (report["scenario"].contains("shared_cores"))
+    CHECK(report["predicted_step_time_s"].get<double>() > simulated);
+  else
+    CHECK(report["predicted_step_time_s"] == simulated);
 }
 
 TEST_CASE("run with replicas: what the cpu backend cannot run is bad input naming the option") {

@@ -223,3 +223,29 @@ TEST_CASE("a plan file keeps context parallelism, hybrid sharding and the overla
     if (g.at("dp") == 1 && g.at("pp") == 1 && g.at("cp") == 1 && g.at("tp") == 1) found = g.at("rank") == 15;
   CHECK(found);
 }
+
+TEST_CASE("a plan file keeps the cores a cpu run's ranks share, and simulates them again") {
+  const AnalyticCostModel cost;
+  Scenario s;
+  s.model = model_preset("gpt3-1.3b");
+  s.cluster = cluster_preset("dgx-h100");
+  s.parallel.pp = 4;
+  s.parallel.microbatches = 8;
+  s.workload.seq_len = 1024;
+  const Evaluation alone = evaluate(s, cost);
+  CHECK(nlohmann::json::parse(plan_to_json_text(alone, PlanExtras{})).count("shared_cores") == 0);
+  s.shared_cores = {2, 3e-5};
+  const Evaluation ev = evaluate(s, cost);
+  CHECK(ev.metrics.step_time_s > alone.metrics.step_time_s);
+  const std::string text = plan_to_json_text(ev, PlanExtras{});
+  const PlanDocument doc = plan_from_json_text(text, "plan.json");
+  CHECK(doc.scenario.shared_cores.cores == 2);
+  CHECK(doc.scenario.shared_cores.wakeup_s == 3e-5);
+  CHECK(evaluate(doc.scenario, cost).metrics.step_time_s == ev.metrics.step_time_s);
+
+  nlohmann::json bad = nlohmann::json::parse(text);
+  bad["shared_cores"]["cores"] = -1;
+  CHECK(error_of(bad.dump()).rfind("p.json: shared_cores.cores ", 0) == 0);
+  bad["shared_cores"] = {{"cores", 2}, {"wake", 1}};
+  CHECK(error_of(bad.dump()) == "p.json: unknown field 'shared_cores.wake'; known fields: cores, wakeup_s");
+}

@@ -2,6 +2,10 @@
 #include <catch2/catch.hpp>
 
 #include <limits>
+#include <thread>
+
+#include <pthread.h>
+#include <sched.h>
 
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
@@ -57,9 +61,11 @@ std::string error(const std::string& text) {
 }  // namespace
 
 TEST_CASE("a profile survives its JSON round trip") {
-  const Profile p = uniform_profile(tiny());
+  Profile p = uniform_profile(tiny());
+  p.machine.wakeup_s = 2.75e-5;
   const Profile q = profile_from_json_text(profile_to_json_text(p), "p.json");
   CHECK(profile_to_json_text(q) == profile_to_json_text(p));
+  CHECK(q.machine.wakeup_s == 2.75e-5);
   REQUIRE(q.layers.size() == 3);
   CHECK(q.layers[1].kind == "block");
   CHECK(q.layers[1].shape ==
@@ -205,6 +211,23 @@ TEST_CASE("the thread link profile has one sample per size and a positive fit") 
   CHECK(l.samples[2].bytes == 1 << 20);
   CHECK(l.bandwidth_bytes_per_s > 0);
   CHECK(l.latency_s >= 0);
+}
+
+TEST_CASE("the wake-up of a sleeping rank thread: measured across two cores, none on one") {
+  // Bound to one core, the two threads of the measurement can only take turns on it: nothing to wake.
+  double on_one_core = -1;
+  std::thread bound([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0);
+    on_one_core = profile_thread_wakeup(20);
+  });
+  bound.join();
+  CHECK(on_one_core == 0);
+  const double wakeup = profile_thread_wakeup(20);
+  CHECK(wakeup >= 0);
+  CHECK(wakeup < 0.01);  // a wake-up, not a time slice of the OS
 }
 
 TEST_CASE("the profiled cost model uses the profile where it matches and the fallback elsewhere") {
