@@ -62,13 +62,13 @@ launch() {
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 \
       mpirun -np "$processes" --oversubscribe "$pw" "$@" >"$out" 2>"$err" || status=$?
   elif [[ "$how" == torchrun ]]; then
-    # The variables torchrun gives its workers, set by hand (no torchrun here); process 0 prints the report
-    # and listens at MASTER_PORT + 1.
+    # The variables torchrun gives its workers, set by hand (no torchrun here), its run id included (what
+    # tells this job's processes from another's); process 0 prints the report and listens at MASTER_PORT + 1.
     local port pids=() k
     port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1] - 1)')"
     for ((k = 0; k < processes; k++)); do
       WORLD_SIZE="$processes" RANK="$k" LOCAL_RANK="$k" LOCAL_WORLD_SIZE="$processes" MASTER_ADDR=127.0.0.1 \
-        MASTER_PORT="$port" timeout 600 "$pw" "$@" >"$out.$k" 2>"$err.$k" &
+        MASTER_PORT="$port" TORCHELASTIC_RUN_ID="fidelity-$$-$port" timeout 600 "$pw" "$@" >"$out.$k" 2>"$err.$k" &
       pids+=($!)
     done
     for ((k = 0; k < processes; k++)); do wait "${pids[$k]}" || status=$?; done
