@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <utility>
@@ -365,7 +366,6 @@ class PipelineSimulation {
     free_cores_ = core_count_;
     core_speed_ = std::min(1.0, sc.cores / core_count_);
     shares_cores_ = true;
-    core_queue_.reserve(static_cast<std::size_t>(num_ranks_));
   }
 
   std::size_t boundary_index(bool fwd, int from_stage) const {
@@ -602,9 +602,9 @@ class PipelineSimulation {
     if (!R.has_core) return;
     R.has_core = false;
     ++free_cores_;
-    if (core_head_ == core_queue_.size()) return;
-    const std::uint32_t next = core_queue_[core_head_++];
-    if (core_head_ == core_queue_.size()) core_queue_.clear(), core_head_ = 0;
+    if (core_queue_.empty()) return;
+    const std::uint32_t next = core_queue_.front();
+    core_queue_.pop_front();
     --free_cores_;
     ranks_[next].has_core = true;
     advance(static_cast<int>(next));
@@ -955,8 +955,7 @@ class PipelineSimulation {
   int free_cores_ = 0;
   double core_speed_ = 1;
   double wakeup_s_ = 0;
-  std::vector<std::uint32_t> core_queue_;
-  std::size_t core_head_ = 0;
+  std::deque<std::uint32_t> core_queue_;  // each rank at most once
   int iterations_ = 1;
   int iteration_m_ = 0;                  // micro-batches per iteration
   std::vector<double> optimizer_s_;      // per rank: its stages' optimizer steps
