@@ -169,7 +169,6 @@ std::string predicted_by(const CostModelChain& chain, const RunCommandOptions& o
   return fmt::format("{} on {} ({})", chain.description(), sc.cluster.name, why);
 }
 
-// `note`: a line on what runs differently from what the plan or the options said (empty: nothing).
 // How the prediction shares this machine's cores, for the report; empty when each rank has a core of its own.
 std::string shared_cores_line(const Scenario& sc) {
   const SharedCores& c = sc.shared_cores;
@@ -182,6 +181,7 @@ std::string shared_cores_line(const Scenario& sc) {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+// `note`: a line on what runs differently from what the plan or the options said (empty: nothing).
 void print_report(std::ostream& out, const RunCommandOptions& o, const CostModelChain& chain, const Evaluation& ev,
                   const RunResult& r, const Summary& s, const std::vector<double>& losses, const LoadVerdict& load,
                   const std::string& note) {

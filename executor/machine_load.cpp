@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -108,10 +109,25 @@ double read_load_average(const std::string& path) {
 }
 
 int usable_cores() {
+  const std::vector<int> ids = usable_core_ids();
+  return ids.empty() ? online_cores() : static_cast<int>(ids.size());
+}
+
+std::vector<int> usable_core_ids() {
+  std::vector<int> ids;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return online_cores();
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return ids;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) ids.push_back(c);
+  return ids;
+}
+
+bool bind_this_thread(int core) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
 int online_cores() { return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)); }

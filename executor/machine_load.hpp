@@ -6,6 +6,7 @@
 // (the measured iterations, all ranks together), against kSharedBelowCpuShare; the load average and the
 // cores say by what.
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +59,10 @@ nlohmann::json machine_load_json(const MachineLoad& load, const LoadVerdict& ver
 double read_load_average(const std::string& path = "/proc/loadavg");
 // The cores this process may run on (its affinity mask), at least 1: what ranks as its threads share.
 int usable_cores();
+// Those cores' ids, in order; empty where the OS does not say.
+std::vector<int> usable_core_ids();
+// Binds the calling thread to `core`; false where the OS refuses.
+bool bind_this_thread(int core);
 // The machine's online cores, at least 1: what ranks as processes share (a launcher binds each process
 // to its own cores, so one process's mask says nothing about the others').
 int online_cores();

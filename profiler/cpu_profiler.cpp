@@ -6,9 +6,6 @@
 #include <fstream>
 #include <thread>
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -16,6 +13,7 @@
 #include "core/version.hpp"
 #include "executor/cpu_model.hpp"
 #include "executor/host_tensor.hpp"
+#include "executor/machine_load.hpp"
 #include "executor/transport.hpp"
 #include "profiler/link_line.hpp"
 
@@ -156,25 +154,6 @@ std::vector<double> default_link_sizes() {
 
 namespace {
 
-// Binds the calling thread to `core`; false where the OS refuses.
-bool run_on_core(int core) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(core, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-}
-
-// The first two cores this process may run on; one entry on a machine of one.
-std::vector<int> first_usable_cores() {
-  std::vector<int> cores;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cores;
-  for (int c = 0; c < CPU_SETSIZE && cores.size() < 2; ++c)
-    if (CPU_ISSET(c, &set)) cores.push_back(c);
-  return cores;
-}
-
 // One-way times of `bytes` between two rank threads over `transport` (the first round trip warms the pages
 // up and is left out): `repetitions` round trips, each halved.
 std::vector<double> one_way_times(ThreadTransport& transport, double bytes, int repetitions, int& key,
@@ -186,7 +165,7 @@ std::vector<double> one_way_times(ThreadTransport& transport, double bytes, int 
   const int first = key;
   const int rounds = repetitions + 1;
   std::thread echo([&] {
-    if (echo_core >= 0) run_on_core(echo_core);
+    if (echo_core >= 0) bind_this_thread(echo_core);
     for (int i = 0; i < rounds; ++i) {
       Message m = transport.recv(1, 0, MessageKey{first + i, Op::SendF, 0, 0}, deadline());
       transport.send(1, 0, MessageKey{first + i, Op::SendB, 1, 0}, std::move(m));
@@ -220,14 +199,14 @@ LinkProfile profile_thread_link(const std::vector<double>& sizes, int repetition
 }
 
 double profile_thread_wakeup(int repetitions) {
-  const std::vector<int> cores = first_usable_cores();
+  const std::vector<int> cores = usable_core_ids();
   if (cores.size() < 2) return 0;  // one core: a woken thread only ever waits for it
   double wakeup = 0;
   // On a thread of its own, bound to the first core, with the receiver bound to the second: so the receiver
   // sleeps on a core left idle, where the OS must wake it (two unbound threads often share a core, and that
   // hand-over is a switch on one core, not a wake-up).
   std::thread measure([&] {
-    run_on_core(cores[0]);
+    bind_this_thread(cores[0]);
     ThreadTransport spinning(2), sleeping(2, /*spin=*/false);
     int key = 0;
     std::vector<double> as_linked = one_way_times(spinning, kWakeupMessageBytes, repetitions, key);

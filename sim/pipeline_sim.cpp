@@ -737,8 +737,7 @@ class PipelineSimulation {
     if (!take_core(r)) return;
     R.stepping = true;
     R.optimizer_start = engine_.now();
-    engine_.at(engine_.now() + optimizer_s_[static_cast<std::size_t>(r)] / core_speed_, kOptimizerDone,
-               static_cast<std::uint32_t>(r));
+    engine_.at(engine_.now() + optimizer_time(r), kOptimizerDone, static_cast<std::uint32_t>(r));
   }
 
   void optimizer_done(int r) {
@@ -853,30 +852,23 @@ class PipelineSimulation {
       state[r] += in_.stages[static_cast<std::size_t>(s)].model_state_bytes;
       working[r] = std::max(working[r], in_.stages[static_cast<std::size_t>(s)].working_bytes);
     }
-    double async_end = 0, last_compute = 0;
+    double last_compute = 0;
+    std::vector<double> step_start(static_cast<std::size_t>(num_ranks_));  // each rank's last optimizer step
     for (int r = 0; r < num_ranks_; ++r) {
       const RankState& R = ranks_[static_cast<std::size_t>(r)];
       last_compute = std::max(last_compute, R.last_compute_end);
       const double rank_end = std::max(R.last_compute_end, R.collective_end);
       flush_end = std::max(flush_end, rank_end);
-      async_end = std::max(async_end, rank_end + optimizer_s_[static_cast<std::size_t>(r)]);
+      step_start[static_cast<std::size_t>(r)] = rank_end;
     }
     // Synchronous: every rank waits for the whole flush (the global gradient norm), wakes, and steps.
-    const std::vector<double> step_start = synchronous_step_starts(flush_end + wakeup_s_);
-    double end = std::max(async_end, flush_end);
-    if (in_.synchronous_optimizer) {
-      end = flush_end;
-      for (int r = 0; r < num_ranks_; ++r)
-        end = std::max(end, step_start[static_cast<std::size_t>(r)] + optimizer_s_[static_cast<std::size_t>(r)] / core_speed_);
+    if (in_.synchronous_optimizer) step_start = synchronous_step_starts(flush_end + wakeup_s_);
+    double end = flush_end;
+    for (int r = 0; r < num_ranks_; ++r) {
+      const double start = step_start[static_cast<std::size_t>(r)];
+      end = std::max(end, start + optimizer_time(r));
+      if (observer_) observer_->on_event(optimizer_step_event(r, start, start + optimizer_time(r)));
     }
-    if (observer_)
-      for (int r = 0; r < num_ranks_; ++r) {
-        const RankState& R = ranks_[static_cast<std::size_t>(r)];
-        const double start = in_.synchronous_optimizer ? step_start[static_cast<std::size_t>(r)]
-                                                       : std::max(R.last_compute_end, R.collective_end);
-        const double speed = in_.synchronous_optimizer ? core_speed_ : 1.0;
-        observer_->on_event(optimizer_step_event(r, start, start + optimizer_s_[static_cast<std::size_t>(r)] / speed));
-      }
     out.iterations = iterations_;
     out.iteration_end_s.assign(iteration_end_.begin(), iteration_end_.end() - 1);
     out.iteration_end_s.push_back(end);
@@ -910,6 +902,9 @@ class PipelineSimulation {
     return out;
   }
 
+  // Rank r's optimizer step over its stages, at its share of a core when ranks share them.
+  double optimizer_time(int r) const { return optimizer_s_[static_cast<std::size_t>(r)] / core_speed_; }
+
   // When each rank's synchronous optimizer step starts, the flush over at `from`: at once on devices of their
   // own; on shared cores, in rank order, each on the core that frees first.
   std::vector<double> synchronous_step_starts(double from) const {
@@ -919,7 +914,7 @@ class PipelineSimulation {
     for (int r = 0; r < num_ranks_; ++r) {
       const auto first = std::min_element(core_free.begin(), core_free.end());
       start[static_cast<std::size_t>(r)] = *first;
-      *first += optimizer_s_[static_cast<std::size_t>(r)] / core_speed_;
+      *first += optimizer_time(r);
     }
     return start;
   }

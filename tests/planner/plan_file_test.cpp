@@ -226,12 +226,8 @@ TEST_CASE("a plan file keeps context parallelism, hybrid sharding and the overla
 
 TEST_CASE("a plan file keeps the cores a cpu run's ranks share, and simulates them again") {
   const AnalyticCostModel cost;
-  Scenario s;
-  s.model = model_preset("gpt3-1.3b");
-  s.cluster = cluster_preset("dgx-h100");
-  s.parallel.pp = 4;
-  s.parallel.microbatches = 8;
-  s.workload.seq_len = 1024;
+  // pp 2, dp 4: 8 ranks; on 2 cores each replica's 2 ranks take turns on half of one.
+  Scenario s = sample_plan("1f1b", 1, cost).scenario;
   const Evaluation alone = evaluate(s, cost);
   CHECK(nlohmann::json::parse(plan_to_json_text(alone, PlanExtras{})).count("shared_cores") == 0);
   s.shared_cores = {2, 3e-5};

@@ -4,11 +4,11 @@
 #include <limits>
 #include <thread>
 
-#include <pthread.h>
 #include <sched.h>
 
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
+#include "executor/machine_load.hpp"
 #include "profiler/cpu_profiler.hpp"
 #include "profiler/link_line.hpp"
 #include "profiler/profile.hpp"
@@ -216,16 +216,13 @@ TEST_CASE("the thread link profile has one sample per size and a positive fit") 
 TEST_CASE("the wake-up of a sleeping rank thread: measured across two cores, none on one") {
   // Bound to one core, the two threads of the measurement can only take turns on it: nothing to wake.
   double on_one_core = -1;
-  int bound_status = -1;
-  std::thread bound([&] {  // Catch's assertions stay on the test's own thread
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(sched_getcpu(), &one);
-    bound_status = pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-    if (bound_status == 0) on_one_core = profile_thread_wakeup(20);
+  bool bound = false;
+  std::thread measure([&] {  // Catch's assertions stay on the test's own thread
+    bound = bind_this_thread(sched_getcpu());
+    if (bound) on_one_core = profile_thread_wakeup(20);
   });
-  bound.join();
-  REQUIRE(bound_status == 0);
+  measure.join();
+  REQUIRE(bound);
   CHECK(on_one_core == 0);
   const double wakeup = profile_thread_wakeup(20);
   CHECK(wakeup >= 0);
