@@ -8,13 +8,12 @@
 #include "core/layer_work.hpp"
 #include "core/units.hpp"
 #include "executor/cpu_layers.hpp"
+#include "profiler/cpu_profiler.hpp"
 
 namespace pw {
 namespace {
 
 constexpr double kFloatBytes = 4;
-// profile_cpu_optimizer's cap on the Adam state it times over.
-constexpr double kOptimizerStateBytes = 256.0 * 1024 * 1024;
 
 std::string sizes_text(const std::vector<int>& sizes) {
   std::string out;
@@ -64,7 +63,7 @@ std::vector<WorkEstimate> cpu_profile_estimate(const Model& model, const CpuProf
   const std::string fix = "lower --seq-len or --micro-batch-size, or profile with --backend cuda";
   WorkEstimate memory;
   memory.work = fmt::format("the float32 tensors of {} ({:.3g} parameters with their gradients)", layers, parameters);
-  memory.bytes = 2 * kFloatBytes * parameters + inputs + kept + kOptimizerStateBytes;
+  memory.bytes = 2 * kFloatBytes * parameters + inputs + kept + kOptimizerStateCapBytes + kCacheEvictionBytes;
   memory.fix = fix;
   WorkEstimate time;
   time.work = fmt::format("initialising {:.3g} parameters and {} or more runs of F, B and W of {} ({:.3g} FLOPs a "

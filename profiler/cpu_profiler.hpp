@@ -19,7 +19,14 @@ PhaseTiming timing_of(std::vector<double>& samples);
 std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vector<int>& micro_batch_sizes, int seq_len,
                                              const ProfileOptions& options);
 
-// Seconds per parameter of one Adam step, over the parameters of one block.
+// The most Adam state (value, gradient and both moments) the optimizer step is timed over.
+inline constexpr double kOptimizerStateCapBytes = 256.0 * 1024 * 1024;
+// Bytes written before each timed optimizer step: more than a core's share of the caches on the machines
+// measured, so the step finds its state in memory, as in a run.
+inline constexpr double kCacheEvictionBytes = 64.0 * 1024 * 1024;
+
+// Seconds per parameter of one Adam step, over the parameters of as many blocks as the model has (up to
+// kOptimizerStateCapBytes of state), each step after kCacheEvictionBytes of writes.
 double profile_cpu_optimizer(const Model& model, const ProfileOptions& options);
 
 // One-way times between two rank threads over the thread transport (the median of `repetitions` round
