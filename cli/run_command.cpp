@@ -456,7 +456,8 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
 
   // The load average and cores are this process's machine's (process 0's, under a launcher).
   const MachineLoad load = machine_load_of(result, read_load_average(), launched ? online_cores() : usable_cores());
-  const LoadVerdict verdict = judge_machine_load(load, cpu != nullptr, ev.scenario.parallel.pp);
+  const LoadVerdict verdict = judge_machine_load(load, cpu != nullptr, ev.scenario.parallel.pp,
+                                                 ev.scenario.shared_cores.cores > 0);
   if (o.json) {
     nlohmann::json report = report_json(o, chain, ev, result, summary, losses);
     report["machine_load"] = machine_load_json(load, verdict);

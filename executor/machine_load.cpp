@@ -53,14 +53,17 @@ MachineLoad machine_load_of(const RunResult& result, double load_average, int co
   return load;
 }
 
-LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute, int pipeline_ranks) {
+LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute, int pipeline_ranks, bool turns_predicted) {
   LoadVerdict v;
   if (!cpu_compute || !(load.compute_wall_s > 0)) {
     v.line = fmt::format("{}; not judged without CPU compute (sleep compute, GPU kernels)", load_text(load));
     return v;
   }
   v.judged = true;
-  const bool short_of_cores = load.cpu_share() < kSharedBelowCpuShare;
+  // Ranks that outnumber the cores take turns on them; where the prediction has them do so, a short share is
+  // theirs, and only other programs make the machine shared.
+  const bool own_turns = turns_predicted && load.ranks > load.cores;
+  const bool short_of_cores = !own_turns && load.cpu_share() < kSharedBelowCpuShare;
   const bool others_busy = load.other_load() > kSharedAboveOtherLoadPerCore * load.cores;
   v.shared = short_of_cores || others_busy;
   v.line = fmt::format("ranks ran {:.0f}% of their compute time on a core", load.cpu_share() * 100);
@@ -72,6 +75,7 @@ LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute, int pi
                               : fmt::format("rank {}", load.lowest_rank),
                           load.lowest_rank_cpu_share * 100);
   v.line += "; " + load_text(load);
+  if (own_turns) v.line += fmt::format(", {} ranks taking turns on them as predicted", load.ranks);
   if (!v.shared) return v;
   if (short_of_cores && load.ranks > load.cores)
     v.line += fmt::format(": {} ranks shared {} core{}, measured times are not comparable with the prediction",

@@ -50,7 +50,10 @@ MachineLoad machine_load_of(const RunResult& result, double load_average, int co
 // The verdict on a run whose ranks computed on CPUs (`cpu_compute`), or the load alone otherwise.
 // `pipeline_ranks`: with data-parallel replicas, the records are per worker (replica d's rank r at
 // d x pipeline_ranks + r), named so; 0: every record is a rank.
-LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute, int pipeline_ranks = 0);
+// `turns_predicted`: the prediction has ranks that outnumber the cores take turns on them (SharedCores), so
+// only other programs' load makes the machine shared.
+LoadVerdict judge_machine_load(const MachineLoad& load, bool cpu_compute, int pipeline_ranks = 0,
+                               bool turns_predicted = false);
 
 // As `run --json` writes it under "machine_load": the verdict (judged, shared, its line) and the figures.
 nlohmann::json machine_load_json(const MachineLoad& load, const LoadVerdict& verdict);
