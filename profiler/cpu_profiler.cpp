@@ -128,8 +128,8 @@ double profile_cpu_optimizer(const Model& model, const ProfileOptions& options) 
   const Model one = one_block(model);
   // Counted, not built: making the embedding and the head of a large vocabulary takes a minute.
   const double block_parameters = layer_work(one, one.layers[1], Workload{}).parameters;
-  const int blocks = std::clamp(static_cast<int>(kOptimizerStateCapBytes / (block_parameters * kStateBytesPerParameter)), 1,
-                                model.transformer->layers);
+  const double state_per_block = block_parameters * kStateBytesPerParameter;
+  const int blocks = std::clamp(static_cast<int>(kOptimizerStateCapBytes / state_per_block), 1, model.transformer->layers);
   TransformerConfig c = *one.transformer;
   c.layers = blocks;
   CpuModel m(make_transformer_model(model.name, c), 1);

@@ -56,20 +56,19 @@ TEST_CASE("machine load: ranks well below a core each are judged shared, in one 
           "shared, measured times are not comparable with the prediction");
   }
   SECTION("the run itself has more ranks than cores") {
-    const LoadVerdict v =
-        judge_machine_load(machine_load_of(run_of({0.01, 0.01, 0.01, 0.01}, {0.005, 0.005, 0.006, 0.005}, 1), 4.0, 2), true);
+    const RunResult four_ranks = run_of({0.01, 0.01, 0.01, 0.01}, {0.005, 0.005, 0.006, 0.005}, 1);
+    const LoadVerdict v = judge_machine_load(machine_load_of(four_ranks, 4.0, 2), true);
     CHECK(v.shared);
     CHECK(v.line ==
           "ranks ran 52% of their compute time on a core (rank 0 50%); load average 4.0 on 2 cores: 4 ranks shared 2 "
           "cores, measured times are not comparable with the prediction");
     // Predicted with the ranks taking turns on the cores: their short share is their own.
-    const MachineLoad turns = machine_load_of(run_of({0.01, 0.01, 0.01, 0.01}, {0.005, 0.005, 0.006, 0.005}, 1), 2.3, 2);
-    const LoadVerdict own = judge_machine_load(turns, true, 0, true);
+    const LoadVerdict own = judge_machine_load(machine_load_of(four_ranks, 2.3, 2), true, 0, true);
     CHECK_FALSE(own.shared);
     CHECK(own.line == "ranks ran 52% of their compute time on a core (rank 0 50%); load average 2.3 on 2 cores, 4 ranks "
                       "taking turns on them as predicted");
     // Other programs still make it shared: load 3.0 is 1.0 beyond the ranks' own 2.
-    const LoadVerdict others = judge_machine_load(machine_load_of(run_of({0.01, 0.01, 0.01, 0.01}, {0.005, 0.005, 0.006, 0.005}, 1), 3.0, 2), true, 0, true);
+    const LoadVerdict others = judge_machine_load(machine_load_of(four_ranks, 3.0, 2), true, 0, true);
     CHECK(others.shared);
     CHECK(others.line == "ranks ran 52% of their compute time on a core (rank 0 50%); load average 3.0 on 2 cores, 4 "
                          "ranks taking turns on them as predicted: other programs kept 1.0 cores busy, the machine was "
