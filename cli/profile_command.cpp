@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/duration_option.hpp"
 #include "cli/output_path.hpp"
 #include "cli/work_bounds.hpp"
 #include "core/error.hpp"
@@ -183,7 +184,9 @@ CommandRunner add_profile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seq-len", opts->seq_len, "Sequence length (default: the model's)");
   cmd->add_option("--out", opts->out, "Write the profile JSON here");
-  cmd->add_option("--min-time", opts->min_time_s, "Seconds of timed runs per layer and micro-batch size")
+  as_duration(cmd->add_option("--min-time", opts->min_time_s,
+                              "Time of timed runs per layer and micro-batch size (seconds, or with a unit: 200ms)"),
+              1.0)
       ->capture_default_str();
   cmd->add_option("--link-repetitions", opts->link_repetitions, "Round trips per message size")->capture_default_str();
   cmd->add_option("--dtype", opts->dtype, "cuda: bf16 or fp32 layers")->capture_default_str();

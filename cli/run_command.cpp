@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/duration_option.hpp"
 #include "cli/failure_injection.hpp"
 #include "cli/output_path.hpp"
 #include "cli/run_estimate.hpp"
@@ -506,8 +507,10 @@ CommandRunner add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--iterations", opts->iterations, "Measured iterations (the median is reported)")->capture_default_str();
   cmd->add_option("--warmup", opts->warmup, "Iterations run first and not measured")->capture_default_str();
-  cmd->add_option("--timeout", opts->timeout_s, "Seconds (0.001 to 86400) a rank waits for a message or the other ranks, or stays inside one action "
-                  "with ranks as threads, before the run fails")
+  as_duration(cmd->add_option("--timeout", opts->timeout_s,
+                              "Time (1ms to 1d; a bare number is seconds) a rank waits for a message or the other "
+                              "ranks, or stays inside one action with ranks as threads, before the run fails"),
+              1.0)
       ->capture_default_str();
   cmd->add_option("--trace", opts->trace, "Write the measured iteration as a Chrome trace / Perfetto JSON timeline");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");

@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "cli/duration_option.hpp"
 #include "cli/work_bounds.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/checked_math.hpp"
@@ -27,8 +28,12 @@ namespace pw {
 void ServePlanOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--gpus", gpus, "GPUs to serve with: tp x pp x replicas")->required();
   cmd.add_option("--top", top, "Plans to print")->capture_default_str();
-  cmd.add_option("--ttft-slo", ttft_slo_s, "Seconds to the first token a request may take (at --slo-percentile)");
-  cmd.add_option("--tpot-slo", tpot_slo_s, "Seconds per output token after the first (at --slo-percentile)");
+  as_duration(cmd.add_option("--ttft-slo", ttft_slo_s,
+                             "Time to the first token a request may take (at --slo-percentile), e.g. 2s or 500ms"),
+              1.0);
+  as_duration(cmd.add_option("--tpot-slo", tpot_slo_s,
+                             "Time per output token after the first (at --slo-percentile), e.g. 50ms"),
+              1.0);
   cmd.add_option("--slo-percentile", slo_percentile, "The percentile the SLOs hold at")->capture_default_str();
   cmd.add_option("--gpu-hour-price", gpu_hour_price, "Price of one GPU-hour: each plan's cost per million output tokens");
   cmd.add_option("--export", export_target, "Print plan 1 as the command that serves it: vllm or sglang");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "cli/duration_option.hpp"
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -36,17 +37,25 @@ std::string count_text(double x) {
 void TrainCostOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--train-tokens", tokens, "Tokens to train (e.g. 15T): each plan's days, GPU-hours and failures");
   with_tokens.push_back(cmd.add_option("--gpu-hour-price", price, "Price of one GPU-hour, for the cost of --train-tokens"));
-  mtbf_option = cmd.add_option("--mtbf-per-gpu", mtbf_per_gpu_hours,
-                               "Mean hours between failures per GPU (default Llama 3 405B's: 50,677; 0: none)");
+  mtbf_option = as_duration(cmd.add_option("--mtbf-per-gpu", mtbf_per_gpu_hours,
+                                           "Mean time between failures per GPU, in hours or with a unit "
+                                           "(default Llama 3 405B's: 50,677 h; 0: none)"),
+                            3600.0);
   with_tokens.push_back(mtbf_option);
-  with_tokens.push_back(
-      cmd.add_option("--checkpoint-write", checkpoint_write_s, "Seconds to write one checkpoint")->capture_default_str());
-  with_tokens.push_back(
-      cmd.add_option("--restart", restart_s, "Seconds from a failure to training again")->capture_default_str());
+  with_tokens.push_back(as_duration(cmd.add_option("--checkpoint-write", checkpoint_write_s,
+                                                   "Time to write one checkpoint (seconds, or with a unit: 90s, 2min)"),
+                                    1.0)
+                            ->capture_default_str());
+  with_tokens.push_back(as_duration(cmd.add_option("--restart", restart_s,
+                                                   "Time from a failure to training again (seconds, or with a unit: 10min)"),
+                                    1.0)
+                            ->capture_default_str());
   cmd.add_option("--spares", spares,
                  "With --train-tokens: goodput and cost for 0 to this many spare nodes held back from the run");
-  with_tokens.push_back(
-      cmd.add_option("--repair", repair_hours, "Hours until a failed node is back (for --spares)")->capture_default_str());
+  with_tokens.push_back(as_duration(cmd.add_option("--repair", repair_hours,
+                                                   "Time until a failed node is back, for --spares (hours, or with a unit: 2d)"),
+                                    3600.0)
+                            ->capture_default_str());
 }
 
 void TrainCostOptions::check_given_with_tokens() const {
