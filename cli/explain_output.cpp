@@ -10,8 +10,13 @@ void print_explanation(std::ostream& out, const PlanExplanation& e) {
   const StepBreakdown& b = e.step;
   out << fmt::format("\nwhy plan 1: its step of {} as pipeline rank {} (the busiest) spends it\n", format_seconds(b.step_s),
                      b.rank);
+  // The busiest rank waits least: its idle time is not the plan's bubble, which the table averages over the ranks.
   for (const Loss& l : parts_of(b))
     out << fmt::format("  {:<10} {:>10}  {:>6}\n", l.part, format_seconds(l.seconds), format_percent(l.seconds / b.step_s));
+  if (e.ranks > 1)
+    out << fmt::format("  (idle: this rank's waits on the schedule; the plan's bubble, {}, is the mean over its {} pipeline "
+                       "ranks)\n",
+                       format_percent(e.bubble_fraction), e.ranks);
   for (size_t i = 0; i < e.binding.size(); ++i)
     out << fmt::format("{} {}\n", i == 0 ? "binds:" : "      ", e.binding[i]);
   for (const std::string& line : e.choice) out << line << "\n";
@@ -30,7 +35,7 @@ nlohmann::ordered_json explanation_json(const PlanExplanation& e) {
                        {"most", r.most.part},
                        {"most_s", r.most.seconds},
                        {"line", r.line}});
-  return {{"rank", e.step.rank}, {"step_time_s", e.step.step_s}, {"breakdown", parts}, {"binding", e.binding},
+  return {{"rank", e.step.rank}, {"step_time_s", e.step.step_s}, {"bubble_fraction", e.bubble_fraction}, {"breakdown", parts}, {"binding", e.binding},
           {"runners_up", runners}, {"choice", e.choice}};
 }
 

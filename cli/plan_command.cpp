@@ -235,6 +235,10 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.sequence_parallel = !o.no_sequence_parallel;
   base.workload.flash_attention = o.flash_attention;
   base.workload.precision = precision_from_string(o.precision);
+  if (std::find(space.precisions.begin(), space.precisions.end(), Precision::Fp8) != space.precisions.end())
+    check_fp8_supported(base.cluster, "--precisions", "leave fp8 out, or plan on GPUs that have it (H100, H200, B200)");
+  if (space.precisions.empty() && base.workload.precision == Precision::Fp8)
+    check_fp8_supported(base.cluster, "--precision", "plan with bf16, or on GPUs that have it (H100, H200, B200)");
   if (!o.recompute_modules.empty()) base.workload.recompute_modules = recompute_modules_from_string(o.recompute_modules);
   o.dp_options.apply(base.parallel);
   // Every candidate's stages hold at most the model: refused here once rather than in the middle of the search.

@@ -102,7 +102,7 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
   const Scenario& s0 = r.plans.front().evaluation.scenario;
   const double limit = s0.cluster.memory_limit();
   const std::string tokens = s0.workload.seq_len > 1 ? fmt::format(" of {} tokens", s0.workload.seq_len) : "";
-  // One precision for all: named in the heading; mixed: the fp8 plans' schedules say so.
+  // One precision for all: named in the heading; mixed: a column.
   bool mixed = false;
   for (const Plan& p : r.plans) mixed = mixed || p.config.precision != r.plans.front().config.precision;
   out << fmt::format("{} on {}: {} GPUs, global batch {} sequences{}{}\n", base.model.name, base.cluster.name, gpus,
@@ -121,17 +121,19 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
     orders.push_back(with_twins(p, to_string(p.evaluation.scenario.parallel.order),
                                 [](const Candidate& c) { return std::string(to_string(c.order)); }));
     order_width = std::max(order_width, orders.back().size());
-    schedules.push_back(with_twins(p, p.config.schedule, [](const Candidate& c) { return c.schedule; }) +
-                        (mixed && p.config.precision == Precision::Fp8 ? " fp8" : ""));
+    schedules.push_back(with_twins(p, p.config.schedule, [](const Candidate& c) { return c.schedule; }));
     schedule_width = std::max(schedule_width, schedules.back().size());
     per_stage = per_stage || !p.evaluation.scenario.stage_recompute.empty();
   }
-  // ep and etp only for models with routed experts.
+  // ep and etp only for models with routed experts; precision only where the listed plans differ in it.
   const bool moe = base.model.transformer && base.model.transformer->moe;
   const std::string expert_cells = moe ? "  {:>3}  {:>3}" : "{}{}";
+  const std::string precision_cell = mixed ? "  {:<9}" : "{}";
   const std::string row = "{:>3}  {:>2}  {:>2}" + expert_cells +
-                          "  {:>3}  {:>4}  {:>4}  {:>3}  {:>3}  {:>5}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
-  out << fmt::format(fmt::runtime(row), "#", "tp", "cp", moe ? "ep" : "", moe ? "etp" : "", "pp", "dp", "zero", "vpp", "mbs", "m", "schedule", schedule_width,
+                          "  {:>3}  {:>4}  {:>4}  {:>3}  {:>3}  {:>5}" + precision_cell +
+                          "  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>6}  {:>6}  {:>9}  {:>10}  {:>9}\n";
+  out << fmt::format(fmt::runtime(row), "#", "tp", "cp", moe ? "ep" : "", moe ? "etp" : "", "pp", "dp", "zero", "vpp", "mbs", "m",
+                     mixed ? "precision" : "", "schedule", schedule_width,
                      "recompute",
                      recompute_width, "split", split_width, "order", order_width, "step time", "tokens/s", "MFU", "bubble", "peak mem",
                      "vs uniform", "vs params");
@@ -142,7 +144,7 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
     out << fmt::format(fmt::runtime(row), i + 1, p.config.tp, p.config.cp, moe ? std::to_string(p.config.ep) : "",
                        moe ? std::to_string(p.config.etp) : "", p.config.pp, p.config.dp, p.config.zero,
                        p.config.vpp, p.config.micro_batch_size, p.config.microbatches,
-                       schedules[i], schedule_width,
+                       mixed ? to_string(p.config.precision) : "", schedules[i], schedule_width,
                        recomputes[i], recompute_width,
                        splits[i], split_width, orders[i], order_width, format_seconds(m.step_time_s), format_short(m.throughput_tokens_per_s),
                        m.model_flops_per_iteration > 0 ? format_percent(m.mfu) : "-", format_percent(m.bubble_fraction),
@@ -154,7 +156,9 @@ void print_table(std::ostream& out, const Scenario& base, int gpus, const Search
          "partition_method=\"parameters\"); OOM: that split does not fit. order: where ranks sit, tp innermost;\n"
          "tp-pp-dp keeps pipeline neighbours in a node, tp-dp-pp keeps data-parallel peers (--out lists every GPU).\n"
          "a/b: configurations differing only there gave the same step time and memory, one row for them. cp: GPUs\n"
-         "splitting each sequence; zero: the ZeRO level (--zeros: the lowest listed that fits).\n";
+         "splitting each sequence; zero: the ZeRO level (--zeros: the lowest listed that fits). bubble: the share\n"
+         "of the step the pipeline ranks wait with nothing to run (fill, drain, transfers not hidden; the exposed\n"
+         "data-parallel reduction not counted), averaged over the ranks.\n";
   bool reordered = false;
   for (size_t i = 1; i < r.plans.size(); ++i)
     reordered = reordered || r.plans[i].evaluation.metrics.step_time_s < r.plans[i - 1].evaluation.metrics.step_time_s;

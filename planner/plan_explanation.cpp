@@ -27,8 +27,8 @@ std::string binding_line(const Evaluation& ev, const Loss& part) {
   const std::string share = fmt::format("{}, {} of the step", format_seconds(part.seconds),
                                         format_percent(part.seconds / ev.metrics.step_time_s));
   const GroupLinks links = group_links(s.cluster, pc, 0);
-  if (part.part == "bubble")
-    return fmt::format("the micro-batch count: {} micro-batches over {} pipeline ranks leave a bubble of {} (more "
+  if (part.part == "idle")
+    return fmt::format("the micro-batch count: {} micro-batches over {} pipeline ranks leave this rank idle {} (more "
                        "micro-batches need a larger global batch, a smaller micro-batch or fewer replicas)",
                        pc.microbatches, pc.pp, share);
   if (part.part == "pp")
@@ -79,7 +79,7 @@ std::vector<std::string> binding_of(const Evaluation& ev, const StepBreakdown& b
 std::vector<Loss> parts_of(const StepBreakdown& b) {
   return {{"compute", b.compute_s}, {"recompute", b.recompute_s}, {"tp", b.tp_s},         {"cp", b.cp_s},
           {"ep", b.ep_s},           {"host", b.host_s},           {"pp", b.pp_s},         {"dp", b.dp_s},
-          {"optimizer", b.optimizer_s}, {"bubble", b.bubble_s}};
+          {"optimizer", b.optimizer_s}, {"idle", b.bubble_s}};
 }
 
 std::string describe_difference(const Candidate& a, const Candidate& b) {
@@ -148,6 +148,8 @@ PlanExplanation explain_plans(const std::vector<Plan>& plans, const CostModel& c
   if (plans.empty()) return out;
   const Plan& best = plans.front();
   out.step = break_down(best.evaluation, cost);
+  out.bubble_fraction = best.evaluation.metrics.bubble_fraction;
+  out.ranks = best.config.pp;
   out.binding = binding_of(best.evaluation, out.step);
   out.choice = choice_of(plans, fastest, prefer_within);
   const std::vector<Loss> best_parts = parts_of(out.step);

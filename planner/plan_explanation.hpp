@@ -12,7 +12,7 @@
 namespace pw {
 
 struct Loss {
-  std::string part;  // "bubble", "pp", "dp", "tp", "cp", "ep", "recompute", "optimizer" or "compute"
+  std::string part;  // "idle" (the rank's share of the bubble), "pp", "dp", "tp", "cp", "ep", "recompute", "optimizer" or "compute"
   double seconds = 0;
 };
 
@@ -26,6 +26,9 @@ struct RunnerUp {
 
 struct PlanExplanation {
   StepBreakdown step;
+  // The plan's bubble: every pipeline rank's waits over ranks x step time (the table's column).
+  double bubble_fraction = 0;
+  int ranks = 0;
   // The largest part of the step besides compute, in words ("the micro-batch count: ..."), and a second
   // line when the fullest rank is within 10% of its GPU's memory ("memory: ...").
   std::vector<std::string> binding;

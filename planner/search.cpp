@@ -164,6 +164,16 @@ std::vector<std::pair<int, int>> expert_options(const Model& model, const Search
   return out;
 }
 
+// "125 or 150": the global batches nearest to G, below and above, that one of `dps` divides.
+std::string nearest_batches_text(long G, const std::set<int>& dps) {
+  long below = 0, above = std::numeric_limits<long>::max();
+  for (int dp : dps) {
+    if (G / dp > 0) below = std::max(below, G / dp * dp);
+    above = std::min(above, (G / dp + 1) * dp);
+  }
+  return below > 0 ? fmt::format("{} or {}", below, above) : fmt::format("{}", above);
+}
+
 }  // namespace
 
 bool config_less(const Candidate& a, const Candidate& b) { return config_key(a) < config_key(b); }
@@ -306,6 +316,7 @@ void for_each_candidate(const Scenario& base, const SearchSpace& space, const st
   long visited = 0;
   const long blocks = model.num_blocks();
   bool any_pp = false, any_shallow = false, any_dp_match = false, any_dp = false, any_ep = false, any_mbs = false, any_vpp = false;
+  std::set<int> dps_reached;  // the data-parallel degrees the GPUs allow, for a global batch none divides
   for (int tp : tps)
     for (int cp : cps) {
       if (!space.up_to_gpus && (n / tp) % cp != 0) continue;
@@ -318,6 +329,7 @@ void for_each_candidate(const Scenario& base, const SearchSpace& space, const st
         any_shallow = true;
         if (dp < 1 || (space.dp && dp != *space.dp)) continue;
         any_dp_match = true;
+        dps_reached.insert(dp);
         if (G % dp != 0) continue;
         any_dp = true;
         const std::vector<std::pair<int, int>> experts = expert_options(model, space, tp, cp, dp);
@@ -382,9 +394,8 @@ void for_each_candidate(const Scenario& base, const SearchSpace& space, const st
       if (space.dp)
         throw_bad_input("--global-batch-size: {} is not a multiple of --dp {}; use {} or {}", G, *space.dp,
                         std::max(*space.dp, G / *space.dp * *space.dp), (G / *space.dp + 1) * std::int64_t{*space.dp});
-      throw_bad_input("--global-batch-size: {} is not a multiple of the data-parallel degree of any tp x pp x dp = {}; use "
-                      "a multiple of {}",
-                      G, n, n);
+      throw_bad_input("--global-batch-size: {} is not a multiple of any data-parallel degree {} GPUs allow ({}); use {}", G,
+                      n, fmt::join(dps_reached, ", "), nearest_batches_text(G, dps_reached));
     }
     if (!any_ep) {
       const MoeConfig& moe = *model.transformer->moe;

@@ -131,6 +131,16 @@ void check_optimizer_precision(const ParallelConfig& pc) {
                     "--zero 1 (the default) or more, or leave it out");
 }
 
+void check_fp8_supported(const Cluster& cluster, std::string_view option, std::string_view fix) {
+  std::vector<GpuSpec> gpus{cluster.gpu};
+  for (const NodeGroup& g : cluster.node_groups) gpus.push_back(g.gpu);
+  for (const GpuSpec& g : gpus)
+    if (!(g.fp8_peak_flops > 0))
+      throw_bad_input("{}: fp8 needs the GPU's dense fp8 peak; '{}' of cluster '{}' has none (no fp8 tensor cores, or "
+                      "fp8_peak_tflops not given); {}",
+                      option, g.name, cluster.name, fix);
+}
+
 Scenario resolve(const Scenario& in) {
   Scenario s = in;
   ParallelConfig& pc = s.parallel;
@@ -156,15 +166,7 @@ Scenario resolve(const Scenario& in) {
   s.workload.ep = pc.ep;
   s.workload.etp = pc.etp;
   if (pc.cp > 1) check_context_parallel(s);
-  if (s.workload.precision == Precision::Fp8) {
-    std::vector<GpuSpec> gpus{s.cluster.gpu};
-    for (const NodeGroup& g : s.cluster.node_groups) gpus.push_back(g.gpu);
-    for (const GpuSpec& g : gpus)
-      if (!(g.fp8_peak_flops > 0))
-        throw_bad_input("--precision: fp8 needs the GPU's dense fp8 peak; '{}' of cluster '{}' has none (no fp8 tensor "
-                        "cores, or fp8_peak_tflops not given); use --precision bf16 or such a GPU (H100, H200, B200)",
-                        g.name, s.cluster.name);
-  }
+  if (s.workload.precision == Precision::Fp8) check_fp8_supported(s.cluster, "--precision", "use --precision bf16 or such a GPU (H100, H200, B200)");
   if (pc.tp == 1) s.workload.sequence_parallel = false;
   check_expert_parallel(s.model, pc, s.workload);
   check_recompute_modules(s);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -57,6 +58,9 @@ struct Scenario {
 // dividing the heads, a global batch that is not a multiple of micro-batch size x dp, m that the schedule
 // rejects, more stages than layers. Returns the scenario with derived fields filled in.
 Scenario resolve(const Scenario& s);
+// BadInput naming `option` when a GPU of the cluster has no fp8 peak (an A100: no fp8 tensor cores);
+// `fix` ends the message.
+void check_fp8_supported(const Cluster& cluster, std::string_view option, std::string_view fix);
 // BadInput naming --precision-aware-optimizer when `pc` runs it without the distributed optimizer (ZeRO-0),
 // which Megatron-Core refuses (megatron/core/optimizer/__init__.py). resolve() checks it.
 void check_optimizer_precision(const ParallelConfig& pc);

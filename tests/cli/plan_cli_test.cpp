@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli_test_util.hpp"
+#include "core/units.hpp"
 #include "../temp_folder.hpp"
 
 namespace {
@@ -74,7 +75,7 @@ TEST_CASE("plan --explain breaks the best step down, names what binds it and wha
   const size_t why = text.out.find("\nwhy plan 1: its step of ");
   REQUIRE(why != std::string::npos);
   for (const char* part : {"\n  compute ", "\n  recompute ", "\n  tp ", "\n  cp ", "\n  ep ", "\n  pp ", "\n  dp ",
-                           "\n  optimizer ", "\n  bubble ", "\nbinds: ", "\nrunners-up against plan 1:\n  #2 +",
+                           "\n  optimizer ", "\n  idle ", "\nbinds: ", "\nrunners-up against plan 1:\n  #2 +",
                            "\n  #3 +"})
     CHECK(text.out.find(part, why) != std::string::npos);
 
@@ -88,6 +89,10 @@ TEST_CASE("plan --explain breaks the best step down, names what binds it and wha
   CHECK(e.at("breakdown").at("host_s").get<double>() == 0);  // a dense model: its host runs ahead
   CHECK(sum == Approx(j.at("plans")[0].at("step_time_s").get<double>()).epsilon(1e-12));
   CHECK(e.at("step_time_s").get<double>() == j.at("plans")[0].at("step_time_s").get<double>());
+  // One bubble: the table's, the ranks' mean; the breakdown's idle is the busiest rank's own and no more than it.
+  CHECK(e.at("bubble_fraction").get<double>() == j.at("plans")[0].at("bubble_fraction").get<double>());
+  CHECK(e.at("breakdown").at("idle_s").get<double>() <=
+        e.at("bubble_fraction").get<double>() * e.at("step_time_s").get<double>() + 1e-12);
   REQUIRE(e.at("runners_up").size() == 2);
   for (size_t i = 0; i < 2; ++i) {
     const nlohmann::json& u = e.at("runners_up")[i];
@@ -95,6 +100,13 @@ TEST_CASE("plan --explain breaks the best step down, names what binds it and wha
     CHECK(u.at("loss_s").get<double>() ==
           j.at("plans")[i + 1].at("step_time_s").get<double>() - j.at("plans")[0].at("step_time_s").get<double>());
   }
+  // With pipeline ranks, the text says the table's bubble is their mean.
+  const CliResult deep = run_cli(with(kSmall, {"--pp", "2", "--explain"}));
+  const CliResult deep_json = run_cli(with(kSmall, {"--pp", "2", "--explain", "--json"}));
+  REQUIRE(deep_json.code == 0);
+  const double bubble = nlohmann::json::parse(deep_json.out).at("plans")[0].at("bubble_fraction").get<double>();
+  CHECK(deep.out.find("the plan's bubble, " + pw::format_percent(bubble) + ", is the mean over its 2 pipeline ranks)") !=
+        std::string::npos);
   // Without --explain, no explanation.
   CHECK(!nlohmann::json::parse(run_cli(with(kSmall, {"--json"})).out).contains("explain"));
 }
@@ -372,4 +384,36 @@ TEST_CASE("simulate measures a plan against what the headroom leaves of each GPU
   REQUIRE(whole.code == 0);
   CHECK(whole.out.find("  peak memory             90.9 GB of 80.0 GB\n") != std::string::npos);
   CHECK(whole.out.find("  does not fit: rank 1 needs 90.9 GB, 10.9 GB more than the 80.0 GB it may use") != std::string::npos);
+}
+
+TEST_CASE("plan lists a precision column when the listed plans differ in precision, and none when they agree") {
+  const std::vector<std::string> fixed = {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
+                                          "--global-batch-size", "16", "--seq-len", "1024", "--tp", "1", "--pp", "1",
+                                          "--micro-batch-size", "2", "--recompute", "none"};
+  const CliResult mixed = run_cli(with(fixed, {"--precisions", "bf16,fp8"}));
+  REQUIRE(mixed.code == 0);
+  CHECK(mixed.out.find("  m  precision  schedule ") != std::string::npos);
+  CHECK(mixed.out.find("      1  fp8        1f1b") != std::string::npos);
+  CHECK(mixed.out.find("      1  bf16       1f1b") != std::string::npos);
+  const CliResult one = run_cli(with(fixed, {"--precisions", "fp8"}));
+  REQUIRE(one.code == 0);
+  CHECK(one.out.find("precision") == std::string::npos);
+  CHECK(one.out.find("sequences of 1024 tokens, fp8\n") != std::string::npos);
+}
+
+TEST_CASE("plan names the GPU without fp8 and the global batches the GPUs allow") {
+  check_bad_input({"plan", "--model", "llama3-8b", "--cluster", "dgx-a100-80gb", "--gpus", "64", "--global-batch-size",
+                   "128", "--precisions", "bf16,fp8"},
+                  "--precisions: fp8 needs the GPU's dense fp8 peak; 'A100 SXM 80GB' of cluster 'dgx-a100-80gb' has none "
+                  "(no fp8 tensor cores, or fp8_peak_tflops not given); leave fp8 out, or plan on GPUs that have it (H100, "
+                  "H200, B200)");
+  check_bad_input({"plan", "--model", "llama3-8b", "--cluster", "dgx-a100-80gb", "--gpus", "64", "--global-batch-size",
+                   "128", "--precision", "fp8"},
+                  "--precision: fp8 needs the GPU's dense fp8 peak; 'A100 SXM 80GB' of cluster 'dgx-a100-80gb' has none "
+                  "(no fp8 tensor cores, or fp8_peak_tflops not given); plan with bf16, or on GPUs that have it (H100, "
+                  "H200, B200)");
+  // 1000 GPUs as tp (up to 8) x pp (up to 16, two of llama3-8b's 32 layers each) x dp: dp is 25 or a multiple.
+  check_bad_input({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "1000", "--global-batch-size", "128"},
+                  "--global-batch-size: 128 is not a multiple of any data-parallel degree 1000 GPUs allow (25, 50, 100, "
+                  "125, 200, 250, 500, 1000); use 125 or 150");
 }
