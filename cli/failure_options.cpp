@@ -5,14 +5,29 @@
 #include <cctype>
 #include <limits>
 
+#include "cli/percentage_option.hpp"
 #include "core/error.hpp"
+#include "planner/recovery_ways.hpp"
 
 namespace pw {
 
 void FailureOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--fail", fail,
-                 "Also plan for this much of the run failing: GPUs (8 or 8gpus) or nodes (1node, 2nodes), same global "
-                 "batch");
+                 "Also plan for this much of the run failing: GPUs (8 or 8gpus) or nodes (1node, 2nodes); the ways on "
+                 "(drop replicas, re-split, re-plan) ranked by tokens/s");
+  add_batch_tolerance_option(cmd, batch_tolerance);
+}
+
+void add_batch_tolerance_option(CLI::App& cmd, std::string& text) {
+  cmd.add_option("--batch-tolerance", text,
+                 fmt::format("After a failure, how far dropping data-parallel replicas may move the global batch, e.g. "
+                             "5% (default {:g}%)",
+                             kDefaultBatchTolerance * 100));
+}
+
+double batch_tolerance_of(const std::string& text) {
+  if (text.empty()) return kDefaultBatchTolerance;
+  return percentage_option(text, "--batch-tolerance", "the global batch", kMaxBatchTolerance);
 }
 
 LostGpus lost_gpus(const std::string& fail, int gpus, const Cluster& cluster) {

@@ -1,6 +1,7 @@
 #pragma once
-// `plan --fail 1node` (or `8gpus`, or a bare GPU count): the best plan on what a run keeps when that much of
-// it fails, with the same global batch.
+// `plan --fail 1node` (or `8gpus`, or a bare GPU count): the ways a run goes on when that much of it fails
+// (planner/recovery_ways.hpp); `--batch-tolerance` (plan and replan): how far dropping replicas may move
+// the global batch.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -11,10 +12,15 @@ namespace pw {
 
 struct FailureOptions {
   std::string fail;  // empty: not asked
+  std::string batch_tolerance;  // empty: kDefaultBatchTolerance
 
   void add_to(CLI::App& cmd);
   bool asked() const { return !fail.empty(); }
 };
+
+void add_batch_tolerance_option(CLI::App& cmd, std::string& text);
+// The fraction --batch-tolerance gives (kDefaultBatchTolerance when empty); BadInput for anything but 0% to 50%.
+double batch_tolerance_of(const std::string& text);
 
 // What --fail takes from a run of `gpus` GPUs on `cluster`.
 struct LostGpus {

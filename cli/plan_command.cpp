@@ -280,14 +280,17 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   if (o.train_cost.asked()) train = o.train_cost.spec(o.gpus);
   std::optional<LostGpus> lost;
   if (o.failure.asked()) lost = lost_gpus(o.failure.fail, o.gpus, base.cluster);
+  const double batch_tolerance = batch_tolerance_of(o.failure.batch_tolerance);
+  if (!o.failure.asked() && !o.failure.batch_tolerance.empty())
+    throw_bad_input("--batch-tolerance: it weighs the ways on after a failure; give --fail too (e.g. --fail 1node)");
   SparePool pool;
   if (o.train_cost.spares) {
     if (base.cluster.ideal) throw_bad_input("--spares: cluster '{}' is ideal and has no nodes to hold back", base.cluster.name);
     pool.gpus_per_node = base.cluster.gpus_per_node;
-    pool.nodes = (o.gpus + pool.gpus_per_node - 1) / pool.gpus_per_node;
+    pool.run_nodes = (o.gpus + pool.gpus_per_node - 1) / pool.gpus_per_node;
     pool.mtbf_per_gpu_s = o.train_cost.mtbf_per_gpu_hours * 3600;
     pool.repair_s = o.train_cost.repair_hours * 3600;
-    o.train_cost.check_spares(pool.nodes);
+    o.train_cost.check_spares(pool.run_nodes);
   }
 
   check_work_unless_allowed("plan", search_space_estimate(base, space, thread_count(o.threads)), o.allow_large);
@@ -345,7 +348,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     }
     SearchOptions quiet = so;
     quiet.progress = nullptr;
-    const AfterFailure after = replan(left, space, lost->left, cost, quiet, result.plans.front(), o.gpus);
+    const AfterFailure after = replan(left, space, lost->left, cost, quiet, result.plans.front(), o.gpus, batch_tolerance);
     const int count = lost->nodes > 0 ? lost->nodes : lost->gpus;
     const std::string heading = fmt::format("if {} {}, {} GPUs are left", lost->what, count == 1 ? "fails" : "fail", lost->left);
     if (o.json) {
@@ -362,10 +365,10 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     quiet.top = 1;
     const Plan& best = result.plans.front();
     const std::vector<SpareTemplate> templates =
-        spare_templates(base, space, pool, templates_needed(pool, *o.train_cost.spares), o.gpus, cost, quiet, best);
+        spare_templates(base, space, pool, templates_needed(pool), o.gpus, cost, quiet, best);
     const std::vector<SpareRow> rows = spare_rows(pool, *o.train_cost.spares, templates, *train);
-    if (o.json) j_out["spares"] = spare_json(pool, rows);
-    else print_spare_table(out, pool, *train, template_fixes(best.config), rows);
+    if (o.json) j_out["spares"] = spare_json(pool, templates, rows);
+    else print_spare_table(out, pool, *train, template_fixes(best.config), templates, rows);
   }
   if (o.json) out << j_out.dump(2) << "\n";
   if (o.stats)

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/failure_options.hpp"
 #include "cli/failure_output.hpp"
 #include "cli/output_path.hpp"
 #include "cli/scenario_options.hpp"
@@ -26,6 +27,7 @@ namespace {
 struct ReplanOptions {
   ScenarioOptions scenario;  // --plan only
   std::vector<int> failed_nodes;
+  std::string batch_tolerance;
   int top = 5;
   int threads = 0;
   bool json = false;
@@ -45,6 +47,7 @@ void run_replan(const ReplanOptions& o, std::ostream& out) {
   if (o.scenario.plan.empty()) throw_bad_input("--plan: give the plan file the run was started from (pipewright plan --out)");
   if (o.failed_nodes.empty()) throw_bad_input("--failed-nodes: list the failed nodes, e.g. --failed-nodes 3,17");
   check_top(o.top);
+  const double batch_tolerance = batch_tolerance_of(o.batch_tolerance);
   if (o.threads < 0) throw_bad_input("--threads: must be 0 (all cores) or more, got {}", o.threads);
   const std::optional<PlanDocument> doc = o.scenario.plan_document();
   // The running job's plan is an input: a replan written over it would lose what the job runs.
@@ -70,6 +73,8 @@ void run_replan(const ReplanOptions& o, std::ostream& out) {
 
   SearchSpace space;
   space.gpus = gpus_left;
+  // As plan searches by default: no pipeline deeper than the deepest published ones.
+  space.min_blocks_per_rank = kMinBlocksPerRank;
   // The search replan runs (any count of GPUs up to those left), estimated first; an empty space is its verdict.
   SearchSpace searched = space;
   searched.up_to_gpus = true;
@@ -88,7 +93,7 @@ void run_replan(const ReplanOptions& o, std::ostream& out) {
   so.top = o.top;
   so.threads = o.threads;
   so.time_limit_s = o.allow_large ? 0 : kWorkSecondsLimit;
-  const AfterFailure after = replan(left, space, gpus_left, cost, so, before, gpus);
+  const AfterFailure after = replan(left, space, gpus_left, cost, so, before, gpus, batch_tolerance);
 
   const std::string heading =
       fmt::format("node{} {} of {} failed, {} GPUs are left", o.failed_nodes.size() == 1 ? "" : "s",
@@ -107,9 +112,10 @@ void run_replan(const ReplanOptions& o, std::ostream& out) {
                        format_short(now.metrics.throughput_tokens_per_s));
     print_after_failure(out, heading, after, cost, o.threads);
   }
-  if (!o.out_path.empty() && after.report) {
-    write_output_file(o.out_path, plan_to_json_text(after.result.plans.front().evaluation, PlanExtras{}));
-    if (!o.json) out << fmt::format("\nwrote plan 1 to {}\n", o.out_path);
+  // The first way on is what the run takes next.
+  if (!o.out_path.empty() && after.ways.front().plan) {
+    write_output_file(o.out_path, plan_to_json_text(after.ways.front().plan->evaluation, PlanExtras{}));
+    if (!o.json) out << fmt::format("\nwrote the first way on ({}) to {}\n", to_string(after.ways.front().way), o.out_path);
   }
 }
 
@@ -121,10 +127,11 @@ CommandRunner add_replan_command(CLI::App& app) {
   o->scenario.add_plan_option(*cmd, "Re-plan");
   cmd->add_option("--failed-nodes", o->failed_nodes, "The failed nodes, comma-separated indices among the plan's nodes")
       ->delimiter(',');
+  add_batch_tolerance_option(*cmd, o->batch_tolerance);
   cmd->add_option("--top", o->top, "Plans to print")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads for the search (default: all cores)");
   cmd->add_flag("--json", o->json, "Print JSON instead of the table");
-  cmd->add_option("--out", o->out_path, "Write the best plan after the failure to this file");
+  cmd->add_option("--out", o->out_path, "Write the first way on after the failure (the most tokens/s) to this file");
   add_allow_large_flag(*cmd, o->allow_large);
   return [o](std::ostream& out) { run_replan(*o, out); };
 }

@@ -51,7 +51,7 @@ void TrainCostOptions::add_to(CLI::App& cmd) {
                                     1.0)
                             ->capture_default_str());
   cmd.add_option("--spares", spares,
-                 "With --train-tokens: goodput and cost for 0 to this many spare nodes held back from the run");
+                 "With --train-tokens: goodput and cost for 0 to this many spare nodes held beside the run");
   with_tokens.push_back(as_duration(cmd.add_option("--repair", repair_hours,
                                                    "Time until a failed node is back, for --spares (hours, or with a unit: 2d)"),
                                     3600.0)
@@ -66,11 +66,11 @@ void TrainCostOptions::check_given_with_tokens() const {
                       o->get_name());
 }
 
-void TrainCostOptions::check_spares(int pool_nodes) const {
+void TrainCostOptions::check_spares(int run_nodes) const {
   if (!spares) return;
   if (!asked()) throw_bad_input("--spares: give --train-tokens too; the run's length decides what spares are worth");
-  if (*spares < 0 || *spares >= pool_nodes)
-    throw_bad_input("--spares: {} spare nodes of the run's {}; give 0 to {}", *spares, pool_nodes, pool_nodes - 1);
+  if (*spares < 0 || *spares > run_nodes)
+    throw_bad_input("--spares: {} spare nodes beside the run's {}; give 0 to {}", *spares, run_nodes, run_nodes);
   check_in_range("--repair", repair_hours, kRepairHoursRange);
 }
 
@@ -108,8 +108,9 @@ void print_train_costs(std::ostream& out, const TrainCostOptions& o, const Train
                        failures ? duration_text(c.checkpoint_interval_s) : "-", format_percent(c.goodput));
   }
   out << "\nwall time: the tokens at the plan's throughput, plus checkpoints, restarts and the work redone after\n"
-         "each failure, checkpointing at the interval that minimises it (J. T. Daly, FGCS 2006); goodput: the\n"
-         "share of it spent training; cost: GPU-hours x --gpu-hour-price.\n";
+         "each failure, checkpointing at the interval that minimises it (J. T. Daly, FGCS 2006), a failed node\n"
+         "replaced at once by a spare beside the run (--spares: what holding them costs and what too few cost);\n"
+         "goodput: the share of it spent training; cost: GPU-hours x --gpu-hour-price.\n";
 }
 
 nlohmann::ordered_json train_cost_json(const TrainingRunCost& c) {

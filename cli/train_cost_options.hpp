@@ -27,8 +27,8 @@ struct TrainCostOptions {
   double repair_hours = 24;   // --repair
 
   void add_to(CLI::App& cmd);
-  // BadInput for --spares without --train-tokens, out of 0 .. pool_nodes - 1, or a --repair not positive.
-  void check_spares(int pool_nodes) const;
+  // BadInput for --spares without --train-tokens, out of 0 .. run_nodes, or a --repair not positive.
+  void check_spares(int run_nodes) const;
   bool asked() const { return !tokens.empty(); }
   // BadInput naming the first of --gpu-hour-price, --mtbf-per-gpu, --checkpoint-write, --restart and --repair
   // given without --train-tokens: its figure would be ignored, out of range or not.

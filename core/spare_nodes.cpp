@@ -1,5 +1,6 @@
 #include "core/spare_nodes.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -8,7 +9,7 @@ namespace pw {
 
 double mean_nodes_down(const SparePool& pool) {
   if (!(pool.mtbf_per_gpu_s > 0)) return 0;
-  return pool.nodes * pool.gpus_per_node / pool.mtbf_per_gpu_s * pool.repair_s;
+  return pool.run_nodes * pool.gpus_per_node / pool.mtbf_per_gpu_s * pool.repair_s;
 }
 
 double poisson_pmf(double mu, int d) {
@@ -18,16 +19,17 @@ double poisson_pmf(double mu, int d) {
 }
 
 SpareOutcome with_spares(const SparePool& pool, int spares, const std::vector<double>& throughput) {
-  const int n = static_cast<int>(throughput.size());
-  if (spares < 0 || spares >= n)
-    throw_bad_input("--spares: {} spare nodes need templates for 0 to {} nodes out; there are {}", spares, spares, n);
+  if (throughput.empty()) throw_runtime("spare nodes: no template, not even the plan's own");
+  if (spares < 0) throw_bad_input("--spares: must be 0 or more, got {}", spares);
   const double mu = mean_nodes_down(pool);
+  const int n = static_cast<int>(throughput.size());
   SpareOutcome out;
   double covered = 0;
-  for (int d = 0; d < n; ++d) {
+  // Down counts up to the spares and the templates past them; the rest is the tail.
+  for (int d = 0; d < spares + n; ++d) {
     const double p = poisson_pmf(mu, d);
     covered += p;
-    out.expected_tokens_per_s += p * throughput[static_cast<size_t>(d > spares ? d : spares)];
+    out.expected_tokens_per_s += p * throughput[static_cast<size_t>(std::max(d - spares, 0))];
     if (d > spares) out.short_probability += p;
   }
   const double tail = std::max(0.0, 1 - covered);
@@ -36,15 +38,15 @@ SpareOutcome with_spares(const SparePool& pool, int spares, const std::vector<do
   return out;
 }
 
-int templates_needed(const SparePool& pool, int max_spares, double tail) {
+int templates_needed(const SparePool& pool, double tail) {
   const double mu = mean_nodes_down(pool);
   double covered = 0;
   int d = 0;
-  for (; d < pool.nodes; ++d) {
+  for (; d < pool.run_nodes; ++d) {
     covered += poisson_pmf(mu, d);
-    if (d >= max_spares && 1 - covered < tail) break;
+    if (1 - covered < tail) break;
   }
-  return std::min(d + 1, pool.nodes);
+  return std::min(d + 1, pool.run_nodes);
 }
 
 }  // namespace pw

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "planner/recovery_ways.hpp"
 #include "planner/search.hpp"
 
 namespace pw {
@@ -26,14 +27,24 @@ struct AfterFailure {
   SearchResult result;
   std::optional<FailureReport> report;  // none: nothing fits on what is left
   std::string verdict;                  // then why
+  // Dropping replicas, re-splitting and this re-plan, ranked by tokens per second (planner/recovery_ways.hpp).
+  std::vector<RecoveryAnswer> ways;
+  Plan before;  // the plan the run had
+  double batch_tolerance = kDefaultBatchTolerance;
 };
 
 // The search of `space` on `left` (the base scenario on what the failure leaves), with at most `gpus_left`
-// GPUs and the same global batch, against the plan the run had.
+// GPUs and the same global batch, against the plan the run had; and the other ways on, the batch moving
+// by at most `batch_tolerance` where replicas are dropped.
 AfterFailure replan(const Scenario& left, const SearchSpace& space, int gpus_left, const CostModel& cost,
-                    const SearchOptions& options, const Plan& before, int gpus_before);
+                    const SearchOptions& options, const Plan& before, int gpus_before,
+                    double batch_tolerance = kDefaultBatchTolerance);
 
 // The GPUs a plan uses: tp x cp x pp x dp.
 int plan_gpus(const Candidate& c);
+
+// What a way on changes against the plan the run had: "dp=7 (not 8), 73 micro-batches (not 64), global batch
+// 511 (-0.2%); the same split".
+std::string recovery_changes(const Plan& way, const Plan& before);
 
 }  // namespace pw
