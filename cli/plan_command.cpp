@@ -29,7 +29,7 @@
 #include "core/stage_costs.hpp"
 #include "core/units.hpp"
 #include "kernels/installed_tables.hpp"
-#include "planner/exports.hpp"
+#include "exports/exports.hpp"
 #include "planner/failure_report.hpp"
 #include "planner/parallel_for.hpp"
 #include "planner/spare_templates.hpp"

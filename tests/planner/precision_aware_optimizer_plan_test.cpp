@@ -10,8 +10,8 @@
 #include "planned.hpp"
 #include "../error_text.hpp"
 #include "core/analytic_cost_model.hpp"
-#include "planner/export_megatron.hpp"
-#include "planner/exports.hpp"
+#include "exports/megatron.hpp"
+#include "exports/exports.hpp"
 #include "planner/plan_file.hpp"
 
 using namespace pw;

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/exports.hpp"
+#include "exports/exports.hpp"
 #include "sim/scenario.hpp"
 
 namespace pw {

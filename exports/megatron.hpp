@@ -9,7 +9,7 @@
 
 #include "core/model.hpp"
 #include "core/stage_costs.hpp"
-#include "planner/exports.hpp"
+#include "exports/exports.hpp"
 #include "sim/scenario.hpp"
 
 namespace pw {

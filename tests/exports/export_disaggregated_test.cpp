@@ -1,4 +1,4 @@
-// planner/export_disaggregated.hpp against the sources it cites: SGLang's PD flags and router
+// exports/disaggregated.hpp against the sources it cites: SGLang's PD flags and router
 // (sgl-project/sglang 08edc506, docs/advanced_features/pd_disaggregation.md, router.md; server_args.py's
 // _handle_disaggregation: the prefill server takes --disaggregation-decode-tp, the decode server
 // --disaggregation-prefill-pp), vLLM's NixlConnector (docs/features/nixl_connector_usage.md, kv_role in
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "planner/export_disaggregated.hpp"
+#include "exports/disaggregated.hpp"
 #include "../text_match.hpp"
 
 using namespace pw;

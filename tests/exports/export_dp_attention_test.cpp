@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.hpp"
-#include "planner/export_sglang.hpp"
-#include "planner/export_vllm.hpp"
+#include "exports/sglang.hpp"
+#include "exports/vllm.hpp"
 
 using namespace pw;
 

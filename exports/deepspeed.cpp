@@ -1,4 +1,4 @@
-#include "planner/export_deepspeed.hpp"
+#include "exports/deepspeed.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,7 +9,7 @@
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "planner/baseline_splits.hpp"
-#include "planner/exports.hpp"
+#include "exports/exports.hpp"
 
 namespace pw {
 

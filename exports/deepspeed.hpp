@@ -9,7 +9,7 @@
 // (activation_checkpoint_interval), so only 1f1b plans with no or full recompute export.
 #include <vector>
 
-#include "planner/exports.hpp"
+#include "exports/exports.hpp"
 #include "sim/scenario.hpp"
 
 namespace pw {

@@ -7,11 +7,11 @@
 
 #include <algorithm>
 
-#include "planned.hpp"
+#include "../planner/planned.hpp"
 #include "../error_text.hpp"
-#include "planner/export_megatron.hpp"
-#include "planner/export_torchtitan.hpp"
-#include "planner/exports.hpp"
+#include "exports/megatron.hpp"
+#include "exports/torchtitan.hpp"
+#include "exports/exports.hpp"
 #include "schedules/generators.hpp"
 
 using namespace pw;

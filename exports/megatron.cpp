@@ -1,4 +1,4 @@
-#include "planner/export_megatron.hpp"
+#include "exports/megatron.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "schedules/generators.hpp"
-#include "planner/exports.hpp"
+#include "exports/exports.hpp"
 
 namespace pw {
 namespace {

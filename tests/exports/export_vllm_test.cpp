@@ -1,8 +1,8 @@
-// planner/export_vllm.hpp against vLLM's EngineArgs (vllm/engine/arg_utils.py at 99d7eb5d): field names as flags,
+// exports/vllm.hpp against vLLM's EngineArgs (vllm/engine/arg_utils.py at 99d7eb5d): field names as flags,
 // booleans as --x / --no-x, an engine across nodes on Ray.
 #include <catch2/catch.hpp>
 
-#include "planner/export_vllm.hpp"
+#include "exports/vllm.hpp"
 
 using namespace pw;
 

@@ -1,12 +1,12 @@
-#include "planner/export_disaggregated.hpp"
+#include "exports/disaggregated.hpp"
 
 #include <fmt/format.h>
 
 #include <vector>
 
 #include "core/error.hpp"
-#include "planner/export_sglang.hpp"
-#include "planner/export_vllm.hpp"
+#include "exports/sglang.hpp"
+#include "exports/vllm.hpp"
 #include "planner/server_placement.hpp"
 
 namespace pw {

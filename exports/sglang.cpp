@@ -1,4 +1,4 @@
-#include "planner/export_sglang.hpp"
+#include "exports/sglang.hpp"
 
 #include <fmt/format.h>
 

@@ -20,10 +20,10 @@
 
 #include "core/cluster.hpp"
 #include "core/model.hpp"
-#include "planned.hpp"
+#include "../planner/planned.hpp"
 #include "planner/baseline_splits.hpp"
-#include "planner/export_deepspeed.hpp"
-#include "planner/export_torchtitan.hpp"
+#include "exports/deepspeed.hpp"
+#include "exports/torchtitan.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/pytorch_csv.hpp"
 #include "sim/scenario.hpp"

@@ -1,4 +1,4 @@
-#include "planner/export_vllm.hpp"
+#include "exports/vllm.hpp"
 
 #include <fmt/format.h>
 

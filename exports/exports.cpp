@@ -1,9 +1,9 @@
-#include "planner/exports.hpp"
+#include "exports/exports.hpp"
 
 #include "core/error.hpp"
-#include "planner/export_deepspeed.hpp"
-#include "planner/export_megatron.hpp"
-#include "planner/export_torchtitan.hpp"
+#include "exports/deepspeed.hpp"
+#include "exports/megatron.hpp"
+#include "exports/torchtitan.hpp"
 #include "schedules/generators.hpp"
 
 namespace pw {

@@ -1,4 +1,4 @@
-#include "planner/export_torchtitan.hpp"
+#include "exports/torchtitan.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "schedules/pytorch_csv.hpp"
-#include "planner/exports.hpp"
+#include "exports/exports.hpp"
 
 namespace pw {
 namespace {
