@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/hf_moe_config.hpp"
+#include "core/file_caps.hpp"
 
 namespace pw::detail {
 namespace {
@@ -77,6 +78,7 @@ void read_hf_moe(const JsonFields& f, const std::string& type, TransformerConfig
       m.groups = groups;
       m.top_groups = non_negative_int(f, "topk_group", 0);
     }
+    if (f.has("routed_scaling_factor")) m.routed_scaling = f.positive_figure("routed_scaling_factor", kFactorRange);
     if (f.has("moe_layer_freq") && f.positive_int("moe_layer_freq") != 1)
       f.fail("moe_layer_freq", "is not 1; only every block from first_k_dense_replace on is modelled as MoE");
     // DeepSeek-V3's noaux_tc routing keeps e_score_correction_bias, one per expert.

@@ -7,6 +7,7 @@
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/excerpt.hpp"
+#include "core/file_caps.hpp"
 #include "core/json_text.hpp"
 #include "core/model.hpp"
 
@@ -21,7 +22,7 @@ int optional_count(const JsonFields& f, const char* key, int fallback) {
 
 MoeConfig read_moe(const JsonFields& f, int layers) {
   f.reject_unknown({"experts", "top_k", "expert_ffn", "shared_expert_ffn", "shared_expert_gate", "expert_bias",
-                    "router_score_bias", "first_dense", "every", "dense_blocks", "groups", "top_groups"});
+                    "router_score_bias", "first_dense", "every", "dense_blocks", "groups", "top_groups", "routed_scaling"});
   MoeConfig m;
   m.experts = f.count("experts", 1'000'000, "experts");
   m.top_k = f.count("top_k", 1'000'000, "experts");
@@ -37,6 +38,7 @@ MoeConfig read_moe(const JsonFields& f, int layers) {
   if (f.has("dense_blocks")) m.dense_blocks = f.indices("dense_blocks", layers);
   m.groups = f.has("groups") ? f.count("groups", 1'000'000, "groups") : 0;
   m.top_groups = f.has("top_groups") ? f.count("top_groups", 1'000'000, "groups") : 0;
+  if (f.has("routed_scaling")) m.routed_scaling = f.positive_figure("routed_scaling", kFactorRange);
   std::string where = f.name("");
   if (where.ends_with('.')) where.pop_back();
   check_moe(m, layers, f.source() + ": " + where);
@@ -233,6 +235,7 @@ std::string model_to_json_text(const Model& model) {
         o["groups"] = m.groups;
         o["top_groups"] = m.top_groups;
       }
+      if (m.routed_scaling != 1.0) o["routed_scaling"] = m.routed_scaling;
       t["moe"] = o;
     }
     if (c.mla) {

@@ -84,6 +84,7 @@ TransformerConfig deepseek_v3() {
   c.moe->router_score_bias = true;
   c.moe->groups = 8;
   c.moe->top_groups = 4;
+  c.moe->routed_scaling = 2.5;
   c.mla = MlaConfig{1536, 512, 128, 64, 128};
   c.head_dim = c.mla->qk_head_dim();
   c.mtp_layers = 1;

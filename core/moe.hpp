@@ -28,6 +28,9 @@ struct MoeConfig {
   // ep 64) it caps the nodes a token reaches at top_groups. 0: no limit.
   int groups = 0;
   int top_groups = 0;
+  // DeepSeek's routed_scaling_factor (Megatron-Core's --moe-router-topk-scaling-factor): the routed experts'
+  // weighted output times this. What the model computes, not what it costs: exports carry it.
+  double routed_scaling = 1.0;
   int every = 1;
   std::vector<int> dense_blocks;
 

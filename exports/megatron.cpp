@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
+#include "core/work_estimate.hpp"
 #include "schedules/generators.hpp"
 #include "exports/exports.hpp"
 
@@ -167,17 +168,25 @@ void add_expert_arguments(const Evaluation& plan, Add add) {
   bool all = true;
   for (int i = 0; i < c.layers; ++i) all = all && c.moe_block(i);
   if (!all) add("--moe-layer-freq", moe_layer_pattern(c));
-  // DeepSeek-V3's routing: sigmoid scores with a bias per expert for the choice.
+  // DeepSeek-V3's routing: sigmoid scores with a bias per expert for the choice, top k inside the best
+  // groups, the routed output scaled.
   if (m.router_score_bias) {
     add("--moe-router-score-function", "sigmoid");
     add("--moe-router-enable-expert-bias", "");
   }
+  if (m.groups > 0) {
+    add("--moe-router-num-groups", std::to_string(m.groups));
+    add("--moe-router-group-topk", std::to_string(m.top_groups));
+  }
+  if (m.routed_scaling != 1.0) add("--moe-router-topk-scaling-factor", fmt::format("{:g}", m.routed_scaling));
   add("--expert-model-parallel-size", std::to_string(pc.ep));
   add("--expert-tensor-parallel-size", std::to_string(pc.etp));  // Megatron's default is tp
   // What was simulated: grouped GEMMs for the local experts, all-to-all dispatch and combine.
   add("--moe-grouped-gemm", "");
-  // flex: DeepEP (Megatron's default --moe-flex-dispatcher-backend), which deduplicates across nodes.
+  // flex: DeepEP, which sends one copy per token and node (transformer_config.py's
+  // moe_flex_dispatcher_backend, whose default it is, named so that a changed default changes nothing).
   add("--moe-token-dispatcher-type", to_string(s.workload.dispatcher));
+  if (s.workload.dispatcher == Workload::Dispatcher::Flex) add("--moe-flex-dispatcher-backend", "deepep");
   if (s.schedule == "interleaved-overlap") {
     // transformer_config.py's rules for overlap_moe_expert_parallel_comm: ep > 1, no full recompute, at most
     // one MTP layer; delay_wgrad_compute needs it and lets the weight gradients follow the other's dgrad.
@@ -294,6 +303,58 @@ std::vector<LayerRange> parse_megatron_layout(const std::string& layout, const M
   return out;
 }
 
+// The model's shape and kind as Megatron-LM's command line takes them (megatron/training/arguments.py at
+// d98e8a6 generates most from megatron/core/transformer/transformer_config.py's fields): without them
+// pretrain_gpt.py builds its own default model, in fp32 with dropout, not the one simulated.
+template <typename Add>
+void add_model_arguments(const Scenario& s, Add add) {
+  const TransformerConfig& c = *s.model.transformer;
+  if (c.mlp == MlpKind::GeGlu)
+    throw_bad_input("--export megatron: Megatron-LM's command line has no gelu-gated MLP (GeGLU, as '{}' runs): it "
+                    "offers --swiglu, --quick-geglu and --squared-relu; export to torchtitan, or describe the model with "
+                    "\"mlp\": \"swiglu\" (the same cost)",
+                    s.model.name);
+  add("--bf16", "");  // fp8 plans too: Transformer Engine's fp8 GEMMs inside a bf16 model
+  add("--hidden-size", std::to_string(c.hidden));
+  add("--num-attention-heads", std::to_string(c.heads));
+  add("--ffn-hidden-size", std::to_string(c.ffn));
+  if (!c.mla && c.kv_heads != c.heads) {
+    add("--group-query-attention", "");
+    add("--num-query-groups", std::to_string(c.kv_heads));
+  }
+  // arguments.py takes hidden / heads otherwise.
+  if (!c.mla && static_cast<long>(c.head_dim) * c.heads != c.hidden) add("--kv-channels", std::to_string(c.head_dim));
+  add("--max-position-embeddings", std::to_string(std::max(c.max_seq_len, s.workload.seq_len)));
+  add("--position-embedding-type", c.learned_positions ? "learned_absolute" : "rope");
+  add("--normalization", c.norm == NormKind::RmsNorm ? "RMSNorm" : "LayerNorm");
+  if (c.attention_sinks) {
+    // gpt-oss, the one family with attention sinks: its experts' clamped GLU (x * sigmoid(1.702 x), up + 1,
+    // clamped at 7) as Megatron-LM's examples/gptoss/02_train.sh writes it, and its learnable softmax offset.
+    add("--quick-geglu", "");
+    add("--glu-linear-offset", "1.0");
+    add("--activation-func-clamp-value", "7.0");
+    add("--softmax-type", "learnable");
+  } else if (c.mlp == MlpKind::SwiGlu) {
+    add("--swiglu", "");
+  } else if (c.mlp == MlpKind::ReluSquared) {
+    add("--squared-relu", "");
+  }
+  if (!c.tied_embeddings) add("--untie-embeddings-and-output-weights", "");
+  if (!c.bias) add("--disable-bias-linear", "");
+  if (!c.bias && c.qkv_bias) add("--add-qkv-bias", "");
+  if (c.qk_norm) add("--qk-layernorm", "");
+  if (c.attention_window > 0) {
+    // Transformer Engine's (left, right) window: the query itself and window - 1 keys before it.
+    add("--window-size", fmt::format("{},0", c.attention_window - 1));
+    if (c.full_attention_every > 0) add("--window-attn-skip-freq", std::to_string(c.full_attention_every));
+  }
+  // Megatron-LM's defaults are 0.1; a model without dropout stores no masks, as simulated.
+  if (!c.dropout) {
+    add("--attention-dropout", "0");
+    add("--hidden-dropout", "0");
+  }
+}
+
 std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   const Scenario& s = plan.scenario;
   const ParallelConfig& pc = s.parallel;
@@ -324,6 +385,7 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
   if (pc.cp > 1) add("--context-parallel-size", std::to_string(pc.cp));
   if (pc.tp > 1 && s.workload.sequence_parallel) add("--sequence-parallel");
   add("--num-layers", std::to_string(model.num_blocks()));
+  add_model_arguments(s, add);
   add("--seq-length", std::to_string(s.workload.seq_len));
   add("--micro-batch-size", std::to_string(s.workload.micro_batch_size));
   add("--global-batch-size", std::to_string(s.global_batch_size));
@@ -392,12 +454,14 @@ ExportFile megatron_export(const Evaluation& plan) {
   const Scenario& s = plan.scenario;
   std::string text = fmt::format(
       "# pipewright {}: {} on {}, {} GPUs, {} schedule; predicted {} per step, {} peak memory.\n"
-      "# Megatron-LM arguments (megatron/training/arguments.py). Use them as\n"
-      "#   source megatron_args.sh && torchrun ... pretrain_gpt.py \"${{PIPEWRIGHT_MEGATRON_ARGS[@]}}\" <model, data, "
-      "optimizer arguments>\n"
+      "# Megatron-LM arguments (megatron/training/arguments.py at d98e8a6): the model, its parallel layout, batch,\n"
+      "# precision and recomputation as simulated. Add the data, the tokenizer (its vocabulary is {}; Megatron-LM\n"
+      "# pads it to a multiple of 128 x tp) and the optimizer's schedule, and run them as\n"
+      "#   source megatron_args.sh && torchrun ... pretrain_gpt.py \"${{PIPEWRIGHT_MEGATRON_ARGS[@]}}\" <data, tokenizer, "
+      "learning-rate arguments>\n"
       "PIPEWRIGHT_MEGATRON_ARGS=(\n",
       kVersion, s.model.name, s.cluster.name, s.parallel.gpus(), s.schedule, format_seconds(plan.metrics.step_time_s),
-      format_bytes(plan.metrics.peak_memory_bytes));
+      format_bytes(plan.metrics.peak_memory_bytes), with_commas(s.model.transformer->vocab));
   for (size_t i = 0; i < args.size(); ++i) {
     text += "  " + args[i];
     while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {  // its values, one or a list

@@ -22,7 +22,7 @@ const char* kDeepSeekV3 = R"({"model_type": "deepseek_v3", "hidden_size": 7168, 
     "n_shared_experts": 1, "n_routed_experts": 256, "num_experts_per_tok": 8, "first_k_dense_replace": 3,
     "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
     "v_head_dim": 128, "vocab_size": 129280, "max_position_embeddings": 163840, "num_nextn_predict_layers": 1,
-    "topk_method": "noaux_tc", "n_group": 8, "topk_group": 4, "tie_word_embeddings": false, "rope_scaling": {"type": "yarn", "factor": 40,
+    "topk_method": "noaux_tc", "n_group": 8, "topk_group": 4, "routed_scaling_factor": 2.5, "tie_word_embeddings": false, "rope_scaling": {"type": "yarn", "factor": 40,
     "original_max_position_embeddings": 4096}})";
 
 }  // namespace
