@@ -30,6 +30,7 @@
 #include "core/units.hpp"
 #include "kernels/installed_tables.hpp"
 #include "exports/exports.hpp"
+#include "exports/target_cost.hpp"
 #include "planner/failure_report.hpp"
 #include "planner/parallel_for.hpp"
 #include "planner/spare_templates.hpp"
@@ -193,6 +194,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
       if (std::find(space.precisions.begin(), space.precisions.end(), x) == space.precisions.end()) space.precisions.push_back(x);
     }
   }
+  SearchSpace open = space;  // before the export target narrows it: what the narrowing costs
   if (target) restrict_to_target(*target, space);
   if (!o.recompute_modules.empty()) {
     const std::vector<Recompute>& rc = space.recomputes;
@@ -293,7 +295,10 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     o.train_cost.check_spares(pool.run_nodes);
   }
 
-  check_work_unless_allowed("plan", search_space_estimate(base, space, thread_count(o.threads)), o.allow_large);
+  std::vector<WorkEstimate> work = search_space_estimate(base, space, thread_count(o.threads));
+  if (target)  // the search without the target's limits, top 1
+    for (const WorkEstimate& part : search_space_estimate(base, open, thread_count(o.threads))) work.push_back(part);
+  check_work_unless_allowed("plan", work, o.allow_large);
   ProgressBar bar(std::cerr, stderr_is_terminal());
   SearchOptions so;
   so.top = o.top;
@@ -303,6 +308,12 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   const SearchResult result = search_plans(base, space, cost, so);
   bar.finish();
   const std::vector<SplitComparison> cmp = compare_splits(result.plans, cost, o.threads);
+  std::optional<TargetCost> narrowed;
+  if (target) {
+    SearchOptions quiet = so;
+    quiet.progress = nullptr;
+    narrowed = target_cost(*target, base, open, result.plans.front(), cost, quiet);
+  }
   std::optional<PlanExplanation> explanation;
   if (o.explain) explanation = explain_plans(result.plans, cost, result.fastest, so.prefer_within);
 
@@ -318,6 +329,16 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
         j["plans"][i]["training_run"] =
             train_cost_json(training_run_cost(*train, result.plans[i].evaluation.metrics.throughput_tokens_per_s));
     if (explanation) j["explain"] = explanation_json(*explanation);
+    if (narrowed) {
+      nlohmann::ordered_json limit = {{"target", to_string(*target)}};
+      if (narrowed->outside) {
+        limit["fastest_outside"] = describe(narrowed->outside->config);
+        limit["step_time_s"] = narrowed->outside->evaluation.metrics.step_time_s;
+        limit["gain"] = narrowed->gain;
+        limit["why"] = narrowed->why;
+      }
+      j["export_limit"] = limit;
+    }
     j["cost_model"] = chain.to_json(base.model, shown);
   } else {
     print_table(out, base, o.gpus, result, cmp);
@@ -327,6 +348,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
       print_train_costs(out, o.train_cost, *train, rates);
     }
     if (explanation) print_explanation(out, *explanation);
+    if (narrowed) out << "\n" << target_cost_text(*target, *narrowed) << "\n";
     if (chain.tables() && !chain.profiled()) {
       out << fmt::format("\ncost model: {}\n", chain.description());
       for (const std::string& line : chain.table_lines()) out << "  while searching: " << line << "\n";

@@ -417,3 +417,32 @@ TEST_CASE("plan names the GPU without fp8 and the global batches the GPUs allow"
                   "--global-batch-size: 128 is not a multiple of any data-parallel degree 1000 GPUs allow (25, 50, 100, "
                   "125, 200, 250, 500, 1000); use 125 or 150");
 }
+
+TEST_CASE("plan --export says what the target's limits ruled out and what that cost") {
+  const std::vector<std::string> small = {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "32",
+                                          "--global-batch-size", "64", "--seq-len", "1024", "--top", "1", "--export",
+                                          "deepspeed", "--export-dir", tmp("export-limit")};
+  const CliResult r = run_cli(with(small, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& limit = j.at("export_limit");
+  CHECK(limit.at("target") == "deepspeed");
+  REQUIRE(limit.contains("fastest_outside"));
+  // DeepSpeed's pipeline engine runs 1f1b-like schedules only: the faster plan outside runs bfs.
+  CHECK(limit.at("why") == "DeepSpeed has no bfs schedule");
+  CHECK(limit.at("fastest_outside").get<std::string>().find("bfs") != std::string::npos);
+  CHECK(limit.at("gain").get<double>() ==
+        Approx(1 - limit.at("step_time_s").get<double>() / j.at("plans")[0].at("step_time_s").get<double>()).epsilon(1e-12));
+  CHECK(limit.at("gain").get<double>() > 0);
+  const CliResult text = run_cli(small);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("\n--export deepspeed: the search kept to what DeepSpeed runs; it ruled out tp=1, pp=2") !=
+        std::string::npos);
+
+  // Asked for schedules the target runs, nothing outside is faster.
+  const CliResult kept = run_cli(with(small, {"--schedules", "1f1b"}));
+  REQUIRE(kept.code == 0);
+  CHECK(kept.out.find("\n--export deepspeed: the search kept to what DeepSpeed runs; that cost nothing, no plan outside "
+                      "it is faster\n") != std::string::npos);
+}
