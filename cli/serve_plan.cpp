@@ -67,7 +67,8 @@ std::string export_command(const std::string& target, const ServingPlan& plan, c
     return out + (target == "vllm" ? vllm_disaggregated_commands(plan, prefill, engine, weights, gpus_per_node)
                                    : sglang_disaggregated_commands(plan, prefill, engine, weights, gpus_per_node));
   }
-  return out + (target == "vllm" ? vllm_serve_command(plan, engine, weights, gpus_per_node)
+  const bool routed_experts = model.transformer && model.transformer->moe;
+  return out + (target == "vllm" ? vllm_serve_command(plan, engine, weights, gpus_per_node, routed_experts)
                                  : sglang_launch_commands(plan, engine, weights, gpus_per_node));
 }
 
@@ -118,7 +119,10 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     work.push_back(searches);
   }
   check_work_unless_allowed("serve plan", work, o.allow_large);
-  const ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, o.top, o.disaggregate);
+  // vLLM balances data-parallel attention engines by their queues, not in turn as simulated: not searched for it.
+  const bool vllm_export = o.export_target == "vllm";
+  const ServingPlanResult r =
+      plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, o.top, o.disaggregate, !vllm_export);
   // The weights are not pipewright's to name: the command reads them from $MODEL.
   const int gpus_per_node = cluster.ideal ? o.gpus : cluster.gpus_per_node;
   const std::string command = o.export_target.empty() ? std::string() : export_command(o.export_target, r.plans.front(),
@@ -245,6 +249,9 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
                           : fmt::format("\nmax rate: plan 1 misses p{:g} {} even at a thousandth of its saturated rate\n",
                                         o.slo_percentile, slos));
   o.serve.print_cost_model(out, chain);
+  if (vllm_export && model.transformer && model.transformer->moe)
+    out << "\n--export vllm: data-parallel attention plans were not searched: vLLM balances its engines by their queues, "
+           "not in turn as simulated (export sglang to weigh them)\n";
   if (!command.empty())
     out << (o.export_target == "vllm" ? "\n--- vllm serve, plan 1 ---\n" : "\n--- sglang, plan 1 ---\n") << command;
 }

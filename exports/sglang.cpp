@@ -37,31 +37,29 @@ std::string dp_attention_flags(const ServingPlan& plan, const ServingConfig& eng
          limit_flags(engine, ServerRole::Both, plan.dp_attention);
 }
 
-// Replicas of a data-parallel attention group: a server per group on its own GPUs, and SGLang's router dealing
-// the requests to them in turn (python -m sglang_router.launch_router --worker-urls ... --policy round_robin,
-// docs/advanced_features/router.md), as the simulation deals them to the groups.
-std::string dp_attention_groups_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
-                                         int gpus_per_node) {
+// Servers of `gpus_each` GPUs, each with `flags`, and SGLang's router dealing the requests to them in turn
+// (python -m sglang_router.launch_router --worker-urls ... --policy round_robin, docs/advanced_features/router.md),
+// as the simulation deals them: data-parallel attention groups, or replicas over several nodes (SGLang's own
+// --dp-size would spread one tp group over the nodes).
+// `label`: each server's name in its comment ("group", "replica"); `count_fix`: the remedy past kMaxServers.
+std::string servers_behind_router(const ServerSet& set, const std::string& label, const std::string& count_fix,
+                                  const std::string& heading, const std::string& flags, const std::string& model,
+                                  int gpus_per_node) {
   constexpr int kFirstPort = 30000;
-  check_server_count(plan.replicas, "plan wider groups (a larger --dp-attention)");
-  const std::vector<ServerPlace> places =
-      place_servers({"data-parallel attention group", fmt::format("{} engines of tp {}", plan.dp_attention, plan.tp),
-                     "plan groups that fit in a node or fill whole nodes", 0, plan.dp_attention * plan.tp, plan.replicas},
-                    gpus_per_node);
-  std::string out = fmt::format("# {} groups of {} data-parallel attention engines of tp {} (ep {}), a server each\n",
-                                plan.replicas, plan.dp_attention, plan.tp, plan.ep()) +
-                    nodes_text(places.back().node + places.back().nodes, gpus_per_node);
+  check_server_count(set.count, count_fix);
+  const std::vector<ServerPlace> places = place_servers(set, gpus_per_node);
+  std::string out = heading + nodes_text(places.back().node + places.back().nodes, gpus_per_node);
   std::string router = "python -m sglang_router.launch_router \\\n  --worker-urls";
   for (size_t g = 0; g < places.size(); ++g) {
     const ServerPlace& p = places[g];
     const int port = kFirstPort + static_cast<int>(g);
     const std::string launch = fmt::format("python -m sglang.launch_server --model-path {}{} \\\n  --host 0.0.0.0 \\\n  "
                                            "--port {} \\\n  --base-gpu-id {}",
-                                           model, dp_attention_flags(plan, engine), port, p.local_gpu);
-    out += sglang_server_commands(fmt::format("group {}", g), p, launch);
+                                           model, flags, port, p.local_gpu);
+    out += sglang_server_commands(fmt::format("{} {}", label, g), p, launch);
     router += fmt::format(" \\\n    \"http://$NODE{}:{}\"", p.node, port);
   }
-  out += "# the router, on any host that reaches the servers: each request to the next group in turn, as simulated;\n"
+  out += "# the router, on any host that reaches the servers: each request to the next server in turn, as simulated;\n"
          "# clients send to its port 8000\n";
   return out + router + " \\\n  --policy round_robin \\\n  --host 0.0.0.0 \\\n  --port 8000\n";
 }
@@ -86,9 +84,23 @@ std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfi
 
 std::string sglang_launch_commands(const ServingPlan& plan, const ServingConfig& engine, const std::string& model,
                                    int gpus_per_node) {
-  if (plan.dp_attention > 1 && plan.replicas > 1) return dp_attention_groups_commands(plan, engine, model, gpus_per_node);
+  if (plan.dp_attention > 1 && plan.replicas > 1)
+    return servers_behind_router(
+        {"data-parallel attention group", fmt::format("{} engines of tp {}", plan.dp_attention, plan.tp),
+         "plan groups that fit in a node or fill whole nodes", 0, plan.dp_attention * plan.tp, plan.replicas},
+        "group", "plan wider groups (a larger --dp-attention)",
+        fmt::format("# {} groups of {} data-parallel attention engines of tp {} (ep {}), a server each\n", plan.replicas,
+                    plan.dp_attention, plan.tp, plan.ep()),
+        dp_attention_flags(plan, engine), model, gpus_per_node);
   const int gpus = plan.tp * plan.pp * plan.replicas * plan.dp_attention;
   const int nodes = (gpus + gpus_per_node - 1) / gpus_per_node;
+  // Replicas over several nodes: a server each, so that every tp group stays on its GPUs.
+  if (plan.dp_attention == 1 && plan.replicas > 1 && nodes > 1)
+    return servers_behind_router({"replica", fmt::format("tp {} x pp {}", plan.tp, plan.pp),
+                                  "plan engines that fit in a node or fill whole nodes", 0, plan.tp * plan.pp, plan.replicas},
+                                 "replica", "plan fewer, wider engines (--gpus)",
+                                 fmt::format("# {} replicas of tp {} x pp {}, a server each\n", plan.replicas, plan.tp, plan.pp),
+                                 sglang_engine_flags(plan.tp, plan.pp, 1, engine, ServerRole::Both), model, gpus_per_node);
   const std::string flags = plan.dp_attention > 1 ? dp_attention_flags(plan, engine)
                                                   : sglang_engine_flags(plan.tp, plan.pp, plan.replicas, engine, ServerRole::Both);
   const std::string launch = "python -m sglang.launch_server --model-path " + model;

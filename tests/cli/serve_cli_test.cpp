@@ -302,7 +302,7 @@ TEST_CASE("serve plan --export vllm: plan 1 as the vllm serve command, with vLLM
 // SGLang's flags as its ServerArgs names them (python/sglang/srt/server_args.py at sgl-project/sglang 001067ff:
 // tp_size, pp_size, dp_size, max_running_requests, chunked_prefill_size (-1: no chunking), max_prefill_tokens,
 // enable_mixed_chunk, mem_fraction_static, kv_cache_dtype (fp8_e4m3), nnodes, node_rank, dist_init_addr).
-TEST_CASE("serve plan --export sglang: plan 1 as SGLang launch commands, one per node across nodes") {
+TEST_CASE("serve plan --export sglang: plan 1 as SGLang launch commands, replicas over nodes a server each") {
   const CliResult r = run_cli({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "4",
                                "--requests", "32", "--prompt-tokens", "256", "--output-tokens", "16", "--top", "1",
                                "--export", "sglang", "--engine", "sglang", "--json"});
@@ -326,9 +326,11 @@ TEST_CASE("serve plan --export sglang: plan 1 as SGLang launch commands, one per
                                   "sglang", "--engine", "sglang", "--json", "--no-chunked-prefill", "--kv-cache-dtype", "fp8"});
   REQUIRE(wide.code == 0);
   const std::string wc = nlohmann::json::parse(wide.out).at("sglang_command").get<std::string>();
-  CHECK(wc.find("# 16 GPUs over 2 nodes: run one command per node; HEAD is node 0's address") != std::string::npos);
-  CHECK(wc.find("--nnodes 2 \\\n  --node-rank 0 \\\n  --dist-init-addr \"$HEAD:5000\"\n# node 1\n") != std::string::npos);
-  CHECK(wc.find("--node-rank 1 \\\n") != std::string::npos);
+  // Two replicas of tp 8: a server on each node behind SGLang's router, each tp group inside its node.
+  CHECK(wc.find("# 2 replicas of tp 8 x pp 1, a server each\n") != std::string::npos);
+  CHECK(wc.find("# replica 1: node 1, GPUs 0-7\n") != std::string::npos);
+  CHECK(wc.find("--nnodes") == std::string::npos);
+  CHECK(wc.find("--policy round_robin") != std::string::npos);
   CHECK(wc.find("--chunked-prefill-size -1") != std::string::npos);
   CHECK(wc.find("--kv-cache-dtype fp8_e4m3") != std::string::npos);
 }

@@ -74,7 +74,7 @@ TEST_CASE("sglang dp attention groups: a server per group on its GPUs, a round-r
 
 TEST_CASE("vllm refuses a dp attention plan: its front end balances by queue lengths, not in turn") {
   try {
-    vllm_serve_command(dp_attention_plan(1, 8), ServingConfig{}, "m", 8);
+    vllm_serve_command(dp_attention_plan(1, 8), ServingConfig{}, "m", 8, false);
     FAIL("no refusal");
   } catch (const Error& err) {
     CHECK(err.kind() == ErrorKind::BadInput);
