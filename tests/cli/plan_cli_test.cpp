@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cli_test_util.hpp"
@@ -327,6 +328,23 @@ TEST_CASE("the README's plan (GPT-3 175B on 1024 A100s) exports to Megatron-LM, 
     const nlohmann::json plan = nlohmann::json::parse(r.out)["plans"][0];
     if (target == "deepspeed") CHECK(plan["schedule"] == "1f1b");
     if (target == "torchtitan") CHECK((plan["zero"] == 0 || plan["zero"] == 3));
+    if (target != "megatron") continue;
+    // Every flag of the launch is one Megatron-LM d98e8a6's arguments.py accepts (tests/fixtures/megatron/).
+    std::set<std::string> accepted;
+    std::ifstream fixture(source_path("tests/fixtures/megatron/arguments.txt"));
+    for (std::string line; std::getline(fixture, line);)
+      if (line.rfind("--", 0) == 0) accepted.insert(line);
+    REQUIRE(accepted.size() > 500);
+    std::ifstream launch(dir + "/megatron_args.sh");
+    int flags = 0;
+    for (std::string line; std::getline(launch, line);) {
+      if (line.rfind("  --", 0) != 0) continue;
+      const std::string flag = line.substr(2, line.find(' ', 2) - 2);
+      INFO(flag);
+      CHECK(accepted.count(flag) == 1);
+      ++flags;
+    }
+    CHECK(flags >= 19);  // the model, its layout, batch, precision and reduction
   }
 }
 
