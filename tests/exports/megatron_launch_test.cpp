@@ -56,19 +56,11 @@ int number(const std::map<std::string, std::vector<std::string>>& a, const std::
 
 Evaluation plan_of(const std::string& model, int tp, int pp, int dp, int ep, int cp, int global_batch, Precision precision,
                    Workload::Dispatcher dispatcher, Recompute recompute) {
-  Scenario s;
-  s.model = model_preset(model);
-  s.cluster = cluster_preset("dgx-h100");
-  s.parallel.tp = tp;
-  s.parallel.pp = pp;
-  s.parallel.dp = dp;
-  s.parallel.ep = ep;
+  Scenario s = test::preset_scenario(model, tp, pp, dp, ep, global_batch);
   s.parallel.cp = cp;
   s.workload.precision = precision;
   s.workload.dispatcher = dispatcher;
   s.workload.recompute = recompute;
-  s.schedule = "1f1b";
-  s.global_batch_size = global_batch;
   return test::planned(s);
 }
 

@@ -19,16 +19,8 @@ using namespace pw;
 namespace {
 
 Evaluation moe_plan(const std::string& model, int tp, int pp, int dp, int ep, int global_batch, const std::vector<int>& blocks) {
-  Scenario s;
-  s.model = model_preset(model);
-  s.cluster = cluster_preset("dgx-h100");
-  s.parallel.tp = tp;
-  s.parallel.pp = pp;
-  s.parallel.dp = dp;
-  s.parallel.ep = ep;
+  Scenario s = test::preset_scenario(model, tp, pp, dp, ep, global_batch);
   s.parallel.order = RankOrder::TpDpPp;
-  s.schedule = "1f1b";
-  s.global_batch_size = global_batch;
   return test::planned(s, blocks);
 }
 

@@ -3,7 +3,11 @@
 // stage s holding `blocks[s]` transformer blocks (the embedding on the first stage, the head on the last),
 // or DeepSpeed's uniform split when `blocks` is empty; predictions fixed so that goldens do not move with
 // the cost model.
+#include <string>
 #include <vector>
+
+#include "core/cluster.hpp"
+#include "core/model.hpp"
 
 #include "planner/baseline_splits.hpp"
 #include "schedules/generators.hpp"
@@ -22,6 +26,21 @@ inline Evaluation planned(const Scenario& s, const std::vector<int>& blocks = {}
   ev.metrics.step_time_s = 12.5;
   ev.metrics.peak_memory_bytes = 71.2e9;
   return ev;
+}
+
+// A preset model on DGX H100 nodes at tp x pp x dp with ep, a 1f1b schedule and the global batch: the
+// scenario the export tests plan.
+inline Scenario preset_scenario(const std::string& model, int tp, int pp, int dp, int ep, int global_batch) {
+  Scenario s;
+  s.model = model_preset(model);
+  s.cluster = cluster_preset("dgx-h100");
+  s.parallel.tp = tp;
+  s.parallel.pp = pp;
+  s.parallel.dp = dp;
+  s.parallel.ep = ep;
+  s.schedule = "1f1b";
+  s.global_batch_size = global_batch;
+  return s;
 }
 
 }  // namespace pw::test
