@@ -123,6 +123,12 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   const bool vllm_export = o.export_target == "vllm";
   const ServingPlanResult r =
       plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, o.top, o.disaggregate, !vllm_export);
+  // What leaving them out cost: the best plan with them, when it is one of them.
+  std::optional<ServingPlan> ruled_out;
+  if (vllm_export && model.transformer && model.transformer->moe) {
+    const ServingPlanResult all = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, 1, o.disaggregate);
+    if (all.plans.front().dp_attention > 1) ruled_out = all.plans.front();
+  }
   // The weights are not pipewright's to name: the command reads them from $MODEL.
   const int gpus_per_node = cluster.ideal ? o.gpus : cluster.gpus_per_node;
   const std::string command = o.export_target.empty() ? std::string() : export_command(o.export_target, r.plans.front(),
@@ -172,6 +178,11 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"gpus", o.gpus},
                                 {"configurations", r.considered}, {"plans", plans}};
     if (!command.empty()) j[o.export_target + "_command"] = command;
+    if (ruled_out)
+      j["export_limit"] = {{"left_out", "data-parallel attention"},
+                           {"dp_attention", ruled_out->dp_attention},
+                           {"tp", ruled_out->tp},
+                           {"output_tokens_per_s", ruled_out->metrics.output_tokens_per_s}};
     // null: no count of GPUs up to --gpus meets the SLOs at the rate.
     if (o.target_rate)
       j["fewest_gpus"] = fewest ? nlohmann::ordered_json{{"gpus", fewest->first}, {"tp", fewest->second.tp},
@@ -249,9 +260,18 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
                           : fmt::format("\nmax rate: plan 1 misses p{:g} {} even at a thousandth of its saturated rate\n",
                                         o.slo_percentile, slos));
   o.serve.print_cost_model(out, chain);
-  if (vllm_export && model.transformer && model.transformer->moe)
+  if (vllm_export && model.transformer && model.transformer->moe) {
     out << "\n--export vllm: data-parallel attention plans were not searched: vLLM balances its engines by their queues, "
-           "not in turn as simulated (export sglang to weigh them)\n";
+           "not in turn as simulated";
+    if (ruled_out)
+      out << fmt::format("; the search with them ranks one first, {} engines of tp {} (ep {}), at {} output tokens/s "
+                         "against plan 1's {} (export sglang to run it)\n",
+                         ruled_out->dp_attention, ruled_out->tp, ruled_out->ep(),
+                         format_short(ruled_out->metrics.output_tokens_per_s),
+                         format_short(r.plans.front().metrics.output_tokens_per_s));
+    else
+      out << "; the search with them ranks none first\n";
+  }
   if (!command.empty())
     out << (o.export_target == "vllm" ? "\n--- vllm serve, plan 1 ---\n" : "\n--- sglang, plan 1 ---\n") << command;
 }

@@ -46,8 +46,11 @@ RecoveryAnswer drop_replicas(const Plan& before, const Cluster& left, int gpus_l
   // near): the first the schedule takes and memory holds is the answer, the batch moved least.
   const long fewest = std::max(1L, static_cast<long>(std::ceil(batch * (1 - batch_tolerance) / per_microbatch - 1e-9)));
   const long most = static_cast<long>(std::floor(batch * (1 + batch_tolerance) / per_microbatch + 1e-9));
+  // Only the counts nearest the batch's own are tried: the range may hold millions.
+  const long nearest = std::lround(static_cast<double>(batch) / per_microbatch);
+  const long span = static_cast<long>(kMostBatchesTried);
   std::vector<long> counts;
-  for (long m = fewest; m <= most; ++m) counts.push_back(m);
+  for (long m = std::max(fewest, nearest - span); m <= std::min(most, nearest + span); ++m) counts.push_back(m);
   std::sort(counts.begin(), counts.end(), [&](long a, long b) {
     const long da = std::abs(a * per_microbatch - batch), db = std::abs(b * per_microbatch - batch);
     return da != db ? da < db : a > b;

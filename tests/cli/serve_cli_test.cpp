@@ -573,3 +573,27 @@ TEST_CASE("serve --dp-attention: data-parallel attention engines with the expert
   std::sort(shapes.begin(), shapes.end());
   CHECK(shapes == std::vector<std::pair<int, int>>{{1, 2}, {1, 4}, {1, 8}, {2, 2}, {2, 4}, {4, 2}});
 }
+
+TEST_CASE("serve plan --export vllm leaves out data-parallel attention, which vLLM balances otherwise, and says what that cost") {
+  const std::vector<std::string> args = {"serve", "plan", "--model", "deepseek-v3", "--cluster", "hgx-h200", "--gpus", "16",
+                                         "--requests", "64", "--prompt-tokens", "512", "--output-tokens", "64", "--top", "3",
+                                         "--export", "vllm"};
+  const CliResult j = run_cli(with(args, {"--json"}));
+  INFO(j.err);
+  REQUIRE(j.code == 0);
+  const nlohmann::json out = nlohmann::json::parse(j.out);
+  for (const nlohmann::json& p : out.at("plans")) CHECK(p.at("dp_attention") == 1);
+  // Without --export vllm plan 1 is data-parallel attention: the limit is named with it.
+  const CliResult free_search = run_cli({"serve", "plan", "--model", "deepseek-v3", "--cluster", "hgx-h200", "--gpus", "16",
+                                         "--requests", "64", "--prompt-tokens", "512", "--output-tokens", "64", "--top", "1",
+                                         "--json"});
+  REQUIRE(free_search.code == 0);
+  const nlohmann::json best = nlohmann::json::parse(free_search.out).at("plans")[0];
+  REQUIRE(best.at("dp_attention").get<int>() > 1);
+  CHECK(out.at("export_limit").at("dp_attention") == best.at("dp_attention"));
+  CHECK(out.at("export_limit").at("output_tokens_per_s").get<double>() == best.at("output_tokens_per_s").get<double>());
+  const CliResult text = run_cli(args);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("\n--export vllm: data-parallel attention plans were not searched: vLLM balances its engines by "
+                      "their queues, not in turn as simulated; the search with them ranks one first, ") != std::string::npos);
+}
