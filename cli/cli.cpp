@@ -22,7 +22,8 @@ class HelpFormatter : public CLI::Formatter {
  public:
   std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
     std::string name = CLI::Formatter::make_option_name(opt, is_positional);
-    if (!is_positional && opt->get_items_expected_max() == 0) name = std::regex_replace(name, std::regex(R"(\{[^}]*\})"), "");
+    static const std::regex braces(R"(\{[^}]*\})");
+    if (!is_positional && opt->get_items_expected_max() == 0) name = std::regex_replace(name, braces, "");
     return name;
   }
 };

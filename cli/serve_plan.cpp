@@ -119,15 +119,19 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     work.push_back(searches);
   }
   check_work_unless_allowed("serve plan", work, o.allow_large);
-  // vLLM balances data-parallel attention engines by their queues, not in turn as simulated: not searched for it.
+  // vLLM balances data-parallel attention engines by their queues, not in turn as simulated: its plans leave
+  // them out, and the best of all says what that cost when it is one of them.
   const bool vllm_export = o.export_target == "vllm";
-  const ServingPlanResult r =
-      plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, o.top, o.disaggregate, !vllm_export);
-  // What leaving them out cost: the best plan with them, when it is one of them.
+  ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, vllm_export ? 0 : o.top,
+                                     o.disaggregate);
   std::optional<ServingPlan> ruled_out;
-  if (vllm_export && model.transformer && model.transformer->moe) {
-    const ServingPlanResult all = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, 1, o.disaggregate);
-    if (all.plans.front().dp_attention > 1) ruled_out = all.plans.front();
+  if (vllm_export) {
+    if (r.plans.front().dp_attention > 1) ruled_out = r.plans.front();
+    std::erase_if(r.plans, [](const ServingPlan& p) { return p.dp_attention > 1; });
+    if (r.plans.empty())
+      throw_bad_input("--export vllm: only data-parallel attention plans serve this workload, and vLLM balances those "
+                      "engines by their queues, not in turn as simulated; export sglang");
+    if (static_cast<int>(r.plans.size()) > o.top) r.plans.resize(static_cast<size_t>(o.top));
   }
   // The weights are not pipewright's to name: the command reads them from $MODEL.
   const int gpus_per_node = cluster.ideal ? o.gpus : cluster.gpus_per_node;

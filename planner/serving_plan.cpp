@@ -58,7 +58,7 @@ void judge_serving(ServingPlan& p, const ServingResult& all, const ServingSlo& s
 
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                                const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                               const ServingSlo& slo, int top, bool disaggregate, bool dp_attention) {
+                               const ServingSlo& slo, int top, bool disaggregate) {
   if (gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", gpus);
   cluster.check_capacity(gpus);
   ServingPlanResult out;
@@ -72,7 +72,7 @@ ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const
       out.skipped.push_back(fmt::format("tp {}, pp {}: {}", tp, pp, e.what()));
     }
   }
-  if (model.transformer->moe && dp_attention) add_dp_attention_plans(model, cluster, cost, gpus, engine_for, requests, slo, out);
+  if (model.transformer->moe) add_dp_attention_plans(model, cluster, cost, gpus, engine_for, requests, slo, out);
   if (disaggregate) add_disaggregated_plans(model, cluster, cost, gpus, engine_for, requests, slo, out);
   if (out.plans.empty()) {
     if (out.skipped.empty()) throw_bad_input("--gpus: {} GPUs split into no tp x pp x replicas for '{}'", gpus, model.name);

@@ -54,10 +54,9 @@ void judge_serving(ServingPlan& plan, const ServingResult& served, const Serving
 
 // BadInput when no configuration fits (naming the closest reason) or the GPUs cannot be split. `disaggregate`:
 // also plans with separate prefill and decode pools (planner/disaggregated_plan.hpp). A mixture of experts also
-// gets data-parallel attention plans (planner/dp_attention_plan.hpp) unless `dp_attention` is false (an export
-// target that cannot run them as simulated).
+// gets data-parallel attention plans (planner/dp_attention_plan.hpp). `top` 0: every plan.
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                                const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                               const ServingSlo& slo, int top, bool disaggregate = false, bool dp_attention = true);
+                               const ServingSlo& slo, int top, bool disaggregate = false);
 
 }  // namespace pw

@@ -61,17 +61,12 @@ const std::set<std::string> kTorchSchedules = {"1F1B",        "Interleaved1F1B",
 
 Evaluation plan(const std::string& model, const std::string& schedule, int pp, int dp, int vpp, int zero,
                 Recompute recompute) {
-  Scenario s;
-  s.model = model_preset(model);
-  s.cluster = cluster_preset("dgx-h100");
-  s.parallel.pp = pp;
-  s.parallel.dp = dp;
+  Scenario s = test::preset_scenario(model, 1, pp, dp, 1, 8 * pp * dp);
   s.parallel.vpp = vpp;
   s.parallel.zero = zero;
   s.parallel.overlap_grad_reduce = false;
   s.schedule = schedule;
   s.workload.recompute = recompute;
-  s.global_batch_size = 8 * pp * dp;
   return test::planned(s);
 }
 
