@@ -9,9 +9,12 @@
 
 #include "cli/commands.hpp"
 #include "core/cluster.hpp"
+#include "core/error.hpp"
 #include "core/model.hpp"
 #include "core/units.hpp"
 #include "kernels/installed_tables.hpp"
+#include "profiler/profile.hpp"
+#include "profiler/profiled_model.hpp"
 
 namespace pw {
 
@@ -19,11 +22,32 @@ CommandRunner add_models_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("models", "List the built-in model presets");
   auto json_out = std::make_shared<bool>(false);
   auto show = std::make_shared<std::string>();
+  auto profile_keys = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json_out, "Print JSON");
-  cmd->add_option("--show", *show,
+  auto* show_option = cmd->add_option("--show", *show,
                   "Print one model (preset or file) in pipewright's model JSON form, with its total and active "
                   "(per token: top-k of the routed experts) parameter counts");
-  return [json_out, show](std::ostream& out) {
+  cmd->add_flag("--profile-keys", *profile_keys,
+                "With --show: what a profile of the model is keyed by instead (docs/profile-format.md): the "
+                "profile's \"model\" object and each layer's kind and shape")
+      ->needs(show_option);
+  return [json_out, show, profile_keys](std::ostream& out) {
+    if (*profile_keys) {
+      // What a profile written elsewhere (pipewright.torch.profile) must say for plan --profile to find it.
+      const Model m = load_model(*show);
+      const std::optional<ProfiledModel> profiled = profiled_model_of(m);
+      if (!profiled)
+        throw_bad_input("--profile-keys: '{}' has explicit per-layer costs, which no profile entry replaces; "
+                        "give a transformer model",
+                        m.name);
+      nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+      for (const Layer& l : m.layers)
+        layers.push_back({{"name", l.name},
+                          {"kind", profile_kind(*m.transformer, l)},
+                          {"shape", layer_shape(*m.transformer, l)}});
+      out << nlohmann::ordered_json{{"model", profiled_model_json(*profiled)}, {"layers", layers}}.dump(2) << "\n";
+      return;
+    }
     if (!show->empty()) {
       // The parameter count next to the name, so that a user sees what was read (a config.json's shape).
       const Model m = load_model(*show);

@@ -1,5 +1,8 @@
 #include "cli/python_module.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,11 +58,24 @@ std::string last_line(std::string text) {
 
 }  // namespace
 
+namespace {
+std::string& interpreter_in_use() {
+  static std::string path;
+  return path;
+}
+}  // namespace
+
+void use_python_interpreter(const std::string& path) { interpreter_in_use() = path; }
+
 std::string python_interpreter() {
   if (const char* p = std::getenv("PIPEWRIGHT_PYTHON"); p && *p) return p;
+  if (!interpreter_in_use().empty()) return interpreter_in_use();
   std::error_code ec;
   const std::string venv = std::string(PIPEWRIGHT_SOURCE_DIR) + "/.venv/bin/python3";
   if (std::filesystem::exists(venv, ec)) return venv;
+  // Installed by pip: the command sits beside the interpreter of the environment that has the package.
+  const auto beside = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "python3";
+  if (!ec && std::filesystem::exists(beside, ec)) return beside.string();
   return "python3";
 }
 
@@ -71,9 +87,14 @@ void run_python_module(const std::string& module, const std::vector<std::string>
   for (std::string& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   // The environment with python/ first on PYTHONPATH.
+  // An installed package is found by the interpreter itself; the source tree's, when there, goes first.
+  std::error_code ec;
   const std::string python_dir = std::string(PIPEWRIGHT_SOURCE_DIR) + "/python";
   const char* old_path = std::getenv("PYTHONPATH");
-  std::string path_entry = "PYTHONPATH=" + python_dir + (old_path && *old_path ? ":" + std::string(old_path) : "");
+  std::vector<std::string> entries;
+  if (std::filesystem::exists(python_dir, ec)) entries.push_back(python_dir);
+  if (old_path && *old_path) entries.emplace_back(old_path);
+  std::string path_entry = "PYTHONPATH=" + fmt::format("{}", fmt::join(entries, ":"));
   std::vector<std::string> env{path_entry};
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.emplace_back(*e);

@@ -167,7 +167,11 @@ Model model_from_hf_config(const nlohmann::json& outer, const std::string& sourc
   c.norm = llama_like && !nemotron ? NormKind::RmsNorm : NormKind::LayerNorm;
   if (nemotron && f.has("hidden_act") && f.string("hidden_act") != "relu2")
     f.fail("hidden_act", fmt::format("is \"{}\"; Nemotron's MLP is modelled with relu2 only", excerpt(f.string("hidden_act"))));
-  c.qk_norm = type == "qwen3" || type == "qwen3_moe";  // Qwen3Attention's q_norm and k_norm
+  // Qwen3Attention's and Gemma3Attention's q_norm and k_norm
+  c.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text" || type == "gemma3";
+  // Gemma2DecoderLayer and Gemma3DecoderLayer: post_attention_layernorm and post_feedforward_layernorm
+  // besides the input and pre-feedforward ones.
+  c.post_norms = gemma;
   // One sliding window in every layer (Mistral, Phi-3: sliding_window; null or absent: full attention).
   // Qwen2/3 window only the layers from max_window_layers on when use_sliding_window is set: not modelled.
   if ((type == "qwen2" || type == "qwen3" || type == "qwen2_moe" || type == "qwen3_moe") &&

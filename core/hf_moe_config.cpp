@@ -50,7 +50,9 @@ void read_hf_moe(const JsonFields& f, const std::string& type, TransformerConfig
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
     // Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer: sparse when not in mlp_only_layers and num_experts > 0 and
     // (layer_idx + 1) % decoder_sparse_step == 0; Qwen2-MoE adds a gated shared expert.
-    m.experts = f.positive_int("num_experts");
+    // transformers v5 writes Qwen3-MoE's count as num_local_experts; the published configs say num_experts.
+    m.experts = f.has("num_local_experts") && !f.has("num_experts") ? f.positive_int("num_local_experts")
+                                                                     : f.positive_int("num_experts");
     m.top_k = f.positive_int("num_experts_per_tok");
     m.expert_ffn = f.dimension("moe_intermediate_size");
     m.every = f.has("decoder_sparse_step") ? f.positive_int("decoder_sparse_step") : 1;

@@ -133,7 +133,7 @@ LayerParameters layer_parameters(const TransformerConfig& c, LayerKind kind, int
       break;
     case LayerKind::Block:
     case LayerKind::Mtp: {
-      p.dense = attention_parameters(c, t) + 2 * norm;
+      p.dense = attention_parameters(c, t) + (c.post_norms ? 4 : 2) * norm;
       if (c.moe_block(block)) {
         const MoeConfig& m = *c.moe;
         p.dense += m.router_parameters(c.hidden) + m.shared_parameters(c.hidden, gated(c.mlp)) / t;

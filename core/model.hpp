@@ -45,6 +45,7 @@ struct TransformerConfig {
   bool qkv_bias = false;           // biases on the QKV projection only (Qwen2); implied by `bias`
   bool dropout = false;            // dropout masks stored (Korthikanti's accounting) or not
   bool qk_norm = false;            // RMSNorm of each head's queries and keys (Qwen3): 2 x head_dim weights a block
+  bool post_norms = false;         // a norm after attention and after the MLP too (Gemma 2 and 3): 4 a block
   int attention_window = 0;        // keys a query attends at most, in every block (sliding window); 0: all
   // With a window, block i (from 0) attends to all keys when (i + 1) % full_attention_every == 0: Gemma 2's
   // alternating local and global layers (2), Gemma 3's five local to one global (6). 0: every block slides.

@@ -58,7 +58,7 @@ MlaConfig read_mla(const JsonFields& f) {
 
 TransformerConfig read_transformer(const JsonFields& t) {
   t.reject_unknown({"family", "hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq_len", "mlp",
-                    "norm", "tied_embeddings", "learned_positions", "bias", "qkv_bias", "dropout", "qk_norm",
+                    "norm", "tied_embeddings", "learned_positions", "bias", "qkv_bias", "dropout", "qk_norm", "post_norms",
                     "attention_window", "full_attention_every", "attention_sinks", "moe", "mla", "mtp_layers"});
   TransformerConfig c;
   c.family = t.optional_string("family").value_or("");
@@ -91,6 +91,7 @@ TransformerConfig read_transformer(const JsonFields& t) {
   c.qkv_bias = t.boolean("qkv_bias", false);
   c.dropout = t.boolean("dropout", false);
   c.qk_norm = t.boolean("qk_norm", false);
+  c.post_norms = t.boolean("post_norms", false);
   if (t.has("attention_window")) c.attention_window = t.positive_int("attention_window");
   if (t.has("full_attention_every")) {
     if (c.attention_window == 0) t.fail("full_attention_every", "needs attention_window: it says which blocks do not slide");
@@ -215,6 +216,7 @@ std::string model_to_json_text(const Model& model) {
     t["qkv_bias"] = c.qkv_bias;
     t["dropout"] = c.dropout;
     if (c.qk_norm) t["qk_norm"] = true;
+    if (c.post_norms) t["post_norms"] = true;
     if (c.attention_window > 0) t["attention_window"] = c.attention_window;
     if (c.full_attention_every > 0) t["full_attention_every"] = c.full_attention_every;
     if (c.attention_sinks) t["attention_sinks"] = true;

@@ -19,7 +19,9 @@ double MoeConfig::routed_parameters(int hidden, bool gated) const {
 }
 
 double MoeConfig::router_parameters(int hidden) const {
-  return static_cast<double>(experts) * hidden + (expert_bias ? experts : 0) + (router_score_bias ? experts : 0);
+  // DeepSeek-V3's e_score_correction_bias is no parameter: no gradient moves it (the balancing rule does) and
+  // no optimizer keeps state for it (a buffer in transformers' DeepseekV3TopkRouter).
+  return static_cast<double>(experts) * hidden + (expert_bias ? experts : 0);
 }
 
 double MoeConfig::shared_parameters(int hidden, bool gated) const {

@@ -2,7 +2,7 @@
 # Installs every Debian package pipewright's build, tests and benchmarks need.
 set -euo pipefail
 packages=(
-  build-essential cmake python3-venv
+  build-essential cmake python3-venv python3-dev  # python3-dev: the headers the pipewright module builds against
   libboost-graph-dev libeigen3-dev libcli11-dev libfmt-dev nlohmann-json3-dev catch2
   libbenchmark-dev libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes, for scripts/fuzz.sh

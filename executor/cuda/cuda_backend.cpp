@@ -17,6 +17,8 @@
 
 namespace pw {
 
+bool cuda_built() { return true; }
+
 GpuProbe probe_gpus() {
   GpuProbe p;
   const cudaError_t e = cudaGetDeviceCount(&p.count);

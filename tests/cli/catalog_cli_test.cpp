@@ -9,6 +9,8 @@
 
 #include "cli_test_util.hpp"
 #include "core/model.hpp"
+#include "profiler/profile.hpp"
+#include "profiler/profiled_model.hpp"
 
 using namespace pw;
 
@@ -23,6 +25,30 @@ TEST_CASE("models --show prints the total and active parameter counts after the 
   CHECK(j.at("active_parameters").get<std::int64_t>() == 8030261248);
   const Model back = model_from_json_text(shown.out, "shown.json");
   CHECK(parameter_count(back) == 8030261248.0);
+}
+
+TEST_CASE("models --show --profile-keys prints what a profile of the model is keyed by, layer by layer") {
+  // Qwen3-30B-A3B: every block routes to experts, so each is keyed as an MoE block with the experts' figures.
+  const CliResult shown = run_cli({"models", "--show", "qwen3-30b-a3b", "--profile-keys"});
+  REQUIRE(shown.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(shown.out);
+  const Model m = model_preset("qwen3-30b-a3b");
+  CHECK(j.at("model") == nlohmann::json(profiled_model_json(*profiled_model_of(m))));
+  const nlohmann::json& layers = j.at("layers");
+  REQUIRE(layers.size() == m.layers.size());
+  CHECK(layers.front() == nlohmann::json{{"name", "embedding"}, {"kind", "embedding"},
+                                         {"shape", "hidden=2048 vocab=151936 positions=rotary"}});
+  CHECK(layers[1].at("kind") == "moe-block");
+  CHECK(layers[1].at("shape") == layer_shape(*m.transformer, m.layers[1]));
+  CHECK(layers.back().at("kind") == "head");
+  // A model of explicit costs has no shapes; the flag needs --show.
+  const CliResult explicit_costs =
+      run_cli({"models", "--show", source_path("examples/tiny-uniform.json"), "--profile-keys"});
+  CHECK(explicit_costs.code == 2);
+  CHECK(explicit_costs.err.find("--profile-keys: '") == 7);
+  const CliResult alone = run_cli({"models", "--profile-keys"});
+  CHECK(alone.code == 2);
+  CHECK(alone.err == "error: --profile-keys requires --show\n");
 }
 
 TEST_CASE("clusters lists each preset's dense bf16 and fp8 peaks, the columns as wide as their cells") {

@@ -268,8 +268,8 @@ TEST_CASE("Qwen3, Phi-3 and Nemotron configs: query-key norms, a sliding window,
 TEST_CASE("Gemma 2 and Gemma 3: gated GELU, head_dim 256, sliding layers between global ones") {
   // google/gemma-2-2b-it (configuration_gemma2.py: layer_types default, every second layer global; tied
   // embeddings by default). Parameters: 256000 x 2304 tied, each block 2304 x (2048 + 2 x 1024) + 2048 x 2304
-  // + 3 x 2304 x 9216 + 2 norms, the final norm: 2,614,222,080 (the two extra norms of Gemma's blocks,
-  // 26 x 2 x 2304, are not counted: the card's 2,614,341,888).
+  // + 3 x 2304 x 9216 + 4 norms (Gemma's post-attention and post-feedforward norms besides the two before),
+  // the final norm: 2,614,341,888, the card's (and transformers' on the meta device, python/tests).
   const Model g = model_from_json_text(R"({"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
       "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
       "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096, "vocab_size": 256000,
@@ -279,7 +279,10 @@ TEST_CASE("Gemma 2 and Gemma 3: gated GELU, head_dim 256, sliding layers between
   CHECK(c.tied_embeddings);
   CHECK(c.attention_window == 4096);
   CHECK(c.full_attention_every == 2);
-  CHECK(parameter_count(g) == 2614222080.0);
+  CHECK(c.post_norms);
+  CHECK(parameter_count(g) == 2614341888.0);
+  CHECK(parameter_count(g) == 256000.0 * 2304 + 26 * (2304.0 * (2048 + 2 * 1024) + 2048.0 * 2304 +
+                                                      3.0 * 2304 * 9216 + 4 * 2304) + 2304);
   CHECK(c.block_window(0) == 4096);
   CHECK(c.block_window(1) == 0);
   // At 8192 tokens a sliding block's queries attend 4096 keys, a global one's all 8192.
@@ -289,6 +292,8 @@ TEST_CASE("Gemma 2 and Gemma 3: gated GELU, head_dim 256, sliding layers between
   // The pattern survives the model JSON.
   const Model back = model_from_json_text(model_to_json_text(g), "back.json");
   CHECK(back.transformer->full_attention_every == 2);
+  CHECK(back.transformer->post_norms);
+  CHECK(parameter_count(back) == parameter_count(g));
 
   // Gemma 3 12B: the language model in text_config, five sliding layers to one global (sliding_window_pattern
   // 6), its 131072-token window extended by linear rope scaling: default length 8192.
@@ -298,6 +303,9 @@ TEST_CASE("Gemma 2 and Gemma 3: gated GELU, head_dim 256, sliding layers between
       "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "max_position_embeddings": 131072,
       "vocab_size": 262208}, "vision_config": {"model_type": "siglip_vision_model"}})", "gemma3.json");
   CHECK(g3.transformer->full_attention_every == 6);
+  // Gemma3Attention normalizes each head's queries and keys: 2 x 256 weights a block more than Gemma 2's.
+  CHECK(g3.transformer->qk_norm);
+  CHECK(g3.transformer->post_norms);
   CHECK(g3.transformer->block_window(4) == 1024);
   CHECK(g3.transformer->block_window(5) == 0);
   CHECK(g3.transformer->max_seq_len == 8192);

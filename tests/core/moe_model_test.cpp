@@ -33,13 +33,13 @@ TEST_CASE("DeepSeek-V3: 671B parameters, 37B active, in closed form and from its
   // (512 x H x (128 + 128)), output (H x 128 x h).
   const double attention = h * 1536 + 1536 + 1536 * H * 192 + h * 576 + 512 + 512 * H * 256 + H * 128 * h;
   const double dense = attention + 2 * h + 3 * h * 18432;
-  // Router (E x h) and its score-correction bias (E), one shared expert, 256 routed ones.
-  const double moe = attention + 2 * h + E * h + E + 3 * h * f + E * 3 * h * f;
-  const double active = attention + 2 * h + E * h + E + 3 * h * f + k * 3 * h * f;
+  // Router (E x h; its score-correction bias is a buffer, as in transformers), one shared expert, 256 routed ones.
+  const double moe = attention + 2 * h + E * h + 3 * h * f + E * 3 * h * f;
+  const double active = attention + 2 * h + E * h + 3 * h * f + k * 3 * h * f;
   const double total = 2 * V * h + 3 * dense + 58 * moe + h;
   const Model preset = model_preset("deepseek-v3");
   CHECK(parameter_count(preset) == total);
-  CHECK(total == 671026419200.0);
+  CHECK(total == 671026404352.0);
   CHECK(billions(total, 0) == 671);  // "671B total parameters" (DeepSeek-V3 technical report), MTP excluded
   CHECK(active_parameter_count(preset) == 2 * V * h + 3 * dense + 58 * active + h);
   // "37B activated"; DeepSeek's README_WEIGHTS counts 36.7B without the input embedding (V x h).

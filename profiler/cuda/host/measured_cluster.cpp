@@ -45,8 +45,4 @@ std::string chip_of_device(const std::string& device_name) {
   return chip.empty() ? "gpu" : chip;
 }
 
-#ifndef PIPEWRIGHT_HAVE_CUDA
-CudaProfileResult profile_cuda(const Model&, const CudaProfileRequest&) { throw_bad_input("{}", cuda_not_built_text()); }
-#endif
-
 }  // namespace pw
