@@ -110,6 +110,7 @@ void restrict_to_target(ExportTarget target, SearchSpace& space) {
                         choices_text(rc));
   }
   if (!export_runs_cp(target) && !space.cp) space.cp = 1;
+  space.min_zero_with_cp = export_min_zero_with_cp(target);
   const std::vector<Precision> runs_precisions = export_precisions(target);
   for (Precision p : space.precisions)
     if (std::find(runs_precisions.begin(), runs_precisions.end(), p) == runs_precisions.end())

@@ -59,7 +59,8 @@ std::vector<std::string> export_file_names(ExportTarget t) {
   switch (t) {
     case ExportTarget::Megatron: return {"megatron_args.sh"};
     case ExportTarget::DeepSpeed: return {"ds_config.json", "pipewright_partition.py"};
-    case ExportTarget::Torchtitan: return {"pipewright_plan.py", "torchtitan_v0.2.2.toml", "pipewright_schedule.csv"};
+    case ExportTarget::Torchtitan:
+      return {"pipewright_plan.py", "torchtitan_v0.2.2.toml", "pipewright_plan_v0_3_0.py", "pipewright_schedule.csv"};
   }
   return {};
 }
@@ -76,6 +77,8 @@ std::vector<Precision> export_precisions(ExportTarget t) {
 }
 
 bool export_runs_cp(ExportTarget t) { return t != ExportTarget::DeepSpeed; }
+
+int export_min_zero_with_cp(ExportTarget t) { return t == ExportTarget::Torchtitan ? 3 : 0; }
 
 std::optional<RankOrder> export_rank_order(ExportTarget t) {
   // Megatron-LM takes either (--use-tp-pp-dp-mapping); DeepSpeed's topology and torchtitan's device mesh

@@ -29,6 +29,9 @@ std::vector<Recompute> export_recomputes(ExportTarget t);
 // and whether it runs context parallelism (DeepSpeed's pipeline engine has no ring attention).
 std::vector<Precision> export_precisions(ExportTarget t);
 bool export_runs_cp(ExportTarget t);
+// The lowest ZeRO level the target runs with cp > 1: torchtitan shards the whole state over the cp ranks
+// (FSDP, ZeRO-3) whenever cp > 1; 0 for the others.
+int export_min_zero_with_cp(ExportTarget t);
 // The rank order the target places ranks in, when it has only one.
 std::optional<RankOrder> export_rank_order(ExportTarget t);
 // BadInput naming --zero when the target cannot shard as `zero` says (with dp > 1): Megatron-LM's

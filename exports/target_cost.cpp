@@ -32,6 +32,8 @@ std::string ruled_out(ExportTarget t, const Candidate& c) {
   if (std::find(recomputes.begin(), recomputes.end(), c.recompute) == recomputes.end())
     reasons.push_back(fmt::format("{} has no {} recompute", name, to_string(c.recompute)));
   if (c.cp > 1 && !export_runs_cp(t)) reasons.push_back(fmt::format("{} runs no context parallelism", name));
+  if (c.cp > 1 && export_runs_cp(t) && c.zero < export_min_zero_with_cp(t))
+    reasons.push_back(fmt::format("{} shards the state over the cp ranks (ZeRO-{})", name, export_min_zero_with_cp(t)));
   const std::vector<Precision> precisions = export_precisions(t);
   if (std::find(precisions.begin(), precisions.end(), c.precision) == precisions.end())
     reasons.push_back(fmt::format("{} does not run {} as simulated", name, to_string(c.precision)));

@@ -149,6 +149,11 @@ TitanPlan titan_plan(const Scenario& s, const Schedule& schedule) {
     throw_bad_input("--seq-len: torchtitan splits each micro-batch's {} tokens over tp {} x {} context shards; use a "
                     "sequence length that {} divides",
                     tokens, pc.tp, pc.cp > 1 ? 2 * pc.cp : 1, shards);
+  // 0.3.0's trainer.py holds each sequence to it, not the micro-batch.
+  if (s.workload.seq_len % shards != 0)
+    throw_bad_input("--seq-len: torchtitan 0.3.0 splits each sequence of {} tokens over tp {} x {} context shards; use "
+                    "a sequence length that {} divides",
+                    s.workload.seq_len, pc.tp, pc.cp > 1 ? 2 * pc.cp : 1, shards);
   t.schedule = torch_schedule_name(s);
   t.csv = t.schedule.empty();
   if (t.csv) {
@@ -163,6 +168,118 @@ TitanPlan titan_plan(const Scenario& s, const Schedule& schedule) {
   return t;
 }
 
+// The three forms: torchtitan main's Python config, v0.2.2's TOML and 0.3.0's Python config.
+enum class Form { Main, V022, V030 };
+
+// A field a form sets and its value as Python writes it (and TOML, for the values v0.2.2 takes); a list of
+// lists has `rows` instead, one a line.
+struct Field {
+  std::string name, value;
+  std::vector<std::string> rows;
+};
+
+// How a form writes its fields: `p.name = value` (main), `name = value` (TOML) or `"name": value,` (0.3.0's
+// dict), the rows of a list one level further in.
+struct Style {
+  std::string indent, prefix;
+  bool dict = false;
+  std::string row_indent;
+};
+
+std::string render(const std::vector<Field>& fields, const Style& st) {
+  std::string out;
+  for (const Field& f : fields) {
+    const std::string lhs = st.indent + (st.dict ? quoted(f.name) + ": " : st.prefix + f.name + " = ");
+    const std::string end = st.dict ? ",\n" : "\n";
+    if (f.rows.empty()) {
+      out += lhs + f.value + end;
+      continue;
+    }
+    out += lhs + "[\n";
+    for (const std::string& row : f.rows) out += st.row_indent + row + ",\n";
+    out += st.indent + "]" + end;
+  }
+  return out;
+}
+
+// The ParallelismConfig fields (v0.2.2: [parallelism] keys) of the plan.
+std::vector<Field> parallelism_fields(const Scenario& s, const TitanPlan& t, const std::vector<LayerRange>& ranges,
+                                      const std::string& csv_path, Form form) {
+  const ParallelConfig& pc = s.parallel;
+  std::vector<Field> f{{"data_parallel_replicate_degree", std::to_string(t.replicate), {}},
+                       {"data_parallel_shard_degree", std::to_string(t.shard), {}}};
+  if (t.fsdp) f.push_back({"fsdp_reshard_after_forward", quoted(to_string(pc.reshard_after_forward)), {}});
+  f.push_back({"tensor_parallel_degree", std::to_string(pc.tp), {}});
+  // v0.2.2 has no switch: sequence parallelism whenever tp > 1.
+  if (form != Form::V022)
+    f.push_back({"enable_sequence_parallel", pc.tp > 1 && s.workload.sequence_parallel ? "True" : "False", {}});
+  f.push_back({"context_parallel_degree", std::to_string(pc.cp), {}});
+  f.push_back({"expert_parallel_degree", std::to_string(pc.ep), {}});
+  f.push_back({"pipeline_parallel_degree", std::to_string(pc.pp), {}});
+  f.push_back({"pipeline_parallel_schedule", quoted(t.schedule), {}});
+  if (t.csv) f.push_back({"pipeline_parallel_schedule_csv", quoted(csv_path), {}});
+  // main counts the micro-batches; v0.2.2 and 0.3.0 size them, n_microbatches = local_batch_size /
+  // pipeline_parallel_microbatch_size (torchtitan/distributed/pipeline_parallel.py).
+  if (form == Form::Main)
+    f.push_back({"num_pp_microbatches", std::to_string(pc.microbatches), {}});
+  else
+    f.push_back({"pipeline_parallel_microbatch_size", std::to_string(s.workload.micro_batch_size), {}});
+  Field fqns{"module_fqns_per_model_part", "", {}};
+  for (const auto& stage : torchtitan_module_fqns(s.model, ranges, form == Form::V022 ? "output" : "lm_head"))
+    fqns.rows.push_back(python_list(stage));
+  f.push_back(std::move(fqns));
+  return f;
+}
+
+// The TrainingConfig fields (v0.2.2: [training] keys) of the plan.
+std::vector<Field> training_fields(const Scenario& s, Form form) {
+  const long seq = s.workload.seq_len, mbs = s.workload.micro_batch_size, batch = s.global_batch_size;
+  std::vector<Field> f;
+  if (form == Form::Main) {
+    f = {{"num_tokens_per_microbatch_per_dp_rank", std::to_string(mbs * seq), {}},
+         {"num_tokens_per_train_step", std::to_string(batch * seq), {}},
+         {"max_context_length", std::to_string(seq), {}}};
+  } else {
+    // trainer.py: global_batch_size / (local_batch_size x dp) gradient-accumulation steps. With pp, a step's
+    // local_batch_size sequences go through the pipeline in micro-batches (one step here); without, the
+    // model takes local_batch_size sequences at once, so that is the micro-batch and the steps count them.
+    const long local = s.parallel.pp > 1 ? mbs * s.parallel.microbatches : mbs;
+    f = {{"local_batch_size", std::to_string(local), {}},
+         {"global_batch_size", std::to_string(batch), {}},
+         {"seq_len", std::to_string(seq), {}}};
+  }
+  // trainer.py (main and 0.3.0): CUDA graphs, on by default, refuse pipeline and expert parallelism.
+  if (form != Form::V022) f.push_back({"disable_cuda_graphs", "True", {}});
+  return f;
+}
+
+// A Python form's opening comment and imports: `release` names the torchtitan, `module` the file.
+std::string python_head(const std::string& header, const std::string& release, const std::string& module,
+                        const std::string& imports, const Scenario& s, const TitanModel* known) {
+  std::string py = fmt::format(
+      "# {}\n"
+      "# torchtitan {}: a run is a function returning Trainer.Config. Run this plan with\n"
+      "#   PYTHONPATH=<this folder> torchrun --nproc_per_node=<GPUs per node> ... -m torchtitan.train \\\n"
+      "#       --module {} --config {}\n"
+      "# on {} GPUs in all. module_fqns_per_model_part below assumes {} transformer layers (layers.0 ..\n"
+      "# layers.{}); torchtitan drops any module a stage does not list without a word.\n",
+      header, release, module, known && *known->function ? "pipewright_plan" : "<your function calling apply_plan>",
+      s.parallel.gpus(), s.model.num_blocks(), s.model.num_blocks() - 1);
+  py += imports + "from torchtitan.distributed.activation_checkpoint import FullAC\nfrom torchtitan.trainer import Trainer\n";
+  if (known && *known->function)
+    py += fmt::format("from torchtitan.models.{}.config_registry import {}\n", known->module, known->function);
+  return py;
+}
+
+// A Python form's closing: pipewright_plan() on torchtitan's own config of the model, or how to write one.
+std::string python_tail(const Scenario& s, const TitanModel* known) {
+  if (known && *known->function)
+    return fmt::format("\n\ndef pipewright_plan() -> Trainer.Config:\n    return apply_plan({}())\n", known->function);
+  return fmt::format("\n\n# pipewright knows no torchtitan config of '{}': give yours to apply_plan, e.g.\n"
+                     "#   def my_plan() -> Trainer.Config:\n#       return apply_plan(my_model_config())\n",
+                     s.model.name);
+}
+
 }  // namespace
 
 std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::string& dir) {
@@ -174,6 +291,7 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
   const std::string csv_path = (std::filesystem::path(dir) / "pipewright_schedule.csv").generic_string();
   const TitanModel* known = titan_model(s.model);
   const bool full = s.workload.recompute == Recompute::Full;
+  const std::string checkpointing = full ? "FullAC.Config()" : "None";
   const std::string header = fmt::format("pipewright {}: {} on {}, {} GPUs (tp {}, cp {}, pp {}, dp {}{}), {} schedule; "
                                          "predicted {} per step, {} peak memory.",
                                          kVersion, s.model.name, s.cluster.name, pc.gpus(), pc.tp, pc.cp, pc.pp, pc.dp,
@@ -182,49 +300,12 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
                                          format_bytes(plan.metrics.peak_memory_bytes));
 
   // main: the Python config module.
-  std::string py = fmt::format(
-      "# {}\n"
-      "# torchtitan main (b5bcd76c, Aug 2026): a run is a function returning Trainer.Config. Run this plan with\n"
-      "#   PYTHONPATH=<this folder> torchrun --nproc_per_node=<GPUs per node> ... -m torchtitan.train \\\n"
-      "#       --module pipewright_plan --config {}\n"
-      "# on {} GPUs in all. module_fqns_per_model_part below assumes {} transformer layers (layers.0 ..\n"
-      "# layers.{}); torchtitan drops any module a stage does not list without a word.\n",
-      header, known && *known->function ? "pipewright_plan" : "<your function calling apply_plan>", pc.gpus(),
-      s.model.num_blocks(), s.model.num_blocks() - 1);
-  py += "from torchtitan.distributed.activation_checkpoint import FullAC\nfrom torchtitan.trainer import Trainer\n";
-  if (known && *known->function)
-    py += fmt::format("from torchtitan.models.{}.config_registry import {}\n", known->module, known->function);
+  std::string py = python_head(header, "main (b5bcd76c, Aug 2026)", "pipewright_plan", "", s, known);
   py += "\n\ndef apply_plan(config: Trainer.Config) -> Trainer.Config:\n    p = config.parallelism\n";
-  py += fmt::format("    p.data_parallel_replicate_degree = {}\n    p.data_parallel_shard_degree = {}\n", t.replicate,
-                    t.shard);
-  if (t.fsdp) py += fmt::format("    p.fsdp_reshard_after_forward = {}\n", quoted(to_string(pc.reshard_after_forward)));
-  py += fmt::format("    p.tensor_parallel_degree = {}\n", pc.tp);
-  py += fmt::format("    p.enable_sequence_parallel = {}\n", pc.tp > 1 && s.workload.sequence_parallel ? "True" : "False");
-  py += fmt::format("    p.context_parallel_degree = {}\n", pc.cp);
-  py += fmt::format("    p.expert_parallel_degree = {}\n", pc.ep);
-  py += fmt::format("    p.pipeline_parallel_degree = {}\n", pc.pp);
-  py += fmt::format("    p.pipeline_parallel_schedule = {}\n", quoted(t.schedule));
-  if (t.csv) py += fmt::format("    p.pipeline_parallel_schedule_csv = {}\n", quoted(csv_path));
-  py += fmt::format("    p.num_pp_microbatches = {}\n", pc.microbatches);
-  py += "    p.module_fqns_per_model_part = [\n";
-  for (const auto& stage : torchtitan_module_fqns(s.model, ranges, "lm_head"))
-    py += "        " + python_list(stage) + ",\n";
-  py += "    ]\n";
-  py += fmt::format("    config.training.num_tokens_per_microbatch_per_dp_rank = {}\n",
-                    static_cast<long>(s.workload.micro_batch_size) * s.workload.seq_len);
-  py += fmt::format("    config.training.num_tokens_per_train_step = {}\n",
-                    static_cast<long>(s.global_batch_size) * s.workload.seq_len);
-  py += fmt::format("    config.training.max_context_length = {}\n", s.workload.seq_len);
-  // trainer.py: CUDA graphs (on by default) refuse pipeline and expert parallelism.
-  py += "    config.training.disable_cuda_graphs = True\n";
-  py += fmt::format("    config.activation_checkpoint = {}\n", full ? "FullAC.Config()" : "None");
-  py += "    return config\n";
-  if (known && *known->function)
-    py += fmt::format("\n\ndef pipewright_plan() -> Trainer.Config:\n    return apply_plan({}())\n", known->function);
-  else
-    py += fmt::format("\n\n# pipewright knows no torchtitan config of '{}': give yours to apply_plan, e.g.\n"
-                      "#   def my_plan() -> Trainer.Config:\n#       return apply_plan(my_model_config())\n",
-                      s.model.name);
+  py += render(parallelism_fields(s, t, ranges, csv_path, Form::Main), {"    ", "p.", false, "        "});
+  py += render(training_fields(s, Form::Main), {"    ", "config.training.", false, ""});
+  py += fmt::format("    config.activation_checkpoint = {}\n    return config\n", checkpointing);
+  py += python_tail(s, known);
 
   // v0.2.2: the TOML file.
   std::string toml = fmt::format(
@@ -239,26 +320,46 @@ std::vector<ExportFile> torchtitan_export(const Evaluation& plan, const std::str
     toml += fmt::format("# pipewright knows no torchtitan model for '{}': add its [model] name and flavor.\n",
                         s.model.name);
   }
-  toml += "\n[parallelism]\n";
-  toml += fmt::format("data_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n", t.replicate, t.shard);
-  if (t.fsdp) toml += fmt::format("fsdp_reshard_after_forward = {}\n", quoted(to_string(pc.reshard_after_forward)));
-  toml += fmt::format("tensor_parallel_degree = {}\n", pc.tp);
-  toml += fmt::format("context_parallel_degree = {}\n", pc.cp);
-  toml += fmt::format("expert_parallel_degree = {}\n", pc.ep);
-  toml += fmt::format("pipeline_parallel_degree = {}\n", pc.pp);
-  toml += fmt::format("pipeline_parallel_schedule = {}\n", quoted(t.schedule));
-  if (t.csv) toml += fmt::format("pipeline_parallel_schedule_csv = {}\n", quoted(csv_path));
-  // pipeline_parallel.py at v0.2.2: n_microbatches = local_batch_size // pipeline_parallel_microbatch_size.
-  toml += fmt::format("pipeline_parallel_microbatch_size = {}\n", s.workload.micro_batch_size);
-  toml += "module_fqns_per_model_part = [\n";
-  for (const auto& stage : torchtitan_module_fqns(s.model, ranges, "output")) toml += "  " + python_list(stage) + ",\n";
-  toml += "]\n\n[training]\n";
-  toml += fmt::format("local_batch_size = {}\n", static_cast<long>(s.workload.micro_batch_size) * pc.microbatches);
-  toml += fmt::format("global_batch_size = {}\n", s.global_batch_size);
-  toml += fmt::format("seq_len = {}\n", s.workload.seq_len);
+  toml += "\n[parallelism]\n" + render(parallelism_fields(s, t, ranges, csv_path, Form::V022), {"", "", false, "  "});
+  toml += "\n[training]\n" + render(training_fields(s, Form::V022), {"", "", false, ""});
   toml += fmt::format("\n[activation_checkpoint]\nmode = {}\n", full ? "\"full\"" : "\"none\"");
 
-  std::vector<ExportFile> files{ExportFile{"pipewright_plan.py", py}, ExportFile{"torchtitan_v0.2.2.toml", toml}};
+  // 0.3.0: the Python config module, each field checked before any is set (a dataclass without slots would
+  // take a field it lacks as a new attribute that nothing reads).
+  std::string v030 = python_head(header, "0.3.0 (PyPI; branch release/0.3 at 4f9e9a47, Aug 2026)",
+                                 "pipewright_plan_v0_3_0", "import dataclasses\n\nimport torchtitan\n", s, known);
+  v030 += "\n# The ParallelismConfig and TrainingConfig fields of torchtitan 0.3.0 (torchtitan/config/configs.py).\n"
+          "WRITTEN_FOR = \"0.3.0\"\nFIELDS = {\n    \"parallelism\": {\n";
+  v030 += render(parallelism_fields(s, t, ranges, csv_path, Form::V030), {"        ", "", true, "            "});
+  v030 += "    },\n    \"training\": {\n";
+  v030 += render(training_fields(s, Form::V030), {"        ", "", true, ""});
+  v030 += "    },\n}\n";
+  v030 += fmt::format(
+      "\n\ndef apply_plan(config: Trainer.Config) -> Trainer.Config:\n"
+      "    # Every field is checked before any is set: one this torchtitan lacks would be a new attribute it never reads\n"
+      "    # (or, on its slotted dataclasses, an error half-way).\n"
+      "    _require(config, [\"activation_checkpoint\", *FIELDS])\n"
+      "    for section, values in FIELDS.items():\n"
+      "        _require(getattr(config, section), values)\n"
+      "    for section, values in FIELDS.items():\n"
+      "        for name, value in values.items():\n"
+      "            setattr(getattr(config, section), name, value)\n"
+      "    config.activation_checkpoint = {}\n"
+      "    return config\n"
+      "\n\n"
+      "def _require(obj, names):\n"
+      "    have = {{f.name for f in dataclasses.fields(obj)}}\n"
+      "    for name in names:\n"
+      "        if name not in have:\n"
+      "            raise AttributeError(\n"
+      "                f\"{{type(obj).__qualname__}} has no field {{name!r}}: this plan sets torchtitan {{WRITTEN_FOR}}'s \"\n"
+      "                f\"fields (installed: {{torchtitan.__version__}}); use pipewright's export for your version\"\n"
+      "            )\n",
+      checkpointing);
+  v030 += python_tail(s, known);
+
+  std::vector<ExportFile> files{ExportFile{"pipewright_plan.py", py}, ExportFile{"torchtitan_v0.2.2.toml", toml},
+                                ExportFile{"pipewright_plan_v0_3_0.py", v030}};
   if (t.csv) files.push_back(ExportFile{"pipewright_schedule.csv", schedule_to_pytorch_csv(plan.schedule)});
   return files;
 }

@@ -846,10 +846,15 @@ class Searcher {
     // The lowest ZeRO level that fits: a higher one shards more state but only adds communication, so it
     // is tried only where the lower one runs out of memory, in the next pass.
     c.zero = zero_levels_[level_];
-    if (attempt(c) != Outcome::OverMemory) return;
+    const bool below_floor = c.cp > 1 && c.zero < space_.min_zero_with_cp;
+    if (!below_floor && attempt(c) != Outcome::OverMemory) return;
     if (level_ + 1 < zero_levels_.size()) {
       std::lock_guard<std::mutex> lock(mutex_);
       retry_.push_back(e);
+    } else if (below_floor) {
+      note_invalid(c, fmt::format("the export target shards the model state over the {} cp ranks (ZeRO-{} or higher), "
+                                  "not ZeRO-{}",
+                                  c.cp, space_.min_zero_with_cp, c.zero));
     } else {
       count(&SearchStats::over_memory);
     }

@@ -35,6 +35,9 @@ struct SearchSpace {
   // ZeRO levels, ascending: each candidate takes the first whose plan fits in memory (a higher level only
   // adds communication). Empty: the base scenario's level.
   std::vector<int> zeros;
+  // The lowest of those levels a candidate with cp > 1 may take (torchtitan shards the whole state over the
+  // cp ranks, FSDP: 3); the levels below go to the next as if over memory. 0: any.
+  int min_zero_with_cp = 0;
   std::vector<Precision> precisions;   // empty: the base workload's
   // Non-empty: only these micro-batch sizes (those a profile measured, so that measured and modelled
   // times are never ranked against each other).

@@ -200,6 +200,32 @@ TEST_CASE("plan --export writes the files and prints them") {
   CHECK(r.out.find("--- " + dir + "/megatron_args.sh ---\n" + text) != std::string::npos);
 }
 
+TEST_CASE("plan --export torchtitan shards the state of a cp > 1 plan (ZeRO-3), as torchtitan does, and writes its three forms") {
+  // torchtitan's FSDP mesh spans dp_shard x cp: a plan with cp 2 at ZeRO-0, the lowest level that fits, could not be
+  // exported. The search takes cp > 1 at ZeRO-3 only, cp 1 at ZeRO 0 or 3.
+  const std::string dir = tmp("plan-export-torchtitan-cp");
+  std::filesystem::remove_all(dir);
+  const CliResult r = run_cli({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--pp", "2", "--tp",
+                               "2", "--global-batch-size", "64", "--json", "--export", "torchtitan", "--export-dir", dir});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  bool any_cp = false;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const nlohmann::json& plan : j["plans"]) {
+    any_cp = any_cp || plan["cp"] > 1;
+    CHECK((plan["cp"] == 1 || plan["zero"] == 3));
+  }
+  CHECK(any_cp);
+  for (const char* name : {"pipewright_plan.py", "torchtitan_v0.2.2.toml", "pipewright_plan_v0_3_0.py"})
+    CHECK(std::filesystem::is_regular_file(dir + "/" + name));
+  check_bad_input({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--pp", "2", "--tp", "2", "--cp",
+                   "2", "--zero", "0", "--global-batch-size", "64", "--schedule", "1f1b", "--recompute", "none",
+                   "--export", "torchtitan", "--export-dir", dir},
+                  "no configuration is valid; the first, tp=2, cp=2, pp=2, dp=2, micro-batch size 1, 1f1b and no recompute, "
+                  "rank order tp-dp-pp, ZeRO-0, fails: the export target shards the model state over the 2 cp ranks (ZeRO-3 "
+                  "or higher), not ZeRO-0");
+}
+
 TEST_CASE("plan: bad input is one line naming the option and the fix") {
   check_bad_input(with(kSmall, {"--export", "nemo"}), "--export: unknown target 'nemo'; use megatron, deepspeed or torchtitan");
   check_bad_input(with(kSmall, {"--export", "megatron"}),
@@ -315,7 +341,7 @@ TEST_CASE("the README's plan (GPT-3 175B on 1024 A100s) exports to Megatron-LM, 
   const std::vector<std::pair<std::string, std::vector<std::string>>> targets = {
       {"megatron", {"megatron_args.sh"}},
       {"deepspeed", {"ds_config.json", "pipewright_partition.py"}},
-      {"torchtitan", {"pipewright_plan.py", "torchtitan_v0.2.2.toml"}}};
+      {"torchtitan", {"pipewright_plan.py", "torchtitan_v0.2.2.toml", "pipewright_plan_v0_3_0.py"}}};
   for (const auto& [target, names] : targets) {
     INFO(target);
     const std::string dir = root + "/" + target;

@@ -5,6 +5,9 @@
 //     torchtitan/distributed/activation_checkpoint.py (FullAC), torchtitan/distributed/pipeline_parallel.py.
 //   torchtitan v0.2.2 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce: torchtitan/config/job_config.py (Parallelism
 //     L311-483, Training L242-308, ActivationCheckpoint L650-717, Model).
+//   torchtitan 0.3.0 (PyPI; branch release/0.3 at 4f9e9a47d49dfbcac960857dd67748c67aecd2e5, whose configs.py,
+//     trainer.py and pipeline_parallel.py the wheel ships byte for byte): torchtitan/config/configs.py
+//     (TrainingConfig L35-108, ParallelismConfig L111-287), torchtitan/trainer.py (Trainer.Config).
 //   DeepSpeed edaa7221267243c7be7fb49c5d5f5c4fb97b4641: deepspeed/runtime/config.py (get_pipeline_config and
 //     the batch keys), deepspeed/runtime/pipe/engine.py (the "pipeline" keys read), deepspeed/runtime/pipe/module.py
 //     (PipelineModule.__init__ L125-137).
@@ -17,6 +20,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/cluster.hpp"
 #include "core/model.hpp"
@@ -54,6 +58,26 @@ const std::set<std::string> kV022Parallelism = {
 const std::set<std::string> kV022Training = {"local_batch_size", "global_batch_size", "seq_len", "steps"};
 const std::set<std::string> kV022ActivationCheckpoint = {"mode", "selective_ac_option"};
 const std::set<std::string> kV022Model = {"name", "flavor"};
+// 0.3.0's configs.py is main's but for the micro-batch (main counts them, 0.3.0 sizes them) and the batch
+// (main in tokens, 0.3.0 in sequences): the same ParallelismConfig and TrainingConfig fields otherwise.
+std::set<std::string> swapped(std::set<std::string> fields, const std::set<std::string>& out,
+                              const std::set<std::string>& in) {
+  for (const std::string& f : out)
+    if (fields.erase(f) != 1) throw std::logic_error("no field " + f + " to swap");
+  fields.insert(in.begin(), in.end());
+  return fields;
+}
+const std::set<std::string> kV030Parallelism =
+    swapped(kTitanParallelism, {"num_pp_microbatches"}, {"pipeline_parallel_microbatch_size"});
+const std::set<std::string> kV030Training =
+    swapped(kTitanTraining, {"num_tokens_per_microbatch_per_dp_rank", "num_tokens_per_train_step", "max_context_length"},
+            {"local_batch_size", "global_batch_size", "seq_len"});
+// What a 0.3.0 run must be told to be the plan (the rest keep torchtitan's or the model config's values).
+const std::set<std::string> kV030Needed = {
+    "data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree", "enable_sequence_parallel",
+    "context_parallel_degree", "expert_parallel_degree", "pipeline_parallel_degree", "pipeline_parallel_schedule",
+    "pipeline_parallel_microbatch_size", "module_fqns_per_model_part", "local_batch_size", "global_batch_size",
+    "seq_len", "disable_cuda_graphs"};
 // get_schedule_class's names (PyTorch schedules.py).
 const std::set<std::string> kTorchSchedules = {"1F1B",        "Interleaved1F1B",       "GPipe",
                                                "LoopedBFS",   "InterleavedZeroBubble", "PipelineScheduleSingle",
@@ -82,21 +106,30 @@ std::set<std::string> assigned(const std::string& text, const std::string& prefi
   return out;
 }
 
-// TOML keys by section.
-std::map<std::string, std::set<std::string>> toml_keys(const std::string& text) {
+// The keys by section, each line that opens a section or names a key matched whole or from its start.
+std::map<std::string, std::set<std::string>> keys_by_section(const std::string& text, const std::regex& section_line,
+                                                             const std::regex& key) {
   std::map<std::string, std::set<std::string>> out;
   std::string section;
   std::istringstream in(text);
-  const std::regex key("^([a-z_0-9]+) = ");
   for (std::string line; std::getline(in, line);) {
-    if (line.size() > 2 && line.front() == '[' && line.back() == ']' && line[1] != '"') {
-      section = line.substr(1, line.size() - 2);
-      continue;
-    }
     std::smatch m;
-    if (std::regex_search(line, m, key)) out[section].insert(m[1]);
+    if (std::regex_match(line, m, section_line))
+      section = m[1];
+    else if (std::regex_search(line, m, key))
+      out[section].insert(m[1]);
   }
   return out;
+}
+
+// TOML keys by section.
+std::map<std::string, std::set<std::string>> toml_keys(const std::string& text) {
+  return keys_by_section(text, std::regex(R"(\[([a-z_0-9]+)\])"), std::regex("^([a-z_0-9]+) = "));
+}
+
+// The keys of 0.3.0's FIELDS dict by section.
+std::map<std::string, std::set<std::string>> dict_keys(const std::string& text) {
+  return keys_by_section(text, std::regex(R"re(    "([a-z_]+)": \{)re"), std::regex(R"re(^        "([a-z_0-9]+)": )re"));
 }
 
 void check_subset(const std::set<std::string>& used, const std::set<std::string>& known, const std::string& what) {
@@ -125,7 +158,7 @@ void check_csv_grammar(const std::string& csv) {
 
 }  // namespace
 
-TEST_CASE("torchtitan exports name only the fields of the config classes they target (main and v0.2.2)") {
+TEST_CASE("torchtitan exports name only the fields of the config classes they target (main, v0.2.2 and 0.3.0)") {
   struct Case {
     std::string model, schedule;
     int pp, dp, vpp, zero;
@@ -156,14 +189,27 @@ TEST_CASE("torchtitan exports name only the fields of the config classes they ta
       check_subset(keys, known, section);
     }
     CHECK(files[1].text.find("\"lm_head\"") == std::string::npos);
+    // 0.3.0: every field the run needs, each one configs.py has, and the same module names as main.
+    const auto fields = dict_keys(files[2].text);
+    REQUIRE(fields.size() == 2);
+    check_subset(fields.at("parallelism"), kV030Parallelism, "ParallelismConfig (0.3.0)");
+    check_subset(fields.at("training"), kV030Training, "TrainingConfig (0.3.0)");
+    std::set<std::string> named = fields.at("parallelism");
+    named.insert(fields.at("training").begin(), fields.at("training").end());
+    for (const std::string& name : kV030Needed) {
+      INFO(name);
+      CHECK(named.count(name) == 1);
+    }
+    CHECK(files[2].text.find("\"output\"") == std::string::npos);
+    CHECK(files[2].text.find("\"lm_head\"],\n        ],\n") != std::string::npos);
     // The schedule is a get_schedule_class name; a CSV only under a name whose placement matches its rows.
     const std::regex schedule_line("pipeline_parallel_schedule = \"([A-Za-z0-9]+)\"");
     std::smatch m;
     REQUIRE(std::regex_search(files[1].text, m, schedule_line));
     CHECK(kTorchSchedules.count(m[1]) == 1);
-    if (files.size() == 3) {
-      check_csv_grammar(files[2].text);
-      const Schedule back = schedule_from_pytorch_csv(files[2].text, "csv");
+    if (files.size() == 4) {
+      check_csv_grammar(files[3].text);
+      const Schedule back = schedule_from_pytorch_csv(files[3].text, "csv");
       CHECK(back.placement.kind == (m[1] == "ZBVZeroBubble" ? PlacementKind::V : PlacementKind::Loop));
     }
   }

@@ -215,7 +215,7 @@ TEST_CASE("DeepSpeed's partition methods, as its code computes them") {
   CHECK(deepspeed_partition_balanced({1, 1}, 3) == std::vector<int>{0, 1, 2, 2});
 }
 
-TEST_CASE("torchtitan: main's Python config and v0.2.2's TOML, module names per stage, FSDP") {
+TEST_CASE("torchtitan: main's Python config, v0.2.2's TOML and 0.3.0's Python config, module names per stage, FSDP") {
   // Interleaved with Megatron's group size is PyTorch's Interleaved1F1B (loop placement); stage i's modules:
   // tok_embeddings first, layers.N for block N, norm and the output projection (main: lm_head,
   // torchtitan/models/common/decoder.py; v0.2.2: output) with the head.
@@ -227,9 +227,10 @@ TEST_CASE("torchtitan: main's Python config and v0.2.2's TOML, module names per 
         "gradients and optimizer state together (FSDP), not ZeRO-1; use --zero 0 or 3 with --export torchtitan");
   ev.scenario.parallel.zero = 3;
   const std::vector<ExportFile> files = torchtitan_export(ev, "out");
-  REQUIRE(files.size() == 2);
+  REQUIRE(files.size() == 3);
   CHECK(files[0].name == "pipewright_plan.py");
   CHECK(files[1].name == "torchtitan_v0.2.2.toml");
+  CHECK(files[2].name == "pipewright_plan_v0_3_0.py");
   check_golden("exports/pipewright_plan_interleaved.py", files[0].text);
   check_golden("exports/torchtitan_v0.2.2_interleaved.toml", files[1].text);
   // The activation_checkpoint.py policies: SelectiveAC is op-level, not the attention core.
@@ -241,13 +242,41 @@ TEST_CASE("torchtitan: main's Python config and v0.2.2's TOML, module names per 
   CHECK(export_recomputes(ExportTarget::Torchtitan) == std::vector<Recompute>{Recompute::None, Recompute::Full});
 }
 
-TEST_CASE("torchtitan: a dense 1f1b plan replicated over dp (ZeRO 0) for main and v0.2.2") {
+TEST_CASE("torchtitan: a dense 1f1b plan replicated over dp (ZeRO 0) for main, v0.2.2 and 0.3.0") {
   Evaluation ev = plan_of(1, 4, 2, 1, "1f1b", 1, 16, Recompute::None, {8, 8, 8, 8});
   ev.scenario.parallel.zero = 0;
   const std::vector<ExportFile> files = torchtitan_export(ev, "out");
-  REQUIRE(files.size() == 2);
+  REQUIRE(files.size() == 3);
   check_golden("exports/pipewright_plan_1f1b.py", files[0].text);
   check_golden("exports/torchtitan_v0.2.2_1f1b.toml", files[1].text);
+  CHECK(files[2].text.find("        \"data_parallel_replicate_degree\": 2,\n        \"data_parallel_shard_degree\": 1,\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("torchtitan 0.3.0: micro-batches as local_batch_size / pipeline_parallel_microbatch_size, or without pp as "
+          "gradient-accumulation steps; a sequence tp x 2 cp does not divide is refused") {
+  // trainer.py at 0.3.0: n_microbatches = local_batch_size // pipeline_parallel_microbatch_size with pp, and
+  // global_batch_size // (local_batch_size x dp) accumulation steps: m = 8 micro-batches of 2 on dp 2.
+  // The file in full: FSDP over dp 2, tp 2 with sequence parallelism, no recomputation.
+  Evaluation ev = plan_of(2, 2, 2, 1, "1f1b", 2, 32, Recompute::None, {16, 16});
+  ev.scenario.parallel.zero = 3;
+  const std::vector<ExportFile> files = torchtitan_export(ev, "out");
+  REQUIRE(files.size() == 3);
+  CHECK(files[2].name == "pipewright_plan_v0_3_0.py");
+  check_golden("exports/pipewright_plan_v0_3_0.py", files[2].text);
+  // Without pp the model takes local_batch_size sequences at once: the micro-batch, accumulated 8 times.
+  ev = plan_of(2, 1, 2, 1, "1f1b", 2, 32, Recompute::None, {32});
+  ev.scenario.parallel.zero = 3;
+  const std::vector<ExportFile> flat = torchtitan_export(ev, "out");
+  CHECK(flat[1].text.find("local_batch_size = 2\nglobal_batch_size = 32\n") != std::string::npos);
+  CHECK(flat[2].text.find("        \"local_batch_size\": 2,\n        \"global_batch_size\": 32,\n") != std::string::npos);
+  // The guard the file runs before it sets anything: each field checked against the dataclass.
+  CHECK(flat[2].text.find("        _require(getattr(config, section), values)\n") != std::string::npos);
+  // Main splits the micro-batch's 2 x 4095 tokens over tp 2; 0.3.0 holds each sequence of 4095 to it.
+  ev.scenario.workload.seq_len = 4095;
+  CHECK(bad_input([&] { torchtitan_export(ev, "out"); }) ==
+        "--seq-len: torchtitan 0.3.0 splits each sequence of 4095 tokens over tp 2 x 1 context shards; use a sequence "
+        "length that 2 divides");
 }
 
 TEST_CASE("torchtitan: a schedule PyTorch has no class for ships as a CSV, under the name that places its stages") {
@@ -257,24 +286,27 @@ TEST_CASE("torchtitan: a schedule PyTorch has no class for ships as a CSV, under
   const Evaluation ev = plan_of(1, 2, 1, 1, "zb-h1", 1, 4, Recompute::None, {16, 16});
   CHECK(torch_schedule_name(ev.scenario).empty());
   const std::vector<ExportFile> files = torchtitan_export(ev, "exports");
-  REQUIRE(files.size() == 3);
+  REQUIRE(files.size() == 4);
   check_golden("exports/pipewright_plan_zb_h1.py", files[0].text);
   check_golden("exports/torchtitan_v0.2.2_zb_h1.toml", files[1].text);
-  CHECK(files[2].name == "pipewright_schedule.csv");
-  check_golden("exports/pipewright_schedule_zb_h1.csv", files[2].text);
+  CHECK(files[2].text.find("        \"pipeline_parallel_schedule\": \"PipelineScheduleMulti\",\n"
+                           "        \"pipeline_parallel_schedule_csv\": \"exports/pipewright_schedule.csv\",\n") != std::string::npos);
+  CHECK(files[3].name == "pipewright_schedule.csv");
+  check_golden("exports/pipewright_schedule_zb_h1.csv", files[3].text);
 
   // V-Half puts rank r's stages at r and 2p - 1 - r: only ZBVZeroBubble (and DualPipeV) place stages so in
   // torchtitan, so the CSV goes under that name and its rows run the stages torchtitan built.
   const Evaluation v = plan_of(1, 2, 1, 1, "v-half", 1, 4, Recompute::None, {8, 8, 8, 8});
   REQUIRE(v.schedule.placement.kind == PlacementKind::V);
   const std::vector<ExportFile> vf = torchtitan_export(v, "exports");
-  REQUIRE(vf.size() == 3);
+  REQUIRE(vf.size() == 4);
   check_golden("exports/pipewright_plan_v_half.py", vf[0].text);
   check_golden("exports/torchtitan_v0.2.2_v_half.toml", vf[1].text);
-  check_golden("exports/pipewright_schedule_v_half.csv", vf[2].text);
+  check_golden("exports/pipewright_schedule_v_half.csv", vf[3].text);
   CHECK(vf[0].text.find("    p.pipeline_parallel_schedule = \"ZBVZeroBubble\"\n") != std::string::npos);
   CHECK(vf[1].text.find("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n") != std::string::npos);
-  const Schedule back = schedule_from_pytorch_csv(vf[2].text, "v.csv");
+  CHECK(vf[2].text.find("        \"pipeline_parallel_schedule\": \"ZBVZeroBubble\",\n") != std::string::npos);
+  const Schedule back = schedule_from_pytorch_csv(vf[3].text, "v.csv");
   CHECK(back.placement.stage_rank == std::vector<int>{0, 1, 1, 0});
   // Stage 3 (rank 0's second) holds the last blocks and the head: its module list ends with norm and lm_head.
   CHECK(vf[0].text.find("\"layers.31\", \"norm\", \"lm_head\"],\n    ]") != std::string::npos);
@@ -331,6 +363,7 @@ TEST_CASE("context parallelism: Megatron-LM's --context-parallel-size, torchtita
   CHECK(cp[0].text.find("    p.context_parallel_degree = 2\n") != std::string::npos);
   CHECK(cp[0].text.find("    p.data_parallel_shard_degree = 1\n") != std::string::npos);
   CHECK(cp[1].text.find("context_parallel_degree = 2\n") != std::string::npos);
+  CHECK(cp[2].text.find("        \"context_parallel_degree\": 2,\n") != std::string::npos);
   ev.scenario.parallel.zero = 1;
   CHECK(bad_input([&] { deepspeed_export(ev); }) ==
         "--cp: DeepSpeed's pipeline engine has no ring-attention context parallelism (its Ulysses sequence parallelism "
@@ -360,4 +393,6 @@ TEST_CASE("hybrid sharding: Megatron-LM's distributed-optimizer instances, torch
   CHECK(hsdp[0].text.find("    p.data_parallel_replicate_degree = 2\n    p.data_parallel_shard_degree = 2\n") !=
         std::string::npos);
   CHECK(hsdp[1].text.find("data_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 2\n") != std::string::npos);
+  CHECK(hsdp[2].text.find("        \"data_parallel_replicate_degree\": 2,\n        \"data_parallel_shard_degree\": 2,\n") !=
+        std::string::npos);
 }
