@@ -78,7 +78,8 @@ bool parse_int(const std::string& digits, int& value) {
 [[noreturn]] void bad_cell(const std::string& where, const std::string& text) {
   throw_bad_input(
       "{}: '{}' is not a PyTorch action; expected <stage><op><micro-batch> with op F, I, W, B, SEND_F, RECV_F, "
-      "SEND_B or RECV_B (such as 2F0, 0I3, 3SEND_F1), or (<action>;<action>)OVERLAP_F_B",
+      "SEND_B, RECV_B, WAIT_SEND_F or WAIT_SEND_B (such as 2F0, 0I3, 3SEND_F1), <stage><op> with op UNSHARD, "
+      "RESHARD, REDUCE_GRAD or WAIT_REDUCE_GRAD, or (<action>;<action>)OVERLAP_F_B",
       where, excerpt(text));
 }
 
@@ -102,10 +103,14 @@ std::optional<Action> parse_simple(const std::string& text, const std::string& w
   const std::string op = text.substr(i, j - i);
   int stage = 0;
   if (!parse_int(text.substr(0, i), stage)) bad_cell(where, text);
-  if ((op == "UNSHARD" || op == "RESHARD" || op == "REDUCE_GRAD") && j == text.size()) return std::nullopt;
+  if ((op == "UNSHARD" || op == "RESHARD" || op == "REDUCE_GRAD" || op == "WAIT_REDUCE_GRAD") && j == text.size())
+    return std::nullopt;
   int mb = 0;
   if (!parse_int(text.substr(j), mb)) bad_cell(where, text);
   check_indices(where, text, stage, mb);
+  // A send's completion (torch 2.15 _Action.from_str: "<stage>WAIT_SEND_F<mb>"): the simulator and the
+  // executor end a send when its transfer arrives, so the wait carries nothing for them.
+  if (op == "WAIT_SEND_F" || op == "WAIT_SEND_B") return std::nullopt;
   static constexpr Op kOps[] = {Op::F, Op::B, Op::W, Op::BW, Op::SendF, Op::RecvF, Op::SendB, Op::RecvB};
   for (const Op candidate : kOps)
     if (op == pytorch_op(candidate)) return Action{candidate, stage, mb};
@@ -143,14 +148,82 @@ std::vector<Action> parse_cell(const std::string& text, const std::string& where
   return halves;
 }
 
+// A lowered rank's cells as torch 2.15's own lowering (_PipelineScheduleRuntime._prepare_schedule_with_comms,
+// format "compute_only") would write them for the same action list, so that its compute_comms loader takes
+// them (_validate_send_waits) and its runtime scales the gradients (only REDUCE_GRAD does, and a loaded
+// compute_comms file gets none added):
+//  - _add_reduce_grad (defer_reduce_grad_wait off): after the action holding a stage's last weight
+//    gradient (its n-th W or full backward, an F&B's backward half included), "<stage>REDUCE_GRAD" then
+//    "<stage>WAIT_REDUCE_GRAD". That pass runs before _add_send_recv, which puts an action's own sends
+//    right after it, so they come after those sends.
+//  - _add_wait_send: "<stage>WAIT_SEND_F<mb>" right after the local backward (I, B, or an F&B's backward
+//    half) of the stage and micro-batch whose SEND_F came earlier on the rank, before that backward's own
+//    SEND_B; every other send's wait (backward sends, forward sends without a local backward) at the end
+//    of the row, in the order of the sends.
+std::vector<std::string> comms_cells(const std::vector<Action>& list, int microbatches) {
+  struct Pending {
+    Op op;
+    int stage, mb;
+  };
+  std::vector<Pending> pending;  // sends not waited for yet, in order
+  std::vector<int> weight_grads;  // per stage
+  std::vector<std::string> cells;
+  std::vector<int> reduce_after_sends;  // stages whose reduction follows the current action's sends
+  auto flush_reductions = [&] {
+    for (int stage : reduce_after_sends) {
+      cells.push_back(fmt::format("{}REDUCE_GRAD", stage));
+      cells.push_back(fmt::format("{}WAIT_REDUCE_GRAD", stage));
+    }
+    reduce_after_sends.clear();
+  };
+  for (const Action& a : list) {
+    const bool send = a.op == Op::SendF || a.op == Op::SendB;
+    if (!send) flush_reductions();
+    cells.push_back(pytorch_text(a));
+    if (send) {
+      pending.push_back({a.op, a.stage, a.microbatch});
+      continue;
+    }
+    int bw_stage = -1, bw_mb = -1;  // the backward half, if any
+    int wg_stage = -1;              // the stage whose weight gradient this action computes, if any
+    if (a.op == Op::B || a.op == Op::BW) bw_stage = a.stage, bw_mb = a.microbatch;
+    if (a.op == Op::FB) bw_stage = a.stage2, bw_mb = a.microbatch2;
+    if (a.op == Op::W || a.op == Op::BW) wg_stage = a.stage;
+    if (a.op == Op::FB) wg_stage = a.stage2;
+    if (bw_stage >= 0) {
+      const auto it = std::find_if(pending.begin(), pending.end(), [&](const Pending& p) {
+        return p.op == Op::SendF && p.stage == bw_stage && p.mb == bw_mb;
+      });
+      if (it != pending.end()) {
+        cells.push_back(fmt::format("{}WAIT_SEND_F{}", bw_stage, bw_mb));
+        pending.erase(it);
+      }
+    }
+    if (wg_stage >= 0) {
+      if (weight_grads.size() <= static_cast<size_t>(wg_stage)) weight_grads.resize(static_cast<size_t>(wg_stage) + 1);
+      if (++weight_grads[static_cast<size_t>(wg_stage)] == microbatches) reduce_after_sends.push_back(wg_stage);
+    }
+  }
+  flush_reductions();
+  for (const Pending& p : pending)
+    cells.push_back(fmt::format("{}{}{}", p.stage, p.op == Op::SendF ? "WAIT_SEND_F" : "WAIT_SEND_B", p.mb));
+  return cells;
+}
+
 }  // namespace
 
 std::string schedule_to_pytorch_csv(const Schedule& s) {
   std::string out;
   for (const auto& list : s.ranks) {
-    for (size_t k = 0; k < list.size(); ++k) {
+    std::vector<std::string> cells;
+    if (s.lowered) {
+      cells = comms_cells(list, s.microbatches);
+    } else {
+      for (const Action& a : list) cells.push_back(pytorch_text(a));
+    }
+    for (size_t k = 0; k < cells.size(); ++k) {
       if (k > 0) out += ',';
-      out += pytorch_text(list[k]);
+      out += cells[k];
     }
     out += "\r\n";
   }

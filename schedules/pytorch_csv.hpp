@@ -9,9 +9,18 @@
 //   PyTorch's runtime runs them.
 // PyTorch writes an idle step (None) as an empty cell and ends rows with "\r\n" (Python's csv
 // writer); empty cells are skipped on import, and refused in a file with sends and receives (PyTorch's
-// compute_comms format has none). UNSHARD, RESHARD and REDUCE_GRAD (FSDP and data-parallel bookkeeping,
-// which the simulator models on its own) are skipped too. Receives run as PyTorch runs them: posted where
-// they stand, waited for by the action that consumes the tensor (sim/pipeline_sim.hpp, executor/runtime.hpp).
+// compute_comms format has none). UNSHARD, RESHARD, REDUCE_GRAD and WAIT_REDUCE_GRAD (FSDP and
+// data-parallel bookkeeping, which the simulator models on its own) are skipped too, and so are torch 2.15's
+// send waits <stage>WAIT_SEND_F<mb> / <stage>WAIT_SEND_B<mb> (the simulator and the executor end a send when
+// its transfer arrives). Receives run as PyTorch runs them: posted where they stand, waited for by the action
+// that consumes the tensor (sim/pipeline_sim.hpp, executor/runtime.hpp).
+// A lowered schedule is written as torch 2.15's own lowering writes the same action list, since its
+// compute_comms loader needs it (schedules.py, _PipelineScheduleRuntime._prepare_schedule_with_comms):
+// a wait for every send (_validate_send_waits; placed by _add_wait_send's rule: a SEND_F's right after the
+// rank's backward of that stage and micro-batch, the rest at the end of the row), and REDUCE_GRAD,
+// WAIT_REDUCE_GRAD after each stage's last weight gradient and its sends (_add_reduce_grad; a loaded
+// compute_comms file gets none added, and without them the runtime never scales the gradients). No
+// UNSHARD/RESHARD: a compute_comms file for FSDP stages needs them added by hand.
 #include <string>
 
 #include "schedules/ir.hpp"

@@ -141,7 +141,10 @@ void check_subset(const std::set<std::string>& used, const std::set<std::string>
 
 // Every cell as PyTorch's _Action.from_str reads it: its regex matched whole, or a composite of such.
 void check_csv_grammar(const std::string& csv) {
-  const std::regex action(R"((\d+)(F|I|B|W|UNSHARD|RESHARD|REDUCE_GRAD|SEND_F|RECV_F|SEND_B|RECV_B)(\d+))");
+  // torch 2.15's _Action.from_str: a micro-batch on computations, sends, receives and send waits; none
+  // on the FSDP and gradient-reduction bookkeeping.
+  const std::regex action(
+      R"((\d+)(F|I|B|W|SEND_F|RECV_F|SEND_B|RECV_B|WAIT_SEND_F|WAIT_SEND_B)(\d+)|(\d+)(UNSHARD|RESHARD|REDUCE_GRAD|WAIT_REDUCE_GRAD))");
   const std::regex composite(R"(\((\d+F\d+);(\d+B\d+)\)OVERLAP_F_B)");
   std::istringstream in(csv);
   for (std::string row; std::getline(in, row, '\n');) {

@@ -34,8 +34,61 @@ TEST_CASE("csv export: PyTorch's letters, one \\r\\n-terminated row per rank") {
   s.ranks = {{action_from_text("0F0"), action_from_text("1F0"), action_from_text("1B0"), action_from_text("1W0"),
               action_from_text("0F1&1BW1"), action_from_text("0BW0"), action_from_text("0BW1")}};
   CHECK(schedule_to_pytorch_csv(s) == "0F0,1F0,1I0,1W0,(0F1;1B1)OVERLAP_F_B,0B0,0B1\r\n");
+  // Lowered: compute_comms, with torch 2.15's send waits and gradient reductions (below).
   CHECK(schedule_to_pytorch_csv(lower(make_schedule({"1f1b", 2, 1}))) ==
-        "0F0,0SEND_F0,0RECV_B0,0B0\r\n1RECV_F0,1F0,1B0,1SEND_B0\r\n");
+        "0F0,0SEND_F0,0RECV_B0,0B0,0WAIT_SEND_F0,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\r\n"
+        "1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0\r\n");
+}
+
+TEST_CASE("csv export, compute_comms: a wait after every send and the gradient reductions where torch 2.15 puts them") {
+  // torch 2.15's _add_wait_send: a SEND_F's wait right after the rank's backward of that stage and
+  // micro-batch (before the backward's own SEND_B), every other send's at the end of the row in send
+  // order; _add_reduce_grad: REDUCE_GRAD, WAIT_REDUCE_GRAD after a stage's last weight gradient and its sends.
+  const Schedule s = lower(make_schedule({"1f1b", 2, 4}));
+  CHECK(schedule_to_pytorch_csv(s) ==
+        "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0F2,0SEND_F2,0RECV_B1,0B1,0WAIT_SEND_F1,0F3,0SEND_F3,"
+        "0RECV_B2,0B2,0WAIT_SEND_F2,0RECV_B3,0B3,0WAIT_SEND_F3,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\r\n"
+        "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1RECV_F2,1F2,1B2,1SEND_B2,1RECV_F3,1F3,1B3,1SEND_B3,"
+        "1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1,1WAIT_SEND_B2,1WAIT_SEND_B3\r\n");
+  const Schedule back = schedule_from_pytorch_csv(schedule_to_pytorch_csv(s), "1f1b.csv");
+  CHECK(back.lowered);
+  CHECK(back.microbatches == 4);
+  CHECK(back.ranks == s.ranks);
+  // Split backwards and F&B composites: the wait follows the I (or the composite's backward half), the
+  // reduction the last W (or the composite holding the last full backward).
+  for (const std::string name : {"zb-h1", "dualpipev", "interleaved"}) {
+    INFO(name);
+    const Schedule z = lower(make_schedule({name, 2, 4, chunks_per_rank(name, 2)}));
+    const std::string csv = schedule_to_pytorch_csv(z);
+    int sends = 0, waits = 0, reductions = 0;
+    for (size_t at = 0; (at = csv.find("SEND_", at)) != std::string::npos; ++at)
+      (csv.compare(at >= 5 ? at - 5 : 0, 5, "WAIT_") == 0 ? waits : sends)++;
+    for (size_t at = 0; (at = csv.find("WAIT_REDUCE_GRAD", at)) != std::string::npos; ++at) ++reductions;
+    CHECK(sends == waits);
+    CHECK(reductions == z.placement.stages());
+    CHECK(schedule_from_pytorch_csv(csv, "z.csv").ranks == z.ranks);
+  }
+}
+
+TEST_CASE("csv import: torch 2.15's compute_comms cells WAIT_SEND_F/B and WAIT_REDUCE_GRAD are skipped") {
+  // torch 2.15's _Action.__repr__: "<stage>WAIT_SEND_F<mb>", "<stage>WAIT_REDUCE_GRAD" (no micro-batch).
+  const std::string plain =
+      "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\r\n"
+      "1RECV_F0,1RECV_F1,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1\r\n";
+  const std::string torch =
+      "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,0REDUCE_GRAD,"
+      "0WAIT_REDUCE_GRAD,0RESHARD\r\n"
+      "1RECV_F0,1RECV_F1,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,"
+      "1WAIT_SEND_B1\r\n";
+  const Schedule a = schedule_from_pytorch_csv(plain, "plain.csv");
+  const Schedule b = schedule_from_pytorch_csv(torch, "torch.csv");
+  CHECK(b.lowered);
+  CHECK(b.microbatches == 2);
+  CHECK(b.ranks == a.ranks);
+  CHECK(b.placement.stage_rank == a.placement.stage_rank);
+  // A send wait names its micro-batch, as from_str reads it.
+  CHECK(first_line(error_of("0F0,0SEND_F0,0WAIT_SEND_F\r\n1RECV_F0,1F0\r\n")).rfind(
+            "s.csv: row 1, cell 3: '0WAIT_SEND_F' is not a PyTorch action", 0) == 0);
 }
 
 TEST_CASE("csv round trip: every family, compute-only and lowered") {
@@ -125,7 +178,8 @@ TEST_CASE("csv import: PyTorch's lowered form, FSDP actions skipped, explicit pl
 TEST_CASE("csv import errors name the file, row and cell, and broken schedules show the grid") {
   CHECK(error_of("0F0,0X0\r\n") ==
         "s.csv: row 1, cell 2: '0X0' is not a PyTorch action; expected <stage><op><micro-batch> with op F, I, W, B, "
-        "SEND_F, RECV_F, SEND_B or RECV_B (such as 2F0, 0I3, 3SEND_F1), or (<action>;<action>)OVERLAP_F_B");
+        "SEND_F, RECV_F, SEND_B, RECV_B, WAIT_SEND_F or WAIT_SEND_B (such as 2F0, 0I3, 3SEND_F1), <stage><op> with op "
+        "UNSHARD, RESHARD, REDUCE_GRAD or WAIT_REDUCE_GRAD, or (<action>;<action>)OVERLAP_F_B");
   CHECK(error_of("0F0\r\n1F0,(1F1;1SEND_B0)OVERLAP_F_B\r\n") ==
         "s.csv: row 2, cell 2: '(1F1;1SEND_B0)OVERLAP_F_B': the actions of an OVERLAP_F_B composite are computations "
         "(F, I, B, W), such as (0F1;1B0)OVERLAP_F_B");

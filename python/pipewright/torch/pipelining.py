@@ -295,11 +295,7 @@ def _worker(rank: int, world: int, port: int, spec: dict, results) -> None:
             runtime = _PipelineScheduleRuntime(stages, n_microbatches=spec["microbatches"], loss_fn=spec["loss_fn"],
                                                **spec["runtime_kwargs"])
             fmt = spec["format"] or sched_csv.format
-            if fmt == "compute_comms" and spec["add_send_waits"] and not sched_csv.has_send_waits:
-                runtime._prepare_schedule_with_comms(_with_send_waits(sched_csv, spec["microbatches"]),
-                                                     format="compute_comms")
-            else:
-                runtime._load_csv(sched_csv.path, format=fmt)
+            runtime._load_csv(sched_csv.path, format=fmt)
             lowered = [str(a) for a in runtime.pipeline_order_with_comms[rank]]
             torch.manual_seed(spec["seed"] + 1)
             inputs, target = spec["make_batch"]()
@@ -339,23 +335,6 @@ def _worker(rank: int, world: int, port: int, spec: dict, results) -> None:
         results.put((rank, {"error": traceback.format_exc()}))
 
 
-def _with_send_waits(sched: ScheduleCsv, microbatches: int) -> dict:
-    """A compute_comms CSV without WAIT_SEND_F / WAIT_SEND_B (pipewright's lowered export; PyTorch before the
-    waits) made loadable by torch 2.15: its rows as _Actions, each rank's REDUCE_GRAD / WAIT_REDUCE_GRAD after
-    its stages' last backward where the file has none (`_add_reduce_grad`, as the compute_only lowering adds
-    them), then one wait per send (`_add_wait_send`: a forward send's wait after the local backward of that
-    micro-batch, the others at the end of the row), the passes the runtime runs on a compute_only file."""
-    from torch.distributed.pipelining.schedules import _Action, _add_reduce_grad, _add_wait_send
-
-    actions = {}
-    for rank, row in sched.cells.items():
-        acts = [a for a in (_Action.from_str(c) for c in row) if a is not None]
-        if not any(a.computation_type.value == "REDUCE_GRAD" for a in acts):
-            acts = _add_reduce_grad(acts, microbatches)
-        actions[rank] = acts
-    return _add_wait_send(actions)
-
-
 def run_csv_schedule(
     build_layers: Callable[[], Sequence[Any]],
     csv_path: str | os.PathLike,
@@ -371,7 +350,6 @@ def run_csv_schedule(
     seed: int = 0,
     timeout_s: float = 300.0,
     format: str | None = None,
-    add_send_waits: bool = True,
     runtime_kwargs: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Runs the schedule in `csv_path` with torch.distributed.pipelining's `_PipelineScheduleRuntime`, one gloo
@@ -383,9 +361,7 @@ def run_csv_schedule(
     (stage_layers_from_simulation). make_batch: returns (inputs, target) of the whole batch, split by the
     runtime into `microbatches` micro-batches (default: the CSV's). optimizer: also run an Adam step on each
     rank's parameters inside the timed step (pipewright's synchronous step counts one). format: the
-    `_load_csv` format, detected from the file by default. add_send_waits: a compute_comms file without
-    WAIT_SEND_F / WAIT_SEND_B actions (which torch 2.15's loader requires after every send; pipewright's
-    lowered export has none) gets them from torch's own pass instead of being refused. runtime_kwargs: passed
+    `_load_csv` format, detected from the file by default. runtime_kwargs: passed
     to _PipelineScheduleRuntime (e.g. defer_pp_recv=True)."""
     sched = read_schedule_csv(csv_path)
     if isinstance(stage_layers, Mapping):
@@ -409,7 +385,6 @@ def run_csv_schedule(
         "seed": seed,
         "timeout_s": timeout_s,
         "format": format,
-        "add_send_waits": add_send_waits,
         "runtime_kwargs": dict(runtime_kwargs or {}),
     }
     world = sched.ranks
