@@ -24,12 +24,13 @@ fi
 # of python/requirements*.txt; `pipewright kernels import` runs in it. Made again when the pins change.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=$root/.venv
-pins=$(cat "$root/python/requirements.txt" "$root/python/requirements-data.txt")
+pins=$(cat "$root/python/requirements.txt" "$root/python/requirements-data.txt" "$root/python/requirements-parsers.txt")
 if [ "$pins" != "$(cat "$venv/pins.txt" 2>/dev/null)" ]; then
   rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/python3" -m pip install -q --disable-pip-version-check -r "$root/python/requirements.txt"
-  "$venv/bin/python3" -m pip install -q --disable-pip-version-check --no-deps -r "$root/python/requirements-data.txt"
+  "$venv/bin/python3" -m pip install -q --disable-pip-version-check --no-deps -r "$root/python/requirements-data.txt" \
+    -r "$root/python/requirements-parsers.txt"
   echo "$pins" > "$venv/pins.txt"
 fi
 echo "install-deps: Python packages pinned in python/requirements*.txt are in $venv"

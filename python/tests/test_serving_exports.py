@@ -1,0 +1,109 @@
+"""The serving engines as the oracle of `serve plan --export vllm|sglang`: every command the export writes is
+parsed by the engine's own parser (vLLM 0.33.0's `vllm serve`, SGLang 0.5.23's `sglang.launch_server`, the
+SGLang router 0.3.2's `launch_router`; python/requirements-parsers.txt), passes the checks the engine runs on
+parsed arguments, and gives the engine the plan's configuration: tp, pp, data-parallel ranks or replicas, the
+batch limits. The parsers need no GPU: vLLM is told its platform is the CPU (VLLM_TARGET_DEVICE), as its
+platform detection would otherwise find no device."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+
+import pipewright  # noqa: E402
+
+vllm = pytest.importorskip("vllm")
+sglang = pytest.importorskip("sglang")
+from sglang.srt.server_args import ServerArgs  # noqa: E402
+from sglang_router.launch_router import RouterArgs  # noqa: E402
+from vllm.engine.arg_utils import EngineArgs  # noqa: E402
+from vllm.entrypoints.common.cli_args import make_arg_parser, validate_parsed_serve_args  # noqa: E402
+from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOAD = dict(model=str(ROOT / "examples" / "llama3.1-70b.config.json"), requests=256, prompt_tokens=1024,
+                output_tokens=128)
+TWO_NODES = str(ROOT / "examples" / "cluster-2x-h100.json")
+# What the commands leave to the user, filled in as a user would.
+SHELL = {'"$MODEL"': "/models/llama-3.1-70b", '"$HEAD"': "10.0.0.1", '"$NODE0"': "10.0.0.1", '"$NODE1"': "10.0.0.2"}
+
+
+def commands(text: str, start: str) -> list[list[str]]:
+    """The commands in an export's text that begin with `start`, each as its words (continuations joined,
+    comments left out, the user's variables filled in)."""
+    found, current = [], None
+    for line in text.splitlines():
+        if current is None and line.startswith(start):
+            current = line
+        elif current is not None:
+            current += "\n" + line
+        if current is not None and not line.rstrip().endswith("\\"):
+            joined = current.replace("\\\n", " ")
+            for variable, value in SHELL.items():
+                joined = joined.replace(variable, value)
+            found.append(shlex.split(joined))
+            current = None
+    return found
+
+
+def vllm_engine(words: list[str]):
+    assert words[:2] == ["vllm", "serve"], words[:2]
+    parsed = make_arg_parser(FlexibleArgumentParser(prog="vllm serve")).parse_args(words[2:])
+    validate_parsed_serve_args(parsed)
+    return parsed, EngineArgs.from_cli_args(parsed)
+
+
+@pytest.mark.parametrize("gpus", [4, 16], ids=["one-engine", "data-parallel-over-nodes"])
+def test_vllm_serve_takes_the_exported_commands(gpus):
+    cluster = "dgx-h100" if gpus <= 8 else TWO_NODES
+    answer = pipewright.serve_plan(cluster=cluster, gpus=gpus, export="vllm", **WORKLOAD)
+    plan = answer["plans"][0]
+    launched = commands(answer["vllm_command"], "vllm serve")
+    assert launched, answer["vllm_command"]
+    engines = 0
+    for words in launched:
+        parsed, engine = vllm_engine(words)
+        assert (engine.tensor_parallel_size, engine.pipeline_parallel_size) == (plan["tp"], plan["pp"])
+        assert engine.enable_chunked_prefill
+        assert engine.max_num_seqs > 0 and engine.max_num_batched_tokens > 0
+        # One server a replica, or one data-parallel engine of `replicas` ranks over the nodes.
+        engines += (engine.data_parallel_size_local or 1) if engine.data_parallel_size > 1 else 1
+        if engine.data_parallel_size > 1:
+            assert engine.data_parallel_size == plan["replicas"]
+    assert engines == plan["replicas"]
+
+
+def test_sglang_takes_the_exported_servers_and_router():
+    answer = pipewright.serve_plan(cluster=TWO_NODES, gpus=16, export="sglang", engine="sglang", **WORKLOAD)
+    plan = answer["plans"][0]
+    servers = commands(answer["sglang_command"], "python -m sglang.launch_server")
+    assert len(servers) == plan["replicas"]
+    ports = []
+    for words in servers:
+        parser = argparse.ArgumentParser()
+        ServerArgs.add_cli_args(parser)
+        server = ServerArgs.from_cli_args(parser.parse_args(words[3:]))
+        assert (server.tp_size, server.pp_size) == (plan["tp"], plan["pp"])
+        assert server.max_running_requests > 0 and server.chunked_prefill_size > 0
+        assert 0 < server.mem_fraction_static < 1
+        ports.append(server.port)
+    assert len(set(ports)) == len(ports)
+    routers = commands(answer["sglang_command"], "python -m sglang_router.launch_router")
+    if plan["replicas"] > 1:
+        (words,) = routers
+        parser = argparse.ArgumentParser()
+        RouterArgs.add_cli_args(parser)
+        router = RouterArgs.from_cli_args(parser.parse_args(words[3:]))
+        assert router.policy == "round_robin"
+        assert sorted(int(url.rsplit(":", 1)[1]) for url in router.worker_urls) == sorted(ports)
+
+
+def test_versions_named():
+    from importlib.metadata import version
+    assert (vllm.__version__, version("sglang"), version("sglang-router")) == ("0.33.0", "0.5.23", "0.3.2")
