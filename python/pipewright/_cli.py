@@ -27,6 +27,10 @@ class PipewrightError(Exception):
         self.exit_code = exit_code
         self.details = details
 
+    def __reduce__(self):
+        # Whole across processes (a spawned rank's error reaches its parent with its kind).
+        return type(self), (self.message, self.kind, self.exit_code, self.details)
+
 
 def run(args: Iterable[str]) -> str:
     """Runs `pipewright ARGS...` in this process and returns what it printed; raises PipewrightError."""

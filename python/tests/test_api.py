@@ -74,6 +74,16 @@ def test_bad_settings_raise_the_commands_one_line_message():
     assert done.stderr == f"error: {error.value}\n"
 
 
+def test_the_error_survives_pickling():
+    import pickle
+
+    with pytest.raises(pipewright.PipewrightError) as error:
+        pipewright.plan(modle="gpt3-175b")
+    back = pickle.loads(pickle.dumps(error.value))
+    assert (str(back), back.kind, back.exit_code, back.details) == (
+        str(error.value), error.value.kind, error.value.exit_code, error.value.details)
+
+
 def test_a_missing_file_is_a_runtime_or_input_error_naming_it(tmp_path):
     missing = tmp_path / "nowhere.json"
     with pytest.raises(pipewright.PipewrightError) as error:
