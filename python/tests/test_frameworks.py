@@ -17,7 +17,6 @@ import importlib.util
 import json
 import os
 import shlex
-import socket
 import typing
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import torch
 import torch.multiprocessing as mp
 
 import pipewright
+from pipewright.torch.pipelining import free_port
 
 deepspeed = pytest.importorskip("deepspeed")
 megatron_core = pytest.importorskip("megatron.core")
@@ -52,12 +52,6 @@ def stage_bounds(plan: dict) -> list[int]:
 
 
 # --- DeepSpeed ---------------------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _deepspeed_rank(rank: int, world: int, port: int, export_dir: str, results) -> None:
@@ -90,7 +84,7 @@ def _deepspeed_rank(rank: int, world: int, port: int, export_dir: str, results) 
 def run_deepspeed(export_dir: Path, world: int) -> list:
     context = mp.get_context("spawn")
     results = context.Queue()
-    port = _free_port()
+    port = free_port()
     ranks = [context.Process(target=_deepspeed_rank, args=(r, world, port, str(export_dir), results)) for r in range(world)]
     for p in ranks:
         p.start()
