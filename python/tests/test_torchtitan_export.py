@@ -114,11 +114,12 @@ def expected_fields(plan, export_dir):
     return parallelism, training
 
 
-def load(export_dir):
+def load(export_dir, module=MODULE):
+    """The exported file `module` freshly imported from export_dir."""
     sys.path.insert(0, str(export_dir))
     try:
-        sys.modules.pop(MODULE, None)
-        return importlib.import_module(MODULE)
+        sys.modules.pop(module, None)
+        return importlib.import_module(module)
     finally:
         sys.path.remove(str(export_dir))
 
@@ -192,12 +193,7 @@ def check_guard(module):
 
 def check_main_form_on_030(export_dir):
     """What the main form does on 0.3.0's slotted dataclasses."""
-    sys.path.insert(0, str(export_dir))
-    try:
-        sys.modules.pop("pipewright_plan", None)
-        main = importlib.import_module("pipewright_plan")
-    finally:
-        sys.path.remove(str(export_dir))
+    main = load(export_dir, "pipewright_plan")
     with pytest.raises(AttributeError, match="num_pp_microbatches"):
         main.apply_plan(Trainer.Config())
 
