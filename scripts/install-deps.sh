@@ -6,6 +6,7 @@ packages=(
   libboost-graph-dev libeigen3-dev libcli11-dev libfmt-dev nlohmann-json3-dev catch2
   libbenchmark-dev libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes, for scripts/fuzz.sh
+  valgrind  # callgrind's counts for the simulator's speed guard, bench/sim_guard.sh
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -7,6 +7,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "core/error.hpp"
@@ -48,7 +49,6 @@ struct ReductionPiece {
   double bytes = 0;
   bool last = false;
 };
-enum class StepKind : std::uint8_t { Compute, Send, Recv };
 constexpr std::uint32_t kNone = 0xffffffffu;
 
 // What a compute action costs and does to memory: one per (stage, op), plus one per composite step.
@@ -64,11 +64,24 @@ struct ComputeCost {
 };
 constexpr int kOpsPerStage = 4;  // F, B, W, BW: ComputeCost index stage * 4 + op
 
-// One entry of a rank's lowered list: 8 bytes, so that the hot loop streams through them.
+constexpr std::uint32_t kSendStep = 0xfffffffeu;
+constexpr std::uint32_t kRecvStep = 0xfffffffdu;
+enum class StepKind : std::uint8_t { Compute, Send, Recv };
+
+// One entry of a rank's lowered list: 8 bytes, so that the hot loop streams through one array (a second
+// per-step array of inputs beside it cost a cache miss per compute step: the simulator ran at 1.65x its
+// longest-path floor instead of 1.2x).
+// Left uninitialised (set up writes each once: 12 MB for the largest benchmark).
 struct Step {
-  std::uint32_t index = 0;  // Compute: into the compute costs; Send/Recv: the transfer id
-  StepKind kind = StepKind::Compute;
+  std::uint32_t index;  // Compute: into the compute costs; Send/Recv: the transfer id
+  // Compute: the transfer that brings its input from another rank, kNone when none does (an F&B's
+  // second input is in the composite's entry); kSendStep or kRecvStep for the others.
+  std::uint32_t input;
+  StepKind kind() const {
+    return input == kSendStep ? StepKind::Send : input == kRecvStep ? StepKind::Recv : StepKind::Compute;
+  }
 };
+static_assert(sizeof(Step) == 8);
 
 // A stage boundary in one direction: the tensor that crosses it, and the ranks and link it crosses.
 // Transfers are numbered by the sender's (stage, micro-batch), forward ones first, so that a receive
@@ -83,7 +96,6 @@ enum TransferFlag : std::uint8_t { kSent = 1, kReceived = 2, kArrived = 4, kPost
 
 struct RankState {
   const Step* steps = nullptr;
-  const std::array<std::uint32_t, 2>* inputs = nullptr;  // per step: the transfers a compute step waits for
   std::uint32_t pc = 0;
   std::uint32_t size = 0;
   // The transfer the compute action at pc waits for (kNone: not waiting). A receive is posted where it
@@ -91,6 +103,7 @@ struct RankState {
   // does; with receives right before their consumers (lower()) that is the same as waiting at the receive.
   std::uint32_t waiting_for = kNone;
   double compute_start = 0;
+  const ComputeCost* cost = nullptr;  // of the compute in progress (its step's line may be cold by its end)
   // The compute in progress when transfers slow it (transfer_compute_slowdown > 0): the seconds of it left
   // at full speed as of segment_start, its current speed, and the version of its completion event.
   double compute_left = 0;
@@ -185,10 +198,11 @@ class PipelineSimulation {
     }
     for (int s = 0; s < num_stages_; ++s)
       for (Op op : {Op::F, Op::B, Op::W, Op::BW}) costs_.push_back(cost_of(op, s));
+    composite_base_ = static_cast<std::uint32_t>(costs_.size());
 
     const auto um = static_cast<std::size_t>(m_);
     keys_ = static_cast<std::size_t>(num_stages_) * um;
-    if (2 * keys_ >= kNone) throw_bad_input("schedule {}: too many stages x micro-batches", schedule_.name);
+    if (2 * keys_ >= kRecvStep) throw_bad_input("schedule {}: too many stages x micro-batches", schedule_.name);
     flags_.assign(2 * keys_, 0);
     pair_link_.assign(static_cast<std::size_t>(num_ranks_) * static_cast<std::size_t>(num_ranks_), -1);
     boundaries_.assign(2 * static_cast<std::size_t>(num_stages_), Boundary{});
@@ -214,15 +228,16 @@ class PipelineSimulation {
       offsets_[static_cast<std::size_t>(r) + 1] =
           offsets_[static_cast<std::size_t>(r)] + schedule_.ranks[static_cast<std::size_t>(r)].size();
     if (offsets_.back() >= kNone) throw_bad_input("schedule {}: too many actions", schedule_.name);
-    steps_.resize(offsets_.back());
+    steps_ = std::make_unique_for_overwrite<Step[]>(offsets_.back());
 
     const double sm_share = in_.cost ? in_.cost->all_to_all_sm_share() : 0.0;  // of every F&B composite
     for (int r = 0; r < num_ranks_; ++r) {
       const auto& list = schedule_.ranks[static_cast<std::size_t>(r)];
-      Step* steps = steps_.data() + offsets_[static_cast<std::size_t>(r)];
+      Step* steps = steps_.get() + offsets_[static_cast<std::size_t>(r)];
       for (std::size_t i = 0; i < list.size(); ++i) {
         const Action& a = list[i];
         Step& st = steps[i];
+        st.input = kNone;
         check_action(r, a);
         const std::size_t key = static_cast<std::size_t>(a.stage) * um + static_cast<std::size_t>(a.microbatch);
         switch (a.op) {
@@ -230,8 +245,9 @@ class PipelineSimulation {
           case Op::B:
           case Op::W:
           case Op::BW:
-            st.kind = StepKind::Compute;
             st.index = static_cast<std::uint32_t>(a.stage * kOpsPerStage + op_slot(a.op));
+            if (a.op == Op::F) st.input = remote_input(r, true, a.stage, a.microbatch);
+            if (a.op == Op::B || a.op == Op::BW) st.input = remote_input(r, false, a.stage, a.microbatch);
             if (a.op == Op::F) done[key] |= 1;
             if (a.op == Op::B || a.op == Op::BW) done[key] |= 2;
             break;
@@ -256,9 +272,10 @@ class PipelineSimulation {
             fb.held_end = b.held_end;
             fb.grad_stage = b.grad_stage;
             fb.frees = true;
-            st.kind = StepKind::Compute;
             st.index = static_cast<std::uint32_t>(costs_.size());
+            st.input = remote_input(r, true, a.stage, a.microbatch);
             costs_.push_back(fb);
+            second_input_.push_back(remote_input(r, false, a.stage2, a.microbatch2));
             done[key] |= 1;
             done[static_cast<std::size_t>(a.stage2) * um + static_cast<std::size_t>(a.microbatch2)] |= 2;
             break;
@@ -279,7 +296,7 @@ class PipelineSimulation {
             const std::uint32_t id = transfer_id(fwd, a.stage, a.microbatch);
             if (flags_[id] & kSent) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
             flags_[id] |= kSent;
-            st.kind = StepKind::Send;
+            st.input = kSendStep;
             st.index = id;
             ++sends[static_cast<std::size_t>(r)];
             ++num_sends;
@@ -294,7 +311,7 @@ class PipelineSimulation {
             const std::uint32_t id = transfer_id(fwd, from_stage, a.microbatch);
             if (flags_[id] & kReceived) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
             flags_[id] |= kReceived;  // the placement puts the receiving stage on r
-            st.kind = StepKind::Recv;
+            st.input = kRecvStep;
             st.index = id;
             ++num_recvs;
             break;
@@ -303,13 +320,15 @@ class PipelineSimulation {
       }
     }
     if (num_sends != num_recvs || !all_matched()) report_unmatched();
-    find_inputs();
+    if (observer_) {
+      posted_at_.assign(flags_.size(), 0.0);
+      recv_step_.assign(flags_.size(), kNone);
+    }
 
     ranks_.assign(static_cast<std::size_t>(num_ranks_), RankState{});
     for (int r = 0; r < num_ranks_; ++r) {
       RankState& R = ranks_[static_cast<std::size_t>(r)];
-      R.steps = steps_.data() + offsets_[static_cast<std::size_t>(r)];
-      R.inputs = inputs_.data() + offsets_[static_cast<std::size_t>(r)];
+      R.steps = steps_.get() + offsets_[static_cast<std::size_t>(r)];
       R.size = static_cast<std::uint32_t>(offsets_[static_cast<std::size_t>(r) + 1] -
                                           offsets_[static_cast<std::size_t>(r)]);
       R.send.reserve(sends[static_cast<std::size_t>(r)]);
@@ -530,9 +549,9 @@ class PipelineSimulation {
         return;
       }
       const Step st = R.steps[R.pc];
-      switch (st.kind) {
+      switch (st.kind()) {
         case StepKind::Compute: {
-          if (const std::uint32_t id = missing_input(R); id != kNone) {
+          if (const std::uint32_t id = missing_input(st); id != kNone) {
             R.waiting_for = id;
             release_core(r);
             return;
@@ -540,6 +559,7 @@ class PipelineSimulation {
           if (!take_core(r)) return;
           const ComputeCost& c = costs_[st.index];
           R.compute_start = now;
+          R.cost = &c;
           if (c.grad_stage >= 0) release_early_buckets(c, now);
           if (c.allocates) {
             R.bytes += c.alloc;
@@ -568,7 +588,7 @@ class PipelineSimulation {
         case StepKind::Recv:
           if (flags_[st.index] & kArrived) {
             if (observer_) emit(r, Lane::Recv, R.pc, now, now, boundary_of(decode(st.index)).bytes, st.index);
-          } else {
+          } else if (observer_) {
             flags_[st.index] |= kPosted;
             posted_at_[st.index] = now;
             recv_step_[st.index] = R.pc;
@@ -612,7 +632,7 @@ class PipelineSimulation {
 
   void compute_done(int r) {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
-    const ComputeCost& c = costs_[R.steps[R.pc].index];
+    const ComputeCost& c = *R.cost;
     const double now = engine_.now();
     R.busy += slowdown_ > 0 || shares_cores_ ? now - R.compute_start : c.duration;
     R.computing = false;
@@ -799,35 +819,21 @@ class PipelineSimulation {
     observer_->on_event(e);
   }
 
-  // For each compute step, the transfers that bring its inputs from another rank (at most two: an F&B's).
-  void find_inputs() {
-    inputs_.assign(steps_.size(), {kNone, kNone});
-    posted_at_.assign(flags_.size(), 0.0);
-    recv_step_.assign(flags_.size(), kNone);
-    for (int r = 0; r < num_ranks_; ++r) {
-      const auto& list = schedule_.ranks[static_cast<std::size_t>(r)];
-      const std::size_t first = offsets_[static_cast<std::size_t>(r)];
-      const auto remote = [&](bool fwd, int stage) {
-        const int from = fwd ? stage - 1 : stage + 1;
-        return from >= 0 && from < num_stages_ && schedule_.placement.rank_of(from) != r;
-      };
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        const Action& a = list[i];
-        std::array<std::uint32_t, 2>& in = inputs_[first + i];
-        if ((a.op == Op::F || a.op == Op::FB) && remote(true, a.stage))
-          in[0] = transfer_id(true, a.stage - 1, a.microbatch);
-        if ((a.op == Op::B || a.op == Op::BW) && remote(false, a.stage))
-          in[0] = transfer_id(false, a.stage + 1, a.microbatch);
-        if (a.op == Op::FB && remote(false, a.stage2)) in[1] = transfer_id(false, a.stage2 + 1, a.microbatch2);
-      }
-    }
+  // The transfer that brings the input of (stage, mb) to rank r from another rank, forward (the
+  // activation from stage - 1) or backward (the gradient from stage + 1); kNone when it comes from r itself
+  // or from no stage.
+  std::uint32_t remote_input(int r, bool fwd, int stage, int mb) const {
+    const int from = fwd ? stage - 1 : stage + 1;
+    if (from < 0 || from >= num_stages_ || schedule_.placement.rank_of(from) == r) return kNone;
+    return transfer_id(fwd, from, mb);
   }
 
-  // The first input of the rank's compute step at pc that has not arrived, or kNone.
-  std::uint32_t missing_input(const RankState& R) const {
-    for (std::uint32_t id : R.inputs[R.pc])
-      if (id != kNone && !(flags_[id] & kArrived)) return id;
-    return kNone;
+  // The first input of a compute step that has not arrived, or kNone.
+  std::uint32_t missing_input(const Step& st) const {
+    if (st.input != kNone && !(flags_[st.input] & kArrived)) return st.input;
+    if (st.index < composite_base_) return kNone;
+    const std::uint32_t second = second_input_[st.index - composite_base_];
+    return second != kNone && !(flags_[second] & kArrived) ? second : kNone;
   }
 
   void check_finished() const {
@@ -897,7 +903,7 @@ class PipelineSimulation {
       out.ranks.push_back(st);
     }
     out.bubble_fraction = out.step_time_s > 0 ? idle / (num_ranks_ * out.step_time_s) : 0;
-    out.actions = static_cast<long>(steps_.size());
+    out.actions = static_cast<long>(offsets_.back());
     if (observer_) observer_->on_finish(out.step_time_s);
     return out;
   }
@@ -928,7 +934,7 @@ class PipelineSimulation {
   std::vector<int> rank_gpu_;
   std::vector<std::size_t> offsets_;
   std::vector<ComputeCost> costs_;
-  std::vector<Step> steps_;
+  std::unique_ptr<Step[]> steps_;  // every rank's, rank after rank (offsets_)
   std::vector<int> pair_link_;                 // src rank * ranks + dst rank -> link
   std::map<std::pair<int, int>, int> gpu_link_;  // (GPU, GPU) -> link
   std::size_t keys_ = 0;                 // stages x micro-batches
@@ -936,7 +942,8 @@ class PipelineSimulation {
   std::vector<std::uint8_t> flags_;      // per transfer: TransferFlag bits
   std::vector<double> posted_at_;        // per transfer: when its receive was posted (kPosted)
   std::vector<std::uint32_t> recv_step_;  // per transfer: its receive's place in the receiving rank's list
-  std::vector<std::array<std::uint32_t, 2>> inputs_;  // per step of every rank, as steps_
+  std::uint32_t composite_base_ = 0;         // costs_ from here on are F&B composites
+  std::vector<std::uint32_t> second_input_;  // per composite: its backward half's input (as Step::input)
   std::vector<RankState> ranks_;
   std::vector<int> grad_count_;
   std::vector<ReductionPiece> pieces_;
