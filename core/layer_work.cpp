@@ -535,6 +535,22 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w) 
   return lw;
 }
 
+bool same_layer_shape(const Model& model, const Layer& a, const Layer& b) {
+  if (!model.transformer || a.kind != LayerKind::Block || b.kind != LayerKind::Block) return false;
+  const TransformerConfig& c = *model.transformer;
+  return c.moe_block(a.block) == c.moe_block(b.block) && c.block_window(a.block) == c.block_window(b.block);
+}
+
+void append_layer_works(const Model& model, int first, int last, const Workload& w, std::vector<LayerWork>& out) {
+  for (int i = first; i <= last; ++i) {
+    const Layer& layer = model.layers[static_cast<size_t>(i)];
+    if (i > first && same_layer_shape(model, model.layers[static_cast<size_t>(i) - 1], layer))
+      out.push_back(out.back());
+    else
+      out.push_back(layer_work(model, layer, w));
+  }
+}
+
 double model_flops_per_microbatch(const Model& model, const Workload& w) {
   Workload whole = w;
   whole.tp = 1;  // all tp, cp and ep ranks together

@@ -128,6 +128,15 @@ void add_work(PhaseWork& work, const PhaseWork& more);
 
 LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w);
 
+// Whether two layers of a transformer have the same work under every workload: two blocks, both with routed
+// experts or both without, with the same attention window (all layer_work and the cost models read of a block's
+// position). A model's blocks come in long runs of one shape.
+bool same_layer_shape(const Model& model, const Layer& a, const Layer& b);
+
+// layer_work of layers [first, last] under one workload, appended to `out`: a run of same-shape layers is worked
+// once and copied (the planner works every layer of every candidate's workload).
+void append_layer_works(const Model& model, int first, int last, const Workload& w, std::vector<LayerWork>& out);
+
 // FLOPs of one micro-batch through the whole model, all tp and cp ranks together (Narayanan's accounting:
 // backward = 2 x forward; model FLOPs exclude recomputation, hardware FLOPs include it).
 double model_flops_per_microbatch(const Model& model, const Workload& w);

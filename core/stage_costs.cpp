@@ -340,7 +340,7 @@ std::vector<LayerWork> staged_layer_work(const Model& model, const Workload& w, 
   for (size_t s = 0; s < ranges.size(); ++s) {
     Workload level = w;
     if (!stage_recompute.empty()) level.recompute = stage_recompute[s];
-    for (int i = ranges[s].first; i <= ranges[s].last; ++i) work.push_back(layer_work(model, model.layers[static_cast<size_t>(i)], level));
+    append_layer_works(model, ranges[s].first, ranges[s].last, level, work);
   }
   if (work.size() != model.layers.size())
     throw_runtime("staged_layer_work: the ranges cover {} of {} layers", work.size(), model.layers.size());
@@ -353,7 +353,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerRa
   if (w.tp != pc.tp) throw_runtime("stage_costs: workload tp {} differs from the parallel config's tp {}", w.tp, pc.tp);
   std::vector<LayerWork> work;
   work.reserve(model.layers.size());
-  for (const Layer& layer : model.layers) work.push_back(layer_work(model, layer, w));
+  append_layer_works(model, 0, model.num_layers() - 1, w, work);
   return stage_costs(model, work, ranges, pc, cluster, cost, stage_gpu);
 }
 

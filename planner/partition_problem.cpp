@@ -115,6 +115,17 @@ std::vector<std::vector<Holding>> activation_holdings(const Schedule& schedule) 
   return out;
 }
 
+namespace {
+
+// A caller's table shared without ownership (the aliasing constructor with no owner): the problem reads it in
+// place and the caller keeps it alive.
+template <class T>
+std::shared_ptr<const T> borrowed(const T* table) {
+  return std::shared_ptr<const T>(std::shared_ptr<const T>(), table);
+}
+
+}  // namespace
+
 PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost, const Schedule& schedule,
                                         const ProblemOptions& options) {
   PartitionProblem P;
@@ -151,18 +162,22 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   } else {
     P.levels = {s.workload.recompute};
   }
-  for (Recompute level : P.levels) {
-    if (options.work && P.levels.size() == 1) {
-      if (options.work->size() != n) throw_runtime("partitioner: {} layer works for {} layers", options.work->size(), n);
-      P.level_work.push_back(*options.work);
+  for (size_t l = 0; l < P.levels.size(); ++l) {
+    const Recompute level = P.levels[l];
+    const std::vector<LayerWork>* given = P.levels.size() == 1                    ? options.work
+                                          : options.level_work.size() == P.levels.size() ? options.level_work[l]
+                                                                                        : nullptr;
+    if (given) {
+      if (given->size() != n) throw_runtime("partitioner: {} layer works for {} layers", given->size(), n);
+      P.level_work.push_back(borrowed(given));
       continue;
     }
     Workload w = s.workload;
     w.recompute = level;
     std::vector<LayerWork> work;
     work.reserve(n);
-    for (const Layer& layer : s.model.layers) work.push_back(layer_work(s.model, layer, w));
-    P.level_work.push_back(std::move(work));
+    append_layer_works(s.model, 0, s.model.num_layers() - 1, w, work);
+    P.level_work.push_back(std::make_shared<const std::vector<LayerWork>>(std::move(work)));
   }
 
   // Layer times per GPU type and tp link: one prefix-sum row per distinct pair among the ranks.
@@ -182,7 +197,8 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     if (k == classes.size()) classes.push_back(c);
     rank_class[static_cast<size_t>(r)] = static_cast<int>(k);
   }
-  for (const std::vector<LayerWork>& work : P.level_work) {
+  for (const auto& level_work : P.level_work) {
+    const std::vector<LayerWork>& work = *level_work;
     // The lightest level (the first) also keeps each phase apart when asked (PartitionProblem::phase_prefix).
     const bool phases = options.phases && P.level_time_prefix.empty();
     std::vector<std::vector<double>> per_class;
@@ -226,7 +242,7 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   P.act_prefix = P.level_act_prefix.front();
   P.wg_prefix = P.level_wg_prefix.front();
 
-  const std::vector<LayerWork>& work = P.level_work.front();
+  const std::vector<LayerWork>& work = *P.level_work.front();
   P.param_prefix.assign(n + 1, 0.0);
   for (size_t i = 0; i < n; ++i) P.param_prefix[i + 1] = P.param_prefix[i] + work[i].parameters;
   P.cut = boundary_bytes(s.model, work);
@@ -251,10 +267,11 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     P.stage_reserve.push_back(st < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0.0);
   for (int r = 0; r < P.ranks; ++r) P.rank_limit.push_back(cluster.memory_limit_at(P.rank_gpu[static_cast<size_t>(r)]));
 
-  P.holdings = options.holdings ? *options.holdings : activation_holdings(schedule);
+  P.holdings = options.holdings ? borrowed(options.holdings)
+                                : std::make_shared<const std::vector<std::vector<Holding>>>(activation_holdings(schedule));
   P.chunk_holdings.resize(static_cast<size_t>(P.ranks));
   for (int r = 0; r < P.ranks; ++r) {
-    const std::vector<Holding>& hs = P.holdings[static_cast<size_t>(r)];
+    const std::vector<Holding>& hs = (*P.holdings)[static_cast<size_t>(r)];
     const size_t chunks = static_cast<size_t>(seen[static_cast<size_t>(r)]);
     auto& per_chunk = P.chunk_holdings[static_cast<size_t>(r)];
     per_chunk.resize(chunks);
@@ -292,7 +309,7 @@ std::vector<LayerWork> PartitionProblem::work_for(const std::vector<LayerRange>&
   out.reserve(static_cast<size_t>(layers));
   for (int st = 0; st < stages; ++st) {
     const LayerRange& lr = ranges[static_cast<size_t>(st)];
-    const std::vector<LayerWork>& work = level_work[static_cast<size_t>(level(st, lr.first, lr.last + 1))];
+    const std::vector<LayerWork>& work = *level_work[static_cast<size_t>(level(st, lr.first, lr.last + 1))];
     out.insert(out.end(), work.begin() + lr.first, work.begin() + lr.last + 1);
   }
   return out;
@@ -313,7 +330,7 @@ double PartitionProblem::rank_memory(int r, const std::vector<LayerRange>& range
     wg.push_back(wgp[static_cast<size_t>(lr.last) + 1] - wgp[static_cast<size_t>(lr.first)]);
   }
   double peak = 0;
-  for (const Holding& h : holdings[static_cast<size_t>(r)]) {
+  for (const Holding& h : (*holdings)[static_cast<size_t>(r)]) {
     double bytes = 0;
     for (size_t c = 0; c < a.size(); ++c) bytes += h.full[c] * a[c] + h.partial[c] * wg[c];
     peak = std::max(peak, bytes);

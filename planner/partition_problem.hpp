@@ -4,6 +4,7 @@
 // layer boundary (graph edges included), the links between neighbouring stages, and each rank's
 // activation profile from the schedule. With them, any stage's time and memory cost O(1).
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -64,11 +65,15 @@ struct PartitionProblem {
   double state_per_parameter = 0;
   std::vector<double> stage_reserve;  // the GPU's fixed reserve, on each rank's first stage
   std::vector<double> rank_limit;     // memory of each rank's GPU (infinity: ideal cluster)
-  std::vector<std::vector<Holding>> holdings;  // per rank, Pareto-maximal holdings only
+  // Per rank, Pareto-maximal holdings only. This and level_work are shared, not copied, from ProblemOptions
+  // when it gives them (the configuration search builds a problem per candidate from tables it keeps for the
+  // whole search: copying them was a tenth of the search's instructions); they are then borrowed, and the
+  // caller's must outlive the problem.
+  std::shared_ptr<const std::vector<std::vector<Holding>>> holdings;
   // Per rank and chunk, the Pareto-maximal (full, partial) pairs of that chunk alone.
   std::vector<std::vector<std::vector<std::pair<int, int>>>> chunk_holdings;
   int max_chunks = 1;
-  std::vector<std::vector<LayerWork>> level_work;  // per level, each layer's
+  std::vector<std::shared_ptr<const std::vector<LayerWork>>> level_work;  // per level, each layer's
 
   // The level stage s takes with layers [begin, end): the lightest that fits, else the heaviest.
   int level(int s, int begin, int end) const { return levels.size() == 1 ? 0 : lightest_fitting_level(s, begin, end); }
@@ -131,6 +136,9 @@ struct ProblemOptions {
   const std::vector<std::vector<Holding>>* holdings = nullptr;
   // Each layer's work under the scenario's workload (one recompute level), when the caller has it.
   const std::vector<LayerWork>* work = nullptr;
+  // With per-stage recompute: each layer's work at none, selective and full (the levels in that order), where
+  // the caller has it (null: made here).
+  std::vector<const std::vector<LayerWork>*> level_work;
 };
 
 // `schedule`: the compute-only schedule of the scenario (make_schedule of its spec).

@@ -42,7 +42,7 @@ class Search {
     for (double x : state_[ru]) state += x;
     for (double x : working_[ru]) working = std::max(working, x);
     double peak = 0;
-    for (const Holding& h : p_.holdings[ru]) {
+    for (const Holding& h : (*p_.holdings)[ru]) {
       double bytes = 0;
       for (size_t c = 0; c < act_[ru].size(); ++c) bytes += h.full[c] * act_[ru][c] + h.partial[c] * wg_[ru][c];
       peak = std::max(peak, bytes);

@@ -1,6 +1,7 @@
 #include "planner/partitioner.hpp"
 
 #include <cmath>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/special_values.hpp"
@@ -234,7 +235,8 @@ std::string memory_need_message(const Scenario& s, const MemoryNeed& need) {
 }
 
 MemoryNeed smallest_memory_need(const Scenario& s, const CostModel& cost, const PartitionOptions& options) {
-  const Schedule schedule = options.schedule ? *options.schedule : scenario_schedule(s);
+  std::optional<Schedule> own;
+  const Schedule& schedule = options.schedule ? *options.schedule : own.emplace(scenario_schedule(s));
   ProblemOptions problem;
   problem.holdings = options.holdings;
   return least_memory(make_partition_problem(s, cost, schedule, problem), options.search_nodes).need;
@@ -250,11 +252,13 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost) { retur
 
 PartitionResult best_partition(const Scenario& s, const CostModel& cost, const PartitionOptions& options) {
   if (options.max_ties < 1) throw_runtime("best_partition: max_ties is {}; it must be at least 1", options.max_ties);
-  const Schedule schedule = options.schedule ? *options.schedule : scenario_schedule(s);
+  std::optional<Schedule> own;  // the caller's schedule is read in place
+  const Schedule& schedule = options.schedule ? *options.schedule : own.emplace(scenario_schedule(s));
   ProblemOptions problem;
   problem.phases = options.simulate && options.fastest;
   problem.holdings = options.holdings;
   problem.work = options.work;
+  problem.level_work = options.level_work;
   const PartitionProblem p = make_partition_problem(s, cost, schedule, problem);
   const std::vector<double> caps = rank_caps(p);
 

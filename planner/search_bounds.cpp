@@ -65,7 +65,7 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
     return t;
   }
   LayerTable t;
-  for (const Layer& layer : model.layers) t.work.push_back(layer_work(model, layer, resolved));
+  append_layer_works(model, 0, model.num_layers() - 1, resolved, t.work);
   for (const LayerWork& w : t.work) {
     t.parameters += w.parameters;
     t.activations += w.activation_bytes;

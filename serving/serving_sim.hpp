@@ -38,6 +38,8 @@ struct ServingRequest {
   bool prefilled = false;
   // Prefilled: when the client got that first token (the prefill pool's), the start of the gap to the second.
   double first_token_s = 0;
+
+  friend bool operator==(const ServingRequest&, const ServingRequest&) = default;
 };
 
 struct ServingConfig {

@@ -353,7 +353,7 @@ ReplicaRun simulate_replica(const Scenario& s, const Schedule& placement_schedul
 
 }  // namespace
 
-Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* observer) {
+Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* observer, const Schedule* schedule) {
   Evaluation ev;
   ev.scenario = resolve(input);
   const Scenario& s = ev.scenario;
@@ -362,7 +362,7 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
     throw_bad_input("--recompute per-stage: give each stage's level with --stage-recompute (pipewright plan chooses them)");
 
   // The placement, which the stage costs need, never depends on the costs.
-  const Schedule placement_schedule = evaluated_schedule(s, {}, cost);
+  const Schedule placement_schedule = schedule && !s.imported_schedule ? *schedule : evaluated_schedule(s, {}, cost);
   const int stages = placement_schedule.num_stages();
 
   std::vector<LayerRange> ranges = s.ranges;

@@ -116,7 +116,10 @@ struct Evaluation {
 // configuration's rank order.
 int pipeline_rank_gpu(const ParallelConfig& pc, int rank, int replica = 0);
 
-Evaluation evaluate(const Scenario& s, const CostModel& cost, SimObserver* observer = nullptr);
+// `schedule`: make_schedule(schedule_spec(resolve(s))) when the caller has it (the configuration search keeps
+// every schedule it generated; generating a V schedule again costs more than simulating it).
+Evaluation evaluate(const Scenario& s, const CostModel& cost, SimObserver* observer = nullptr,
+                    const Schedule* schedule = nullptr);
 
 // What the generator builds a resolved scenario's schedule from: its name, pp, chunks, micro-batches, group
 // size and pending limit (without zb-auto's stage costs).
