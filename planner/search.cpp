@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -427,8 +428,29 @@ void for_each_candidate(const Scenario& base, const SearchSpace& space, const st
 std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space) {
   std::vector<Candidate> out;
   for_each_candidate(base, space, [&](const Candidate& c) { out.push_back(c); });
-  std::sort(out.begin(), out.end(), config_less);
-  return out;
+  // In config_less's order, by its fields with the schedule's name replaced by its rank among the names: the
+  // same order without a string comparison in each of the sort's n log n steps (0.6 million candidates for
+  // DeepSeek-V3 on 2,048 GPUs).
+  std::vector<std::string> names;
+  for (const Candidate& c : out)
+    if (names.empty() || names.back() != c.schedule)
+      if (std::find(names.begin(), names.end(), c.schedule) == names.end()) names.push_back(c.schedule);
+  std::sort(names.begin(), names.end());
+  using Key = std::array<int, 13>;
+  std::vector<std::pair<Key, size_t>> keys;
+  keys.reserve(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Candidate& c = out[i];
+    const int rank = static_cast<int>(std::find(names.begin(), names.end(), c.schedule) - names.begin());
+    keys.emplace_back(Key{c.tp, c.cp, c.ep, c.etp, c.pp, c.dp, c.vpp, c.micro_batch_size, rank,
+                          static_cast<int>(c.recompute), static_cast<int>(c.order), static_cast<int>(c.precision), c.zero},
+                      i);
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<Candidate> sorted;
+  sorted.reserve(out.size());
+  for (const auto& key : keys) sorted.push_back(std::move(out[key.second]));
+  return sorted;
 }
 
 namespace {
@@ -529,7 +551,10 @@ class Searcher {
 
   SearchResult run() {
     start_ = std::chrono::steady_clock::now();
-    candidates_ = enumerate_candidates(base_, space_);
+    // In the generator's order, not config order: every order the search takes from candidates_ is total (the
+    // queue's by bound then config, the failure's by memory then config), and sorting 0.6 million candidates
+    // was a tenth of DeepSeek-V3's search on one thread.
+    for_each_candidate(base_, space_, [&](const Candidate& c) { candidates_.push_back(c); });
     stats_.candidates = static_cast<long>(candidates_.size());
     prepare();
     work();
@@ -583,6 +608,38 @@ class Searcher {
     return std::min(dense, state_bytes_per_parameter(cost_, expert_sharding(pc), fp8));
   }
 
+  // The workload every candidate of c's table key resolves to; where none resolves (they are all invalid, and
+  // the table only orders them), the base's with c's values.
+  Workload table_workload(const Candidate& c) const {
+    if (auto it = workloads_.find(table_key(c)); it != workloads_.end()) return it->second;
+    Workload w = base_.workload;
+    w.micro_batch_size = c.micro_batch_size;
+    w.recompute = c.recompute;
+    w.tp = c.tp;
+    w.cp = c.cp;
+    w.ep = c.ep;
+    w.etp = c.etp;
+    w.precision = c.precision;
+    return w;
+  }
+
+  // c's table key's whole table: work and times per layer.
+  LayerTable whole_table(const Candidate& c) const {
+    const Workload w = table_workload(c);
+    return make_layer_table(base_.model, w, c.tp, base_.cluster, cost_, tp_groups_.at(c.tp),
+                            least_all_to_all_links(base_.cluster, c.ep, w.dispatcher == Workload::Dispatcher::Flex));
+  }
+
+  // A per-stage recompute candidate's whole table, from its none and full siblings' where those are whole.
+  LayerTable per_stage_whole_table(const Candidate& c) const {
+    Candidate none = c, full = c;
+    none.recompute = Recompute::None;
+    full.recompute = Recompute::Full;
+    const auto n = tables_.find(table_key(none)), f = tables_.find(table_key(full));
+    if (n == tables_.end() || f == tables_.end() || n->second.work.empty() || f->second.work.empty()) return whole_table(c);
+    return per_stage_table(n->second, f->second);
+  }
+
   void prepare() {
     const int n = space_.gpus;
     zero_levels_ = zero_levels_of(base_, space_);
@@ -595,42 +652,45 @@ class Searcher {
     same_memory_everywhere_ = true;
     for (int g = 1; g < n; ++g)
       same_memory_everywhere_ = same_memory_everywhere_ && base_.cluster.memory_limit_at(g) == base_.cluster.memory_limit_at(0);
-    // The workload of a (tp, micro-batch size, recompute) is the one resolve() makes for any candidate
-    // with them (the sequence length defaulted, no sequence parallelism at tp 1, ...): the bounds must
-    // use the layer work evaluate() will use.
-    std::map<TableKey, Workload> workloads;
-    for (const Candidate& c : candidates_) {
-      auto key = table_key(c);
-      if (workloads.count(key)) continue;
-      try {
-        workloads.emplace(key, resolve(candidate_scenario(base_, c)).workload);
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::BadInput) throw;
+    // One table per key (tp, cp, micro-batch size, recompute, precision, ep, etp), each with its first candidate.
+    // The workload of a key is the one resolve() makes for any candidate with it (the sequence length
+    // defaulted, no sequence parallelism at tp 1, ...): the bounds must use the layer work evaluate() will use.
+    std::vector<std::pair<TableKey, const Candidate*>> keys;
+    std::vector<char> resolved;  // per key: whether workloads_ holds its workload
+    std::vector<size_t> key_of(candidates_.size());  // into keys
+    {
+      std::map<TableKey, size_t> index;
+      for (size_t i = 0; i < candidates_.size(); ++i) {
+        const Candidate& c = candidates_[i];
+        const auto [it, fresh] = index.try_emplace(table_key(c), keys.size());
+        if (fresh) {
+          keys.emplace_back(it->first, &c);
+          resolved.push_back(0);
+        }
+        key_of[i] = it->second;
+        if (resolved[it->second]) continue;
+        try {
+          workloads_.emplace(it->first, resolve(candidate_scenario(base_, c)).workload);
+          resolved[it->second] = 1;
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::BadInput) throw;
+        }
       }
     }
-    // One table per key, made on the search's threads.
-    std::vector<std::pair<TableKey, const Candidate*>> keys;
-    for (const Candidate& c : candidates_) {
-      auto key = table_key(c);
-      if (tables_.emplace(key, LayerTable{}).second) keys.emplace_back(key, &c);
-    }
+    // Per tp, the tp groups of distinct (GPU, link) classes: all that a table reads of the groups.
+    for (const auto& [key, c] : keys)
+      if (!tp_groups_.count(c->tp)) {
+        std::vector<int> groups;
+        for (int g = 0; g < n; g += c->tp) groups.push_back(g);
+        tp_groups_[c->tp] = distinct_tp_groups(base_.cluster, c->tp, groups);
+      }
+    // Every key's totals, all the first memory bound reads, on the search's threads; the whole tables (work and
+    // times per layer) below, for the keys of the candidates that bound keeps (DeepSeek-V3 on 2,048 GPUs: 2,167 of
+    // 3,312).
+    std::vector<LayerTable*> table_at;  // per key
+    for (const auto& [key, c] : keys) table_at.push_back(&tables_[key]);
     parallel_for(options_.threads, keys.size(), [&](size_t k) {
-      const Candidate& c = *keys[k].second;
-      std::vector<int> groups;
-      for (int g = 0; g < n; g += c.tp) groups.push_back(g);
-      // No candidate with these values resolves: they are all invalid, and the table only orders them.
-      Workload w = base_.workload;
-      w.micro_batch_size = c.micro_batch_size;
-      w.recompute = c.recompute;
-      w.tp = c.tp;
-      w.cp = c.cp;
-      w.ep = c.ep;
-      w.etp = c.etp;
-      w.precision = c.precision;
-      if (auto it = workloads.find(keys[k].first); it != workloads.end()) w = it->second;
-      tables_.at(keys[k].first) = make_layer_table(base_.model, w, c.tp, base_.cluster, cost_, groups,
-                                                   least_all_to_all_links(base_.cluster, c.ep,
-                                                                          w.dispatcher == Workload::Dispatcher::Flex));
+      *table_at[k] = make_layer_totals(base_.model, table_workload(*keys[k].second));
     });
     // The loosest memory limit of any GPU in use: what a bound over all ranks is held against.
     loosest_ = 0;
@@ -638,50 +698,88 @@ class Searcher {
     for (int g = 0; g < n; g += per_node) loosest_ = std::max(loosest_, base_.cluster.memory_limit_at(g));
     if (base_.cluster.ideal) loosest_ = kInf;
 
-    // The split-independent step bound charges an F&B composite its halves' sum, as the simulator does
-    // unless the cost model gives the overlapped pair its own time; then schedules with composites go
-    // without it (the bound after the split uses the composite's own time). A composite that only hides
-    // all-to-alls costs at least both halves' compute: those schedules are bounded without the all-to-alls.
-    std::set<TableKey> overlapped;
-    for (const auto& [key, table] : tables_) {
-      ParallelConfig pc;
-      pc.tp = std::get<0>(key);
-      pc.cp = std::get<1>(key);
-      const std::vector<StageCost> whole = stage_costs(base_.model, table.work, {LayerRange{0, base_.model.num_layers() - 1}},
-                                                       pc, base_.cluster, cost_, {0});
-      if (whole.front().overlapped_fb_s > 0) overlapped.insert(key);
-    }
-    std::map<std::string, bool> composites;
-    for (const Candidate& c : candidates_)
-      if (!composites.count(c.schedule)) composites[c.schedule] = uses_composites(c.schedule);
-    std::map<TableKey, LayerTable> hidden;
-    std::map<std::tuple<const LayerTable*, int, int, int>, double> step_bounds;
-    for (const auto& [key, table] : tables_)
-      if (std::get<5>(key) > 1 || std::get<6>(key) > 1) hidden.emplace(key, with_all_to_alls_hidden(table));
-
-    // The memory bound first: the step bounds below are for the candidates it keeps (DeepSeek-V3 on 2,048 GPUs:
-    // it drops 7 of 10, and their step bounds were a third of the search).
-    std::vector<const double*> step_bound(candidates_.size(), nullptr);
+    // The memory bound first: the tables and step bounds below are for the candidates it keeps (DeepSeek-V3 on
+    // 2,048 GPUs: it drops 7 of 10, and their step bounds were a third of the search). On the search's threads,
+    // in blocks.
+    constexpr size_t kBlock = 4096;
+    std::vector<double> memory_lb(candidates_.size());
+    parallel_for(options_.threads, (candidates_.size() + kBlock - 1) / kBlock, [&](size_t b) {
+      for (size_t i = b * kBlock; i < std::min(candidates_.size(), (b + 1) * kBlock); ++i) {
+        const Candidate& c = candidates_[i];
+        memory_lb[i] = memory_bound(*table_at[key_of[i]], c.pp, state_per_parameter(c, true), reserve_);
+      }
+    });
+    std::vector<char> kept(keys.size(), 0);
     for (size_t i = 0; i < candidates_.size(); ++i) {
       const Candidate& c = candidates_[i];
-      const LayerTable& t = tables_.at(table_key(c));
       Entry e;
       e.index = i;
-      e.memory_lb = memory_bound(t, c.pp, state_per_parameter(c, true), reserve_);
+      e.memory_lb = memory_lb[i];
       if (options_.prune && !fits(e.memory_lb, loosest_)) {
         ++stats_.memory_pruned;
         memory_dropped_.push_back(e);
         continue;
       }
       queue_.push_back(e);
-      // Schedules, orders and precisions share a step bound: one per table and shape. None (0) for composites
-      // a cost model may time below their halves.
+      if (kept[key_of[i]]) continue;
+      kept[key_of[i]] = 1;
+      if (c.recompute == Recompute::PerStage)  // its partitioner reads the uniform levels' tables (level_tables)
+        for (Recompute level : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+          Candidate uniform = c;
+          uniform.recompute = level;
+          for (size_t k = 0; k < keys.size(); ++k)
+            if (keys[k].first == table_key(uniform)) kept[k] = 1;
+        }
+    }
+
+    // The split-independent step bound charges an F&B composite its halves' sum, as the simulator does
+    // unless the cost model gives the overlapped pair its own time; then schedules with composites go
+    // without it (the bound after the split uses the composite's own time). A composite that only hides
+    // all-to-alls costs at least both halves' compute: those schedules are bounded without the all-to-alls.
+    std::vector<size_t> whole;  // into keys
+    for (size_t k = 0; k < keys.size(); ++k)
+      if (kept[k]) whole.push_back(k);
+    // Per-stage recompute's tables last: from their none and full tables where those are built.
+    std::stable_partition(whole.begin(), whole.end(),
+                          [&](size_t k) { return keys[k].second->recompute != Recompute::PerStage; });
+    const size_t uniform = static_cast<size_t>(std::count_if(
+        whole.begin(), whole.end(), [&](size_t k) { return keys[k].second->recompute != Recompute::PerStage; }));
+    std::vector<char> overlapped(keys.size(), 0), has_hidden(keys.size(), 0);
+    std::vector<LayerTable> hidden(keys.size());  // per key with ep or etp: with_all_to_alls_hidden of its table
+    auto make_whole = [&](size_t j) {
+      const size_t k = whole[j];
+      const Candidate& c = *keys[k].second;
+      LayerTable& table = *table_at[k];
+      table = j < uniform ? whole_table(c) : per_stage_whole_table(c);
+      ParallelConfig pc;
+      pc.tp = c.tp;
+      pc.cp = c.cp;
+      const std::vector<StageCost> all = stage_costs(base_.model, table.work, {LayerRange{0, base_.model.num_layers() - 1}},
+                                                     pc, base_.cluster, cost_, {0});
+      overlapped[k] = all.front().overlapped_fb_s > 0;
+      if (c.ep > 1 || c.etp > 1) {
+        hidden[k] = with_all_to_alls_hidden(table);
+        has_hidden[k] = 1;
+      }
+    };
+    parallel_for(options_.threads, uniform, make_whole);
+    parallel_for(options_.threads, whole.size() - uniform, [&](size_t j) { make_whole(uniform + j); });
+    std::map<std::string, bool> composites;
+    for (const Candidate& c : candidates_)
+      if (!composites.count(c.schedule)) composites[c.schedule] = uses_composites(c.schedule);
+
+    // Schedules, orders and precisions share a step bound: one per table and shape. None (0) for composites a
+    // cost model may time below their halves.
+    std::map<std::tuple<const LayerTable*, int, int, int>, double> step_bounds;
+    std::vector<const double*> step_bound(candidates_.size(), nullptr);
+    for (const Entry& e : queue_) {
+      const Candidate& c = candidates_[e.index];
+      const size_t k = key_of[e.index];
       const bool composite = composites.at(c.schedule);
-      if (composite && overlapped.count(table_key(c))) continue;
-      const auto h = hidden.find(table_key(c));
-      const LayerTable& bounded = composite && h != hidden.end() ? h->second : t;
+      if (composite && overlapped[k]) continue;
+      const LayerTable& bounded = composite && has_hidden[k] ? hidden[k] : *table_at[k];
       const auto shape = std::make_tuple(&bounded, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
-      step_bound[i] = &step_bounds.try_emplace(shape, 0.0).first->second;
+      step_bound[e.index] = &step_bounds.try_emplace(shape, 0.0).first->second;
     }
     // On the search's threads.
     std::vector<std::pair<const std::tuple<const LayerTable*, int, int, int>, double>*> shapes;
@@ -1041,6 +1139,8 @@ class Searcher {
     for (const Entry& e : all) {
       if (closest && e.memory_lb - loosest_ > excess(closest->need)) break;
       const Candidate& c = candidates_[e.index];
+      LayerTable& table = tables_.at(table_key(c));
+      if (table.work.empty()) table = whole_table(c);  // a key the first memory bound dropped whole
       try {
         Prepared p = prepare_candidate(c);
         if (closest && p.memory_lb - p.limit > excess(closest->need)) continue;
@@ -1077,7 +1177,11 @@ class Searcher {
   const SearchOptions& options_;
 
   std::vector<Candidate> candidates_;
+  // Per key: its totals, and after prepare() its whole table where a candidate of it passed the first memory bound
+  // (explain_failure() makes the others' when it needs them).
   std::map<TableKey, LayerTable> tables_;
+  std::map<TableKey, Workload> workloads_;
+  std::map<int, std::vector<int>> tp_groups_;  // per tp: distinct_tp_groups of all its groups
   std::vector<int> zero_levels_;
   std::set<Recompute> uniform_searched_;  // the uniform recompute modes among the candidates
   ScheduleCache cache_;

@@ -44,6 +44,47 @@ AllToAllLinks least_all_to_all_links(const Cluster& cluster, int ep, bool flex) 
   return l;
 }
 
+std::vector<int> distinct_tp_groups(const Cluster& cluster, int tp, const std::vector<int>& tp_group_gpus) {
+  using Key = std::tuple<std::string, double, double, double, double, double>;
+  std::vector<Key> seen;
+  std::vector<int> out;
+  for (int first : tp_group_gpus) {
+    const GpuSpec& gpu = cluster.gpu_at(first);
+    const LinkSpec link = group_link(cluster, first, 1, tp);
+    Key key{gpu.name, gpu.peak_flops, gpu.hbm_bytes_per_s, gpu.memory_bytes, link.bandwidth_bytes_per_s, link.latency_s};
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    out.push_back(first);
+  }
+  return out;
+}
+
+LayerTable make_layer_totals(const Model& model, const Workload& resolved) {
+  if (resolved.recompute == Recompute::PerStage) {  // the memory of full recompute, as make_layer_table's work
+    Workload w = resolved;
+    w.recompute = Recompute::Full;
+    return make_layer_totals(model, w);
+  }
+  LayerTable t;
+  for_each_layer_work(model, 0, model.num_layers() - 1, resolved, [&](int, const LayerWork& w) {
+    t.parameters += w.parameters;
+    t.activations += w.activation_bytes;
+  });
+  return t;
+}
+
+LayerTable per_stage_table(const LayerTable& none, LayerTable full) {
+  full.fastest = none.fastest;
+  full.fastest_fb = none.fastest_fb;
+  full.fastest_compute = none.fastest_compute;
+  full.fastest_fb_compute = none.fastest_fb_compute;
+  full.fastest_bw = none.fastest_bw;
+  full.fastest_b = none.fastest_b;
+  full.total_time = none.total_time;
+  full.max_time = none.max_time;
+  return full;
+}
+
 LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp, const Cluster& cluster,
                             const CostModel& cost, const std::vector<int>& tp_group_gpus, const AllToAllLinks& ep_links) {
   if (resolved.recompute == Recompute::PerStage) {
@@ -51,49 +92,32 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
     // recompute, whatever level it takes: times from the one, work (memory) from the other.
     Workload w = resolved;
     w.recompute = Recompute::None;
-    const LayerTable fast = make_layer_table(model, w, tp, cluster, cost, tp_group_gpus, ep_links);
+    const LayerTable none = make_layer_table(model, w, tp, cluster, cost, tp_group_gpus, ep_links);
     w.recompute = Recompute::Full;
-    LayerTable t = make_layer_table(model, w, tp, cluster, cost, tp_group_gpus, ep_links);
-    t.fastest = fast.fastest;
-    t.fastest_fb = fast.fastest_fb;
-    t.fastest_compute = fast.fastest_compute;
-    t.fastest_fb_compute = fast.fastest_fb_compute;
-    t.fastest_bw = fast.fastest_bw;
-    t.fastest_b = fast.fastest_b;
-    t.total_time = fast.total_time;
-    t.max_time = fast.max_time;
-    return t;
+    return per_stage_table(none, make_layer_table(model, w, tp, cluster, cost, tp_group_gpus, ep_links));
   }
-  LayerTable t;
+  LayerTable t = make_layer_totals(model, resolved);
   append_layer_works(model, 0, model.num_layers() - 1, resolved, t.work);
-  for (const LayerWork& w : t.work) {
-    t.parameters += w.parameters;
-    t.activations += w.activation_bytes;
-  }
-  // The (GPU type, tp link) classes in use: a layer costs at least its time on the fastest of them.
-  using Key = std::tuple<std::string, double, double, double, double, double>;
-  std::vector<Key> seen;
   t.fastest.assign(model.layers.size(), kInf);
   t.fastest_fb.assign(model.layers.size(), kInf);
   t.fastest_compute.assign(model.layers.size(), kInf);
   t.fastest_fb_compute.assign(model.layers.size(), kInf);
   t.fastest_bw.assign(model.layers.size(), kInf);
   t.fastest_b.assign(model.layers.size(), kInf);
-  for (int first : tp_group_gpus) {
+  // A layer costs at least its time on the fastest (GPU type, tp link) class in use.
+  for (int first : distinct_tp_groups(cluster, tp, tp_group_gpus)) {
     const GpuSpec& gpu = cluster.gpu_at(first);
     const LinkSpec link = group_link(cluster, first, 1, tp);
-    Key key{gpu.name, gpu.peak_flops, gpu.hbm_bytes_per_s, gpu.memory_bytes, link.bandwidth_bytes_per_s, link.latency_s};
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(key);
     for (size_t i = 0; i < model.layers.size(); ++i) {
       const auto compute = [&](Phase ph) { return cost.phase_time(model.layers[i], t.work[i], ph, gpu, link, tp); };
       const auto comm = [&](Phase ph) { return cost.expert_comm_time(t.work[i], ph, ep_links); };
-      const double f = compute(Phase::Forward) + comm(Phase::Forward);
-      const double b = compute(Phase::BackwardInput) + comm(Phase::BackwardInput);
-      const double w = compute(Phase::BackwardWeight) + comm(Phase::BackwardWeight);
-      t.fastest_compute[i] = std::min(t.fastest_compute[i], compute(Phase::Forward) + compute(Phase::BackwardInput) +
-                                                                compute(Phase::BackwardWeight));
-      t.fastest_fb_compute[i] = std::min(t.fastest_fb_compute[i], compute(Phase::Forward) + compute(Phase::BackwardInput));
+      const double f_compute = compute(Phase::Forward), b_compute = compute(Phase::BackwardInput),
+                   w_compute = compute(Phase::BackwardWeight);
+      const double f = f_compute + comm(Phase::Forward);
+      const double b = b_compute + comm(Phase::BackwardInput);
+      const double w = w_compute + comm(Phase::BackwardWeight);
+      t.fastest_compute[i] = std::min(t.fastest_compute[i], f_compute + b_compute + w_compute);
+      t.fastest_fb_compute[i] = std::min(t.fastest_fb_compute[i], f_compute + b_compute);
       t.fastest_bw[i] = std::min(t.fastest_bw[i], b + w);
       t.fastest_b[i] = std::min(t.fastest_b[i], b);
       t.fastest[i] = std::min(t.fastest[i], f + b + w);
@@ -161,7 +185,9 @@ LayerTable with_all_to_alls_hidden(const LayerTable& t) {
     forwards += forward[i];
     backwards += t.fastest_bw[i];
   }
-  LayerTable out = t;
+  LayerTable out;
+  out.parameters = t.parameters;
+  out.activations = t.activations;
   if (compute >= forwards && compute >= backwards) {
     out.fastest = t.fastest_compute;
     out.fastest_fb = t.fastest_fb_compute;

@@ -38,8 +38,22 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
                             const CostModel& cost, const std::vector<int>& tp_group_gpus,
                             const AllToAllLinks& ep_links = {});
 
+// A per-stage recompute table from the tables of no and of full recompute (make_layer_table's, without building
+// them again): every stage is at least as fast as without recompute and needs at least the memory of full
+// recompute, whatever level it takes.
+LayerTable per_stage_table(const LayerTable& none, LayerTable full);
+
+// The first GPU of each (GPU type, tp link) class among the tp groups starting at `tp_group_gpus`, in their order:
+// what make_layer_table reads of them (a search asks once per tp, not once per table).
+std::vector<int> distinct_tp_groups(const Cluster& cluster, int tp, const std::vector<int>& tp_group_gpus);
+
+// The totals alone (parameters, activations; no work, no times), as make_layer_table sums them: all that
+// memory_bound(t, pp, ...) reads, so that the search builds the whole table only for keys that bound leaves.
+LayerTable make_layer_totals(const Model& model, const Workload& resolved);
+
 // What bounds a schedule of F&B composites, each of which can hide one half's all-to-alls behind the other's
 // compute: per layer the compute alone, or the forward alone, or the backward alone, whichever totals most.
+// Its totals and the times step_time_bound(t, ...) reads, all it is for (no work, no per-part times).
 LayerTable with_all_to_alls_hidden(const LayerTable& t);
 
 // An ep group's all-to-all at its cheapest on a uniform cluster: as many peers as a node holds inside it, the
