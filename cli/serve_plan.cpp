@@ -41,6 +41,7 @@ void ServePlanOptions::add_to(CLI::App& cmd) {
   add_allow_large_flag(cmd, allow_large);
   cmd.add_option("--target-rate", target_rate,
                  "Also find the fewest GPUs (up to --gpus) whose best plan meets the SLOs at this many requests/s (Poisson)");
+  cmd.add_option("--threads", threads, "Threads simulating the configurations (default: all cores)");
   cmd.add_flag("--max-rate", max_rate,
                "Also find the highest Poisson request rate at which plan 1 meets the SLOs (--ttft-slo, --tpot-slo)");
 }
@@ -87,6 +88,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   if (o.ttft_slo_s) check_in_range("--ttft-slo", *o.ttft_slo_s, kSloRange);
   if (o.tpot_slo_s) check_in_range("--tpot-slo", *o.tpot_slo_s, kSloRange);
   if (o.gpu_hour_price) check_in_range("--gpu-hour-price", *o.gpu_hour_price, kGpuHourPriceRange);
+  if (o.threads < 0) throw_bad_input("--threads: must be 0 (all cores) or more, got {}", o.threads);
   if (!(o.slo_percentile > 0 && o.slo_percentile <= 100))
     throw_bad_input("--slo-percentile: must be in (0, 100], got {}", o.slo_percentile);
   for (const auto& [flag, given] : {std::pair<const char*, bool>{"--max-rate", o.max_rate}, {"--target-rate", o.target_rate.has_value()}}) {
@@ -123,7 +125,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   // them out, and the best of all says what that cost when it is one of them.
   const bool vllm_export = o.export_target == "vllm";
   ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, vllm_export ? 0 : o.top,
-                                     o.disaggregate);
+                                     o.disaggregate, o.threads);
   std::optional<ServingPlan> ruled_out;
   if (vllm_export) {
     if (r.plans.front().dp_attention > 1) ruled_out = r.plans.front();
@@ -150,7 +152,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     const std::vector<ServingRequest> at_target = o.serve.make_workload_at(*o.target_rate);
     for (int g = 1; g <= o.gpus && !fewest; ++g) {
       try {
-        const ServingPlanResult best = plan_serving(model, cluster, cost, g, engine_for, at_target, slo, 1, o.disaggregate);
+        const ServingPlanResult best = plan_serving(model, cluster, cost, g, engine_for, at_target, slo, 1, o.disaggregate, o.threads);
         if (best.plans.front().meets_slo) fewest.emplace(g, best.plans.front());
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::BadInput) throw;  // no configuration of g GPUs serves the model: try more

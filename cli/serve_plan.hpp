@@ -21,6 +21,7 @@ struct ServePlanOptions {
   bool allow_large = false;   // --allow-large: past the search's time bound
   bool max_rate = false;      // the highest Poisson rate at which plan 1 meets the SLOs
   std::optional<double> target_rate;  // the fewest GPUs whose plan 1 meets the SLOs at this Poisson rate
+  int threads = 0;                    // simulating the configurations; 0: all cores
 
   void add_to(CLI::App& cmd);
 };

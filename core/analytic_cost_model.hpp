@@ -85,6 +85,13 @@ class AnalyticCostModel : public CostModel {
   // overlaps none); no launch cost (vLLM replays decode iterations as CUDA graphs).
   double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
                       int tp) const override;
+  // serving_time reads the work alone: priced once (a 1,000-GPU serve plan priced each block of every step).
+  double add_serving_times(double seconds, const Layer& layer, const ServingWork& work, const GpuSpec& gpu,
+                           const LinkSpec& tp_link, int tp, int count) const override {
+    const double each = serving_time(layer, work, gpu, tp_link, tp);
+    for (int i = 0; i < count; ++i) seconds += each;
+    return seconds;
+  }
   // A serving iteration's tp collective: an all-reduce inside a node up to kCustomAllReduceMaxBytes runs as
   // vLLM's custom all-reduce (vllm/distributed/device_communicators/custom_all_reduce.py, used on fully
   // connected GPUs up to its max_size of 8 MiB): two steps of one latency each; anything else as collective_time.

@@ -47,6 +47,15 @@ class CostModel {
   virtual double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
                               int tp) const = 0;
 
+  // `seconds` plus serving_time of `count` consecutive layers alike in shape (same_layer_shape) doing the same
+  // `work`, added one at a time (to the last bit the sum of a loop over them). Each is asked here, for models that
+  // count what they price; a model whose answer depends on nothing else answers once.
+  virtual double add_serving_times(double seconds, const Layer& layer, const ServingWork& work, const GpuSpec& gpu,
+                                   const LinkSpec& tp_link, int tp, int count) const {
+    for (int i = 0; i < count; ++i) seconds += serving_time(layer, work, gpu, tp_link, tp);
+    return seconds;
+  }
+
   // Seconds for a ring collective of an array of `bytes` over `ranks` ranks whose slowest link is `link`.
   virtual double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const = 0;
 

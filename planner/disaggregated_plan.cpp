@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "core/error.hpp"
+#include "planner/parallel_for.hpp"
+#include "planner/serving_jobs.hpp"
 #include "serving/disaggregated_serving.hpp"
 
 namespace pw {
@@ -29,41 +33,51 @@ std::vector<int> prefill_pool_sizes(int gpus) {
 
 void add_disaggregated_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                              const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                             const ServingSlo& slo, ServingPlanResult& out) {
-  for (int prefill_gpus : prefill_pool_sizes(gpus)) {
-    const int decode_gpus = gpus - prefill_gpus;
-    for (const auto& [ptp, ppp] : serving_engine_shapes(model, cluster, prefill_gpus)) {
-      const ServingPool prefill = pool_of(engine_for, ptp, ppp, prefill_gpus);
-      ServingResult prefilled;
-      try {
-        prefilled = simulate_prefill_pool(model, cluster, cost, prefill, requests);
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::BadInput) throw;
-        out.skipped.push_back(fmt::format("prefill pool tp {}, pp {} x {}: {}", ptp, ppp, prefill.replicas, e.what()));
-        continue;
-      }
-      for (const auto& [dtp, dpp] : serving_engine_shapes(model, cluster, decode_gpus)) {
-        ++out.considered;
-        const ServingPool decode = pool_of(engine_for, dtp, dpp, decode_gpus);
-        try {
-          const DisaggregatedResult r = simulate_decode_pool(model, cluster, cost, prefill, prefilled, decode, requests);
-          ServingPlan p;
-          p.tp = dtp;
-          p.pp = dpp;
-          p.replicas = decode.replicas;
-          p.prefill_tp = ptp;
-          p.prefill_pp = ppp;
-          p.prefill_replicas = prefill.replicas;
-          p.kv_capacity_tokens = r.decode.kv_capacity_tokens;
-          judge_serving(p, r.served, slo);
-          out.plans.push_back(p);
-        } catch (const Error& e) {
-          if (e.kind() != ErrorKind::BadInput) throw;
-          out.skipped.push_back(fmt::format("prefill pool tp {}, pp {} x {}, decode pool tp {}, pp {} x {}: {}", ptp, ppp,
-                                            prefill.replicas, dtp, dpp, decode.replicas, e.what()));
-        }
-      }
+                             const ServingSlo& slo, int threads, ServingPlanResult& out) {
+  struct Prefill {
+    int tp = 1, pp = 1, decode_gpus = 0;
+    ServingPool pool;
+    std::optional<ServingResult> served;
+    std::string why;  // BadInput's message where it cannot serve
+  };
+  std::vector<Prefill> prefills;
+  for (int prefill_gpus : prefill_pool_sizes(gpus))
+    for (const auto& [ptp, ppp] : serving_engine_shapes(model, cluster, prefill_gpus))
+      prefills.push_back({ptp, ppp, gpus - prefill_gpus, pool_of(engine_for, ptp, ppp, prefill_gpus), {}, {}});
+  // Each prefill pool once, all on the threads; then each with every decode pool of the rest.
+  parallel_for(threads, prefills.size(), [&](size_t i) {
+    try {
+      prefills[i].served = simulate_prefill_pool(model, cluster, cost, prefills[i].pool, requests);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::BadInput) throw;
+      prefills[i].why = e.what();
     }
+  });
+  for (const Prefill& prefill : prefills) {
+    const std::string pool = fmt::format("prefill pool tp {}, pp {} x {}", prefill.tp, prefill.pp, prefill.pool.replicas);
+    if (!prefill.served) {
+      out.skipped.push_back(fmt::format("{}: {}", pool, prefill.why));
+      continue;
+    }
+    std::vector<ServingJob> jobs;
+    for (const auto& [dtp, dpp] : serving_engine_shapes(model, cluster, prefill.decode_gpus)) {
+      const ServingPool decode = pool_of(engine_for, dtp, dpp, prefill.decode_gpus);
+      jobs.push_back({fmt::format("{}, decode pool tp {}, pp {} x {}", pool, dtp, dpp, decode.replicas), [&, decode, dtp = dtp, dpp = dpp] {
+                        const DisaggregatedResult r =
+                            simulate_decode_pool(model, cluster, cost, prefill.pool, *prefill.served, decode, requests);
+                        ServingPlan p;
+                        p.tp = dtp;
+                        p.pp = dpp;
+                        p.replicas = decode.replicas;
+                        p.prefill_tp = prefill.tp;
+                        p.prefill_pp = prefill.pp;
+                        p.prefill_replicas = prefill.pool.replicas;
+                        p.kv_capacity_tokens = r.decode.kv_capacity_tokens;
+                        judge_serving(p, r.served, slo);
+                        return p;
+                      }});
+    }
+    run_serving_jobs(jobs, threads, out);
   }
 }
 

@@ -12,9 +12,10 @@ namespace pw {
 // The prefill pools' GPU counts tried: a quarter, a half and three quarters of `gpus`, where whole.
 std::vector<int> prefill_pool_sizes(int gpus);
 
-// Appends the plans (and the pairs of pools that could not serve, to `skipped`) to `out`.
+// Appends the plans (and the pairs of pools that could not serve, to `skipped`) to `out`, simulated on up to
+// `threads` threads (planner/serving_jobs.hpp).
 void add_disaggregated_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                              const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                             const ServingSlo& slo, ServingPlanResult& out);
+                             const ServingSlo& slo, int threads, ServingPlanResult& out);
 
 }  // namespace pw

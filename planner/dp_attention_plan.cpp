@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "planner/serving_jobs.hpp"
 #include "serving/dp_attention_serving.hpp"
 
 namespace pw {
@@ -26,25 +27,22 @@ std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Clus
 
 void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                             const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                            const ServingSlo& slo, ServingPlanResult& out) {
-  for (const auto& [tp, dp, groups] : dp_attention_shapes(model, cluster, gpus)) {
-    ++out.considered;
-    const ServingConfig c = engine_for(tp, 1);
-    try {
-      ServingPlan p;
-      p.tp = tp;
-      p.dp_attention = dp;
-      p.replicas = groups;
-      const ServingResult all = simulate_dp_attention_groups(model, cluster, cost, c, dp, groups, requests);
-      p.kv_capacity_tokens = all.kv_capacity_tokens;
-      judge_serving(p, all, slo);
-      out.plans.push_back(p);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::BadInput) throw;
-      out.skipped.push_back(
-          fmt::format("tp {} x {} data-parallel attention engines x {} replicas: {}", tp, dp, groups, e.what()));
-    }
-  }
+                            const ServingSlo& slo, int threads, ServingPlanResult& out) {
+  std::vector<ServingJob> jobs;
+  for (const auto& [tp, dp, groups] : dp_attention_shapes(model, cluster, gpus))
+    jobs.push_back({fmt::format("tp {} x {} data-parallel attention engines x {} replicas", tp, dp, groups),
+                    [&, tp = tp, dp = dp, groups = groups, c = engine_for(tp, 1)] {
+                      ServingPlan p;
+                      p.tp = tp;
+                      p.dp_attention = dp;
+                      p.replicas = groups;
+                      const ServingResult all =
+                          simulate_dp_attention_groups(model, cluster, cost, c, dp, groups, requests);
+                      p.kv_capacity_tokens = all.kv_capacity_tokens;
+                      judge_serving(p, all, slo);
+                      return p;
+                    }});
+  run_serving_jobs(jobs, threads, out);
 }
 
 }  // namespace pw

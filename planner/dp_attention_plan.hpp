@@ -15,9 +15,10 @@ struct DpAttentionShape {
 // The groups of `gpus` GPUs the planner tries (the rule above).
 std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus);
 
-// Appends the plans (and the shapes that could not serve, to `skipped`) to `out`.
+// Appends the plans (and the shapes that could not serve, to `skipped`) to `out`, simulated on up to `threads`
+// threads (planner/serving_jobs.hpp).
 void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                             const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                            const ServingSlo& slo, ServingPlanResult& out);
+                            const ServingSlo& slo, int threads, ServingPlanResult& out);
 
 }  // namespace pw

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "planner/disaggregated_plan.hpp"
 #include "planner/dp_attention_plan.hpp"
+#include "planner/serving_jobs.hpp"
 #include "serving/serving_replicas.hpp"
 
 namespace pw {
@@ -58,22 +59,18 @@ void judge_serving(ServingPlan& p, const ServingResult& all, const ServingSlo& s
 
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                                const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                               const ServingSlo& slo, int top, bool disaggregate) {
+                               const ServingSlo& slo, int top, bool disaggregate, int threads) {
   if (gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", gpus);
   cluster.check_capacity(gpus);
   ServingPlanResult out;
-  for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus)) {
-    ++out.considered;
-    const ServingConfig c = engine_for(tp, pp);
-    try {
-      out.plans.push_back(evaluate_serving(model, cluster, cost, c, gpus / (tp * pp), requests, slo));
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::BadInput) throw;
-      out.skipped.push_back(fmt::format("tp {}, pp {}: {}", tp, pp, e.what()));
-    }
-  }
-  if (model.transformer->moe) add_dp_attention_plans(model, cluster, cost, gpus, engine_for, requests, slo, out);
-  if (disaggregate) add_disaggregated_plans(model, cluster, cost, gpus, engine_for, requests, slo, out);
+  std::vector<ServingJob> jobs;
+  for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus))
+    jobs.push_back({fmt::format("tp {}, pp {}", tp, pp), [&, c = engine_for(tp, pp), replicas = gpus / (tp * pp)] {
+                      return evaluate_serving(model, cluster, cost, c, replicas, requests, slo);
+                    }});
+  run_serving_jobs(jobs, threads, out);
+  if (model.transformer->moe) add_dp_attention_plans(model, cluster, cost, gpus, engine_for, requests, slo, threads, out);
+  if (disaggregate) add_disaggregated_plans(model, cluster, cost, gpus, engine_for, requests, slo, threads, out);
   if (out.plans.empty()) {
     if (out.skipped.empty()) throw_bad_input("--gpus: {} GPUs split into no tp x pp x replicas for '{}'", gpus, model.name);
     throw_bad_input("no configuration of {} GPUs serves the workload; the last tried, {}", gpus, out.skipped.back());

@@ -52,19 +52,17 @@ ServingEngineFor same_engine(const ServingConfig& c) {
 double serving_stage_time(const Model& model, const LayerRange& layers, int tp, const ServingBatch& batch,
                           const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype,
                           ServingWeights weights) {
-  // A run of same-shape blocks shares one work: making it for every layer of every step was 40% of serve plan's
-  // time. Each layer is still priced, as a cost model may count what it prices.
+  // A run of same-shape blocks shares one work (making it for every layer of every step was 40% of serve plan's
+  // time) and is priced as one run (the cost model answers once where it can).
   double time = 0;
-  ServingWork work;
-  const Layer* worked = nullptr;  // the layer `work` was made for
-  for (int i = layers.first; i <= layers.last; ++i) {
+  for (int i = layers.first; i <= layers.last;) {
     const Layer& l = model.layers[static_cast<size_t>(i)];
-    if (l.kind == LayerKind::Mtp) continue;
-    if (!worked || !same_layer_shape(model, *worked, l)) {
-      work = serving_layer_work(model, l, tp, batch, kv_dtype, weights);
-      worked = &l;
-    }
-    time += cost.serving_time(l, work, gpu, tp_link, tp);
+    int run = 1;
+    while (i + run <= layers.last && same_layer_shape(model, l, model.layers[static_cast<size_t>(i + run)])) ++run;
+    if (l.kind != LayerKind::Mtp)
+      time = cost.add_serving_times(time, l, serving_layer_work(model, l, tp, batch, kv_dtype, weights), gpu, tp_link, tp,
+                                    run);
+    i += run;
   }
   return time;
 }

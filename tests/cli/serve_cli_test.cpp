@@ -597,3 +597,26 @@ TEST_CASE("serve plan --export vllm leaves out data-parallel attention, which vL
   CHECK(text.out.find("\n--export vllm: data-parallel attention plans were not searched: vLLM balances its engines by "
                       "their queues, not in turn as simulated; the search with them ranks one first, ") != std::string::npos);
 }
+
+TEST_CASE("serve plan --threads: the same plans and order on one thread and on four, and the same last skip") {
+  const std::vector<std::string> args = {"serve", "plan", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "24",
+                                         "--disaggregate", "--requests", "64", "--prompt-tokens", "uniform:64:1024",
+                                         "--output-tokens", "uniform:8:128", "--top", "1000", "--json"};
+  const CliResult one = run_cli(with(args, {"--threads", "1"}));
+  const CliResult four = run_cli(with(args, {"--threads", "4"}));
+  INFO(one.err);
+  REQUIRE(one.code == 0);
+  REQUIRE(four.code == 0);
+  CHECK(one.out == four.out);
+  CHECK(nlohmann::json::parse(one.out).at("plans").size() == 134);
+  // Nothing fits: the error names the last configuration tried in the serial order, whatever the threads.
+  const std::string none = "error: no configuration of 4 GPUs serves the workload; the last tried, prefill pool tp 1, pp 3 x "
+                           "1: --tp 1 --pp 3: stage 0 holds 272 GB of weights";
+  for (const char* threads : {"1", "4"}) {
+    const CliResult r = run_cli({"serve", "plan", "--model", "llama3-405b", "--cluster", "dgx-h100", "--gpus", "4",
+                                 "--disaggregate", "--requests", "8", "--threads", threads});
+    CHECK(r.code == 2);
+    CHECK(r.err.rfind(none, 0) == 0);
+  }
+  check_bad_input(with(args, {"--threads", "-1"}), "--threads: must be 0 (all cores) or more, got -1");
+}
