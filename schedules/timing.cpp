@@ -69,7 +69,9 @@ struct Needs {
 
 }  // namespace
 
-ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
+// With `record` false only the makespan is kept (asap_makespan: zb-auto times nine orders per schedule, the
+// search's bounds one per candidate).
+static ScheduleTiming timed(const Schedule& s, const StageTimes& times, bool record) {
   const int stages = s.num_stages(), m = s.microbatches;
   check_sizes(times, stages);
   // Part end times, indexed (part, stage, micro-batch); negative until done.
@@ -80,8 +82,14 @@ ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
 
   ScheduleTiming out;
   const size_t ranks = s.ranks.size();
-  out.start.resize(ranks);
-  out.end.resize(ranks);
+  if (record) {
+    out.start.resize(ranks);
+    out.end.resize(ranks);
+    for (size_t r = 0; r < ranks; ++r) {
+      out.start[r].reserve(s.ranks[r].size());
+      out.end[r].reserve(s.ranks[r].size());
+    }
+  }
   std::vector<size_t> next(ranks, 0);
   std::vector<double> free_at(ranks, 0.0);
   auto needs_of = [&](const Action& a, int r) {
@@ -158,8 +166,10 @@ ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
         if (!ready) break;
         const double finish = start + duration(a, times);
         for (int k = 0; k < n.makes; ++k) done[n.make[static_cast<size_t>(k)]] = finish;
-        out.start[r].push_back(start);
-        out.end[r].push_back(finish);
+        if (record) {
+          out.start[r].push_back(start);
+          out.end[r].push_back(finish);
+        }
         free_at[r] = finish;
         out.makespan = std::max(out.makespan, finish);
         ++next[r];
@@ -176,6 +186,8 @@ ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
   return out;
 }
 
-double asap_makespan(const Schedule& s, const StageTimes& times) { return asap_timing(s, times).makespan; }
+ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) { return timed(s, times, true); }
+
+double asap_makespan(const Schedule& s, const StageTimes& times) { return timed(s, times, false).makespan; }
 
 }  // namespace pw
