@@ -837,15 +837,15 @@ class Searcher {
   }
 
   // A per-stage recompute candidate's layer work at none, selective and full: the tables of the uniform
-  // candidates with its other degrees (a table depends on nothing else); null where the space has none (the
-  // partitioner makes that level's).
+  // candidates with its other degrees (a table depends on nothing else); null where the space has none or it
+  // holds only totals (the partitioner makes that level's).
   std::vector<const std::vector<LayerWork>*> level_tables(const Candidate& c) const {
     std::vector<const std::vector<LayerWork>*> out;
     for (Recompute level : {Recompute::None, Recompute::Selective, Recompute::Full}) {
       Candidate uniform = c;
       uniform.recompute = level;
       const auto it = tables_.find(table_key(uniform));
-      out.push_back(it == tables_.end() ? nullptr : &it->second.work);
+      out.push_back(it == tables_.end() || it->second.work.empty() ? nullptr : &it->second.work);
     }
     return out;
   }
