@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <array>
 #include <limits>
-#include <tuple>
 
 #include "core/error.hpp"
 #include "schedules/families.hpp"
@@ -192,64 +191,40 @@ class RankMemory {
 
 struct Pass {
   int slot, rank, kind, mb;
-  auto key() const { return std::tie(slot, rank, kind, mb); }
 };
 
 // Visits every pass of every rank in (slot, rank, kind, micro-batch) order; `visit` may move the
 // visited pass to another slot, never one not yet visited. The unvisited passes keep their slots, so the
-// order is the one they stand in before the walk: with every list in slot order (a pass comes after its
-// previous micro-batch's, as the generator builds them) that is a counting sort by slot, stable in the
-// (rank, kind, micro-batch) order it is filled in; otherwise a heap of each list's next pass. The heap had
-// been half of a V schedule's generation, and the plan search generates hundreds.
+// order is the one they stand in before the walk: a counting sort by slot, stable in the (rank, kind,
+// micro-batch) order it is filled in (a heap merge of the lists was half of a V schedule's generation). Every
+// list is in slot order, a pass after its previous micro-batch's: the blocks repeat every 6 slots, and the
+// squeeze and the eager run keep each pass after what it needs, its previous micro-batch included.
 template <typename Visit>
 void in_slot_order(Ranks& ranks, Visit visit) {
-  const size_t kinds = ranks.front().size();
   int bound = -1;
-  bool sorted = true;
   size_t passes = 0;
   for (const Lists& r : ranks)
     for (const std::vector<int>& list : r) {
       for (size_t i = 0; i < list.size(); ++i) {
-        sorted = sorted && list[i] >= 0 && (i == 0 || list[i] > list[i - 1]);
+        if (list[i] < 0 || (i > 0 && list[i] <= list[i - 1]))
+          throw_runtime("v schedule: a pass list is not in slot order at micro-batch {}", i);
         bound = std::max(bound, list[i]);
       }
       passes += list.size();
     }
-  if (sorted) {
-    std::vector<size_t> start(static_cast<size_t>(bound) + 2, 0);
-    for (const Lists& r : ranks)
-      for (const std::vector<int>& list : r)
-        for (int slot : list) ++start[static_cast<size_t>(slot) + 1];
-    for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
-    std::vector<Pass> order(passes);
-    for (size_t r = 0; r < ranks.size(); ++r)
-      for (size_t t = 0; t < kinds; ++t)
-        for (size_t mb = 0; mb < ranks[r][t].size(); ++mb) {
-          const int slot = ranks[r][t][mb];
-          order[start[static_cast<size_t>(slot)]++] =
-              Pass{slot, static_cast<int>(r), static_cast<int>(t), static_cast<int>(mb)};
-        }
-    for (const Pass& x : order) visit(x);
-    return;
-  }
-  auto later = [](const Pass& a, const Pass& b) { return b.key() < a.key(); };
-  std::vector<Pass> heap;
+  std::vector<size_t> start(static_cast<size_t>(bound) + 2, 0);
+  for (const Lists& r : ranks)
+    for (const std::vector<int>& list : r)
+      for (int slot : list) ++start[static_cast<size_t>(slot) + 1];
+  for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+  std::vector<Pass> order(passes);
   for (size_t r = 0; r < ranks.size(); ++r)
-    for (size_t t = 0; t < kinds; ++t)
-      if (!ranks[r][t].empty()) heap.push_back(Pass{ranks[r][t][0], static_cast<int>(r), static_cast<int>(t), 0});
-  std::make_heap(heap.begin(), heap.end(), later);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const Pass x = heap.back();
-    heap.pop_back();
-    const auto& list = ranks[static_cast<size_t>(x.rank)][static_cast<size_t>(x.kind)];
-    const size_t next = static_cast<size_t>(x.mb) + 1;
-    if (next < list.size()) {
-      heap.push_back(Pass{list[next], x.rank, x.kind, static_cast<int>(next)});
-      std::push_heap(heap.begin(), heap.end(), later);
-    }
-    visit(x);
-  }
+    for (size_t t = 0; t < ranks[r].size(); ++t)
+      for (size_t mb = 0; mb < ranks[r][t].size(); ++mb) {
+        const int slot = ranks[r][t][mb];
+        order[start[static_cast<size_t>(slot)]++] = Pass{slot, static_cast<int>(r), static_cast<int>(t), static_cast<int>(mb)};
+      }
+  for (const Pass& x : order) visit(x);
 }
 
 // The latest slot among what a pass needs first: the previous rank's pass of the same kind for F
