@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -428,29 +427,8 @@ void for_each_candidate(const Scenario& base, const SearchSpace& space, const st
 std::vector<Candidate> enumerate_candidates(const Scenario& base, const SearchSpace& space) {
   std::vector<Candidate> out;
   for_each_candidate(base, space, [&](const Candidate& c) { out.push_back(c); });
-  // In config_less's order, by its fields with the schedule's name replaced by its rank among the names: the
-  // same order without a string comparison in each of the sort's n log n steps (0.6 million candidates for
-  // DeepSeek-V3 on 2,048 GPUs).
-  std::vector<std::string> names;
-  for (const Candidate& c : out)
-    if (names.empty() || names.back() != c.schedule)
-      if (std::find(names.begin(), names.end(), c.schedule) == names.end()) names.push_back(c.schedule);
-  std::sort(names.begin(), names.end());
-  using Key = std::array<int, 13>;
-  std::vector<std::pair<Key, size_t>> keys;
-  keys.reserve(out.size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    const Candidate& c = out[i];
-    const int rank = static_cast<int>(std::find(names.begin(), names.end(), c.schedule) - names.begin());
-    keys.emplace_back(Key{c.tp, c.cp, c.ep, c.etp, c.pp, c.dp, c.vpp, c.micro_batch_size, rank,
-                          static_cast<int>(c.recompute), static_cast<int>(c.order), static_cast<int>(c.precision), c.zero},
-                      i);
-  }
-  std::sort(keys.begin(), keys.end());
-  std::vector<Candidate> sorted;
-  sorted.reserve(out.size());
-  for (const auto& key : keys) sorted.push_back(std::move(out[key.second]));
-  return sorted;
+  std::sort(out.begin(), out.end(), config_less);
+  return out;
 }
 
 namespace {
@@ -609,18 +587,10 @@ class Searcher {
   }
 
   // The workload every candidate of c's table key resolves to; where none resolves (they are all invalid, and
-  // the table only orders them), the base's with c's values.
+  // the table only orders them), c's unresolved.
   Workload table_workload(const Candidate& c) const {
     if (auto it = workloads_.find(table_key(c)); it != workloads_.end()) return it->second;
-    Workload w = base_.workload;
-    w.micro_batch_size = c.micro_batch_size;
-    w.recompute = c.recompute;
-    w.tp = c.tp;
-    w.cp = c.cp;
-    w.ep = c.ep;
-    w.etp = c.etp;
-    w.precision = c.precision;
-    return w;
+    return candidate_scenario(base_, c).workload;
   }
 
   // c's table key's whole table: work and times per layer.
@@ -656,25 +626,23 @@ class Searcher {
     // The workload of a key is the one resolve() makes for any candidate with it (the sequence length
     // defaulted, no sequence parallelism at tp 1, ...): the bounds must use the layer work evaluate() will use.
     std::vector<std::pair<TableKey, const Candidate*>> keys;
-    std::vector<char> resolved;  // per key: whether workloads_ holds its workload
+    std::map<TableKey, size_t> key_index;  // into keys
+    std::vector<char> resolved;  // per key: whether workloads_ holds its workload (one map lookup per candidate)
     std::vector<size_t> key_of(candidates_.size());  // into keys
-    {
-      std::map<TableKey, size_t> index;
-      for (size_t i = 0; i < candidates_.size(); ++i) {
-        const Candidate& c = candidates_[i];
-        const auto [it, fresh] = index.try_emplace(table_key(c), keys.size());
-        if (fresh) {
-          keys.emplace_back(it->first, &c);
-          resolved.push_back(0);
-        }
-        key_of[i] = it->second;
-        if (resolved[it->second]) continue;
-        try {
-          workloads_.emplace(it->first, resolve(candidate_scenario(base_, c)).workload);
-          resolved[it->second] = 1;
-        } catch (const Error& e) {
-          if (e.kind() != ErrorKind::BadInput) throw;
-        }
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      const Candidate& c = candidates_[i];
+      const auto [it, fresh] = key_index.try_emplace(table_key(c), keys.size());
+      if (fresh) {
+        keys.emplace_back(it->first, &c);
+        resolved.push_back(0);
+      }
+      key_of[i] = it->second;
+      if (resolved[it->second]) continue;
+      try {
+        workloads_.emplace(it->first, resolve(candidate_scenario(base_, c)).workload);
+        resolved[it->second] = 1;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::BadInput) throw;
       }
     }
     // Per tp, the tp groups of distinct (GPU, link) classes: all that a table reads of the groups.
@@ -727,8 +695,7 @@ class Searcher {
         for (Recompute level : {Recompute::None, Recompute::Selective, Recompute::Full}) {
           Candidate uniform = c;
           uniform.recompute = level;
-          for (size_t k = 0; k < keys.size(); ++k)
-            if (keys[k].first == table_key(uniform)) kept[k] = 1;
+          if (const auto it = key_index.find(table_key(uniform)); it != key_index.end()) kept[it->second] = 1;
         }
     }
 
@@ -740,10 +707,10 @@ class Searcher {
     for (size_t k = 0; k < keys.size(); ++k)
       if (kept[k]) whole.push_back(k);
     // Per-stage recompute's tables last: from their none and full tables where those are built.
-    std::stable_partition(whole.begin(), whole.end(),
-                          [&](size_t k) { return keys[k].second->recompute != Recompute::PerStage; });
-    const size_t uniform = static_cast<size_t>(std::count_if(
-        whole.begin(), whole.end(), [&](size_t k) { return keys[k].second->recompute != Recompute::PerStage; }));
+    const size_t uniform = static_cast<size_t>(
+        std::stable_partition(whole.begin(), whole.end(),
+                              [&](size_t k) { return keys[k].second->recompute != Recompute::PerStage; }) -
+        whole.begin());
     std::vector<char> overlapped(keys.size(), 0), has_hidden(keys.size(), 0);
     std::vector<LayerTable> hidden(keys.size());  // per key with ep or etp: with_all_to_alls_hidden of its table
     auto make_whole = [&](size_t j) {

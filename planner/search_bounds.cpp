@@ -27,6 +27,12 @@ int stages_needed(const std::vector<double>& cost, double cap) {
   return stages;
 }
 
+// make_layer_totals' and make_layer_table's sums, layer by layer in order (the same figures either way).
+void add_totals(LayerTable& t, const LayerWork& w) {
+  t.parameters += w.parameters;
+  t.activations += w.activation_bytes;
+}
+
 }  // namespace
 
 AllToAllLinks least_all_to_all_links(const Cluster& cluster, int ep, bool flex) {
@@ -66,10 +72,7 @@ LayerTable make_layer_totals(const Model& model, const Workload& resolved) {
     return make_layer_totals(model, w);
   }
   LayerTable t;
-  for_each_layer_work(model, 0, model.num_layers() - 1, resolved, [&](int, const LayerWork& w) {
-    t.parameters += w.parameters;
-    t.activations += w.activation_bytes;
-  });
+  for_each_layer_work(model, 0, model.num_layers() - 1, resolved, [&](int, const LayerWork& w) { add_totals(t, w); });
   return t;
 }
 
@@ -96,8 +99,9 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
     w.recompute = Recompute::Full;
     return per_stage_table(none, make_layer_table(model, w, tp, cluster, cost, tp_group_gpus, ep_links));
   }
-  LayerTable t = make_layer_totals(model, resolved);
+  LayerTable t;
   append_layer_works(model, 0, model.num_layers() - 1, resolved, t.work);
+  for (const LayerWork& w : t.work) add_totals(t, w);
   t.fastest.assign(model.layers.size(), kInf);
   t.fastest_fb.assign(model.layers.size(), kInf);
   t.fastest_compute.assign(model.layers.size(), kInf);

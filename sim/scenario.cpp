@@ -362,7 +362,9 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
     throw_bad_input("--recompute per-stage: give each stage's level with --stage-recompute (pipewright plan chooses them)");
 
   // The placement, which the stage costs need, never depends on the costs.
-  const Schedule placement_schedule = schedule && !s.imported_schedule ? *schedule : evaluated_schedule(s, {}, cost);
+  std::optional<Schedule> own;  // the caller's schedule is read in place
+  const Schedule& placement_schedule =
+      schedule && !s.imported_schedule ? *schedule : own.emplace(evaluated_schedule(s, {}, cost));
   const int stages = placement_schedule.num_stages();
 
   std::vector<LayerRange> ranges = s.ranges;
