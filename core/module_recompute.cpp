@@ -8,7 +8,9 @@
 //                  and V once the attention core has run.
 //   mlp            the dense MLP of blocks that are not MoE (transformer_layer.py).
 //   shared_experts moe/shared_experts.py checkpoints the shared experts' MLP.
-// Each drops what it produced at F; B reruns it first and holds the result while it runs.
+// Each drops what it produced at F; B reruns it first and holds the result while it runs. What W reads among
+// the dropped tensors (the norms' outputs, fc2's inputs) leaves weight_grad_bytes too, as under full
+// recomputation: nothing stored at F waits for W, and fp8 then halves only the W inputs still stored.
 #include "core/layer_dims.hpp"
 
 namespace pw::detail {
@@ -16,10 +18,12 @@ namespace pw::detail {
 void recompute_modules_work(LayerWork& lw, const Dims& d, RecomputeModules modules) {
   const double n = d.n();
   double dropped = 0;
+  double dropped_weight_inputs = 0;
   if (modules.has(RecomputeModule::Layernorm)) {
     const int separate_norms = (d.latent > 0 ? 1 : 0) + (d.moe ? 1 : 0);
     for (int i = 0; i < separate_norms; ++i) elementwise(lw.recompute, norm_bytes(d));
     dropped += separate_norms * d.replicated(kBf16 * n * d.h);
+    dropped_weight_inputs += separate_norms * d.replicated(kBf16 * n * d.h);
   }
   if (modules.has(RecomputeModule::MlaUpProj) && d.latent > 0) {
     for (const Projection& pr : d.in_proj)
@@ -30,16 +34,20 @@ void recompute_modules_work(LayerWork& lw, const Dims& d, RecomputeModules modul
   if (modules.has(RecomputeModule::Mlp) && !d.moe) {
     dense_mlp_forward(lw.recompute, d);
     dropped += (d.swiglu ? 3 : 2) * kBf16 * n * d.f / d.t;
+    dropped_weight_inputs += kBf16 * n * d.f / d.t;
   }
   if (modules.has(RecomputeModule::MoeAct) && d.moe) {
     expert_activation(lw.recompute, d);
     dropped += expert_activation_stored(d);
+    dropped_weight_inputs += expert_activation_stored(d);
   }
   if (modules.has(RecomputeModule::SharedExperts) && d.moe && d.routed.shared_f > 0) {
     shared_experts_forward(lw.recompute, d);
     dropped += shared_experts_stored(d);
+    dropped_weight_inputs += kBf16 * n * d.routed.shared_f / d.t;
   }
   lw.activation_bytes -= dropped;
+  lw.weight_grad_bytes -= dropped_weight_inputs;
   lw.working_bytes += dropped;
 }
 

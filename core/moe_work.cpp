@@ -1,8 +1,11 @@
 // The MoE MLP of a block as Megatron-Core's MoELayer runs it with the all-to-all token dispatcher: the router
 // scores this rank's tokens, each token is copied to its top_k experts (permuted), the copies are sent to
 // the ep ranks holding those experts (dispatch all-to-all), gathered over etp, run through grouped GEMMs,
-// reduced over etp, sent back (combine all-to-all) and summed with the router's weights; shared experts run
-// as a dense tp MLP on every token beside them.
+// reduced over etp, sent back (combine all-to-all) and summed per token; shared experts run as a dense tp MLP
+// on every token beside them. The router's weights scale each copy inside the experts' activation (fc2's
+// input), not at the sum: Megatron-Core's weighted SwiGLU since "Memory efficient token permutation"
+// (2659630721, core_v0.13.0; moe/experts.py bias_act_func at d98e8a64), so the unpermute's backward reads no
+// expert output and none is kept.
 #include "core/layer_dims.hpp"
 
 namespace pw::detail {
@@ -52,14 +55,14 @@ void moe_forward(PhaseWork& p, const Dims& d) {
   routed_gemm(p, 2 * r.pairs * expert_f(d) * d.h, local_weights(d, expert_f(d)), padded(d));    // fc2
   etp_collective(p, d, CollectiveKind::ReduceScatter);
   all_to_all(p, d);  // combine
-  elementwise(p, kBf16 * (sent_pairs(d) + tokens) * d.h);  // unpermute, weighted by the router's scores
+  elementwise(p, kBf16 * (sent_pairs(d) + tokens) * d.h);  // unpermute: each token's copies summed
   if (r.shared_f > 0) {
     shared_experts_forward(p, d);
     elementwise(p, 3 * kBf16 * tokens * d.h);          // shared output added to the routed one
   }
 }
 
-// Reads fc1's output (gate and up for a gated MLP), writes fc2's input.
+// Reads fc1's output (gate and up for a gated MLP), writes fc2's input scaled by the copy's router weight.
 void expert_activation(PhaseWork& p, const Dims& d) {
   elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * d.routed.pairs * expert_f(d));
 }
@@ -78,7 +81,7 @@ double shared_experts_stored(const Dims& d) { return kBf16 * d.n() * (shared_in(
 void moe_backward_input(PhaseWork& p, const Dims& d) {
   const double tokens = d.tokens_per_rank();
   const RoutedShape& r = d.routed;
-  elementwise(p, kBf16 * (sent_pairs(d) + tokens) * d.h);  // unpermute backward (and the scores' gradient)
+  elementwise(p, kBf16 * (sent_pairs(d) + tokens) * d.h);  // unpermute backward: each copy gets its token's gradient
   all_to_all(p, d);  // combine's gradient
   etp_collective(p, d, CollectiveKind::AllGather);
   routed_gemm(p, 2 * r.pairs * d.h * expert_f(d), local_weights(d, expert_f(d)), padded(d));    // fc2 dgrad
@@ -113,10 +116,10 @@ MoeMemory moe_memory(const Dims& d) {
   const double tokens = d.tokens_per_rank();
   MoeMemory m;
   // The router's fp32 scores and its routing map (1 byte per token and expert); for each copy, fc1's input,
-  // its output (gate and up), their product (fc2's input) and the expert's output, which the weighted sum's
-  // backward reads; the shared experts' inner tensors as a dense MLP's.
+  // its output (gate and up) and their weighted product (fc2's input; the weighted activation's backward
+  // gets the router weight's gradient from fc1's output); the shared experts' inner tensors as a dense MLP's.
   m.stored = (kFp32 + 1) * tokens * r.experts + kBf16 * r.pairs * (d.h + expert_in(d) + expert_f(d)) +
-             kBf16 * sent_pairs(d) * d.h + shared_experts_stored(d);
+             shared_experts_stored(d);
   m.weight_grad = kBf16 * r.pairs * (d.h + expert_f(d)) + kBf16 * d.n() * r.shared_f / d.t;
   // The dispatched and combined copies in flight, and the gradient of fc1's output.
   m.working = 2 * kBf16 * sent_pairs(d) * d.h + kBf16 * r.pairs * expert_in(d) + kBf16 * d.n() * shared_in(d) / d.t;

@@ -72,8 +72,15 @@ TEST_CASE("gpt-oss's layernorm and moe_act: the pre-MLP norm and the experts' ac
   CHECK(lw.recompute.memory_bytes == 2 * 2 * n * h + 3 * 2 * pairs * f);
   CHECK(lw.recompute.flops() == 0);
   CHECK(lw.recompute.kernels == 2);
-  // W still reads fc2's input and the router's: B rebuilt them.
-  CHECK(lw.weight_grad_bytes == kept.weight_grad_bytes);
+  // Both dropped tensors are W inputs (the router's and fc2's): they leave what waits for W too, as under full
+  // recomputation, so fp8 halves only the W inputs still stored: a dropped one saves its fp8 copy, 1 byte.
+  CHECK(kept.weight_grad_bytes - lw.weight_grad_bytes == Approx(dropped).epsilon(1e-12));
+  Workload fp8 = selective("layernorm,moe_act");
+  fp8.precision = Precision::Fp8;
+  Workload fp8_kept = none();
+  fp8_kept.precision = Precision::Fp8;
+  const LayerWork fp8_lw = block_work(m, 0, fp8);
+  CHECK(block_work(m, 0, fp8_kept).activation_bytes - fp8_lw.activation_bytes == Approx(dropped / 2).epsilon(1e-12));
   CHECK(lw.forward.memory_bytes == kept.forward.memory_bytes);
   // Megatron's default, the attention core alone, rebuilds nothing under fused attention.
   const LayerWork core = block_work(m, 0, selective("core_attn"));
