@@ -56,7 +56,8 @@ void print_evaluation(std::ostream& out, const Evaluation& ev) {
                          selective_modules_text(s),
                      std::string(pc.tp > 1 ? (s.workload.sequence_parallel ? ", sequence parallel" : ", no sequence parallel") : "") +
                          (s.workload.flash_attention ? ", flash attention" : "") +
-                         (s.workload.precision == Precision::Fp8 ? ", fp8" : ""));
+                         (s.workload.precision == Precision::Fp8 ? ", fp8" : "") +
+                         (s.workload.activation_fp8_input_store ? ", fp8 activation inputs" : ""));
 
   auto row = [&](const char* label, const std::string& value) { out << fmt::format("  {:<24}{}\n", label, value); };
   row("step time", format_seconds(m.step_time_s));
@@ -179,6 +180,7 @@ nlohmann::ordered_json evaluation_to_json(const Evaluation& ev) {
                       {"exp_avg_sq_dtype", to_string(s.parallel.optimizer_precision.exp_avg_sq)},
                       {"sequence_parallel", s.workload.sequence_parallel},
                       {"flash_attention", s.workload.flash_attention},
+                      {"activation_fp8_input_store", s.workload.activation_fp8_input_store},
                       {"synchronous_optimizer", s.synchronous_optimizer},
                       {"iterations_simulated", ev.sim.iterations},
                       {"rank_order", to_string(pc.order)},

@@ -68,6 +68,7 @@ struct PlanOptions {
   std::string export_dir = ".";
   bool no_sequence_parallel = false;
   bool flash_attention = true;
+  bool activation_fp8_input_store = false;
   std::string precision = "bf16";
   CLI::Option* precision_option = nullptr;
   DpOptions dp_options;
@@ -237,6 +238,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   base.workload.seq_len = o.seq_len;
   base.workload.sequence_parallel = !o.no_sequence_parallel;
   base.workload.flash_attention = o.flash_attention;
+  base.workload.activation_fp8_input_store = o.activation_fp8_input_store;
   base.workload.precision = precision_from_string(o.precision);
   if (std::find(space.precisions.begin(), space.precisions.end(), Precision::Fp8) != space.precisions.end())
     check_fp8_supported(base.cluster, "--precisions", "leave fp8 out, or plan on GPUs that have it (H100, H200, B200)");
@@ -257,6 +259,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
   else if (target)
     check_zero_level(*target, base.parallel.zero);
   if (target) check_state_widths(*target, base.parallel);
+  if (target) check_activation_storage(*target, base.workload);
   // DeepSpeed's pipeline engine reduces after the last backward: plan it so, unless the user asked
   // otherwise (then the export says why it cannot).
   if (target == ExportTarget::DeepSpeed && !o.dp_options.overlap_given()) base.parallel.overlap_grad_reduce = false;
@@ -473,6 +476,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--rank-order", o->rank_order, "Fix where ranks sit: tp-pp-dp or tp-dp-pp (tp innermost)");
   cmd->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "Turn off sequence parallelism");
   add_flash_attention_flag(*cmd, o->flash_attention);
+  add_activation_fp8_input_store_flag(*cmd, o->activation_fp8_input_store);
   o->precision_option = add_precision_option(*cmd, o->precision);
   o->dp_options.add_to(*cmd);
   o->moe_options.add_to(*cmd);

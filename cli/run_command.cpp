@@ -15,6 +15,7 @@
 #include "cli/failure_injection.hpp"
 #include "cli/output_path.hpp"
 #include "cli/run_estimate.hpp"
+#include "schedules/generators.hpp"
 #include "cli/run_processes.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/work_bounds.hpp"
@@ -359,6 +360,8 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   }
   if (o.backend == "cuda")
     scenario.workload.memory = dtype_from_text(o.dtype) == DType::F32 ? MemoryAccounting::CudaFloat32 : MemoryAccounting::CudaBf16;
+  check_runs_one_copy(scenario.schedule, scenario.imported_schedule ? scenario.imported_schedule->copies
+                                                                    : model_copies(scenario.schedule));
   check_work_unless_allowed(
       "run",
       run_estimate(resolve(scenario), {o.iterations, o.warmup, o.backend == "cpu" && o.compute == "real", o.optimizer == "adam"},

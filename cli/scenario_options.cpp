@@ -48,6 +48,7 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
   cmd.add_flag("--no-sequence-parallel", no_sequence_parallel, "Turn off sequence parallelism (on by default with tp > 1)");
   add_flash_attention_flag(cmd, flash_attention);
   add_precision_option(cmd, precision);
+  add_activation_fp8_input_store_flag(cmd, activation_fp8_input_store);
   dp_options.add_to(cmd);
   add_memory_headroom_option(cmd, memory_headroom);
   cmd.add_option("--memory-accounting", memory_accounting,
@@ -71,6 +72,13 @@ CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
                   "bf16, or fp8 as Transformer Engine runs it (the blocks' GEMMs at the GPU's fp8 peak, attention, "
                   "norms, embedding and head in bf16)")
       ->capture_default_str();
+}
+
+void add_activation_fp8_input_store_flag(CLI::App& cmd, bool& store) {
+  cmd.add_flag("--activation-func-fp8-input-store", store,
+               "Keep a SwiGLU's input (fc1's gate and up: dense MLP, routed and shared experts) in fp8 for the "
+               "backward, as Megatron-Core's TransformerConfig.activation_func_fp8_input_store does (the DeepSeek-V3 "
+               "report's MoE SwiGLU inputs)");
 }
 
 void add_flash_attention_flag(CLI::App& cmd, bool& flash_attention) {
@@ -172,6 +180,7 @@ Scenario ScenarioOptions::to_scenario() const {
   moe_options.apply(s.workload);
   s.workload.sequence_parallel = !no_sequence_parallel;
   s.workload.flash_attention = flash_attention;
+  s.workload.activation_fp8_input_store = activation_fp8_input_store;
   s.workload.precision = precision_from_string(precision);
   s.workload.memory = memory_accounting_from_string(memory_accounting);
   s.workload.recompute = recompute_from_string(recompute.c_str());
@@ -202,7 +211,8 @@ namespace {
 constexpr const char* kPlanFixes[] = {"--model", "--cluster", "--tp", "--cp", "--ep", "--etp", "--capacity-factor", "--dispatcher", "--pp", "--dp", "--vpp", "--microbatches",
                                       "--global-batch-size", "--micro-batch-size", "--seq-len", "--schedule",
                                       "--schedule-csv", "--max-pending", "--split", "--recompute", "--recompute-modules", "--stage-recompute",
-                                      "--rank-order", "--no-sequence-parallel", "--flash-attention", "--group-size"};
+                                      "--rank-order", "--no-sequence-parallel", "--flash-attention", "--group-size",
+                                      "--activation-func-fp8-input-store"};
 
 // The plan's profile again, read from where the plan recorded it.
 void add_plan_profile(CostModelChain& chain, const std::string& plan, const PlanProfile& recorded, const Model& model) {

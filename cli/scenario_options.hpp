@@ -38,6 +38,7 @@ struct ScenarioOptions {
   std::string recompute_modules;  // Megatron's module names, comma-separated; empty: core_attn
   bool no_sequence_parallel = false;
   bool flash_attention = true;  // --no-flash-attention turns it off
+  bool activation_fp8_input_store = false;
   std::string precision = "bf16";
   DpOptions dp_options;
   std::string memory_headroom;  // --memory-headroom, "5%"; empty: the cluster's (cli/memory_headroom_option.hpp)
@@ -98,6 +99,8 @@ auto load_for_option(const char* option, const std::string& value, Loader load) 
 
 // --flash-attention (the default) and --no-flash-attention, the same on every command with a workload.
 void add_flash_attention_flag(CLI::App& cmd, bool& flash_attention);
+// --activation-func-fp8-input-store (Workload::activation_fp8_input_store).
+void add_activation_fp8_input_store_flag(CLI::App& cmd, bool& store);
 // --precision bf16|fp8.
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision);
 // --recompute-modules, shared by simulate and plan.

@@ -47,6 +47,7 @@ struct Dims {
   bool rotary;    // rotary positions applied to Q and K (no learned position table)
   bool swiglu;
   bool flash;     // fused attention: no s x s tensor in memory
+  double act_in;  // bytes an element of a gated MLP's stored activation input: 2, or 1 kept in fp8
   double keys;    // keys each query attends: s, or the sliding window when shorter
   // Attention widths over all heads: the queries' and keys' in QK^T (q), the values' and so the output
   // projection's input (o), K and V as stored for the backward, the rotary part of Q and K, MLA's latents
@@ -105,6 +106,10 @@ inline void tp_region_collectives(PhaseWork& p, const Dims& d) {
 double projection_split(const Projection& pr, const Dims& d);
 double norm_bytes(const Dims& d);
 void dense_mlp_forward(PhaseWork& p, const Dims& d);
+// Megatron-Core's activation_func_fp8_input_store casts a SwiGLU's input of `elements` to fp8 after F's activation
+// (read 2 bytes, write 1; `input.to(torch.float8_e4m3fn)` in fused_bias_swiglu.py) and back before B's: one
+// pass of 3 bytes an element in each; nothing without it.
+void cast_activation_input(PhaseWork& p, const Dims& d, double elements);
 
 // The MoE MLP of a block (core/moe_work.cpp): F, B and W, what it stores at F, what W needs, what it holds
 // while it runs beyond that, and the GEMM inputs (F) and output gradients (B) fp8 casts.

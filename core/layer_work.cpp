@@ -31,6 +31,8 @@ Dims dims_of(const TransformerConfig& c, const Workload& w, int default_seq, int
   d.rotary = !c.learned_positions;
   d.swiglu = gated(c.mlp);
   d.flash = w.flash_attention;
+  // Megatron-Core's fused SwiGLU keeps its input in fp8 when asked (resolve() refuses the flag elsewhere).
+  d.act_in = w.activation_fp8_input_store && c.mlp == MlpKind::SwiGlu ? 1 : kBf16;
   if (c.mla) {
     // MLA: queries (through their latent when q_lora_rank is set) and the KV latent with the shared rotary
     // key; keys of qk_head_dim and values of v_head_dim per head, rebuilt from the latent.
@@ -88,11 +90,16 @@ TpSplit in_split(const Projection& pr, TpSplit split) { return pr.split ? split 
 
 double norm_bytes(const Dims& d) { return 2 * kBf16 * d.rep(); }
 
+void cast_activation_input(PhaseWork& p, const Dims& d, double elements) {
+  if (d.act_in < kBf16) elementwise(p, (kBf16 + d.act_in) * elements);
+}
+
 void dense_mlp_forward(PhaseWork& p, const Dims& d) {
   const double n = d.n();
   gemm(p, n, d.h, d.mlp_in(), d.t, TpSplit::N);         // up (GeLU) or fused gate+up (SwiGLU)
   // GeLU reads its input and writes its output; SwiGLU reads gate and up, writes their product.
   elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * n * d.f / d.t);
+  cast_activation_input(p, d, n * d.mlp_in() / d.t);
   gemm(p, n, d.f, d.h, d.t, TpSplit::K);                // down projection (row parallel)
   tp_region_collectives(p, d);
 }
@@ -189,6 +196,7 @@ void dense_mlp_backward_input(PhaseWork& p, const Dims& d) {
   gemm(p, n, d.h, d.f, d.t, TpSplit::N);                // down projection dgrad
   // GeLU backward reads input and gradient, writes the gradient; SwiGLU reads gate, up and the
   // product's gradient, writes both input gradients.
+  cast_activation_input(p, d, n * d.mlp_in() / d.t);
   elementwise(p, (d.swiglu ? 5 : 3) * kBf16 * n * d.f / d.t);
   gemm(p, n, d.mlp_in(), d.h, d.t, TpSplit::K);         // up projection dgrad
   tp_region_collectives(p, d);
@@ -275,7 +283,7 @@ void block_memory(LayerWork& lw, const Dims& d, Recompute recompute) {
   // output, or SwiGLU gate, up and product).
   const double qkv = kBf16 * sb * (d.q + d.k_stored + d.v_stored);
   const double out_proj_in = kBf16 * sb * d.o;
-  const double mlp = d.moe ? 0 : (d.swiglu ? 3 : 2) * kBf16 * sb * d.f;
+  const double mlp = d.moe ? 0 : (d.swiglu ? 2 * d.act_in + kBf16 : 2 * kBf16) * sb * d.f;
   // The s^2 term: scores 2 bytes, softmax output 2 bytes and, with dropout, the 1-byte mask
   // (5 a s^2 b as Korthikanti counts; 4 a s^2 b without dropout). Gone with selective recompute.
   // Fused attention keeps only the fp32 log-sum-exp per head and token instead.

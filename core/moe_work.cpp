@@ -65,6 +65,7 @@ void moe_forward(PhaseWork& p, const Dims& d) {
 // Reads fc1's output (gate and up for a gated MLP), writes fc2's input scaled by the copy's router weight.
 void expert_activation(PhaseWork& p, const Dims& d) {
   elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * d.routed.pairs * expert_f(d));
+  cast_activation_input(p, d, d.routed.pairs * expert_in(d));
 }
 double expert_activation_stored(const Dims& d) { return kBf16 * d.routed.pairs * expert_f(d); }
 
@@ -72,11 +73,14 @@ void shared_experts_forward(PhaseWork& p, const Dims& d) {
   const RoutedShape& r = d.routed;
   gemm(p, d.n(), d.h, shared_in(d), d.t, TpSplit::N);
   elementwise(p, (d.swiglu ? 3 : 2) * kBf16 * d.n() * r.shared_f / d.t);
+  cast_activation_input(p, d, d.n() * shared_in(d) / d.t);
   gemm(p, d.n(), r.shared_f, d.h, d.t, TpSplit::K);
   tp_region_collectives(p, d);
   if (r.shared_gate) gemm(p, d.n(), d.h, 1, d.t, TpSplit::M);
 }
-double shared_experts_stored(const Dims& d) { return kBf16 * d.n() * (shared_in(d) + d.routed.shared_f) / d.t; }
+double shared_experts_stored(const Dims& d) {
+  return d.n() * (d.act_in * shared_in(d) + kBf16 * d.routed.shared_f) / d.t;
+}
 
 void moe_backward_input(PhaseWork& p, const Dims& d) {
   const double tokens = d.tokens_per_rank();
@@ -85,6 +89,7 @@ void moe_backward_input(PhaseWork& p, const Dims& d) {
   all_to_all(p, d);  // combine's gradient
   etp_collective(p, d, CollectiveKind::AllGather);
   routed_gemm(p, 2 * r.pairs * d.h * expert_f(d), local_weights(d, expert_f(d)), padded(d));    // fc2 dgrad
+  cast_activation_input(p, d, r.pairs * expert_in(d));
   elementwise(p, (d.swiglu ? 5 : 3) * kBf16 * r.pairs * expert_f(d));
   routed_gemm(p, 2 * r.pairs * expert_in(d) * d.h, local_weights(d, expert_in(d)), padded(d));  // fc1 dgrad
   etp_collective(p, d, CollectiveKind::ReduceScatter);
@@ -94,6 +99,7 @@ void moe_backward_input(PhaseWork& p, const Dims& d) {
   gemm(p, tokens, r.experts, d.h, 1, TpSplit::N);                      // router dgrad
   if (r.shared_f > 0) {
     gemm(p, d.n(), d.h, r.shared_f, d.t, TpSplit::N);
+    cast_activation_input(p, d, d.n() * shared_in(d) / d.t);
     elementwise(p, (d.swiglu ? 5 : 3) * kBf16 * d.n() * r.shared_f / d.t);
     gemm(p, d.n(), shared_in(d), d.h, d.t, TpSplit::K);
     tp_region_collectives(p, d);
@@ -118,7 +124,7 @@ MoeMemory moe_memory(const Dims& d) {
   // The router's fp32 scores and its routing map (1 byte per token and expert); for each copy, fc1's input,
   // its output (gate and up) and their weighted product (fc2's input; the weighted activation's backward
   // gets the router weight's gradient from fc1's output); the shared experts' inner tensors as a dense MLP's.
-  m.stored = (kFp32 + 1) * tokens * r.experts + kBf16 * r.pairs * (d.h + expert_in(d) + expert_f(d)) +
+  m.stored = (kFp32 + 1) * tokens * r.experts + r.pairs * (kBf16 * d.h + d.act_in * expert_in(d) + kBf16 * expert_f(d)) +
              shared_experts_stored(d);
   m.weight_grad = kBf16 * r.pairs * (d.h + expert_f(d)) + kBf16 * d.n() * r.shared_f / d.t;
   // The dispatched and combined copies in flight, and the gradient of fc1's output.

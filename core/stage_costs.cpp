@@ -199,17 +199,32 @@ double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_paramete
 
 std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWork>& work,
                                    const std::vector<LayerRange>& ranges, const ParallelConfig& pc,
-                                   const Cluster& cluster, const CostModel& cost, const std::vector<int>& stage_gpu) {
+                                   const Cluster& cluster, const CostModel& cost, const std::vector<int>& stage_gpu,
+                                   int copies) {
   if (work.size() != model.layers.size())
     throw_runtime("stage_costs: work for {} layers but the model has {}", work.size(), model.layers.size());
   if (stage_gpu.size() != ranges.size())
     throw_runtime("stage_costs: {} stage GPUs for {} stages", stage_gpu.size(), ranges.size());
+  if (copies < 1 || ranges.size() % static_cast<size_t>(copies) != 0)
+    throw_runtime("stage_costs: {} stages are not {} copies of the model's parts", ranges.size(), copies);
   const bool fp8 = std::any_of(work.begin(), work.end(), [](const LayerWork& lw) { return lw.fp8; });
-  const double state_per_param = state_bytes_per_parameter(cost, pc, fp8);
-  const ParallelConfig expert_pc = expert_sharding(pc);
+  // Copies of the model (bidirectional DualPipe) reduce a part's gradients and shard its ZeRO state as
+  // data-parallel peers: copies x dp members, on the dp ring's links (below).
+  ParallelConfig sharding = pc;
+  sharding.dp *= copies;
+  const double state_per_param = state_bytes_per_parameter(cost, sharding, fp8);
+  const ParallelConfig expert_pc = expert_sharding(sharding);
   const double routed_state_per_param = state_bytes_per_parameter(cost, expert_pc, fp8);
-  const int expert_dp = pc.expert_dp();
+  const int expert_dp = sharding.expert_dp();
   const int stages = static_cast<int>(ranges.size());
+
+  // The GPUs whose rank holds the embedding: a DeepSeek-V3 MTP module there looks its tokens up in that table
+  // instead of a copy of its own (the report, section 3.2.3: DualPipe puts the shallowest and the deepest
+  // layers on one rank so that the MTP module and the main model share the embedding and the output head).
+  std::vector<int> embedding_gpus;
+  for (int s = 0; s < stages; ++s)
+    if (ranges[s].first == 0 && model.layers.front().kind == LayerKind::Embedding) embedding_gpus.push_back(stage_gpu[s]);
+  const double own_table = model.transformer ? static_cast<double>(model.transformer->vocab) * model.transformer->hidden / pc.tp : 0;
 
   std::vector<StageCost> out(stages);
   for (int s = 0; s < stages; ++s) {
@@ -224,16 +239,26 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     // The shard group (dp_shard dp ranks with their cp ranks) reduce-scatters the gradients and gathers the
     // weights, its ring as slow as the slower of its cp and dp hops; with hybrid sharding the replicas then
     // all-reduce their shard across groups. Without ZeRO the whole dp-cp group all-reduces.
-    const bool reduced = pc.dp_cp() > 1;
-    const int shards = pc.distributed_optimizer() ? pc.shard_group() : pc.dp_cp();
-    const int replicas = pc.distributed_optimizer() ? pc.dp_replicas() : 1;
-    const int shard_dp = shards / pc.cp;
-    const LinkSpec dp_link = slower(group_link(cluster, stage_gpu[s], dp_stride(pc), shard_dp), links.cp);
-    const LinkSpec replica_link = group_link(cluster, stage_gpu[s], dp_stride(pc) * shard_dp, replicas);
+    const bool reduced = sharding.dp_cp() > 1;
+    const int shards = sharding.distributed_optimizer() ? sharding.shard_group() : sharding.dp_cp();
+    const int replicas = sharding.distributed_optimizer() ? sharding.dp_replicas() : 1;
+    // The rings' links from one copy's members; where they stay inside a node, the other copy's rank, on
+    // another node or not, is on the ring too.
+    const int copy_shard_dp = (pc.distributed_optimizer() ? pc.shard_group() : pc.dp_cp()) / pc.cp;
+    const LinkSpec to_other_copy = copies > 1 && !cluster.ideal
+                                       ? cluster.link(stage_gpu[s], stage_gpu[(s + stages / copies) % stages])
+                                       : LinkSpec{kInf, 0};
+    const auto with_other_copy = [&](LinkSpec l) { return l.inter_node ? l : slower(l, to_other_copy); };
+    const LinkSpec dp_link =
+        with_other_copy(slower(group_link(cluster, stage_gpu[s], dp_stride(pc), copy_shard_dp), links.cp));
+    const LinkSpec replica_link =
+        group_link(cluster, stage_gpu[s], dp_stride(pc) * copy_shard_dp, pc.distributed_optimizer() ? pc.dp_replicas() : 1);
     // The routed experts' gradients and ZeRO state go over the expert-data-parallel group instead.
-    const LinkSpec expert_dp_link = expert_dp > 1 && (pc.ep > 1 || pc.etp > 1)
-                                        ? folded_ring_link(cluster, pc, stage_gpu[s], pc.etp * pc.ep, expert_dp)
-                                        : dp_link;
+    const LinkSpec expert_dp_link =
+        expert_dp > 1 && (pc.ep > 1 || pc.etp > 1)
+            ? with_other_copy(pc.expert_dp() > 1 ? folded_ring_link(cluster, pc, stage_gpu[s], pc.etp * pc.ep, pc.expert_dp())
+                                                 : LinkSpec{kInf, 0})
+            : dp_link;
     const int routed_shards = pc.distributed_optimizer() ? expert_dp : 1;
     ZeroGathers gathers;
     for (int i = r.first; i <= r.last; ++i) {
@@ -255,6 +280,9 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.weight_grad_bytes += lw.weight_grad_bytes;
       sc.working_bytes = std::max(sc.working_bytes, lw.working_bytes + zero3_layer_working_bytes(pc, lw.parameters));
       sc.parameters += lw.parameters;
+      if (layer.kind == LayerKind::Mtp &&
+          std::find(embedding_gpus.begin(), embedding_gpus.end(), stage_gpu[s]) != embedding_gpus.end())
+        sc.parameters -= own_table;
       if (pc.zero >= 3 && (shards > 1 || (lw.routed_parameters > 0 && expert_dp > 1)))
         gathers.add(cost.collective_time(CollectiveKind::AllGather, (lw.parameters - lw.routed_parameters) * kGatheredWeightBytes,
                                          shards, dp_link) +
@@ -349,12 +377,12 @@ std::vector<LayerWork> staged_layer_work(const Model& model, const Workload& w, 
 
 std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerRange>& ranges, const Workload& w,
                                    const ParallelConfig& pc, const Cluster& cluster, const CostModel& cost,
-                                   const std::vector<int>& stage_gpu) {
+                                   const std::vector<int>& stage_gpu, int copies) {
   if (w.tp != pc.tp) throw_runtime("stage_costs: workload tp {} differs from the parallel config's tp {}", w.tp, pc.tp);
   std::vector<LayerWork> work;
   work.reserve(model.layers.size());
   append_layer_works(model, 0, model.num_layers() - 1, w, work);
-  return stage_costs(model, work, ranges, pc, cluster, cost, stage_gpu);
+  return stage_costs(model, work, ranges, pc, cluster, cost, stage_gpu, copies);
 }
 
 }  // namespace pw

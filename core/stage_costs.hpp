@@ -104,15 +104,19 @@ std::vector<LayerRange> split_layers(const Model& model, int stages, const std::
                                      const std::vector<double>& layer_cost = {});
 
 // Per-stage costs. `stage_gpu[s]` is the global rank of the first GPU (tp rank 0) of stage s's pipeline
-// rank in data-parallel replica 0: it selects the GPU type and the tp/dp links.
+// rank in data-parallel replica 0: it selects the GPU type and the tp/dp links. With `copies` of the model
+// (Schedule::copies: `ranges` lists each copy's stages in turn, stage s and s + stages / copies holding the
+// same layers), a part's copies reduce its gradients and shard its ZeRO state together, as copies x dp
+// data-parallel members.
 std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerRange>& ranges, const Workload& w,
                                    const ParallelConfig& pc, const Cluster& cluster, const CostModel& cost,
-                                   const std::vector<int>& stage_gpu);
+                                   const std::vector<int>& stage_gpu, int copies = 1);
 
 // The same from each layer's work already computed (`work[i]` for Model::layers[i]).
 std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWork>& work,
                                    const std::vector<LayerRange>& ranges, const ParallelConfig& pc,
-                                   const Cluster& cluster, const CostModel& cost, const std::vector<int>& stage_gpu);
+                                   const Cluster& cluster, const CostModel& cost, const std::vector<int>& stage_gpu,
+                                   int copies = 1);
 
 // Each layer's work, at the recompute level of the stage that holds it when `stage_recompute` gives one
 // per stage (per-stage recompute), else at w.recompute.

@@ -50,6 +50,10 @@ struct Workload {
   // Engine, torchtitan's SDPA): the s x s scores never reach memory; its backward recomputes them. On by
   // default as runs are made today; off reproduces Korthikanti et al.'s 2021-style accounting.
   bool flash_attention = true;
+  // Megatron-Core's --activation-func-fp8-input-store: a gated MLP's activation input (fc1's gate and up, of
+  // the dense MLP, the routed experts and the shared experts) kept for the backward in fp8, 1 byte an element
+  // (the DeepSeek-V3 report stores its MoE SwiGLU inputs so, section 3.3.2).
+  bool activation_fp8_input_store = false;
   // Whose activations the memory counts: the GPU framework's bf16 ones, or what the CPU backend keeps.
   MemoryAccounting memory = MemoryAccounting::GpuBf16;
 };

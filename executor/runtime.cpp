@@ -487,8 +487,20 @@ class RankRunner : public Collectives {
   std::map<PostedKey, Posted> posted_;            // receives posted and not yet waited for
 };
 
+}  // namespace
+
+void check_runs_one_copy(const std::string& name, int copies) {
+  if (copies > 1)
+    throw_bad_input("--schedule: {} runs {} copies of the model, and the executor holds one copy of each stage's "
+                    "layers on a rank; run dualpipev, its one-copy V form",
+                    name, copies);
+}
+
+namespace {
+
 // Options and schedule checked before anything runs; returns the lowered schedule.
 Schedule checked_schedule(const Schedule& schedule, const RunOptions& options) {
+  check_runs_one_copy(schedule.name, schedule.copies);
   if (options.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", options.iterations);
   if (options.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", options.warmup);
   if (options.replicas < 1) throw_bad_input("--dp: must be at least 1, got {}", options.replicas);

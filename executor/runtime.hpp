@@ -73,6 +73,10 @@ class RankStalled : public Error {
   explicit RankStalled(const std::string& message) : Error(ErrorKind::Runtime, message) {}
 };
 
+// BadInput naming --schedule when `name` runs more than one copy of the model (bidirectional DualPipe): the
+// executor holds one copy of each stage's layers per rank. run_schedule checks it too.
+void check_runs_one_copy(const std::string& name, int copies);
+
 // Validates the schedule (lowering it first when it is compute-only; BadInput before anything runs), then
 // runs warmup + iterations iterations. A rank that throws, or a wait longer than timeout_s, stops every rank
 // and throws Runtime "rank <r> failed at <action>: <reason>"; a rank that stalls throws RankStalled

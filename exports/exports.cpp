@@ -50,7 +50,13 @@ std::vector<std::string> export_schedules(ExportTarget t) {
   switch (t) {
     case ExportTarget::Megatron: return megatron_schedules();
     case ExportTarget::DeepSpeed: return {"1f1b"};
-    case ExportTarget::Torchtitan: return schedule_names();
+    case ExportTarget::Torchtitan: {
+      // Its CSV runs every micro-batch through every stage: one copy of the model (check_pytorch_csv_copies).
+      std::vector<std::string> names;
+      for (const std::string& s : schedule_names())
+        if (model_copies(s) == 1) names.push_back(s);
+      return names;
+    }
   }
   return {};
 }
@@ -104,6 +110,16 @@ std::vector<ExportFile> export_plan(ExportTarget t, const Evaluation& plan, cons
     case ExportTarget::Torchtitan: return torchtitan_export(plan, dir);
   }
   return {};
+}
+
+void check_activation_storage(ExportTarget t, const Workload& w) {
+  // Megatron-Core's TransformerConfig has activation_func_fp8_input_store, but Megatron-LM's arguments leave it
+  // out (megatron/training/arguments.py at d98e8a64 excludes it from the TransformerConfig flags); neither
+  // DeepSpeed nor torchtitan has it.
+  if (w.activation_fp8_input_store)
+    throw_bad_input("--activation-func-fp8-input-store: --export {} has no flag that keeps the activation inputs in "
+                    "fp8 as simulated; leave it out",
+                    to_string(t));
 }
 
 void check_state_widths(ExportTarget t, const ParallelConfig& pc) {

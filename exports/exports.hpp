@@ -41,6 +41,8 @@ void check_zero_level(ExportTarget t, int zero);
 // BadInput naming the option when the target does not keep the model state at the widths `pc` asks for:
 // bf16 gradients (--grad-reduce-in-bf16) and the precision-aware optimizer are Megatron-LM's alone.
 void check_state_widths(ExportTarget t, const ParallelConfig& pc);
+// BadInput naming --activation-func-fp8-input-store when it is set: no target's launch sets it.
+void check_activation_storage(ExportTarget t, const Workload& w);
 
 // The expert parallelism the target runs for `model`, narrowing `space` to it: DeepSpeed's pipeline engine
 // runs no MoE layers (BadInput naming --export); Megatron-LM folds experts over ranks in its default order

@@ -98,6 +98,7 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"recompute", to_string(s.workload.recompute)},
                    {"recompute_modules", module_names(s.workload.recompute_modules)},
                    {"flash_attention", s.workload.flash_attention},
+                   {"activation_fp8_input_store", s.workload.activation_fp8_input_store},
                    {"precision", to_string(s.workload.precision)},
                    {"capacity_factor", s.workload.capacity_factor},
                    {"dispatcher", to_string(s.workload.dispatcher)}};
@@ -205,6 +206,7 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   }
   s.workload.sequence_parallel = w.boolean("sequence_parallel", true);
   s.workload.flash_attention = w.boolean("flash_attention", true);
+  s.workload.activation_fp8_input_store = w.boolean("activation_fp8_input_store", false);
   s.workload.precision = precision_from_string(w.optional_string("precision").value_or("bf16"));
   const std::string recompute = w.string("recompute");
   try {

@@ -42,7 +42,7 @@ struct SearchSpace {
   // Non-empty: only these micro-batch sizes (those a profile measured, so that measured and modelled
   // times are never ranked against each other).
   std::vector<int> micro_batch_sizes;
-  std::vector<std::string> schedules;  // empty: every schedule_names()
+  std::vector<std::string> schedules;  // empty: every schedule_names() with one copy of the model
   std::vector<Recompute> recomputes;   // empty: none, selective, full, per-stage (explicit-cost models: none)
   std::optional<RankOrder> order;      // empty: both orders where they differ (pp > 1 and dp > 1)
   int max_tp = 0;                      // 0: the GPUs of a node

@@ -18,6 +18,7 @@ Schedule make_zero_bubble(const ScheduleSpec& spec);  // zb-h1 and zb-h2; checks
 Schedule make_zb_v(const ScheduleSpec& spec);
 Schedule make_v_half(const ScheduleSpec& spec);
 Schedule make_v_min(const ScheduleSpec& spec);
+Schedule make_dualpipe(const ScheduleSpec& spec);     // checks --pp and --microbatches
 Schedule make_dualpipev(const ScheduleSpec& spec);    // checks --microbatches
 Schedule make_zb_auto(const ScheduleSpec& spec);      // checks the stage times and memory limits
 

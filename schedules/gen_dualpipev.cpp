@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <utility>
@@ -10,10 +11,12 @@ namespace pw {
 namespace {
 
 // Issues one rank's actions with a running micro-batch counter per (stage, kind), as PyTorch's
-// ScheduleDualPipeV does: a B queues its W, and a W pulls the oldest queued one.
+// ScheduleDualPipeV does: a B queues its W, and a W pulls the oldest queued one. With two copies of the model
+// (bidirectional DualPipe) the k-th micro-batch of a stage of copy c is 2k + c (Schedule::runs_on).
 class RankWriter {
  public:
-  explicit RankWriter(std::vector<Action>& list) : list_(list) {}
+  explicit RankWriter(std::vector<Action>& list, int stages_per_copy = 0)
+      : list_(list), stages_per_copy_(stages_per_copy) {}
 
   void forward(int stage) { list_.push_back(Action{Op::F, stage, next(stage, Op::F)++}); }
   void input_grad(int stage) {
@@ -37,12 +40,71 @@ class RankWriter {
   }
 
  private:
+  // A micro-batch number that stays a micro-batch number when incremented: the counter's k, written as
+  // the k-th micro-batch of the stage's copy.
+  class Counter {
+   public:
+    Counter(int& k, int copies, int copy) : k_(k), copies_(copies), copy_(copy) {}
+    int operator++(int) { return k_++ * copies_ + copy_; }
+
+   private:
+    int& k_;
+    int copies_, copy_;
+  };
+
   std::vector<Action>& list_;
+  int stages_per_copy_;  // 0: one copy
   std::map<std::pair<int, Op>, int> counters_;
   std::deque<std::pair<int, int>> pending_w_;
 
-  int& next(int stage, Op kind) { return counters_[{stage, kind}]; }
+  Counter next(int stage, Op kind) {
+    int& k = counters_[{stage, kind}];
+    return stages_per_copy_ > 0 ? Counter(k, 2, stage / stages_per_copy_) : Counter(k, 1, 0);
+  }
 };
+
+// The eight steps of DualPipe.step on one rank, which DualPipeV runs too: `side` ranks on this rank's side of the
+// pipeline (p for a V, p / 2 for bidirectional DualPipe), `k` this rank's place among them counted from its end
+// (r, or min(r, p - 1 - r)), `main` pairs of composites in the main phase, `alone` whether its first forward runs
+// alone before a full backward. Phase 0 is stage c0, phase 1 stage c1.
+void dual_steps(RankWriter& out, int c0, int c1, int side, int k, int main, bool alone) {
+  for (int i = 0; i < 2 * (side - k - 1); ++i) out.forward(c0);
+  for (int i = 0; i < k + 1; ++i) {
+    out.forward(c0);
+    out.forward(c1);
+  }
+  for (int i = 0; i < side - k - 1; ++i) {
+    out.input_grad(c1);
+    out.weight_if_pending();
+    out.forward(c1);
+  }
+  for (int i = 0; i < main; ++i) {
+    if (i == 0 && alone) {
+      out.forward(c0);
+      out.full_backward(c1);
+    } else {
+      out.overlapped(c0, c1);
+    }
+    out.overlapped(c1, c0);
+  }
+  for (int i = 0; i < side - k - 1; ++i) {
+    out.full_backward(c1);
+    out.overlapped(c1, c0);
+  }
+  bool split = false;
+  const int pairs = k + 1;
+  for (int i = 0; i < pairs; ++i) {
+    if (i == pairs / 2 && k % 2 == 1) split = true;
+    out.backward(c1, split);
+    if (i == pairs / 2 && k % 2 == 0) split = true;
+    out.backward(c0, split);
+  }
+  for (int i = 0; i < side - k - 1; ++i) {
+    out.weight_if_pending();
+    out.backward(c0, split);
+  }
+  for (int i = 0; i < k + 1; ++i) out.weight_if_pending();
+}
 
 }  // namespace
 
@@ -62,44 +124,40 @@ Schedule make_dualpipev(const ScheduleSpec& spec) {
   Schedule s = empty_v_schedule(spec);
   for (int r = 0; r < p; ++r) {
     RankWriter out(s.ranks[static_cast<size_t>(r)]);
-    const int c0 = r, c1 = 2 * p - 1 - r;
-    for (int i = 0; i < 2 * (p - r - 1); ++i) out.forward(c0);
-    for (int i = 0; i < r + 1; ++i) {
-      out.forward(c0);
-      out.forward(c1);
-    }
-    for (int i = 0; i < p - r - 1; ++i) {
-      out.input_grad(c1);
-      out.weight_if_pending();
-      out.forward(c1);
-    }
-    for (int i = 0; i < m - 2 * p + r + 1; ++i) {
-      if (i == 0 && r == p - 1) {
-        // The turn of the V: the chunk-1 backward needs this very forward's output, so they cannot overlap.
-        out.forward(c0);
-        out.full_backward(c1);
-      } else {
-        out.overlapped(c0, c1);
-      }
-      out.overlapped(c1, c0);
-    }
-    for (int i = 0; i < p - r - 1; ++i) {
-      out.full_backward(c1);
-      out.overlapped(c1, c0);
-    }
-    bool split = false;
-    const int pairs = r + 1;
-    for (int i = 0; i < pairs; ++i) {
-      if (i == pairs / 2 && r % 2 == 1) split = true;
-      out.backward(c1, split);
-      if (i == pairs / 2 && r % 2 == 0) split = true;
-      out.backward(c0, split);
-    }
-    for (int i = 0; i < p - r - 1; ++i) {
-      out.weight_if_pending();
-      out.backward(c0, split);
-    }
-    for (int i = 0; i < r + 1; ++i) out.weight_if_pending();
+    // The last rank holds the turn of the V: its first chunk-1 backward needs the very forward before it, so
+    // they cannot overlap.
+    dual_steps(out, r, 2 * p - 1 - r, p, r, m - 2 * p + r + 1, r == p - 1);
+  }
+  return s;
+}
+
+// Bidirectional DualPipe (DeepSeek-V3 report, section 3.2.1; deepseek-ai/DualPipe dualpipe/dualpipe.py at
+// 3da1bbe, DualPipe.step): two copies of the model, the first entering at rank 0 (stage r on rank r), the
+// second at rank p - 1 (its part k on rank p - 1 - k: stage p + k, so the placement is the V one), half the
+// micro-batches each. Rank r's phase 0 is the copy that enters on its own side of the middle (the first for
+// r < p / 2), phase 1 the other; with h = min(r, p - 1 - r) and the p / 2 ranks of a side, the steps are
+// DualPipeV's with p / 2 for p and h for r, and m / 2 - p + h + 1 pairs of composites in the main phase. On
+// the two middle ranks the first forward of the main phase runs alone before a full backward, as DualPipe
+// runs it ("to further reduce bubble size"). p and m even, m >= 2p (DualPipe's assertions).
+Schedule make_dualpipe(const ScheduleSpec& spec) {
+  const int p = spec.ranks, m = spec.microbatches;
+  if (p % 2 != 0)
+    throw_bad_input("--pp: dualpipe runs the two copies' halves on an even number of ranks, got {}; use --pp {} or "
+                    "--schedule dualpipev",
+                    p, p + 1);
+  if (m % 2 != 0 || m < 2 * p)
+    throw_bad_input("--microbatches: dualpipe needs an even count of at least 2 x --pp ({}), half for each copy, got {}; "
+                    "use {}",
+                    2 * p, m, std::max(2 * p, m + 1));
+  Schedule s = empty_v_schedule(spec);
+  s.copies = 2;
+  const int half = p / 2;
+  for (int r = 0; r < p; ++r) {
+    RankWriter out(s.ranks[static_cast<size_t>(r)], p);
+    const int h = std::min(r, p - 1 - r);
+    const bool first_half = r < half;
+    const int c0 = first_half ? r : 2 * p - 1 - r, c1 = first_half ? 2 * p - 1 - r : r;
+    dual_steps(out, c0, c1, half, h, m / 2 - p + h + 1, r == half - 1 || r == half);
   }
   return s;
 }

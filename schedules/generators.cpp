@@ -23,12 +23,14 @@ struct Family {
   Schedule (*build)(const ScheduleSpec&);
   Chunks chunks;
   bool order_from_costs = false;  // the order is searched on the stage costs (ScheduleSpec.stage_f, ...)
+  int copies = 1;                 // copies of the model the ranks hold (Schedule::copies)
 };
 
 // Sorted by name: schedule_names() and the unknown-name message list them in this order.
 constexpr Family kFamilies[] = {
     {"1f1b", make_1f1b, Chunks::One},
     {"bfs", make_bfs, Chunks::Vpp},
+    {"dualpipe", make_dualpipe, Chunks::Two, false, 2},
     {"dualpipev", make_dualpipev, Chunks::Two},
     {"gpipe", make_gpipe, Chunks::One},
     {"interleaved", make_interleaved, Chunks::Vpp},
@@ -77,6 +79,8 @@ std::vector<std::string> schedule_names() {
 }
 
 bool order_from_costs(const std::string& name) { return find_family(name).order_from_costs; }
+
+int model_copies(const std::string& name) { return find_family(name).copies; }
 
 int chunks_per_rank(const std::string& name, int vpp) {
   const Family& family = find_family(name);

@@ -43,6 +43,9 @@ struct ScheduleSpec {
 //   zb-v         PyTorch's ScheduleZBVZeroBubble: V placement (rank r holds stages r and 2p - 1 - r).
 //   v-half       controllable-memory V schedule (Qi et al. 2024) at about half of 1F1B's activations.
 //   v-min        the same at about a third.
+//   dualpipe     DeepSeek's bidirectional DualPipe: two copies of the model on the V placement (rank r holds
+//                part r of the first and part p - 1 - r of the second), half the micro-batches entering at
+//                each end, with F&B composites; p and m even, m >= 2p.
 //   dualpipev    DeepSeek's DualPipe folded into a V (PyTorch's ScheduleDualPipeV), with F&B composites;
 //                m >= 2p.
 //   zb-auto      the zero-bubble paper's heuristic search over the spec's stage times and memory
@@ -57,5 +60,8 @@ int chunks_per_rank(const std::string& name, int vpp);
 // Whether the named generator searches its order on the stage costs (zb-auto), so that every layer split
 // needs its own order; BadInput for an unknown name.
 bool order_from_costs(const std::string& name);
+// Copies of the model the named schedule runs (Schedule::copies): 2 for dualpipe, whose stages are twice its
+// model parts; 1 for the others. BadInput for an unknown name.
+int model_copies(const std::string& name);
 
 }  // namespace pw

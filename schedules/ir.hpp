@@ -62,9 +62,23 @@ struct Schedule {
   Placement placement;
   std::vector<std::vector<Action>> ranks;  // per rank, in execution order
   bool lowered = false;                    // sends/receives inserted
+  // Copies of the model, each a pipeline of its own stages: copy c is stages [c P, (c + 1) P) with
+  // P = num_stages() / copies, its stage c P + k running the layers of the model's part k, and micro-batch
+  // mb runs on copy mb % copies only (so back-to-back iterations keep each micro-batch's copy). 1 for
+  // every schedule but bidirectional DualPipe, whose second copy enters at the last rank.
+  int copies = 1;
 
   int num_ranks() const { return placement.ranks; }
   int num_stages() const { return placement.stages(); }
+  int stages_per_copy() const { return num_stages() / copies; }
+  int copy_of_stage(int stage) const { return stage / stages_per_copy(); }
+  // The model part (layers) a stage runs: the stage itself without copies.
+  int part_of_stage(int stage) const { return stage % stages_per_copy(); }
+  bool runs_on(int stage, int microbatch) const { return copy_of_stage(stage) == microbatch % copies; }
+  // Whether a micro-batch's forward leaves `stage` for stage + 1 (not at its copy's last stage), and its
+  // input gradient for stage - 1 (not at its copy's first).
+  bool has_next(int stage) const { return part_of_stage(stage) + 1 < stages_per_copy(); }
+  bool has_previous(int stage) const { return part_of_stage(stage) > 0; }
 };
 
 // Whether any rank's list holds an F&B composite (Op::FB).
@@ -93,7 +107,8 @@ std::string to_grid(const Schedule& s, const std::vector<GridCell>& marked);
 std::string to_grid_around(const Schedule& s, const std::vector<GridCell>& marked, int most_ranks, int most_steps);
 // JSON round trip: {"format": "pipewright-schedule", "version": 1, "name", "microbatches",
 // "placement": {"kind": "loop"|"v"|"explicit", "stage_rank": [...], "ranks": p},
-// "ranks": [["0F0", ...], ...], "lowered": bool}. Reading checks the structure (BadInput naming
+// "ranks": [["0F0", ...], ...], "lowered": bool, "copies": c (written where it is not 1; read as 1 when
+// absent)}. Reading checks the structure (BadInput naming
 // `source` and the field), not the schedule itself: validate() does that.
 std::string schedule_to_json_text(const Schedule& s);
 Schedule schedule_from_json_text(const std::string& text, const std::string& source);

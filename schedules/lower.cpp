@@ -6,9 +6,12 @@ namespace pw {
 
 namespace {
 
-// The stage exists and sits on another rank than `stage`: the tensor between them must travel.
-bool crosses_ranks(const Placement& placement, int stage, int peer) {
-  return peer >= 0 && peer < placement.stages() && placement.rank_of(peer) != placement.rank_of(stage);
+// The neighbour exists in the stage's copy of the model (toward the next stage or the previous one) and sits
+// on another rank than `stage`: the tensor between them must travel.
+bool crosses_ranks(const Schedule& s, int stage, bool toward_next) {
+  if (!(toward_next ? s.has_next(stage) : s.has_previous(stage))) return false;
+  const int peer = toward_next ? stage + 1 : stage - 1;
+  return s.placement.rank_of(peer) != s.placement.rank_of(stage);
 }
 
 bool stage_known(const Placement& placement, int stage) { return stage >= 0 && stage < placement.stages(); }
@@ -27,17 +30,17 @@ Schedule lower(const Schedule& compute_only) {
       // need yet; sends go right after the producer so that the consumer can start as early as possible.
       for (const WorkPart& p : parts) {
         if (!stage_known(pl, p.stage)) continue;
-        if (p.part == Part::F && crosses_ranks(pl, p.stage, p.stage - 1))
+        if (p.part == Part::F && crosses_ranks(out, p.stage, false))
           lowered.push_back(Action{Op::RecvF, p.stage, p.microbatch});
-        if (p.part == Part::B && crosses_ranks(pl, p.stage, p.stage + 1))
+        if (p.part == Part::B && crosses_ranks(out, p.stage, true))
           lowered.push_back(Action{Op::RecvB, p.stage, p.microbatch});
       }
       lowered.push_back(a);
       for (const WorkPart& p : parts) {
         if (!stage_known(pl, p.stage)) continue;
-        if (p.part == Part::F && crosses_ranks(pl, p.stage, p.stage + 1))
+        if (p.part == Part::F && crosses_ranks(out, p.stage, true))
           lowered.push_back(Action{Op::SendF, p.stage, p.microbatch});
-        if (p.part == Part::B && crosses_ranks(pl, p.stage, p.stage - 1))
+        if (p.part == Part::B && crosses_ranks(out, p.stage, false))
           lowered.push_back(Action{Op::SendB, p.stage, p.microbatch});
       }
     }

@@ -212,7 +212,15 @@ std::vector<std::string> comms_cells(const std::vector<Action>& list, int microb
 
 }  // namespace
 
+void check_pytorch_csv_copies(const std::string& name, int copies) {
+  if (copies > 1)
+    throw_bad_input("--export-csv: schedule {} runs {} copies of the model, half the micro-batches each, and PyTorch's "
+                    "pipelining sends every micro-batch through every stage; export dualpipev, its one-copy V form",
+                    name, copies);
+}
+
 std::string schedule_to_pytorch_csv(const Schedule& s) {
+  check_pytorch_csv_copies(s.name, s.copies);
   std::string out;
   for (const auto& list : s.ranks) {
     std::vector<std::string> cells;

@@ -27,8 +27,12 @@
 
 namespace pw {
 
-// Compute-only schedules give PyTorch's "compute_only" format, lowered ones its "compute_comms".
+// Compute-only schedules give PyTorch's "compute_only" format, lowered ones its "compute_comms". BadInput
+// (check_pytorch_csv_copies) for a schedule with two copies of the model.
 std::string schedule_to_pytorch_csv(const Schedule& s);
+// BadInput naming --export-csv when schedule `name` runs more than one copy of the model: PyTorch's
+// pipelining sends every micro-batch through every stage, and its CSV has no way to say otherwise.
+void check_pytorch_csv_copies(const std::string& name, int copies);
 
 // Reads a CSV into the IR and validates it (validate(): a broken schedule is a BadInput carrying the
 // grid with the offending cell marked). `source` names the text in messages and becomes the schedule's

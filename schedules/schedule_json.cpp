@@ -71,6 +71,7 @@ std::string schedule_to_json_text(const Schedule& s) {
       {"ranks", std::move(ranks)},
       {"lowered", s.lowered},
   };
+  if (s.copies != 1) j["copies"] = s.copies;
   return json_file_text(j, "schedule");
 }
 
@@ -87,6 +88,14 @@ Schedule schedule_from_json_text(const std::string& text, const std::string& sou
   s.microbatches = f.count("microbatches", kMaxScheduleMicrobatches, "micro-batches");
   s.placement = read_placement(f.object("placement"));
   s.lowered = f.boolean("lowered", false);
+  if (const std::optional<long> copies = f.optional_positive_integer("copies")) {
+    // A copy needs at least one stage, and every copy as many.
+    if (*copies > s.placement.stages() || s.placement.stages() % *copies != 0)
+      f.fail("copies", fmt::format("is {}, which does not divide the placement's {} stages into pipelines of equal "
+                                   "length; give a divisor of {} (1: one copy of the model)",
+                                   *copies, s.placement.stages(), s.placement.stages()));
+    s.copies = static_cast<int>(*copies);
+  }
 
   const nlohmann::json& ranks = f.required("ranks");
   if (!ranks.is_array() || ranks.size() != static_cast<size_t>(s.placement.ranks))

@@ -106,11 +106,11 @@ static ScheduleTiming timed(const Schedule& s, const StageTimes& times, bool rec
       ++n.waits;
     };
     auto forward = [&](int st, int mb) {
-      if (st > 0) wait(Part::F, st - 1, mb);
+      if (s.has_previous(st)) wait(Part::F, st - 1, mb);
     };
     auto backward = [&](int st, int mb) {
       wait(Part::F, st, mb);
-      if (st < stages - 1) wait(Part::B, st + 1, mb);
+      if (s.has_next(st)) wait(Part::B, st + 1, mb);
     };
     auto make = [&](Part part, int stage, int mb) { n.make[static_cast<size_t>(n.makes++)] = index(part, stage, mb); };
     switch (a.op) {

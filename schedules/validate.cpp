@@ -11,17 +11,17 @@
 
 namespace pw {
 
-std::vector<Action> compute_dependencies(const Action& a, int num_stages) {
+std::vector<Action> compute_dependencies(const Action& a, int stages_per_copy) {
   std::vector<Action> deps;
   auto add = [&](Action d) {
     if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
   };
   auto forward = [&](int s, int i) {
-    if (s > 0) add(Action{Op::F, s - 1, i});
+    if (s % stages_per_copy > 0) add(Action{Op::F, s - 1, i});
   };
   auto backward = [&](int s, int i) {
     add(Action{Op::F, s, i});
-    if (s < num_stages - 1) add(Action{Op::B, s + 1, i});
+    if (s % stages_per_copy < stages_per_copy - 1) add(Action{Op::B, s + 1, i});
   };
   switch (a.op) {
     case Op::F: forward(a.stage, a.microbatch); break;
@@ -131,6 +131,11 @@ class Validator {
     if (s_.placement.ranks != ranks())
       fail(fmt::format("the placement has {} ranks but the schedule lists {}", s_.placement.ranks, ranks()));
     if (stages_ < 1) fail("the placement lists no stages");
+    if (s_.copies < 1 || s_.copies > stages_ || stages_ % s_.copies != 0)
+      fail(fmt::format("{} copies of the model do not split its {} stages into pipelines of equal length", s_.copies,
+                       stages_));
+    if (m_ % s_.copies != 0)
+      fail(fmt::format("{} micro-batches do not split evenly over {} copies of the model", m_, s_.copies));
     for (int st = 0; st < stages_; ++st) {
       if (rank_of(st) < 0 || rank_of(st) >= ranks())
         fail(fmt::format("the placement puts stage {} on rank {}, but there are {} ranks", st, rank_of(st), ranks()));
@@ -142,6 +147,10 @@ class Validator {
     if (mb < 0 || mb >= m_) fail_at("micro-batch out of range", r, k, fmt::format("(micro-batches 0..{})", m_ - 1));
     if (rank_of(stage) != r)
       fail_at("wrong rank", r, k, fmt::format("(the placement puts stage {} on rank {})", stage, rank_of(stage)));
+    if (!s_.runs_on(stage, mb))
+      fail_at("wrong copy", r, k,
+              fmt::format("(stage {} is in copy {} of the model, micro-batch {} runs on copy {})", stage,
+                          s_.copy_of_stage(stage), mb, mb % s_.copies));
   }
 
   void check_cells() const {
@@ -156,8 +165,11 @@ class Validator {
           fail_at("communication in a compute-only schedule", r, k, "(lowered is false; lower() adds sends and receives)");
         check_stage(r, k, a.stage, a.microbatch);
         const Action peer = peer_of(a);
-        if (peer.stage < 0 || peer.stage >= stages_)
-          fail_at("no peer stage", r, k, fmt::format("(stage {} is the {} stage)", a.stage, peer.stage < 0 ? "first" : "last"));
+        const bool toward_next = a.op == Op::SendF || a.op == Op::RecvB;
+        if (!(toward_next ? s_.has_next(a.stage) : s_.has_previous(a.stage)))
+          fail_at("no peer stage", r, k,
+                  fmt::format("(stage {} is the {} stage{})", a.stage, toward_next ? "last" : "first",
+                              s_.copies > 1 ? fmt::format(" of copy {}", s_.copy_of_stage(a.stage)) : ""));
         if (rank_of(peer.stage) == r)
           fail_at("needless communication", r, k,
                   fmt::format("(stages {} and {} are both on rank {})", a.stage, peer.stage, r));
@@ -206,7 +218,7 @@ class Validator {
     // Walk (stage, micro-batch) in order alongside the sorted parts: the first pair short of F, B and W.
     size_t i = 0;
     for (int st = 0; st < stages_; ++st) {
-      for (int mb = 0; mb < m_; ++mb) {
+      for (int mb = s_.copy_of_stage(st); mb < m_; mb += s_.copies) {
         bool f = false, b = false, w = false;
         for (; i < seen.size() && seen[i].part.stage == st && seen[i].part.microbatch == mb; ++i) {
           f = f || seen[i].part.part == Part::F;
@@ -222,7 +234,9 @@ class Validator {
           fail(fmt::format("missing action: stage {} (rank {}) has {} for micro-batch {}", st, rank_of(st), what, mb));
       }
     }
-    producer_.assign(seen.size(), Loc{});
+    // Indexed by (part, stage, micro-batch): with copies of the model each micro-batch skips the other copies'
+    // stages, so the table is `copies` times as long as the lists.
+    producer_.assign(seen.size() * static_cast<size_t>(s_.copies), Loc{});
     for (const Seen& x : seen) producer_[part_index(x.part)] = x.at;
   }
 
@@ -254,10 +268,11 @@ class Validator {
     }
     // Every tensor that crosses ranks needs its pair; one that is missing both ends is still a hole.
     for (int st = 0; st < stages_; ++st) {
-      for (int i = 0; i < m_; ++i) {
+      for (int i = s_.copy_of_stage(st); i < m_; i += s_.copies) {
         for (const Dir dir : {Dir::F, Dir::B}) {
           const int to = dir == Dir::F ? st + 1 : st - 1;
-          if (to < 0 || to >= stages_ || rank_of(to) == rank_of(st) || send_[tensor_index(dir, st, i)].known())
+          if (!(dir == Dir::F ? s_.has_next(st) : s_.has_previous(st)) || rank_of(to) == rank_of(st) ||
+              send_[tensor_index(dir, st, i)].known())
             continue;
           const Loc from = producer_[part_index({dir == Dir::F ? Part::F : Part::B, st, i})];
           const Action send{dir == Dir::F ? Op::SendF : Op::SendB, st, i};
@@ -287,7 +302,7 @@ class Validator {
           return std::nullopt;
         }
       }
-      for (const Action& d : compute_dependencies(a, stages_)) {
+      for (const Action& d : compute_dependencies(a, s_.stages_per_copy())) {
         const WorkPart part = parts_of(d).front();
         if (with_comm && is_compute(a.op) && rank_of(part.stage) != r) {
           const Dir dir = part.part == Part::F ? Dir::F : Dir::B;

@@ -10,11 +10,13 @@
 namespace pw {
 
 // The generic dependency function from the stage graph: F(s-1,i) -> F(s,i); F(last,i) -> B(last,i);
-// B(s+1,i) -> B(s,i); F(s,i) -> B(s,i); B(s,i) -> W(s,i). BW counts as B and W.
+// B(s+1,i) -> B(s,i); F(s,i) -> B(s,i); B(s,i) -> W(s,i). BW counts as B and W. With copies of the model
+// (Schedule::copies) a copy's first and last stages are every stages_per_copy: no F(s-1) before the first,
+// no B(s+1) after the last.
 // The result names parts as plain F, B or W actions: "B(s,i)" is done by B, BW or the backward half
 // of a composite. A composite needs what both halves need; SEND_F/SEND_B need the action that
 // produces the tensor; receives need only their matching send, which validate() checks.
-std::vector<Action> compute_dependencies(const Action& a, int num_stages);
+std::vector<Action> compute_dependencies(const Action& a, int stages_per_copy);
 
 // Throws BadInput with a message of the form
 //   "schedule <name>: <problem> at rank <r>, step <k>: '<cell>' <detail>"

@@ -176,6 +176,10 @@ class PipelineSimulation {
     num_stages_ = schedule_.num_stages();
     m_ = schedule_.microbatches;
     if (m_ <= 0) throw_bad_input("schedule {}: microbatches is {}; it must be >= 1", schedule_.name, m_);
+    if (schedule_.copies < 1 || (m_ / iterations_) % schedule_.copies != 0 || num_stages_ < schedule_.copies ||
+        num_stages_ % schedule_.copies != 0)
+      throw_bad_input("schedule {}: {} micro-batches and {} stages do not split evenly over {} copies of the model",
+                      schedule_.name, m_ / iterations_, num_stages_, schedule_.copies);
     if (num_ranks_ <= 0 || static_cast<int>(schedule_.ranks.size()) != num_ranks_)
       throw_bad_input("schedule {}: {} rank lists for {} ranks in the placement; give one list per rank",
                       schedule_.name, schedule_.ranks.size(), num_ranks_);
@@ -284,7 +288,7 @@ class PipelineSimulation {
           case Op::SendB: {
             const bool fwd = a.op == Op::SendF;
             const int to_stage = fwd ? a.stage + 1 : a.stage - 1;
-            if (to_stage < 0 || to_stage >= num_stages_)
+            if (!(fwd ? schedule_.has_next(a.stage) : schedule_.has_previous(a.stage)))
               throw_bad_input("schedule {}: rank {} has {}, but stage {} has no {} stage to send to", schedule_.name, r,
                               to_text(a), a.stage, fwd ? "next" : "previous");
             if (!(done[key] & (fwd ? 1 : 2)))
@@ -306,7 +310,7 @@ class PipelineSimulation {
           case Op::RecvB: {
             const bool fwd = a.op == Op::RecvF;
             const int from_stage = fwd ? a.stage - 1 : a.stage + 1;
-            if (from_stage < 0 || from_stage >= num_stages_)
+            if (!(fwd ? schedule_.has_previous(a.stage) : schedule_.has_next(a.stage)))
               throw_bad_input("schedule {}: rank {} has {} but no rank sends it", schedule_.name, r, to_text(a));
             const std::uint32_t id = transfer_id(fwd, from_stage, a.microbatch);
             if (flags_[id] & kReceived) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
@@ -335,6 +339,7 @@ class PipelineSimulation {
     }
     grad_count_.assign(static_cast<std::size_t>(num_stages_), 0);
     iteration_m_ = m_ / iterations_;
+    stage_m_ = iteration_m_ / schedule_.copies;  // a stage sees its copy's share of each iteration's micro-batches
     optimizer_s_.assign(static_cast<std::size_t>(num_ranks_), 0.0);
     reducing_stages_.assign(static_cast<std::size_t>(num_ranks_), 0);
     for (int s = 0; s < num_stages_; ++s) {
@@ -714,7 +719,7 @@ class PipelineSimulation {
   // others' at once.
   void gradients_done(int r, std::size_t stage) {
     const StageCost& sc = in_.stages[stage];
-    const bool last = ++grad_count_[stage] % iteration_m_ == 0;
+    const bool last = ++grad_count_[stage] % stage_m_ == 0;
     if (!(sc.grad_reduce_s > 0) || (!last && !sc.reduce_every_microbatch)) return;
     ranks_[static_cast<std::size_t>(r)].collective.push(
         last ? first_piece_[stage] + static_cast<std::uint32_t>(std::max(1, sc.grad_buckets) - 1) : every_piece_[stage]);
@@ -728,7 +733,7 @@ class PipelineSimulation {
     const StageCost& sc = in_.stages[static_cast<std::size_t>(c.grad_stage)];
     const int buckets = sc.grad_buckets;
     if (buckets <= 1 || !(sc.grad_reduce_s > 0)) return;
-    if ((grad_count_[static_cast<std::size_t>(c.grad_stage)] + 1) % iteration_m_ != 0) return;
+    if ((grad_count_[static_cast<std::size_t>(c.grad_stage)] + 1) % stage_m_ != 0) return;
     const std::uint32_t first = first_piece_[static_cast<std::size_t>(c.grad_stage)];
     for (int b = 0; b + 1 < buckets; ++b)
       engine_.at(now + c.duration * (b + 1) / buckets, kBucketReady, first + static_cast<std::uint32_t>(b));
@@ -824,7 +829,8 @@ class PipelineSimulation {
   // or from no stage.
   std::uint32_t remote_input(int r, bool fwd, int stage, int mb) const {
     const int from = fwd ? stage - 1 : stage + 1;
-    if (from < 0 || from >= num_stages_ || schedule_.placement.rank_of(from) == r) return kNone;
+    if (!(fwd ? schedule_.has_previous(stage) : schedule_.has_next(stage)) || schedule_.placement.rank_of(from) == r)
+      return kNone;
     return transfer_id(fwd, from, mb);
   }
 
@@ -960,6 +966,7 @@ class PipelineSimulation {
   std::deque<std::uint32_t> core_queue_;  // each rank at most once
   int iterations_ = 1;
   int iteration_m_ = 0;                  // micro-batches per iteration
+  int stage_m_ = 0;                      // of them, those each stage runs (all of them with one copy)
   std::vector<double> optimizer_s_;      // per rank: its stages' optimizer steps
   std::vector<int> reducing_stages_;     // per rank: its stages with a gradient reduction
   std::vector<double> iteration_end_;    // per iteration but the last: the last rank's optimizer step end

@@ -170,6 +170,11 @@ Scenario resolve(const Scenario& in) {
   if (pc.tp == 1) s.workload.sequence_parallel = false;
   check_expert_parallel(s.model, pc, s.workload);
   check_recompute_modules(s);
+  // TransformerConfig.__post_init__: "Storing activation input in FP8 is supported only for SwiGLU."
+  if (s.workload.activation_fp8_input_store && (!s.model.transformer || s.model.transformer->mlp != MlpKind::SwiGlu))
+    throw_bad_input("--activation-func-fp8-input-store: Megatron-Core keeps only a SwiGLU's input in fp8, and model "
+                    "'{}' has {}; leave it out",
+                    s.model.name, s.model.transformer ? "another MLP" : "explicit layer costs");
 
   if (!s.cluster.ideal && pc.tp > s.cluster.gpus_per_node)
     throw_bad_input("--tp: {} exceeds the {} GPUs of a node in cluster '{}'; tensor parallelism stays inside a node, use --tp {} or less",
@@ -235,9 +240,20 @@ Scenario resolve(const Scenario& in) {
                       s.schedule);
     stages = pc.pp * chunks;
   }
-  if (stages > s.model.num_layers())
+  // Each copy of the model (bidirectional DualPipe) splits it into the same parts.
+  const int copies = s.imported_schedule ? s.imported_schedule->copies : model_copies(s.schedule);
+  const int parts = stages / copies;
+  if (parts > s.model.num_layers()) {
+    if (copies > 1)
+      throw_bad_input("--pp: {} splits each of schedule {}'s {} copies of model '{}' into {} stages, but it has only {} "
+                      "layers; use fewer stages",
+                      pc.pp, s.schedule, copies, s.model.name, parts, s.model.num_layers());
     throw_bad_input("--pp x --vpp = {} stages but model '{}' has only {} layers; use fewer stages", stages, s.model.name,
                     s.model.num_layers());
+  }
+  if (!s.stage_recompute.empty() && copies > 1)
+    throw_bad_input("--stage-recompute: schedule {} runs {} copies of each stage; give one --recompute level for all",
+                    s.schedule, copies);
   if (!s.stage_recompute.empty()) {
     if (static_cast<int>(s.stage_recompute.size()) != stages)
       throw_bad_input("--stage-recompute: {} levels for {} stages; give one level per stage (none, selective or full)",
@@ -251,8 +267,9 @@ Scenario resolve(const Scenario& in) {
     s.workload.recompute = Recompute::PerStage;
   }
   if (!s.ranges.empty()) {
-    if (static_cast<int>(s.ranges.size()) != stages)
-      throw_bad_input("layer ranges: {} ranges for {} stages; give one range per stage", s.ranges.size(), stages);
+    if (static_cast<int>(s.ranges.size()) != parts)
+      throw_bad_input("layer ranges: {} ranges for {} stages; give one range per stage{}", s.ranges.size(), parts,
+                      copies > 1 ? " of one copy of the model" : "");
     int next = 0;
     for (size_t i = 0; i < s.ranges.size(); ++i) {
       if (s.ranges[i].first != next || s.ranges[i].last < s.ranges[i].first)
@@ -334,7 +351,7 @@ ReplicaRun simulate_replica(const Scenario& s, const Schedule& placement_schedul
   const int stages = placement_schedule.num_stages();
   std::vector<int> stage_gpu(static_cast<size_t>(stages));
   for (int st = 0; st < stages; ++st) stage_gpu[st] = pipeline_rank_gpu(pc, placement_schedule.placement.rank_of(st), replica);
-  run.costs = stage_costs(s.model, work, ranges, pc, s.cluster, cost, stage_gpu);
+  run.costs = stage_costs(s.model, work, ranges, pc, s.cluster, cost, stage_gpu, placement_schedule.copies);
   if (!s.imported_schedule && order_from_costs(s.schedule)) run.schedule = evaluated_schedule(s, run.costs, cost);
 
   SimInput in;
@@ -367,22 +384,26 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
       schedule && !s.imported_schedule ? *schedule : own.emplace(evaluated_schedule(s, {}, cost));
   const int stages = placement_schedule.num_stages();
 
+  // The model's parts: every stage with one copy of the model, each copy's stages with more.
   std::vector<LayerRange> ranges = s.ranges;
   if (ranges.empty()) {
     // Balanced on the heaviest level any stage uses: the split must exist before the levels apply.
     Workload balance = s.workload;
     if (!s.stage_recompute.empty()) balance.recompute = *std::max_element(s.stage_recompute.begin(), s.stage_recompute.end());
-    ranges = split_layers(s.model, stages, s.split,
+    ranges = split_layers(s.model, placement_schedule.stages_per_copy(), s.split,
                           s.split.empty() ? layer_step_costs(s.model, balance, pc, s.cluster, cost) : std::vector<double>{});
   }
   const std::vector<LayerWork> work = staged_layer_work(s.model, s.workload, ranges, s.stage_recompute);
+  std::vector<LayerRange> stage_ranges;
+  for (int st = 0; st < stages; ++st) stage_ranges.push_back(ranges[static_cast<size_t>(placement_schedule.part_of_stage(st))]);
 
   // Every distinct replica is simulated and the slowest reported; the observer sees only that one.
   const std::vector<int> replicas = distinct_replicas(s);
   std::optional<ReplicaRun> slowest;
   std::vector<Overflow> overflows;
   for (int d : replicas) {
-    ReplicaRun run = simulate_replica(s, placement_schedule, ranges, work, cost, d, replicas.size() == 1 ? observer : nullptr);
+    ReplicaRun run =
+        simulate_replica(s, placement_schedule, stage_ranges, work, cost, d, replicas.size() == 1 ? observer : nullptr);
     for (const RankStats& r : run.sim.ranks) {
       const double limit = s.cluster.memory_limit_at(pipeline_rank_gpu(pc, r.rank, d));
       if (r.peak_memory_bytes > limit) overflows.push_back(Overflow{r.rank, r.peak_memory_bytes, limit});
@@ -390,22 +411,23 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
     if (!slowest || run.sim.step_time_s > slowest->sim.step_time_s) slowest = std::move(run);
   }
   if (replicas.size() > 1 && observer)
-    slowest = simulate_replica(s, placement_schedule, ranges, work, cost, slowest->replica, observer);
+    slowest = simulate_replica(s, placement_schedule, stage_ranges, work, cost, slowest->replica, observer);
   ev.replica = slowest->replica;
   ev.schedule = std::move(slowest->schedule);
   ev.sim = std::move(slowest->sim);
   for (int st = 0; st < stages; ++st)
-    ev.stages.push_back(StageReport{st, ev.schedule.placement.rank_of(st), ranges[st], slowest->costs[st]});
+    ev.stages.push_back(StageReport{st, ev.schedule.placement.rank_of(st), stage_ranges[st], slowest->costs[st]});
 
   Metrics& m = ev.metrics;
   m.step_time_s = ev.sim.step_time_s;
   m.bubble_fraction = ev.sim.bubble_fraction;
   m.exposed_dp_comm_s = ev.sim.exposed_dp_comm_s;
-  // Per step, on the rank where it is most: every micro-batch's `per_microbatch` of each stage the rank holds.
+  // Per step, on the rank where it is most: `per_microbatch` of each stage the rank holds, for every micro-batch
+  // that runs on it (its copy's share).
   const auto busiest_rank = [&](double (*per_microbatch)(const StageCost&)) {
     std::vector<double> per_rank(static_cast<size_t>(pc.pp), 0.0);
     for (const StageReport& st : ev.stages)
-      per_rank[static_cast<size_t>(st.rank)] += pc.microbatches * per_microbatch(st.cost);
+      per_rank[static_cast<size_t>(st.rank)] += pc.microbatches / ev.schedule.copies * per_microbatch(st.cost);
     return *std::max_element(per_rank.begin(), per_rank.end());
   };
   m.expert_all_to_all_s =

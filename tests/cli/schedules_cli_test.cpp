@@ -52,6 +52,39 @@ TEST_CASE("compare: one row per schedule, the ones that cannot run say why") {
         "bfs          45.03 ms    20.0%     84.0 MB  84.0/80.0/72.0/64.0 MB               84.0 MB  yes\n");
 }
 
+TEST_CASE("simulate --schedule dualpipe: two copies of the model, half the micro-batches each, DualPipe's bubble") {
+  // 4 ranks, the 8 layers in 4 parts of 2 (F = B = W = 2 ms a stage), each rank holding part r of the first copy
+  // and part 3 - r of the second. With m = 8: m (F + B + W) = 48 ms of work a rank, plus DualPipe's bubble
+  // (p/2 - 1)(F&B + B_full - 3W) = (6 + 4 - 6) ms = 52 ms, and the small optimizer step.
+  const nlohmann::json j = run_json(tiny({"simulate", "--schedule", "dualpipe"}, 4, 8));
+  const double optimizer = j["step_time_s"].get<double>() - 0.052;
+  CHECK(optimizer >= 0);
+  CHECK(optimizer < 1e-4);
+  REQUIRE(j["stages"].size() == 8);
+  for (int k = 0; k < 4; ++k) {
+    const nlohmann::json& first = j["stages"][k];
+    const nlohmann::json& second = j["stages"][4 + k];
+    CHECK(first["rank"] == k);
+    CHECK(second["rank"] == 3 - k);
+    CHECK(first["layers"] == std::vector<int>{2 * k, 2 * k + 1});
+    CHECK(second["layers"] == first["layers"]);
+    // DualPipe's README: PP + 1 activation sets a device.
+    CHECK(first["peak_inflight_microbatches"] == 5);
+    CHECK(first["busy_s"].get<double>() == Approx(0.048).epsilon(1e-12));
+  }
+  // What the IR cannot be run or written as yet: each refusal names the option and the one-copy form.
+  const CliResult csv = run_cli(tiny({"simulate", "--schedule", "dualpipe", "--export-csv", "never-written.csv"}, 4, 8));
+  CHECK(csv.code == 2);
+  CHECK(csv.err ==
+        "error: --export-csv: schedule dualpipe runs 2 copies of the model, half the micro-batches each, and PyTorch's "
+        "pipelining sends every micro-batch through every stage; export dualpipev, its one-copy V form\n");
+  CHECK(csv.out.empty());
+  const CliResult odd = run_cli(tiny({"simulate", "--schedule", "dualpipe"}, 3, 8));
+  CHECK(odd.code == 2);
+  CHECK(odd.err == "error: --pp: dualpipe runs the two copies' halves on an even number of ranks, got 3; use --pp 4 or "
+                   "--schedule dualpipev\n");
+}
+
 TEST_CASE("compare --json: the same numbers for programs") {
   const nlohmann::json j = run_json(tiny({"compare", "--schedules", "1f1b,zb-h1,zb-v"}));
   REQUIRE(j["schedules"].size() == 3);
@@ -71,7 +104,7 @@ TEST_CASE("compare: bad input names the option") {
   CliResult r = run_cli(tiny({"compare", "--schedules", "1f1b,zb-h3"}));
   CHECK(r.code == 2);
   CHECK(r.err ==
-        "error: --schedules: unknown schedule 'zb-h3'; known: 1f1b, bfs, dualpipev, gpipe, interleaved, "
+        "error: --schedules: unknown schedule 'zb-h3'; known: 1f1b, bfs, dualpipe, dualpipev, gpipe, interleaved, "
         "interleaved-overlap, v-half, v-min, zb-auto, zb-h1, zb-h2, zb-v\n");
   r = run_cli(tiny({"compare", "--schedules", "1f1b,,zb-h1"}));
   CHECK(r.err ==

@@ -128,3 +128,13 @@ TEST_CASE("simulate --cp 2147483647: its 2 x cp chunks counted without overflow 
                   "--cp: 2147483647 splits each sequence into 2 x 2147483647 = 4294967294 chunks, which do not divide "
                   "--seq-len 32; use a sequence length that is a multiple of 4294967294");
 }
+
+TEST_CASE("keeping SwiGLU inputs in fp8: SwiGLU only, as Megatron-Core refuses it, and no export can launch it") {
+  check_error({"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--microbatches", "4", "--activation-func-fp8-input-store"},
+              "--activation-func-fp8-input-store: Megatron-Core keeps only a SwiGLU's input in fp8, and model 'gpt3-1.3b' "
+              "has another MLP; leave it out");
+  check_bad_input({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--global-batch-size", "64",
+                   "--activation-func-fp8-input-store", "--export", "megatron", "--export-dir", PIPEWRIGHT_TEST_TMP},
+                  "--activation-func-fp8-input-store: --export megatron has no flag that keeps the activation inputs in fp8 "
+                  "as simulated; leave it out");
+}

@@ -143,3 +143,33 @@ TEST_CASE("pipewright's own layers rerun the attention core only: other modules 
         "--recompute-modules: pipewright's own layers rerun the attention core only, so run and the cpu-float32 memory "
         "accounting take core_attn alone, not moe_act; give --recompute-modules core_attn");
 }
+
+TEST_CASE("activation_func_fp8_input_store: a SwiGLU's input kept in fp8, cast there and back") {
+  // DeepSeek-V3 at tp 1: its dense blocks' SwiGLU is 18,432 wide, its routed experts' 2,048 (8 copies a token),
+  // its shared expert's 2,048. Megatron-Core keeps gate and up (2 f) at 1 byte instead of 2, and pays a cast of
+  // 3 bytes an element after F's activation and before B's (fused_bias_swiglu.py's .to(float8_e4m3fn) and back).
+  const Model m = model_preset("deepseek-v3");
+  const double n = 4096, pairs = n * 8;
+  Workload fp8_store = none();
+  fp8_store.activation_fp8_input_store = true;
+  const LayerWork dense_kept = block_work(m, 0, none()), dense = block_work(m, 0, fp8_store);
+  CHECK(dense_kept.activation_bytes - dense.activation_bytes == Approx(n * 2 * 18432).epsilon(1e-12));
+  CHECK(dense.forward.memory_bytes - dense_kept.forward.memory_bytes == Approx(3 * n * 2 * 18432).epsilon(1e-12));
+  CHECK(dense.backward_input.memory_bytes - dense_kept.backward_input.memory_bytes ==
+        Approx(3 * n * 2 * 18432).epsilon(1e-12));
+  CHECK(dense.forward.kernels == dense_kept.forward.kernels + 1);
+  const LayerWork moe_kept = block_work(m, 3, none()), moe = block_work(m, 3, fp8_store);
+  const double cast = pairs * 2 * 2048 + n * 2 * 2048;  // routed copies' and shared expert's gate and up
+  CHECK(moe_kept.activation_bytes - moe.activation_bytes == Approx(cast).epsilon(1e-12));
+  CHECK(moe.forward.memory_bytes - moe_kept.forward.memory_bytes == Approx(3 * cast).epsilon(1e-12));
+  // moe_act reruns the activation in B from the fp8 input: its cast runs again there.
+  Workload act = selective("moe_act");
+  act.activation_fp8_input_store = true;
+  CHECK(block_work(m, 3, act).recompute.memory_bytes - block_work(m, 3, selective("moe_act")).recompute.memory_bytes ==
+        Approx(3 * pairs * 2 * 2048).epsilon(1e-12));
+  // Megatron-Core refuses it for any other activation (resolve(), tested in the CLI); the work ignores it there.
+  const Model gelu = model_preset("gpt3-175b");
+  Workload gelu_store = none();
+  gelu_store.activation_fp8_input_store = true;
+  CHECK(layer_work(gelu, gelu.layers[1], gelu_store).activation_bytes == layer_work(gelu, gelu.layers[1], none()).activation_bytes);
+}

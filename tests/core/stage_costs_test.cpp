@@ -5,6 +5,7 @@
 
 #include "core/analytic_cost_model.hpp"
 #include "core/error.hpp"
+#include "core/model.hpp"
 #include "core/stage_costs.hpp"
 
 using namespace pw;
@@ -211,6 +212,46 @@ TEST_CASE("stage costs sum their layers and add gradient reduction and the optim
   CHECK(sc[1].output_bytes == 0);        // the head sends nothing on
   CHECK(sc[1].parameters == 5e8);
   CHECK(sc[1].reserved_bytes == 1e9);
+}
+
+TEST_CASE("two copies of the model (bidirectional DualPipe): a part's copies shard its ZeRO state and reduce together") {
+  // The toy's two parts, each on both ranks: stage 2 is part 0 again on rank 1 (GPU 2), stage 3 part 1 on rank 0.
+  const Model m = toy_model(4);
+  const std::vector<LayerRange> parts = split_layers(m, 2, {2, 2});
+  const std::vector<StageCost> sc =
+      stage_costs(m, toy_work(), {parts[0], parts[1], parts[0], parts[1]}, toy_parallel(true, false), toy_cluster(),
+                  AnalyticCostModel(round_params()), {0, 2, 2, 0}, 2);
+  REQUIRE(sc.size() == 4);
+  // Weights and gradients whole on each copy, the 12 bytes of Adam state over 2 x dp = 4: 5e8 x (2 + 4 + 3); the
+  // reserve once per GPU, on its first stage.
+  CHECK(sc[0].model_state_bytes == Approx(5.5e9).epsilon(1e-15));
+  CHECK(sc[2].model_state_bytes == Approx(4.5e9).epsilon(1e-15));
+  CHECK(sc[2].layers.first == sc[0].layers.first);
+  CHECK(sc[2].layers.last == sc[0].layers.last);
+  // Reduce-scatter over 4 members on the dp ring's network link: (3/4) 2e9 / 5e9 + 3e-5 = 0.30003 s; the
+  // all-gather of the bf16 weights (3/4) 1e9 / 5e9 + 3e-5 = 0.15003 s.
+  CHECK(sc[0].grad_reduce_s == Approx(0.45006).epsilon(1e-12));
+  // Adam over 5e8 / 4 parameters: 1.25e8 x 30 / 5e11 = 0.0075 s.
+  CHECK(sc[0].optimizer_s == Approx(0.0075).epsilon(1e-12));
+  CHECK(sc[0].forward_s == toy_stage_costs(toy_parallel(true, false))[0].forward_s);
+}
+
+TEST_CASE("DeepSeek-V3's MTP module shares the embedding of its rank, and keeps its own copy elsewhere") {
+  // Layers: 0 the embedding, 1-61 the blocks, 62 the MTP module, 63 the head. Two stages, the second holding the
+  // MTP module: on another rank it keeps its own 129,280 x 7,168 table; on the embedding's rank (DualPipe puts
+  // the first and last layers together) it uses that one.
+  const Model m = model_preset("deepseek-v3");
+  REQUIRE(m.layers[62].kind == LayerKind::Mtp);
+  Workload w;
+  w.seq_len = 4096;
+  ParallelConfig pc;
+  pc.pp = 2;
+  const std::vector<LayerRange> ranges{{0, 31}, {32, 63}};
+  const AnalyticCostModel cost;
+  const std::vector<StageCost> apart = stage_costs(m, ranges, w, pc, toy_cluster(), cost, {0, 1});
+  const std::vector<StageCost> together = stage_costs(m, ranges, w, pc, toy_cluster(), cost, {0, 0});
+  CHECK(apart[1].parameters - together[1].parameters == 129280.0 * 7168);
+  CHECK(apart[0].parameters == together[0].parameters);
 }
 
 TEST_CASE("without the distributed optimizer gradients are all-reduced and Adam runs on every parameter") {

@@ -59,10 +59,11 @@ std::vector<Schedule> seed_schedules() {
   return out;
 }
 
-std::vector<NamedSeed> schedule_seeds(std::string (*write)(const Schedule&), const char* extension) {
+// PyTorch's CSV holds one copy of the model (check_pytorch_csv_copies): dualpipe's seeds are JSON only.
+std::vector<NamedSeed> schedule_seeds(std::string (*write)(const Schedule&), const char* extension, int most_copies) {
   std::vector<NamedSeed> seeds;
   for (const Schedule& s : seed_schedules())
-    seeds.push_back({s.name + (s.lowered ? "-lowered" : "") + extension, bytes_of(write(s))});
+    if (s.copies <= most_copies) seeds.push_back({s.name + (s.lowered ? "-lowered" : "") + extension, bytes_of(write(s))});
   return seeds;
 }
 
@@ -71,8 +72,8 @@ std::vector<NamedSeed> schedule_seeds(std::string (*write)(const Schedule&), con
 std::vector<NamedSeed> generated_seeds(const std::string& target) {
   if (target == "message_wire") return message_wire_seeds();
   if (target == "record_wire") return record_wire_seeds();
-  if (target == "schedule_json") return schedule_seeds(schedule_to_json_text, ".json");
-  if (target == "schedule_csv") return schedule_seeds(schedule_to_pytorch_csv, ".csv");
+  if (target == "schedule_json") return schedule_seeds(schedule_to_json_text, ".json", 2);
+  if (target == "schedule_csv") return schedule_seeds(schedule_to_pytorch_csv, ".csv", 1);
   return {};
 }
 

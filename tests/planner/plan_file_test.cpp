@@ -180,6 +180,15 @@ TEST_CASE("a plan file keeps the modules selective recomputation reruns and bf16
   Scenario bf16 = s;
   bf16.parallel.grad_reduce_in_bf16 = true;
   CHECK(plan_from_json_text(plan_to_json_text(evaluate(bf16, cost), PlanExtras{}), "plan.json").scenario.parallel.grad_reduce_in_bf16);
+  // The SwiGLU inputs kept in fp8, and the memory they save, come back; files without the field keep them whole.
+  CHECK_FALSE(doc.scenario.workload.activation_fp8_input_store);
+  Scenario fp8_store = s;
+  fp8_store.workload.activation_fp8_input_store = true;
+  const Evaluation stored = evaluate(fp8_store, cost);
+  const PlanDocument stored_doc = plan_from_json_text(plan_to_json_text(stored, PlanExtras{}), "plan.json");
+  CHECK(stored_doc.scenario.workload.activation_fp8_input_store);
+  CHECK(evaluate(stored_doc.scenario, cost).metrics.peak_memory_bytes == stored.metrics.peak_memory_bytes);
+  CHECK(stored.metrics.peak_memory_bytes < ev.metrics.peak_memory_bytes);
   // Files written before the field existed rerun the attention core, Megatron's default.
   j["workload"].erase("recompute_modules");
   CHECK(plan_from_json_text(j.dump(), "plan.json").scenario.workload.recompute_modules.is_default());

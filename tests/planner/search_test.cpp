@@ -123,7 +123,7 @@ TEST_CASE("every bound stays below what evaluate() reports") {
   const AnalyticCostModel cost;
   const Scenario base = base_scenario("gpt3-1.3b", small_cluster(), 16);
   SearchSpace space = small_space();
-  space.schedules = schedule_names();
+  space.schedules = {};  // every schedule plan searches
   int checked = 0;
   for (const Candidate& c : enumerate_candidates(base, space)) {
     if (c.micro_batch_size > 2) continue;  // keep the test quick: the bounds do not depend on it

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/inflight.hpp"
+#include "schedules/timing.hpp"
 #include "schedules/validate.hpp"
 
 using namespace pw;
@@ -32,11 +33,11 @@ ScheduleSpec interleaved(int p, int m, int v, int n = 0) {
 }  // namespace
 
 TEST_CASE("schedule names are sorted and unknown names list them") {
-  CHECK(schedule_names() == std::vector<std::string>{"1f1b", "bfs", "dualpipev", "gpipe", "interleaved",
+  CHECK(schedule_names() == std::vector<std::string>{"1f1b", "bfs", "dualpipe", "dualpipev", "gpipe", "interleaved",
                                                      "interleaved-overlap", "v-half", "v-min", "zb-auto", "zb-h1",
                                                      "zb-h2", "zb-v"});
   CHECK(error_of({"x", 4, 8}) ==
-        "--schedule: unknown schedule 'x'; known: 1f1b, bfs, dualpipev, gpipe, interleaved, interleaved-overlap, "
+        "--schedule: unknown schedule 'x'; known: 1f1b, bfs, dualpipe, dualpipev, gpipe, interleaved, interleaved-overlap, "
         "v-half, v-min, zb-auto, zb-h1, zb-h2, zb-v");
   CHECK(chunks_per_rank("interleaved", 3) == 3);
   CHECK(chunks_per_rank("bfs", 4) == 4);
@@ -296,6 +297,60 @@ TEST_CASE("dualpipev follows PyTorch's ScheduleDualPipeV order") {
                                                       "1W3"});
   validate(s);
   validate(lower(s));
+}
+
+TEST_CASE("dualpipe follows DeepSeek's DualPipe.step order") {
+  // Derived by hand from deepseek-ai/DualPipe dualpipe/dualpipe.py (3da1bbe), DualPipe.step, for 2 ranks and 4
+  // micro-batches. Rank r holds part r of copy 0 (stage r) and part 1 - r of copy 1 (stage 3 - r); copy 0 runs
+  // micro-batches 0 and 2 from rank 0, copy 1 runs 1 and 3 from rank 1. Both ranks are middle ranks: step 2's
+  // forward pair, then the main step's first forward alone before a full backward, one composite, and the
+  // drain's second backward split into B and W.
+  const Schedule s = make_schedule({"dualpipe", 2, 4});
+  CHECK(s.copies == 2);
+  CHECK(s.placement.kind == PlacementKind::V);
+  CHECK(texts(s.ranks[0]) == std::vector<std::string>{"0F0", "3F1", "0F2", "3BW1", "3F3&0BW0", "3BW3", "0B2", "0W2"});
+  CHECK(texts(s.ranks[1]) == std::vector<std::string>{"2F1", "1F0", "2F3", "1BW0", "1F2&2BW1", "1BW2", "2B3", "2W3"});
+  validate(s);
+  validate(lower(s));
+}
+
+TEST_CASE("dualpipe: valid, each micro-batch on its copy, p + 1 activation sets per rank, the published bubble") {
+  // DualPipe's README (3da1bbe): activation per device PP + 1 (in one stage's micro-batches: a part of the model,
+  // as 1F1B's PP counts them), and a bubble of (PP/2 - 1)(F&B + B - 3W), with F&B the overlapped pair and B
+  // the full backward; exact here when F = B, the case its figure draws.
+  for (int p = 2; p <= 8; p += 2) {
+    for (int m = 2 * p; m <= 4 * p + 2; m += 2) {
+      INFO("p" << p << " m" << m);
+      const Schedule s = make_schedule({"dualpipe", p, m});
+      CHECK_NOTHROW(validate(s));
+      CHECK_NOTHROW(validate(lower(s)));
+      // Each stage runs its copy's half of the micro-batches, forward and backward, once each.
+      for (int st = 0; st < 2 * p; ++st) {
+        long forwards = 0;
+        for (const Action& a : s.ranks[static_cast<size_t>(s.placement.rank_of(st))]) {
+          if ((a.op != Op::F && a.op != Op::FB) || a.stage != st) continue;
+          CHECK(a.microbatch % 2 == st / p);
+          ++forwards;
+        }
+        CHECK(forwards == m / 2);
+      }
+      const std::vector<int> held = peak_in_flight(s);
+      CHECK(std::all_of(held.begin(), held.end(), [&](int h) { return h == p + 1; }));
+      for (double w : {0.5, 1.0}) {
+        const double f = 2, b = 2, pair = f + b + w;
+        CHECK(asap_makespan(s, StageTimes::uniform(2 * p, f, b, w)) ==
+              m * (f + b + w) + (p / 2 - 1) * (pair + (b + w) - 3 * w));
+      }
+    }
+  }
+  CHECK(error_of({"dualpipe", 3, 6}) ==
+        "--pp: dualpipe runs the two copies' halves on an even number of ranks, got 3; use --pp 4 or --schedule dualpipev");
+  CHECK(error_of({"dualpipe", 4, 9}) ==
+        "--microbatches: dualpipe needs an even count of at least 2 x --pp (8), half for each copy, got 9; use 10");
+  CHECK(error_of({"dualpipe", 4, 6}) ==
+        "--microbatches: dualpipe needs an even count of at least 2 x --pp (8), half for each copy, got 6; use 8");
+  CHECK(model_copies("dualpipe") == 2);
+  CHECK(model_copies("dualpipev") == 1);
 }
 
 TEST_CASE("V family and dualpipev: valid, valid once lowered, activations as published") {

@@ -99,7 +99,8 @@ TEST_CASE("grid around marked cells: at most so many ranks and steps, with what 
 }
 
 TEST_CASE("schedule JSON round-trips, lowered or not") {
-  for (const Schedule& s : {make_schedule({"zb-h1", 3, 4}), lower(make_schedule({"interleaved", 2, 4, 2}))}) {
+  for (const Schedule& s : {make_schedule({"zb-h1", 3, 4}), lower(make_schedule({"interleaved", 2, 4, 2})),
+                            lower(make_schedule({"dualpipe", 4, 8}))}) {
     const std::string text = schedule_to_json_text(s);
     const Schedule back = schedule_from_json_text(text, "s.json");
     CHECK(back.name == s.name);
@@ -109,6 +110,9 @@ TEST_CASE("schedule JSON round-trips, lowered or not") {
     CHECK(back.placement.ranks == s.placement.ranks);
     CHECK(back.ranks == s.ranks);
     CHECK(back.lowered == s.lowered);
+    CHECK(back.copies == s.copies);
+    // One copy of the model is the default: the field appears only where there are more.
+    CHECK((text.find("\"copies\": 2") != std::string::npos) == (s.copies == 2));
     CHECK(schedule_to_json_text(back) == text);
   }
   Schedule v;
@@ -165,6 +169,11 @@ TEST_CASE("schedule JSON errors name the file and the field") {
   const auto placed = [&](const std::string& placement, const std::string& ranks) {
     return error_of([&] { schedule_from_json_text(head + R"("placement": )" + placement + R"(, "ranks": )" + ranks + "}", "s.json"); });
   };
+  CHECK(error_of([&] { schedule_from_json_text(head + loop2 + R"("ranks": [[], []], "copies": 3})", "s.json"); }) ==
+        "s.json: copies is 3, which does not divide the placement's 2 stages into pipelines of equal length; give a "
+        "divisor of 2 (1: one copy of the model)");
+  CHECK(error_of([&] { schedule_from_json_text(head + loop2 + R"("ranks": [[], []], "copies": 0})", "s.json"); })
+            .rfind("s.json: copies ", 0) == 0);
   CHECK(placed(R"({"kind": "loop", "stage_rank": [1, 0], "ranks": 2})", "[[], []]") ==
         "s.json: placement.stage_rank does not put stage s on rank s mod ranks as kind 'loop' says; use kind 'explicit'");
   CHECK(placed(R"({"kind": "ring", "stage_rank": [0], "ranks": 1})", "[[]]") ==

@@ -75,6 +75,7 @@ TEST_CASE("lower never reorders compute, and lowering twice changes nothing") {
       for (int m = p; m <= 2 * p + 1; ++m) {
         if (name.starts_with("interleaved") && m % p != 0) continue;
         if (name == "dualpipev" && m < 2 * p) continue;
+        if (name == "dualpipe" && (p % 2 != 0 || m % 2 != 0 || m < 2 * p)) continue;
         const Schedule s = make_schedule({name, p, m, chunks_per_rank(name, 2)});
         const Schedule l = lower(s);
         const Schedule back = strip_comm(l);

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "schedules/generators.hpp"
+#include "../error_text.hpp"
 #include "../text_match.hpp"
 
 using namespace pw;
@@ -93,6 +94,7 @@ TEST_CASE("csv import: torch 2.15's compute_comms cells WAIT_SEND_F/B and WAIT_R
 
 TEST_CASE("csv round trip: every family, compute-only and lowered") {
   for (const std::string& name : schedule_names()) {
+    if (name == "dualpipe") continue;  // two copies of the model: refused (below)
     for (int p = 1; p <= 4; ++p) {
       const int chunks = chunks_per_rank(name, 2);
       const Schedule s = make_schedule({name, p, 2 * p, chunks});
@@ -110,6 +112,14 @@ TEST_CASE("csv round trip: every family, compute-only and lowered") {
       }
     }
   }
+}
+
+TEST_CASE("csv export refuses bidirectional DualPipe: PyTorch sends every micro-batch through every stage") {
+  const std::string want =
+      "--export-csv: schedule dualpipe runs 2 copies of the model, half the micro-batches each, and PyTorch's "
+      "pipelining sends every micro-batch through every stage; export dualpipev, its one-copy V form";
+  for (const Schedule& s : {make_schedule({"dualpipe", 2, 4}), lower(make_schedule({"dualpipe", 4, 8}))})
+    CHECK(bad_input([&] { schedule_to_pytorch_csv(s); }) == want);
 }
 
 TEST_CASE("csv import: PyTorch's Schedule1F1B order on 3 ranks, 5 micro-batches") {

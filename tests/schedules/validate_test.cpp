@@ -220,6 +220,32 @@ TEST_CASE("validate: broken communication, first line of each message") {
   }
 }
 
+TEST_CASE("validate: with two copies of the model, a micro-batch runs on its copy's stages only") {
+  // DualPipe on 2 ranks, 4 micro-batches: copy 0 is stages 0 and 1 (micro-batches 0 and 2), copy 1 stages 2 and 3
+  // (1 and 3), stage 3 on rank 0.
+  Schedule s = make_schedule({"dualpipe", 2, 4});
+  CHECK(validation_error(s) == "(valid)");
+  CHECK(compute_dependencies(action_from_text("2F1"), 2).empty());  // copy 1's first stage
+  CHECK(compute_dependencies(action_from_text("1BW0"), 2) == std::vector<Action>{action_from_text("1F0")});  // copy 0's last
+  s.ranks[0][0] = action_from_text("0F1");
+  CHECK(first_line(validation_error(s)) ==
+        "schedule dualpipe: wrong copy at rank 0, step 0: '0F1' (stage 0 is in copy 0 of the model, micro-batch 1 runs "
+        "on copy 1)");
+  // Nothing crosses from one copy to the other: stage 1 is copy 0's last.
+  Schedule l = lower(make_schedule({"dualpipe", 2, 4}));
+  l.ranks[1].push_back(action_from_text("1SEND_F0"));
+  CHECK(first_line(validation_error(l)) ==
+        "schedule dualpipe: no peer stage at rank 1, step " + std::to_string(l.ranks[1].size() - 1) +
+            ": '1SEND_F0' (stage 1 is the last stage of copy 0)");
+  s = make_schedule({"dualpipe", 2, 4});
+  s.copies = 3;
+  CHECK(first_line(validation_error(s)) ==
+        "schedule dualpipe: 3 copies of the model do not split its 4 stages into pipelines of equal length");
+  s = make_schedule({"dualpipe", 2, 4});
+  s.microbatches = 5;
+  CHECK(first_line(validation_error(s)) == "schedule dualpipe: 5 micro-batches do not split evenly over 2 copies of the model");
+}
+
 TEST_CASE("validate: structural problems") {
   Schedule s = small();
   s.ranks.pop_back();
