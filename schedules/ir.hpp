@@ -77,8 +77,11 @@ struct Schedule {
   bool runs_on(int stage, int microbatch) const { return copy_of_stage(stage) == microbatch % copies; }
   // Whether a micro-batch's forward leaves `stage` for stage + 1 (not at its copy's last stage), and its
   // input gradient for stage - 1 (not at its copy's first).
-  bool has_next(int stage) const { return part_of_stage(stage) + 1 < stages_per_copy(); }
-  bool has_previous(int stage) const { return part_of_stage(stage) > 0; }
+  // (The simulator asks for every action it sets up: one copy answers without a division.)
+  bool has_next(int stage) const {
+    return copies == 1 ? stage + 1 < num_stages() : part_of_stage(stage) + 1 < stages_per_copy();
+  }
+  bool has_previous(int stage) const { return copies == 1 ? stage > 0 : part_of_stage(stage) > 0; }
 };
 
 // Whether any rank's list holds an F&B composite (Op::FB).

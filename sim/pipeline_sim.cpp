@@ -210,6 +210,12 @@ class PipelineSimulation {
     flags_.assign(2 * keys_, 0);
     pair_link_.assign(static_cast<std::size_t>(num_ranks_) * static_cast<std::size_t>(num_ranks_), -1);
     boundaries_.assign(2 * static_cast<std::size_t>(num_stages_), Boundary{});
+    // Where each stage's inputs come from, looked up for every action set up: -1 at its copy's ends.
+    from_rank_.assign(2 * static_cast<std::size_t>(num_stages_), -1);
+    for (int s = 0; s < num_stages_; ++s) {
+      if (schedule_.has_previous(s)) from_rank_[boundary_index(true, s)] = schedule_.placement.rank_of(s - 1);
+      if (schedule_.has_next(s)) from_rank_[boundary_index(false, s)] = schedule_.placement.rank_of(s + 1);
+    }
     for (int s = 0; s < num_stages_; ++s) {
       for (bool fwd : {true, false}) {
         const int to = fwd ? s + 1 : s - 1;
@@ -288,7 +294,7 @@ class PipelineSimulation {
           case Op::SendB: {
             const bool fwd = a.op == Op::SendF;
             const int to_stage = fwd ? a.stage + 1 : a.stage - 1;
-            if (!(fwd ? schedule_.has_next(a.stage) : schedule_.has_previous(a.stage)))
+            if (from_rank_[boundary_index(!fwd, a.stage)] < 0)  // no neighbour on that side in its copy
               throw_bad_input("schedule {}: rank {} has {}, but stage {} has no {} stage to send to", schedule_.name, r,
                               to_text(a), a.stage, fwd ? "next" : "previous");
             if (!(done[key] & (fwd ? 1 : 2)))
@@ -310,7 +316,7 @@ class PipelineSimulation {
           case Op::RecvB: {
             const bool fwd = a.op == Op::RecvF;
             const int from_stage = fwd ? a.stage - 1 : a.stage + 1;
-            if (!(fwd ? schedule_.has_previous(a.stage) : schedule_.has_next(a.stage)))
+            if (from_rank_[boundary_index(fwd, a.stage)] < 0)
               throw_bad_input("schedule {}: rank {} has {} but no rank sends it", schedule_.name, r, to_text(a));
             const std::uint32_t id = transfer_id(fwd, from_stage, a.microbatch);
             if (flags_[id] & kReceived) throw_bad_input("schedule {}: {} appears twice", schedule_.name, to_text(a));
@@ -828,10 +834,9 @@ class PipelineSimulation {
   // activation from stage - 1) or backward (the gradient from stage + 1); kNone when it comes from r itself
   // or from no stage.
   std::uint32_t remote_input(int r, bool fwd, int stage, int mb) const {
-    const int from = fwd ? stage - 1 : stage + 1;
-    if (!(fwd ? schedule_.has_previous(stage) : schedule_.has_next(stage)) || schedule_.placement.rank_of(from) == r)
-      return kNone;
-    return transfer_id(fwd, from, mb);
+    const int from_rank = from_rank_[boundary_index(fwd, stage)];
+    if (from_rank < 0 || from_rank == r) return kNone;
+    return transfer_id(fwd, fwd ? stage - 1 : stage + 1, mb);
   }
 
   // The first input of a compute step that has not arrived, or kNone.
@@ -945,6 +950,9 @@ class PipelineSimulation {
   std::map<std::pair<int, int>, int> gpu_link_;  // (GPU, GPU) -> link
   std::size_t keys_ = 0;                 // stages x micro-batches
   std::vector<Boundary> boundaries_;     // forward from stage s at s, backward from s at stages + s
+  // The rank a stage's forward input comes from (at s) and its output gradient (at stages + s); -1 where its
+  // copy of the model has no such stage.
+  std::vector<int> from_rank_;
   std::vector<std::uint8_t> flags_;      // per transfer: TransferFlag bits
   std::vector<double> posted_at_;        // per transfer: when its receive was posted (kPosted)
   std::vector<std::uint32_t> recv_step_;  // per transfer: its receive's place in the receiving rank's list
