@@ -15,7 +15,6 @@
 #include "cli/failure_injection.hpp"
 #include "cli/output_path.hpp"
 #include "cli/run_estimate.hpp"
-#include "schedules/generators.hpp"
 #include "cli/run_processes.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/work_bounds.hpp"
@@ -36,6 +35,7 @@
 #include "profiler/cpu_profile_estimate.hpp"
 #include "profiler/cpu_profiler.hpp"
 #include "profiler/profiled_cost_model.hpp"
+#include "schedules/generators.hpp"
 #include "sim/chrome_trace.hpp"
 
 namespace pw {
@@ -129,6 +129,10 @@ void check_options(const RunCommandOptions& o, const Scenario& sc) {
   if (o.scenario.dp_options.precision_aware_optimizer)
     throw_bad_input("--precision-aware-optimizer: the {} backend's optimizer keeps its state at its weights' width; "
                     "leave it out",
+                    o.backend);
+  if (o.scenario.activation_fp8_input_store)
+    throw_bad_input("--activation-func-fp8-input-store: the {} backend keeps the SwiGLU inputs at its own width; leave "
+                    "it out",
                     o.backend);
   if (o.iterations < 1) throw_bad_input("--iterations: must be at least 1, got {}", o.iterations);
   if (o.warmup < 0) throw_bad_input("--warmup: must be 0 or more, got {}", o.warmup);
@@ -357,6 +361,11 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
     note += "the executor's optimizer keeps its state at the weights' width (not the precision-aware optimizer): the "
             "prediction is for that\n";
     scenario.parallel.optimizer_precision = {};
+  }
+  // The executor's SwiGLU keeps its input at the backend's own width.
+  if (scenario.workload.activation_fp8_input_store) {
+    note += "the executor keeps the SwiGLU inputs at its own width (not fp8): the prediction is for that\n";
+    scenario.workload.activation_fp8_input_store = false;
   }
   if (o.backend == "cuda")
     scenario.workload.memory = dtype_from_text(o.dtype) == DType::F32 ? MemoryAccounting::CudaFloat32 : MemoryAccounting::CudaBf16;

@@ -75,6 +75,10 @@ TEST_CASE("run: the executor's optimizer keeps its state whole: asked, it refuse
   check_bad_input(with(run, {"--precision-aware-optimizer"}),
                   "--precision-aware-optimizer: the cpu backend's optimizer keeps its state at its weights' width; "
                   "leave it out");
+  // The same for SwiGLU inputs kept in fp8 (a plan's setting is noted below, as the optimizer's is).
+  check_bad_input(with(run, {"--activation-func-fp8-input-store"}),
+                  "--activation-func-fp8-input-store: the cpu backend keeps the SwiGLU inputs at its own width; leave it "
+                  "out");
   const std::string plan = tmp("precision-aware-plan.json");
   const CliResult planned = run_cli({"plan", "--model", source_path("examples/tiny-uniform.json"), "--cluster", "ideal",
                                      "--gpus", "2", "--global-batch-size", "4", "--precision-aware-optimizer",
@@ -87,4 +91,16 @@ TEST_CASE("run: the executor's optimizer keeps its state whole: asked, it refuse
   REQUIRE(r.code == 0);
   CHECK(r.out.find("the executor's optimizer keeps its state at the weights' width (not the precision-aware "
                    "optimizer): the prediction is for that\n") != std::string::npos);
+  const std::string stored = tmp("fp8-input-store-plan.json");
+  const CliResult planned_store = run_cli({"plan", "--model", source_path("examples/tiny-llama.json"), "--cluster",
+                                           "ideal", "--gpus", "2", "--global-batch-size", "4",
+                                           "--activation-func-fp8-input-store", "--out", stored});
+  INFO(planned_store.err);
+  REQUIRE(planned_store.code == 0);
+  const CliResult from_plan = run_cli({"run", "--plan", stored, "--compute", "sleep", "--iterations", "1", "--warmup",
+                                       "0", "--no-profile"});
+  INFO(from_plan.err);
+  REQUIRE(from_plan.code == 0);
+  CHECK(from_plan.out.find("the executor keeps the SwiGLU inputs at its own width (not fp8): the prediction is for "
+                           "that\n") != std::string::npos);
 }
