@@ -110,6 +110,9 @@ void dense_mlp_forward(PhaseWork& p, const Dims& d);
 // (read 2 bytes, write 1; `input.to(torch.float8_e4m3fn)` in fused_bias_swiglu.py) and back before B's: one
 // pass of 3 bytes an element in each; nothing without it.
 void cast_activation_input(PhaseWork& p, const Dims& d, double elements);
+// Bytes a dense MLP keeps per element of its inner width: GeLU's input and output, or SwiGLU's gate and up (at
+// d.act_in) and their product.
+inline double dense_mlp_stored_bytes(const Dims& d) { return d.swiglu ? 2 * d.act_in + kBf16 : 2 * kBf16; }
 
 // The MoE MLP of a block (core/moe_work.cpp): F, B and W, what it stores at F, what W needs, what it holds
 // while it runs beyond that, and the GEMM inputs (F) and output gradients (B) fp8 casts.

@@ -283,7 +283,7 @@ void block_memory(LayerWork& lw, const Dims& d, Recompute recompute) {
   // output, or SwiGLU gate, up and product).
   const double qkv = kBf16 * sb * (d.q + d.k_stored + d.v_stored);
   const double out_proj_in = kBf16 * sb * d.o;
-  const double mlp = d.moe ? 0 : (d.swiglu ? 2 * d.act_in + kBf16 : 2 * kBf16) * sb * d.f;
+  const double mlp = d.moe ? 0 : dense_mlp_stored_bytes(d) * sb * d.f;
   // The s^2 term: scores 2 bytes, softmax output 2 bytes and, with dropout, the 1-byte mask
   // (5 a s^2 b as Korthikanti counts; 4 a s^2 b without dropout). Gone with selective recompute.
   // Fused attention keeps only the fp32 log-sum-exp per head and token instead.

@@ -33,7 +33,7 @@ void recompute_modules_work(LayerWork& lw, const Dims& d, RecomputeModules modul
   }
   if (modules.has(RecomputeModule::Mlp) && !d.moe) {
     dense_mlp_forward(lw.recompute, d);
-    dropped += (d.swiglu ? 2 * d.act_in + kBf16 : 2 * kBf16) * n * d.f / d.t;
+    dropped += dense_mlp_stored_bytes(d) * n * d.f / d.t;
     dropped_weight_inputs += kBf16 * n * d.f / d.t;
   }
   if (modules.has(RecomputeModule::MoeAct) && d.moe) {

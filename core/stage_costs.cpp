@@ -218,12 +218,16 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
   const int expert_dp = sharding.expert_dp();
   const int stages = static_cast<int>(ranges.size());
 
-  // The GPUs whose rank holds the embedding: a DeepSeek-V3 MTP module there looks its tokens up in that table
-  // instead of a copy of its own (the report, section 3.2.3: DualPipe puts the shallowest and the deepest
-  // layers on one rank so that the MTP module and the main model share the embedding and the output head).
-  std::vector<int> embedding_gpus;
-  for (int s = 0; s < stages; ++s)
-    if (ranges[s].first == 0 && model.layers.front().kind == LayerKind::Embedding) embedding_gpus.push_back(stage_gpu[s]);
+  // A DeepSeek-V3 MTP module on a GPU whose rank holds the embedding looks its tokens up in that table instead
+  // of a copy of its own (the report, section 3.2.3: DualPipe puts the shallowest and the deepest layers on one
+  // rank so that the MTP module and the main model share the embedding and the output head). Asked only for an
+  // MTP layer: stage_costs runs in the partitioner's loop.
+  const auto holds_embedding = [&](int gpu) {
+    if (model.layers.front().kind != LayerKind::Embedding) return false;
+    for (int t = 0; t < stages; ++t)
+      if (ranges[t].first == 0 && stage_gpu[t] == gpu) return true;
+    return false;
+  };
   const double own_table = model.transformer ? static_cast<double>(model.transformer->vocab) * model.transformer->hidden / pc.tp : 0;
 
   std::vector<StageCost> out(stages);
@@ -254,11 +258,12 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
     const LinkSpec replica_link =
         group_link(cluster, stage_gpu[s], dp_stride(pc) * copy_shard_dp, pc.distributed_optimizer() ? pc.dp_replicas() : 1);
     // The routed experts' gradients and ZeRO state go over the expert-data-parallel group instead.
-    const LinkSpec expert_dp_link =
-        expert_dp > 1 && (pc.ep > 1 || pc.etp > 1)
-            ? with_other_copy(pc.expert_dp() > 1 ? folded_ring_link(cluster, pc, stage_gpu[s], pc.etp * pc.ep, pc.expert_dp())
-                                                 : LinkSpec{kInf, 0})
-            : dp_link;
+    LinkSpec expert_dp_link = dp_link;
+    if (expert_dp > 1 && (pc.ep > 1 || pc.etp > 1)) {
+      const LinkSpec one_copy = pc.expert_dp() > 1 ? folded_ring_link(cluster, pc, stage_gpu[s], pc.etp * pc.ep, pc.expert_dp())
+                                                   : LinkSpec{kInf, 0};
+      expert_dp_link = with_other_copy(one_copy);
+    }
     const int routed_shards = pc.distributed_optimizer() ? expert_dp : 1;
     ZeroGathers gathers;
     for (int i = r.first; i <= r.last; ++i) {
@@ -280,9 +285,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
       sc.weight_grad_bytes += lw.weight_grad_bytes;
       sc.working_bytes = std::max(sc.working_bytes, lw.working_bytes + zero3_layer_working_bytes(pc, lw.parameters));
       sc.parameters += lw.parameters;
-      if (layer.kind == LayerKind::Mtp &&
-          std::find(embedding_gpus.begin(), embedding_gpus.end(), stage_gpu[s]) != embedding_gpus.end())
-        sc.parameters -= own_table;
+      if (layer.kind == LayerKind::Mtp && holds_embedding(stage_gpu[s])) sc.parameters -= own_table;
       if (pc.zero >= 3 && (shards > 1 || (lw.routed_parameters > 0 && expert_dp > 1)))
         gathers.add(cost.collective_time(CollectiveKind::AllGather, (lw.parameters - lw.routed_parameters) * kGatheredWeightBytes,
                                          shards, dp_link) +

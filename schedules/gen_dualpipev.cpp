@@ -15,21 +15,22 @@ namespace {
 // (bidirectional DualPipe) the k-th micro-batch of a stage of copy c is 2k + c (Schedule::runs_on).
 class RankWriter {
  public:
-  explicit RankWriter(std::vector<Action>& list, int stages_per_copy = 0)
-      : list_(list), stages_per_copy_(stages_per_copy) {}
+  // `copies` 2: stage s belongs to copy s / stages_per_copy.
+  explicit RankWriter(std::vector<Action>& list, int copies = 1, int stages_per_copy = 1)
+      : list_(list), copies_(copies), stages_per_copy_(stages_per_copy) {}
 
-  void forward(int stage) { list_.push_back(Action{Op::F, stage, next(stage, Op::F)++}); }
+  void forward(int stage) { list_.push_back(Action{Op::F, stage, take(stage, Op::F)}); }
   void input_grad(int stage) {
-    const int mb = next(stage, Op::B)++;
+    const int mb = take(stage, Op::B);
     list_.push_back(Action{Op::B, stage, mb});
     pending_w_.emplace_back(stage, mb);
   }
-  void full_backward(int stage) { list_.push_back(Action{Op::BW, stage, next(stage, Op::B)++}); }
+  void full_backward(int stage) { list_.push_back(Action{Op::BW, stage, take(stage, Op::B)}); }
   void backward(int stage, bool split) { split ? input_grad(stage) : full_backward(stage); }
   // Forward of `f_stage` overlapped with the full backward of `b_stage` (another micro-batch).
   void overlapped(int f_stage, int b_stage) {
-    const int f_mb = next(f_stage, Op::F)++;
-    const int b_mb = next(b_stage, Op::B)++;
+    const int f_mb = take(f_stage, Op::F);
+    const int b_mb = take(b_stage, Op::B);
     list_.push_back(Action{Op::FB, f_stage, f_mb, b_stage, b_mb});
   }
   void weight_if_pending() {
@@ -40,27 +41,13 @@ class RankWriter {
   }
 
  private:
-  // A micro-batch number that stays a micro-batch number when incremented: the counter's k, written as
-  // the k-th micro-batch of the stage's copy.
-  class Counter {
-   public:
-    Counter(int& k, int copies, int copy) : k_(k), copies_(copies), copy_(copy) {}
-    int operator++(int) { return k_++ * copies_ + copy_; }
-
-   private:
-    int& k_;
-    int copies_, copy_;
-  };
-
   std::vector<Action>& list_;
-  int stages_per_copy_;  // 0: one copy
+  int copies_, stages_per_copy_;
   std::map<std::pair<int, Op>, int> counters_;
   std::deque<std::pair<int, int>> pending_w_;
 
-  Counter next(int stage, Op kind) {
-    int& k = counters_[{stage, kind}];
-    return stages_per_copy_ > 0 ? Counter(k, 2, stage / stages_per_copy_) : Counter(k, 1, 0);
-  }
+  // The stage's next micro-batch of this kind: its k-th, numbered within the stage's copy.
+  int take(int stage, Op kind) { return counters_[{stage, kind}]++ * copies_ + stage / stages_per_copy_ % copies_; }
 };
 
 // The eight steps of DualPipe.step on one rank, which DualPipeV runs too: `side` ranks on this rank's side of the
@@ -153,7 +140,7 @@ Schedule make_dualpipe(const ScheduleSpec& spec) {
   s.copies = 2;
   const int half = p / 2;
   for (int r = 0; r < p; ++r) {
-    RankWriter out(s.ranks[static_cast<size_t>(r)], p);
+    RankWriter out(s.ranks[static_cast<size_t>(r)], 2, p);
     const int h = std::min(r, p - 1 - r);
     const bool first_half = r < half;
     const int c0 = first_half ? r : 2 * p - 1 - r, c1 = first_half ? 2 * p - 1 - r : r;
