@@ -1,4 +1,5 @@
 #include "core/layer_work.hpp"
+#include "core/layer_works.hpp"
 
 #include <algorithm>
 
@@ -549,20 +550,15 @@ bool same_layer_shape(const Model& model, const Layer& a, const Layer& b) {
   return c.moe_block(a.block) == c.moe_block(b.block) && c.block_window(a.block) == c.block_window(b.block);
 }
 
-void for_each_layer_work(const Model& model, int first, int last, const Workload& w,
-                         const std::function<void(int, const LayerWork&)>& visit) {
-  LayerWork work;
+void append_layer_works(const Model& model, int first, int last, const Workload& w, LayerWorks& out) {
+  out.reserve(out.size() + static_cast<size_t>(std::max(0, last - first + 1)));
   for (int i = first; i <= last; ++i) {
     const Layer& layer = model.layers[static_cast<size_t>(i)];
     if (i == first || !same_layer_shape(model, model.layers[static_cast<size_t>(i) - 1], layer))
-      work = layer_work(model, layer, w);
-    visit(i, work);
+      out.push_back(layer_work(model, layer, w));
+    else
+      out.repeat_last();
   }
-}
-
-void append_layer_works(const Model& model, int first, int last, const Workload& w, std::vector<LayerWork>& out) {
-  out.reserve(out.size() + static_cast<size_t>(std::max(0, last - first + 1)));
-  for_each_layer_work(model, first, last, w, [&](int, const LayerWork& work) { out.push_back(work); });
 }
 
 double model_flops_per_microbatch(const Model& model, const Workload& w) {

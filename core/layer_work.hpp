@@ -1,7 +1,6 @@
 #pragma once
 // The work and memory of one layer for one micro-batch on one tensor-parallel rank,
 // from the formulas in shared design notes (Narayanan 2021, Korthikanti 2022).
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -133,15 +132,6 @@ LayerWork layer_work(const Model& model, const Layer& layer, const Workload& w);
 // experts or both without, with the same attention window (all layer_work and the cost models read of a block's
 // position). A model's blocks come in long runs of one shape.
 bool same_layer_shape(const Model& model, const Layer& a, const Layer& b);
-
-// layer_work of layers [first, last] under one workload, each layer's passed to `visit` with its index in order: a run
-// of same-shape layers is worked once.
-void for_each_layer_work(const Model& model, int first, int last, const Workload& w,
-                         const std::function<void(int, const LayerWork&)>& visit);
-
-// layer_work of layers [first, last] under one workload, appended to `out`: a run of same-shape layers is worked
-// once and copied (the planner works every layer of every candidate's workload).
-void append_layer_works(const Model& model, int first, int last, const Workload& w, std::vector<LayerWork>& out);
 
 // FLOPs of one micro-batch through the whole model, all tp and cp ranks together (Narayanan's accounting:
 // backward = 2 x forward; model FLOPs exclude recomputation, hardware FLOPs include it).

@@ -197,7 +197,7 @@ double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_paramete
   return layer_parameters * (2 * kGatheredWeightBytes + pc.grad_bytes());
 }
 
-std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWork>& work,
+std::vector<StageCost> stage_costs(const Model& model, const LayerWorks& work,
                                    const std::vector<LayerRange>& ranges, const ParallelConfig& pc,
                                    const Cluster& cluster, const CostModel& cost, const std::vector<int>& stage_gpu,
                                    int copies) {
@@ -362,11 +362,11 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWo
   return out;
 }
 
-std::vector<LayerWork> staged_layer_work(const Model& model, const Workload& w, const std::vector<LayerRange>& ranges,
+LayerWorks staged_layer_work(const Model& model, const Workload& w, const std::vector<LayerRange>& ranges,
                                          const std::vector<Recompute>& stage_recompute) {
   if (!stage_recompute.empty() && stage_recompute.size() != ranges.size())
     throw_runtime("staged_layer_work: {} recompute levels for {} stages", stage_recompute.size(), ranges.size());
-  std::vector<LayerWork> work;
+  LayerWorks work;
   work.reserve(model.layers.size());
   for (size_t s = 0; s < ranges.size(); ++s) {
     Workload level = w;
@@ -382,7 +382,7 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerRa
                                    const ParallelConfig& pc, const Cluster& cluster, const CostModel& cost,
                                    const std::vector<int>& stage_gpu, int copies) {
   if (w.tp != pc.tp) throw_runtime("stage_costs: workload tp {} differs from the parallel config's tp {}", w.tp, pc.tp);
-  std::vector<LayerWork> work;
+  LayerWorks work;
   work.reserve(model.layers.size());
   append_layer_works(model, 0, model.num_layers() - 1, w, work);
   return stage_costs(model, work, ranges, pc, cluster, cost, stage_gpu, copies);

@@ -6,7 +6,7 @@
 
 #include "core/cluster.hpp"
 #include "core/cost_model.hpp"
-#include "core/layer_work.hpp"
+#include "core/layer_works.hpp"
 #include "core/model.hpp"
 #include "core/workload.hpp"
 
@@ -113,14 +113,14 @@ std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerRa
                                    const std::vector<int>& stage_gpu, int copies = 1);
 
 // The same from each layer's work already computed (`work[i]` for Model::layers[i]).
-std::vector<StageCost> stage_costs(const Model& model, const std::vector<LayerWork>& work,
+std::vector<StageCost> stage_costs(const Model& model, const LayerWorks& work,
                                    const std::vector<LayerRange>& ranges, const ParallelConfig& pc,
                                    const Cluster& cluster, const CostModel& cost, const std::vector<int>& stage_gpu,
                                    int copies = 1);
 
 // Each layer's work, at the recompute level of the stage that holds it when `stage_recompute` gives one
 // per stage (per-stage recompute), else at w.recompute.
-std::vector<LayerWork> staged_layer_work(const Model& model, const Workload& w, const std::vector<LayerRange>& ranges,
+LayerWorks staged_layer_work(const Model& model, const Workload& w, const std::vector<LayerRange>& ranges,
                                          const std::vector<Recompute>& stage_recompute);
 
 // Each layer's F + B + W seconds for one micro-batch on the tp group whose first GPU is `first_gpu`:

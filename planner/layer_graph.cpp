@@ -49,7 +49,7 @@ std::vector<double> cut_bytes(const LayerGraph& g) {
   return cut;
 }
 
-std::vector<double> boundary_bytes(const Model& model, const std::vector<LayerWork>& work) {
+std::vector<double> boundary_bytes(const Model& model, const LayerWorks& work) {
   const int n = model.num_layers();
   if (static_cast<int>(work.size()) != n)
     throw_runtime("boundary_bytes: work for {} layers but the model has {}", work.size(), n);

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "core/layer_work.hpp"
+#include "core/layer_works.hpp"
 #include "core/model.hpp"
 
 namespace pw {
@@ -34,6 +34,6 @@ std::vector<double> cut_bytes(const LayerGraph& graph);
 
 // The same for a model: a chain's boundaries carry each layer's own output (no graph is built);
 // a model with edges goes through the graph.
-std::vector<double> boundary_bytes(const Model& model, const std::vector<LayerWork>& work);
+std::vector<double> boundary_bytes(const Model& model, const LayerWorks& work);
 
 }  // namespace pw

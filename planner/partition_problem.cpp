@@ -164,7 +164,7 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   }
   for (size_t l = 0; l < P.levels.size(); ++l) {
     const Recompute level = P.levels[l];
-    const std::vector<LayerWork>* given = P.levels.size() == 1                    ? options.work
+    const LayerWorks* given = P.levels.size() == 1                    ? options.work
                                           : options.level_work.size() == P.levels.size() ? options.level_work[l]
                                                                                         : nullptr;
     if (given) {
@@ -174,10 +174,10 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     }
     Workload w = s.workload;
     w.recompute = level;
-    std::vector<LayerWork> work;
+    LayerWorks work;
     work.reserve(n);
     append_layer_works(s.model, 0, s.model.num_layers() - 1, w, work);
-    P.level_work.push_back(std::make_shared<const std::vector<LayerWork>>(std::move(work)));
+    P.level_work.push_back(std::make_shared<const LayerWorks>(std::move(work)));
   }
 
   // Layer times per GPU type and tp link: one prefix-sum row per distinct pair among the ranks.
@@ -198,7 +198,7 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
     rank_class[static_cast<size_t>(r)] = static_cast<int>(k);
   }
   for (const auto& level_work : P.level_work) {
-    const std::vector<LayerWork>& work = *level_work;
+    const LayerWorks& work = *level_work;
     // The lightest level (the first) also keeps each phase apart when asked (PartitionProblem::phase_prefix).
     const bool phases = options.phases && P.level_time_prefix.empty();
     std::vector<std::vector<double>> per_class;
@@ -242,7 +242,7 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   P.act_prefix = P.level_act_prefix.front();
   P.wg_prefix = P.level_wg_prefix.front();
 
-  const std::vector<LayerWork>& work = *P.level_work.front();
+  const LayerWorks& work = *P.level_work.front();
   P.param_prefix.assign(n + 1, 0.0);
   for (size_t i = 0; i < n; ++i) P.param_prefix[i + 1] = P.param_prefix[i] + work[i].parameters;
   P.cut = boundary_bytes(s.model, work);
@@ -304,13 +304,13 @@ std::vector<Recompute> PartitionProblem::stage_levels(const std::vector<LayerRan
   return out;
 }
 
-std::vector<LayerWork> PartitionProblem::work_for(const std::vector<LayerRange>& ranges) const {
-  std::vector<LayerWork> out;
+LayerWorks PartitionProblem::work_for(const std::vector<LayerRange>& ranges) const {
+  LayerWorks out;
   out.reserve(static_cast<size_t>(layers));
   for (int st = 0; st < stages; ++st) {
     const LayerRange& lr = ranges[static_cast<size_t>(st)];
-    const std::vector<LayerWork>& work = *level_work[static_cast<size_t>(level(st, lr.first, lr.last + 1))];
-    out.insert(out.end(), work.begin() + lr.first, work.begin() + lr.last + 1);
+    const LayerWorks& work = *level_work[static_cast<size_t>(level(st, lr.first, lr.last + 1))];
+    out.append(work, static_cast<size_t>(lr.first), static_cast<size_t>(lr.last) + 1);
   }
   return out;
 }

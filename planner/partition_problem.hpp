@@ -9,7 +9,7 @@
 
 #include "core/cluster.hpp"
 #include "core/cost_model.hpp"
-#include "core/layer_work.hpp"
+#include "core/layer_works.hpp"
 #include "core/stage_costs.hpp"
 #include "planner/range_max.hpp"
 #include "schedules/ir.hpp"
@@ -73,13 +73,13 @@ struct PartitionProblem {
   // Per rank and chunk, the Pareto-maximal (full, partial) pairs of that chunk alone.
   std::vector<std::vector<std::vector<std::pair<int, int>>>> chunk_holdings;
   int max_chunks = 1;
-  std::vector<std::shared_ptr<const std::vector<LayerWork>>> level_work;  // per level, each layer's
+  std::vector<std::shared_ptr<const LayerWorks>> level_work;  // per level, each layer's
 
   // The level stage s takes with layers [begin, end): the lightest that fits, else the heaviest.
   int level(int s, int begin, int end) const { return levels.size() == 1 ? 0 : lightest_fitting_level(s, begin, end); }
   // Each stage's level under a split, and each layer's work at its stage's level (for stage_costs()).
   std::vector<Recompute> stage_levels(const std::vector<LayerRange>& ranges) const;
-  std::vector<LayerWork> work_for(const std::vector<LayerRange>& ranges) const;
+  LayerWorks work_for(const std::vector<LayerRange>& ranges) const;
 
   // Layers [begin, end) on stage s: F + B + W on the stage's GPU plus, except on the last stage, the
   // activation sent to stage s + 1 and its gradient coming back (latency + bytes / bandwidth each).
@@ -135,10 +135,10 @@ struct ProblemOptions {
   // meets one schedule in many configurations).
   const std::vector<std::vector<Holding>>* holdings = nullptr;
   // Each layer's work under the scenario's workload (one recompute level), when the caller has it.
-  const std::vector<LayerWork>* work = nullptr;
+  const LayerWorks* work = nullptr;
   // With per-stage recompute: each layer's work at none, selective and full (the levels in that order), where
   // the caller has it (null: made here).
-  std::vector<const std::vector<LayerWork>*> level_work;
+  std::vector<const LayerWorks*> level_work;
 };
 
 // `schedule`: the compute-only schedule of the scenario (make_schedule of its spec).

@@ -68,9 +68,9 @@ struct PartitionOptions {
   long search_nodes = 20000;      // branch-and-bound nodes (several chunks per rank, memory binding): ~2 us each
   const Schedule* schedule = nullptr;  // the scenario's compute-only schedule, when the caller has it
   const std::vector<std::vector<Holding>>* holdings = nullptr;  // activation_holdings(*schedule), likewise
-  const std::vector<LayerWork>* work = nullptr;  // each layer's work under the scenario's workload, likewise
+  const LayerWorks* work = nullptr;  // each layer's work under the scenario's workload, likewise
   // With per-stage recompute: each layer's work at none, selective and full, likewise (null where not).
-  std::vector<const std::vector<LayerWork>*> level_work;
+  std::vector<const LayerWorks*> level_work;
   // With simulate: search every split by simulated step time (planner/fastest_split.hpp), starting from the
   // best tied split and the uniform and parameters splits; within these budgets (branch-and-bound nodes,
   // splits simulated), else the best found.

@@ -779,7 +779,7 @@ class Searcher {
       return std::tie(c.tp, c.cp, c.ep, c.etp, c.pp, c.dp, c.vpp, c.micro_batch_size, c.schedule, c.recompute,
                       c.precision, c.zero, c.microbatches);
     };
-    std::sort(queue_.begin(), queue_.end(), [&](const Entry& a, const Entry& b) {
+    parallel_sort(options_.threads, queue_.begin(), queue_.end(), [&](const Entry& a, const Entry& b) {
       if (a.time_lb != b.time_lb) return a.time_lb < b.time_lb;
       const Candidate &x = candidates_[a.index], &y = candidates_[b.index];
       if (but_order(x) != but_order(y)) return but_order(x) < but_order(y);
@@ -817,8 +817,8 @@ class Searcher {
   // A per-stage recompute candidate's layer work at none, selective and full: the tables of the uniform
   // candidates with its other degrees (a table depends on nothing else); null where the space has none or it
   // holds only totals (the partitioner makes that level's).
-  std::vector<const std::vector<LayerWork>*> level_tables(const Candidate& c) const {
-    std::vector<const std::vector<LayerWork>*> out;
+  std::vector<const LayerWorks*> level_tables(const Candidate& c) const {
+    std::vector<const LayerWorks*> out;
     for (Recompute level : {Recompute::None, Recompute::Selective, Recompute::Full}) {
       Candidate uniform = c;
       uniform.recompute = level;
@@ -840,8 +840,8 @@ class Searcher {
   // node budget (deterministic: the same split whatever the threads do); the reported plans get a larger
   // one. Sets the scenario's ranges (and per-stage recompute levels).
   void best_split(Scenario& resolved, const Schedule& schedule, bool simulate,
-                  const std::vector<std::vector<Holding>>* holdings = nullptr, const std::vector<LayerWork>* work = nullptr,
-                  std::vector<const std::vector<LayerWork>*> level_work = {}) {
+                  const std::vector<std::vector<Holding>>* holdings = nullptr, const LayerWorks* work = nullptr,
+                  std::vector<const LayerWorks*> level_work = {}) {
     PartitionOptions po;
     po.simulate = simulate;
     po.schedule = &schedule;

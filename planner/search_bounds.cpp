@@ -72,7 +72,9 @@ LayerTable make_layer_totals(const Model& model, const Workload& resolved) {
     return make_layer_totals(model, w);
   }
   LayerTable t;
-  for_each_layer_work(model, 0, model.num_layers() - 1, resolved, [&](int, const LayerWork& w) { add_totals(t, w); });
+  LayerWorks works;
+  append_layer_works(model, 0, model.num_layers() - 1, resolved, works);
+  for (const LayerWork& w : works) add_totals(t, w);
   return t;
 }
 

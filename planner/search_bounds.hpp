@@ -8,7 +8,7 @@
 
 #include "core/cluster.hpp"
 #include "core/cost_model.hpp"
-#include "core/layer_work.hpp"
+#include "core/layer_works.hpp"
 #include "core/model.hpp"
 #include "core/stage_costs.hpp"
 #include "schedules/ir.hpp"
@@ -19,7 +19,7 @@ namespace pw {
 struct LayerTable {
   // Per layer, per tp rank (layer_work of the resolved workload; with per-stage recompute at full, the
   // least memory any level needs, while the times below are those without recompute).
-  std::vector<LayerWork> work;
+  LayerWorks work;
   std::vector<double> fastest;       // per layer: F + B + W seconds on the fastest (GPU, tp link) class in use
   std::vector<double> fastest_fb;    // per layer: F + B seconds, likewise
   double total_time = 0;             // sum of `fastest`

@@ -343,7 +343,7 @@ struct ReplicaRun {
 };
 
 ReplicaRun simulate_replica(const Scenario& s, const Schedule& placement_schedule, const std::vector<LayerRange>& ranges,
-                            const std::vector<LayerWork>& work, const CostModel& cost, int replica, SimObserver* observer) {
+                            const LayerWorks& work, const CostModel& cost, int replica, SimObserver* observer) {
   const ParallelConfig& pc = s.parallel;
   ReplicaRun run;
   run.replica = replica;
@@ -393,7 +393,7 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
     ranges = split_layers(s.model, placement_schedule.stages_per_copy(), s.split,
                           s.split.empty() ? layer_step_costs(s.model, balance, pc, s.cluster, cost) : std::vector<double>{});
   }
-  const std::vector<LayerWork> work = staged_layer_work(s.model, s.workload, ranges, s.stage_recompute);
+  const LayerWorks work = staged_layer_work(s.model, s.workload, ranges, s.stage_recompute);
   std::vector<LayerRange> stage_ranges;
   for (int st = 0; st < stages; ++st) stage_ranges.push_back(ranges[static_cast<size_t>(placement_schedule.part_of_stage(st))]);
 

@@ -27,7 +27,7 @@ struct Inside {
 };
 
 // Per micro-batch, what one stage's compute actions hold besides compute.
-Inside inside_stage(const Scenario& s, const StageReport& st, const std::vector<LayerWork>& work,
+Inside inside_stage(const Scenario& s, const StageReport& st, const LayerWorks& work,
                     const CostModel& cost, int replica) {
   const ParallelConfig& pc = s.parallel;
   const int gpu_index = pipeline_rank_gpu(pc, st.rank, replica);
@@ -75,7 +75,7 @@ StepBreakdown break_down(const Evaluation& ev, const CostModel& cost) {
 
   std::vector<LayerRange> ranges;
   for (const StageReport& st : ev.stages) ranges.push_back(st.layers);
-  const std::vector<LayerWork> work = staged_layer_work(s.model, s.workload, ranges, s.stage_recompute);
+  const LayerWorks work = staged_layer_work(s.model, s.workload, ranges, s.stage_recompute);
   const double m = s.parallel.microbatches;
   Inside rank;
   std::vector<double> optimizer(ev.sim.ranks.size(), 0.0);
