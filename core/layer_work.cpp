@@ -1,10 +1,10 @@
 #include "core/layer_work.hpp"
-#include "core/layer_works.hpp"
 
 #include <algorithm>
 
 #include "core/kept_bytes.hpp"
 #include "core/layer_dims.hpp"
+#include "core/layer_works.hpp"
 #include "core/error.hpp"
 
 namespace pw {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <utility>
 #include <vector>
 
 #include "core/layer_work.hpp"
@@ -15,13 +16,13 @@ namespace pw {
 class LayerWorks {
  public:
   LayerWorks() = default;
-  // Each layer with a work of its own (tests and callers that make works one by one).
-  LayerWorks(std::vector<LayerWork> each)  // NOLINT(google-explicit-constructor): a vector is a LayerWorks
-      : distinct_(std::move(each)) {
+  // Each layer with a work of its own (callers that make works one by one): implicit, so that such a vector
+  // goes wherever layer works are asked for.
+  LayerWorks(std::vector<LayerWork> each) : distinct_(std::move(each)) {
     for (size_t i = 0; i < distinct_.size(); ++i) of_layer_.push_back(static_cast<uint32_t>(i));
   }
 
-  // The next layer, with its own work, or with the work of the layer before it (the same shape).
+  // The next layer, with its own work, or with the work of the layer before it (the same shape; not the first).
   void push_back(LayerWork work) {
     of_layer_.push_back(static_cast<uint32_t>(distinct_.size()));
     distinct_.push_back(std::move(work));

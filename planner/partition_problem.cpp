@@ -164,9 +164,9 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   }
   for (size_t l = 0; l < P.levels.size(); ++l) {
     const Recompute level = P.levels[l];
-    const LayerWorks* given = P.levels.size() == 1                    ? options.work
-                                          : options.level_work.size() == P.levels.size() ? options.level_work[l]
-                                                                                        : nullptr;
+    const LayerWorks* given = P.levels.size() == 1                             ? options.work
+                              : options.level_work.size() == P.levels.size() ? options.level_work[l]
+                                                                             : nullptr;
     if (given) {
       if (given->size() != n) throw_runtime("partitioner: {} layer works for {} layers", given->size(), n);
       P.level_work.push_back(borrowed(given));
