@@ -38,20 +38,40 @@ ServingBatch serving_batch(const ServingStep& step) {
   return b;
 }
 
-ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
-                               KvCacheDtype kv_dtype, ServingWeights weights, const ServingExperts& experts) {
-  const double bytes_per_weight = serving_weight_bytes(layer.kind, weights);
+ServingLayerShape serving_layer_shape(const Model& model, const Layer& layer, int tp, KvCacheDtype kv_dtype,
+                                      ServingWeights weights, int ep) {
   if (!model.transformer || layer.kind == LayerKind::Explicit)
     throw_bad_input("model '{}': layer '{}' gives explicit costs, not shapes; serving needs a transformer", model.name,
                     layer.name);
+  ServingLayerShape shape;
+  shape.model = &model;
+  shape.layer = &layer;
+  shape.tp = tp;
+  shape.kv_dtype = kv_dtype;
+  shape.weights = weights;
+  shape.ep = ep;
+  const TransformerConfig& t = *model.transformer;
+  if (layer.kind == LayerKind::Head) shape.parameters = serving_layer_parameters(t, layer, tp);
+  if (layer.kind == LayerKind::Block) {
+    shape.parameters = serving_layer_parameters(t, layer, tp, ep);
+    shape.kv_bytes_per_token = kv_bytes_per_token_per_layer(model, tp, kv_dtype);
+  }
+  return shape;
+}
+
+ServingWork serving_layer_work(const ServingLayerShape& shape, const ServingBatch& batch, double expert_tokens) {
+  const Model& model = *shape.model;
+  const Layer& layer = *shape.layer;
+  const int tp = shape.tp;
+  const double bytes_per_weight = serving_weight_bytes(layer.kind, shape.weights);
   const TransformerConfig& t = *model.transformer;
   const double tokens = static_cast<double>(batch.tokens());
   ServingWork w;
   w.model = &model;
   w.tp = tp;
   w.gemm_tokens = layer.kind == LayerKind::Head ? static_cast<double>(batch.sampled_tokens) : tokens;
-  w.weights = weights;
-  w.kv_dtype = kv_dtype;
+  w.weights = shape.weights;
+  w.kv_dtype = shape.kv_dtype;
   w.prefill_tokens = batch.prefill_tokens;
   w.decode_tokens = batch.decode_tokens;
   w.decode_context = batch.decode_context;
@@ -64,14 +84,14 @@ ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, c
       break;
     case LayerKind::Head: {
       // Logits for the sampled tokens only (vLLM computes the last position of each sequence).
-      const LayerParameters p = serving_layer_parameters(t, layer, tp);
+      const LayerParameters& p = shape.parameters;
       w.weight_bytes = p.total() * bytes_per_weight;
       w.gemm_flops = 2 * p.total() * static_cast<double>(batch.sampled_tokens);
       w.elementwise_bytes = tokens * t.hidden * kValueBytes;
       break;
     }
     case LayerKind::Block: {
-      const LayerParameters p = serving_layer_parameters(t, layer, tp, experts.ep);
+      const LayerParameters& p = shape.parameters;
       w.weight_bytes = p.dense * bytes_per_weight;
       w.gemm_flops = 2 * p.dense * tokens;
       if (p.routed > 0) {
@@ -80,12 +100,12 @@ ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, c
         // token reaches it.
         const MoeConfig& m = *t.moe;
         const double share = static_cast<double>(m.top_k) / m.experts;
-        const double routed_tokens = experts.ep > 1 ? experts.tokens : tokens;
+        const double routed_tokens = shape.ep > 1 ? expert_tokens : tokens;
         w.gemm_flops += 2 * p.routed * routed_tokens * share;
         w.weight_bytes += p.routed * bytes_per_weight * (1 - std::pow(1 - share, routed_tokens));
       }
       const double heads = static_cast<double>(t.heads) / tp;
-      if (weights == ServingWeights::Fp8) std::swap(w.gemm_flops, w.fp8_gemm_flops);
+      if (shape.weights == ServingWeights::Fp8) std::swap(w.gemm_flops, w.fp8_gemm_flops);
       const double pairs = batch.prefill_pairs + batch.decode_context;
       if (t.mla) {
         // Decoding with the up-projections absorbed: each head scores the latent and rope part and sums the latent.
@@ -94,8 +114,7 @@ ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, c
         w.attention_flops = 2 * pairs * heads * 2.0 * t.head_dim;
       }
       w.attention_sequences = static_cast<double>(batch.sequences());
-      const double per_token = kv_bytes_per_token_per_layer(model, tp, kv_dtype);
-      w.kv_bytes = per_token * (batch.prefill_kv_reads + batch.decode_context + tokens);
+      w.kv_bytes = shape.kv_bytes_per_token * (batch.prefill_kv_reads + batch.decode_context + tokens);
       // Norms, residuals and the MLP's activation: the hidden state about eight times and the MLP's
       // intermediate about twice per token, each in bf16.
       w.elementwise_bytes = tokens * (8.0 * t.hidden + 2.0 * t.ffn / tp) * kValueBytes;
@@ -110,6 +129,11 @@ ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, c
     case LayerKind::Explicit: break;  // not served
   }
   return w;
+}
+
+ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
+                               KvCacheDtype kv_dtype, ServingWeights weights, const ServingExperts& experts) {
+  return serving_layer_work(serving_layer_shape(model, layer, tp, kv_dtype, weights, experts.ep), batch, experts.tokens);
 }
 
 }  // namespace pw

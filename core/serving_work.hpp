@@ -76,7 +76,26 @@ struct ServingExperts {
   double tokens = 0;  // every engine's batch this step
 };
 
-// The layer's work on one tp rank. BadInput for explicit layers (no shapes).
+// What a layer's work on one tp rank takes from the engine, whatever the batch: its parameters there and the KV
+// bytes a token keeps. An engine makes it once per layer run (making it every step was a fifth of `serve plan`).
+// BadInput for explicit layers (no shapes).
+struct ServingLayerShape {
+  const Model* model = nullptr;
+  const Layer* layer = nullptr;
+  int tp = 1;
+  KvCacheDtype kv_dtype = KvCacheDtype::Bf16;
+  ServingWeights weights = ServingWeights::Bf16;
+  int ep = 1;  // ServingExperts::ep
+  LayerParameters parameters;
+  double kv_bytes_per_token = 0;  // blocks
+};
+ServingLayerShape serving_layer_shape(const Model& model, const Layer& layer, int tp,
+                                      KvCacheDtype kv_dtype = KvCacheDtype::Bf16,
+                                      ServingWeights weights = ServingWeights::Bf16, int ep = 1);
+
+// The layer's work on one tp rank for a batch; `expert_tokens`: ServingExperts::tokens where the shape's ep > 1.
+ServingWork serving_layer_work(const ServingLayerShape& shape, const ServingBatch& batch, double expert_tokens = 0);
+// The same, the shape made for this call.
 ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
                                KvCacheDtype kv_dtype = KvCacheDtype::Bf16, ServingWeights weights = ServingWeights::Bf16,
                                const ServingExperts& experts = {});

@@ -140,6 +140,7 @@ ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, 
   ServingResult all;
   all.requests.resize(requests.size());
   for (size_t r = 0; r < engines.size(); ++r) merge_engine_result(all, engines[r]->result(), r, engines.size());
+  all.token_gaps.settle();
   all.batches = engines.front()->result().batches;
   return all;
 }

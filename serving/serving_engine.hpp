@@ -69,6 +69,7 @@ class ServingEngine {
         launches += eager_launches(model, l);
       }
       stage_launches_.push_back(launches);
+      stage_runs_.push_back(serving_stage_runs(model, stages_[static_cast<size_t>(s)], c_.tp, c_.kv_dtype, c_.weights));
       const double gpu_bytes = cluster.memory_capacity_at(g);
       // vLLM and SGLang: a share of the GPU less the weights; TensorRT-LLM: a share of what loading left.
       const double room = c_.kv_share_of_free ? (gpu_bytes - weights - c_.activation_reserve_bytes) * c_.gpu_memory_utilization
@@ -155,6 +156,7 @@ class ServingEngine {
       if (next == kInf) throw_runtime("serving simulation: {} requests left and nothing can run", requests_.size() - finished);
       now = std::max(decide, next);
     }
+    out_.token_gaps.settle();
     return out_;
   }
 
@@ -183,7 +185,7 @@ class ServingEngine {
         if (l.generated == 1) r.first_token_s = f.done_s;
         if (l.generated >= 2) {
           const double g = f.done_s - r.last_token_s;
-          if (g != gap && gaps > 0) out_.token_gaps[gap] += gaps, gaps = 0;
+          if (g != gap && gaps > 0) out_.token_gaps.add(gap, gaps), gaps = 0;
           gap = g;
           ++gaps;
         }
@@ -203,7 +205,7 @@ class ServingEngine {
           }
         }
       }
-      if (gaps > 0) out_.token_gaps[gap] += gaps;
+      if (gaps > 0) out_.token_gaps.add(gap, gaps);
     }
     finished_ += finished;
     return finished;
@@ -425,8 +427,7 @@ class ServingEngine {
     for (int s = 0; s < c_.pp; ++s) {
       const size_t su = static_cast<size_t>(s);
       // Eager: the host launches each kernel in turn, the GPU waiting on it for small kernels.
-      const double time = serving_stage_time(model_, stages_[su], c_.tp, work, cluster_.gpu_at(stage_gpu_[su]), tp_link_[su],
-                                             cost_, c_.kv_dtype, c_.weights) +
+      const double time = serving_stage_time(stage_runs_[su], work, cluster_.gpu_at(stage_gpu_[su]), tp_link_[su], cost_) +
                           (c_.eager ? stage_launches_[su] * c_.launch_s : 0.0);
       // The scheduler's host time the first stage waits for.
       const double host = s == 0 ? c_.host_s_per_sequence * static_cast<double>(b.sequences()) : 0.0;
@@ -451,6 +452,7 @@ class ServingEngine {
   const ServingConfig& c_;
   const std::vector<ServingRequest>& requests_;
   std::vector<LayerRange> stages_;
+  std::vector<ServingStageRuns> stage_runs_;  // per stage, its layers' shapes made once
   std::vector<int> stage_gpu_;
   std::vector<int> stage_launches_;  // kernels a stage launches a step without CUDA graphs
   std::vector<LinkSpec> tp_link_, p2p_;

@@ -56,8 +56,9 @@ LatencyStats stats_of(std::vector<double> values, const std::vector<double>& per
   return s;
 }
 
-// The same over values given with their counts (sorted by value, as a map keeps them).
-LatencyStats stats_of(const std::map<double, long>& counted, const std::vector<double>& percentiles) {
+// The same over values given with their counts (settled: sorted by value, each value once).
+LatencyStats stats_of(const GapCounts& counted, const std::vector<double>& percentiles) {
+  if (!counted.settled()) throw_runtime("serving metrics: the token gaps were read before they were settled");
   LatencyStats s;
   double n = 0, sum = 0;
   for (const auto& [v, c] : counted) {

@@ -38,6 +38,7 @@ ServingResult simulate_copies(const ServingConfig& engine, int copies, const std
     merge_engine_result(all, unit, static_cast<size_t>(r), static_cast<size_t>(copies));
     all.batches += unit.batches;
   }
+  all.token_gaps.settle();
   return all;
 }
 
@@ -57,7 +58,7 @@ void merge_engine_result(ServingResult& all, const ServingResult& one, size_t r,
   all.kv_capacity_tokens = one.kv_capacity_tokens;
   all.stage_busy_s.resize(one.stage_busy_s.size(), 0.0);
   for (size_t s = 0; s < one.stage_busy_s.size(); ++s) all.stage_busy_s[s] += one.stage_busy_s[s] / static_cast<double>(engines);
-  for (const auto& [gap, count] : one.token_gaps) all.token_gaps[gap] += count;
+  all.token_gaps.add(one.token_gaps);  // settled by the caller once every engine is in
 }
 
 }  // namespace pw

@@ -17,7 +17,8 @@ int concurrency_share(int concurrency, int r, int copies);
 // kv_capacity_tokens one engine's (the nodes are alike, so replica 0's place stands for all), stage_busy_s each
 // stage's mean over the replicas, max_running and peak_kv_use the largest engine's.
 // Adds engine r's result (its requests every engines-th of the whole, from r) to `all`, as simulate_replicas
-// gathers them; its batches are the caller's to count.
+// gathers them; its batches are the caller's to count, and its token gaps the caller's to settle once every engine
+// is in.
 void merge_engine_result(ServingResult& all, const ServingResult& one, size_t r, size_t engines);
 
 // Copies of any served unit (an engine, a data-parallel attention group), each taking every copies-th request

@@ -49,22 +49,33 @@ ServingEngineFor same_engine(const ServingConfig& c) {
   };
 }
 
-double serving_stage_time(const Model& model, const LayerRange& layers, int tp, const ServingBatch& batch,
-                          const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype,
-                          ServingWeights weights) {
+ServingStageRuns serving_stage_runs(const Model& model, const LayerRange& layers, int tp, KvCacheDtype kv_dtype,
+                                    ServingWeights weights) {
   // A run of same-shape blocks shares one work (making it for every layer of every step was 40% of serve plan's
   // time) and is priced as one run (the cost model answers once where it can).
-  double time = 0;
+  ServingStageRuns stage;
   for (int i = layers.first; i <= layers.last;) {
     const Layer& l = model.layers[static_cast<size_t>(i)];
     int run = 1;
     while (i + run <= layers.last && same_layer_shape(model, l, model.layers[static_cast<size_t>(i + run)])) ++run;
-    if (l.kind != LayerKind::Mtp)
-      time = cost.add_serving_times(time, l, serving_layer_work(model, l, tp, batch, kv_dtype, weights), gpu, tp_link, tp,
-                                    run);
+    if (l.kind != LayerKind::Mtp) stage.runs.emplace_back(serving_layer_shape(model, l, tp, kv_dtype, weights), run);
     i += run;
   }
+  return stage;
+}
+
+double serving_stage_time(const ServingStageRuns& stage, const ServingBatch& batch, const GpuSpec& gpu,
+                          const LinkSpec& tp_link, const CostModel& cost) {
+  double time = 0;
+  for (const auto& [shape, run] : stage.runs)
+    time = cost.add_serving_times(time, *shape.layer, serving_layer_work(shape, batch), gpu, tp_link, shape.tp, run);
   return time;
+}
+
+double serving_stage_time(const Model& model, const LayerRange& layers, int tp, const ServingBatch& batch,
+                          const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype,
+                          ServingWeights weights) {
+  return serving_stage_time(serving_stage_runs(model, layers, tp, kv_dtype, weights), batch, gpu, tp_link, cost);
 }
 
 ServingResult simulate_serving(const Model& model, const Cluster& cluster, const CostModel& cost,

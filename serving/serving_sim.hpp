@@ -9,7 +9,6 @@
 // schedulable again when the batch it rode leaves the last stage (its next token depends on it) and the sampled
 // tokens are back on the first stage, over the link between the two (vLLM's engine forms batches there).
 #include <functional>
-#include <map>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -20,6 +19,7 @@
 #include "core/serving_work.hpp"
 #include "core/stage_costs.hpp"
 #include "serving/engine_profile.hpp"
+#include "serving/gap_counts.hpp"
 
 namespace pw {
 
@@ -118,8 +118,9 @@ struct ServingResult {
   std::vector<ServingStep> steps;  // every batch in launch order, what the executor runs
   long preemptions = 0;
   // Inter-token latency: every gap between two consecutive tokens of a request, as seconds and how many gaps
-  // had it (a step's decodes share a few values, so the map stays about as large as the batches).
-  std::map<double, long> token_gaps;
+  // had it (a step's decodes share a few values, so it stays about as large as the batches); settled when a run
+  // or a merge of runs ends.
+  GapCounts token_gaps;
 };
 
 // `vllm serve`'s scheduler limits for a GPU (vllm/engine/arg_utils.py, EngineArgs._set_default_args, at
@@ -135,7 +136,17 @@ SchedulerLimits vllm_serve_defaults(const GpuSpec& gpu);
 ServingResult simulate_serving(const Model& model, const Cluster& cluster, const CostModel& cost,
                                const ServingConfig& config, const std::vector<ServingRequest>& requests);
 
-// One stage's time for a batch, and the bytes it sends to the next stage (every token's hidden state).
+// A stage's layers as runs of one shape (the MTP module left out: not served), each run's shape made once: an
+// engine keeps one per stage for all its steps.
+struct ServingStageRuns {
+  std::vector<std::pair<ServingLayerShape, int>> runs;  // shape, layers in the run
+};
+ServingStageRuns serving_stage_runs(const Model& model, const LayerRange& layers, int tp, KvCacheDtype kv_dtype,
+                                    ServingWeights weights = ServingWeights::Bf16);
+
+// One stage's time for a batch.
+double serving_stage_time(const ServingStageRuns& stage, const ServingBatch& batch, const GpuSpec& gpu,
+                          const LinkSpec& tp_link, const CostModel& cost);
 double serving_stage_time(const Model& model, const LayerRange& layers, int tp, const ServingBatch& batch,
                           const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype,
                           ServingWeights weights = ServingWeights::Bf16);

@@ -4,9 +4,12 @@
 // first token the client got, the cache's transfer inside it).
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "core/analytic_cost_model.hpp"
 #include "core/cluster.hpp"
 #include "serving/disaggregated_serving.hpp"
+#include "serving/gap_counts.hpp"
 #include "serving/serving_metrics.hpp"
 #include "serving/serving_replicas.hpp"
 #include "serving/serving_sim.hpp"
@@ -56,4 +59,27 @@ TEST_CASE("token gaps add up to each request's first-to-last time, on an engine,
   const ServingResult single = simulate_serving(m, c, cost, engine, {{0, 100, 1}, {0, 50, 1}});
   CHECK(single.token_gaps.empty());
   CHECK(!serving_metrics(single).itl.defined);
+}
+
+TEST_CASE("GapCounts: settled, each gap once in increasing order with its count; read unsettled, refused") {
+  GapCounts g;
+  g.add(3.0, 1);
+  g.add(1.0, 2);
+  g.add(3.0, 4);
+  CHECK_FALSE(g.settled());
+  GapCounts more;
+  more.add(2.0, 1);
+  more.add(1.0, 1);
+  g.add(more);
+  g.settle();
+  CHECK(g.settled());
+  CHECK(std::vector<GapCounts::Entry>(g.begin(), g.end()) == std::vector<GapCounts::Entry>{{1.0, 3}, {2.0, 1}, {3.0, 5}});
+  CHECK(g == GapCounts{{3.0, 5}, {1.0, 3}, {2.0, 1}});
+
+  ServingResult r;
+  r.requests = {{0, 1, 1, 10, 1, 0}};
+  r.token_gaps.add(0.5, 1);
+  CHECK_THROWS_WITH(serving_metrics(r), "serving metrics: the token gaps were read before they were settled");
+  r.token_gaps.settle();
+  CHECK(serving_metrics(r).itl.mean_s == 0.5);
 }
