@@ -61,7 +61,7 @@ TEST_CASE("token gaps add up to each request's first-to-last time, on an engine,
   CHECK(!serving_metrics(single).itl.defined);
 }
 
-TEST_CASE("GapCounts: settled, each gap once in increasing order with its count; read unsettled, refused") {
+TEST_CASE("GapCounts: settled, each gap once in increasing order with its count, and refused when read unsettled") {
   GapCounts g;
   g.add(3.0, 1);
   g.add(1.0, 2);
