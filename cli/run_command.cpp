@@ -35,7 +35,6 @@
 #include "profiler/cpu_profile_estimate.hpp"
 #include "profiler/cpu_profiler.hpp"
 #include "profiler/profiled_cost_model.hpp"
-#include "schedules/generators.hpp"
 #include "sim/chrome_trace.hpp"
 
 namespace pw {
@@ -369,8 +368,7 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   }
   if (o.backend == "cuda")
     scenario.workload.memory = dtype_from_text(o.dtype) == DType::F32 ? MemoryAccounting::CudaFloat32 : MemoryAccounting::CudaBf16;
-  check_runs_one_copy(scenario.schedule, scenario.imported_schedule ? scenario.imported_schedule->copies
-                                                                    : model_copies(scenario.schedule));
+  check_runs_one_copy(scenario.schedule, schedule_copies(scenario));
   check_work_unless_allowed(
       "run",
       run_estimate(resolve(scenario), {o.iterations, o.warmup, o.backend == "cpu" && o.compute == "real", o.optimizer == "adam"},

@@ -5,7 +5,6 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/output_file.hpp"
-#include "schedules/generators.hpp"
 #include "schedules/pytorch_csv.hpp"
 
 namespace pw {
@@ -32,9 +31,9 @@ void ScheduleFileOptions::prepare(const CLI::App& cmd, ScenarioOptions& scenario
 }
 
 void ScheduleFileOptions::apply(Scenario& scenario) const {
-  if (!export_csv.empty() && !imported_) check_pytorch_csv_copies(scenario.schedule, model_copies(scenario.schedule));
   scenario.synchronous_optimizer = !no_sync_optimizer;
   scenario.imported_schedule = imported_;
+  if (!export_csv.empty()) check_pytorch_csv_copies(scenario.schedule, schedule_copies(scenario));
 }
 
 void ScheduleFileOptions::export_schedule(const Evaluation& ev) const {

@@ -216,6 +216,10 @@ std::vector<StageCost> stage_costs(const Model& model, const LayerWorks& work,
   const ParallelConfig expert_pc = expert_sharding(sharding);
   const double routed_state_per_param = state_bytes_per_parameter(cost, expert_pc, fp8);
   const int expert_dp = sharding.expert_dp();
+  // The shard group (dp_shard dp ranks with their cp ranks) and its replicas (hybrid sharding); without ZeRO the
+  // whole dp-cp group.
+  const auto shard_count = [](const ParallelConfig& c) { return c.distributed_optimizer() ? c.shard_group() : c.dp_cp(); };
+  const auto replica_count = [](const ParallelConfig& c) { return c.distributed_optimizer() ? c.dp_replicas() : 1; };
   const int stages = static_cast<int>(ranges.size());
 
   // A DeepSeek-V3 MTP module on a GPU whose rank holds the embedding looks its tokens up in that table instead
@@ -244,11 +248,10 @@ std::vector<StageCost> stage_costs(const Model& model, const LayerWorks& work,
     // weights, its ring as slow as the slower of its cp and dp hops; with hybrid sharding the replicas then
     // all-reduce their shard across groups. Without ZeRO the whole dp-cp group all-reduces.
     const bool reduced = sharding.dp_cp() > 1;
-    const int shards = sharding.distributed_optimizer() ? sharding.shard_group() : sharding.dp_cp();
-    const int replicas = sharding.distributed_optimizer() ? sharding.dp_replicas() : 1;
+    const int shards = shard_count(sharding), replicas = replica_count(sharding);
     // The rings' links from one copy's members; where they stay inside a node, the other copy's rank, on
     // another node or not, is on the ring too.
-    const int copy_shard_dp = (pc.distributed_optimizer() ? pc.shard_group() : pc.dp_cp()) / pc.cp;
+    const int copy_shard_dp = shard_count(pc) / pc.cp;
     const LinkSpec to_other_copy = copies > 1 && !cluster.ideal
                                        ? cluster.link(stage_gpu[s], stage_gpu[(s + stages / copies) % stages])
                                        : LinkSpec{kInf, 0};
@@ -256,7 +259,7 @@ std::vector<StageCost> stage_costs(const Model& model, const LayerWorks& work,
     const LinkSpec dp_link =
         with_other_copy(slower(group_link(cluster, stage_gpu[s], dp_stride(pc), copy_shard_dp), links.cp));
     const LinkSpec replica_link =
-        group_link(cluster, stage_gpu[s], dp_stride(pc) * copy_shard_dp, pc.distributed_optimizer() ? pc.dp_replicas() : 1);
+        group_link(cluster, stage_gpu[s], dp_stride(pc) * copy_shard_dp, replica_count(pc));
     // The routed experts' gradients and ZeRO state go over the expert-data-parallel group instead.
     LinkSpec expert_dp_link = dp_link;
     if (expert_dp > 1 && (pc.ep > 1 || pc.etp > 1)) {

@@ -16,6 +16,7 @@
 #include "executor/record_wire.hpp"
 #include "executor/spin_wait.hpp"
 #include "executor/stall_watch.hpp"
+#include "schedules/generators.hpp"
 #include "schedules/validate.hpp"
 
 namespace pw {
@@ -490,10 +491,7 @@ class RankRunner : public Collectives {
 }  // namespace
 
 void check_runs_one_copy(const std::string& name, int copies) {
-  if (copies > 1)
-    throw_bad_input("--schedule: {} runs {} copies of the model, and the executor holds one copy of each stage's "
-                    "layers on a rank; run dualpipev, its one-copy V form",
-                    name, copies);
+  check_one_copy("--schedule", name, copies, "and the executor holds one copy of each stage's layers on a rank", "run");
 }
 
 namespace {

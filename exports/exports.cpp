@@ -50,13 +50,8 @@ std::vector<std::string> export_schedules(ExportTarget t) {
   switch (t) {
     case ExportTarget::Megatron: return megatron_schedules();
     case ExportTarget::DeepSpeed: return {"1f1b"};
-    case ExportTarget::Torchtitan: {
-      // Its CSV runs every micro-batch through every stage: one copy of the model (check_pytorch_csv_copies).
-      std::vector<std::string> names;
-      for (const std::string& s : schedule_names())
-        if (model_copies(s) == 1) names.push_back(s);
-      return names;
-    }
+    // Its CSV runs every micro-batch through every stage: one copy of the model (check_pytorch_csv_copies).
+    case ExportTarget::Torchtitan: return one_copy_schedule_names();
   }
   return {};
 }

@@ -22,6 +22,7 @@
 #include "core/units.hpp"
 #include "planner/baseline_splits.hpp"
 #include "planner/parallel_for.hpp"
+#include "planner/parallel_sort.hpp"
 #include "planner/partitioner.hpp"
 #include "planner/search_bounds.hpp"
 #include "planner/search_estimate.hpp"
@@ -294,18 +295,12 @@ void for_each_candidate(const Scenario& base, const SearchSpace& space, const st
                                      max_tp, model.name, n);
   }
 
-  std::vector<std::string> schedules = space.schedules;
-  if (schedules.empty()) {
-    for (const std::string& s : schedule_names())
-      if (model_copies(s) == 1) schedules.push_back(s);
-  }
+  const std::vector<std::string> schedules = space.schedules.empty() ? one_copy_schedule_names() : space.schedules;
   for (const std::string& s : schedules) {
     chunks_per_rank(s, 1);  // BadInput naming --schedule for unknown names
     // The partitioner and the bounds split one copy of the model over the ranks.
-    if (model_copies(s) > 1)
-      throw_bad_input("--schedules: {} runs {} copies of the model, which plan does not search; simulate it with "
-                      "--schedule {}, or plan dualpipev, its one-copy V form",
-                      s, model_copies(s), s);
+    check_one_copy("--schedules", s, model_copies(s), "which plan does not search",
+                   fmt::format("simulate it with --schedule {}, or plan", s));
   }
   std::vector<Recompute> recomputes = space.recomputes;
   // Explicit layer costs are used as given, recomputation included or not: one mode is enough.

@@ -82,6 +82,20 @@ bool order_from_costs(const std::string& name) { return find_family(name).order_
 
 int model_copies(const std::string& name) { return find_family(name).copies; }
 
+std::vector<std::string> one_copy_schedule_names() {
+  std::vector<std::string> names;
+  for (const std::string& name : schedule_names())
+    if (model_copies(name) == 1) names.push_back(name);
+  return names;
+}
+
+void check_one_copy(const std::string& option, const std::string& subject, int copies, const std::string& why,
+                    const std::string& instead) {
+  if (copies > 1)
+    throw_bad_input("{}: {} runs {} copies of the model, {}; {} dualpipev, its one-copy V form", option, subject, copies,
+                    why, instead);
+}
+
 int chunks_per_rank(const std::string& name, int vpp) {
   const Family& family = find_family(name);
   // A loop family given --vpp 2 or more is the caller's to report: 1 tells it the family is unchunked.

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/excerpt.hpp"
 #include "core/file_caps.hpp"
+#include "schedules/generators.hpp"
 #include "schedules/validate.hpp"
 
 namespace pw {
@@ -213,10 +214,9 @@ std::vector<std::string> comms_cells(const std::vector<Action>& list, int microb
 }  // namespace
 
 void check_pytorch_csv_copies(const std::string& name, int copies) {
-  if (copies > 1)
-    throw_bad_input("--export-csv: schedule {} runs {} copies of the model, half the micro-batches each, and PyTorch's "
-                    "pipelining sends every micro-batch through every stage; export dualpipev, its one-copy V form",
-                    name, copies);
+  check_one_copy("--export-csv", "schedule " + name, copies,
+                 "half the micro-batches each, and PyTorch's pipelining sends every micro-batch through every stage",
+                 "export");
 }
 
 std::string schedule_to_pytorch_csv(const Schedule& s) {

@@ -84,6 +84,10 @@ ScheduleSpec zb_auto_spec(ScheduleSpec spec, const Scenario& s, const std::vecto
 
 }  // namespace
 
+int schedule_copies(const Scenario& s) {
+  return s.imported_schedule ? s.imported_schedule->copies : model_copies(s.schedule);
+}
+
 ScheduleSpec schedule_spec(const Scenario& s) {
   ScheduleSpec spec;
   spec.name = s.schedule;
@@ -241,7 +245,7 @@ Scenario resolve(const Scenario& in) {
     stages = pc.pp * chunks;
   }
   // Each copy of the model (bidirectional DualPipe) splits it into the same parts.
-  const int copies = s.imported_schedule ? s.imported_schedule->copies : model_copies(s.schedule);
+  const int copies = schedule_copies(s);
   const int parts = stages / copies;
   if (parts > s.model.num_layers()) {
     if (copies > 1)

@@ -124,6 +124,8 @@ Evaluation evaluate(const Scenario& s, const CostModel& cost, SimObserver* obser
 // What the generator builds a resolved scenario's schedule from: its name, pp, chunks, micro-batches, group
 // size and pending limit (without zb-auto's stage costs).
 ScheduleSpec schedule_spec(const Scenario& resolved);
+// Copies of the model the scenario's schedule runs: the imported schedule's, or its generator's (model_copies).
+int schedule_copies(const Scenario& s);
 
 // Scenario::group_size for PyTorch's rule (torch/distributed/pipelining/schedules.py, Interleaved1F1B at
 // 1f1416a3): number_of_rounds = max(1, m // pp), microbatches_per_round = m // number_of_rounds, and m a
