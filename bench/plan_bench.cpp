@@ -22,6 +22,9 @@
 #include "cli/cli.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "planner/search.hpp"
+#include "planner/serving_plan.hpp"
+#include "serving/engine_profile.hpp"
+#include "serving/serving_workload.hpp"
 
 namespace {
 
@@ -100,6 +103,43 @@ void BM_ServePlan1000(benchmark::State& state) {
                       "--disaggregate", "--threads", "2"});
 }
 BENCHMARK(BM_ServePlan1000)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1)->Repetitions(5)->ReportAggregatesOnly(true);
+
+void BM_ServePlan1000Varied(benchmark::State& state) {
+  run_command(state, {"pipewright", "serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "1000",
+                      "--disaggregate", "--prompt-tokens", "uniform:128:2048", "--output-tokens", "uniform:16:512",
+                      "--requests", "1000", "--threads", "2"});
+}
+BENCHMARK(BM_ServePlan1000Varied)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// The same search through plan_serving() on one thread: its counters say how many configurations it simulated
+// (on one thread the count is the same every run) and how many the leaders' floors dropped.
+void BM_ServePlanSearch(benchmark::State& state) {
+  const Model model = model_preset("llama3-8b");
+  const Cluster cluster = cluster_preset("dgx-h100");
+  const AnalyticCostModel cost;
+  WorkloadSpec w;
+  w.prompt = parse_length("uniform:128:2048", "--prompt-tokens");
+  w.output = parse_length("uniform:16:512", "--output-tokens");
+  w.requests = 1000;
+  const std::vector<ServingRequest> requests = make_requests(w);
+  const ServingEngineFor engine_for = [&](int tp, int pp) {
+    ServingConfig c;
+    c.tp = tp;
+    c.pp = pp;
+    c.apply(engine_profile("vllm", "", model, cluster.gpu_at(0), tp, pp));
+    return c;
+  };
+  ServingPlanResult result;
+  for (auto _ : state) {
+    result = plan_serving(model, cluster, cost, 1000, engine_for, requests, {}, static_cast<int>(state.range(0)), true, 1);
+    benchmark::DoNotOptimize(result.plans.data());
+  }
+  state.counters["configurations"] = result.considered;
+  state.counters["simulated"] = result.simulated;
+  state.counters["best_output_tokens_per_s"] = result.plans.front().metrics.output_tokens_per_s;
+}
+// top 5 as serve plan prints by default; top 1000: every configuration simulated (nothing can be dropped).
+BENCHMARK(BM_ServePlanSearch)->Arg(5)->Arg(1000)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 
 // Planning priced from AIConfigurator's H200 tables against the analytic model alone, the same search: the
 // tables must keep the search within 2x (docs/benchmarks.md). The tables are imported into the build folder

@@ -122,8 +122,9 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   }
   check_work_unless_allowed("serve plan", work, o.allow_large);
   // vLLM balances data-parallel attention engines by their queues, not in turn as simulated: its plans leave
-  // them out, and the best of all says what that cost when it is one of them.
-  const bool vllm_export = o.export_target == "vllm";
+  // them out, and the best of all says what that cost when it is one of them (only a mixture of experts has
+  // them; there every plan is needed to see past them).
+  const bool vllm_export = o.export_target == "vllm" && model.transformer && model.transformer->moe;
   ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, vllm_export ? 0 : o.top,
                                      o.disaggregate, o.threads);
   std::optional<ServingPlan> ruled_out;
@@ -266,7 +267,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
                           : fmt::format("\nmax rate: plan 1 misses p{:g} {} even at a thousandth of its saturated rate\n",
                                         o.slo_percentile, slos));
   o.serve.print_cost_model(out, chain);
-  if (vllm_export && model.transformer && model.transformer->moe) {
+  if (vllm_export) {
     out << "\n--export vllm: data-parallel attention plans were not searched: vLLM balances its engines by their queues, "
            "not in turn as simulated";
     if (ruled_out)

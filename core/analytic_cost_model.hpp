@@ -85,6 +85,9 @@ class AnalyticCostModel : public CostModel {
   // overlaps none); no launch cost (vLLM replays decode iterations as CUDA graphs).
   double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
                       int tp) const override;
+  // Each part is a rate over its work, the longer of two where two bound it, and the all-reduce's ring at any
+  // size takes no less than the custom one below it: nothing falls as the work grows.
+  bool serving_time_monotone() const override { return true; }
   // serving_time reads the work alone: priced once (a 1,000-GPU serve plan priced each block of every step).
   double add_serving_times(double seconds, const Layer& layer, const ServingWork& work, const GpuSpec& gpu,
                            const LinkSpec& tp_link, int tp, int count) const override {

@@ -56,6 +56,11 @@ class CostModel {
     return seconds;
   }
 
+  // Whether serving_time never falls as a layer's work grows (more tokens, sequences, context, bytes): then a step
+  // holding one request's decode alone takes no longer than any step holding it, and a search may drop a
+  // configuration on that floor (planner/serving_leaders.hpp). False unless a model knows it of itself.
+  virtual bool serving_time_monotone() const { return false; }
+
   // Seconds for a ring collective of an array of `bytes` over `ranks` ranks whose slowest link is `link`.
   virtual double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const = 0;
 
@@ -121,6 +126,7 @@ class CostModelOver : public CostModel {
                       int tp) const override {
     return below_.serving_time(layer, work, gpu, tp_link, tp);
   }
+  bool serving_time_monotone() const override { return below_.serving_time_monotone(); }
   double collective_time(CollectiveKind kind, double bytes, int ranks, const LinkSpec& link) const override {
     return below_.collective_time(kind, bytes, ranks, link);
   }

@@ -39,6 +39,8 @@ class TableCostModel : public CostModelOver {
   // all-reduces from the tables; the routed experts, a prefill's attention and the rest from the model below.
   double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
                       int tp) const override;
+  // Measured kernels can run faster at a larger shape (another algorithm, a better tile).
+  bool serving_time_monotone() const override { return false; }
 
   // Distinct shapes asked of the tables, by how they were read.
   struct ShapeCounts {

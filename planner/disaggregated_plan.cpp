@@ -33,7 +33,7 @@ std::vector<int> prefill_pool_sizes(int gpus) {
 
 void add_disaggregated_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                              const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                             const ServingSlo& slo, int threads, ServingPlanResult& out) {
+                             const ServingSlo& slo, int threads, ServingLeaders& leaders, ServingPlanResult& out) {
   struct Prefill {
     int tp = 1, pp = 1, decode_gpus = 0;
     ServingPool pool;
@@ -75,9 +75,12 @@ void add_disaggregated_plans(const Model& model, const Cluster& cluster, const C
                         p.kv_capacity_tokens = r.decode.kv_capacity_tokens;
                         judge_serving(p, r.served, slo);
                         return p;
+                      },
+                      [&, decode] {
+                        return decode_pool_floor(model, cluster, cost, prefill.pool, *prefill.served, decode, requests);
                       }});
     }
-    run_serving_jobs(jobs, threads, out);
+    run_serving_jobs(jobs, threads, leaders, out);
   }
 }
 

@@ -5,6 +5,7 @@
 // and tried with every decode pool.
 #include <vector>
 
+#include "planner/serving_leaders.hpp"
 #include "planner/serving_plan.hpp"
 
 namespace pw {
@@ -13,9 +14,9 @@ namespace pw {
 std::vector<int> prefill_pool_sizes(int gpus);
 
 // Appends the plans (and the pairs of pools that could not serve, to `skipped`) to `out`, simulated on up to
-// `threads` threads (planner/serving_jobs.hpp).
+// `threads` threads (planner/serving_jobs.hpp), those `leaders` excludes dropped unsimulated.
 void add_disaggregated_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                              const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                             const ServingSlo& slo, int threads, ServingPlanResult& out);
+                             const ServingSlo& slo, int threads, ServingLeaders& leaders, ServingPlanResult& out);
 
 }  // namespace pw

@@ -27,7 +27,7 @@ std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Clus
 
 void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                             const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                            const ServingSlo& slo, int threads, ServingPlanResult& out) {
+                            const ServingSlo& slo, int threads, ServingLeaders& leaders, ServingPlanResult& out) {
   std::vector<ServingJob> jobs;
   for (const auto& [tp, dp, groups] : dp_attention_shapes(model, cluster, gpus))
     jobs.push_back({fmt::format("tp {} x {} data-parallel attention engines x {} replicas", tp, dp, groups),
@@ -41,8 +41,9 @@ void add_dp_attention_plans(const Model& model, const Cluster& cluster, const Co
                       p.kv_capacity_tokens = all.kv_capacity_tokens;
                       judge_serving(p, all, slo);
                       return p;
-                    }});
-  run_serving_jobs(jobs, threads, out);
+                    },
+                    {}});  // no floor: the experts' step waits on every engine's batch, which one request alone does not bound
+  run_serving_jobs(jobs, threads, leaders, out);
 }
 
 }  // namespace pw

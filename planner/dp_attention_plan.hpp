@@ -5,6 +5,7 @@
 // the GPUs; the groups are replicas, each taking every replicas-th request.
 #include <vector>
 
+#include "planner/serving_leaders.hpp"
 #include "planner/serving_plan.hpp"
 
 namespace pw {
@@ -16,9 +17,9 @@ struct DpAttentionShape {
 std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus);
 
 // Appends the plans (and the shapes that could not serve, to `skipped`) to `out`, simulated on up to `threads`
-// threads (planner/serving_jobs.hpp).
+// threads (planner/serving_jobs.hpp), each added to `leaders`.
 void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                             const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                            const ServingSlo& slo, int threads, ServingPlanResult& out);
+                            const ServingSlo& slo, int threads, ServingLeaders& leaders, ServingPlanResult& out);
 
 }  // namespace pw

@@ -63,24 +63,25 @@ ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const
   if (gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", gpus);
   cluster.check_capacity(gpus);
   ServingPlanResult out;
+  const bool by_slo = slo.any();
+  ServingLeaders leaders(top, slo, requests);
   std::vector<ServingJob> jobs;
-  for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus))
-    jobs.push_back({fmt::format("tp {}, pp {}", tp, pp), [&, c = engine_for(tp, pp), replicas = gpus / (tp * pp)] {
-                      return evaluate_serving(model, cluster, cost, c, replicas, requests, slo);
-                    }});
-  run_serving_jobs(jobs, threads, out);
-  if (model.transformer->moe) add_dp_attention_plans(model, cluster, cost, gpus, engine_for, requests, slo, threads, out);
-  if (disaggregate) add_disaggregated_plans(model, cluster, cost, gpus, engine_for, requests, slo, threads, out);
+  for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus)) {
+    const ServingConfig c = engine_for(tp, pp);
+    jobs.push_back({fmt::format("tp {}, pp {}", tp, pp),
+                    [&, c, replicas = gpus / (tp * pp)] { return evaluate_serving(model, cluster, cost, c, replicas, requests, slo); },
+                    [&, c] { return serving_floor(model, cluster, cost, c, requests); }});
+  }
+  run_serving_jobs(jobs, threads, leaders, out);
+  if (model.transformer->moe)
+    add_dp_attention_plans(model, cluster, cost, gpus, engine_for, requests, slo, threads, leaders, out);
+  if (disaggregate) add_disaggregated_plans(model, cluster, cost, gpus, engine_for, requests, slo, threads, leaders, out);
   if (out.plans.empty()) {
     if (out.skipped.empty()) throw_bad_input("--gpus: {} GPUs split into no tp x pp x replicas for '{}'", gpus, model.name);
     throw_bad_input("no configuration of {} GPUs serves the workload; the last tried, {}", gpus, out.skipped.back());
   }
-  const bool by_slo = slo.any();
-  std::stable_sort(out.plans.begin(), out.plans.end(), [&](const ServingPlan& a, const ServingPlan& b) {
-    if (by_slo && a.meets_slo != b.meets_slo) return a.meets_slo;
-    if (by_slo && a.goodput_rps != b.goodput_rps) return a.goodput_rps > b.goodput_rps;
-    return a.metrics.output_tokens_per_s > b.metrics.output_tokens_per_s;
-  });
+  std::stable_sort(out.plans.begin(), out.plans.end(),
+                   [&](const ServingPlan& a, const ServingPlan& b) { return serving_plan_before(a, b, by_slo); });
   if (top > 0 && static_cast<int>(out.plans.size()) > top) out.plans.resize(static_cast<size_t>(top));
   return out;
 }

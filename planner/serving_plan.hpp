@@ -42,6 +42,9 @@ struct ServingPlan {
 struct ServingPlanResult {
   std::vector<ServingPlan> plans;  // best first: those meeting the SLOs, then the others (best effort)
   int considered = 0;
+  // Of them, simulated: the rest could not rank among `top` (planner/serving_leaders.hpp). On several threads
+  // the count depends on which finished first; the plans do not.
+  int simulated = 0;
   std::vector<std::string> skipped;  // "tp 1, pp 1: <why>"
 };
 

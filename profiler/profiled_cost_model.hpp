@@ -46,6 +46,8 @@ class ProfiledCostModel : public CostModelOver {
   // model below otherwise.
   double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
                       int tp) const override;
+  // Measured rates: a larger batch may read faster.
+  bool serving_time_monotone() const override { return false; }
 
   // The profile entry used for `layer` at this micro-batch (profile_kind and layer_shape find it), or null
   // when the fallback answers (tp > 1: the profile is of one device; selective recomputation of a block

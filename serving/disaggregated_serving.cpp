@@ -22,6 +22,31 @@ void check_pool_gpus(const ServingPool& pool, const char* what, const char* fix)
   bounded_product({pool.engine.tp, pool.engine.pp, pool.replicas}, std::numeric_limits<int>::max() / 2, what, fix);
 }
 
+// The requests the decode pool serves (those with two or more outputs, arriving prefilled when their first token
+// and their KV cache's transfer are done), which request each is, and the transfers' seconds over all requests.
+struct DecodeArrivals {
+  std::vector<ServingRequest> decodes;
+  std::vector<size_t> decoded;
+  double transfer_s = 0;
+};
+DecodeArrivals decode_arrivals(const Model& model, const ServingPool& prefill, const ServingResult& prefilled,
+                               const ServingPool& decode, const std::vector<ServingRequest>& requests,
+                               const LinkSpec& kv_link) {
+  DecodeArrivals out;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const double t = kv_transfer_time(model, requests[i].prompt_tokens, prefill, decode, kv_link);
+    out.transfer_s += t;
+    if (requests[i].output_tokens < 2) continue;
+    ServingRequest d = requests[i];
+    d.arrival_s = prefilled.requests[i].first_token_s + t;
+    d.prefilled = true;
+    d.first_token_s = prefilled.requests[i].first_token_s;
+    out.decodes.push_back(d);
+    out.decoded.push_back(i);
+  }
+  return out;
+}
+
 }  // namespace
 
 double kv_transfer_time(const Model& model, long prompt_tokens, const ServingPool& prefill, const ServingPool& decode,
@@ -52,20 +77,7 @@ DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& clus
   DisaggregatedResult out;
   out.prefill = prefilled;
   out.kv_link = cost.p2p_link(cluster.link(0, prefill.gpus()));
-  std::vector<ServingRequest> decodes;
-  std::vector<size_t> decoded;  // the request each decode is
-  double transfer = 0;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const double t = kv_transfer_time(model, requests[i].prompt_tokens, prefill, decode, out.kv_link);
-    transfer += t;
-    if (requests[i].output_tokens < 2) continue;
-    ServingRequest d = requests[i];
-    d.arrival_s = out.prefill.requests[i].first_token_s + t;
-    d.prefilled = true;
-    d.first_token_s = out.prefill.requests[i].first_token_s;
-    decodes.push_back(d);
-    decoded.push_back(i);
-  }
+  const auto [decodes, decoded, transfer] = decode_arrivals(model, prefill, prefilled, decode, requests, out.kv_link);
   out.kv_transfer_s = requests.empty() ? 0 : transfer / static_cast<double>(requests.size());
   if (!decodes.empty()) out.decode = simulate_replicas(model, cluster, cost, decode.engine, decode.replicas, decodes);
 
@@ -88,6 +100,14 @@ DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& clus
   out.served.token_gaps = out.decode.token_gaps;  // the prefill pool makes first tokens only
   out.served.batches = out.prefill.batches + out.decode.batches;
   return out;
+}
+
+ServingFloor decode_pool_floor(const Model& model, const Cluster& cluster, const CostModel& cost,
+                               const ServingPool& prefill, const ServingResult& prefilled, const ServingPool& decode,
+                               const std::vector<ServingRequest>& requests) {
+  const LinkSpec kv_link = cost.p2p_link(cluster.link(0, prefill.gpus()));
+  return serving_floor(model, cluster, cost, decode.engine,
+                       decode_arrivals(model, prefill, prefilled, decode, requests, kv_link).decodes);
 }
 
 DisaggregatedResult simulate_disaggregated(const Model& model, const Cluster& cluster, const CostModel& cost,

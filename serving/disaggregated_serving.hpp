@@ -7,6 +7,7 @@
 // pool on its results is exact for arrivals that do not depend on finishes (a closed loop does: refused).
 #include <vector>
 
+#include "serving/serving_replicas.hpp"
 #include "serving/serving_sim.hpp"
 
 namespace pw {
@@ -38,6 +39,13 @@ ServingResult simulate_prefill_pool(const Model& model, const Cluster& cluster, 
 DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& cluster, const CostModel& cost,
                                          const ServingPool& prefill, const ServingResult& prefilled,
                                          const ServingPool& decode, const std::vector<ServingRequest>& requests);
+
+// What simulate_decode_pool's served requests cannot beat (serving/serving_replicas.hpp, serving_floor, over the
+// decode pool's requests as they arrive from the prefill pool: its first tokens and every request of two or more
+// outputs, in order).
+ServingFloor decode_pool_floor(const Model& model, const Cluster& cluster, const CostModel& cost,
+                               const ServingPool& prefill, const ServingResult& prefilled, const ServingPool& decode,
+                               const std::vector<ServingRequest>& requests);
 
 // Both: the prefill pool on the cluster's first GPUs, the decode pool on the ones after. BadInput for a closed loop,
 // pools wider than the cluster, and anything either engine refuses.

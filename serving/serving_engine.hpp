@@ -251,6 +251,20 @@ class ServingEngine {
   bool done() const { return finished_ == requests_.size(); }
   const ServingResult& result() const { return out_; }
 
+  // The least time from one of a request's tokens to its next when that decode runs at `context` tokens: a step
+  // holding the decode alone (unpadded), its flight through an idle pipeline and back to the first stage, where
+  // the next step holding the request can start only then. Any step holding the decode (more sequences, more
+  // context, a prompt's chunk, graph padding) takes no less where CostModel::serving_time_monotone.
+  double token_gap_floor_s(long context) const {
+    const ServingBatch alone = serving_batch({{0, context - 1, 1, true}});
+    double t = host_s(alone);
+    for (size_t su = 0; su < static_cast<size_t>(c_.pp); ++su) {
+      t += stage_s(su, alone);
+      if (su + 1 < static_cast<size_t>(c_.pp)) t += hop_s(su, alone);
+    }
+    return t + back_s(alone);
+  }
+
  private:
   struct Flight {
     double done_s;   // its tokens sampled on the last stage
@@ -419,6 +433,24 @@ class ServingEngine {
     return p;
   }
 
+  // Stage su's time for a batch priced as `work`. Eager: the host launches each kernel in turn, the GPU waiting
+  // on it for small kernels.
+  double stage_s(size_t su, const ServingBatch& work) const {
+    return serving_stage_time(stage_runs_[su], work, cluster_.gpu_at(stage_gpu_[su]), tp_link_[su], cost_) +
+           (c_.eager ? stage_launches_[su] * c_.launch_s : 0.0);
+  }
+  // The scheduler's host time the first stage waits for.
+  double host_s(const ServingBatch& b) const { return c_.host_s_per_sequence * static_cast<double>(b.sequences()); }
+  // The batch's hidden states from stage su to the next.
+  double hop_s(size_t su, const ServingBatch& b) const {
+    const LinkSpec& link = p2p_[su];
+    return link.latency_s + static_cast<double>(b.tokens()) * model_.transformer->hidden * serving_detail::kValueBytes / link.bandwidth_bytes_per_s;
+  }
+  // The sampled tokens back from the last stage to the first (vLLM's engine forms the next batch there).
+  double back_s(const ServingBatch& b) const {
+    return c_.pp > 1 ? back_.latency_s + 4.0 * static_cast<double>(b.sampled_tokens) / back_.bandwidth_bytes_per_s : 0;
+  }
+
   void launch(ServingStep batch, double t) {
     const ServingBatch b = serving_batch(batch);
     const ServingBatch work = priced(b);
@@ -426,24 +458,16 @@ class ServingEngine {
     double ready = t;
     for (int s = 0; s < c_.pp; ++s) {
       const size_t su = static_cast<size_t>(s);
-      // Eager: the host launches each kernel in turn, the GPU waiting on it for small kernels.
-      const double time = serving_stage_time(stage_runs_[su], work, cluster_.gpu_at(stage_gpu_[su]), tp_link_[su], cost_) +
-                          (c_.eager ? stage_launches_[su] * c_.launch_s : 0.0);
-      // The scheduler's host time the first stage waits for.
-      const double host = s == 0 ? c_.host_s_per_sequence * static_cast<double>(b.sequences()) : 0.0;
+      const double time = stage_s(su, work);
+      const double host = s == 0 ? host_s(b) : 0.0;
       const double start = std::max(free_at_[su], ready) + host;
       free_at_[su] = start + time;
       out_.stage_busy_s[su] += time;
       if (c_.record_spans) out_.spans.push_back({s, out_.batches, start, start + time, b.tokens()});
       ready = free_at_[su];
-      if (s + 1 < c_.pp) {
-        const LinkSpec& link = p2p_[su];
-        ready += link.latency_s + static_cast<double>(b.tokens()) * model_.transformer->hidden * serving_detail::kValueBytes / link.bandwidth_bytes_per_s;
-      }
+      if (s + 1 < c_.pp) ready += hop_s(su, b);
     }
-    // The sampled tokens go back from the last stage to the first (vLLM's engine forms the next batch there).
-    const double back = c_.pp > 1 ? back_.latency_s + 4.0 * static_cast<double>(b.sampled_tokens) / back_.bandwidth_bytes_per_s : 0;
-    flights_.push(Flight{ready, ready + back, out_.batches++, std::move(batch)});
+    flights_.push(Flight{ready, ready + back_s(b), out_.batches++, std::move(batch)});
   }
 
   const Model& model_;

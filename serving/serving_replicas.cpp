@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+#include "serving/serving_engine.hpp"
+
 namespace pw {
 
 std::vector<ServingRequest> dealt_to(const std::vector<ServingRequest>& requests, int r, int copies) {
@@ -59,6 +62,27 @@ void merge_engine_result(ServingResult& all, const ServingResult& one, size_t r,
   all.stage_busy_s.resize(one.stage_busy_s.size(), 0.0);
   for (size_t s = 0; s < one.stage_busy_s.size(); ++s) all.stage_busy_s[s] += one.stage_busy_s[s] / static_cast<double>(engines);
   all.token_gaps.add(one.token_gaps);  // settled by the caller once every engine is in
+}
+
+ServingFloor serving_floor(const Model& model, const Cluster& cluster, const CostModel& cost, const ServingConfig& engine,
+                           const std::vector<ServingRequest>& requests) {
+  ServingFloor floor;
+  if (!cost.serving_time_monotone() || !model.transformer) return floor;
+  static const std::vector<ServingRequest> none;
+  try {
+    const ServingEngine one(model, cluster, cost, engine, none);
+    for (const ServingRequest& r : requests) {
+      if (r.output_tokens < 2) continue;
+      const double gap = one.token_gap_floor_s(r.prompt_tokens + 1);
+      const double arrival = engine.concurrency > 0 ? 0.0 : r.arrival_s;
+      floor.token_gap_s.push_back(gap);
+      floor.makespan_s = std::max(floor.makespan_s, arrival + static_cast<double>(r.output_tokens - 1) * gap);
+    }
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::BadInput) throw;
+    return {};
+  }
+  return floor;
 }
 
 }  // namespace pw

@@ -30,4 +30,17 @@ ServingResult simulate_copies(const ServingConfig& engine, int copies, const std
 ServingResult simulate_replicas(const Model& model, const Cluster& cluster, const CostModel& cost, ServingConfig engine,
                                 int replicas, const std::vector<ServingRequest>& requests);
 
+// What no number of copies of `engine` can beat on `requests`: each request's outputs after the first come at
+// least ServingEngine::token_gap_floor_s apart at its shortest decode context, so its time per output token is
+// no less and its last token comes no earlier than its arrival (0 in a closed loop) plus those gaps; the makespan
+// no earlier than the latest of these. Nothing known (a makespan of 0) where the cost model cannot promise that
+// a larger step takes no less (CostModel::serving_time_monotone) or the engine cannot hold a KV cache (its
+// simulation says why).
+struct ServingFloor {
+  double makespan_s = 0;
+  std::vector<double> token_gap_s;  // per request of two or more outputs, in order
+};
+ServingFloor serving_floor(const Model& model, const Cluster& cluster, const CostModel& cost, const ServingConfig& engine,
+                           const std::vector<ServingRequest>& requests);
+
 }  // namespace pw
