@@ -8,13 +8,13 @@
 namespace pw {
 namespace {
 
-enum class Goal { Improve, Enumerate, Memory };
+enum class Goal { Improve, Enumerate, Memory, Fit };
 
 class Search {
  public:
   Search(const PartitionProblem& p, Goal goal, double bound, int cap, long budget)
       : p_(p), goal_(goal), bound_(bound), cap_(cap), budget_(budget) {
-    if (goal != Goal::Memory) suffix_ = suffix_bottlenecks(p, rank_caps(p));
+    if (goal != Goal::Memory && goal != Goal::Fit) suffix_ = suffix_bottlenecks(p, rank_caps(p));
     width_ = static_cast<size_t>(p.layers) + 1;
     ranges_.resize(static_cast<size_t>(p.stages));
     for (int r = 0; r < p.ranks; ++r) {
@@ -28,8 +28,8 @@ class Search {
 
   SearchOutcome run() {
     out_.value = kInf;
-    dfs(0, 0, goal_ == Goal::Memory ? -kInf : 0.0);
-    out_.complete = !stopped_;
+    dfs(0, 0, goal_ == Goal::Memory || goal_ == Goal::Fit ? -kInf : 0.0);
+    out_.complete = !stopped_ || (goal_ == Goal::Fit && !out_.splits.empty());
     return out_;
   }
 
@@ -69,7 +69,8 @@ class Search {
     const int shortest = s == S - 1 ? n : begin + 1;  // the last stage ends at the last layer
     for (int end = n - (S - s - 1); end >= shortest && !stopped_; --end) {
       double next = running;
-      if (goal_ != Goal::Memory) {
+      const bool memory = goal_ == Goal::Memory || goal_ == Goal::Fit;
+      if (!memory) {
         if (over(p_.compute_time(s, begin, end))) continue;
         const double t = p_.stage_time(s, begin, end);
         if (over(t)) continue;
@@ -84,7 +85,7 @@ class Search {
       const double excess = rank_partial(r) - limit;
       const bool keep = goal_ == Goal::Memory ? !over(excess) : excess <= 0;
       if (keep) {
-        if (goal_ == Goal::Memory) next = std::max(running, excess);
+        if (memory) next = std::max(running, excess);
         ranges_[static_cast<size_t>(s)] = LayerRange{begin, end - 1};
         dfs(s + 1, end, next);
       }
@@ -105,6 +106,11 @@ class Search {
         out_.splits.push_back(ranges_);
         out_.value = std::max(out_.value == kInf ? value : out_.value, value);
         if (static_cast<int>(out_.splits.size()) >= cap_) stopped_ = true;
+        break;
+      case Goal::Fit:
+        out_.splits.assign(1, ranges_);
+        out_.value = value;
+        stopped_ = true;  // one is all that was asked
         break;
     }
   }
@@ -138,6 +144,10 @@ SearchOutcome enumerate_within(const PartitionProblem& p, double limit, int cap,
 
 SearchOutcome min_rank_excess(const PartitionProblem& p, double bound, long node_budget) {
   return Search(p, Goal::Memory, bound, 1, node_budget).run();
+}
+
+SearchOutcome first_fitting_split(const PartitionProblem& p, long node_budget) {
+  return Search(p, Goal::Fit, 0, 1, node_budget).run();
 }
 
 }  // namespace pw

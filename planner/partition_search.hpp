@@ -26,4 +26,9 @@ SearchOutcome enumerate_within(const PartitionProblem& p, double limit, int cap,
 // The split whose worst rank_memory - rank_limit is least (below `bound`), and that excess.
 SearchOutcome min_rank_excess(const PartitionProblem& p, double bound, long node_budget);
 
+// The first split, in the search's order, whose ranks all fit exactly (rank_memory <= rank_limit), and its worst
+// excess; none when no split fits (complete) or the budget ran out first (not complete). Deciding that none fits
+// needs no least excess: every branch is cut as soon as a rank is over.
+SearchOutcome first_fitting_split(const PartitionProblem& p, long node_budget);
+
 }  // namespace pw

@@ -73,17 +73,25 @@ double worst_excess(const PartitionProblem& p, const std::vector<LayerRange>& ra
 
 // The split whose fullest rank is least over its GPU. One chunk per rank: the DP, exact. Several: the
 // budget-split DPs give splits (upper bounds), the chunks judged alone a lower bound, and the branch and
-// bound closes the gap within its budget.
+// bound closes the gap within its budget. `any_fit`: the caller asks only whether a split fits: the chunks
+// judged alone say none does when even they are over, else the branch and bound stops at the first that fits
+// (its need that split's, not the least), cutting every branch as soon as a rank is over.
 struct LeastMemory {
   MemoryNeed need;
   std::vector<LayerRange> ranges;
 };
 
-LeastMemory least_memory(const PartitionProblem& p, long node_budget) {
+LeastMemory least_memory(const PartitionProblem& p, long node_budget, bool any_fit = false) {
   MemoryNeed need;
   const Split alone = min_memory_excess(p, rank_caps(p));  // exact for one chunk per rank, else a lower bound
   std::vector<LayerRange> ranges = alone.ranges;
-  if (p.max_chunks > 1) {
+  if (p.max_chunks > 1 && any_fit) {
+    if (alone.value <= 0) {
+      const SearchOutcome o = first_fitting_split(p, node_budget);
+      need.exact = o.complete;
+      if (!o.splits.empty()) ranges = o.splits.front();
+    }
+  } else if (p.max_chunks > 1) {
     const double lower = alone.value;
     double best = kInf;
     for (const std::vector<double>& budget : budget_caps(p, ranges)) {
@@ -290,8 +298,8 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost, const P
     }
     if (incumbent.empty()) {
       // No budget split fits: the split that needs the least memory either fits (and starts the search)
-      // or shows that none does.
-      const LeastMemory least = least_memory(p, options.search_nodes);
+      // or shows that none does; where no message will name that need, the first split that fits will do.
+      const LeastMemory least = least_memory(p, options.search_nodes, !options.explain_no_fit);
       if (!fits(least.need)) throw_no_fit(s, least.need);
       incumbent = least.ranges;
       bound = p.bottleneck(incumbent);

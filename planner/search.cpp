@@ -21,6 +21,7 @@
 #include "core/special_values.hpp"
 #include "core/units.hpp"
 #include "planner/baseline_splits.hpp"
+#include "planner/block_list.hpp"
 #include "planner/parallel_for.hpp"
 #include "planner/parallel_sort.hpp"
 #include "planner/partitioner.hpp"
@@ -619,8 +620,8 @@ class Searcher {
   void prepare() {
     const int n = space_.gpus;
     zero_levels_ = zero_levels_of(base_, space_);
-    for (const Candidate& c : candidates_)
-      if (c.recompute != Recompute::PerStage) uniform_searched_.insert(c.recompute);
+    for (size_t i = 0; i < candidates_.size(); ++i)
+      if (candidates_[i].recompute != Recompute::PerStage) uniform_searched_.insert(candidates_[i].recompute);
     // The step-time bounds are about one synchronous iteration; with the optimizer's post-validation the
     // simulator reports a steady state of overlapping iterations, so only memory prunes then.
     prune_time_ = options_.prune && base_.synchronous_optimizer;
@@ -738,8 +739,9 @@ class Searcher {
     parallel_for(options_.threads, uniform, make_whole);
     parallel_for(options_.threads, whole.size() - uniform, [&](size_t j) { make_whole(uniform + j); });
     std::map<std::string, bool> composites;
-    for (const Candidate& c : candidates_)
-      if (!composites.count(c.schedule)) composites[c.schedule] = uses_composites(c.schedule);
+    for (size_t i = 0; i < candidates_.size(); ++i)
+      if (!composites.count(candidates_[i].schedule))
+        composites[candidates_[i].schedule] = uses_composites(candidates_[i].schedule);
 
     // Schedules, orders and precisions share a step bound: one per table and shape. None (0) for composites a
     // cost model may time below their halves.
@@ -977,7 +979,7 @@ class Searcher {
       if (err.kind() != ErrorKind::BadInput) throw;
       return over_memory(c);  // no split fits
     }
-    if (prune_time_ && !order_from_costs(c.schedule)) {
+    if (prune_time_) {
       const ParallelConfig& pc = p.scenario.parallel;
       std::vector<int> stage_gpu, rank_gpu;
       for (int st = 0; st < schedule->num_stages(); ++st)
@@ -991,10 +993,13 @@ class Searcher {
                                                        sc.ranges,
                                                        pc, p.scenario.cluster, cost_, stage_gpu);
       // A higher ZeRO level is no faster: pruned here, pruned there. The busiest rank first: it drops most of
-      // them (the split the memory allows leaves one rank the slowest) without timing the schedule.
+      // them (the split the memory allows leaves one rank the slowest) without timing the schedule. An order
+      // made from the stage costs (zb-auto) is not the cached one, but every order it picks from gives each
+      // rank the same actions, so their sum bounds it too; the timing bound reads the order itself.
       const double threshold = threshold_.load();
       if (exceeds(busiest_rank_bound(*schedule, costs), threshold) ||
-          exceeds(step_time_bound(*schedule, costs, rank_gpu, p.scenario.cluster, cost_), threshold)) {
+          (!order_from_costs(c.schedule) &&
+           exceeds(step_time_bound(*schedule, costs, rank_gpu, p.scenario.cluster, cost_), threshold))) {
         count(&SearchStats::bound_pruned);
         return Outcome::Done;
       }
@@ -1149,7 +1154,7 @@ class Searcher {
   const CostModel& cost_;
   const SearchOptions& options_;
 
-  std::vector<Candidate> candidates_;
+  BlockList<Candidate> candidates_;
   // Per key: its totals, and after prepare() its whole table where a candidate of it passed the first memory bound
   // (explain_failure() makes the others' when it needs them).
   std::map<TableKey, LayerTable> tables_;

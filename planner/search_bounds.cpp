@@ -434,21 +434,9 @@ double step_time_bound(const Schedule& s, const std::vector<StageCost>& stages, 
     const double bytes = stages[static_cast<size_t>(st)].output_bytes;
     times.comm.push_back(a == b ? 0.0 : std::min(alone(a, b, bytes), alone(b, a, bytes)));
   }
-  const ScheduleTiming timing = asap_timing(s, times);
-
-  std::vector<double> grad_done(static_cast<size_t>(n), 0.0), grad_start(grad_done);
+  const GradientTiming timing = asap_gradient_timing(s, times);
+  const std::vector<double>&grad_done = timing.end, &grad_start = timing.start;
   double flush = timing.makespan;
-  for (size_t r = 0; r < s.ranks.size(); ++r)
-    for (size_t i = 0; i < s.ranks[r].size(); ++i) {
-      const Action& a = s.ranks[r][i];
-      int stage = -1;
-      if (a.op == Op::W || a.op == Op::BW) stage = a.stage;
-      if (a.op == Op::FB) stage = a.stage2;
-      if (stage >= 0 && timing.end[r][i] >= grad_done[static_cast<size_t>(stage)]) {
-        grad_done[static_cast<size_t>(stage)] = timing.end[r][i];
-        grad_start[static_cast<size_t>(stage)] = timing.start[r][i];
-      }
-    }
   double optimizer = 0;
   for (int r = 0; r < s.num_ranks(); ++r) {
     std::vector<std::pair<double, double>> queue;  // (arrival, duration)

@@ -69,9 +69,11 @@ struct Needs {
 
 }  // namespace
 
-// With `record` false only the makespan is kept (asap_makespan: zb-auto times nine orders per schedule, the
-// search's bounds one per candidate).
-static ScheduleTiming timed(const Schedule& s, const StageTimes& times, bool record) {
+// Every action's rank, list position, start and end go to `on_action` as they are timed (asap_makespan keeps
+// none: zb-auto times nine orders per schedule; the search's bound keeps each stage's last gradient); the
+// makespan is returned.
+template <typename OnAction>
+static double timed(const Schedule& s, const StageTimes& times, OnAction on_action) {
   const int stages = s.num_stages(), m = s.microbatches;
   check_sizes(times, stages);
   // Part end times, indexed (part, stage, micro-batch); negative until done.
@@ -80,16 +82,8 @@ static ScheduleTiming timed(const Schedule& s, const StageTimes& times, bool rec
     return static_cast<size_t>((static_cast<int>(part) * stages + stage) * m + mb);
   };
 
-  ScheduleTiming out;
+  double makespan = 0;
   const size_t ranks = s.ranks.size();
-  if (record) {
-    out.start.resize(ranks);
-    out.end.resize(ranks);
-    for (size_t r = 0; r < ranks; ++r) {
-      out.start[r].reserve(s.ranks[r].size());
-      out.end[r].reserve(s.ranks[r].size());
-    }
-  }
   std::vector<size_t> next(ranks, 0);
   std::vector<double> free_at(ranks, 0.0);
   auto needs_of = [&](const Action& a, int r) {
@@ -166,12 +160,9 @@ static ScheduleTiming timed(const Schedule& s, const StageTimes& times, bool rec
         if (!ready) break;
         const double finish = start + duration(a, times);
         for (int k = 0; k < n.makes; ++k) done[n.make[static_cast<size_t>(k)]] = finish;
-        if (record) {
-          out.start[r].push_back(start);
-          out.end[r].push_back(finish);
-        }
+        on_action(r, next[r], start, finish);
         free_at[r] = finish;
-        out.makespan = std::max(out.makespan, finish);
+        makespan = std::max(makespan, finish);
         ++next[r];
         known[r] = 0;
         progress = true;
@@ -183,11 +174,42 @@ static ScheduleTiming timed(const Schedule& s, const StageTimes& times, bool rec
       throw_runtime("schedule {}: cannot be timed, rank {} waits forever at step {}: '{}'", s.name, r, next[r],
                     to_text(s.ranks[r][next[r]]));
   }
+  return makespan;
+}
+
+ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) {
+  ScheduleTiming out;
+  out.start.resize(s.ranks.size());
+  out.end.resize(s.ranks.size());
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    out.start[r].reserve(s.ranks[r].size());
+    out.end[r].reserve(s.ranks[r].size());
+  }
+  out.makespan = timed(s, times, [&](size_t r, size_t, double start, double end) {
+    out.start[r].push_back(start);
+    out.end[r].push_back(end);
+  });
   return out;
 }
 
-ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times) { return timed(s, times, true); }
+double asap_makespan(const Schedule& s, const StageTimes& times) {
+  return timed(s, times, [](size_t, size_t, double, double) {});
+}
 
-double asap_makespan(const Schedule& s, const StageTimes& times) { return timed(s, times, false).makespan; }
+GradientTiming asap_gradient_timing(const Schedule& s, const StageTimes& times) {
+  GradientTiming out;
+  out.start.assign(static_cast<size_t>(s.num_stages()), 0.0);
+  out.end.assign(static_cast<size_t>(s.num_stages()), 0.0);
+  out.makespan = timed(s, times, [&](size_t r, size_t i, double start, double end) {
+    const Action& a = s.ranks[r][i];
+    const int stage = a.op == Op::W || a.op == Op::BW ? a.stage : a.op == Op::FB ? a.stage2 : -1;
+    // A stage's gradient actions run on its rank in list order, the order they are timed in.
+    if (stage >= 0 && end >= out.end[static_cast<size_t>(stage)]) {
+      out.end[static_cast<size_t>(stage)] = end;
+      out.start[static_cast<size_t>(stage)] = start;
+    }
+  });
+  return out;
+}
 
 }  // namespace pw

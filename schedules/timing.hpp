@@ -35,4 +35,12 @@ struct ScheduleTiming {
 ScheduleTiming asap_timing(const Schedule& s, const StageTimes& times);
 double asap_makespan(const Schedule& s, const StageTimes& times);
 
+// asap_timing's makespan and, per stage, the start and end of its last action that makes weight gradients (W, BW,
+// or the backward half of FB), 0 where none does: all the plan search's step bound reads, without every action's.
+struct GradientTiming {
+  double makespan = 0;
+  std::vector<double> start, end;  // per stage
+};
+GradientTiming asap_gradient_timing(const Schedule& s, const StageTimes& times);
+
 }  // namespace pw

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <random>
 
 #include "core/error.hpp"
 #include "schedules/generators.hpp"
@@ -422,6 +423,40 @@ TEST_CASE("zb-auto keeps each stage within its memory limit") {
           CHECK(peak <= limit + 1e-9);
         }
       }
+    }
+  }
+}
+
+TEST_CASE("zb-auto: whatever order the stage costs pick, each rank runs every micro-batch's F, B and W once") {
+  // The plan search bounds a zb-auto candidate by its busiest rank's F + B + W before the order is made from the
+  // split's stage costs (planner/search.cpp), which needs every order it may pick to hold the same actions.
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> time(0.1, 3.0), limit(1.0, 8.0), comm(0.0, 0.5);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int p = 1 + trial % 6, m = p + trial % 9;
+    ScheduleSpec spec{"zb-auto", p, m};
+    for (int r = 0; r < p; ++r) {
+      spec.stage_f.push_back(time(rng));
+      spec.stage_b.push_back(time(rng));
+      spec.stage_w.push_back(time(rng));
+      spec.memory_limit_microbatches.push_back(trial % 2 ? limit(rng) : static_cast<double>(p));
+      if (r + 1 < p) spec.comm_s.push_back(comm(rng));
+    }
+    const Schedule s = make_schedule(spec);
+    INFO("trial " << trial << ": p " << p << " m " << m);
+    REQUIRE(s.num_ranks() == p);
+    for (const std::vector<Action>& list : s.ranks) {
+      std::vector<int> f(static_cast<size_t>(m), 0), b(f), w(f);
+      for (const Action& a : list) {
+        REQUIRE(a.op != Op::FB);
+        const auto mb = static_cast<size_t>(a.microbatch);
+        if (a.op == Op::F) ++f[mb];
+        if (a.op == Op::B || a.op == Op::BW) ++b[mb];
+        if (a.op == Op::W || a.op == Op::BW) ++w[mb];
+      }
+      CHECK(f == std::vector<int>(static_cast<size_t>(m), 1));
+      CHECK(b == f);
+      CHECK(w == f);
     }
   }
 }

@@ -466,3 +466,38 @@ TEST_CASE("schedules/timing.hpp: an F&B composite's all-to-alls take their SM sh
     CHECK(composites > 0);
   }
 }
+
+TEST_CASE("schedules/timing.hpp: each stage's last gradient action, as asap_timing times it") {
+  // asap_gradient_timing keeps, per stage, the start and end of the last W, BW or F&B (its backward half) by
+  // end; asap_timing's every action, scanned rank by rank in list order, gives the same.
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> time(0.5, 2.0);
+  for (const char* name : {"1f1b", "interleaved", "zb-h1", "zb-v", "dualpipev", "gpipe"}) {
+    const Schedule s = make_schedule({name, 4, 8, std::string(name) == "interleaved" ? 2 : 1});
+    StageTimes t;
+    for (int st = 0; st < s.num_stages(); ++st) {
+      t.f.push_back(time(rng));
+      t.b.push_back(time(rng));
+      t.w.push_back(time(rng));
+      t.fb.push_back(0);
+      if (st + 1 < s.num_stages()) t.comm.push_back(time(rng) / 4);
+    }
+    const ScheduleTiming all = asap_timing(s, t);
+    std::vector<double> start(static_cast<size_t>(s.num_stages()), 0.0), end(start);
+    for (size_t r = 0; r < s.ranks.size(); ++r)
+      for (size_t i = 0; i < s.ranks[r].size(); ++i) {
+        const Action& a = s.ranks[r][i];
+        const int stage = a.op == Op::W || a.op == Op::BW ? a.stage : a.op == Op::FB ? a.stage2 : -1;
+        if (stage >= 0 && all.end[r][i] >= end[static_cast<size_t>(stage)]) {
+          end[static_cast<size_t>(stage)] = all.end[r][i];
+          start[static_cast<size_t>(stage)] = all.start[r][i];
+        }
+      }
+    const GradientTiming last = asap_gradient_timing(s, t);
+    INFO(name);
+    CHECK(last.makespan == all.makespan);
+    CHECK(last.makespan == asap_makespan(s, t));
+    CHECK(last.start == start);
+    CHECK(last.end == end);
+  }
+}
