@@ -636,18 +636,25 @@ class Searcher {
     std::map<TableKey, size_t> key_index;  // into keys
     std::vector<char> resolved;  // per key: whether workloads_ holds its workload (one map lookup per candidate)
     std::vector<size_t> key_of(candidates_.size());  // into keys
+    std::optional<TableKey> last;  // the generator gives runs of one key: one map lookup a run
+    size_t last_index = 0;
     for (size_t i = 0; i < candidates_.size(); ++i) {
       const Candidate& c = candidates_[i];
-      const auto [it, fresh] = key_index.try_emplace(table_key(c), keys.size());
-      if (fresh) {
-        keys.emplace_back(it->first, &c);
-        resolved.push_back(0);
+      const TableKey key = table_key(c);
+      if (key != last) {
+        const auto [it, fresh] = key_index.try_emplace(key, keys.size());
+        if (fresh) {
+          keys.emplace_back(key, &c);
+          resolved.push_back(0);
+        }
+        last = key;
+        last_index = it->second;
       }
-      key_of[i] = it->second;
-      if (resolved[it->second]) continue;
+      key_of[i] = last_index;
+      if (resolved[last_index]) continue;
       try {
-        workloads_.emplace(it->first, resolve(candidate_scenario(base_, c)).workload);
-        resolved[it->second] = 1;
+        workloads_.emplace(key, resolve(candidate_scenario(base_, c)).workload);
+        resolved[last_index] = 1;
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::BadInput) throw;
       }
@@ -738,23 +745,40 @@ class Searcher {
     };
     parallel_for(options_.threads, uniform, make_whole);
     parallel_for(options_.threads, whole.size() - uniform, [&](size_t j) { make_whole(uniform + j); });
+    // Per schedule name, once: whether it has composites; below, per run of entries of one name and vpp, its chunks
+    // per rank (string lookups for every candidate were a tenth of this set-up).
     std::map<std::string, bool> composites;
     for (size_t i = 0; i < candidates_.size(); ++i)
-      if (!composites.count(candidates_[i].schedule))
-        composites[candidates_[i].schedule] = uses_composites(candidates_[i].schedule);
+      if (i == 0 || candidates_[i].schedule != candidates_[i - 1].schedule)
+        composites.try_emplace(candidates_[i].schedule, false);
+    for (auto& [name, has] : composites) has = uses_composites(name);
 
     // Schedules, orders and precisions share a step bound: one per table and shape. None (0) for composites a
     // cost model may time below their halves.
     std::map<std::tuple<const LayerTable*, int, int, int>, double> step_bounds;
     std::vector<const double*> step_bound(candidates_.size(), nullptr);
+    const std::string* name = nullptr;  // the schedule of the entry before, and what it says
+    bool composite = false;
+    int vpp = 0, chunks = 1;
+    std::tuple<const LayerTable*, int, int, int> last_shape;
+    double* last_bound = nullptr;
     for (const Entry& e : queue_) {
       const Candidate& c = candidates_[e.index];
       const size_t k = key_of[e.index];
-      const bool composite = composites.at(c.schedule);
+      if (!name || *name != c.schedule || c.vpp != vpp) {
+        name = &c.schedule;
+        vpp = c.vpp;
+        composite = composites.at(c.schedule);
+        chunks = chunks_per_rank(c.schedule, c.vpp);
+      }
       if (composite && overlapped[k]) continue;
       const LayerTable& bounded = composite && has_hidden[k] ? hidden[k] : *table_at[k];
-      const auto shape = std::make_tuple(&bounded, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
-      step_bound[e.index] = &step_bounds.try_emplace(shape, 0.0).first->second;
+      const auto shape = std::make_tuple(&bounded, c.pp, chunks, c.microbatches);
+      if (shape != last_shape || !last_bound) {  // runs of entries share a shape: one map lookup a run
+        last_shape = shape;
+        last_bound = &step_bounds.try_emplace(shape, 0.0).first->second;
+      }
+      step_bound[e.index] = last_bound;
     }
     // On the search's threads.
     std::vector<std::pair<const std::tuple<const LayerTable*, int, int, int>, double>*> shapes;
@@ -992,14 +1016,14 @@ class Searcher {
                                                            : tables_.at(table_key(c)).work,
                                                        sc.ranges,
                                                        pc, p.scenario.cluster, cost_, stage_gpu);
-      // A higher ZeRO level is no faster: pruned here, pruned there. The busiest rank first: it drops most of
-      // them (the split the memory allows leaves one rank the slowest) without timing the schedule. An order
-      // made from the stage costs (zb-auto) is not the cached one, but every order it picks from gives each
-      // rank the same actions, so their sum bounds it too; the timing bound reads the order itself.
+      // A higher ZeRO level is no faster: pruned here, pruned there. Each rank's path first: it drops most of
+      // them (the split the memory allows leaves one rank the slowest, the fill and drain around it) without
+      // timing the schedule. An order made from the stage costs (zb-auto) is not the cached one, but every
+      // order it picks from gives each rank the same actions; the timing bound reads the order itself.
+      const bool fixed = !order_from_costs(c.schedule);
       const double threshold = threshold_.load();
-      if (exceeds(busiest_rank_bound(*schedule, costs), threshold) ||
-          (!order_from_costs(c.schedule) &&
-           exceeds(step_time_bound(*schedule, costs, rank_gpu, p.scenario.cluster, cost_), threshold))) {
+      if (exceeds(rank_path_bound(*schedule, costs, fixed), threshold) ||
+          (fixed && exceeds(step_time_bound(*schedule, costs, rank_gpu, p.scenario.cluster, cost_), threshold))) {
         count(&SearchStats::bound_pruned);
         return Outcome::Done;
       }

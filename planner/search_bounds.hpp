@@ -97,10 +97,12 @@ double memory_bound(const LayerTable& t, const ScheduleSummary& s, double state_
 // working set of its stages.
 std::vector<double> rank_peak_memory(const Schedule& compute_only, const std::vector<StageCost>& stages);
 
-// Step time for a given split, cheaply: the busiest rank's compute (its actions' F, B and W back to back),
-// at most step_time_bound below. 0 for a schedule with F&B composites (a cost model may time the pair below
-// its halves).
-double busiest_rank_bound(const Schedule& compute_only, const std::vector<StageCost>& stages);
+// Step time for a given split, cheaply: the longest rank's path (the forwards its first action waits for, its
+// actions' F, B and W back to back, the backwards its last one leaves to the ranks before), then the slowest
+// rank's optimizer step; at most step_time_bound. `order_fixed` false: the ranks' actions are known but not
+// their order (zb-auto's, made from the stage costs), and the bound holds for any order of them. 0 for a
+// schedule with F&B composites (a cost model may time the pair below its halves).
+double rank_path_bound(const Schedule& compute_only, const std::vector<StageCost>& stages, bool order_fixed = true);
 
 // Step time for a given split: the schedule timed as soon as possible with each transfer alone on its
 // link (latency + bytes / bandwidth), then each rank's gradient reductions in arrival order after its

@@ -26,15 +26,24 @@ double candidate_actions(const Candidate& c) {
 std::vector<WorkEstimate> search_space_estimate(const Scenario& base, const SearchSpace& space, int threads) {
   long candidates = 0;
   std::optional<Candidate> largest;
+  double most = 0;           // the largest's actions
   double total_actions = 0;  // every candidate's, for the cache
   std::set<LayerTableKey> tables;
+  std::optional<LayerTableKey> last;  // runs of candidates share a table: one set lookup a run
   int most_vpp = 1;
   for_each_candidate(base, space, [&](const Candidate& c) {
     ++candidates;
     const double actions = candidate_actions(c);
     total_actions += actions;
-    if (!largest || actions > candidate_actions(*largest)) largest = c;
-    tables.insert(layer_table_key(c));
+    if (!largest || actions > most) {
+      largest = c;
+      most = actions;
+    }
+    const LayerTableKey key = layer_table_key(c);
+    if (key != last) {
+      tables.insert(key);
+      last = key;
+    }
     most_vpp = std::max(most_vpp, c.vpp);
   });
   const double parallel = std::max(1, threads);
@@ -42,7 +51,7 @@ std::vector<WorkEstimate> search_space_estimate(const Scenario& base, const Sear
   // time: scoring every candidate counts 14 min for the README's 1024-GPU plan at a global batch of 65,536,
   // while the bounds drop most candidates unscored; so loose an upper end would refuse plans that finish.
   WorkEstimate schedules;
-  const double most = candidate_actions(*largest);  // for_each_candidate refuses an empty space
+  // for_each_candidate refuses an empty space: there is a largest.
   schedules.work = fmt::format("{} candidates, the largest {} actions ({}, {} micro-batches)", with_commas(candidates),
                                format_count(most), describe(*largest), largest->microbatches);
   schedules.fix = "lower --global-batch-size or fix --micro-batch-size";

@@ -5,7 +5,6 @@ plans with, the argument errors, and the link and collectives between two gloo p
 import importlib
 import json
 import os
-import socket
 
 import pytest
 import torch
@@ -225,16 +224,11 @@ def test_bad_layers_and_outputs_fail_before_any_work(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _profile_on_rank(rank, port, folder):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+def _profile_on_rank(rank, folder):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    # A file rendezvous: a port picked free and bound later could be taken meanwhile by another test's
+    # processes (ctest runs two at once), and gloo then aborts.
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(folder, "rendezvous"), rank=rank, world_size=2)
     try:
         torch.manual_seed(0)
         p = profile([torch.nn.Linear(8, 8)], torch.randn(2, 8), out=os.path.join(folder, "p.json"),
@@ -246,7 +240,7 @@ def _profile_on_rank(rank, port, folder):
 
 
 def test_two_gloo_ranks_measure_their_link_and_collectives(tmp_path):
-    mp.spawn(_profile_on_rank, args=(_free_port(), str(tmp_path)), nprocs=2)
+    mp.spawn(_profile_on_rank, args=(str(tmp_path),), nprocs=2)
     p = json.loads((tmp_path / "p.json").read_text())
     # Every rank returns what rank 0 wrote.
     for rank in (0, 1):

@@ -148,4 +148,7 @@ def broadcast(document: Optional[dict]) -> dict:
 
     box = [document]
     dist.broadcast_object_list(box, src=0, device=_network_device())
+    # Every rank has it before any returns: a caller that tears the group down at once would otherwise catch a
+    # peer still receiving, and gloo aborts it ("terminate called without an active exception").
+    dist.barrier()
     return box[0]
