@@ -74,8 +74,9 @@ double worst_excess(const PartitionProblem& p, const std::vector<LayerRange>& ra
 // The split whose fullest rank is least over its GPU. One chunk per rank: the DP, exact. Several: the
 // budget-split DPs give splits (upper bounds), the chunks judged alone a lower bound, and the branch and
 // bound closes the gap within its budget. `any_fit`: the caller asks only whether a split fits: the chunks
-// judged alone say none does when even they are over, else the branch and bound stops at the first that fits
-// (its need that split's, not the least), cutting every branch as soon as a rank is over.
+// judged alone say none does when even they are over, a budget split that fits ends it, and the branch and
+// bound stops at the first that fits (its need that split's, not the least), cutting every branch as soon as
+// a rank is over (it reaches any fitting split the least-excess search would within the same budget).
 struct LeastMemory {
   MemoryNeed need;
   std::vector<LayerRange> ranges;
@@ -85,24 +86,25 @@ LeastMemory least_memory(const PartitionProblem& p, long node_budget, bool any_f
   MemoryNeed need;
   const Split alone = min_memory_excess(p, rank_caps(p));  // exact for one chunk per rank, else a lower bound
   std::vector<LayerRange> ranges = alone.ranges;
-  if (p.max_chunks > 1 && any_fit) {
-    if (alone.value <= 0) {
-      const SearchOutcome o = first_fitting_split(p, node_budget);
-      need.exact = o.complete;
-      if (!o.splits.empty()) ranges = o.splits.front();
-    }
-  } else if (p.max_chunks > 1) {
+  if (p.max_chunks > 1 && !(any_fit && alone.value > 0)) {
     const double lower = alone.value;
     double best = kInf;
-    for (const std::vector<double>& budget : budget_caps(p, ranges)) {
+    for (const std::vector<double>& budget : budget_caps(p, alone.ranges)) {
       const std::vector<LayerRange> r = min_memory_excess(p, budget).ranges;
       const double e = worst_excess(p, r);
       if (e < best) {
         best = e;
         ranges = r;
       }
+      if (any_fit && best <= 0) break;
     }
-    if (best > lower) {
+    if (any_fit) {
+      if (best > 0) {
+        const SearchOutcome o = first_fitting_split(p, node_budget);
+        need.exact = o.complete;
+        if (!o.splits.empty()) ranges = o.splits.front();
+      }
+    } else if (best > lower) {
       const SearchOutcome o = min_rank_excess(p, best, node_budget);
       need.exact = o.complete;
       if (!o.splits.empty()) ranges = o.splits.front();
