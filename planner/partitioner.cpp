@@ -129,6 +129,9 @@ bool fits(const MemoryNeed& need) { return need.need_bytes <= need.limit_bytes; 
   throw Error(ErrorKind::BadInput, memory_need_message(s, need));
 }
 
+// Where no message will name a need (PartitionOptions::explain_no_fit off): over memory is all the caller learns.
+[[noreturn]] void throw_no_split_fits() { throw Error(ErrorKind::BadInput, "no split fits in memory"); }
+
 // Simulates splits as evaluate() would simulate them.
 class SplitSimulator {
  public:
@@ -277,7 +280,7 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost, const P
   const std::vector<int> lowest = lowest_starts(p, caps);
   const Split relaxed = min_bottleneck(p, caps, &lowest);
   if (relaxed.ranges.empty()) {
-    if (!options.explain_no_fit) throw Error(ErrorKind::BadInput, "no split fits in memory");
+    if (!options.explain_no_fit) throw_no_split_fits();
     throw_no_fit(s, least_memory(p, options.search_nodes).need);
   }
   result.lower_bound_s = relaxed.value;
@@ -302,7 +305,10 @@ PartitionResult best_partition(const Scenario& s, const CostModel& cost, const P
       // No budget split fits: the split that needs the least memory either fits (and starts the search)
       // or shows that none does; where no message will name that need, the first split that fits will do.
       const LeastMemory least = least_memory(p, options.search_nodes, !options.explain_no_fit);
-      if (!fits(least.need)) throw_no_fit(s, least.need);
+      if (!fits(least.need)) {
+        if (!options.explain_no_fit) throw_no_split_fits();  // its need is not the least
+        throw_no_fit(s, least.need);
+      }
       incumbent = least.ranges;
       bound = p.bottleneck(incumbent);
     }

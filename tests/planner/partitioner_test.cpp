@@ -428,6 +428,32 @@ TEST_CASE("the smallest memory need equals brute force") {
     }
 }
 
+TEST_CASE("the search's question, whether any split fits, answers as brute force does") {
+  // The plan search names no need (explain_no_fit off): with several chunks per rank the partitioner then stops
+  // at the first split that fits instead of the least. On the GPU the least split needs, a split fits; a KiB less,
+  // none does.
+  const AnalyticCostModel cost = exact_cost();
+  const Case cases[] = {{"interleaved", 2, 2, 4}, {"bfs", 2, 2, 4}, {"zb-v", 2, 2, 4}, {"dualpipev", 2, 2, 4},
+                        {"interleaved", 3, 2, 6}};
+  std::mt19937 rng(11);
+  PartitionOptions search;
+  search.explain_no_fit = false;
+  for (const Case& c : cases)
+    for (int trial = 0; trial < 12; ++trial) {
+      const int n = std::uniform_int_distribution<int>(c.pp * c.vpp, 12)(rng);
+      const Scenario base = scenario_for(random_model(rng, n), exact_cluster(1e18), c.schedule, c.pp, c.vpp, c.microbatches);
+      double least = std::numeric_limits<double>::infinity();
+      for (const Row& r : all_splits(base, cost)) least = std::min(least, r.peak);
+      INFO(c.schedule << " p=" << c.pp << " n=" << n << " trial " << trial);
+      Scenario tight = base;
+      tight.cluster = exact_cluster(least - 1024);
+      CHECK(bad_input([&] { best_partition(tight, cost, search); }) == "no split fits in memory");
+      Scenario loose = base;
+      loose.cluster = exact_cluster(least);
+      CHECK(best_partition(loose, cost, search).fits);
+    }
+}
+
 TEST_CASE("the brief's example: GPT-3 175B that does not fit reports GB with its settings") {
   // GPT-3 175B with tp = 8, pp = 2 on 80 GB A100s: stage 0 holds the embedding (V h + s h = 643 M
   // parameters) and 48 blocks of 12 h^2 + 13 h = 1.812 B, 87.6 B parameters, 10.95 B per GPU (norms
