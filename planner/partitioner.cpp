@@ -98,14 +98,9 @@ LeastMemory least_memory(const PartitionProblem& p, long node_budget, bool any_f
       }
       if (any_fit && best <= 0) break;
     }
-    if (any_fit) {
-      if (best > 0) {
-        const SearchOutcome o = first_fitting_split(p, node_budget);
-        need.exact = o.complete;
-        if (!o.splits.empty()) ranges = o.splits.front();
-      }
-    } else if (best > lower) {
-      const SearchOutcome o = min_rank_excess(p, best, node_budget);
+    // The branch and bound closes what the budget splits leave: down to a fit, or to the lower bound.
+    if (any_fit ? best > 0 : best > lower) {
+      const SearchOutcome o = any_fit ? first_fitting_split(p, node_budget) : min_rank_excess(p, best, node_budget);
       need.exact = o.complete;
       if (!o.splits.empty()) ranges = o.splits.front();
     }

@@ -745,8 +745,8 @@ class Searcher {
     };
     parallel_for(options_.threads, uniform, make_whole);
     parallel_for(options_.threads, whole.size() - uniform, [&](size_t j) { make_whole(uniform + j); });
-    // Per schedule name, once: whether it has composites; below, per run of entries of one name and vpp, its chunks
-    // per rank (string lookups for every candidate were a tenth of this set-up).
+    // Per schedule name, once: whether it has composites (a map lookup for every candidate was a twentieth of
+    // this set-up).
     std::map<std::string, bool> composites;
     for (size_t i = 0; i < candidates_.size(); ++i)
       if (i == 0 || candidates_[i].schedule != candidates_[i - 1].schedule)
@@ -757,28 +757,14 @@ class Searcher {
     // cost model may time below their halves.
     std::map<std::tuple<const LayerTable*, int, int, int>, double> step_bounds;
     std::vector<const double*> step_bound(candidates_.size(), nullptr);
-    const std::string* name = nullptr;  // the schedule of the entry before, and what it says
-    bool composite = false;
-    int vpp = 0, chunks = 1;
-    std::tuple<const LayerTable*, int, int, int> last_shape;
-    double* last_bound = nullptr;
     for (const Entry& e : queue_) {
       const Candidate& c = candidates_[e.index];
       const size_t k = key_of[e.index];
-      if (!name || *name != c.schedule || c.vpp != vpp) {
-        name = &c.schedule;
-        vpp = c.vpp;
-        composite = composites.at(c.schedule);
-        chunks = chunks_per_rank(c.schedule, c.vpp);
-      }
+      const bool composite = composites.at(c.schedule);
       if (composite && overlapped[k]) continue;
       const LayerTable& bounded = composite && has_hidden[k] ? hidden[k] : *table_at[k];
-      const auto shape = std::make_tuple(&bounded, c.pp, chunks, c.microbatches);
-      if (shape != last_shape || !last_bound) {  // runs of entries share a shape: one map lookup a run
-        last_shape = shape;
-        last_bound = &step_bounds.try_emplace(shape, 0.0).first->second;
-      }
-      step_bound[e.index] = last_bound;
+      const auto shape = std::make_tuple(&bounded, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
+      step_bound[e.index] = &step_bounds.try_emplace(shape, 0.0).first->second;
     }
     // On the search's threads.
     std::vector<std::pair<const std::tuple<const LayerTable*, int, int, int>, double>*> shapes;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <random>
+#include <utility>
 
 #include "core/analytic_cost_model.hpp"
 #include "core/units.hpp"
@@ -88,6 +89,16 @@ struct Case {
   const char* schedule;
   int pp, vpp, microbatches;
 };
+
+// A random model of pp x vpp to 12 layers under the case's schedule, on GPUs too large to bind, and the least
+// peak any of its splits reaches (the brute force).
+std::pair<Scenario, double> random_case(std::mt19937& rng, const Case& c, const CostModel& cost) {
+  const int n = std::uniform_int_distribution<int>(c.pp * c.vpp, 12)(rng);
+  Scenario base = scenario_for(random_model(rng, n), exact_cluster(1e18), c.schedule, c.pp, c.vpp, c.microbatches);
+  double least = std::numeric_limits<double>::infinity();
+  for (const Row& r : all_splits(base, cost)) least = std::min(least, r.peak);
+  return {std::move(base), least};
+}
 
 }  // namespace
 
@@ -411,11 +422,8 @@ TEST_CASE("the smallest memory need equals brute force") {
   std::mt19937 rng(7);
   for (const Case& c : cases)
     for (int trial = 0; trial < 12; ++trial) {
-      const int n = std::uniform_int_distribution<int>(c.pp * c.vpp, 12)(rng);
-      const Scenario base = scenario_for(random_model(rng, n), exact_cluster(1e18), c.schedule, c.pp, c.vpp, c.microbatches);
-      double least = std::numeric_limits<double>::infinity();
-      for (const Row& r : all_splits(base, cost)) least = std::min(least, r.peak);
-      INFO(c.schedule << " n=" << n << " trial " << trial);
+      const auto [base, least] = random_case(rng, c, cost);
+      INFO(c.schedule << " layers " << base.model.layers.size() << " trial " << trial);
       Scenario tight = base;
       tight.cluster = exact_cluster(least - 1024);  // nothing fits
       const MemoryNeed need = smallest_memory_need(tight, cost);
@@ -440,11 +448,8 @@ TEST_CASE("the search's question, whether any split fits, answers as brute force
   search.explain_no_fit = false;
   for (const Case& c : cases)
     for (int trial = 0; trial < 12; ++trial) {
-      const int n = std::uniform_int_distribution<int>(c.pp * c.vpp, 12)(rng);
-      const Scenario base = scenario_for(random_model(rng, n), exact_cluster(1e18), c.schedule, c.pp, c.vpp, c.microbatches);
-      double least = std::numeric_limits<double>::infinity();
-      for (const Row& r : all_splits(base, cost)) least = std::min(least, r.peak);
-      INFO(c.schedule << " p=" << c.pp << " n=" << n << " trial " << trial);
+      const auto [base, least] = random_case(rng, c, cost);
+      INFO(c.schedule << " p=" << c.pp << " layers " << base.model.layers.size() << " trial " << trial);
       Scenario tight = base;
       tight.cluster = exact_cluster(least - 1024);
       CHECK(bad_input([&] { best_partition(tight, cost, search); }) == "no split fits in memory");
