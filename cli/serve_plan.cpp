@@ -109,24 +109,26 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   const CostModelChain chain = o.serve.cost_models();
   const CostModel& cost = chain.model();
   const ServingEngineFor engine_for = [&](int tp, int pp) { return o.serve.engine(tp, pp, model, cluster); };
-  std::vector<WorkEstimate> work{serving_plan_estimate(model, cluster, o.gpus, o.disaggregate, engine_for, requests)};
-  // --target-rate searches again at every count of GPUs up to --gpus.
+  // vLLM balances data-parallel attention engines by their queues, not in turn as simulated: its plans leave
+  // them out, and the best of all says what that cost when it is one of them (only a mixture of experts has
+  // them; there every plan is needed to see past them).
+  const bool vllm_export = o.export_target == "vllm" && model.transformer && model.transformer->moe;
+  const int top = vllm_export ? 0 : o.top;
+  std::vector<WorkEstimate> work{serving_plan_estimate(model, cluster, o.gpus, o.disaggregate, top, engine_for, requests)};
+  // --target-rate searches again at every count of GPUs up to --gpus, each for its plan 1, with no limit of its
+  // own while it runs: every configuration is counted.
   if (o.target_rate) {
     WorkEstimate searches;
     const std::vector<ServingRequest> at_target = o.serve.make_workload_at(*o.target_rate);
     for (int g = 1; g <= o.gpus; ++g)
-      searches.seconds += serving_plan_estimate(model, cluster, g, o.disaggregate, engine_for, at_target).seconds;
+      searches.seconds += serving_plan_estimate(model, cluster, g, o.disaggregate, 0, engine_for, at_target).seconds;
     searches.work = fmt::format("--target-rate's searches at 1 to {} GPUs", o.gpus);
     searches.fix = "give a smaller --gpus to search up to";
     work.push_back(searches);
   }
   check_work_unless_allowed("serve plan", work, o.allow_large);
-  // vLLM balances data-parallel attention engines by their queues, not in turn as simulated: its plans leave
-  // them out, and the best of all says what that cost when it is one of them (only a mixture of experts has
-  // them; there every plan is needed to see past them).
-  const bool vllm_export = o.export_target == "vllm" && model.transformer && model.transformer->moe;
-  ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, vllm_export ? 0 : o.top,
-                                     o.disaggregate, o.threads);
+  ServingPlanResult r = plan_serving(model, cluster, cost, o.gpus, engine_for, requests, slo, top, o.disaggregate,
+                                     o.threads, o.allow_large ? 0 : kWorkSecondsLimit);
   std::optional<ServingPlan> ruled_out;
   if (vllm_export) {
     if (r.plans.front().dp_attention > 1) ruled_out = r.plans.front();

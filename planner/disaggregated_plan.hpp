@@ -5,7 +5,7 @@
 // and tried with every decode pool.
 #include <vector>
 
-#include "planner/serving_leaders.hpp"
+#include "planner/serving_jobs.hpp"
 #include "planner/serving_plan.hpp"
 
 namespace pw {
@@ -13,10 +13,11 @@ namespace pw {
 // The prefill pools' GPU counts tried: a quarter, a half and three quarters of `gpus`, where whole.
 std::vector<int> prefill_pool_sizes(int gpus);
 
-// Appends the plans (and the pairs of pools that could not serve, to `skipped`) to `out`, simulated on up to
-// `threads` threads (planner/serving_jobs.hpp), those `leaders` excludes dropped unsimulated.
-void add_disaggregated_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
-                             const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                             const ServingSlo& slo, int threads, ServingLeaders& leaders, ServingPlanResult& out);
+// The configurations to simulate (planner/serving_jobs.hpp): every prefill pool simulated first, here, on up to
+// `threads` threads; then each with every decode pool of the rest, a job each (a pool that cannot serve: one
+// job refused with its reason), in prefill_pool_sizes' and serving_engine_shapes' order.
+std::vector<ServingJob> disaggregated_jobs(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
+                                           const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
+                                           const ServingSlo& slo, int threads);
 
 }  // namespace pw

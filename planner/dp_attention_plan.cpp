@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "planner/serving_jobs.hpp"
+#include "planner/serving_plan_estimate.hpp"
 #include "serving/dp_attention_serving.hpp"
 
 namespace pw {
@@ -25,13 +25,14 @@ std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Clus
   return shapes;
 }
 
-void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
-                            const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                            const ServingSlo& slo, int threads, ServingLeaders& leaders, ServingPlanResult& out) {
+std::vector<ServingJob> dp_attention_jobs(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
+                                          const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
+                                          const ServingSlo& slo) {
   std::vector<ServingJob> jobs;
-  for (const auto& [tp, dp, groups] : dp_attention_shapes(model, cluster, gpus))
+  for (const auto& [tp, dp, groups] : dp_attention_shapes(model, cluster, gpus)) {
+    const ServingConfig c = engine_for(tp, 1);
     jobs.push_back({fmt::format("tp {} x {} data-parallel attention engines x {} replicas", tp, dp, groups),
-                    [&, tp = tp, dp = dp, groups = groups, c = engine_for(tp, 1)] {
+                    [&, tp = tp, dp = dp, groups = groups, c] {
                       ServingPlan p;
                       p.tp = tp;
                       p.dp_attention = dp;
@@ -42,8 +43,11 @@ void add_dp_attention_plans(const Model& model, const Cluster& cluster, const Co
                       judge_serving(p, all, slo);
                       return p;
                     },
-                    {}});  // no floor: the experts' step waits on every engine's batch, which one request alone does not bound
-  run_serving_jobs(jobs, threads, leaders, out);
+                    {},
+                    serving_pool_work(model, c, groups * dp, requests),
+                    {}});
+  }
+  return jobs;
 }
 
 }  // namespace pw

@@ -5,7 +5,7 @@
 // the GPUs; the groups are replicas, each taking every replicas-th request.
 #include <vector>
 
-#include "planner/serving_leaders.hpp"
+#include "planner/serving_jobs.hpp"
 #include "planner/serving_plan.hpp"
 
 namespace pw {
@@ -16,10 +16,10 @@ struct DpAttentionShape {
 // The groups of `gpus` GPUs the planner tries (the rule above).
 std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus);
 
-// Appends the plans (and the shapes that could not serve, to `skipped`) to `out`, simulated on up to `threads`
-// threads (planner/serving_jobs.hpp), each added to `leaders`.
-void add_dp_attention_plans(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
-                            const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                            const ServingSlo& slo, int threads, ServingLeaders& leaders, ServingPlanResult& out);
+// The configurations to simulate (planner/serving_jobs.hpp), one a shape, in dp_attention_shapes' order; no floor:
+// the experts' step waits on every engine's batch, which one request alone does not bound.
+std::vector<ServingJob> dp_attention_jobs(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
+                                          const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
+                                          const ServingSlo& slo);
 
 }  // namespace pw

@@ -45,6 +45,12 @@ bool ServingLeaders::excludes(const ServingFloor& floor) const {
   return !may_meet && (fewer_good || (good == 0 && fewer_tokens));
 }
 
+bool ServingLeaders::settled() const {
+  if (top_ <= 0) return true;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(best_.size()) >= top_;
+}
+
 void ServingLeaders::add(const ServingPlan& plan) {
   if (top_ <= 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);

@@ -25,6 +25,8 @@ class ServingLeaders {
   // nothing: never).
   bool excludes(const ServingFloor& floor) const;
   void add(const ServingPlan& plan);
+  // Whether what it excludes can only grow from here: `top` plans held, or top 0 (it never excludes).
+  bool settled() const;
 
  private:
   int top_;

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/error.hpp"
 #include "planner/disaggregated_plan.hpp"
 #include "planner/dp_attention_plan.hpp"
 #include "planner/serving_jobs.hpp"
+#include "planner/serving_plan_estimate.hpp"
 #include "serving/serving_replicas.hpp"
 
 namespace pw {
@@ -59,23 +61,27 @@ void judge_serving(ServingPlan& p, const ServingResult& all, const ServingSlo& s
 
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                                const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                               const ServingSlo& slo, int top, bool disaggregate, int threads) {
+                               const ServingSlo& slo, int top, bool disaggregate, int threads, double time_limit_s) {
   if (gpus < 1) throw_bad_input("--gpus: must be at least 1, got {}", gpus);
   cluster.check_capacity(gpus);
   ServingPlanResult out;
   const bool by_slo = slo.any();
   ServingLeaders leaders(top, slo, requests);
+  const ServingTimeLimit limit{time_limit_s};
   std::vector<ServingJob> jobs;
   for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus)) {
     const ServingConfig c = engine_for(tp, pp);
+    const int replicas = gpus / (tp * pp);
     jobs.push_back({fmt::format("tp {}, pp {}", tp, pp),
-                    [&, c, replicas = gpus / (tp * pp)] { return evaluate_serving(model, cluster, cost, c, replicas, requests, slo); },
-                    [&, c] { return serving_floor(model, cluster, cost, c, requests); }});
+                    [&, c, replicas] { return evaluate_serving(model, cluster, cost, c, replicas, requests, slo); },
+                    [&, c] { return serving_floor(model, cluster, cost, c, requests); },
+                    serving_pool_work(model, c, replicas, requests),
+                    {}});
   }
-  run_serving_jobs(jobs, threads, leaders, out);
-  if (model.transformer->moe)
-    add_dp_attention_plans(model, cluster, cost, gpus, engine_for, requests, slo, threads, leaders, out);
-  if (disaggregate) add_disaggregated_plans(model, cluster, cost, gpus, engine_for, requests, slo, threads, leaders, out);
+  auto append = [&jobs](std::vector<ServingJob> more) { std::move(more.begin(), more.end(), std::back_inserter(jobs)); };
+  if (model.transformer->moe) append(dp_attention_jobs(model, cluster, cost, gpus, engine_for, requests, slo));
+  if (disaggregate) append(disaggregated_jobs(model, cluster, cost, gpus, engine_for, requests, slo, threads));
+  run_serving_jobs(jobs, threads, leaders, out, limit);
   if (out.plans.empty()) {
     if (out.skipped.empty()) throw_bad_input("--gpus: {} GPUs split into no tp x pp x replicas for '{}'", gpus, model.name);
     throw_bad_input("no configuration of {} GPUs serves the workload; the last tried, {}", gpus, out.skipped.back());

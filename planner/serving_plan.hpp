@@ -58,9 +58,11 @@ void judge_serving(ServingPlan& plan, const ServingResult& served, const Serving
 // BadInput when no configuration fits (naming the closest reason) or the GPUs cannot be split. `disaggregate`:
 // also plans with separate prefill and decode pools (planner/disaggregated_plan.hpp). A mixture of experts also
 // gets data-parallel attention plans (planner/dp_attention_plan.hpp). `top` 0: every plan. The configurations are
-// simulated on up to `threads` threads (0: all cores), with the same result whatever their number.
+// simulated on up to `threads` threads (0: all cores), with the same result whatever their number. `time_limit_s`
+// > 0: the search holds itself to it while it runs (planner/serving_jobs.hpp), BadInput past it.
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,
                                const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
-                               const ServingSlo& slo, int top, bool disaggregate = false, int threads = 0);
+                               const ServingSlo& slo, int top, bool disaggregate = false, int threads = 0,
+                               double time_limit_s = 0);
 
 }  // namespace pw

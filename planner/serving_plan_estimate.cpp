@@ -29,36 +29,46 @@ double pool_steps(const ServingLoad& load, int replicas, int max_num_seqs, bool 
   return load.outputs / batch + load.prompt_chunks;
 }
 
-WorkEstimate serving_plan_estimate(const Model& model, const Cluster& cluster, int gpus, bool disaggregate,
+double serving_pool_work(const Model& model, const ServingConfig& engine, int replicas,
+                         const std::vector<ServingRequest>& requests, bool prefill_only) {
+  return pool_steps(serving_load(requests, engine), replicas, engine.max_num_seqs, prefill_only) *
+         static_cast<double>(model.layers.size());
+}
+
+WorkEstimate serving_plan_estimate(const Model& model, const Cluster& cluster, int gpus, bool disaggregate, int top,
                                    const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests) {
-  const double layers = static_cast<double>(model.layers.size());
-  const ServingConfig engine = engine_for(1, 1);
-  const ServingLoad load = serving_load(requests, engine);
-  double steps = 0;
-  long candidates = 0;
-  for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus)) {
-    steps += pool_steps(load, gpus / (tp * pp), engine.max_num_seqs);
-    ++candidates;
-  }
+  std::vector<double> jobs;  // every configuration's work, the planner's candidates in its order
+  double prefills = 0;       // the prefill pools': all simulated
+  for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus))
+    jobs.push_back(serving_pool_work(model, engine_for(tp, pp), gpus / (tp * pp), requests));
   if (model.transformer->moe)
-    for (const DpAttentionShape& s : dp_attention_shapes(model, cluster, gpus)) {
-      steps += pool_steps(load, s.groups * s.dp, engine.max_num_seqs);
-      ++candidates;
-    }
+    for (const DpAttentionShape& s : dp_attention_shapes(model, cluster, gpus))
+      jobs.push_back(serving_pool_work(model, engine_for(s.tp, 1), s.groups * s.dp, requests));
   if (disaggregate)
     for (int prefill_gpus : prefill_pool_sizes(gpus)) {
-      const auto prefills = serving_engine_shapes(model, cluster, prefill_gpus);
-      const auto decodes = serving_engine_shapes(model, cluster, gpus - prefill_gpus);
-      steps += static_cast<double>(prefills.size()) * pool_steps(load, 1, engine.max_num_seqs, true);
-      for (const auto& [tp, pp] : decodes)
-        steps += static_cast<double>(prefills.size()) * pool_steps(load, (gpus - prefill_gpus) / (tp * pp), engine.max_num_seqs);
-      candidates += static_cast<long>(prefills.size() * decodes.size());
+      const auto prefill_shapes = serving_engine_shapes(model, cluster, prefill_gpus);
+      for (const auto& [tp, pp] : prefill_shapes)
+        prefills += serving_pool_work(model, engine_for(tp, pp), prefill_gpus / (tp * pp), requests, true);
+      for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus - prefill_gpus)) {
+        const double decode = serving_pool_work(model, engine_for(tp, pp), (gpus - prefill_gpus) / (tp * pp), requests);
+        jobs.insert(jobs.end(), prefill_shapes.size(), decode);
+      }
     }
+  const size_t simulated = top > 0 ? std::min(jobs.size(), static_cast<size_t>(top)) : jobs.size();
+  std::partial_sort(jobs.begin(), jobs.begin() + static_cast<std::ptrdiff_t>(simulated), jobs.end());
+  double work = prefills;
+  for (size_t i = 0; i < simulated; ++i) work += jobs[i];
   WorkEstimate w;
-  w.work = fmt::format("{} configurations of {} GPUs x {} requests, about {} simulated steps of {} layers", with_commas(candidates),
-                       gpus, requests.size(), format_count(std::round(steps)), model.layers.size());
-  w.seconds = steps * layers * kSecondsPerLayerStep;
-  w.fix = "plan fewer GPUs (--gpus), fewer requests or leave out --disaggregate";
+  const double steps = work / static_cast<double>(model.layers.size());
+  // "the 10 cheapest of 472 configurations": no fewer are simulated; "472 configurations": all of them are.
+  const std::string which = simulated == jobs.size() ? with_commas(static_cast<long>(jobs.size()))
+                                                     : fmt::format("the {} cheapest of {}", with_commas(static_cast<long>(simulated)),
+                                                                   with_commas(static_cast<long>(jobs.size())));
+  w.work = fmt::format("{}{} configurations of {} GPUs x {} requests, about {} simulated steps of {} layers",
+                       prefills > 0 ? "the prefill pools and " : "", which, gpus, requests.size(),
+                       format_count(std::round(steps)), model.layers.size());
+  w.seconds = work * kSecondsPerLayerStep;
+  w.fix = kServingPlanFix;
   return w;
 }
 

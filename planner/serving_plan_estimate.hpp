@@ -1,7 +1,10 @@
 #pragma once
-// serve plan's time before its search: every candidate it will simulate (the engine shapes, data-parallel
-// attention groups, prefill and decode pools), each priced by the steps its engines take and the layers each
-// step prices, so that a search of thousands of engines is refused up front with the count that makes it.
+// serve plan's time: what simulating a configuration takes (the steps its engines take, each pricing every
+// layer), and what the search takes whatever it drops (planner/serving_leaders.hpp): its prefill pools and the
+// `top` cheapest configurations, which are simulated before any can be dropped. A search of thousands of
+// engines is refused up front only where that much already passes the limit; the rest is held to the limit
+// while it runs (planner/serving_jobs.hpp).
+#include <string>
 #include <vector>
 
 #include "core/work_estimate.hpp"
@@ -19,11 +22,19 @@ ServingLoad serving_load(const std::vector<ServingRequest>& requests, const Serv
 // (its requests, at most max_num_seqs) and its prompts' chunks (prefill only: chunks alone).
 double pool_steps(const ServingLoad& load, int replicas, int max_num_seqs, bool prefill_only = false);
 
-// The search's simulated layer-steps and seconds, as `serve plan` with these options would run them.
-WorkEstimate serving_plan_estimate(const Model& model, const Cluster& cluster, int gpus, bool disaggregate,
+// Simulating `replicas` engines like `engine` on the requests, in layer-steps (a step pricing one layer).
+double serving_pool_work(const Model& model, const ServingConfig& engine, int replicas,
+                         const std::vector<ServingRequest>& requests, bool prefill_only = false);
+
+// The layer-steps and seconds `serve plan` with these options takes whatever it drops (above); `top` 0: every
+// configuration.
+WorkEstimate serving_plan_estimate(const Model& model, const Cluster& cluster, int gpus, bool disaggregate, int top,
                                    const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests);
 
 // Seconds a simulated step takes per layer it prices (this VM, docs/reliability.md).
 inline constexpr double kSecondsPerLayerStep = 1e-7;
+
+// What a user can do about a serve plan search too long for the limit.
+inline constexpr const char* kServingPlanFix = "plan fewer GPUs (--gpus), fewer requests or leave out --disaggregate";
 
 }  // namespace pw

@@ -190,11 +190,12 @@ TEST_CASE("serving: prompt chunks count toward the slots bound, and arrivals are
                 trace + " line 1: arrival_s: 1e+300 s", "is past the longest run taken, 1e+09 s (about 31 years)");
 }
 
-TEST_CASE("serve plan: its search's steps estimated up front, refused past the time limit with the count") {
-  check_refused({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16384", "--disaggregate",
-                 "--requests", "20000"},
-                "serve plan: 2,520 configurations of 16384 GPUs x 20000 requests, about 413,813,920 simulated steps of 34 "
-                "layers would take about 23.4 min; the limit is 10.0 min; ",
+TEST_CASE("serve plan: what its search simulates whatever it drops estimated up front, refused past the time limit") {
+  // The prefill pools are all simulated, and the --top (5) cheapest configurations before any can be dropped.
+  check_refused({"serve", "plan", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "16384", "--disaggregate",
+                 "--requests", "100000", "--prompt-tokens", "4000", "--max-num-batched-tokens", "512"},
+                "serve plan: the prefill pools and the 5 cheapest of 3,500 configurations of 16384 GPUs x 100000 requests, "
+                "about 87,262,500 simulated steps of 82 layers would take about 11.9 min; the limit is 10.0 min; ",
                 "plan fewer GPUs (--gpus), fewer requests or leave out --disaggregate or pass --allow-large");
 }
 
