@@ -101,8 +101,12 @@ ServingWork serving_layer_work(const ServingLayerShape& shape, const ServingBatc
         const MoeConfig& m = *t.moe;
         const double share = static_cast<double>(m.top_k) / m.experts;
         const double routed_tokens = shape.ep > 1 ? expert_tokens : tokens;
-        w.gemm_flops += 2 * p.routed * routed_tokens * share;
-        w.weight_bytes += p.routed * bytes_per_weight * (1 - std::pow(1 - share, routed_tokens));
+        w.routed_flops = 2 * p.routed * routed_tokens * share;
+        w.routed_weight_bytes = p.routed * bytes_per_weight * (1 - std::pow(1 - share, routed_tokens));
+        w.routed_tokens = routed_tokens;
+        w.ep = shape.ep;
+        w.gemm_flops += w.routed_flops;
+        w.weight_bytes += w.routed_weight_bytes;
       }
       const double heads = static_cast<double>(t.heads) / tp;
       if (shape.weights == ServingWeights::Fp8) std::swap(w.gemm_flops, w.fp8_gemm_flops);

@@ -67,6 +67,11 @@ struct ServingWork {
   long prefill_tokens = 0;
   long decode_tokens = 0;
   double decode_context = 0;  // the decodes' contexts together, tokens
+  // A block's routed experts: their part of gemm_flops (fp8_gemm_flops with fp8 weights) and of weight_bytes, the
+  // tokens that reach this GPU's experts (the batch's, or every engine's with ep > 1) and the GPUs the experts
+  // spread over whole (1: each split over the tp ranks), which a table of MoE layers is looked up by.
+  double routed_flops = 0, routed_weight_bytes = 0, routed_tokens = 0;
+  int ep = 1;
 };
 
 // Expert parallelism over data-parallel attention engines (serving/dp_attention_serving.hpp): the routed experts

@@ -65,26 +65,43 @@ const TableGrid* KernelQueries::grid(const std::string& kind, const TableGrid::S
   return grids_.emplace(id, std::make_unique<TableGrid>(*table, select, axes)).first->second.get();
 }
 
-TableTime KernelQueries::gemm(Precision precision, double m, double n, double k) {
-  const KernelTable* table = tables_->table("gemm_perf");
-  if (!table) return missing("no gemm_perf table");
-  const std::string dtype = gemm_dtype(precision);
-  const int source = table->key_index("kernel_source");
+TableTime KernelQueries::fastest_kernel(const KernelTable& table, const std::string& kind, TableGrid::Select select,
+                                        const std::vector<std::string>& axes, const std::vector<double>& at, bool slice) {
+  const int source = table.key_index("kernel_source");
   // One grid a kernel: each has its own measured shapes, and the framework runs the fastest that has one.
   std::vector<std::string> sources{""};
-  if (source >= 0 && table->key_is_text(source)) sources = table->text_values(source);
-  TableTime best = missing(fmt::format("gemm_perf: no {} rows", dtype));
+  if (source >= 0 && table.key_is_text(source)) sources = table.text_values(source);
+  // "gemm_perf: no fp8 rows": the first text key names what was asked (every caller selects a dtype first).
+  TableTime best = missing(fmt::format("{}: no {} rows", kind, select.text.empty() ? "such" : select.text.front().second));
   for (const std::string& s : sources) {
-    TableGrid::Select select;
-    select.text.emplace_back("gemm_dtype", dtype);
-    if (!s.empty()) select.text.emplace_back("kernel_source", s);
-    const TableGrid* g = grid("gemm_perf", select, {"m", "n", "k"});
+    TableGrid::Select one = select;
+    if (!s.empty()) one.text.emplace_back("kernel_source", s);
+    const TableGrid* g = grid(kind, one, axes);
     if (!g || g->points() == 0) continue;
-    const TableTime t = sliced(*g, {m, n, k});
+    const TableTime t = slice ? sliced(*g, at) : g->at(at);
     if (t.found() && (!best.found() || t.seconds < best.seconds)) best = t;
     if (!t.found() && !best.found()) best = t;
   }
   return best;
+}
+
+TableTime KernelQueries::gemm(Precision precision, double m, double n, double k) {
+  const KernelTable* table = tables_->table("gemm_perf");
+  if (!table) return missing("no gemm_perf table");
+  TableGrid::Select select;
+  select.text.emplace_back("gemm_dtype", gemm_dtype(precision));
+  return fastest_kernel(*table, "gemm_perf", select, {"m", "n", "k"}, {m, n, k}, true);
+}
+
+TableTime KernelQueries::moe(bool fp8, double tokens, int hidden, int inter, int topk, int experts, int moe_tp,
+                             int moe_ep) {
+  const KernelTable* table = tables_->table("moe_perf");
+  if (!table) return missing("no moe_perf table");
+  TableGrid::Select select;
+  select.text = {{"moe_dtype", fp8 ? "fp8" : "bfloat16"}, {"distribution", "balanced"}};
+  select.number = {{"hidden_size", hidden}, {"inter_size", inter},      {"topk", topk},
+                   {"num_experts", experts}, {"moe_tp_size", moe_tp}, {"moe_ep_size", moe_ep}};
+  return fastest_kernel(*table, "moe_perf", select, {"num_tokens"}, {tokens}, false);
 }
 
 TableTime KernelQueries::collective(TableCollective op, Precision precision, double bytes, int gpus) {

@@ -8,7 +8,11 @@
 //   num_key_value_heads), no window and beam 1, over batch_size, isl and num_heads.
 // - a decode step's attention: generation_attention_perf, by the KV cache's dtype, head_dim, the GQA group, no
 //   window, beam 1 and isl 1, over batch_size, step (the tokens in cache past isl) and num_heads;
-// - an engine's custom all-reduce: custom_allreduce_perf, bfloat16, over num_gpus and message_size (elements).
+// - an engine's custom all-reduce: custom_allreduce_perf, bfloat16, over num_gpus and message_size (elements);
+// - a mixture of experts' routed experts on one GPU (their fused kernel: the gate and up GEMMs, the activation and
+//   the down GEMM of the tokens routed there): moe_perf, by moe_dtype, balanced routing, hidden_size, inter_size,
+//   topk, num_experts, moe_tp_size and moe_ep_size, over num_tokens (the tokens entering the layer on the GPUs the
+//   experts spread over, AIConfigurator's tokens times its attention data parallelism).
 // Each returns a TableTime: Missing (with the reason) where the tables cannot say, for the analytic model.
 #include <map>
 #include <memory>
@@ -35,8 +39,14 @@ class KernelQueries {
   TableTime generation_attention(bool fp8_kv_cache, int batch, int context, int heads, int kv_heads, int head_dim);
   // An engine's own all-reduce (vLLM's custom all-reduce, TensorRT-LLM's): the fastest kernel measured.
   TableTime custom_all_reduce(double bytes, int gpus);
+  // The routed experts of an MoE layer on one GPU (above), in fp8 (per-tensor) or bfloat16: the fastest kernel
+  // measured.
+  TableTime moe(bool fp8, double tokens, int hidden, int inter, int topk, int experts, int moe_tp, int moe_ep);
 
  private:
+  // The fastest of `kind`'s kernels (its kernel_source values, each a grid of its own shapes) at `at`.
+  TableTime fastest_kernel(const KernelTable& table, const std::string& kind, TableGrid::Select select,
+                           const std::vector<std::string>& axes, const std::vector<double>& at, bool slice);
   // The grid of `kind` for one selection, built on first use.
   const TableGrid* grid(const std::string& kind, const TableGrid::Select& select, const std::vector<std::string>& axes);
 

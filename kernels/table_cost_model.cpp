@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -50,7 +51,7 @@ bool measured_on(const GpuSpec& gpu, const KernelTables& tables) {
 
 TableCostModel::TableCostModel(const CostModel& below, std::shared_ptr<KernelTables> tables)
     : CostModelOver(below), system_(tables->system()), queries_(std::move(tables)) {
-  for (int i = 0; i < 4; ++i)
+  for (size_t i = 0; i < std::size(kKinds); ++i)
     if (queries_.tables().has(kKinds[i])) present_ |= 1 << i;
 }
 
@@ -315,7 +316,8 @@ bool same_work(const ServingWork& a, const ServingWork& b) {
          a.attention_sequences == b.attention_sequences && a.elementwise_bytes == b.elementwise_bytes &&
          a.gemm_tokens == b.gemm_tokens && a.weights == b.weights && a.kv_dtype == b.kv_dtype &&
          a.prefill_tokens == b.prefill_tokens && a.decode_tokens == b.decode_tokens &&
-         a.decode_context == b.decode_context;
+         a.decode_context == b.decode_context && a.routed_flops == b.routed_flops &&
+         a.routed_weight_bytes == b.routed_weight_bytes && a.routed_tokens == b.routed_tokens && a.ep == b.ep;
 }
 
 }  // namespace
@@ -373,6 +375,31 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
       rest.fp8_gemm_flops = std::max(0.0, rest.fp8_gemm_flops - fp8);
       rest.weight_bytes = std::max(0.0, rest.weight_bytes - weights);
       gemm_s = s;
+    }
+  }
+  // The routed experts: one fused kernel a GPU, read at the tokens that reach its experts. Their FLOPs and the
+  // weights the model below reads for them go.
+  if (moe && work.routed_tokens > 0) need(kMoe);
+  if (moe && work.routed_tokens > 0 && has(kMoe)) {
+    const MoeConfig& e = *t.moe;
+    const bool fp8 = work.weights == ServingWeights::Fp8;
+    const MoeKey key{fp8, work.routed_tokens, t.hidden, e.expert_ffn, e.top_k, e.experts, work.ep > 1 ? 1 : tp, work.ep};
+    const TableTime& time = answer_once(
+        moes_, key, layer,
+        [&] {
+          return queries_.moe(fp8, work.routed_tokens, t.hidden, e.expert_ffn, e.top_k, e.experts, std::get<6>(key),
+                              work.ep);
+        },
+        [&] {
+          return fmt::format("{}MoE of {:g} tokens, hidden {}, expert inter {}, top {} of {} experts, moe tp {}, ep {}",
+                             fp8 ? "fp8 " : "", work.routed_tokens, t.hidden, e.expert_ffn, e.top_k, e.experts,
+                             std::get<6>(key), work.ep);
+        });
+    if (time.found()) {
+      double& flops = fp8 ? rest.fp8_gemm_flops : rest.gemm_flops;
+      flops = std::max(0.0, flops - work.routed_flops);
+      rest.weight_bytes = std::max(0.0, rest.weight_bytes - work.routed_weight_bytes);
+      gemm_s += time.seconds;
     }
   }
   const bool decode_only = layer.kind == LayerKind::Block && work.prefill_tokens == 0 && work.decode_tokens > 0 &&
@@ -469,13 +496,14 @@ TableCostModel::Share TableCostModel::share() const {
       c.missing += t.how == TableHow::Missing;
     }
   };
-  for (int i = 0; i < 4; ++i)
+  for (size_t i = 0; i < std::size(kKinds); ++i)
     if (absent_.load() & (1 << i)) s.absent.push_back(kKinds[i]);
   std::shared_lock read(mutex_);
   count(gemms_, s.gemms);
   count(attentions_, s.attentions);
   count(collectives_, s.collectives);
   count(decodes_, s.attentions);
+  count(moes_, s.gemms);  // the routed experts' grouped GEMMs
   return s;
 }
 

@@ -35,8 +35,9 @@ class TableCostModel : public CostModelOver {
   std::string name() const override;
   double phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu, const LinkSpec& tp_link,
                     int tp) const override;
-  // A serving step's layer: its dense GEMMs at the step's tokens, a decode-only step's attention and the tp
-  // all-reduces from the tables; the routed experts, a prefill's attention and the rest from the model below.
+  // A serving step's layer: its dense GEMMs at the step's tokens, its routed experts at the tokens reaching them, a
+  // decode-only step's attention and the tp all-reduces from the tables; a prefill's attention and the rest from
+  // the model below.
   double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,
                       int tp) const override;
   // Measured kernels can run faster at a larger shape (another algorithm, a better tile).
@@ -56,7 +57,7 @@ class TableCostModel : public CostModelOver {
     ShapeCounts gemms, attentions, collectives;
     std::vector<std::string> missing;
     // Kinds a priced run needed that the folder has none of (gemm_perf, context_attention_perf, nccl_perf,
-    // generation_attention_perf): that work wholly the model's, its shapes not asked.
+    // generation_attention_perf, moe_perf): that work wholly the model's, its shapes not asked.
     std::vector<std::string> absent;
     double table_s() const { return gemm_s + attention_s + collective_s; }
   };
@@ -74,6 +75,8 @@ class TableCostModel : public CostModelOver {
   using CollectiveKey = std::tuple<int, double, int>;  // kind (kCustomAllReduce: an engine's own), bytes, GPUs
   static constexpr int kCustomAllReduce = -1;
   using DecodeKey = std::tuple<bool, int, int, int, int, int>;  // fp8 KV cache, batch, context, heads, kv heads, dim
+  // fp8, tokens, hidden, expert inter, top k, experts, moe tp, moe ep
+  using MoeKey = std::tuple<bool, double, int, int, int, int, int, int>;
   // A serving layer's dense GEMMs at one token (m 1, bf16), by model, layer and tp.
   struct ServingGemms {
     std::string model;  // the name, against an address reused by another model
@@ -104,8 +107,8 @@ class TableCostModel : public CostModelOver {
 
   // The kinds the tables can be asked, by bit (kKinds' order), and those a run needed that the folder lacks.
   static constexpr const char* kKinds[] = {"gemm_perf", "context_attention_perf", "nccl_perf",
-                                           "generation_attention_perf"};
-  enum KindBit { kGemm = 1, kContext = 2, kNccl = 4, kGeneration = 8 };
+                                           "generation_attention_perf", "moe_perf"};
+  enum KindBit { kGemm = 1, kContext = 2, kNccl = 4, kGeneration = 8, kMoe = 16 };
   bool has(KindBit kind) const { return (present_ & kind) != 0; }
   void need(KindBit kind) const {
     if (!has(kind)) absent_.fetch_or(kind, std::memory_order_relaxed);
@@ -124,6 +127,7 @@ class TableCostModel : public CostModelOver {
   mutable std::map<AttentionKey, TableTime> attentions_;
   mutable std::map<CollectiveKey, TableTime> collectives_;
   mutable std::map<DecodeKey, TableTime> decodes_;
+  mutable std::map<MoeKey, TableTime> moes_;
   mutable std::map<std::tuple<const Model*, int, int, int>, ServingGemms> serving_gemms_;
   mutable std::map<std::string, bool> gpus_;  // GPU name: whether it is the tables' own
   // Seconds summed as whole picoseconds: an integer add is one instruction where a double's is a compare-and-swap

@@ -311,3 +311,86 @@ TEST_CASE("a serving step's dense GEMMs are the tables' at the step's tokens, th
         analytic.serving_time(block, fp8, h200.gpu, h200.intra_node, 1));
   CHECK(tables.share().missing.front().rfind("fp8 GEMM m 16, n ", 0) == 0);
 }
+
+namespace {
+
+// An h200_sxm folder of moe_perf alone: Qwen3-30B-A3B's routed experts (hidden 2048, expert inter 768, top 8 of
+// 128) in bfloat16 at moe tp 1 ep 1 and moe tp 1 ep 4, balanced, num_tokens 1 to 4096, from two kernels: "a"
+// takes 1 us a token + 5 us, "b" 2 us a token + 1 us (b is the faster below 4 tokens). And a row of skewed
+// routing, which a balanced question never reads.
+std::shared_ptr<KernelTables> moe_tables(const std::string& name) {
+  const auto dir = fresh_folder(name);
+  nlohmann::json rows = nlohmann::json::array();
+  for (int ep : {1, 4})
+    for (int e = 0; e <= 12; ++e) {
+      const double tokens = 1 << e;
+      rows.push_back({"bfloat16", "balanced", "a", 2048, 768, 8, 128, 1, ep, tokens, 1e-6 * tokens + 5e-6});
+      rows.push_back({"bfloat16", "balanced", "b", 2048, 768, 8, 128, 1, ep, tokens, 2e-6 * tokens + 1e-6});
+      rows.push_back({"bfloat16", "power_law_1.2", "a", 2048, 768, 8, 128, 1, ep, tokens, 1e-9});
+    }
+  const nlohmann::json t = table("moe_perf",
+                                 {"moe_dtype", "distribution", "kernel_source", "hidden_size", "inter_size", "topk",
+                                  "num_experts", "moe_tp_size", "moe_ep_size", "num_tokens"},
+                                 rows);
+  std::ofstream(dir / "moe_perf.json") << t.dump();
+  std::ofstream(dir / "manifest.json") << nlohmann::json{
+      {"format", "pipewright-kernel-table"}, {"format_version", 1}, {"system", "h200_sxm"}, {"software", "test"},
+      {"tables", {{{"kind", "moe_perf"}, {"file", "moe_perf.json"}, {"rows", rows.size()}}}}}.dump();
+  return KernelTables::open(dir.string());
+}
+
+}  // namespace
+
+TEST_CASE("a serving step's routed experts are the moe table's at the tokens reaching them, the rest the model's",
+          "[kernels]") {
+  const AnalyticCostModel analytic;
+  const TableCostModel tables(analytic, moe_tables("table_cost_model_moe"));
+  const Cluster h200 = cluster_preset("hgx-h200");
+  const Model m = model_preset("qwen3-30b-a3b");
+  const Layer& block = m.layers[m.block_index(0)];
+  ServingBatch batch;
+  batch.decode_tokens = 16;
+  batch.decode_context = 16 * 1000.0;
+  batch.sampled_tokens = 16;
+  // tp 1: the 16 tokens reach the GPU's experts; kernel a's 21 us (b's 33 us) in place of the model's routed FLOPs
+  // (2 x 3 x 2048 x 768 x 128 parameters x 16 tokens x 8 / 128) and of the weights 16 tokens touch.
+  const ServingWork work = serving_layer_work(m, block, 1, batch);
+  CHECK(work.routed_tokens == 16);
+  CHECK(work.routed_flops == 2 * 3.0 * 2048 * 768 * 128 * 16 * 8 / 128);
+  ServingWork rest = work;
+  rest.gemm_flops -= work.routed_flops;
+  rest.weight_bytes -= work.routed_weight_bytes;
+  CHECK(tables.serving_time(block, work, h200.gpu, h200.intra_node, 1) ==
+        Approx(analytic.serving_time(block, rest, h200.gpu, h200.intra_node, 1) + 21e-6).epsilon(1e-12));
+  // Data-parallel attention engines with the experts over ep 4: every engine's 64 tokens reach them; at 2 tokens
+  // kernel b is the faster (5 us against 7 us).
+  for (const auto& [tokens, table_s] : {std::pair{64.0, 69e-6}, std::pair{2.0, 5e-6}}) {
+    const ServingWork spread = serving_layer_work(m, block, 1, batch, KvCacheDtype::Bf16, ServingWeights::Bf16,
+                                                  ServingExperts{4, tokens});
+    CHECK(spread.ep == 4);
+    ServingWork spread_rest = spread;
+    spread_rest.gemm_flops -= spread.routed_flops;
+    spread_rest.weight_bytes -= spread.routed_weight_bytes;
+    CHECK(tables.serving_time(block, spread, h200.gpu, h200.intra_node, 1) ==
+          Approx(analytic.serving_time(block, spread_rest, h200.gpu, h200.intra_node, 1) + table_s).epsilon(1e-12));
+  }
+  // tp 2 splits every expert (moe tp 2), which the table never measured: the model's, whole, and named.
+  const ServingWork split = serving_layer_work(m, block, 2, batch);
+  CHECK(tables.serving_time(block, split, h200.gpu, h200.intra_node, 2) ==
+        analytic.serving_time(block, split, h200.gpu, h200.intra_node, 2));
+  const TableCostModel::Share s = tables.share();
+  CHECK(s.gemm_s == Approx(21e-6 + 69e-6 + 5e-6).margin(4e-12));
+  CHECK(s.gemms.measured == 3);
+  CHECK(s.gemms.missing == 1);
+  REQUIRE(s.missing.size() == 1);
+  CHECK(s.missing[0].rfind("MoE of 16 tokens, hidden 2048, expert inter 768, top 8 of 128 experts, moe tp 2, ep 1 in " +
+                               block.name + ": ",
+                           0) == 0);
+  // No gemm_perf, nccl_perf (tp 2's all-reduces) or decode attention: the model's, and the kinds named.
+  CHECK(s.absent == std::vector<std::string>{"gemm_perf", "nccl_perf", "generation_attention_perf"});
+  // A dense block asks no MoE.
+  const Model dense = model_preset("llama3-8b");
+  const ServingWork dense_work = serving_layer_work(dense, dense.layers[dense.block_index(0)], 1, batch);
+  CHECK(dense_work.routed_tokens == 0);
+  CHECK(dense_work.routed_flops == 0);
+}
