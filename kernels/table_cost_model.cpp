@@ -307,6 +307,16 @@ struct LastServing {
   double gemm_s = 0, attention_s = 0, collective_s = 0, s = 0;
 };
 
+// The tables time routed experts under balanced routing: T tokens' T k copies on min(E, T k) distinct experts of
+// E. A run's router sends each token to k experts as good as at random, and T tokens reach E (1 - (1 - k / E)^T)
+// of them on average (what the analytic model reads, core/serving_work.cpp), fewer while T k is near E or
+// below. A small batch's fused kernel is its weight reads, one an expert reached: its time scales with them.
+double routed_touch_ratio(double tokens, int top_k, int experts) {
+  const double share = static_cast<double>(top_k) / experts;
+  const double balanced = std::min(1.0, tokens * share);
+  return balanced > 0 ? (1 - std::pow(1 - share, tokens)) / balanced : 1.0;
+}
+
 bool same_work(const ServingWork& a, const ServingWork& b) {
   if (a.collectives.size() != b.collectives.size()) return false;
   for (size_t i = 0; i < a.collectives.size(); ++i)
@@ -399,7 +409,7 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
       double& flops = fp8 ? rest.fp8_gemm_flops : rest.gemm_flops;
       flops = std::max(0.0, flops - work.routed_flops);
       rest.weight_bytes = std::max(0.0, rest.weight_bytes - work.routed_weight_bytes);
-      gemm_s += time.seconds;
+      gemm_s += time.seconds * routed_touch_ratio(work.routed_tokens, e.top_k, e.experts);
     }
   }
   const bool decode_only = layer.kind == LayerKind::Block && work.prefill_tokens == 0 && work.decode_tokens > 0 &&
