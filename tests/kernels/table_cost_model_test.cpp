@@ -74,6 +74,15 @@ std::shared_ptr<KernelTables> power_law_tables(const std::string& name, bool mor
   return KernelTables::open(dir.string());
 }
 
+// A serving step of 16 decodes of 1,000 tokens in cache each.
+ServingBatch sixteen_decodes() {
+  ServingBatch batch;
+  batch.decode_tokens = 16;
+  batch.decode_context = 16 * 1000.0;
+  batch.sampled_tokens = 16;
+  return batch;
+}
+
 Workload long_sequences(int tp) {
   Workload w;
   w.micro_batch_size = 2;
@@ -270,10 +279,7 @@ TEST_CASE("a serving step's dense GEMMs are the tables' at the step's tokens, th
   const Cluster h200 = cluster_preset("hgx-h200");
   const Model m = model_preset("llama3-8b");
   const Layer& block = m.layers[m.block_index(0)];
-  ServingBatch batch;
-  batch.decode_tokens = 16;
-  batch.decode_context = 16 * 1000.0;
-  batch.sampled_tokens = 16;
+  const ServingBatch batch = sixteen_decodes();
   const ServingWork work = serving_layer_work(m, block, 1, batch);
   // The forward GEMMs of one token (QKV, output, gate and up, down) at m 16: their FLOPs and weights out of the
   // model's work, their table times in.
@@ -348,10 +354,7 @@ TEST_CASE("a serving step's routed experts are the moe table's at the tokens rea
   const Cluster h200 = cluster_preset("hgx-h200");
   const Model m = model_preset("qwen3-30b-a3b");
   const Layer& block = m.layers[m.block_index(0)];
-  ServingBatch batch;
-  batch.decode_tokens = 16;
-  batch.decode_context = 16 * 1000.0;
-  batch.sampled_tokens = 16;
+  const ServingBatch batch = sixteen_decodes();
   // tp 1: the 16 tokens reach the GPU's experts; kernel a's 21 us (b's 33 us) in place of the model's routed FLOPs
   // (2 x 3 x 2048 x 768 x 128 parameters x 16 tokens x 8 / 128) and of the weights 16 tokens touch. The table's
   // balanced routing puts 16 x 8 copies on all 128 experts; 16 tokens routed at random reach 1 - (15/16)^16 of
