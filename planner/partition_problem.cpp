@@ -132,9 +132,12 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   const ParallelConfig& pc = s.parallel;
   const Cluster& cluster = s.cluster;
   P.layers = s.model.num_layers();
-  P.stages = schedule.num_stages();
-  P.ranks = schedule.num_ranks();
-  if (P.ranks != pc.pp) throw_runtime("partitioner: schedule has {} ranks, pp is {}", P.ranks, pc.pp);
+  P.copies = schedule.copies;
+  if (schedule.num_ranks() != pc.pp) throw_runtime("partitioner: schedule has {} ranks, pp is {}", schedule.num_ranks(), pc.pp);
+  if (P.copies != 1 && (P.copies != 2 || pc.pp % 2 != 0))
+    throw_runtime("partitioner: {} copies of the model on {} ranks; it splits one copy, or two on rank pairs", P.copies, pc.pp);
+  P.stages = schedule.stages_per_copy();
+  P.ranks = P.copies == 1 ? pc.pp : pc.pp / 2;
   if (P.stages > P.layers)
     throw_bad_input("--pp x --vpp = {} stages but model '{}' has only {} layers; use fewer stages", P.stages,
                     s.model.name, P.layers);
@@ -144,7 +147,8 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   P.stage_chunk.resize(static_cast<size_t>(P.stages));
   std::vector<int> seen(static_cast<size_t>(P.ranks), 0);
   for (int st = 0; st < P.stages; ++st) {
-    const int r = schedule.placement.rank_of(st);
+    // Copy 0's stage st runs on rank st: a pair's parts are v and P - 1 - v, in that order.
+    const int r = P.copies == 1 ? schedule.placement.rank_of(st) : std::min(st, P.stages - 1 - st);
     P.stage_rank[static_cast<size_t>(st)] = r;
     P.stage_chunk[static_cast<size_t>(st)] = seen[static_cast<size_t>(r)]++;
     P.max_chunks = std::max(P.max_chunks, seen[static_cast<size_t>(r)]);
@@ -248,11 +252,13 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   P.cut = boundary_bytes(s.model, work);
 
   for (int st = 0; st + 1 < P.stages; ++st) {
-    const int ra = P.stage_rank[static_cast<size_t>(st)], rb = P.stage_rank[static_cast<size_t>(st) + 1];
+    // The ranks of copy 0's stages st and st + 1 (copy 1 crosses the same links the other way).
+    const int ra = P.copies == 1 ? P.stage_rank[static_cast<size_t>(st)] : st;
+    const int rb = P.copies == 1 ? P.stage_rank[static_cast<size_t>(st) + 1] : st + 1;
     const bool remote = ra != rb && !cluster.ideal;
     LinkSpec fwd{kInf, 0}, bwd{kInf, 0};
     if (remote) {
-      const int ga = P.rank_gpu[static_cast<size_t>(ra)], gb = P.rank_gpu[static_cast<size_t>(rb)];
+      const int ga = pipeline_rank_gpu(pc, ra), gb = pipeline_rank_gpu(pc, rb);
       fwd = cost.p2p_link(cluster.link(ga, gb));
       bwd = cost.p2p_link(cluster.link(gb, ga));
     }
@@ -262,13 +268,44 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   }
 
   P.dispatch_s = cost.action_overhead_s();
-  P.state_per_parameter = state_bytes_per_parameter(cost, pc, s.workload.precision == Precision::Fp8);
-  for (int st = 0; st < P.stages; ++st)  // as stage_costs() charges it
-    P.stage_reserve.push_back(st < pc.pp && !cluster.ideal ? cost.memory_reserve_bytes() : 0.0);
-  for (int r = 0; r < P.ranks; ++r) P.rank_limit.push_back(cluster.memory_limit_at(P.rank_gpu[static_cast<size_t>(r)]));
+  // A part's copies shard its ZeRO state as copies x dp members, as stage_costs() charges it.
+  ParallelConfig sharding = pc;
+  sharding.dp *= P.copies;
+  P.state_per_parameter = state_bytes_per_parameter(cost, sharding, s.workload.precision == Precision::Fp8);
+  for (int st = 0; st < P.stages; ++st)  // as stage_costs() charges it: on each rank's first stage
+    P.stage_reserve.push_back(st < P.ranks && !cluster.ideal ? cost.memory_reserve_bytes() : 0.0);
+  const bool embedding = s.model.transformer && s.model.layers.front().kind == LayerKind::Embedding;
+  const double own_table =
+      embedding ? static_cast<double>(s.model.transformer->vocab) * s.model.transformer->hidden / pc.tp * P.state_per_parameter : 0;
+  P.shared_table_prefix.assign(n + 1, 0.0);
+  for (size_t i = 0; i < n; ++i)
+    P.shared_table_prefix[i + 1] = P.shared_table_prefix[i] + (s.model.layers[i].kind == LayerKind::Mtp ? own_table : 0.0);
+  for (int st = 0; st < P.stages; ++st) P.shares_table.push_back(P.stage_rank[static_cast<size_t>(st)] == P.stage_rank[0]);
+  for (int r = 0; r < P.ranks; ++r) {
+    double limit = cluster.memory_limit_at(P.rank_gpu[static_cast<size_t>(r)]);
+    if (P.copies == 2) limit = std::min(limit, cluster.memory_limit_at(pipeline_rank_gpu(pc, pc.pp - 1 - r)));
+    P.rank_limit.push_back(limit);
+  }
 
-  P.holdings = options.holdings ? borrowed(options.holdings)
-                                : std::make_shared<const std::vector<std::vector<Holding>>>(activation_holdings(schedule));
+  if (P.copies == 1) {
+    P.holdings = options.holdings ? borrowed(options.holdings)
+                                  : std::make_shared<const std::vector<std::vector<Holding>>>(activation_holdings(schedule));
+  } else {
+    // A pair's holdings: rank v's (parts v, P - 1 - v in its stage order) and rank P - 1 - v's (parts P - 1 - v,
+    // v: its chunks the other way round), the Pareto-maximal of both.
+    const std::vector<std::vector<Holding>> own = options.holdings ? *options.holdings : activation_holdings(schedule);
+    std::vector<std::vector<Holding>> pairs(static_cast<size_t>(P.ranks));
+    for (int v = 0; v < P.ranks; ++v) {
+      std::vector<Holding> both = own[static_cast<size_t>(v)];
+      for (Holding h : own[static_cast<size_t>(pc.pp - 1 - v)]) {
+        std::reverse(h.full.begin(), h.full.end());
+        std::reverse(h.partial.begin(), h.partial.end());
+        both.push_back(std::move(h));
+      }
+      pairs[static_cast<size_t>(v)] = pareto(std::move(both), covers);
+    }
+    P.holdings = std::make_shared<const std::vector<std::vector<Holding>>>(std::move(pairs));
+  }
   P.chunk_holdings.resize(static_cast<size_t>(P.ranks));
   for (int r = 0; r < P.ranks; ++r) {
     const std::vector<Holding>& hs = (*P.holdings)[static_cast<size_t>(r)];

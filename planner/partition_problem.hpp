@@ -29,13 +29,18 @@ struct Holding {
 // A transfer of `bytes` alone on a link: latency + bytes / bandwidth.
 inline double one_way(const LinkSpec& l, double bytes) { return l.latency_s + bytes / l.bandwidth_bytes_per_s; }
 
+// With two copies of the model (bidirectional DualPipe, Schedule::copies) the split is of one copy's P parts, and
+// pipeline ranks v and P - 1 - v hold the same two, parts v and P - 1 - v, each running one copy's micro-batches
+// through them: the problem's ranks are those P / 2 pairs (a V placement of P parts), a pair's holdings those of
+// either rank, its memory the smaller GPU's, and each part's activation crosses to the next part's rank.
 struct PartitionProblem {
   int layers = 0;
-  int stages = 0;
-  int ranks = 0;
-  std::vector<int> stage_rank;   // stage -> pipeline rank
+  int stages = 0;  // the parts of one copy
+  int ranks = 0;   // pipeline ranks, or with copies their pairs
+  int copies = 1;
+  std::vector<int> stage_rank;   // stage -> pipeline rank (its pair with copies)
   std::vector<int> stage_chunk;  // stage -> its index among its rank's stages
-  std::vector<int> rank_gpu;     // pipeline rank -> global GPU (pipeline_rank_gpu)
+  std::vector<int> rank_gpu;     // pipeline rank -> global GPU (pipeline_rank_gpu; a pair's first rank's)
 
   // The recompute levels a stage may take: the workload's own, or with per-stage recompute none, selective
   // and full, lightest first; a stage takes the lightest whose memory fits its GPU (one chunk per rank).
@@ -63,6 +68,11 @@ struct PartitionProblem {
   std::vector<bool> remote;
 
   double state_per_parameter = 0;
+  // A DeepSeek-V3 MTP module on the rank holding the embedding (stage 0's, whatever the split) looks its tokens up
+  // there, without a table of its own (core/stage_costs.hpp): per stage whether it is on that rank, and per layer
+  // prefix sums of the state those tables take.
+  std::vector<char> shares_table;
+  std::vector<double> shared_table_prefix;
   std::vector<double> stage_reserve;  // the GPU's fixed reserve, on each rank's first stage
   std::vector<double> rank_limit;     // memory of each rank's GPU (infinity: ideal cluster)
   // Per rank, Pareto-maximal holdings only. This and level_work are shared, not copied, from ProblemOptions
@@ -96,8 +106,11 @@ struct PartitionProblem {
     return one_way(forward_link[static_cast<size_t>(s)], bytes) + one_way(backward_link[static_cast<size_t>(s)], bytes);
   }
   double state_bytes(int s, int begin, int end) const {  // model state + the stage's reserve share
-    return (param_prefix[static_cast<size_t>(end)] - param_prefix[static_cast<size_t>(begin)]) * state_per_parameter +
-           stage_reserve[static_cast<size_t>(s)];
+    double bytes = (param_prefix[static_cast<size_t>(end)] - param_prefix[static_cast<size_t>(begin)]) * state_per_parameter +
+                   stage_reserve[static_cast<size_t>(s)];
+    if (shares_table[static_cast<size_t>(s)])
+      bytes -= shared_table_prefix[static_cast<size_t>(end)] - shared_table_prefix[static_cast<size_t>(begin)];
+    return bytes;
   }
   // The stage's own most demanding activation holding: exact for a one-chunk rank; with several
   // chunks, a lower bound of what it adds to its rank's peak (at the rank's peak it holds at most this).

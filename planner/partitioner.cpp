@@ -127,22 +127,27 @@ bool fits(const MemoryNeed& need) { return need.need_bytes <= need.limit_bytes; 
 // Where no message will name a need (PartitionOptions::explain_no_fit off): over memory is all the caller learns.
 [[noreturn]] void throw_no_split_fits() { throw Error(ErrorKind::BadInput, "no split fits in memory"); }
 
-// Simulates splits as evaluate() would simulate them.
+// Simulates splits as evaluate() would simulate them: on the schedule's own ranks and stages (with copies, each
+// copy's stages run the split's parts).
 class SplitSimulator {
  public:
   SplitSimulator(const Scenario& s, const CostModel& cost, const PartitionProblem& p, const Schedule& schedule)
       : s_(s), cost_(cost), p_(p) {
     in_.schedule = lower(schedule);
-    in_.rank_gpu = p.rank_gpu;
+    for (int r = 0; r < schedule.num_ranks(); ++r) {
+      in_.rank_gpu.push_back(pipeline_rank_gpu(s.parallel, r));
+      rank_limit_.push_back(s.cluster.memory_limit_at(in_.rank_gpu.back()));
+    }
     in_.cluster = s.cluster;
     in_.cost = &cost;
-    for (int st = 0; st < p.stages; ++st)
-      stage_gpu_.push_back(p.rank_gpu[static_cast<size_t>(p.stage_rank[static_cast<size_t>(st)])]);
+    for (int st = 0; st < schedule.num_stages(); ++st)
+      stage_gpu_.push_back(in_.rank_gpu[static_cast<size_t>(schedule.placement.rank_of(st))]);
     compute_only_ = &schedule;
   }
 
   std::vector<StageCost> costs(const std::vector<LayerRange>& ranges) const {
-    return stage_costs(s_.model, p_.work_for(ranges), ranges, s_.parallel, s_.cluster, cost_, stage_gpu_);
+    return stage_costs(s_.model, p_.work_for(ranges), stage_ranges(*compute_only_, ranges), s_.parallel, s_.cluster, cost_,
+                       stage_gpu_, p_.copies);
   }
 
   // The split's simulated step time and whether every rank's peak fits its GPU.
@@ -154,7 +159,7 @@ class SplitSimulator {
     const SimResult r = simulate(in_);
     bool fits = true;
     for (const RankStats& rs : r.ranks)
-      if (rs.peak_memory_bytes > p_.rank_limit[static_cast<size_t>(rs.rank)]) fits = false;
+      if (rs.peak_memory_bytes > rank_limit_[static_cast<size_t>(rs.rank)]) fits = false;
     return {r.step_time_s, fits};
   }
 
@@ -169,6 +174,7 @@ class SplitSimulator {
   const PartitionProblem& p_;
   SimInput in_;
   std::vector<int> stage_gpu_;
+  std::vector<double> rank_limit_;
   const Schedule* compute_only_ = nullptr;
 };
 
@@ -199,16 +205,24 @@ bool step_bounds_hold(const Scenario& s, bool composites, const std::vector<Stag
 }
 
 
-// The fastest split by simulated step time: the best tied split, the uniform and the parameters splits
-// start the branch and bound (planner/fastest_split.hpp), so that the result is never slower than they are.
-Choice fastest_of_all(const Scenario& s, const PartitionProblem& p, const Schedule& schedule, SplitSimulator& sim,
-                      Choice start, const PartitionOptions& options, PartitionResult& result) {
+// The faster of `start` and the uniform and the parameters splits, those that fit.
+Choice with_baselines(const Scenario& s, const PartitionProblem& p, SplitSimulator& sim, Choice start) {
   for (const std::vector<LayerRange>& baseline : {uniform_split(s.model, p.stages), parameters_split(s.model, p.stages)}) {
     const auto [step, fits] = sim.step(baseline);
     if (fits && (!start.fits || step < start.step_time_s)) start = Choice{baseline, step, true};
   }
+  return start;
+}
+
+// The fastest split by simulated step time: the best tied split, the uniform and the parameters splits
+// start the branch and bound (planner/fastest_split.hpp), so that the result is never slower than they are.
+Choice fastest_of_all(const Scenario& s, const PartitionProblem& p, const Schedule& schedule, SplitSimulator& sim,
+                      Choice start, const PartitionOptions& options, PartitionResult& result) {
+  start = with_baselines(s, p, sim, std::move(start));
   FastestSplitOptions fo;
-  fo.microbatches = s.parallel.microbatches;
+  // With two copies of the model each part's stage runs its copy's half of the micro-batches, on the pair's
+  // ranks, and the chain through the parts is one copy's: the bounds read them so (planner/fastest_split.hpp).
+  fo.microbatches = s.parallel.microbatches / p.copies;
   fo.node_budget = options.fastest_nodes;
   fo.judge_budget = options.fastest_judged;
   fo.composites = has_composites(schedule);

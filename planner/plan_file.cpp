@@ -285,6 +285,21 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   const JsonFields split = f.object("split");
   out.split_method = split.string("method");
   s.ranges = read_stages(split, "stages");
+  // With copies of the model (bidirectional DualPipe) every stage is listed; each copy's stages run the same
+  // parts, and the scenario takes one copy's.
+  const int copies = out.schedule.copies;
+  if (copies > 1 && s.ranges.size() == static_cast<size_t>(out.schedule.num_stages())) {
+    const std::vector<LayerRange> parts(s.ranges.begin(), s.ranges.begin() + out.schedule.stages_per_copy());
+    for (size_t st = 0; st < s.ranges.size(); ++st) {
+      const LayerRange& part = parts[static_cast<size_t>(out.schedule.part_of_stage(static_cast<int>(st)))];
+      if (s.ranges[st].first != part.first || s.ranges[st].last != part.last)
+        split.fail("stages", fmt::format("stage {} holds layers {}..{}, but the schedule's copies run one split: part {} "
+                                         "is layers {}..{}",
+                                         st, s.ranges[st].first, s.ranges[st].last, out.schedule.part_of_stage(static_cast<int>(st)),
+                                         part.first, part.last));
+    }
+    s.ranges = parts;
+  }
 
   if (const nlohmann::json* cm = f.find("cost_model")) {
     JsonFields c(*cm, source, "cost_model.");

@@ -254,7 +254,9 @@ Scenario candidate_scenario(const Scenario& base, const Candidate& c) {
 }
 
 std::vector<LayerRange> split_for(const Scenario& resolved, const CostModel& cost, SplitMethod method) {
-  const int stages = resolved.parallel.pp * chunks_per_rank(resolved.schedule, resolved.parallel.vpp);
+  // One copy's parts (two copies of the model run the same split).
+  const int stages =
+      resolved.parallel.pp * chunks_per_rank(resolved.schedule, resolved.parallel.vpp) / schedule_copies(resolved);
   switch (method) {
     case SplitMethod::Uniform: return uniform_split(resolved.model, stages);
     case SplitMethod::Parameters: return parameters_split(resolved.model, stages);
@@ -297,12 +299,7 @@ void for_each_candidate(const Scenario& base, const SearchSpace& space, const st
   }
 
   const std::vector<std::string> schedules = space.schedules.empty() ? one_copy_schedule_names() : space.schedules;
-  for (const std::string& s : schedules) {
-    chunks_per_rank(s, 1);  // BadInput naming --schedule for unknown names
-    // The partitioner and the bounds split one copy of the model over the ranks.
-    check_one_copy("--schedules", s, model_copies(s), "which plan does not search",
-                   fmt::format("simulate it with --schedule {}, or plan", s));
-  }
+  for (const std::string& s : schedules) chunks_per_rank(s, 1);  // BadInput naming --schedule for unknown names
   std::vector<Recompute> recomputes = space.recomputes;
   // Explicit layer costs are used as given, recomputation included or not: one mode is enough.
   if (recomputes.empty())
@@ -755,7 +752,7 @@ class Searcher {
 
     // Schedules, orders and precisions share a step bound: one per table and shape. None (0) for composites a
     // cost model may time below their halves.
-    std::map<std::tuple<const LayerTable*, int, int, int>, double> step_bounds;
+    std::map<std::tuple<const LayerTable*, int, int, int, int>, double> step_bounds;
     std::vector<const double*> step_bound(candidates_.size(), nullptr);
     for (const Entry& e : queue_) {
       const Candidate& c = candidates_[e.index];
@@ -763,15 +760,16 @@ class Searcher {
       const bool composite = composites.at(c.schedule);
       if (composite && overlapped[k]) continue;
       const LayerTable& bounded = composite && has_hidden[k] ? hidden[k] : *table_at[k];
-      const auto shape = std::make_tuple(&bounded, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches);
+      const auto shape =
+          std::make_tuple(&bounded, c.pp, chunks_per_rank(c.schedule, c.vpp), c.microbatches, model_copies(c.schedule));
       step_bound[e.index] = &step_bounds.try_emplace(shape, 0.0).first->second;
     }
     // On the search's threads.
-    std::vector<std::pair<const std::tuple<const LayerTable*, int, int, int>, double>*> shapes;
+    std::vector<std::pair<const std::tuple<const LayerTable*, int, int, int, int>, double>*> shapes;
     for (auto& entry : step_bounds) shapes.push_back(&entry);
     parallel_for(options_.threads, shapes.size(), [&](size_t k) {
-      const auto& [table, pp, chunks, m] = shapes[k]->first;
-      shapes[k]->second = step_time_bound(*table, pp, chunks, m);
+      const auto& [table, pp, chunks, m, copies] = shapes[k]->first;
+      shapes[k]->second = step_time_bound(*table, pp, chunks, m, copies);
     });
     for (Entry& e : queue_) e.time_lb = step_bound[e.index] ? *step_bound[e.index] : 0.0;
     sort_queue();
@@ -812,8 +810,10 @@ class Searcher {
     p.cached = cache_.get(schedule_spec(p.scenario));
     if (!p.cached->error.empty()) throw Error(ErrorKind::BadInput, p.cached->error);
     const LayerTable& t = tables_.at(table_key(c));
-    p.memory_lb = order_from_costs(c.schedule) ? memory_bound(t, c.pp, state_per_parameter(c), reserve_)
-                                               : memory_bound(t, p.cached->summary, state_per_parameter(c), reserve_);
+    // The schedule's holdings bound splits of one copy over its stages; with copies the average over ranks.
+    p.memory_lb = order_from_costs(c.schedule) || model_copies(c.schedule) > 1
+                      ? memory_bound(t, c.pp, state_per_parameter(c), reserve_)
+                      : memory_bound(t, p.cached->summary, state_per_parameter(c), reserve_);
     const ParallelConfig& pc = p.scenario.parallel;
     if (same_memory_everywhere_) p.limit = p.scenario.cluster.memory_limit_at(0);
     else
@@ -859,6 +859,13 @@ class Searcher {
     po.explain_no_fit = false;  // over memory is all the search needs to know
     po.search_nodes = simulate ? kRefineNodes : kScreenNodes;
     po.max_ties = simulate ? kRefineTies : 1;  // 1: the first tied split in the partitioner's secondary order
+    if (!simulate && schedule.copies > 1) {
+      // With copies of the model the part bottleneck the ties share says little of a rank pair's load (it runs
+      // both its parts): the screen takes the split as the report will, by simulation.
+      po.simulate = true;
+      po.max_ties = kRefineTies;
+      po.fastest_judged = kRefineJudged;
+    }
     PartitionResult r = best_partition(resolved, cost_, po);
     resolved.ranges = std::move(r.ranges);
     resolved.stage_recompute = std::move(r.stage_recompute);
@@ -1000,8 +1007,8 @@ class Searcher {
                                                        c.recompute == Recompute::PerStage
                                                            ? staged_layer_work(sc.model, sc.workload, sc.ranges, sc.stage_recompute)
                                                            : tables_.at(table_key(c)).work,
-                                                       sc.ranges,
-                                                       pc, p.scenario.cluster, cost_, stage_gpu);
+                                                       stage_ranges(*schedule, sc.ranges),
+                                                       pc, p.scenario.cluster, cost_, stage_gpu, schedule->copies);
       // A higher ZeRO level is no faster: pruned here, pruned there. Each rank's path first: it drops most of
       // them (the split the memory allows leaves one rank the slowest, the fill and drain around it) without
       // timing the schedule. An order made from the stage costs (zb-auto) is not the cached one, but every

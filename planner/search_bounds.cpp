@@ -165,7 +165,10 @@ double smallest_cap(double lo, double hi, Fits fits) {
 // layer's `fastest`. With one stage per rank the busiest rank therefore carries at least the largest
 // stage sum of `fastest`, which is at least the minimum over all contiguous splits (stages_needed packs
 // greedily, which is optimal for a chain). With several chunks per rank, the busiest rank carries at
-// least the average of all work over pp ranks and at least the largest layer.
+// least the average of all work over pp ranks and at least the largest layer. With two copies of the model
+// every micro-batch still crosses every layer once (the average holds), but a layer's micro-batches are
+// shared by the two ranks holding it (half the largest layer), and the fill below is one copy's chain of
+// pp x chunks / 2 stages with its m / 2 micro-batches.
 //
 // Proof of the fill part. Take any stage k. Its first action is an F (a B needs its F), which needs the
 // forward of that micro-batch through stages 0 .. k-1 first: it starts no earlier than their F times.
@@ -215,13 +218,15 @@ LayerTable with_all_to_alls_hidden(const LayerTable& t) {
   return out;
 }
 
-double step_time_bound(const LayerTable& t, int pp, int chunks, int microbatches) {
-  const double m = microbatches;
-  double busy = std::max(t.total_time / pp, t.max_time);
+double step_time_bound(const LayerTable& t, int pp, int chunks, int microbatches, int copies) {
+  const double all = microbatches;
+  // Each copy's micro-batches: with two copies a layer runs half of them on each of the two ranks holding it.
+  const double m = all / copies;
+  double busy = std::max(t.total_time / pp, t.max_time / copies);  // a rank's share of one micro-batch's work
   if (chunks == 1 && pp > 1)
     busy = smallest_cap(busy, t.total_time, [&](double cap) { return stages_needed(t.fastest, cap) <= pp; });
 
-  const int stages = pp * chunks;
+  const int stages = pp * chunks / copies;
   double total_fb = 0, max_fb = 0;
   for (double c : t.fastest_fb) {
     total_fb += c;
@@ -238,7 +243,7 @@ double step_time_bound(const LayerTable& t, int pp, int chunks, int microbatches
     return i == t.fastest_fb.size();
   };
   const double fill = smallest_cap(std::max(total_fb, m * max_fb), m * total_fb, fill_fits);
-  return std::max(m * busy, fill);
+  return std::max(all * busy, fill);
 }
 
 // Proof. A rank's simulated peak is its model state (parameters x bytes per parameter, plus the reserve on

@@ -68,10 +68,14 @@ AllToAllLinks least_all_to_all_links(const Cluster& cluster, int ep, bool flex =
 //   otherwise the average over pp ranks or the largest layer), and
 //   the fill and drain around any one stage k: its first F waits for F of every earlier stage, its m F
 //   and m B follow one another on its rank, and its last B is followed by B of every earlier stage.
-double step_time_bound(const LayerTable& t, int pp, int chunks, int microbatches);
+// With `copies` of the model (bidirectional DualPipe: each copy's pp x chunks / copies stages run m / copies
+// micro-batches, every micro-batch on one copy) the largest layer and the fill count one copy's micro-batches.
+double step_time_bound(const LayerTable& t, int pp, int chunks, int microbatches, int copies = 1);
 
 // Memory, over every split and schedule: model state plus one micro-batch of activations of every
-// stage, averaged over the pp ranks, plus the GPU's reserve.
+// stage, averaged over the pp ranks, plus the GPU's reserve. With copies of the model it holds too: each rank's
+// state is of two parts, sharded over twice the data-parallel ranks, and it holds its own part's activations
+// for one micro-batch of its copy.
 double memory_bound(const LayerTable& t, int pp, double state_per_parameter, double reserve_bytes);
 
 // What a schedule's order means for memory, whatever the split: per stage, the most micro-batches whose

@@ -63,7 +63,8 @@ bool order_from_costs(const std::string& name);
 // Copies of the model the named schedule runs (Schedule::copies): 2 for dualpipe, whose stages are twice its
 // model parts; 1 for the others. BadInput for an unknown name.
 int model_copies(const std::string& name);
-// schedule_names() of the schedules that run one copy of the model: what plan searches and PyTorch's CSV can say.
+// schedule_names() of the schedules that run one copy of the model: what plan searches by default and PyTorch's CSV
+// can say.
 std::vector<std::string> one_copy_schedule_names();
 // BadInput "OPTION: SUBJECT runs N copies of the model, WHY; INSTEAD dualpipev, its one-copy V form" where
 // `copies` > 1: the refusal of whatever holds one copy of each stage (the partitioner, the executor, PyTorch's CSV).

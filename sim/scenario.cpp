@@ -88,6 +88,12 @@ int schedule_copies(const Scenario& s) {
   return s.imported_schedule ? s.imported_schedule->copies : model_copies(s.schedule);
 }
 
+std::vector<LayerRange> stage_ranges(const Schedule& schedule, const std::vector<LayerRange>& parts) {
+  std::vector<LayerRange> out;
+  for (int st = 0; st < schedule.num_stages(); ++st) out.push_back(parts.at(static_cast<size_t>(schedule.part_of_stage(st))));
+  return out;
+}
+
 ScheduleSpec schedule_spec(const Scenario& s) {
   ScheduleSpec spec;
   spec.name = s.schedule;
@@ -398,8 +404,7 @@ Evaluation evaluate(const Scenario& input, const CostModel& cost, SimObserver* o
                           s.split.empty() ? layer_step_costs(s.model, balance, pc, s.cluster, cost) : std::vector<double>{});
   }
   const LayerWorks work = staged_layer_work(s.model, s.workload, ranges, s.stage_recompute);
-  std::vector<LayerRange> stage_ranges;
-  for (int st = 0; st < stages; ++st) stage_ranges.push_back(ranges[static_cast<size_t>(placement_schedule.part_of_stage(st))]);
+  const std::vector<LayerRange> stage_ranges = pw::stage_ranges(placement_schedule, ranges);
 
   // Every distinct replica is simulated and the slowest reported; the observer sees only that one.
   const std::vector<int> replicas = distinct_replicas(s);

@@ -127,6 +127,10 @@ ScheduleSpec schedule_spec(const Scenario& resolved);
 // Copies of the model the scenario's schedule runs: the imported schedule's, or its generator's (model_copies).
 int schedule_copies(const Scenario& s);
 
+// Each stage's layers: the model's parts, one a stage with one copy of the model, each copy's stages running
+// them in turn with more (Schedule::part_of_stage).
+std::vector<LayerRange> stage_ranges(const Schedule& schedule, const std::vector<LayerRange>& parts);
+
 // Scenario::group_size for PyTorch's rule (torch/distributed/pipelining/schedules.py, Interleaved1F1B at
 // 1f1416a3): number_of_rounds = max(1, m // pp), microbatches_per_round = m // number_of_rounds, and m a
 // multiple of the rounds (ValueError otherwise).

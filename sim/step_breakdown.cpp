@@ -73,10 +73,11 @@ StepBreakdown break_down(const Evaluation& ev, const CostModel& cost) {
     if (r.busy_s > busiest->busy_s) busiest = &r;
   out.rank = busiest->rank;
 
+  // The model's parts: one copy's stages (with copies of the model each stage runs its copy's micro-batches).
   std::vector<LayerRange> ranges;
-  for (const StageReport& st : ev.stages) ranges.push_back(st.layers);
+  for (int st = 0; st < ev.schedule.stages_per_copy(); ++st) ranges.push_back(ev.stages[static_cast<size_t>(st)].layers);
   const LayerWorks work = staged_layer_work(s.model, s.workload, ranges, s.stage_recompute);
-  const double m = s.parallel.microbatches;
+  const double m = static_cast<double>(s.parallel.microbatches) / ev.schedule.copies;
   Inside rank;
   std::vector<double> optimizer(ev.sim.ranks.size(), 0.0);
   for (const StageReport& st : ev.stages) {

@@ -490,3 +490,34 @@ TEST_CASE("plan --export says what the target's limits ruled out and what that c
   CHECK(kept.out.find("\n--export deepspeed: the search kept to what DeepSpeed runs; that cost nothing, no plan outside "
                       "it is faster\n") != std::string::npos);
 }
+
+TEST_CASE("plan searches dualpipe when asked: one copy's split, a plan file simulate reproduces, exports refuse it") {
+  const std::vector<std::string> dualpipe = {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
+                                             "--global-batch-size", "16", "--seq-len", "1024", "--schedules", "dualpipe",
+                                             "--top", "2"};
+  const std::string path = tmp("plan-cli-dualpipe.json");
+  std::filesystem::remove(path);
+  const CliResult plan = run_cli(with(dualpipe, {"--json", "--out", path}));
+  INFO(plan.err);
+  REQUIRE(plan.code == 0);
+  const nlohmann::json best = nlohmann::json::parse(plan.out).at("plans")[0];
+  CHECK(best.at("schedule") == "dualpipe");
+  // Two copies of the model's pp parts: the split lists the pp parts, as --split takes them, covering the model.
+  const int pp = best.at("pp");
+  REQUIRE(best.at("layer_ranges").size() == static_cast<size_t>(pp));
+  CHECK(best.at("layer_ranges")[0][0] == 0);
+  CHECK(best.at("split").size() == static_cast<size_t>(pp));
+  const CliResult sim = run_cli({"simulate", "--plan", path, "--json"});
+  INFO(sim.err);
+  REQUIRE(sim.code == 0);
+  const nlohmann::json again = nlohmann::json::parse(sim.out);
+  CHECK(again.at("step_time_s").get<double>() == best.at("step_time_s").get<double>());
+  CHECK(again.at("peak_memory_bytes").get<double>() == best.at("peak_memory_bytes").get<double>());
+  // --explain splits the step of the busiest rank, each stage counting its copy's micro-batches.
+  const CliResult explained = run_cli(with(dualpipe, {"--explain"}));
+  INFO(explained.err);
+  REQUIRE(explained.code == 0);
+  CHECK(explained.out.find("why plan 1: its step of ") != std::string::npos);
+  check_bad_input(with(dualpipe, {"--export", "megatron", "--export-dir", tmp("plan-dualpipe-export")}),
+                  "--export megatron: it cannot run schedule dualpipe; use --schedules 1f1b,bfs,interleaved,interleaved-overlap");
+}

@@ -37,7 +37,8 @@ struct BruteForce {
 // Simulates every split once (memory does not change the simulated times, only which splits count).
 std::vector<Row> all_splits(const Scenario& base, const CostModel& cost) {
   std::vector<Row> rows;
-  const int stages = base.parallel.pp * chunks_per_rank(base.schedule, base.parallel.vpp);
+  // With two copies of the model (dualpipe) a split is of one copy's parts.
+  const int stages = base.parallel.pp * chunks_per_rank(base.schedule, base.parallel.vpp) / model_copies(base.schedule);
   for_each_split(base.model.num_layers(), stages, [&](const std::vector<LayerRange>& ranges) {
     Scenario s = base;
     s.ranges = ranges;
@@ -126,11 +127,11 @@ TEST_CASE("the partitioner's split equals brute force by bottleneck and by simul
   const Case cases[] = {{"1f1b", 2, 1, 4},  {"1f1b", 3, 1, 6},        {"1f1b", 4, 1, 8},  {"gpipe", 3, 1, 3},
                         {"zb-h1", 4, 1, 8}, {"zb-h2", 3, 1, 6},       {"interleaved", 2, 2, 4},
                         {"bfs", 2, 2, 4},   {"zb-v", 2, 2, 4},        {"v-half", 2, 2, 4}, {"v-min", 2, 2, 4},
-                        {"dualpipev", 2, 2, 4}};
+                        {"dualpipev", 2, 2, 4}, {"dualpipe", 2, 2, 4}, {"dualpipe", 4, 2, 8}};
   std::mt19937 rng(20240611);
   int bound_binding = 0;
   for (const Case& c : cases) {
-    const int stages = c.pp * c.vpp;
+    const int stages = c.pp * c.vpp / model_copies(c.schedule);
     for (int trial = 0; trial < 24; ++trial) {
       const int n = std::uniform_int_distribution<int>(stages, 12)(rng);
       const Model model = random_model(rng, n);
@@ -185,12 +186,12 @@ TEST_CASE("the partitioner's split has the least simulated step time of all spli
   const AnalyticCostModel cost = exact_cost();
   const Case cases[] = {{"1f1b", 4, 1, 16},  {"1f1b", 3, 1, 6},  {"gpipe", 3, 1, 3},       {"zb-h1", 4, 1, 8},
                         {"zb-h2", 3, 1, 6},  {"interleaved", 2, 2, 4}, {"interleaved", 2, 2, 8}, {"zb-v", 2, 2, 4},
-                        {"dualpipev", 2, 2, 4}};
+                        {"dualpipev", 2, 2, 4}, {"dualpipe", 2, 2, 4}, {"dualpipe", 4, 2, 8}, {"dualpipe", 4, 2, 16}};
   std::mt19937 rng(20261202);
   int faster_than_tied = 0;
   long simulated = 0, splits = 0;
   for (const Case& c : cases) {
-    const int stages = c.pp * c.vpp;
+    const int stages = c.pp * c.vpp / model_copies(c.schedule);
     for (int trial = 0; trial < 12; ++trial) {
       const int n = std::uniform_int_distribution<int>(stages, 12)(rng);
       const Model model = random_model(rng, n);
@@ -418,7 +419,7 @@ TEST_CASE("the smallest memory need equals brute force") {
   // is the least peak), for one chunk per rank (the DP) and two (the search).
   const AnalyticCostModel cost = exact_cost();
   const Case cases[] = {{"1f1b", 4, 1, 8}, {"zb-h1", 3, 1, 6}, {"interleaved", 2, 2, 4}, {"bfs", 2, 2, 4},
-                        {"zb-v", 2, 2, 4}, {"dualpipev", 2, 2, 4}};
+                        {"zb-v", 2, 2, 4}, {"dualpipev", 2, 2, 4}, {"dualpipe", 4, 2, 8}};
   std::mt19937 rng(7);
   for (const Case& c : cases)
     for (int trial = 0; trial < 12; ++trial) {
@@ -442,7 +443,7 @@ TEST_CASE("the search's question, whether any split fits, answers as brute force
   // none does.
   const AnalyticCostModel cost = exact_cost();
   const Case cases[] = {{"interleaved", 2, 2, 4}, {"bfs", 2, 2, 4}, {"zb-v", 2, 2, 4}, {"dualpipev", 2, 2, 4},
-                        {"interleaved", 3, 2, 6}};
+                        {"interleaved", 3, 2, 6}, {"dualpipe", 4, 2, 8}};
   std::mt19937 rng(11);
   PartitionOptions search;
   search.explain_no_fit = false;
@@ -478,4 +479,47 @@ TEST_CASE("the brief's example: GPT-3 175B that does not fit reports GB with its
         "headroom); use a larger --tp or --pp, or GPUs with more memory, or a smaller --memory-headroom");
   const MemoryNeed need = smallest_memory_need(s, cost);
   CHECK(need.need_bytes == Approx(197e9 + 3e9 + 0.6e9).epsilon(0.005));
+}
+
+// The problem's rank memory is the simulator's peak: with DeepSeek-V3's MTP module, whose rank holds the embedding
+// under DualPipeV's V and under DualPipe's two copies (the rank pairs: the larger of the two ranks' peaks), and
+// without it on 1F1B, where the embedding's rank holds no MTP. Every split of the blocks a few ways.
+TEST_CASE("the partition problem's rank memory is the simulated peak, DeepSeek-V3's shared MTP embedding included") {
+  const AnalyticCostModel cost;
+  const Model model = load_model(std::string(PIPEWRIGHT_SOURCE_DIR) + "/examples/deepseek-v3.config.json");
+  REQUIRE(model.layers.at(model.layers.size() - 2).kind == LayerKind::Mtp);
+  std::mt19937 rng(61);
+  for (const Case& c : {Case{"dualpipe", 4, 2, 8}, Case{"dualpipev", 2, 2, 4}, Case{"1f1b", 4, 1, 4}}) {
+    Scenario s = scenario_for(model, cluster_preset("dgx-h800"), c.schedule, c.pp, c.vpp, c.microbatches);
+    s.workload.recompute = Recompute::Full;
+    s = resolve(s);
+    const Schedule schedule = make_schedule(schedule_spec(s));
+    const PartitionProblem p = make_partition_problem(s, cost, schedule);
+    CHECK(p.copies == schedule.copies);
+    CHECK(p.ranks == (c.pp / schedule.copies));
+    for (int trial = 0; trial < 4; ++trial) {
+      // Random cuts between the blocks (the embedding first, the MTP module and head last).
+      std::vector<int> cuts;
+      for (int k = 1; k < p.stages; ++k) cuts.push_back(std::uniform_int_distribution<int>(1, p.layers - 1)(rng));
+      std::sort(cuts.begin(), cuts.end());
+      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+      if (static_cast<int>(cuts.size()) != p.stages - 1) continue;
+      std::vector<LayerRange> ranges;
+      int begin = 0;
+      for (int end : cuts) {
+        ranges.push_back({begin, end - 1});
+        begin = end;
+      }
+      ranges.push_back({begin, p.layers - 1});
+      Scenario split = s;
+      split.ranges = ranges;
+      const Evaluation ev = evaluate(split, cost);
+      INFO(c.schedule << " trial " << trial);
+      for (int r = 0; r < p.ranks; ++r) {
+        double simulated = ev.sim.ranks.at(static_cast<size_t>(r)).peak_memory_bytes;
+        if (p.copies == 2) simulated = std::max(simulated, ev.sim.ranks.at(static_cast<size_t>(c.pp - 1 - r)).peak_memory_bytes);
+        CHECK(p.rank_memory(r, ranges) == Approx(simulated).epsilon(1e-9));
+      }
+    }
+  }
 }
