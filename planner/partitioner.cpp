@@ -205,20 +205,14 @@ bool step_bounds_hold(const Scenario& s, bool composites, const std::vector<Stag
 }
 
 
-// The faster of `start` and the uniform and the parameters splits, those that fit.
-Choice with_baselines(const Scenario& s, const PartitionProblem& p, SplitSimulator& sim, Choice start) {
-  for (const std::vector<LayerRange>& baseline : {uniform_split(s.model, p.stages), parameters_split(s.model, p.stages)}) {
-    const auto [step, fits] = sim.step(baseline);
-    if (fits && (!start.fits || step < start.step_time_s)) start = Choice{baseline, step, true};
-  }
-  return start;
-}
-
 // The fastest split by simulated step time: the best tied split, the uniform and the parameters splits
 // start the branch and bound (planner/fastest_split.hpp), so that the result is never slower than they are.
 Choice fastest_of_all(const Scenario& s, const PartitionProblem& p, const Schedule& schedule, SplitSimulator& sim,
                       Choice start, const PartitionOptions& options, PartitionResult& result) {
-  start = with_baselines(s, p, sim, std::move(start));
+  for (const std::vector<LayerRange>& baseline : {uniform_split(s.model, p.stages), parameters_split(s.model, p.stages)}) {
+    const auto [step, fits] = sim.step(baseline);
+    if (fits && (!start.fits || step < start.step_time_s)) start = Choice{baseline, step, true};
+  }
   FastestSplitOptions fo;
   // With two copies of the model each part's stage runs its copy's half of the micro-batches, on the pair's
   // ranks, and the chain through the parts is one copy's: the bounds read them so (planner/fastest_split.hpp).

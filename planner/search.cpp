@@ -1003,11 +1003,12 @@ class Searcher {
         stage_gpu.push_back(pipeline_rank_gpu(pc, schedule->placement.rank_of(st)));
       for (int r = 0; r < pc.pp; ++r) rank_gpu.push_back(pipeline_rank_gpu(pc, r));
       const Scenario& sc = p.scenario;
+      std::vector<LayerRange> copied;  // each stage's layers where copies of the model run the split's parts
       const std::vector<StageCost> costs = stage_costs(sc.model,
                                                        c.recompute == Recompute::PerStage
                                                            ? staged_layer_work(sc.model, sc.workload, sc.ranges, sc.stage_recompute)
                                                            : tables_.at(table_key(c)).work,
-                                                       stage_ranges(*schedule, sc.ranges),
+                                                       schedule->copies == 1 ? sc.ranges : (copied = stage_ranges(*schedule, sc.ranges)),
                                                        pc, p.scenario.cluster, cost_, stage_gpu, schedule->copies);
       // A higher ZeRO level is no faster: pruned here, pruned there. Each rank's path first: it drops most of
       // them (the split the memory allows leaves one rank the slowest, the fill and drain around it) without
