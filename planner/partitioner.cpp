@@ -165,7 +165,7 @@ class SplitSimulator {
 
   // A sharper bound than the branch and bound's, from the schedule itself (planner/search_bounds.hpp).
   double bound(const std::vector<StageCost>& stages) const {
-    return step_time_bound(*compute_only_, stages, p_.rank_gpu, s_.cluster, cost_);
+    return step_time_bound(*compute_only_, stages, in_.rank_gpu, s_.cluster, cost_);
   }
 
  private:
