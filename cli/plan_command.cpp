@@ -441,7 +441,7 @@ CommandRunner add_plan_command(CLI::App& app) {
   cmd->add_option("--gpus", o->gpus, "GPUs to use: tp x cp x pp x dp")->required();
   cmd->add_option("--global-batch-size", o->global_batch_size, "Sequences per iteration over all replicas")->required();
   cmd->add_option("--seq-len", o->seq_len, "Sequence length (default: the model's)");
-  cmd->add_option("--schedules", o->schedules, "Schedules to search, comma-separated (default: all)");
+  cmd->add_option("--schedules", o->schedules, "Schedules to search, comma-separated (default: all but dualpipe, whose second copy of the model costs search time)");
   cmd->add_option("--max-tp", o->max_tp, "Largest tensor-parallel degree to search (default: the GPUs of a node)");
   cmd->add_option("--top", o->top, "Plans to print")->capture_default_str();
   o->train_cost.add_to(*cmd);
