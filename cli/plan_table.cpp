@@ -25,18 +25,10 @@ std::string folded_runs(const std::vector<std::string>& items) {
   return out;
 }
 
-// The layers of each stage of one copy of the model (every stage but with dualpipe's two copies, whose stages run
-// these parts in turn): what --split and the plan's split give.
-std::vector<LayerRange> parts_of(const Evaluation& ev) {
-  std::vector<LayerRange> out;
-  for (int st = 0; st < ev.schedule.stages_per_copy(); ++st) out.push_back(ev.stages[static_cast<size_t>(st)].layers);
-  return out;
-}
-
 // Transformer blocks per stage with runs folded: "11,12x6,11".
 std::string split_text(const Evaluation& ev) {
   std::vector<std::string> blocks;
-  for (const LayerRange& layers : parts_of(ev)) {
+  for (const LayerRange& layers : model_parts(ev)) {
     int n = 0;
     for (int i = layers.first; i <= layers.last; ++i)
       if (ev.scenario.model.layers[static_cast<size_t>(i)].kind == LayerKind::Block ||
@@ -73,7 +65,7 @@ std::string with_twins(const Plan& p, const std::string& own, Name name) {
 
 std::vector<int> blocks_per_stage(const Evaluation& ev) {
   std::vector<int> out;
-  for (const LayerRange& layers : parts_of(ev)) {
+  for (const LayerRange& layers : model_parts(ev)) {
     int n = 0;
     for (int i = layers.first; i <= layers.last; ++i)
       if (ev.scenario.model.layers[static_cast<size_t>(i)].kind != LayerKind::Embedding &&
@@ -209,7 +201,7 @@ nlohmann::ordered_json plans_json(const Scenario& base, int gpus, const SearchRe
     const Evaluation& ev = p.evaluation;
     const Metrics& m = ev.metrics;
     nlohmann::ordered_json ranges = nlohmann::ordered_json::array();
-    for (const LayerRange& layers : parts_of(ev)) ranges.push_back({layers.first, layers.last});
+    for (const LayerRange& layers : model_parts(ev)) ranges.push_back({layers.first, layers.last});
     plans.push_back({{"tp", p.config.tp},
                      {"cp", p.config.cp},
                      {"ep", p.config.ep},

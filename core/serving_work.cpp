@@ -59,6 +59,10 @@ ServingLayerShape serving_layer_shape(const Model& model, const Layer& layer, in
   return shape;
 }
 
+double routed_experts_reached(double tokens, int top_k, int experts) {
+  return 1 - std::pow(1 - static_cast<double>(top_k) / experts, tokens);
+}
+
 ServingWork serving_layer_work(const ServingLayerShape& shape, const ServingBatch& batch, double expert_tokens) {
   const Model& model = *shape.model;
   const Layer& layer = *shape.layer;
@@ -102,7 +106,7 @@ ServingWork serving_layer_work(const ServingLayerShape& shape, const ServingBatc
         const double share = static_cast<double>(m.top_k) / m.experts;
         const double routed_tokens = shape.ep > 1 ? expert_tokens : tokens;
         w.routed_flops = 2 * p.routed * routed_tokens * share;
-        w.routed_weight_bytes = p.routed * bytes_per_weight * (1 - std::pow(1 - share, routed_tokens));
+        w.routed_weight_bytes = p.routed * bytes_per_weight * routed_experts_reached(routed_tokens, m.top_k, m.experts);
         w.routed_tokens = routed_tokens;
         w.ep = shape.ep;
         w.gemm_flops += w.routed_flops;

@@ -36,6 +36,10 @@ enum class ServingWeights { Bf16, Fp8 };
 // Bytes a parameter of a layer of `kind` takes under `weights`.
 double serving_weight_bytes(LayerKind kind, ServingWeights weights);
 
+// The share of a mixture's experts that `tokens` tokens, each routed to `top_k` of `experts` as good as at random,
+// reach on average: 1 - (1 - k / E)^T. A step reads the weights of those it reaches.
+double routed_experts_reached(double tokens, int top_k, int experts);
+
 // One layer's weights on a GPU of a serving engine of tp GPUs whose routed experts spread over `ep` of them.
 // ep 1: each expert split over tp as the dense matrices are (vLLM's FusedMoE shards every expert's inner
 // dimension over tp without --enable-expert-parallel); ep > 1: ep / experts of them whole on each GPU.

@@ -308,13 +308,12 @@ struct LastServing {
 };
 
 // The tables time routed experts under balanced routing: T tokens' T k copies on min(E, T k) distinct experts of
-// E. A run's router sends each token to k experts as good as at random, and T tokens reach E (1 - (1 - k / E)^T)
-// of them on average (what the analytic model reads, core/serving_work.cpp), fewer while T k is near E or
-// below. A small batch's fused kernel is its weight reads, one an expert reached: its time scales with them.
+// E. A run's router sends each token to k experts as good as at random, reaching fewer while T k is near E or
+// below (routed_experts_reached, what the analytic model reads). A small batch's fused kernel is its weight reads,
+// one an expert reached: its time scales with them.
 double routed_touch_ratio(double tokens, int top_k, int experts) {
-  const double share = static_cast<double>(top_k) / experts;
-  const double balanced = std::min(1.0, tokens * share);
-  return balanced > 0 ? (1 - std::pow(1 - share, tokens)) / balanced : 1.0;
+  const double balanced = std::min(1.0, tokens * (static_cast<double>(top_k) / experts));
+  return balanced > 0 ? routed_experts_reached(tokens, top_k, experts) / balanced : 1.0;
 }
 
 bool same_work(const ServingWork& a, const ServingWork& b) {

@@ -1,6 +1,7 @@
 #include "planner/partition_problem.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 #include "core/error.hpp"
@@ -293,7 +294,8 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   } else {
     // A pair's holdings: rank v's (parts v, P - 1 - v in its stage order) and rank P - 1 - v's (parts P - 1 - v,
     // v: its chunks the other way round), the Pareto-maximal of both.
-    const std::vector<std::vector<Holding>> own = options.holdings ? *options.holdings : activation_holdings(schedule);
+    std::optional<std::vector<std::vector<Holding>>> made;  // the caller's are read in place
+    const std::vector<std::vector<Holding>>& own = options.holdings ? *options.holdings : made.emplace(activation_holdings(schedule));
     std::vector<std::vector<Holding>> pairs(static_cast<size_t>(P.ranks));
     for (int v = 0; v < P.ranks; ++v) {
       std::vector<Holding> both = own[static_cast<size_t>(v)];

@@ -88,6 +88,12 @@ int schedule_copies(const Scenario& s) {
   return s.imported_schedule ? s.imported_schedule->copies : model_copies(s.schedule);
 }
 
+std::vector<LayerRange> model_parts(const Evaluation& ev) {
+  std::vector<LayerRange> out;
+  for (int st = 0; st < ev.schedule.stages_per_copy(); ++st) out.push_back(ev.stages[static_cast<size_t>(st)].layers);
+  return out;
+}
+
 std::vector<LayerRange> stage_ranges(const Schedule& schedule, const std::vector<LayerRange>& parts) {
   std::vector<LayerRange> out;
   for (int st = 0; st < schedule.num_stages(); ++st) out.push_back(parts.at(static_cast<size_t>(schedule.part_of_stage(st))));

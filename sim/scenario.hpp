@@ -116,6 +116,10 @@ struct Evaluation {
 // configuration's rank order.
 int pipeline_rank_gpu(const ParallelConfig& pc, int rank, int replica = 0);
 
+// The model's parts an evaluation ran: its stages' layers, one copy's with copies of the model (the inverse of
+// stage_ranges; what --split gives).
+std::vector<LayerRange> model_parts(const Evaluation& ev);
+
 // `schedule`: make_schedule(schedule_spec(resolve(s))) when the caller has it (the configuration search keeps
 // every schedule it generated; generating a V schedule again costs more than simulating it).
 Evaluation evaluate(const Scenario& s, const CostModel& cost, SimObserver* observer = nullptr,

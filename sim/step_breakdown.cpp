@@ -73,9 +73,8 @@ StepBreakdown break_down(const Evaluation& ev, const CostModel& cost) {
     if (r.busy_s > busiest->busy_s) busiest = &r;
   out.rank = busiest->rank;
 
-  // The model's parts: one copy's stages (with copies of the model each stage runs its copy's micro-batches).
-  std::vector<LayerRange> ranges;
-  for (int st = 0; st < ev.schedule.stages_per_copy(); ++st) ranges.push_back(ev.stages[static_cast<size_t>(st)].layers);
+  // With copies of the model each stage runs its copy's micro-batches.
+  const std::vector<LayerRange> ranges = model_parts(ev);
   const LayerWorks work = staged_layer_work(s.model, s.workload, ranges, s.stage_recompute);
   const double m = static_cast<double>(s.parallel.microbatches) / ev.schedule.copies;
   Inside rank;

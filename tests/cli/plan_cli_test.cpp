@@ -19,6 +19,21 @@ const std::vector<std::string> kSmall = {"plan", "--model", "gpt3-1.3b", "--clus
                                          "--global-batch-size", "16", "--seq-len", "1024", "--schedules",
                                          "1f1b,interleaved,zb-h1", "--top", "3"};
 
+// Plan 1 of `plan_args --json --out path`, and the same plan simulated again from the file (`simulate --plan`).
+struct Replayed {
+  nlohmann::json best, again;
+};
+Replayed plan_then_simulate(const std::vector<std::string>& plan_args, const std::string& path) {
+  std::filesystem::remove(path);
+  const CliResult plan = run_cli(with(plan_args, {"--json", "--out", path}));
+  INFO(plan.err);
+  REQUIRE(plan.code == 0);
+  const CliResult sim = run_cli({"simulate", "--plan", path, "--json"});
+  INFO(sim.err);
+  REQUIRE(sim.code == 0);
+  return {nlohmann::json::parse(plan.out).at("plans")[0], nlohmann::json::parse(sim.out)};
+}
+
 
 
 
@@ -167,15 +182,7 @@ TEST_CASE("plan --explain says why plan 1 is as deep as it is") {
 
 TEST_CASE("plan --out writes a plan that simulate --plan reproduces") {
   const std::string path = tmp("plan-cli.json");
-  std::filesystem::remove(path);
-  const CliResult plan = run_cli(with(kSmall, {"--json", "--out", path}));
-  INFO(plan.err);
-  REQUIRE(plan.code == 0);
-  const nlohmann::json best = nlohmann::json::parse(plan.out).at("plans")[0];
-  const CliResult sim = run_cli({"simulate", "--plan", path, "--json"});
-  INFO(sim.err);
-  REQUIRE(sim.code == 0);
-  const nlohmann::json again = nlohmann::json::parse(sim.out);
+  const auto [best, again] = plan_then_simulate(kSmall, path);
   CHECK(again.at("step_time_s").get<double>() == best.at("step_time_s").get<double>());
   CHECK(again.at("peak_memory_bytes").get<double>() == best.at("peak_memory_bytes").get<double>());
   CHECK(again.at("schedule") == best.at("schedule"));
@@ -495,22 +502,13 @@ TEST_CASE("plan searches dualpipe when asked: one copy's split, a plan file simu
   const std::vector<std::string> dualpipe = {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "8",
                                              "--global-batch-size", "16", "--seq-len", "1024", "--schedules", "dualpipe",
                                              "--top", "2"};
-  const std::string path = tmp("plan-cli-dualpipe.json");
-  std::filesystem::remove(path);
-  const CliResult plan = run_cli(with(dualpipe, {"--json", "--out", path}));
-  INFO(plan.err);
-  REQUIRE(plan.code == 0);
-  const nlohmann::json best = nlohmann::json::parse(plan.out).at("plans")[0];
+  const auto [best, again] = plan_then_simulate(dualpipe, tmp("plan-cli-dualpipe.json"));
   CHECK(best.at("schedule") == "dualpipe");
   // Two copies of the model's pp parts: the split lists the pp parts, as --split takes them, covering the model.
   const int pp = best.at("pp");
   REQUIRE(best.at("layer_ranges").size() == static_cast<size_t>(pp));
   CHECK(best.at("layer_ranges")[0][0] == 0);
   CHECK(best.at("split").size() == static_cast<size_t>(pp));
-  const CliResult sim = run_cli({"simulate", "--plan", path, "--json"});
-  INFO(sim.err);
-  REQUIRE(sim.code == 0);
-  const nlohmann::json again = nlohmann::json::parse(sim.out);
   CHECK(again.at("step_time_s").get<double>() == best.at("step_time_s").get<double>());
   CHECK(again.at("peak_memory_bytes").get<double>() == best.at("peak_memory_bytes").get<double>());
   // --explain splits the step of the busiest rank, each stage counting its copy's micro-batches.
