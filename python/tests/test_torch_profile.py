@@ -123,6 +123,89 @@ def test_w_does_the_weight_gemms_and_none_of_b():
     assert (flops_b.get_total_flops(), flops_w.get_total_flops()) == (3 * gemm, 3 * gemm)
 
 
+class _Recording:
+    """A clock on the host that writes down what each mark follows."""
+
+    def __init__(self, log):
+        self.log, self.cuda = log, False
+
+    def start(self):
+        pass
+
+    def mark(self):
+        self.log.append("mark")
+        return len(self.log)
+
+    def seconds(self, pairs):
+        return [float(b - a) for a, b in pairs]
+
+
+class _Logged(torch.nn.Module):
+    """A Linear that writes down its F, B and W (B: the input's gradient; W: the weight's)."""
+
+    def __init__(self, name, log):
+        super().__init__()
+        self.name, self.log, self.linear = name, log, torch.nn.Linear(4, 4, bias=False)
+        self.linear.weight.register_hook(lambda g: self.log.append(f"{self.name}W"))
+
+    def forward(self, x):
+        self.log.append(f"{self.name}F")
+        if x.requires_grad:
+            x.register_hook(lambda g: self.log.append(f"{self.name}B"))
+        return self.linear(x)
+
+
+def test_a_pass_runs_f_in_layer_order_then_b_then_w_in_reverse_each_between_two_marks():
+    # As inside a stage: between two runs of a layer's phase the other layers' phases run; each phase is
+    # timed alone (between its two marks) and groups of layers are passed one after the other.
+    measure = importlib.import_module("pipewright.torch._measure")
+    log = []
+    layers = [_Logged(name, log) for name in "abc"]
+    x, measured, generator = torch.randn(2, 4), [], torch.Generator().manual_seed(0)
+    for layer in layers:
+        measured.append(measure._Layer(layer, x, generator))
+        x = measured[-1].output
+    log.clear()
+    seconds = measure._one_pass(measured, [[0, 1], [2]], _Recording(log))
+    timed = ["mark", "{}", "mark"]
+    expected = [e.format(p) for p in ("aF", "bF", "bB", "aB", "bW", "aW", "cF", "cB", "cW") for e in timed]
+    assert log == expected
+    assert all(len(s) == 3 and all(t > 0 for t in s) for s in seconds)
+
+
+def test_pass_groups_hold_at_most_the_budget_and_each_at_least_one_layer():
+    measure = importlib.import_module("pipewright.torch._measure")
+
+    class Sized:
+        def __init__(self, kept):
+            self.sizes = {"activation_bytes": kept, "weight_grad_bytes": 0}
+
+    layers = [Sized(k) for k in (3, 4, 10, 1, 2, 2)]
+    assert measure._pass_groups(layers, 7) == [[0, 1], [2], [3, 4, 5]]
+    assert measure._pass_groups(layers, 100) == [[0, 1, 2, 3, 4, 5]]
+    assert measure._pass_groups(layers, 0) == [[0], [1], [2], [3], [4], [5]]
+
+
+def test_a_flush_writes_twice_the_last_level_cache_sysfs_lists(tmp_path):
+    measure = importlib.import_module("pipewright.torch._measure")
+    for index, size in (("index0", "48K"), ("index2", "2048K"), ("index3", "32768K")):
+        (tmp_path / index).mkdir()
+        (tmp_path / index / "size").write_text(size + "\n")
+    cpu = torch.device("cpu")
+    assert measure.last_level_cache_bytes(cpu, str(tmp_path)) == 32 * 2**20
+    assert measure.CacheFlush(cpu, cpu_caches=str(tmp_path)).buffer.numel() == 64 * 2**20
+    assert measure.last_level_cache_bytes(cpu, str(tmp_path / "none")) is None
+    # Within 8 MiB and 512 MiB; 64 MiB where the cache is unknown.
+    assert [measure.CacheFlush.bytes_for(c) for c in (2**20, 1024 * 2**20, None)] == [8 * 2**20, 512 * 2**20,
+                                                                                      64 * 2**20]
+
+
+def test_the_profile_says_how_its_layers_were_timed():
+    layers, x = mlp()
+    assert profile(layers, x, **QUICK)["tool"].endswith(", pass timing)")
+    assert profile(layers, x, timing="repeated", **QUICK)["tool"].endswith(", repeated timing)")
+
+
 class Block(torch.nn.Module):
     """A Llama decoder layer as a pipeline stage runs it: hidden states in, hidden states out."""
 
@@ -198,6 +281,7 @@ def test_an_existing_out_file_is_replaced_as_the_cli_does(tmp_path):
     [
         ({"repeats": 0}, "repeats: must be a whole number of 1 or more, got 0"),
         ({"min_time": -1}, "min_time: must be 0 or more seconds, got -1"),
+        ({"timing": "cold"}, "timing: must be 'pass' or 'repeated', got 'cold'"),
         (
             {"kinds": ["block"]},
             "kinds: name layers of a pipewright model; pass model= too (a preset, path, dict or transformers config)",

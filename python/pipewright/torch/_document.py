@@ -36,10 +36,11 @@ def _cpu_name() -> str:
     return "unknown CPU"
 
 
-def _tool(where: torch.device, dtype_text: str) -> str:
+def _tool(where: torch.device, dtype_text: str, timed_as: str) -> str:
     import pipewright
 
-    return f"pipewright {pipewright.__version__} torch profiler ({where.type}, {dtype_text}, torch {torch.__version__})"
+    return (f"pipewright {pipewright.__version__} torch profiler ({where.type}, {dtype_text}, torch {torch.__version__}, "
+            f"{timed_as} timing)")
 
 
 def _dtype_text(measured: list) -> str:
@@ -47,13 +48,14 @@ def _dtype_text(measured: list) -> str:
     return "/".join(dtypes) or "no weights"
 
 
-def profile_document(where, group, name, keys, layer_kinds, micro_batch, measured, network, rate) -> dict:
+def profile_document(where, group, name, keys, layer_kinds, micro_batch, measured, network, rate,
+                     timed_as: str = "pass") -> dict:
     """The profile, its fields in the order the C++ writes them (profiler/profile.cpp)."""
     links, collectives = network
     document = {
         "format": "pipewright-profile",
         "version": 1,
-        "tool": _tool(where, _dtype_text(measured)),
+        "tool": _tool(where, _dtype_text(measured), timed_as),
         "machine": _machine(where, group),
     }
     if keys:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import collections
 import copy
+import glob
 import math
+import os
 import time
 import weakref
 from typing import Any, Callable, Optional
@@ -20,9 +22,12 @@ _ROUNDS = 5
 # The most Adam state (value, gradient, two moments) the optimizer step is timed over: a stage's state is
 # past every cache long before this.
 _OPTIMIZER_STATE_CAP_BYTES = 256 * 1024 * 1024
-# Written before each timed optimizer step: in a run, a whole iteration's passes come between two steps and
-# leave the state out of the caches.
-_CACHE_EVICTION_BYTES = 64 * 1024 * 1024
+# The bytes a cache flush writes: twice the device's last-level cache, within these bounds; a device whose
+# cache is unknown gets _FLUSH_UNKNOWN_BYTES.
+_FLUSH_MIN_BYTES = 8 * 1024 * 1024
+_FLUSH_MAX_BYTES = 512 * 1024 * 1024
+_FLUSH_UNKNOWN_BYTES = 64 * 1024 * 1024
+_CPU_CACHES = "/sys/devices/system/cpu/cpu0/cache"
 
 
 # --- tensors in nested inputs and outputs ----------------------------------------------------------------
@@ -140,6 +145,45 @@ class _Clock:
         return [a.elapsed_time(b) * 1e-3 for a, b in pairs]
 
 
+def last_level_cache_bytes(where: torch.device, cpu_caches: str = _CPU_CACHES) -> Optional[int]:
+    """The largest cache of the device a layer runs on: a GPU's L2; on a CPU the largest cache of the first
+    core as Linux's sysfs lists it under `cpu_caches` (one instance of it: the L3 a core's cluster shares).
+    None if unknown."""
+    if where.type == "cuda":
+        return int(getattr(torch.cuda.get_device_properties(where), "L2_cache_size", 0)) or None
+    sizes = []
+    for index in glob.glob(os.path.join(cpu_caches, "index*", "size")):
+        try:
+            with open(index) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        scale = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(text[-1:].upper(), 1)
+        digits = text[:-1] if scale != 1 else text
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None
+
+
+class CacheFlush:
+    """Writes a buffer of twice the device's last-level cache, so that what runs next finds its data in
+    memory rather than in a cache: an optimizer step, which in a run comes after a whole iteration's passes."""
+
+    def __init__(self, where: torch.device, cpu_caches: str = _CPU_CACHES):
+        self.buffer = torch.zeros(self.bytes_for(last_level_cache_bytes(where, cpu_caches)), dtype=torch.uint8,
+                                  device=where)
+
+    @staticmethod
+    def bytes_for(cache: Optional[int]) -> int:
+        """What a flush writes for a last-level cache of `cache` bytes (None: unknown)."""
+        if cache is None:
+            return _FLUSH_UNKNOWN_BYTES
+        return min(max(2 * cache, _FLUSH_MIN_BYTES), _FLUSH_MAX_BYTES)
+
+    def __call__(self) -> None:
+        self.buffer.add_(1)
+
+
 class Repeat:
     """How long each measurement repeats (profiler/repeat.hpp's ProfileOptions and repeat_interleaved)."""
 
@@ -149,9 +193,12 @@ class Repeat:
 
     def interleaved(self, runs: list, phases: int) -> list:
         """Each run (returning its `phases` phases' seconds) past the warm-up, in turns: in each turn, each
-        run once untimed (its data back in the caches after the others ran), then timed until its share of
-        the repetitions and of the time is reached. The samples of each run and phase."""
+        run once untimed (its code paths and allocations warm after the others ran), then timed until its share
+        of the repetitions and of the time is reached: the time a run's repetitions took on the host, its cache
+        flushes included, so that a tiny layer's flushes do not make its 1000 repetitions take minutes. The
+        samples of each run and phase."""
         samples = [[[] for _ in range(phases)] for _ in runs]
+        spent = [0.0] * len(runs)
         for run in runs:
             for _ in range(self.warmup):
                 run()
@@ -164,11 +211,28 @@ class Repeat:
                 if self.rounds > 1:
                     run()
                 mine = samples[k]
-                total = sum(map(sum, mine))
-                while len(mine[0]) < most and (len(mine[0]) < least or total < min_time):
+                while len(mine[0]) < most and (len(mine[0]) < least or spent[k] < min_time):
+                    start = time.perf_counter()
                     for phase, seconds in zip(mine, run()):
                         phase.append(seconds)
-                        total += seconds
+                    spent[k] += time.perf_counter() - start
+        return samples
+
+    def passes(self, run_pass: Callable[[], list], runs: int, phases: int) -> list:
+        """Passes (each returning every run's `phases` phases' seconds) past `warmup` untimed ones, until at
+        least `repeats` passes and `min_time` seconds a run on average (the passes' host time over the runs),
+        at most `max_repeats` passes. The samples of each run and phase, as interleaved()'s."""
+        samples = [[[] for _ in range(phases)] for _ in range(runs)]
+        for _ in range(self.warmup):
+            run_pass()
+        spent, done = 0.0, 0
+        while done < self.max_repeats and (done < self.repeats or spent < self.min_time * runs):
+            start = time.perf_counter()
+            for mine, seconds in zip(samples, run_pass()):
+                for phase, t in zip(mine, seconds):
+                    phase.append(t)
+            spent += time.perf_counter() - start
+            done += 1
         return samples
 
     def alone(self, run: Callable[[], list], phases: int) -> list:
@@ -371,6 +435,7 @@ class _Layer:
         return _Backward(roots, dys, inputs, self.params)
 
     def timed(self, clock: _Clock) -> list:
+        """F, B and W once, one after the other (repeated timing: the layer's weights stay in the caches)."""
         x, inputs = self.start()
         clock.start()
         t0 = clock.mark()
@@ -384,6 +449,10 @@ class _Layer:
         backward.weight_grad()
         t4 = clock.mark()
         f, b, w = clock.seconds([(t0, t1), (t2, t3), (t3, t4)])
+        return self.phases(backward, f, b, w)
+
+    @staticmethod
+    def phases(backward: "_Backward", f: float, b: float, w: float) -> list:
         # No input gradient (token ids) or no weights: that phase does nothing, and is 0, not the clock's noise.
         return [f, b if backward.has_input_grad else 0.0, w if backward.has_weight_grad else 0.0]
 
@@ -416,9 +485,63 @@ class _Layer:
         return {"activation_bytes": activation, "weight_grad_bytes": kept_for_w, "output_bytes": output}
 
 
-def measure_layers(layers: list, example_input: Any, where: torch.device, repeat: Repeat) -> list:
-    """Each layer's F, B and W samples and bytes, on its predecessor's output. The user's buffers (running
-    statistics) and random state are as they were afterwards: profiling trains nothing."""
+def _pass_groups(measured: list, budget_bytes: float) -> list:
+    """The layers' indices in runs of consecutive layers whose F keeps at most budget_bytes for B and W
+    together (each run at least one layer): what one pass holds at once."""
+    groups, held = [[]], 0.0
+    for k, one in enumerate(measured):
+        kept = one.sizes["activation_bytes"] + one.sizes["weight_grad_bytes"]
+        if groups[-1] and held + kept > budget_bytes:
+            groups.append([])
+            held = 0.0
+        groups[-1].append(k)
+        held += kept
+    return groups
+
+
+def _pass_budget_bytes(where: torch.device) -> float:
+    """What a pass may hold: half the GPU's free memory, a quarter of the host's available memory."""
+    if where.type == "cuda":
+        return torch.cuda.mem_get_info(where)[0] / 2
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 4
+    except (ValueError, OSError):
+        return 4.0 * 1024**3
+
+
+def _one_pass(measured: list, groups: list, clock: _Clock) -> list:
+    """One pass over the layers as a pipeline runs them, group by group: F of each layer in order, each on
+    its predecessor's output as the profile measured it, then B of each in reverse order, then W. Each layer's
+    phases so run after the other layers' phases, as inside a stage. Each layer's [F, B, W] seconds."""
+    seconds = [[0.0, 0.0, 0.0] for _ in measured]
+    for group in groups:
+        clock.start()
+        marks, backward = [], {}
+        for k in group:
+            x, inputs = measured[k].start()
+            t0 = clock.mark()
+            y = measured[k].layer(x)
+            marks.append((k, 0, t0, clock.mark()))
+            backward[k] = measured[k].backward_of(y, inputs)  # the profiler's work, not timed
+            del y
+        for phase, run in ((1, _Backward.input_grad), (2, _Backward.weight_grad)):
+            for k in reversed(group):
+                t0 = clock.mark()
+                run(backward[k])
+                marks.append((k, phase, t0, clock.mark()))
+        for (k, phase, _, _), t in zip(marks, clock.seconds([(a, b) for *_, a, b in marks])):
+            seconds[k][phase] = t
+        for k in group:
+            seconds[k] = _Layer.phases(backward[k], *seconds[k])
+    return seconds
+
+
+def measure_layers(layers: list, example_input: Any, where: torch.device, repeat: Repeat,
+                   timing: str = "pass") -> list:
+    """Each layer's F, B and W samples and bytes, on its predecessor's output, timed in passes over the
+    layers (`timing` "pass", Repeat.passes) or each layer again and again on its own ("repeated",
+    Repeat.interleaved). The user's buffers (running statistics) and random state are as they were
+    afterwards: profiling trains nothing."""
     generator = torch.Generator(device=where).manual_seed(0)
     clock = _Clock(where)
     buffers = [(b, b.detach().clone()) for layer in layers for b in layer.buffers()]
@@ -431,7 +554,13 @@ def measure_layers(layers: list, example_input: Any, where: torch.device, repeat
                 measured.append(one)
                 x = one.output
             sizes = [one.bytes() for one in measured]
-            samples = repeat.interleaved([lambda one=one: one.timed(clock) for one in measured], 3)
+            if timing == "pass":
+                for one, size in zip(measured, sizes):
+                    one.sizes = size
+                groups = _pass_groups(measured, _pass_budget_bytes(where))
+                samples = repeat.passes(lambda: _one_pass(measured, groups, clock), len(measured), 3)
+            else:
+                samples = repeat.interleaved([lambda one=one: one.timed(clock) for one in measured], 3)
     finally:
         with torch.no_grad():
             for b, value in buffers:
@@ -452,8 +581,8 @@ def measure_layers(layers: list, example_input: Any, where: torch.device, repeat
 
 def optimizer_rate(layers: list, where: torch.device, repeat: Repeat) -> float:
     """Seconds per parameter of one Adam step over copies of the layers' weights (up to
-    _OPTIMIZER_STATE_CAP_BYTES of state), each step after _CACHE_EVICTION_BYTES of writes (as
-    profile_cpu_optimizer). The copies keep the user's weights and optimizer untouched. 0 without weights."""
+    _OPTIMIZER_STATE_CAP_BYTES of state), each step after a cache flush (as profile_cpu_optimizer: in a run,
+    a whole iteration's passes come between two steps and leave the state out of the caches). The copies keep the user's weights and optimizer untouched. 0 without weights."""
     generator = torch.Generator(device=where).manual_seed(1)
     copies, state = [], 0
     for p in (p for layer in layers for p in _trainable(layer) if p.is_floating_point()):
@@ -468,11 +597,11 @@ def optimizer_rate(layers: list, where: torch.device, repeat: Repeat) -> float:
         return 0.0
     adam = torch.optim.Adam(copies, lr=1e-6)
     adam.step()  # the first step makes the moments; a run's steps find them made
-    eviction = torch.zeros(_CACHE_EVICTION_BYTES, dtype=torch.uint8, device=where)
+    flush = CacheFlush(where)
     clock = _Clock(where)
 
     def step():
-        eviction.add_(1)
+        flush()
         clock.start()
         t0 = clock.mark()
         adam.step()

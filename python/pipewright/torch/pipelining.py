@@ -529,64 +529,74 @@ def measure_stage_costs(
     the last stage with loss_fn(output, target), as the runtime computes the loss after it), backward_s (B:
     `stage_backward`), backward_input_s (I: `stage_backward_input`, its graph analysis included) and
     backward_weight_s (W: `stage_backward_weight`). On the first stage, whose input takes no gradient, I does
-    nothing and W is the whole backward, as in the runtime. Medians of `repeats` runs after `warmup`, on
-    `threads` threads. For runtime_cost_model.
+    nothing and W is the whole backward, as in the runtime. Timed in passes as pipewright.torch.profile's
+    "pass" timing: F of every stage in order, then B of every stage in reverse; F again, then I of every
+    stage in reverse, then W. Medians of `repeats` passes after `warmup`, on `threads` threads. For
+    runtime_cost_model.
 
-    pipewright.torch.profile measures what pipewright's profile format holds: one layer at a time (a block's
-    weights stay in the caches between its runs; a stage's do not) and the backward split in I and W (its
-    graph analysis not timed); pipewright prices a full backward as I + W."""
+    pipewright.torch.profile measures what pipewright's profile format holds: one layer at a time and the
+    backward split in I and W (its graph analysis not timed); pipewright prices a full backward as I + W."""
     import torch
     from torch.distributed.pipelining._backward import stage_backward, stage_backward_input, stage_backward_weight
 
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        out: dict[int, dict[str, float]] = {}
-        x = example_input
+        order = sorted(stage_layers, key=lambda s: stage_layers[s][0])
         last_stage = max(stage_layers)
-        for stage in sorted(stage_layers, key=lambda s: stage_layers[s][0]):
-            first, last = stage_layers[stage]
-            module = torch.nn.Sequential(*layers[first:last + 1])
-            params = list(module.parameters())
-            with_loss = stage == last_stage and loss_fn is not None
-            samples: dict[str, list[float]] = {k: [] for k in ("forward_s", "backward_s", "backward_input_s",
-                                                                "backward_weight_s")}
+        modules = {s: torch.nn.Sequential(*layers[stage_layers[s][0]:stage_layers[s][1] + 1]) for s in order}
+        params = {s: list(modules[s].parameters()) for s in order}
+        samples = {s: {k: [] for k in ("forward_s", "backward_s", "backward_input_s", "backward_weight_s")}
+                   for s in order}
 
-            def forward():
+        def forward_pass(record: bool) -> dict:
+            """Each stage's (input, output or loss, output gradient) after F of every stage in order."""
+            held, x = {}, example_input
+            for s in order:
                 xin = x.detach().requires_grad_(x.is_floating_point())
+                with_loss = s == last_stage and loss_fn is not None
                 t0 = time.perf_counter()
-                y = module(xin)
+                y = modules[s](xin)
                 if with_loss:
                     y = loss_fn(y, target)
-                t1 = time.perf_counter()
-                return xin, y, t1 - t0, None if with_loss else (torch.randn_like(y),)
+                if record:
+                    samples[s]["forward_s"].append(time.perf_counter() - t0)
+                held[s] = (xin, y, None if with_loss else (torch.randn_like(y),))
+                x = y
+            return held
 
-            for rep in range(warmup + repeats):
-                xin, y, f, g = forward()
+        for rep in range(warmup + repeats):
+            record = rep >= warmup
+            held = forward_pass(record)
+            for s in reversed(order):
+                xin, y, g = held[s]
                 t0 = time.perf_counter()
-                stage_backward(y if with_loss else (y,), g, [xin])  # the runtime passes the loss itself
+                stage_backward(y if g is None else (y,), g, [xin])  # the runtime passes the loss itself
                 full = time.perf_counter() - t0
-                for p in params:
-                    p.grad = None
-                xin, y, _, g = forward()
+                if record:
+                    samples[s]["backward_s"].append(full)
+                    if not xin.requires_grad:  # the first stage: I does nothing, W is the whole backward
+                        samples[s]["backward_input_s"].append(0.0)
+                        samples[s]["backward_weight_s"].append(full)
+            held = forward_pass(False)
+            groups = {}
+            for s in reversed(order):
+                xin, y, g = held[s]
                 if xin.requires_grad:
                     t0 = time.perf_counter()
-                    _, groups = stage_backward_input((y,), g, [xin], iter(params))
-                    t1 = time.perf_counter()
-                    stage_backward_weight(iter(params), groups)
-                    i, w = t1 - t0, time.perf_counter() - t1
-                else:
-                    i, w = 0.0, full
-                for p in params:
+                    _, groups[s] = stage_backward_input((y,), g, [xin], iter(params[s]))
+                    if record:
+                        samples[s]["backward_input_s"].append(time.perf_counter() - t0)
+            for s in reversed(order):
+                if s in groups:
+                    t0 = time.perf_counter()
+                    stage_backward_weight(iter(params[s]), groups[s])
+                    if record:
+                        samples[s]["backward_weight_s"].append(time.perf_counter() - t0)
+            for s in order:
+                for p in params[s]:
                     p.grad = None
-                if rep >= warmup:
-                    for key, value in (("forward_s", f), ("backward_s", full), ("backward_input_s", i),
-                                       ("backward_weight_s", w)):
-                        samples[key].append(value)
-            out[stage] = {key: statistics.median(v) for key, v in samples.items()}
-            with torch.no_grad():
-                x = module(x)
-        return out
+        return {s: {key: statistics.median(v) for key, v in samples[s].items()} for s in order}
     finally:
         torch.set_num_threads(previous_threads)
 

@@ -43,6 +43,7 @@ def profile(
     links: bool = True,
     link_sizes: Optional[Sequence[int]] = None,
     link_repeats: int = 5,
+    timing: str = "pass",
 ) -> dict:
     """Measures `layers` (the pipeline's layers in order, or an nn.Sequential) on one micro-batch,
     `example_input` being the first layer's input and each next layer's its predecessor's output, and
@@ -61,15 +62,20 @@ def profile(
         user's layers are never changed); default: where and as they are.
     micro_batch_size, seq_len: what the entries are for (default: the input's first dimension, and its
         second for a model's token ids or a (batch, sequence, hidden) input, else 1).
-    repeats, max_repeats, warmup, min_time: per layer, `warmup` runs first, then timed runs until at least
-        `repeats` runs and `min_time` seconds (at most `max_repeats` runs, default 1000), in 5 turns over
-        the layers.
+    repeats, max_repeats, warmup, min_time: `warmup` untimed runs first, then timed runs until at least
+        `repeats` runs and `min_time` seconds a layer (at most `max_repeats` runs, default 1000): passes
+        over the layers (timing "pass"), or runs of each layer in 5 turns over the layers ("repeated").
     links, link_sizes, link_repeats: under torch.distributed with 2 ranks or more, the send/receive link
         between each rank and the next (the median of `link_repeats` round trips, halved, at each size in
         bytes; default 1 KiB, 4 KiB, ..., 64 MiB) and the all-reduce, all-gather and reduce-scatter over all
         ranks. Every rank calls profile(); rank 0 measures the layers and writes the files, and every rank
         returns the profile.
-
+    timing: "pass" (default): the layers are timed in passes as a pipeline runs them, F of each in order
+        and then B and W of each in reverse order, so that other layers' work comes between two runs of a
+        layer as inside a stage, and a layer's weights stay in the caches only where the layers together fit
+        there (a pass holds one micro-batch's activations of the layers, in groups of consecutive layers that
+        keep at most half the GPU's free memory or a quarter of the host's). "repeated": each layer runs again and again on its own, its weights cached
+        (faster than inside a stage wherever the stage's layers exceed the caches).
     Bad arguments raise PipewrightError(message, "input", 2).
     """
     layers = _layer_list(layers)
@@ -82,17 +88,20 @@ def profile(
     layer_kinds = _layer_kinds(kinds, len(layers), keys)
     batch, sequence = _micro_batch(example_input, micro_batch_size, seq_len, keys is not None)
     name = _name(name, keys)
+    if timing not in ("pass", "repeated"):
+        raise _bad(f"timing: must be 'pass' or 'repeated', got {timing!r}")
     group = process_group()
     rank = group[0] if group else 0
 
     measured = rate = document = None
     if rank == 0:  # the other ranks wait for the links, rather than share its cores or bus with it
         layers, example_input = placed(layers, example_input, where, dtype)
-        measured = measure_layers(layers, example_input, where, repeat)
+        measured = measure_layers(layers, example_input, where, repeat, timing)
         rate = optimizer_rate(layers, where, repeat)
     network = measure_network(group, sizes, link_repeats) if group and links else ([], [])
     if rank == 0:
-        document = profile_document(where, group, name, keys, layer_kinds, (batch, sequence), measured, network, rate)
+        document = profile_document(where, group, name, keys, layer_kinds, (batch, sequence), measured, network, rate,
+                                    timing)
         for label, path in outputs:
             made = document if label == "out" else explicit_model(name, measured)
             write_text(path, json.dumps(made, indent=2) + "\n")
