@@ -19,11 +19,8 @@ table says so.
 CPU time against wall time): another process on the cores, or the other ranks where pp exceeds them. Rows
 with pp <= cores are run again (--retries) when it passes 5%, and the least disturbed run is kept.
 
-Two more columns tell the cost model's error from the simulator's: the busiest rank's compute, predicted
-(from the profile) and measured (its F, I, B and W actions as the runtime ran them, summed), and the step
-pipewright predicts for the same schedule and split with each action priced at what torch's runtime spends
-on it (measure_stage_costs: a stage's layers run together, B as torch's one autograd pass, I and W with its
-stage_backward_input / stage_backward_weight; runtime_cost_model).
+One more column tells the cost model's error from the simulator's: the busiest rank's compute, predicted
+(from the profile) and measured (its F, I, B and W actions as the runtime ran them, summed).
 """
 
 from __future__ import annotations
@@ -44,12 +41,9 @@ from pipewright.torch.pipelining import (
     compare_orders,
     cpu_cluster,
     format_table,
-    measure_stage_costs,
     profile_on_gloo,
     read_schedule_csv,
     run_csv_schedule,
-    runtime_cost_model,
-    split_of,
     stage_layers_from_simulation,
 )
 
@@ -112,12 +106,6 @@ def main(argv=None) -> int:
           if link else "")
     print(f"machine: {os.cpu_count()} cores, torch {torch.__version__}, one thread a rank; load average "
           f"{os.getloadavg()[0]:.2f} at the start\n")
-    torch.manual_seed(0)
-    layers = build_layers()
-    ids, target = Batch(1)()
-    with open(model) as f:
-        layer_model = json.load(f)
-    stage_costs = {}  # by split
     cluster = cpu_cluster()
 
     chunks = dict(SCHEDULES)
@@ -135,14 +123,6 @@ def main(argv=None) -> int:
                 continue
             expected = read_schedule_csv(csv_path)
             stage_layers = stage_layers_from_simulation(predicted)
-            # The same schedule priced at what torch's runtime spends on each action (see runtime_cost_model).
-            key = tuple(sorted(stage_layers.items()))
-            if key not in stage_costs:
-                stage_costs[key] = measure_stage_costs(layers, stage_layers, ids, loss_fn=loss_fn, target=target)
-            as_run = pipewright.simulate(model=runtime_cost_model("torch-transformer", stage_costs[key], expected,
-                                                                  stage_layers, layer_model),
-                                         profile=profile, cluster=cluster, pp=pp, vpp=vpp, schedule=schedule,
-                                         microbatches=args.microbatches, split=split_of(stage_layers))
             cores = os.cpu_count() or 1
             result, best_held = None, float("inf")
             for attempt in range(1 + (args.retries if pp <= cores else 0)):
@@ -159,18 +139,16 @@ def main(argv=None) -> int:
             diffs = [compare_orders(expected, {r: s[i] for r, s in result.executed_steps.items()})
                      for i in range(args.warmup + args.steps)]
             diff = next((d for d in diffs if d), None)
-            pred_s, as_run_s = predicted["step_time_s"], as_run["step_time_s"]
+            pred_s = predicted["step_time_s"]
             busy_pred = max(s["busy_s"] for s in predicted["stages"])
             busy_meas = max(result.busy_s(r) for r in range(result.ranks))
             error = result.step_s / pred_s - 1
             note = "" if pp <= cores else f"{pp} ranks on {cores} cores"
             rows.append([schedule, pp, args.microbatches, f"{pred_s * 1e3:.1f} ms", f"{result.step_s * 1e3:.1f} ms",
-                         f"{error:+.1%}", f"{busy_pred * 1e3:.1f} / {busy_meas * 1e3:.1f} ms",
-                         f"{as_run_s * 1e3:.1f} ms", f"{result.step_s / as_run_s - 1:+.1%}", f"{best_held:.0%}",
+                         f"{error:+.1%}", f"{busy_pred * 1e3:.1f} / {busy_meas * 1e3:.1f} ms", f"{best_held:.0%}",
                          "same" if diff is None else "DIFFERS", note])
             records.append({"schedule": schedule, "pp": pp, "vpp": vpp, "microbatches": args.microbatches,
                             "predicted_step_s": pred_s, "measured_step_s": result.step_s,
-                            "predicted_step_at_runtime_costs_s": as_run_s,
                             "measured_steps_s": result.step_times_s, "error": error,
                             "predicted_busy_s": busy_pred, "measured_busy_s": busy_meas,
                             "core_held_elsewhere": best_held, "order": diff or "same"})
@@ -180,8 +158,7 @@ def main(argv=None) -> int:
 
     print()
     print(format_table(rows, ["schedule", "pp", "m", "predicted step", "measured step", "error",
-                              "busiest rank's compute pred / meas", "at torch's op costs", "error",
-                              "core elsewhere", "order", ""]))
+                              "busiest rank's compute pred / meas", "core elsewhere", "order", ""]))
     within = [r for r in records if r["pp"] <= (os.cpu_count() or 1)]
     if within:
         errors = [abs(r["error"]) for r in within]

@@ -22,9 +22,8 @@ ActionCost action_cost(const Action& a, const std::vector<StageReport>& stages) 
     case Op::F: return {at(a.stage).forward_s, 1};
     case Op::B: return {at(a.stage).backward_input_s, 1};
     case Op::W: return {at(a.stage).backward_weight_s, 1};
-    case Op::BW: return {at(a.stage).backward_input_s + at(a.stage).backward_weight_s, 2};
-    case Op::FB:
-      return {at(a.stage).forward_s + at(a.stage2).backward_input_s + at(a.stage2).backward_weight_s, 3};
+    case Op::BW: return {at(a.stage).full_backward_s(), 2};
+    case Op::FB: return {at(a.stage).forward_s + at(a.stage2).full_backward_s(), 3};
     default: return {};
   }
 }

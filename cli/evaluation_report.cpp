@@ -149,6 +149,8 @@ nlohmann::ordered_json evaluation_to_json(const Evaluation& ev) {
                           {"forward_s", st.cost.forward_s},
                           {"backward_input_s", st.cost.backward_input_s},
                           {"backward_weight_s", st.cost.backward_weight_s}};
+    // B and W as one pass (a BW action), where it was measured to cost less than the two apart.
+    if (st.cost.full_backward_saving_s > 0) stage["full_backward_s"] = st.cost.full_backward_s();
     if (!s.stage_recompute.empty()) stage["recompute"] = to_string(s.stage_recompute[static_cast<size_t>(st.stage)]);
     stage.update(rank_stats_json(ev.sim.ranks[static_cast<size_t>(st.rank)]));  // the stage's rank
     stages.push_back(stage);

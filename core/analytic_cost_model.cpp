@@ -162,6 +162,12 @@ double AnalyticCostModel::phase_work_time(const PhaseWork& work, const GpuSpec& 
   return compute_time(work, gpu) + (1 - params_.tp_overlap) * comm;
 }
 
+double AnalyticCostModel::full_backward_saving(const Layer& layer, const LayerWork&, int) const {
+  if (!layer.explicit_costs || !layer.explicit_costs->backward_s) return 0;
+  const ExplicitCosts& c = *layer.explicit_costs;
+  return std::max(0.0, c.backward_input_s + c.backward_weight_s - *c.backward_s);
+}
+
 double AnalyticCostModel::phase_time(const Layer& layer, const LayerWork& work, Phase phase, const GpuSpec& gpu,
                                      const LinkSpec& tp_link, int tp) const {
   // Explicit costs are measurements or the user's own numbers: used as given, nothing added.

@@ -110,6 +110,7 @@ class AnalyticCostModel : public CostModel {
   // moe_host_s for a block with routed experts, shared among its phases by their kernel launches (the
   // recomputation's with B's); 0 for every other layer and for a layer with measured costs.
   double host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const override;
+  double full_backward_saving(const Layer& layer, const LayerWork& work, int tp) const override;
 
   // Seconds for one phase's work without its collectives (compute, memory traffic and launches).
   double compute_time(const PhaseWork& work, const GpuSpec& gpu) const;

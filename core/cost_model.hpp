@@ -84,6 +84,11 @@ class CostModel {
   // simulator then charges forward_s + backward_s.
   virtual double overlapped_fb_time(double forward_s, double backward_s) const { return 0; }
 
+  // Seconds a layer's full backward run as one pass (a BW action) saves over its B and W run apart, where
+  // measured (an explicit model's backward_s, a profile's one-pass backward); 0 elsewhere. stage_costs() sums
+  // it per stage (StageCost::full_backward_saving_s); the simulator charges a BW B + W less it.
+  virtual double full_backward_saving(const Layer& layer, const LayerWork& work, int tp) const { return 0; }
+
   // Seconds of fixed cost per phase of a compute action, beyond its layers' times: an executor's dispatch
   // overhead (a calibrated model fits it to runs; 0 for the others). stage_costs() adds it once to each
   // stage's F, B and W, so an action that runs B and W together (BW) pays it twice.
@@ -140,6 +145,9 @@ class CostModelOver : public CostModel {
   double memory_reserve_bytes() const override { return below_.memory_reserve_bytes(); }
   double overlapped_fb_time(double forward_s, double backward_s) const override {
     return below_.overlapped_fb_time(forward_s, backward_s);
+  }
+  double full_backward_saving(const Layer& layer, const LayerWork& work, int tp) const override {
+    return below_.full_backward_saving(layer, work, tp);
   }
   double action_overhead_s() const override { return below_.action_overhead_s(); }
   double transfer_compute_slowdown() const override { return below_.transfer_compute_slowdown(); }

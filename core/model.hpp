@@ -70,6 +70,9 @@ struct ExplicitCosts {
   double output_bytes = 0;      // sent to the next layer
   double activation_bytes = 0;  // stored from F until its backward
   double parameter_bytes = 0;   // weights only (bytes as given)
+  // B and W run as one backward pass (a BW action), where measured: running them apart can cost more
+  // (PyTorch's split backward makes two autograd passes). Absent: B + W.
+  std::optional<double> backward_s;
 };
 
 struct Layer {

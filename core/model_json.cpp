@@ -114,12 +114,13 @@ TransformerConfig read_transformer(const JsonFields& t) {
 
 Layer read_explicit_layer(const nlohmann::json& j, const std::string& source, size_t i) {
   const JsonFields f(j, source, fmt::format("layers[{}].", i));
-  f.reject_unknown({"name", "forward_s", "backward_input_s", "backward_weight_s", "output_bytes", "activation_bytes",
-                    "parameter_bytes"});
+  f.reject_unknown({"name", "forward_s", "backward_input_s", "backward_weight_s", "backward_s", "output_bytes",
+                    "activation_bytes", "parameter_bytes"});
   ExplicitCosts c;
   c.forward_s = f.figure("forward_s", kSecondsRange);
   c.backward_input_s = f.figure("backward_input_s", kSecondsRange, 0.0);
   c.backward_weight_s = f.figure("backward_weight_s", kSecondsRange, 0.0);
+  if (f.has("backward_s")) c.backward_s = f.figure("backward_s", kSecondsRange);
   c.output_bytes = f.figure("output_bytes", kBytesRange, 0.0);
   c.activation_bytes = f.figure("activation_bytes", kBytesRange, 0.0);
   c.parameter_bytes = f.figure("parameter_bytes", kBytesRange, 0.0);
@@ -261,6 +262,7 @@ std::string model_to_json_text(const Model& model) {
       o["forward_s"] = c.forward_s;
       o["backward_input_s"] = c.backward_input_s;
       o["backward_weight_s"] = c.backward_weight_s;
+      if (c.backward_s) o["backward_s"] = *c.backward_s;
       o["output_bytes"] = c.output_bytes;
       o["activation_bytes"] = c.activation_bytes;
       o["parameter_bytes"] = c.parameter_bytes;

@@ -142,7 +142,7 @@ std::vector<double> layer_step_costs(const Model& model, const Workload& w, cons
     double t = 0;
     for (Phase ph : {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight})
       t += layer_phase_time(cost, layer, work, ph, gpu, links, pc.tp);
-    out.push_back(t);
+    out.push_back(t - cost.full_backward_saving(layer, work, pc.tp));
   }
   return out;
 }
@@ -278,6 +278,7 @@ std::vector<StageCost> stage_costs(const Model& model, const LayerWorks& work,
       sc.forward_s += f.time();
       sc.backward_input_s += b.time();
       sc.backward_weight_s += w.time();
+      sc.full_backward_saving_s += cost.full_backward_saving(layer, lw, pc.tp);
       sc.expert_comm_forward_s += cost.expert_comm_time(lw, Phase::Forward, links.ep);
       sc.expert_comm_backward_s += cost.expert_comm_time(lw, Phase::BackwardInput, links.ep);
       sc.host_forward_s += f.host_s;
@@ -309,7 +310,7 @@ std::vector<StageCost> stage_costs(const Model& model, const LayerWorks& work,
     sc.forward_s += dispatch;
     sc.backward_input_s += dispatch;
     sc.backward_weight_s += dispatch;
-    sc.overlapped_fb_s = cost.overlapped_fb_time(sc.forward_s, sc.backward_input_s + sc.backward_weight_s);
+    sc.overlapped_fb_s = cost.overlapped_fb_time(sc.forward_s, sc.full_backward_s());
     sc.output_bytes = work[r.last].output_bytes;
     // A layer graph's edges that cross this boundary are relayed through it: each source's output once
     // (edges without bytes carry it; the last layer's own is counted above), each edge with bytes apart.

@@ -35,6 +35,9 @@ struct StageCost {
   // of one micro-batch with the full backward of the rank's other chunk for another), measured as one
   // kernel; 0: the halves' sum, F + B + W, as if they ran one after the other.
   double overlapped_fb_s = 0;
+  // What this stage's full backward (a BW action, or the backward half of an F&B composite) saves over its B
+  // and W run apart: the sum of its layers' CostModel::full_backward_saving.
+  double full_backward_saving_s = 0;
   // Of forward_s and backward_input_s, the expert-parallel all-to-alls (and etp collectives): what an F&B
   // composite of two micro-batches hides behind the other's compute (core/overlapped_pair.hpp; DualPipe's
   // overlap, Megatron's --overlap-moe-expert-parallel-comm).
@@ -73,6 +76,9 @@ struct StageCost {
   // communication buffers, workspaces, fragmentation). Only the first chunk a rank holds (stage s < pp)
   // carries it, so that summing model_state_bytes over a rank's stages counts it once.
   double reserved_bytes = 0;
+
+  // A full backward's seconds: B and W as one action.
+  double full_backward_s() const { return backward_input_s + backward_weight_s - full_backward_saving_s; }
 };
 
 // The widths a configuration keeps its model state at (bf16 gradients, the precision-aware optimizer).
@@ -123,8 +129,8 @@ std::vector<StageCost> stage_costs(const Model& model, const LayerWorks& work,
 LayerWorks staged_layer_work(const Model& model, const Workload& w, const std::vector<LayerRange>& ranges,
                                          const std::vector<Recompute>& stage_recompute);
 
-// Each layer's F + B + W seconds for one micro-batch on the tp group whose first GPU is `first_gpu`:
-// the `layer_cost` that split_layers balances.
+// Each layer's F + B + W seconds for one micro-batch on the tp group whose first GPU is `first_gpu`, less what
+// one backward pass saves (CostModel::full_backward_saving): the `layer_cost` that split_layers balances.
 std::vector<double> layer_step_costs(const Model& model, const Workload& w, const ParallelConfig& pc,
                                      const Cluster& cluster, const CostModel& cost, int first_gpu = 0);
 

@@ -32,9 +32,8 @@ double predicted_s(const Action& a, const std::vector<StageCost>& stages) {
     case Op::F: return at(a.stage).forward_s;
     case Op::B: return at(a.stage).backward_input_s;
     case Op::W: return at(a.stage).backward_weight_s;
-    case Op::BW: return at(a.stage).backward_input_s + at(a.stage).backward_weight_s;
-    case Op::FB:
-      return at(a.stage).forward_s + at(a.stage2).backward_input_s + at(a.stage2).backward_weight_s;
+    case Op::BW: return at(a.stage).full_backward_s();
+    case Op::FB: return at(a.stage).forward_s + at(a.stage2).full_backward_s();
     default: return 0;
   }
 }

@@ -73,7 +73,7 @@ class SleepRank : public RankCompute {
 
   TensorPtr backward(int stage, int, TensorPtr) override {
     const StageCost& c = stages_[static_cast<size_t>(stage)];
-    wait(c.backward_input_s + c.backward_weight_s);
+    wait(c.full_backward_s());
     setup_.memory->add(-c.activation_bytes);
     return gradient(stage);
   }

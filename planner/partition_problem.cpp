@@ -215,7 +215,10 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
         const Layer& layer = s.model.layers[i];
         const double f = layer_phase_time(cost, layer, work[i], Phase::Forward, *c.gpu, c.links, pc.tp);
         const double b = layer_phase_time(cost, layer, work[i], Phase::BackwardInput, *c.gpu, c.links, pc.tp);
-        const double w = layer_phase_time(cost, layer, work[i], Phase::BackwardWeight, *c.gpu, c.links, pc.tp);
+        // W less what one backward pass saves (CostModel::full_backward_saving): a bound for W alone and for
+        // B and W as one action.
+        const double w = layer_phase_time(cost, layer, work[i], Phase::BackwardWeight, *c.gpu, c.links, pc.tp) -
+                         cost.full_backward_saving(layer, work[i], pc.tp);
         prefix[i + 1] = prefix[i] + (f + b + w);  // summed as layer_step_costs sums it
         if (!phases) continue;
         const double cf = cost.expert_comm_time(work[i], Phase::Forward, c.links.ep);

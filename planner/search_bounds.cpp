@@ -119,10 +119,12 @@ LayerTable make_layer_table(const Model& model, const Workload& resolved, int tp
       const auto comm = [&](Phase ph) { return cost.expert_comm_time(t.work[i], ph, ep_links); };
       const double f_compute = compute(Phase::Forward), b_compute = compute(Phase::BackwardInput),
                    w_compute = compute(Phase::BackwardWeight);
+      // W less what one backward pass saves: a bound for W alone and for B + W as one action.
+      const double saving = cost.full_backward_saving(model.layers[i], t.work[i], tp);
       const double f = f_compute + comm(Phase::Forward);
       const double b = b_compute + comm(Phase::BackwardInput);
-      const double w = w_compute + comm(Phase::BackwardWeight);
-      t.fastest_compute[i] = std::min(t.fastest_compute[i], f_compute + b_compute + w_compute);
+      const double w = w_compute + comm(Phase::BackwardWeight) - saving;
+      t.fastest_compute[i] = std::min(t.fastest_compute[i], f_compute + b_compute + w_compute - saving);
       t.fastest_fb_compute[i] = std::min(t.fastest_fb_compute[i], f_compute + b_compute);
       t.fastest_bw[i] = std::min(t.fastest_bw[i], b + w);
       t.fastest_b[i] = std::min(t.fastest_b[i], b);
@@ -404,7 +406,8 @@ double rank_path_bound(const Schedule& s, const std::vector<StageCost>& stages, 
   std::vector<double> f_before(stages.size() + 1, 0.0), b_before(stages.size() + 1, 0.0);  // over stages < k
   for (size_t k = 0; k < stages.size(); ++k) {
     f_before[k + 1] = f_before[k] + stages[k].forward_s;
-    b_before[k + 1] = b_before[k] + stages[k].backward_input_s;
+    // A BW on a stage below may take less than its B alone where one pass saves more than W.
+    b_before[k + 1] = b_before[k] + std::min(stages[k].backward_input_s, stages[k].full_backward_s());
   }
   std::vector<double> optimizer(static_cast<size_t>(s.num_ranks()), 0.0);
   for (int st = 0; st < s.num_stages(); ++st)
@@ -418,6 +421,7 @@ double rank_path_bound(const Schedule& s, const std::vector<StageCost>& stages, 
       if (a.op == Op::F) path += c.forward_s;
       if (a.op == Op::B || a.op == Op::BW) path += c.backward_input_s;
       if (a.op == Op::W || a.op == Op::BW) path += c.backward_weight_s;
+      if (a.op == Op::BW) path -= c.full_backward_saving_s;
     }
     if (chain) {
       path += f_before[static_cast<size_t>(list.front().stage)];
@@ -448,6 +452,7 @@ double step_time_bound(const Schedule& s, const std::vector<StageCost>& stages, 
     times.b.push_back(c.backward_input_s);
     times.w.push_back(c.backward_weight_s);
     times.fb.push_back(c.overlapped_fb_s);  // 0: the halves' sum, as the simulator charges it
+    times.bw_saving.push_back(c.full_backward_saving_s);
     times.comm_f.push_back(c.expert_comm_forward_s);
     times.comm_b.push_back(c.expert_comm_backward_s);
     times.host_f.push_back(c.host_forward_s);

@@ -113,6 +113,7 @@ std::string profile_to_json_text(const Profile& p) {
                       {"backward_input", timing_json(l.backward_input)},
                       {"backward_weight", timing_json(l.backward_weight)}};
     if (l.selective_recompute) e["selective_recompute"] = timing_json(*l.selective_recompute);
+    if (l.backward) e["backward"] = timing_json(*l.backward);
     e["activation_bytes"] = l.activation_bytes;
     e["weight_grad_bytes"] = l.weight_grad_bytes;
     e["output_bytes"] = l.output_bytes;
@@ -169,7 +170,7 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
   for (size_t i = 0; i < layers.size(); ++i) {
     const JsonFields f(layers[i], source, fmt::format("layers[{}].", i));
     f.reject_unknown({"kind", "shape", "micro_batch_size", "seq_len", "forward", "backward_input", "backward_weight",
-                      "selective_recompute", "activation_bytes", "weight_grad_bytes", "output_bytes"});
+                      "selective_recompute", "backward", "activation_bytes", "weight_grad_bytes", "output_bytes"});
     LayerProfile l;
     l.kind = f.string("kind");
     if (l.kind != "embedding" && l.kind != "block" && l.kind != "moe-block" && l.kind != "head")
@@ -181,6 +182,7 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
     l.backward_input = read_timing(f.object("backward_input"));
     l.backward_weight = read_timing(f.object("backward_weight"));
     if (f.has("selective_recompute")) l.selective_recompute = read_timing(f.object("selective_recompute"));
+    if (f.has("backward")) l.backward = read_timing(f.object("backward"));
     l.activation_bytes = f.figure("activation_bytes", kBytesRange, 0.0);
     l.weight_grad_bytes = f.figure("weight_grad_bytes", kBytesRange, 0.0);
     l.output_bytes = f.figure("output_bytes", kBytesRange, 0.0);

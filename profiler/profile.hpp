@@ -31,6 +31,9 @@ struct LayerProfile {
   // Blocks: what B adds with selective recomputation (rebuilding the attention softmax from Q and K). Absent
   // when not measured: then the entry does not answer for selective recomputation.
   std::optional<PhaseTiming> selective_recompute;
+  // B and W as one backward pass (a BW action), where measured: running them apart can cost more. Absent:
+  // B + W.
+  std::optional<PhaseTiming> backward;
   double activation_bytes = 0;   // kept from F for B and W
   double weight_grad_bytes = 0;  // kept from B for W
   double output_bytes = 0;       // sent to the next layer

@@ -89,6 +89,14 @@ double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, 
   return 0;
 }
 
+double ProfiledCostModel::full_backward_saving(const Layer& layer, const LayerWork& work, int tp) const {
+  const LayerProfile* p = entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp, work.recompute_modules);
+  if (!p) return below_.full_backward_saving(layer, work, tp);
+  if (!p->backward) return 0;
+  // A recomputation runs in either case: what one pass saves is of B and W themselves.
+  return std::max(0.0, p->backward_input.median_s + p->backward_weight.median_s - p->backward->median_s);
+}
+
 double ProfiledCostModel::host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const {
   // The model below first: it answers 0 for most layers, and the profile lookup builds strings.
   const double below = below_.host_time(layer, work, phase, tp);

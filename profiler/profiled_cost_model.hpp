@@ -42,6 +42,7 @@ class ProfiledCostModel : public CostModelOver {
   double optimizer_step_time(double parameters, const GpuSpec& gpu, const StateWidths& widths) const override;
   // 0 for a layer the profile times: its measured phases already include whatever the host made them wait.
   double host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const override;
+  double full_backward_saving(const Layer& layer, const LayerWork& work, int tp) const override;
   // The profile's serving rates for the layer's kind and shape at tp 1 (profiler/serving_rates.hpp); the
   // model below otherwise.
   double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,

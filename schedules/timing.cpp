@@ -28,6 +28,8 @@ void check_sizes(const StageTimes& t, int stages) {
     throw_bad_input("stage times: comm needs one time per stage boundary ({}), got {}", stages - 1, t.comm.size());
   if (!t.fb.empty() && t.fb.size() != n)
     throw_bad_input("stage times: fb needs one time per stage ({}), got {}", stages, t.fb.size());
+  if (!t.bw_saving.empty() && t.bw_saving.size() != n)
+    throw_bad_input("stage times: bw_saving needs one time per stage ({}), got {}", stages, t.bw_saving.size());
   if ((!t.comm_f.empty() || !t.comm_b.empty()) && (t.comm_f.size() != n || t.comm_b.size() != n))
     throw_bad_input("stage times: comm_f and comm_b need one time per stage ({}), got {} and {}", stages,
                     t.comm_f.size(), t.comm_b.size());
@@ -36,18 +38,23 @@ void check_sizes(const StageTimes& t, int stages) {
                     t.host_f.size(), t.host_b.size());
 }
 
+// A full backward of stage s: b + w less what running them as one pass saves.
+double full_backward(const StageTimes& t, size_t s) {
+  return t.b[s] + t.w[s] - (t.bw_saving.empty() ? 0.0 : t.bw_saving[s]);
+}
+
 double duration(const Action& a, const StageTimes& t) {
   const auto s = static_cast<size_t>(a.stage);
   switch (a.op) {
     case Op::F: return t.f[s];
     case Op::B: return t.b[s];
     case Op::W: return t.w[s];
-    case Op::BW: return t.b[s] + t.w[s];
+    case Op::BW: return full_backward(t, s);
     case Op::FB: {
       const auto s2 = static_cast<size_t>(a.stage2);
-      double pair = !t.fb.empty() && t.fb[s] > 0 ? t.fb[s] : t.f[s] + t.b[s2] + t.w[s2];
+      double pair = !t.fb.empty() && t.fb[s] > 0 ? t.fb[s] : t.f[s] + full_backward(t, s2);
       if (!t.comm_f.empty() && t.comm_f[s] + t.comm_b[s2] > 0)
-        pair = std::min(pair, overlapped_pair_time(t.f[s], t.comm_f[s], t.b[s2] + t.w[s2], t.comm_b[s2],
+        pair = std::min(pair, overlapped_pair_time(t.f[s], t.comm_f[s], full_backward(t, s2), t.comm_b[s2],
                                                      t.all_to_all_sm_share));
       // One host thread issues both halves.
       return t.host_f.empty() ? pair : std::max(pair, t.host_f[s] + t.host_b[s2]);

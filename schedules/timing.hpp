@@ -14,6 +14,9 @@ struct StageTimes {
   std::vector<double> comm;     // per boundary s -> s + 1 (stages - 1 values), both directions; empty: free
   std::vector<double> fb;       // per stage: an F&B composite whose forward half is on this stage;
                                 // empty or 0: the halves' F + B + W
+  // Per stage, what a full backward (BW, a composite's backward half) saves over b + w
+  // (StageCost::full_backward_saving_s); empty: nothing.
+  std::vector<double> bw_saving;
   // Per stage, of f and of b, the expert all-to-alls an F&B composite hides behind its other half's compute
   // (core/overlapped_pair.hpp); empty: none.
   std::vector<double> comm_f, comm_b;

@@ -145,7 +145,7 @@ void check_stage_costs(const std::vector<StageCost>& stages) {
         {"backward_weight_s", c.backward_weight_s}, {"grad_reduce_s", c.grad_reduce_s},
         {"optimizer_s", c.optimizer_s},     {"activation_bytes", c.activation_bytes},
         {"weight_grad_bytes", c.weight_grad_bytes}, {"output_bytes", c.output_bytes},
-        {"overlapped_fb_s", c.overlapped_fb_s}};
+        {"overlapped_fb_s", c.overlapped_fb_s}, {"full_backward_saving_s", c.full_backward_saving_s}};
     for (const auto& [name, value] : fields)
       if (!finite_non_negative(value))
         throw_bad_input("stage costs: stage {} {} is {}; it must be a finite number >= 0", s, name, value);
@@ -489,7 +489,7 @@ class PipelineSimulation {
         k.frees = true;
         break;
       default:  // BW
-        k.duration = c.backward_input_s + c.backward_weight_s;
+        k.duration = c.full_backward_s();
         k.release = c.activation_bytes;
         k.held_end = -1;
         k.grad_stage = stage;

@@ -84,6 +84,12 @@ def test_the_files_load_and_simulate_with_the_measured_times(tmp_path):
         assert stage["forward_s"] == pytest.approx(entry["forward"]["median_s"])
         assert stage["backward_input_s"] == pytest.approx(entry["backward_input"]["median_s"])
         assert stage["backward_weight_s"] == pytest.approx(entry["backward_weight"]["median_s"])
+        # B and W as one pass: what a BW action costs, where it was measured below B + W.
+        bw = entry["backward"]["median_s"]
+        if bw < entry["backward_input"]["median_s"] + entry["backward_weight"]["median_s"]:
+            assert stage["full_backward_s"] == pytest.approx(bw)
+        else:
+            assert "full_backward_s" not in stage
 
 
 def test_b_and_w_apart_give_the_gradients_of_one_backward():
@@ -100,6 +106,12 @@ def test_b_and_w_apart_give_the_gradients_of_one_backward():
     got = [*backward.input_grad(), *backward.weight_grad()]
     assert len(got) == len(expected)
     for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b)
+    # And as one pass (the full backward a BW action runs).
+    x3 = x.detach().requires_grad_()
+    whole = split([block(x3)], [dy], [x3], params).full()
+    assert len(whole) == len(expected)
+    for a, b in zip(whole, expected):
         torch.testing.assert_close(a, b)
 
 
@@ -157,7 +169,8 @@ class _Logged(torch.nn.Module):
 
 def test_a_pass_runs_f_in_layer_order_then_b_then_w_in_reverse_each_between_two_marks():
     # As inside a stage: between two runs of a layer's phase the other layers' phases run; each phase is
-    # timed alone (between its two marks) and groups of layers are passed one after the other.
+    # timed alone (between its two marks); after B and W apart, F again (not timed) and B and W as one pass
+    # in reverse order; groups of layers are passed one after the other.
     measure = importlib.import_module("pipewright.torch._measure")
     log = []
     layers = [_Logged(name, log) for name in "abc"]
@@ -167,10 +180,23 @@ def test_a_pass_runs_f_in_layer_order_then_b_then_w_in_reverse_each_between_two_
         x = measured[-1].output
     log.clear()
     seconds = measure._one_pass(measured, [[0, 1], [2]], _Recording(log))
-    timed = ["mark", "{}", "mark"]
-    expected = [e.format(p) for p in ("aF", "bF", "bB", "aB", "bW", "aW", "cF", "cB", "cW") for e in timed]
-    assert log == expected
-    assert all(len(s) == 3 and all(t > 0 for t in s) for s in seconds)
+    # What ran between marks (timed: a closed pair) and outside them, each pair's work as a set.
+    timed, untimed, inside = [], [], None
+    for event in log:
+        if event == "mark":
+            if inside is None:
+                inside = set()
+            else:
+                timed.append(inside)
+                inside = None
+        elif inside is None:
+            untimed.append(event)
+        else:
+            inside.add(event)
+    assert timed == [{"aF"}, {"bF"}, {"bB"}, {"aB"}, {"bW"}, {"aW"}, {"bB", "bW"}, {"aB", "aW"},
+                     {"cF"}, {"cB"}, {"cW"}, {"cB", "cW"}]
+    assert untimed == ["aF", "bF", "cF"]
+    assert all(len(s) == 4 and all(t > 0 for t in s) for s in seconds)
 
 
 def test_pass_groups_hold_at_most_the_budget_and_each_at_least_one_layer():

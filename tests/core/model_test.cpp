@@ -216,6 +216,19 @@ TEST_CASE("explicit-cost layers read with defaults and round-trip") {
   CHECK(d.layers[0].explicit_costs->backward_input_s == 0);
   CHECK(d.layers[0].explicit_costs->parameter_bytes == 0);
   CHECK(d.layers[1].name == "x");
+  CHECK_FALSE(d.layers[0].explicit_costs->backward_s);
+
+  // A one-pass backward where measured: read, written back, and refused out of range.
+  const std::string one_pass = R"({"layers": [{"forward_s": 1, "backward_input_s": 0.5, "backward_weight_s": 0.5, "backward_s": 0.75}]})";
+  const Model o = model_from_json_text(one_pass, "o.json");
+  REQUIRE(o.layers[0].explicit_costs->backward_s);
+  CHECK(*o.layers[0].explicit_costs->backward_s == 0.75);
+  const std::string written = model_to_json_text(o);
+  CHECK(written.find("\"backward_s\": 0.75") != std::string::npos);
+  CHECK(model_to_json_text(model_from_json_text(written, "o.json")) == written);
+  CHECK(model_to_json_text(d).find("backward_s") == std::string::npos);
+  CHECK(bad_input([] { model_from_json_text(R"({"layers": [{"forward_s": 1, "backward_s": -1}]})", "m.json"); }) ==
+        "m.json: layers[0].backward_s is -1 s; give a figure from 0 to 1000000 s");
 }
 
 TEST_CASE("explicit-cost errors name the layer field") {

@@ -203,3 +203,28 @@ TEST_CASE("a profiled MoE block carries no host floor: its measured times includ
         analytic.host_time(moe_block, unprofiled, Phase::Forward, 1));
   CHECK(cost.host_time(moe_block, unprofiled, Phase::Forward, 1) > 0);
 }
+
+TEST_CASE("a profile's one-pass backward survives its JSON round trip and prices BW") {
+  // The block's B 2 ms and W 3 ms apart, 4 ms as one pass: BW saves 1 ms a block; full recomputation adds its
+  // F to B either way, so it saves the same; an entry without one, and the layers the profile lacks, save
+  // nothing.
+  const Model m = test::tiny_llama(2);
+  Profile p;
+  add_entries(p, m, 1, false);
+  p.layers[1].backward = fixed(4e-3);
+  const Profile q = profile_from_json_text(profile_to_json_text(p), "p.json");
+  REQUIRE(q.layers[1].backward.has_value());
+  CHECK(q.layers[1].backward->median_s == 4e-3);
+  CHECK_FALSE(q.layers[0].backward.has_value());
+  CHECK(profile_to_json_text(q) == profile_to_json_text(p));
+  const AnalyticCostModel analytic;
+  const ProfiledCostModel cost(q, m, analytic);
+  const Layer& block = m.layers[1];
+  CHECK(block.kind == LayerKind::Block);
+  for (Recompute r : {Recompute::None, Recompute::Full}) {
+    const LayerWork work = layer_work(m, block, workload(1, r));
+    CHECK(cost.full_backward_saving(block, work, 1) == Approx(1e-3));
+    CHECK(cost.full_backward_saving(m.layers[0], layer_work(m, m.layers[0], workload(1, r)), 1) == 0);
+  }
+  CHECK(cost.full_backward_saving(block, layer_work(m, block, workload(2)), 1) == 0);  // no entry at b = 2
+}

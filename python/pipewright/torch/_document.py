@@ -88,7 +88,7 @@ def _layer_entries(keys, layer_kinds, micro_batch, measured) -> list:
     entries = []
     last = measured[-1]
     for (kind, shape), members in groups.items():
-        pooled = [sum((m["samples"][phase] for m in members), []) for phase in range(3)]
+        pooled = [sum((m["samples"][phase] for m in members), []) for phase in range(4)]
         # The head (or the pipeline's last layer) sends nothing on.
         sends = not (kind == "head" or (not keys and members[-1] is last))
         entries.append({
@@ -99,6 +99,7 @@ def _layer_entries(keys, layer_kinds, micro_batch, measured) -> list:
             "forward": timing(pooled[0]),
             "backward_input": timing(pooled[1]),
             "backward_weight": timing(pooled[2]),
+            "backward": timing(pooled[3]),
             "activation_bytes": max(m["activation_bytes"] for m in members),
             "weight_grad_bytes": max(m["weight_grad_bytes"] for m in members),
             "output_bytes": max(m["output_bytes"] for m in members) if sends else 0,
@@ -116,6 +117,7 @@ def explicit_model(name: str, measured: list) -> dict:
             "forward_s": timing(m["samples"][0])["median_s"],
             "backward_input_s": timing(m["samples"][1])["median_s"],
             "backward_weight_s": timing(m["samples"][2])["median_s"],
+            "backward_s": timing(m["samples"][3])["median_s"],
             "output_bytes": m["output_bytes"] if i + 1 < len(measured) else 0,
             "activation_bytes": m["activation_bytes"],
             "parameter_bytes": m["parameter_bytes"],

@@ -306,6 +306,16 @@ class _Backward:
         self.joins = starts & on_input_path
         self.kept = {}
 
+    def full(self) -> tuple:
+        """B and W as one backward pass (a BW action; what torch.distributed.pipelining's stage_backward
+        runs): the gradients of the inputs and the weights in one autograd call."""
+        wanted = self.inputs + self.params
+        if not self.roots or not wanted:
+            return ()
+        grads = torch.autograd.grad(self.roots, wanted, self.dys, allow_unused=True)
+        self.roots = self.dys = None
+        return grads
+
     def input_grad(self) -> tuple:
         """B: the inputs' gradients."""
         grads = ()
@@ -435,7 +445,8 @@ class _Layer:
         return _Backward(roots, dys, inputs, self.params)
 
     def timed(self, clock: _Clock) -> list:
-        """F, B and W once, one after the other (repeated timing: the layer's weights stay in the caches)."""
+        """F, B and W once, one after the other, then F again (not timed) and B and W as one pass
+        (repeated timing: the layer's weights stay in the caches)."""
         x, inputs = self.start()
         clock.start()
         t0 = clock.mark()
@@ -448,13 +459,19 @@ class _Layer:
         t3 = clock.mark()
         backward.weight_grad()
         t4 = clock.mark()
-        f, b, w = clock.seconds([(t0, t1), (t2, t3), (t3, t4)])
-        return self.phases(backward, f, b, w)
+        x, inputs = self.start()
+        whole = self.backward_of(self.layer(x), inputs)
+        t5 = clock.mark()
+        whole.full()
+        t6 = clock.mark()
+        return self.phases(backward, *clock.seconds([(t0, t1), (t2, t3), (t3, t4), (t5, t6)]))
 
     @staticmethod
-    def phases(backward: "_Backward", f: float, b: float, w: float) -> list:
-        # No input gradient (token ids) or no weights: that phase does nothing, and is 0, not the clock's noise.
-        return [f, b if backward.has_input_grad else 0.0, w if backward.has_weight_grad else 0.0]
+    def phases(backward: "_Backward", f: float, b: float, w: float, bw: float) -> list:
+        """[F, B, W, B and W as one pass]. No input gradient (token ids) or no weights: that phase does
+        nothing, and is 0, not the clock's noise."""
+        has_b, has_w = backward.has_input_grad, backward.has_weight_grad
+        return [f, b if has_b else 0.0, w if has_w else 0.0, bw if has_b or has_w else 0.0]
 
     def bytes(self) -> dict:
         """What F keeps for B and W (the tensors autograd saves, each storage once, less the layer's own
@@ -511,28 +528,40 @@ def _pass_budget_bytes(where: torch.device) -> float:
 
 def _one_pass(measured: list, groups: list, clock: _Clock) -> list:
     """One pass over the layers as a pipeline runs them, group by group: F of each layer in order, each on
-    its predecessor's output as the profile measured it, then B of each in reverse order, then W. Each layer's
-    phases so run after the other layers' phases, as inside a stage. Each layer's [F, B, W] seconds."""
-    seconds = [[0.0, 0.0, 0.0] for _ in measured]
-    for group in groups:
-        clock.start()
-        marks, backward = [], {}
+    its predecessor's output as the profile measured it, then B of each in reverse order, then W; then F of
+    each again (not timed) and B and W of each as one pass, in reverse order. Each layer's phases so run after
+    the other layers' phases, as inside a stage. Each layer's [F, B, W, B and W as one pass] seconds."""
+    seconds = [[0.0] * 4 for _ in measured]
+
+    def forwards(record: bool) -> dict:
+        backward = {}
         for k in group:
             x, inputs = measured[k].start()
-            t0 = clock.mark()
+            t0 = clock.mark() if record else None
             y = measured[k].layer(x)
-            marks.append((k, 0, t0, clock.mark()))
+            if record:
+                marks.append((k, 0, t0, clock.mark()))
             backward[k] = measured[k].backward_of(y, inputs)  # the profiler's work, not timed
             del y
-        for phase, run in ((1, _Backward.input_grad), (2, _Backward.weight_grad)):
-            for k in reversed(group):
-                t0 = clock.mark()
-                run(backward[k])
-                marks.append((k, phase, t0, clock.mark()))
+        return backward
+
+    def backwards(phase: int, run: Callable, backward: dict) -> None:
+        for k in reversed(group):
+            t0 = clock.mark()
+            run(backward[k])
+            marks.append((k, phase, t0, clock.mark()))
+
+    for group in groups:
+        clock.start()
+        marks = []
+        split = forwards(True)
+        backwards(1, _Backward.input_grad, split)
+        backwards(2, _Backward.weight_grad, split)
+        backwards(3, _Backward.full, forwards(False))
         for (k, phase, _, _), t in zip(marks, clock.seconds([(a, b) for *_, a, b in marks])):
             seconds[k][phase] = t
         for k in group:
-            seconds[k] = _Layer.phases(backward[k], *seconds[k])
+            seconds[k] = _Layer.phases(split[k], *seconds[k])
     return seconds
 
 
@@ -558,9 +587,9 @@ def measure_layers(layers: list, example_input: Any, where: torch.device, repeat
                 for one, size in zip(measured, sizes):
                     one.sizes = size
                 groups = _pass_groups(measured, _pass_budget_bytes(where))
-                samples = repeat.passes(lambda: _one_pass(measured, groups, clock), len(measured), 3)
+                samples = repeat.passes(lambda: _one_pass(measured, groups, clock), len(measured), 4)
             else:
-                samples = repeat.interleaved([lambda one=one: one.timed(clock) for one in measured], 3)
+                samples = repeat.interleaved([lambda one=one: one.timed(clock) for one in measured], 4)
     finally:
         with torch.no_grad():
             for b, value in buffers:

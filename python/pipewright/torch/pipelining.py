@@ -20,8 +20,7 @@ rank, one cell per action, "<stage><op><micro-batch>"). This module runs that fi
     True
 
 `profile_on_gloo` runs pipewright.torch.profile in gloo processes (so the profile's link is the gloo link the
-runtime uses); `measure_stage_costs` and `runtime_cost_model` price each action at what torch's runtime spends
-on it, to tell the simulator's error from the cost model's.
+runtime uses).
 
 Torch internals relied on (torch 2.15.0, torch/distributed/pipelining/):
   schedules.py  `_PipelineScheduleRuntime(stages, n_microbatches, loss_fn, ...)`, its `_load_csv(filename,
@@ -31,8 +30,7 @@ Torch internals relied on (torch 2.15.0, torch/distributed/pipelining/):
   stage.py      `PipelineStage(submodule, stage_index, num_stages, device)` and its methods
                 `forward_one_chunk(fwd_chunk_id, ...)`, `backward_one_chunk(bwd_chunk_id, loss=None,
                 full_backward=True, last_backward=False)`, `backward_weight_one_chunk(bwd_chunk_id,
-                last_backward=False)`, shadowed per instance to record the actions;
-  _backward.py  `stage_backward`, `stage_backward_input`, `stage_backward_weight` (measure_stage_costs).
+                last_backward=False)`, shadowed per instance to record the actions.
 """
 
 from __future__ import annotations
@@ -508,145 +506,6 @@ def profile_on_gloo(
     return got[0]["document"]
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Per-layer costs as the runtime computes them
-
-
-def measure_stage_costs(
-    layers: Sequence[Any],
-    stage_layers: Mapping[int, tuple[int, int]],
-    example_input: Any,
-    *,
-    loss_fn: Callable[[Any, Any], Any] | None = None,
-    target: Any = None,
-    repeats: int = 10,
-    warmup: int = 2,
-    threads: int = 1,
-) -> dict[int, dict[str, float]]:
-    """Each stage's seconds for one micro-batch (`example_input`, the first layer's input; each stage on its
-    predecessor's output), its layers run together as the runtime runs them (nn.Sequential) and timed with the
-    functions the runtime calls for its actions (torch/distributed/pipelining/_backward.py): forward_s (F; on
-    the last stage with loss_fn(output, target), as the runtime computes the loss after it), backward_s (B:
-    `stage_backward`), backward_input_s (I: `stage_backward_input`, its graph analysis included) and
-    backward_weight_s (W: `stage_backward_weight`). On the first stage, whose input takes no gradient, I does
-    nothing and W is the whole backward, as in the runtime. Timed in passes as pipewright.torch.profile's
-    "pass" timing: F of every stage in order, then B of every stage in reverse; F again, then I of every
-    stage in reverse, then W. Medians of `repeats` passes after `warmup`, on `threads` threads. For
-    runtime_cost_model.
-
-    pipewright.torch.profile measures what pipewright's profile format holds: one layer at a time and the
-    backward split in I and W (its graph analysis not timed); pipewright prices a full backward as I + W."""
-    import torch
-    from torch.distributed.pipelining._backward import stage_backward, stage_backward_input, stage_backward_weight
-
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        order = sorted(stage_layers, key=lambda s: stage_layers[s][0])
-        last_stage = max(stage_layers)
-        modules = {s: torch.nn.Sequential(*layers[stage_layers[s][0]:stage_layers[s][1] + 1]) for s in order}
-        params = {s: list(modules[s].parameters()) for s in order}
-        samples = {s: {k: [] for k in ("forward_s", "backward_s", "backward_input_s", "backward_weight_s")}
-                   for s in order}
-
-        def forward_pass(record: bool) -> dict:
-            """Each stage's (input, output or loss, output gradient) after F of every stage in order."""
-            held, x = {}, example_input
-            for s in order:
-                xin = x.detach().requires_grad_(x.is_floating_point())
-                with_loss = s == last_stage and loss_fn is not None
-                t0 = time.perf_counter()
-                y = modules[s](xin)
-                if with_loss:
-                    y = loss_fn(y, target)
-                if record:
-                    samples[s]["forward_s"].append(time.perf_counter() - t0)
-                held[s] = (xin, y, None if with_loss else (torch.randn_like(y),))
-                x = y
-            return held
-
-        for rep in range(warmup + repeats):
-            record = rep >= warmup
-            held = forward_pass(record)
-            for s in reversed(order):
-                xin, y, g = held[s]
-                t0 = time.perf_counter()
-                stage_backward(y if g is None else (y,), g, [xin])  # the runtime passes the loss itself
-                full = time.perf_counter() - t0
-                if record:
-                    samples[s]["backward_s"].append(full)
-                    if not xin.requires_grad:  # the first stage: I does nothing, W is the whole backward
-                        samples[s]["backward_input_s"].append(0.0)
-                        samples[s]["backward_weight_s"].append(full)
-            held = forward_pass(False)
-            groups = {}
-            for s in reversed(order):
-                xin, y, g = held[s]
-                if xin.requires_grad:
-                    t0 = time.perf_counter()
-                    _, groups[s] = stage_backward_input((y,), g, [xin], iter(params[s]))
-                    if record:
-                        samples[s]["backward_input_s"].append(time.perf_counter() - t0)
-            for s in reversed(order):
-                if s in groups:
-                    t0 = time.perf_counter()
-                    stage_backward_weight(iter(params[s]), groups[s])
-                    if record:
-                        samples[s]["backward_weight_s"].append(time.perf_counter() - t0)
-            for s in order:
-                for p in params[s]:
-                    p.grad = None
-        return {s: {key: statistics.median(v) for key, v in samples[s].items()} for s in order}
-    finally:
-        torch.set_num_threads(previous_threads)
-
-
-def runtime_cost_model(
-    name: str,
-    stage_costs: Mapping[int, Mapping[str, float]],
-    schedule: ScheduleCsv,
-    stage_layers: Mapping[int, tuple[int, int]],
-    layer_model: Mapping[str, Any] | None = None,
-) -> dict:
-    """pipewright's model with explicit per-layer costs (README, "explicit per-layer costs") that charges each
-    action of `schedule` what torch's runtime spends on it (stage_costs from measure_stage_costs), at
-    `stage_layers`: simulate it with that split (split=split_of(stage_layers)). Each stage's cost is shared
-    evenly by its layers; output and parameter bytes come from `layer_model` (the model profile(model_out=...)
-    wrote) where given.
-
-    pipewright prices a full backward B as I + W. torch runs B as one autograd pass (`stage_backward`), which
-    on the CPU costs less than its I and W together. So a stage that runs more B than I actions in `schedule`
-    gets I = its B and W = 0; the others their I and W as measured."""
-    n_b: dict[int, int] = {}
-    n_i: dict[int, int] = {}
-    for acts in schedule.compute.values():
-        for a in acts:
-            stage, op = re.match(r"(\d+)([A-Z])", a).groups()
-            if op == "B":
-                n_b[int(stage)] = n_b.get(int(stage), 0) + 1
-            elif op == "I":
-                n_i[int(stage)] = n_i.get(int(stage), 0) + 1
-    given = list(layer_model["layers"]) if layer_model else []
-    count = max(last for _, last in stage_layers.values()) + 1
-    layers: list[dict] = [{} for _ in range(count)]
-    for stage, (first, last) in stage_layers.items():
-        c = stage_costs[stage]
-        if n_b.get(stage, 0) >= n_i.get(stage, 0):
-            i, w = c["backward_s"], 0.0
-        else:
-            i, w = c["backward_input_s"], c["backward_weight_s"]
-        n = last - first + 1
-        for index in range(first, last + 1):
-            layer = {"name": f"layer{index}", "forward_s": c["forward_s"] / n, "backward_input_s": i / n,
-                     "backward_weight_s": w / n}
-            if index < len(given):
-                for key in ("output_bytes", "activation_bytes", "parameter_bytes"):
-                    if key in given[index]:
-                        layer[key] = given[index][key]
-            layers[index] = layer
-    return {"name": name, "layers": layers}
-
-
 def split_of(stage_layers: Mapping[int, tuple[int, int]]) -> list[int]:
     """Layers per stage in stage order: pipewright's --split for the same placement of layers."""
     return [stage_layers[s][1] - stage_layers[s][0] + 1 for s in sorted(stage_layers)]
@@ -682,10 +541,8 @@ __all__ = [
     "cpu_cluster",
     "format_table",
     "free_port",
-    "measure_stage_costs",
     "profile_on_gloo",
     "read_schedule_csv",
-    "runtime_cost_model",
     "run_csv_schedule",
     "split_of",
     "stage_layers_from_simulation",
