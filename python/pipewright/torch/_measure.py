@@ -194,9 +194,9 @@ class Repeat:
     def interleaved(self, runs: list, phases: int) -> list:
         """Each run (returning its `phases` phases' seconds) past the warm-up, in turns: in each turn, each
         run once untimed (its code paths and allocations warm after the others ran), then timed until its share
-        of the repetitions and of the time is reached: the time a run's repetitions took on the host, its cache
-        flushes included, so that a tiny layer's flushes do not make its 1000 repetitions take minutes. The
-        samples of each run and phase."""
+        of the repetitions and of the time is reached: the time a run's repetitions took on the host, their
+        untimed parts included (the forward a one-pass backward needs), as Repeat.passes counts it. The samples
+        of each run and phase."""
         samples = [[[] for _ in range(phases)] for _ in runs]
         spent = [0.0] * len(runs)
         for run in runs:
@@ -502,12 +502,12 @@ class _Layer:
         return {"activation_bytes": activation, "weight_grad_bytes": kept_for_w, "output_bytes": output}
 
 
-def _pass_groups(measured: list, budget_bytes: float) -> list:
-    """The layers' indices in runs of consecutive layers whose F keeps at most budget_bytes for B and W
-    together (each run at least one layer): what one pass holds at once."""
+def _pass_groups(sizes: list, budget_bytes: float) -> list:
+    """The layers' indices (their _Layer.bytes() in `sizes`) in runs of consecutive layers whose F keeps at
+    most budget_bytes for B and W together (each run at least one layer): what one pass holds at once."""
     groups, held = [[]], 0.0
-    for k, one in enumerate(measured):
-        kept = one.sizes["activation_bytes"] + one.sizes["weight_grad_bytes"]
+    for k, size in enumerate(sizes):
+        kept = size["activation_bytes"] + size["weight_grad_bytes"]
         if groups[-1] and held + kept > budget_bytes:
             groups.append([])
             held = 0.0
@@ -584,9 +584,7 @@ def measure_layers(layers: list, example_input: Any, where: torch.device, repeat
                 x = one.output
             sizes = [one.bytes() for one in measured]
             if timing == "pass":
-                for one, size in zip(measured, sizes):
-                    one.sizes = size
-                groups = _pass_groups(measured, _pass_budget_bytes(where))
+                groups = _pass_groups(sizes, _pass_budget_bytes(where))
                 samples = repeat.passes(lambda: _one_pass(measured, groups, clock), len(measured), 4)
             else:
                 samples = repeat.interleaved([lambda one=one: one.timed(clock) for one in measured], 4)
