@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include <limits>
 
 #include "core/analytic_cost_model.hpp"
@@ -96,7 +98,7 @@ TEST_CASE("explicit layer times are used as given, with nothing added") {
   work.forward_s = 0.5;
   work.backward_input_s = 0.75;
   work.backward_weight_s = 0.25;
-  const Layer layer{"measured", LayerKind::Explicit, ExplicitCosts{0.5, 0.75, 0.25, 0, 0, 0}};
+  const Layer layer{"measured", LayerKind::Explicit, ExplicitCosts{0.5, 0.75, 0.25, 0, 0, 0, std::nullopt}};
   CHECK(cost.phase_time(layer, work, Phase::Forward, round_gpu(), kNvlink, 4) == 0.5);
   CHECK(cost.phase_time(layer, work, Phase::BackwardInput, round_gpu(), kNvlink, 4) == 0.75);
   CHECK(cost.phase_time(layer, work, Phase::BackwardWeight, round_gpu(), kNvlink, 4) == 0.25);

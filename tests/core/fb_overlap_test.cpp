@@ -1,6 +1,8 @@
 // DualPipe's F&B composite: its cost is a cost-model parameter, not F + B + W.
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "core/analytic_cost_model.hpp"
@@ -18,7 +20,7 @@ Model explicit_model() {
     Layer l;
     l.name = fmt::format("l{}", i);
     l.kind = LayerKind::Explicit;
-    l.explicit_costs = ExplicitCosts{0.004, 0.003, 0.002, 0, 0, 0};
+    l.explicit_costs = ExplicitCosts{0.004, 0.003, 0.002, 0, 0, 0, std::nullopt};
     m.layers.push_back(l);
   }
   return m;

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include <functional>
 #include <limits>
 
@@ -144,7 +146,7 @@ TEST_CASE("a stage of an explicit model cannot be empty") {
   Model m;
   m.name = "measured";
   for (int i = 0; i < 3; ++i)
-    m.layers.push_back(Layer{"l", LayerKind::Explicit, ExplicitCosts{1, 1, 1, 0, 0, 0}});
+    m.layers.push_back(Layer{"l", LayerKind::Explicit, ExplicitCosts{1, 1, 1, 0, 0, 0, std::nullopt}});
   CHECK(same(split_layers(m, 2, {1, 2}), {{0, 0}, {1, 2}}));
   // No embedding to keep the first stage busy.
   CHECK(bad_input_of([&] { split_layers(m, 2, {0, 3}); }) ==

@@ -2,6 +2,8 @@
 // (CostModel::full_backward_saving): a BW is cheaper than the B + W the bounds would otherwise assume.
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include <random>
@@ -21,7 +23,7 @@ TEST_CASE("the step bounds hold where a one-pass backward saves over B and W apa
     Model model;
     model.name = "measured";
     for (int i = 0; i < 8; ++i) {
-      ExplicitCosts c{ms(random), ms(random), ms(random), 1e6, 1e6, 0};
+      ExplicitCosts c{ms(random), ms(random), ms(random), 1e6, 1e6, 0, std::nullopt};
       // One pass between the larger of B and W and their sum: what one autograd pass can save.
       c.backward_s = std::max(c.backward_input_s, c.backward_weight_s) +
                      share(random) * std::min(c.backward_input_s, c.backward_weight_s);

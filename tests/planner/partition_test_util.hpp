@@ -46,7 +46,7 @@ inline Cluster exact_cluster(double memory_bytes) {
 
 inline Layer explicit_layer(const std::string& name, double f, double b, double w, double out, double act,
                             double param_bytes) {
-  return Layer{name, LayerKind::Explicit, ExplicitCosts{f, b, w, out, act, param_bytes}};
+  return Layer{name, LayerKind::Explicit, ExplicitCosts{f, b, w, out, act, param_bytes, std::nullopt}};
 }
 
 // n layers with random costs, one of them (random) dominant: F, B, W in [64, 256] x 2^-10 s (the

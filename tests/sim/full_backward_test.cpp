@@ -19,7 +19,7 @@ Scenario two_layers(std::optional<double> one_pass, const std::string& schedule,
   Scenario s;
   s.model.name = "two";
   for (int i = 0; i < 2 * pp; ++i) {
-    ExplicitCosts c{0.004, 0.003, 0.002, 0, 0, 0};
+    ExplicitCosts c{0.004, 0.003, 0.002, 0, 0, 0, std::nullopt};
     c.backward_s = one_pass;
     s.model.layers.push_back(Layer{fmt::format("l{}", i), LayerKind::Explicit, c});
   }
