@@ -8,7 +8,11 @@ a rank, an Adam step inside the timed step as pipewright's synchronous optimizer
 schedule | pp | m | predicted step | measured step | error, and checks that each rank executed pipewright's
 computations in pipewright's order.
 
-    PYTHONPATH=build/python:python .venv/bin/python3 bench/torch_pipelining.py [--pp 2,4] [--steps 7]
+    PYTHONPATH=build/python:python .venv/bin/python3 bench/torch_pipelining.py [--pp 2,4] [--steps 7] [--rounds 3]
+
+With --rounds N the whole bench (a profile, then every row) runs N times in turn; each row's error is the
+median of its N errors, each against the profile of its own round, so that the VM's speed drifting between a
+profile and a run (13% over minutes, seen here) weighs on no row more than on another.
 
 Each timed step is the slowest rank's time from a barrier to the end of its step and optimizer update; the
 measured step is their median; error is measured / predicted - 1. Ranks beyond the machine's cores share
@@ -79,37 +83,20 @@ def make_example():
     return Batch(1)()[0]
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pp", default="2,4", help="pipeline degrees, comma-separated")
-    ap.add_argument("--microbatches", type=int, default=8)
-    ap.add_argument("--schedules", default=",".join(s for s, _ in SCHEDULES))
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=7)
-    ap.add_argument("--retries", type=int, default=2,
-                    help="runs again a row (pp <= cores) whose ranks' cores went elsewhere for more than 5%% of their "
-                         "compute (another process running), keeping the least disturbed run")
-    ap.add_argument("--folder", help="where the profile, model and CSVs go (default: a temporary folder)")
-    ap.add_argument("--json", help="also write the rows as JSON here")
-    args = ap.parse_args(argv)
-
-    folder = args.folder or tempfile.mkdtemp(prefix="pipewright-torch-pipelining-")
-    os.makedirs(folder, exist_ok=True)
+def run_round(args, folder: str) -> list:
+    """One profile (in `folder`), then every (pp, schedule) row predicted from it and run: each row's record."""
     profile, model = os.path.join(folder, "profile.json"), os.path.join(folder, "model.json")
     t = time.perf_counter()
     document = profile_on_gloo(build_layers, make_example, out=profile, model_out=model, name="torch-transformer",
                                link_sizes=[1024, 16384, 65536, 262144, 1048576])
     link = document["links"][0] if document["links"] else None
-    print(f"model: {BLOCKS} blocks, hidden {HIDDEN}, {HEADS} heads, ffn {FFN}, vocab {VOCAB}, seq {SEQ}, "
-          f"micro-batch {MICRO_BATCH_SIZE}; profiled in {time.perf_counter() - t:.1f} s "
-          f"(gloo link {link['latency_s'] * 1e6:.0f} us + bytes / {link['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s)"
-          if link else "")
-    print(f"machine: {os.cpu_count()} cores, torch {torch.__version__}, one thread a rank; load average "
-          f"{os.getloadavg()[0]:.2f} at the start\n")
+    print(f"\nmodel: {BLOCKS} blocks, hidden {HIDDEN}, {HEADS} heads, ffn {FFN}, vocab {VOCAB}, seq {SEQ}, "
+          f"micro-batch {MICRO_BATCH_SIZE}; profiled in {time.perf_counter() - t:.1f} s"
+          + (f" (gloo link {link['latency_s'] * 1e6:.0f} us + bytes / {link['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s)"
+             if link else ""), flush=True)
     cluster = cpu_cluster()
-
     chunks = dict(SCHEDULES)
-    rows, records = [], []
+    records = []
     for pp in [int(p) for p in args.pp.split(",")]:
         for schedule in args.schedules.split(","):
             vpp = chunks.get(schedule, 1)
@@ -140,25 +127,71 @@ def main(argv=None) -> int:
                      for i in range(args.warmup + args.steps)]
             diff = next((d for d in diffs if d), None)
             pred_s = predicted["step_time_s"]
-            busy_pred = max(s["busy_s"] for s in predicted["stages"])
-            busy_meas = max(result.busy_s(r) for r in range(result.ranks))
-            error = result.step_s / pred_s - 1
-            note = "" if pp <= cores else f"{pp} ranks on {cores} cores"
-            rows.append([schedule, pp, args.microbatches, f"{pred_s * 1e3:.1f} ms", f"{result.step_s * 1e3:.1f} ms",
-                         f"{error:+.1%}", f"{busy_pred * 1e3:.1f} / {busy_meas * 1e3:.1f} ms", f"{best_held:.0%}",
-                         "same" if diff is None else "DIFFERS", note])
             records.append({"schedule": schedule, "pp": pp, "vpp": vpp, "microbatches": args.microbatches,
                             "predicted_step_s": pred_s, "measured_step_s": result.step_s,
-                            "measured_steps_s": result.step_times_s, "error": error,
-                            "predicted_busy_s": busy_pred, "measured_busy_s": busy_meas,
-                            "core_held_elsewhere": best_held, "order": diff or "same"})
+                            "measured_steps_s": result.step_times_s, "error": result.step_s / pred_s - 1,
+                            "predicted_busy_s": max(s["busy_s"] for s in predicted["stages"]),
+                            "measured_busy_s": max(result.busy_s(r) for r in range(result.ranks)),
+                            "core_held_elsewhere": best_held, "order": diff or "same",
+                            "note": "" if pp <= cores else f"{pp} ranks on {cores} cores"})
             print(f"{schedule} pp {pp}: predicted {pred_s * 1e3:.1f} ms, measured {result.step_s * 1e3:.1f} ms "
                   f"({', '.join(f'{x * 1e3:.1f}' for x in result.step_times_s)}), order "
                   f"{'same' if diff is None else diff}", flush=True)
+    return records
 
+
+def aggregate(runs: list) -> dict:
+    """One row over its rounds: the medians of its predicted and measured steps and busy times, the median of
+    its rounds' errors (each measured against its own round's profile), every order difference."""
+    median = statistics.median
+    first = runs[0]
+    return {**{k: first[k] for k in ("schedule", "pp", "vpp", "microbatches", "note")},
+            "predicted_step_s": median(r["predicted_step_s"] for r in runs),
+            "measured_step_s": median(r["measured_step_s"] for r in runs),
+            "error": median(r["error"] for r in runs), "round_errors": [r["error"] for r in runs],
+            "predicted_busy_s": median(r["predicted_busy_s"] for r in runs),
+            "measured_busy_s": median(r["measured_busy_s"] for r in runs),
+            "core_held_elsewhere": max(r["core_held_elsewhere"] for r in runs),
+            "order": next((r["order"] for r in runs if r["order"] != "same"), "same")}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pp", default="2,4", help="pipeline degrees, comma-separated")
+    ap.add_argument("--microbatches", type=int, default=8)
+    ap.add_argument("--schedules", default=",".join(s for s, _ in SCHEDULES))
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument("--retries", type=int, default=2,
+                    help="runs again a row (pp <= cores) whose ranks' cores went elsewhere for more than 5%% of their "
+                         "compute (another process running), keeping the least disturbed run")
+    ap.add_argument("--folder", help="where the profile, model and CSVs go (default: a temporary folder)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="profile and run every row this many times in turn; each row's error is the median of its "
+                         "rounds' errors, each against its own round's profile (the machine's speed drifts)")
+    ap.add_argument("--json", help="also write the rows as JSON here")
+    args = ap.parse_args(argv)
+
+    folder = args.folder or tempfile.mkdtemp(prefix="pipewright-torch-pipelining-")
+    os.makedirs(folder, exist_ok=True)
+    print(f"machine: {os.cpu_count()} cores, torch {torch.__version__}, one thread a rank; load average "
+          f"{os.getloadavg()[0]:.2f} at the start")
+    rounds = []
+    for number in range(args.rounds):
+        round_folder = os.path.join(folder, f"round-{number}") if args.rounds > 1 else folder
+        os.makedirs(round_folder, exist_ok=True)
+        rounds.append(run_round(args, round_folder))
+    records = [aggregate([one[i] for one in rounds]) for i in range(len(rounds[0]))]
+    rows = [[r["schedule"], r["pp"], r["microbatches"], f"{r['predicted_step_s'] * 1e3:.1f} ms",
+             f"{r['measured_step_s'] * 1e3:.1f} ms", f"{r['error']:+.1%}"]
+            + ([" ".join(f"{e:+.1%}" for e in r["round_errors"])] if args.rounds > 1 else [])
+            + [f"{r['predicted_busy_s'] * 1e3:.1f} / {r['measured_busy_s'] * 1e3:.1f} ms",
+               f"{r['core_held_elsewhere']:.0%}", r["order"] if r["order"] != "same" else "same", r["note"]]
+            for r in records]
     print()
-    print(format_table(rows, ["schedule", "pp", "m", "predicted step", "measured step", "error",
-                              "busiest rank's compute pred / meas", "core elsewhere", "order", ""]))
+    print(format_table(rows, ["schedule", "pp", "m", "predicted step", "measured step", "error"]
+                       + (["each round's error"] if args.rounds > 1 else [])
+                       + ["busiest rank's compute pred / meas", "core elsewhere", "order", ""]))
     within = [r for r in records if r["pp"] <= (os.cpu_count() or 1)]
     if within:
         errors = [abs(r["error"]) for r in within]
