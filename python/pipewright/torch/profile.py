@@ -71,11 +71,12 @@ def profile(
         ranks. Every rank calls profile(); rank 0 measures the layers and writes the files, and every rank
         returns the profile.
     timing: "pass" (default): the layers are timed in passes as a pipeline runs them, F of each in order
-        and then B and W of each in reverse order, so that other layers' work comes between two runs of a
-        layer as inside a stage, and a layer's weights stay in the caches only where the layers together fit
-        there (a pass holds one micro-batch's activations of the layers, in groups of consecutive layers that
-        keep at most half the GPU's free memory or a quarter of the host's). "repeated": each layer runs again and again on its own, its weights cached
-        (faster than inside a stage wherever the stage's layers exceed the caches).
+        and then B and W of each in reverse order, then B and W as one pass (`backward`, what a full backward
+        costs), so that other layers' work comes between two runs of a layer as inside a stage, and a layer's
+        weights stay in the caches only where the layers together fit there (a pass holds one micro-batch's
+        activations of the layers, in groups of consecutive layers that keep at most half the GPU's free
+        memory or a quarter of the host's). "repeated": each layer runs again and again on its own, its
+        weights cached (faster than inside a stage wherever the stage's layers exceed the caches).
     Bad arguments raise PipewrightError(message, "input", 2).
     """
     layers = _layer_list(layers)
