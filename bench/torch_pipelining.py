@@ -186,7 +186,7 @@ def main(argv=None) -> int:
              f"{r['measured_step_s'] * 1e3:.1f} ms", f"{r['error']:+.1%}"]
             + ([" ".join(f"{e:+.1%}" for e in r["round_errors"])] if args.rounds > 1 else [])
             + [f"{r['predicted_busy_s'] * 1e3:.1f} / {r['measured_busy_s'] * 1e3:.1f} ms",
-               f"{r['core_held_elsewhere']:.0%}", r["order"] if r["order"] != "same" else "same", r["note"]]
+               f"{r['core_held_elsewhere']:.0%}", r["order"], r["note"]]
             for r in records]
     print()
     print(format_table(rows, ["schedule", "pp", "m", "predicted step", "measured step", "error"]

@@ -419,9 +419,9 @@ double rank_path_bound(const Schedule& s, const std::vector<StageCost>& stages, 
     for (const Action& a : list) {
       const StageCost& c = stages[static_cast<size_t>(a.stage)];
       if (a.op == Op::F) path += c.forward_s;
-      if (a.op == Op::B || a.op == Op::BW) path += c.backward_input_s;
-      if (a.op == Op::W || a.op == Op::BW) path += c.backward_weight_s;
-      if (a.op == Op::BW) path -= c.full_backward_saving_s;
+      if (a.op == Op::B) path += c.backward_input_s;
+      if (a.op == Op::W) path += c.backward_weight_s;
+      if (a.op == Op::BW) path += c.full_backward_s();
     }
     if (chain) {
       path += f_before[static_cast<size_t>(list.front().stage)];

@@ -533,19 +533,20 @@ def _one_pass(measured: list, groups: list, clock: _Clock) -> list:
     the other layers' phases, as inside a stage. Each layer's [F, B, W, B and W as one pass] seconds."""
     seconds = [[0.0] * 4 for _ in measured]
 
-    def forwards(record: bool) -> dict:
+    def forwards(group: list, marks: Optional[list]) -> dict:
+        """F of each layer in order, each timed into `marks` (None: not timed); each layer's backward."""
         backward = {}
         for k in group:
             x, inputs = measured[k].start()
-            t0 = clock.mark() if record else None
+            t0 = clock.mark() if marks is not None else None
             y = measured[k].layer(x)
-            if record:
+            if marks is not None:
                 marks.append((k, 0, t0, clock.mark()))
             backward[k] = measured[k].backward_of(y, inputs)  # the profiler's work, not timed
             del y
         return backward
 
-    def backwards(phase: int, run: Callable, backward: dict) -> None:
+    def backwards(group: list, marks: list, phase: int, run: Callable, backward: dict) -> None:
         for k in reversed(group):
             t0 = clock.mark()
             run(backward[k])
@@ -553,11 +554,11 @@ def _one_pass(measured: list, groups: list, clock: _Clock) -> list:
 
     for group in groups:
         clock.start()
-        marks = []
-        split = forwards(True)
-        backwards(1, _Backward.input_grad, split)
-        backwards(2, _Backward.weight_grad, split)
-        backwards(3, _Backward.full, forwards(False))
+        marks: list = []
+        split = forwards(group, marks)
+        backwards(group, marks, 1, _Backward.input_grad, split)
+        backwards(group, marks, 2, _Backward.weight_grad, split)
+        backwards(group, marks, 3, _Backward.full, forwards(group, None))
         for (k, phase, _, _), t in zip(marks, clock.seconds([(a, b) for *_, a, b in marks])):
             seconds[k][phase] = t
         for k in group:
