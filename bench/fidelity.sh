@@ -20,8 +20,9 @@ iterations="${ITERATIONS:-20}"
 warmup="${WARMUP:-3}"
 
 model="$root/examples/tiny-llama.json"
-# The sleep rows reach 8 ranks x 2 chunks: the same model, deeper. Its layers have the tiny model's shapes, so
-# the one profile times them all.
+# The sleep rows reach 8 ranks x 2 chunks: the same model, deeper, profiled on its own (its layers have the
+# tiny model's shapes, but a profile times them in passes over the model's blocks, and 32 blocks leave less
+# of each in the caches than 8).
 deep="$work/tiny-llama-32.json"
 python3 - "$model" "$deep" <<'EOF'
 import json, sys
@@ -33,6 +34,8 @@ EOF
 
 echo "fidelity.sh: profiling $(basename "$model") on this machine ..." >&2
 "$pw" profile --backend cpu --model "$model" --micro-batch-size 1 --out "$work/profile.json" >"$work/profile.txt"
+echo "fidelity.sh: profiling $(basename "$deep") on this machine ..." >&2
+"$pw" profile --backend cpu --model "$deep" --micro-batch-size 1 --out "$work/deep-profile.json" >"$work/deep-profile.txt"
 moe_model="$root/examples/tiny-moe.json"
 echo "fidelity.sh: profiling $(basename "$moe_model") on this machine ..." >&2
 "$pw" profile --backend cpu --model "$moe_model" --micro-batch-size 2 --out "$work/moe-profile.json" >"$work/moe-profile.txt"
@@ -97,10 +100,12 @@ run_row() {
   local sp
   sp="$(split "$blocks" $((ranks * vpp)))"
   local out="$work/run-$how-$ranks-$compute-$schedule.json" err="$work/run-$how-$ranks-$compute-$schedule.err"
+  local profile="$work/profile.json"
+  [[ "$model_file" == "$deep" ]] && profile="$work/deep-profile.json"
   echo "fidelity.sh: $mode, $ranks ranks, $schedule, split $sp" >&2
   launch "$how" "$ranks" "$out" "$err" run --model "$model_file" --cluster ideal --pp "$ranks" --vpp "$vpp" \
     --microbatches $((2 * ranks)) --schedule "$schedule" --split "$sp" --compute "$compute" \
-    --profile "$work/profile.json" --iterations "$iterations" --warmup "$warmup" --json
+    --profile "$profile" --iterations "$iterations" --warmup "$warmup" --json
   record "$mode" "$ranks" "$schedule" "$sp" "$out" "$err"
 }
 
@@ -120,8 +125,8 @@ for s in "${schedules[@]}"; do run_row "threads, real compute" threads 2 real "$
 for ranks in 4 8; do
   for s in "${schedules[@]}"; do run_row "threads, sleep compute" threads "$ranks" sleep "$deep" 32 "$s"; done
 done
-# 8 rank threads of real compute: on a machine of fewer cores they take turns on them (the prediction's
-# shared cores and the profile's wake-up).
+# 8 rank threads of real compute: on a machine of fewer cores they take turns on them (executor/core_turns.hpp;
+# the prediction's shared cores with the profile's hand-over and wake-up).
 for s in "${schedules[@]}"; do run_row "threads, real compute, 8 ranks on $(nproc) cores" threads 8 real "$deep" 32 "$s"; done
 if command -v mpirun >/dev/null; then
   for s in "${schedules[@]}"; do run_row "mpirun processes, real compute" mpirun 2 real "$model" 8 "$s"; done

@@ -180,9 +180,10 @@ std::string shared_cores_line(const Scenario& sc) {
   const int ranks = sc.parallel.pp * sc.parallel.dp;
   std::vector<std::string> parts;
   if (c.cores > 0 && c.cores < ranks) parts.push_back(fmt::format("{} ranks take turns on {:g} cores", ranks, c.cores));
+  if (c.turns && c.handover_s > 0)
+    parts.push_back(fmt::format("a turn handed to a waiting rank adds {} (the profile's hand-over)", format_seconds(c.handover_s)));
   if (c.wakeup_s > 0)
-    parts.push_back(fmt::format("a hand-over to a sleeping rank on a free core adds {} (the profile's wake-up)",
-                                format_seconds(c.wakeup_s)));
+    parts.push_back(fmt::format("a sleeping rank woken on a free core adds {} (the profile's wake-up)", format_seconds(c.wakeup_s)));
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
@@ -328,6 +329,9 @@ SharedCores cores_of_run(const RunCommandOptions& o, const Scenario& scenario, c
   SharedCores shared;
   if (o.compute == "real") shared.cores = launched ? online_cores() : usable_cores();
   if (!spin_allowed(ranks) && chain.profiled()) shared.wakeup_s = chain.profiled()->profile().machine.wakeup_s;
+  // Rank threads of real compute take turns on the cores (executor/core_turns.hpp; run_configuration).
+  shared.turns = !launched && o.compute == "real" && shared.cores < ranks;
+  if (shared.turns && chain.profiled()) shared.handover_s = chain.profiled()->profile().machine.handover_s;
   return shared;
 }
 
@@ -455,6 +459,8 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   options.timeout_s = o.timeout_s;
   options.before_action = hook;
   options.replicas = ev.scenario.parallel.dp;
+  // Rank threads of real compute take turns on the cores the prediction gives them (executor/core_turns.hpp).
+  if (cpu && !launched) options.cores = static_cast<int>(ev.scenario.shared_cores.cores);
   const RunResult result = !launched ? run_threads(schedule, backend, options, gpu)
                            : gpu     ? launched->run(schedule, *backend, options, gpu->transport(), gpu->local_ranks())
                                      : launched->run(schedule, *backend, options);

@@ -46,6 +46,17 @@ Model one_block_per_kind(const Model& model) {
   return make_transformer_model(model.name, c);
 }
 
+Model blocks_per_kind_copies(const Model& model, int copies) {
+  const Model one = one_block_per_kind(model);
+  TransformerConfig c = *one.transformer;
+  const int kinds = c.layers;
+  c.layers = kinds * copies;
+  if (c.moe && kinds == 2)
+    for (int i = 0; i < c.layers; i += 2) c.moe->dense_blocks.push_back(i);
+  if (c.moe) c.moe->first_dense = 0;
+  return make_transformer_model(model.name, c);
+}
+
 bool Model::has_explicit_costs() const {
   for (const Layer& l : layers)
     if (l.kind == LayerKind::Explicit) return true;

@@ -121,6 +121,9 @@ Model make_transformer_model(const std::string& name, const TransformerConfig& c
 // an MoE block, head), what the profilers time, without the memory of every other block. `model` must
 // have a transformer shape.
 Model one_block_per_kind(const Model& model);
+// one_block_per_kind's blocks `copies` times over (a dense and an MoE one alternating where the model has
+// both), between the embedding and the head: the layers a profiler's pass runs one after another.
+Model blocks_per_kind_copies(const Model& model, int copies);
 
 // Built-in presets: gpt3-1.3b ... llama3-405b. Throws BadInput naming the list for unknown names.
 std::vector<std::string> model_preset_names();

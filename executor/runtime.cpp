@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "core/error.hpp"
+#include "executor/core_turns.hpp"
 #include "executor/record_wire.hpp"
 #include "executor/spin_wait.hpp"
 #include "executor/stall_watch.hpp"
@@ -161,8 +162,8 @@ void process_records_from_wire(std::span<const std::byte> wire, RunResult& resul
 using Key = std::pair<int, int>;  // (stage, micro-batch)
 
 struct Shared {
-  Shared(const Schedule& s, Backend& b, const RunOptions& o, Transport& t, Meeting& m, StallWatch& w)
-      : schedule(s), backend(b), options(o), transport(t), barrier(m), watch(w) {}
+  Shared(const Schedule& s, Backend& b, const RunOptions& o, Transport& t, Meeting& m, StallWatch& w, CoreTurns* c)
+      : schedule(s), backend(b), options(o), transport(t), barrier(m), watch(w), turns(c) {}
 
   const Schedule& schedule;
   Backend& backend;
@@ -170,6 +171,8 @@ struct Shared {
   Transport& transport;
   Meeting& barrier;
   StallWatch& watch;
+  CoreTurns* turns;  // null: the OS shares the cores
+  ThreadTransport* threads = nullptr;  // with turns: the transport, this process's thread transport
   std::atomic<bool> stop{false};
   std::mutex failure_mutex;
   std::optional<std::string> failure;
@@ -205,6 +208,7 @@ struct Shared {
     stop = true;
     transport.abort();
     barrier.abort();
+    if (turns) turns->abort();
     watch.stopped();
   }
 };
@@ -252,6 +256,7 @@ class RankRunner : public Collectives {
       got[i] = wait_for(worker_of(group[i], rank_), key, fmt::format("exchange {} at {}", key.exchange, where), where)
                    .tensor;
     }
+    hold_turn();  // the waits above may have given it up; the action computes on
     return got;
   }
 
@@ -262,7 +267,12 @@ class RankRunner : public Collectives {
     const std::string before = watch_.where(slot_);
     watch_.working(slot_, where);
     watch_.waiting(slot_);
-    Message m = sh_.transport.recv(worker_, src, key, deadline_after(sh_.options.timeout_s));
+    Message m;
+    if (sh_.turns) {
+      m = sh_.threads->recv_taking_turns(worker_, src, key, deadline_after(sh_.options.timeout_s), turn_, sh_.stop);
+    } else {
+      m = sh_.transport.recv(worker_, src, key, deadline_after(sh_.options.timeout_s));
+    }
     watch_.working(slot_, before);
     return m;
   }
@@ -271,6 +281,7 @@ class RankRunner : public Collectives {
 
   void run() {
     run_until_done_or_failed();
+    turn_.give_up();
     watch_.done(slot_);
   }
 
@@ -325,6 +336,7 @@ class RankRunner : public Collectives {
       throw_runtime("the iteration ended with tensors no action consumed");
     meet("the end of the iteration");
     watch_.working(slot_, "the optimizer step");
+    if (sh_.options.optimizer_step) hold_turn();
     const double step_start = since_origin(Clock::now());
     if (sh_.options.optimizer_step) compute_->optimizer_step();
     rec.end_s = since_origin(Clock::now());
@@ -337,6 +349,7 @@ class RankRunner : public Collectives {
   Clock::time_point meet(const char* where) {
     watch_.working(slot_, where);
     watch_.waiting(slot_);
+    turn_.give_up();
     timeout_reason_ = fmt::format("the other ranks did not arrive within {:g} s", sh_.options.timeout_s);
     return sh_.barrier.arrive_and_wait(deadline_after(sh_.options.timeout_s));
   }
@@ -412,8 +425,17 @@ class RankRunner : public Collectives {
     (fwd ? fwd_in_ : grad_in_)[{stage, mb}] = std::move(m.tensor);
   }
 
+  // Takes a core's turn (RunOptions::cores) before computing; a wait for one past the timeout is the rank's.
+  void hold_turn() {
+    timeout_reason_ = fmt::format("no core was free within {:g} s", sh_.options.timeout_s);
+    turn_.hold(deadline_after(sh_.options.timeout_s));
+  }
+
   void step(const Action& a, int it, RankIteration& rec) {
-    if (is_compute(a.op)) await_inputs(a, rec);
+    if (is_compute(a.op)) {
+      await_inputs(a, rec);
+      hold_turn();
+    }
     const double cpu_start = is_compute(a.op) ? thread_cpu_s() : 0;
     const Clock::time_point start = Clock::now();
     SimEvent e;
@@ -477,6 +499,7 @@ class RankRunner : public Collectives {
   int total_;
   int iteration_ = 0;
   int exchanges_ = 0;  // collective exchanges so far in this iteration
+  CoreTurn turn_{sh_.turns};  // held while computing, given up before every wait that may sleep
   Action current_;     // the action running, which names the exchanges made in it
   std::vector<IterationRecord>& records_;
   std::unique_ptr<RankCompute> compute_;
@@ -534,7 +557,14 @@ struct RankThreads {
         local(std::move(local_ranks)),
         result(empty_result(options, schedule.num_ranks() * o.replicas)),
         watch(static_cast<int>(local.size()), options.timeout_s),
-        shared(schedule, backend, options, transport ? *transport : *own_transport, *meeting, watch) {
+        turns(!transport && options.cores > 0 && local.size() > static_cast<size_t>(options.cores)
+                  ? std::make_unique<CoreTurns>(options.cores)
+                  : nullptr),
+        shared(schedule, backend, options, transport ? *transport : *own_transport, *meeting, watch, turns.get()) {
+    if (turns) {
+      own_transport->take_turns(turns.get());
+      shared.threads = own_transport.get();
+    }
     const int total = options.warmup + options.iterations;
     for (size_t i = 0; i < local.size(); ++i)
       runners.push_back(std::make_unique<RankRunner>(shared, watch, static_cast<int>(i), local[i], total, result.iterations));
@@ -542,11 +572,12 @@ struct RankThreads {
 
   Schedule schedule;
   RunOptions options;
-  std::unique_ptr<Transport> own_transport;
+  std::unique_ptr<ThreadTransport> own_transport;
   std::unique_ptr<Meeting> meeting;
   std::vector<int> local;  // the workers run here, one thread each
   RunResult result;
   StallWatch watch;
+  std::unique_ptr<CoreTurns> turns;  // RunOptions::cores, where the ranks here outnumber them
   Shared shared;
   std::vector<std::unique_ptr<RankRunner>> runners;
 };

@@ -34,6 +34,10 @@ struct RunOptions {
   // (executor/stall_watch.hpp).
   double timeout_s = 60;
   bool optimizer_step = true;
+  // Ranks as threads of this process compute in turns on this many cores (executor/core_turns.hpp), as the
+  // simulator's SharedCores has them; 0: the OS runs every rank thread as it likes. Ranks as processes
+  // ignore it (the OS shares the cores between them).
+  int cores = 0;
   // Called on the rank's thread before each action; a test hook (throwing stops the run like a failing
   // kernel would).
   std::function<void(int rank, int iteration, const Action& action)> before_action;

@@ -3,7 +3,8 @@
 // thread costs its waker a futex call and itself a scheduler wake-up (tens to hundreds of microseconds
 // on a VM, at every hand-over between stages), which a GPU pipeline does not pay; the spin catches the
 // hand-overs that come soon. Only where every rank thread can have a core of its own: with more ranks
-// than cores a spinning thread would take the core a rank it waits for needs.
+// than cores a spinning thread would take the core a rank it waits for needs (there, rank threads take turns
+// on the cores instead, and spin only while no other rank wants one: executor/core_turns.hpp).
 #include <atomic>
 #include <chrono>
 #include <thread>

@@ -1,5 +1,8 @@
 #include "executor/transport.hpp"
 
+#include <thread>
+
+#include "core/error.hpp"
 #include "executor/spin_wait.hpp"
 
 namespace pw {
@@ -13,8 +16,15 @@ void ThreadTransport::send(int src, int dst, const MessageKey& key, Message mess
   Mailbox& box = boxes_[static_cast<size_t>(dst)];
   {
     std::lock_guard lock(box.mutex);
-    box.messages[{src, key}] = std::move(message);
+    const std::tuple<int, MessageKey> id{src, key};
+    box.messages[id] = std::move(message);
     box.sent.fetch_add(1, std::memory_order_release);
+    // Queued under the mailbox's lock: the sleeper leaves recv_in_turn only through that lock, and withdraws.
+    if (box.sleeper && box.sleeper_for == id) {
+      turns_->queue(*box.sleeper);
+      box.sleeper = nullptr;
+      box.sleeper_for.reset();
+    }
   }
   box.arrived.notify_all();
 }
@@ -48,6 +58,58 @@ Message ThreadTransport::recv(int dst, int src, const MessageKey& key, Clock::ti
       if (it == box.messages.end()) throw RecvTimeout();
     }
   }
+}
+
+bool ThreadTransport::arrived(int dst, int src, const MessageKey& key) {
+  Mailbox& box = boxes_[static_cast<size_t>(dst)];
+  std::lock_guard lock(box.mutex);
+  return box.messages.count({src, key}) > 0;
+}
+
+Message ThreadTransport::recv_taking_turns(int dst, int src, const MessageKey& key, Clock::time_point deadline,
+                                           CoreTurn& turn, const std::atomic<bool>& stop) {
+  // While no other rank wants a core, this one would idle anyway, and the message's arrival then wakes no one
+  // (a rank asleep on an idle vCPU takes tens of microseconds to wake).
+  if (turn.held())
+    while (!arrived(dst, src, key) && !turns_->wanted() && !stop && Clock::now() < deadline) std::this_thread::yield();
+  if (!arrived(dst, src, key)) turn.give_up();
+  return recv_in_turn(dst, src, key, deadline, turn);
+}
+
+Message ThreadTransport::recv_in_turn(int dst, int src, const MessageKey& key, Clock::time_point deadline,
+                                      CoreTurn& turn) {
+  Mailbox& box = boxes_[static_cast<size_t>(dst)];
+  const std::tuple<int, MessageKey> id{src, key};
+  const auto take_message = [&]() {
+    auto it = box.messages.find(id);
+    if (it == box.messages.end()) return std::optional<Message>();
+    Message m = std::move(it->second);
+    box.messages.erase(it);
+    return std::optional<Message>(std::move(m));
+  };
+  turns_->will_sleep(turn);
+  {
+    std::lock_guard lock(box.mutex);
+    if (aborted_) throw RunAborted();
+    if (std::optional<Message> m = take_message()) return std::move(*m);
+    box.sleeper = &turn;
+    box.sleeper_for = id;
+  }
+  try {
+    turns_->await(turn, deadline);
+  } catch (...) {
+    std::lock_guard lock(box.mutex);
+    if (box.sleeper == &turn) {
+      box.sleeper = nullptr;
+      box.sleeper_for.reset();
+    }
+    turns_->withdraw(turn);
+    throw;
+  }
+  std::lock_guard lock(box.mutex);
+  std::optional<Message> m = take_message();
+  if (!m) throw_runtime("a rank was handed a core for a message that is not in its mailbox");
+  return std::move(*m);
 }
 
 void ThreadTransport::abort() {

@@ -5,11 +5,13 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "executor/backend.hpp"
+#include "executor/core_turns.hpp"
 
 namespace pw {
 
@@ -59,6 +61,8 @@ class Transport {
   // Blocks until the message from `src` with this key arrives. Throws RecvTimeout after `deadline` and
   // RunAborted once abort() is called; between processes also PeerFailed and PeerLost.
   virtual Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) = 0;
+  // Whether recv() of this message would return at once; false where it cannot tell.
+  virtual bool arrived(int dst, int src, const MessageKey& key) { return false; }
   // Wakes every waiting receive (they throw RunAborted) and fails every later one.
   virtual void abort() = 0;
   // Between processes: tells the others that this one's run failed with `message`, so that their waits end
@@ -75,7 +79,15 @@ class ThreadTransport : public Transport {
   ThreadTransport(int ranks, bool spin);
   void send(int src, int dst, const MessageKey& key, Message message) override;
   Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) override;
+  bool arrived(int dst, int src, const MessageKey& key) override;
   void abort() override;
+
+  // Ranks taking turns on the cores (executor/core_turns.hpp). A receiver holding a turn keeps it, spinning,
+  // while no other rank wants one (or until `stop`); one that must sleep gives its turn up and is queued for a
+  // turn by its message's send, so that it wakes on the core it will compute on, holding `turn`.
+  void take_turns(CoreTurns* turns) { turns_ = turns; }
+  Message recv_taking_turns(int dst, int src, const MessageKey& key, Clock::time_point deadline, CoreTurn& turn,
+                            const std::atomic<bool>& stop);
 
  private:
   struct Mailbox {
@@ -83,9 +95,16 @@ class ThreadTransport : public Transport {
     std::condition_variable arrived;
     std::map<std::tuple<int, MessageKey>, Message> messages;  // (src, key)
     std::atomic<unsigned long> sent{0};  // messages put here so far: what a spinning receiver watches
+    // recv_in_turn's rank asleep on (src, key), queued for a turn by that message's send.
+    std::optional<std::tuple<int, MessageKey>> sleeper_for;
+    CoreTurn* sleeper = nullptr;
   };
   std::vector<Mailbox> boxes_;
+  // recv_taking_turns after the turn is given up: the message, with a turn taken where the rank slept for it.
+  Message recv_in_turn(int dst, int src, const MessageKey& key, Clock::time_point deadline, CoreTurn& turn);
+
   bool spin_;  // receivers spin before they sleep (executor/spin_wait.hpp)
+  CoreTurns* turns_ = nullptr;
   std::mutex abort_mutex_;
   bool aborted_ = false;
 };

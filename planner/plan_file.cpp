@@ -117,8 +117,11 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"actions", ojson::parse(schedule_to_json_text(ev.schedule))}};
   j["optimizer"] = {{"synchronous", s.synchronous_optimizer}, {"async_iterations", s.async_iterations}};
   // A run's ranks on one CPU machine's cores (`run --json`'s scenario, for calibrate to simulate it again).
-  if (s.shared_cores.cores > 0 || s.shared_cores.wakeup_s > 0)
+  if (s.shared_cores.cores > 0 || s.shared_cores.wakeup_s > 0) {
     j["shared_cores"] = {{"cores", s.shared_cores.cores}, {"wakeup_s", s.shared_cores.wakeup_s}};
+    if (s.shared_cores.turns)
+      j["shared_cores"].update({{"turns", true}, {"handover_s", s.shared_cores.handover_s}});
+  }
   j["split"] = {{"method", extras.split_method}, {"stages", stages}};
   j["placement"] = {{"order", to_string(pc.order)}, {"gpus", gpus}};
   j["cost_model"] = {{"name", extras.profile ? "profiled" : "analytic"}, {"overrides", extras.cost_overrides}};
@@ -267,9 +270,11 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
 
   if (const nlohmann::json* c = f.find("shared_cores")) {
     JsonFields shared(*c, source, "shared_cores.");
-    shared.reject_unknown({"cores", "wakeup_s"});
+    shared.reject_unknown({"cores", "wakeup_s", "turns", "handover_s"});
     s.shared_cores.cores = shared.figure("cores", kCoresRange, 0.0);
     s.shared_cores.wakeup_s = shared.figure("wakeup_s", kSecondsRange, 0.0);
+    s.shared_cores.turns = shared.boolean("turns", false);
+    s.shared_cores.handover_s = shared.figure("handover_s", kSecondsRange, 0.0);
   }
 
   if (const nlohmann::json* pl = f.find("placement")) {

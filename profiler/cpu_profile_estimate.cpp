@@ -38,26 +38,37 @@ std::vector<WorkEstimate> cpu_profile_estimate(const Model& model, const CpuProf
   };
   double seconds = 0;
 
+  // A pass per micro-batch size over pass_copies copies of the blocks (profile_cpu_layers), each holding its
+  // model's weights and gradients and every layer's kept tensors at once.
   double parameters = 0, inputs = 0, kept = 0, flops = 0;
-  for (const Layer& layer : one.layers) parameters += layer_work(one, layer, Workload{}).parameters;
+  int most_copies = 1;
   for (int b : request.micro_batch_sizes) {
+    const int copies = pass_copies(model, b, seq);
+    most_copies = std::max(most_copies, copies);
+    const Model pass = blocks_per_kind_copies(model, copies);
     Workload w;
     w.micro_batch_size = std::max(1, b);
     w.seq_len = seq;
     w.memory = MemoryAccounting::CpuFloat32;
     const double tokens = static_cast<double>(w.micro_batch_size) * seq;
-    for (const Layer& layer : one.layers) {
-      const LayerWork lw = layer_work(one, layer, w);
-      const double run_flops = lw.forward.flops() + lw.backward_input.flops() + lw.backward_weight.flops();
-      flops += run_flops;
-      seconds += item_seconds(run_flops / core.flops);
-      inputs += 2 * tokens * c.hidden * kFloatBytes;  // x and dy
+    double pass_parameters = 0, pass_kept = 0, pass_flops = 0;
+    for (const Layer& layer : pass.layers) {
+      const LayerWork lw = layer_work(pass, layer, w);
+      pass_parameters += lw.parameters;
+      pass_flops += lw.forward.flops() + lw.backward_input.flops() + lw.backward_weight.flops();
       const KeptBytes k = cpu_kept_bytes(c, layer.kind, layer.block, w.micro_batch_size, seq, Recompute::None);
-      kept = std::max(kept, k.after_forward + k.after_backward + k.output);
+      pass_kept += k.after_forward + k.after_backward + k.output;
     }
+    parameters = std::max(parameters, pass_parameters);
+    kept = std::max(kept, pass_kept);
+    flops += pass_flops;
+    seconds += item_seconds(pass_flops / core.flops);
+    inputs += 2 * tokens * c.hidden * kFloatBytes;  // x and dy
   }
-  const std::string layers = fmt::format("the embedding, one block and the head of {} at micro-batch size{} {} and "
-                                         "{} tokens",
+  const std::string blocks =
+      most_copies == 1 ? std::string("one block") : fmt::format("{} copies of the blocks", most_copies);
+  const std::string layers = fmt::format("the embedding, {} and the head of {} at micro-batch size{} {} and {} tokens",
+                                         blocks,
                                          model.name, request.micro_batch_sizes.size() == 1 ? "" : "s",
                                          sizes_text(request.micro_batch_sizes), seq);
   const std::string fix = "lower --seq-len or --micro-batch-size, or profile with --backend cuda";

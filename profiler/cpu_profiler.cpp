@@ -1,14 +1,17 @@
 #include "profiler/cpu_profiler.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/kept_bytes.hpp"
 #include "core/layer_work.hpp"
 #include "core/version.hpp"
 #include "executor/cpu_model.hpp"
@@ -59,6 +62,23 @@ PhaseTiming timing_of(std::vector<double>& s) {
   return t;
 }
 
+int pass_copies(const Model& model, int micro_batch_size, int seq_len) {
+  const Model one = one_block_per_kind(model);
+  const TransformerConfig& c = *one.transformer;
+  double copy_bytes = 0;
+  Workload w;
+  w.micro_batch_size = std::max(1, micro_batch_size);
+  w.seq_len = std::max(1, seq_len);
+  for (const Layer& layer : one.layers) {
+    if (layer.kind != LayerKind::Block) continue;
+    const KeptBytes k = cpu_kept_bytes(c, layer.kind, layer.block, w.micro_batch_size, w.seq_len, Recompute::None);
+    copy_bytes += 2 * kFloatBytes * layer_work(one, layer, w).parameters + k.after_forward + k.after_backward + k.output;
+  }
+  const int most = std::max(1, model.transformer->layers / std::max(1, c.layers));
+  if (!(copy_bytes > 0)) return most;
+  return static_cast<int>(std::clamp(std::ceil(kCacheEvictionBytes / copy_bytes), 1.0, static_cast<double>(most)));
+}
+
 std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vector<int>& micro_batch_sizes, int seq_len,
                                              const ProfileOptions& options) {
   const Model small = one_block(model);
@@ -67,54 +87,102 @@ std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vect
   if (c.learned_positions && seq_len > c.max_seq_len)
     throw_bad_input("--seq-len: {} exceeds the {} learned positions of '{}'; use --seq-len {} or less", seq_len,
                     c.max_seq_len, model.name, c.max_seq_len);
-  CpuModel m(small, 1);
-  // Every layer at every size is one item of an interleaved measurement, each with its own inputs.
-  struct Item {
-    LayerProfile p;
-    LayerRange range;
+  // A pass per micro-batch size, each one item of an interleaved measurement (so a machine that speeds up or
+  // slows down moves every size alike). A pass runs as a pipeline stage does: F of every layer in order, then
+  // B in reverse, then W in reverse, over copies of the blocks (pass_copies), each layer timed in each phase.
+  // Timed alone and again and again, a small block kept its weights in a core's caches and ran faster than in
+  // a run, where other layers' (and on shared cores, other ranks') work comes between two runs of it.
+  struct Pass {
+    int micro_batch_size = 0;
+    Model model;
+    std::unique_ptr<CpuModel> m;
     MicroBatch mb;
     Mat x, dy;
+    std::vector<LayerProfile> kinds;  // per layer of one_block's, in its order
+    std::vector<int> kind_of;         // per layer of the pass: its index in `kinds`
   };
-  std::vector<Item> items;
+  std::vector<Pass> passes;
   for (int b : micro_batch_sizes) {
     if (b < 1) throw_bad_input("--micro-batch-size: must be at least 1, got {}", b);
     const Eigen::Index n = static_cast<Eigen::Index>(b) * seq_len;
-    for (int i = 0; i < small.num_layers(); ++i) {
-      const Layer& layer = small.layers[static_cast<size_t>(i)];
-      Item it{{}, LayerRange{i, i}, synthetic_microbatch(1, 0, 0, b, seq_len, c.vocab), random_matrix(n, c.hidden, 2),
-              random_matrix(n, c.hidden, 3)};
-      it.p.kind = profile_kind(c, layer);
-      it.p.shape = layer_shape(c, layer);
-      it.p.micro_batch_size = b;
-      it.p.seq_len = seq_len;
-      items.push_back(std::move(it));
+    Pass p;
+    p.micro_batch_size = b;
+    p.model = blocks_per_kind_copies(model, pass_copies(model, b, seq_len));
+    p.m = std::make_unique<CpuModel>(p.model, 1);
+    p.mb = synthetic_microbatch(1, 0, 0, b, seq_len, c.vocab);
+    p.x = random_matrix(n, c.hidden, 2);
+    p.dy = random_matrix(n, c.hidden, 3);
+    for (const Layer& layer : small.layers) {
+      LayerProfile lp;
+      lp.kind = profile_kind(c, layer);
+      lp.shape = layer_shape(c, layer);
+      lp.micro_batch_size = b;
+      lp.seq_len = seq_len;
+      p.kinds.push_back(lp);
     }
+    for (const Layer& layer : p.model.layers) {
+      const auto it = std::find_if(p.kinds.begin(), p.kinds.end(), [&](const LayerProfile& k) {
+        return k.kind == profile_kind(c, layer) && k.shape == layer_shape(c, layer);
+      });
+      if (it == p.kinds.end()) throw_runtime("profile pass: layer {} of '{}' has no kind among one block's", layer.name, model.name);
+      p.kind_of.push_back(static_cast<int>(it - p.kinds.begin()));
+    }
+    passes.push_back(std::move(p));
   }
+  // One phase per layer and F, B or W: the passes' layer counts differ (copies by micro-batch size), so each
+  // pass returns as many as the longest, the rest 0.
+  size_t phases = 0;
+  for (const Pass& p : passes) phases = std::max(phases, 3 * static_cast<size_t>(p.model.num_layers()));
   std::vector<TimedRun> runs;
-  for (Item& it : items)
-    runs.push_back([&m, &it] {
-      StageContext ctx;
-      const auto t0 = ProfClock::now();
-      const Mat y = m.forward(it.range, it.x, it.mb, ctx);
-      const auto t1 = ProfClock::now();
-      it.p.activation_bytes = ctx.bytes();
-      it.p.output_bytes = it.p.kind == "head" ? 0 : bytes_of(y);
-      m.backward_input(it.range, it.dy, ctx, 1.0, /*defer_weights=*/true);
-      const auto t2 = ProfClock::now();
-      it.p.weight_grad_bytes = ctx.bytes();
-      m.backward_weight(ctx);
-      const auto t3 = ProfClock::now();
-      return std::vector<double>{seconds(t0, t1), seconds(t1, t2), seconds(t2, t3)};
+  for (Pass& p : passes)
+    runs.push_back([&p, phases] {
+      const int layers = p.model.num_layers();
+      std::vector<StageContext> ctx(static_cast<size_t>(layers));
+      std::vector<double> t(phases, 0.0);
+      // Each layer runs on the pass's own inputs: the timing is the layer's, whatever its neighbours return.
+      for (int i = 0; i < layers; ++i) {
+        const auto t0 = ProfClock::now();
+        const Mat y = p.m->forward(LayerRange{i, i}, p.x, p.mb, ctx[static_cast<size_t>(i)]);
+        t[3 * static_cast<size_t>(i)] = seconds(t0, ProfClock::now());
+        LayerProfile& k = p.kinds[static_cast<size_t>(p.kind_of[static_cast<size_t>(i)])];
+        k.activation_bytes = ctx[static_cast<size_t>(i)].bytes();
+        k.output_bytes = k.kind == "head" ? 0 : bytes_of(y);
+      }
+      for (int i = layers - 1; i >= 0; --i) {
+        const auto t0 = ProfClock::now();
+        p.m->backward_input(LayerRange{i, i}, p.dy, ctx[static_cast<size_t>(i)], 1.0, /*defer_weights=*/true);
+        t[3 * static_cast<size_t>(i) + 1] = seconds(t0, ProfClock::now());
+        p.kinds[static_cast<size_t>(p.kind_of[static_cast<size_t>(i)])].weight_grad_bytes = ctx[static_cast<size_t>(i)].bytes();
+      }
+      for (int i = layers - 1; i >= 0; --i) {
+        const auto t0 = ProfClock::now();
+        p.m->backward_weight(ctx[static_cast<size_t>(i)]);
+        t[3 * static_cast<size_t>(i) + 2] = seconds(t0, ProfClock::now());
+      }
+      return t;
     });
-  auto samples = repeat_interleaved(options, 3, runs);
   std::vector<LayerProfile> out;
-  for (size_t k = 0; k < items.size(); ++k) {
-    LayerProfile& p = items[k].p;
-    p.forward = timing_of(samples[k][0]);
-    p.backward_input = timing_of(samples[k][1]);
-    p.backward_weight = timing_of(samples[k][2]);
-    if (p.kind == "block" || p.kind == "moe-block") p.selective_recompute = time_selective_recompute(c, p.micro_batch_size, seq_len, options);
-    out.push_back(p);
+  const std::vector<std::vector<std::vector<double>>> samples =
+      repeat_interleaved(options, static_cast<int>(phases), runs);
+  for (size_t k = 0; k < passes.size(); ++k) {
+    Pass& p = passes[k];
+    // Every copy's runs are samples of its kind.
+    std::vector<std::array<std::vector<double>, 3>> by_kind(p.kinds.size());
+    for (size_t i = 0; i < p.kind_of.size(); ++i)
+      for (size_t phase = 0; phase < 3; ++phase) {
+        const std::vector<double>& runs_of = samples[k][3 * i + phase];
+        std::vector<double>& into = by_kind[static_cast<size_t>(p.kind_of[i])][phase];
+        into.insert(into.end(), runs_of.begin(), runs_of.end());
+      }
+    for (size_t j = 0; j < p.kinds.size(); ++j) {
+      LayerProfile lp = p.kinds[j];
+      lp.forward = timing_of(by_kind[j][0]);
+      lp.backward_input = timing_of(by_kind[j][1]);
+      lp.backward_weight = timing_of(by_kind[j][2]);
+      if (lp.kind == "block" || lp.kind == "moe-block")
+        lp.selective_recompute = time_selective_recompute(c, lp.micro_batch_size, seq_len, options);
+      out.push_back(lp);
+    }
   }
   return out;
 }
@@ -222,6 +290,40 @@ double profile_thread_wakeup(int repetitions) {
   return wakeup;
 }
 
+double profile_turn_handover(int repetitions) {
+  ThreadTransport spinning(2);
+  int key = 0;
+  std::vector<double> as_linked = one_way_times(spinning, kWakeupMessageBytes, repetitions, key);
+  CoreTurns turns(1);
+  ThreadTransport in_turns(2, /*spin=*/false);
+  in_turns.take_turns(&turns);
+  const std::atomic<bool> stop{false};
+  const auto deadline = [] { return Clock::now() + std::chrono::seconds(60); };
+  const TensorPtr tensor =
+      std::make_shared<HostTensor>(Mat::Zero(1, static_cast<Eigen::Index>(std::ceil(kWakeupMessageBytes / 4.0))));
+  const int rounds = repetitions + 1;  // the first warms up
+  std::thread echo([&] {
+    CoreTurn turn(&turns);
+    for (int i = 0; i < rounds; ++i) {
+      Message m = in_turns.recv_taking_turns(1, 0, MessageKey{i, Op::SendF, 0, 0}, deadline(), turn, stop);
+      turn.hold(deadline());
+      in_turns.send(1, 0, MessageKey{i, Op::SendB, 1, 0}, std::move(m));
+    }
+  });
+  CoreTurn turn(&turns);
+  std::vector<double> handed;
+  for (int i = 0; i < rounds; ++i) {
+    turn.hold(deadline());
+    const auto t0 = ProfClock::now();
+    in_turns.send(0, 1, MessageKey{i, Op::SendF, 0, 0}, Message{tensor, Clock::now(), -1});
+    in_turns.recv_taking_turns(0, 1, MessageKey{i, Op::SendB, 1, 0}, deadline(), turn, stop);
+    turn.hold(deadline());
+    if (i > 0) handed.push_back(seconds(t0, ProfClock::now()) / 2);
+  }
+  echo.join();
+  return std::max(0.0, timing_of(handed).median_s - timing_of(as_linked).median_s);
+}
+
 MachineInfo cpu_machine_info() {
   MachineInfo m;
   m.backend = "cpu";
@@ -254,6 +356,7 @@ Profile profile_cpu(const Model& model, const CpuProfileRequest& r) {
   p.optimizer_s_per_parameter = profile_cpu_optimizer(model, r.options);
   p.links.push_back(profile_thread_link(r.link_sizes, r.link_repetitions));
   p.machine.wakeup_s = profile_thread_wakeup(kWakeupRepetitions);
+  p.machine.handover_s = profile_turn_handover(kWakeupRepetitions);
   return p;
 }
 

@@ -12,10 +12,11 @@ namespace pw {
 // Median and p10/p90 of `samples` (which it sorts).
 PhaseTiming timing_of(std::vector<double>& samples);
 
-// The embedding, one block and the head of `model` at each micro-batch size: F, B (keeping the weight
-// gradient work) and W timed apart, with the bytes F keeps, B keeps for W, and the output's bytes; for the
-// block also the softmax rebuild that selective recomputation adds to B. BadInput for models the CPU
-// backend cannot run.
+// The embedding, one block of each kind and the head of `model` at each micro-batch size: F, B (keeping the
+// weight gradient work) and W timed apart, in passes as a pipeline stage runs its layers (F of every layer,
+// then B in reverse, then W in reverse) over pass_copies copies of the blocks, with the bytes F keeps, B keeps
+// for W, and the output's bytes; for a block also the softmax rebuild that selective recomputation adds to B.
+// BadInput for models the CPU backend cannot run.
 std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vector<int>& micro_batch_sizes, int seq_len,
                                              const ProfileOptions& options);
 
@@ -24,6 +25,11 @@ inline constexpr double kOptimizerStateCapBytes = 256.0 * 1024 * 1024;
 // Bytes written before each timed optimizer step: more than a core's share of the caches on the machines
 // measured, so the step finds its state in memory, as in a run.
 inline constexpr double kCacheEvictionBytes = 64.0 * 1024 * 1024;
+
+// The copies of the model's blocks (one of each kind a copy) a profile pass runs at this micro-batch size:
+// enough that the others' weights, gradients and activations (kCacheEvictionBytes) push a block's out of the
+// caches between two of its runs, as a run's other layers do, and no more than the model has.
+int pass_copies(const Model& model, int micro_batch_size, int seq_len);
 
 // Seconds per parameter of one Adam step, over the parameters of as many blocks as the model has (up to
 // kOptimizerStateCapBytes of state), each step after kCacheEvictionBytes of writes.
@@ -40,6 +46,11 @@ LinkProfile profile_thread_link(const std::vector<double>& sizes_bytes, int repe
 inline constexpr double kWakeupMessageBytes = 1024;
 inline constexpr int kWakeupRepetitions = 200;
 double profile_thread_wakeup(int repetitions);
+
+// What a turn handed between rank threads on one core costs (executor/core_turns.hpp, MachineInfo::handover_s):
+// two ranks sharing one turn pass a kWakeupMessageBytes message back and forth, each giving its turn up to the
+// other as it waits for the reply; the median one-way time, less that of the thread link.
+double profile_turn_handover(int repetitions);
 
 // 1 KiB, 4 KiB, ..., 64 MiB.
 std::vector<double> default_link_sizes();

@@ -102,6 +102,7 @@ std::string profile_to_json_text(const Profile& p) {
                   {"cores", p.machine.cores},
                   {"threads_per_rank", p.machine.threads_per_rank},
                   {"wakeup_s", p.machine.wakeup_s}};
+  if (p.machine.handover_s > 0) j["machine"]["handover_s"] = p.machine.handover_s;
   if (p.model) j["model"] = profiled_model_json(*p.model);
   ordered_json layers = ordered_json::array();
   for (const LayerProfile& l : p.layers) {
@@ -158,12 +159,13 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
   p.tool = top.optional_string("tool").value_or("");
   if (top.has("machine")) {
     const JsonFields m = top.object("machine");
-    m.reject_unknown({"backend", "device", "cores", "threads_per_rank", "wakeup_s"});
+    m.reject_unknown({"backend", "device", "cores", "threads_per_rank", "wakeup_s", "handover_s"});
     p.machine.backend = m.optional_string("backend").value_or("");
     p.machine.device = m.optional_string("device").value_or("");
     p.machine.cores = m.has("cores") ? static_cast<int>(m.non_negative_integer("cores")) : 0;
     p.machine.threads_per_rank = m.has("threads_per_rank") ? m.positive_int("threads_per_rank") : 1;
     p.machine.wakeup_s = m.figure("wakeup_s", kSecondsRange, 0.0);
+    p.machine.handover_s = m.figure("handover_s", kSecondsRange, 0.0);
   }
   if (top.has("model")) p.model = profiled_model_from_json(top.object("model"));
   const nlohmann::json& layers = top.array("layers", kMaxProfileEntries, "layer entries");

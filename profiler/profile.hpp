@@ -74,6 +74,9 @@ struct MachineInfo {
   // CPU: what a hand-over to a rank thread that slept on its receive adds to the link's time (the OS's
   // wake-up; profile_thread_wakeup). 0: not measured (profiles before it, GPUs).
   double wakeup_s = 0;
+  // Rank threads taking turns on one core (executor/core_turns.hpp): from one rank's tensor sent to the rank
+  // it wakes computing, the turn handed over (profile_turn_handover). 0: not measured.
+  double handover_s = 0;
 };
 
 struct Profile {

@@ -133,6 +133,7 @@ struct RankState {
   bool waiting_reductions = false;
   bool stepping = false;
   bool has_core = false;  // shared cores: the rank holds one (computing, stepping, or ready to go on)
+  bool spinning = false;  // turns: it holds its core while it waits for a tensor, no other rank waiting for one
 };
 
 bool finite_non_negative(double s) { return std::isfinite(s) && s >= 0; }
@@ -390,7 +391,11 @@ class PipelineSimulation {
     if (!finite_non_negative(sc.cores) || !finite_non_negative(sc.wakeup_s))
       throw_bad_input("shared cores: {} cores and a wake-up of {} s; both must be finite numbers >= 0", sc.cores,
                       sc.wakeup_s);
+    if (!finite_non_negative(sc.handover_s))
+      throw_bad_input("shared cores: a hand-over of {} s; it must be a finite number >= 0", sc.handover_s);
     wakeup_s_ = sc.wakeup_s;
+    turns_ = sc.turns;
+    handover_s_ = sc.handover_s;
     if (!(sc.cores > 0) || sc.cores >= num_ranks_) return;
     core_count_ = std::min(num_ranks_, static_cast<int>(std::ceil(sc.cores)));
     free_cores_ = core_count_;
@@ -564,6 +569,11 @@ class PipelineSimulation {
         case StepKind::Compute: {
           if (const std::uint32_t id = missing_input(st); id != kNone) {
             R.waiting_for = id;
+            if (turns_ && R.has_core && core_queue_.empty()) {
+              R.spinning = true;
+              spinners_.push_back(static_cast<std::uint32_t>(r));
+              return;
+            }
             release_core(r);
             return;
           }
@@ -614,15 +624,32 @@ class PipelineSimulation {
   // Shared cores: whether rank r holds one, taking a free one; without, it queues (in the order ranks became
   // ready, as the OS's run queue serves threads whose turns are shorter than its time slice) and runs on
   // from advance() when one is handed to it.
+  // With turns, a rank spinning on its core for a tensor hands it over (the one spinning longest) instead.
   bool take_core(int r) {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     if (!shares_cores_ || R.has_core) return true;
+    if (free_cores_ == 0 && !spinners_.empty()) {
+      RankState& S = ranks_[spinners_.front()];
+      spinners_.pop_front();
+      S.spinning = false;
+      S.has_core = false;
+      R.has_core = true;
+      return !hand_over(r);
+    }
     if (free_cores_ == 0) {
       core_queue_.push_back(static_cast<std::uint32_t>(r));
       return false;
     }
     --free_cores_;
     R.has_core = true;
+    return true;
+  }
+
+  // A core handed over to rank r, which holds it now: with turns it reaches the rank handover_s later (true:
+  // the rank runs on from advance() then).
+  bool hand_over(int r) {
+    if (!turns_ || !(handover_s_ > 0)) return false;
+    engine_.at(engine_.now() + handover_s_, kWoken, static_cast<std::uint32_t>(r));
     return true;
   }
 
@@ -638,7 +665,7 @@ class PipelineSimulation {
     core_queue_.pop_front();
     --free_cores_;
     ranks_[next].has_core = true;
-    advance(static_cast<int>(next));
+    if (!hand_over(static_cast<int>(next))) advance(static_cast<int>(next));
   }
 
   void compute_done(int r) {
@@ -711,6 +738,13 @@ class PipelineSimulation {
     RankState& D = ranks_[static_cast<std::size_t>(b.dst)];
     if (D.waiting_for == id) {
       D.waiting_for = kNone;
+      // Its core kept: it runs on at once.
+      if (D.spinning) {
+        D.spinning = false;
+        spinners_.erase(std::find(spinners_.begin(), spinners_.end(), b.dst));
+        advance(b.dst);
+        return;
+      }
       // A rank that slept on the receive runs again when the OS has woken it on a free core; without one it
       // waits in the run queue, and is switched in when a core frees (take_core()).
       if (wakeup_s_ > 0 && (!shares_cores_ || free_cores_ > 0))
@@ -972,6 +1006,9 @@ class PipelineSimulation {
   double core_speed_ = 1;
   double wakeup_s_ = 0;
   std::deque<std::uint32_t> core_queue_;  // each rank at most once
+  bool turns_ = false;                     // SharedCores::turns
+  double handover_s_ = 0;
+  std::deque<std::uint32_t> spinners_;     // turns: ranks spinning on their cores, longest first
   int iterations_ = 1;
   int iteration_m_ = 0;                  // micro-batches per iteration
   int stage_m_ = 0;                      // of them, those each stage runs (all of them with one copy)

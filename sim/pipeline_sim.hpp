@@ -75,6 +75,12 @@ struct SharedCores {
   // From a tensor's arrival (or the flush's end) to its sleeping receiver running again on a free core (the
   // OS wakes it there); 0 when ranks spin. A receiver that finds every core taken waits for one instead.
   double wakeup_s = 0;
+  // The ranks take turns on the cores as the executor's rank threads do (executor/core_turns.hpp): a rank
+  // waiting for a tensor keeps its core (spinning) while no other rank waits for one, and hands it over when
+  // one does; a core handed over to a waiting rank reaches it handover_s later. false: the OS shares the cores
+  // (ranks as processes), a waiting rank's core freed at once and handed over at no cost.
+  bool turns = false;
+  double handover_s = 0;
 };
 
 struct SimInput {

@@ -379,7 +379,8 @@ ReplicaRun simulate_replica(const Scenario& s, const Schedule& placement_schedul
   for (int r = 0; r < pc.pp; ++r) in.rank_gpu[r] = pipeline_rank_gpu(pc, r, replica);
   in.cluster = s.cluster;
   in.cost = &cost;
-  in.shared_cores = {s.shared_cores.cores / pc.dp, s.shared_cores.wakeup_s};
+  in.shared_cores = s.shared_cores;
+  in.shared_cores.cores /= pc.dp;
   run.sim = simulate(in, observer);
   return run;
 }

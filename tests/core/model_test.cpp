@@ -61,6 +61,23 @@ TEST_CASE("a transformer model is embedding, L blocks and a head") {
   CHECK(one.num_blocks() == 1);
   CHECK(one.layers[1].kind == LayerKind::Block);
   CHECK(one.transformer->hidden == m.transformer->hidden);
+  // Copies of it, for a profiler's pass: the embedding, 4 blocks of the same shape, the head.
+  const Model four = blocks_per_kind_copies(m, 4);
+  REQUIRE(four.num_layers() == 6);
+  CHECK(four.num_blocks() == 4);
+  CHECK(four.layers.front().kind == LayerKind::Embedding);
+  CHECK(four.layers.back().kind == LayerKind::Head);
+}
+
+TEST_CASE("copies of an MoE model's blocks alternate its dense and MoE block, one of each a copy") {
+  const Model deepseek = model_preset("deepseek-v3");
+  const Model three = blocks_per_kind_copies(deepseek, 3);
+  REQUIRE(three.num_blocks() == 6);
+  for (int i = 0; i < 6; ++i) CHECK(three.transformer->moe_block(i) == (i % 2 == 1));
+  const Model mixtral = blocks_per_kind_copies(model_preset("mixtral-8x7b"), 2);
+  REQUIRE(mixtral.num_blocks() == 2);
+  CHECK(mixtral.transformer->moe_block(0));
+  CHECK(mixtral.transformer->moe_block(1));
 }
 
 TEST_CASE("presets carry the published shapes and are listed sorted") {

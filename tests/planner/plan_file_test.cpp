@@ -247,10 +247,24 @@ TEST_CASE("a plan file keeps the cores a cpu run's ranks share, and simulates th
   CHECK(doc.scenario.shared_cores.cores == 2);
   CHECK(doc.scenario.shared_cores.wakeup_s == 3e-5);
   CHECK(evaluate(doc.scenario, cost).metrics.step_time_s == ev.metrics.step_time_s);
+  CHECK_FALSE(doc.scenario.shared_cores.turns);
+  CHECK(nlohmann::json::parse(text).at("shared_cores").count("turns") == 0);
+
+  // Rank threads in turns (executor/core_turns.hpp): the turns and the hand-over kept too.
+  s.shared_cores.turns = true;
+  s.shared_cores.handover_s = 4e-6;
+  const Evaluation turns = evaluate(s, cost);
+  const PlanDocument turns_doc = plan_from_json_text(plan_to_json_text(turns, PlanExtras{}), "plan.json");
+  CHECK(turns_doc.scenario.shared_cores.turns);
+  CHECK(turns_doc.scenario.shared_cores.handover_s == 4e-6);
+  CHECK(evaluate(turns_doc.scenario, cost).metrics.step_time_s == turns.metrics.step_time_s);
 
   nlohmann::json bad = nlohmann::json::parse(text);
   bad["shared_cores"]["cores"] = -1;
   CHECK(error_of(bad.dump()).rfind("p.json: shared_cores.cores ", 0) == 0);
   bad["shared_cores"] = {{"cores", 2}, {"wake", 1}};
-  CHECK(error_of(bad.dump()) == "p.json: unknown field 'shared_cores.wake'; known fields: cores, wakeup_s");
+  CHECK(error_of(bad.dump()) ==
+        "p.json: unknown field 'shared_cores.wake'; known fields: cores, wakeup_s, turns, handover_s");
+  bad["shared_cores"] = {{"cores", 2}, {"handover_s", -1}};
+  CHECK(error_of(bad.dump()).rfind("p.json: shared_cores.handover_s ", 0) == 0);
 }

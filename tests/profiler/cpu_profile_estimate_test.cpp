@@ -7,11 +7,13 @@
 #include "../cli/cli_test_util.hpp"
 #include "../error_text.hpp"
 #include "../executor/executor_test_util.hpp"
+#include "core/kept_bytes.hpp"
 #include "core/layer_work.hpp"
 #include "executor/cpu_layers.hpp"
 #include "executor/cpu_model.hpp"
 #include "profiler/core_speed.hpp"
 #include "profiler/cpu_profile_estimate.hpp"
+#include "profiler/cpu_profiler.hpp"
 
 using namespace pw;
 
@@ -68,16 +70,21 @@ TEST_CASE("cpu profile estimate: timed runs go on to the minimum time, unless th
   r.options.rounds = 1;
   r.options.min_repetitions = 1;
   const Model tiny = test::tiny_llama();
-  // At 1 FLOP/s every run is longer than 0.2 s: one timed run of each of the three layers.
-  const Model one = one_block_per_kind(tiny);
-  CHECK(cpu_profile_estimate(tiny, r, at(1))[1].seconds == Approx(model_flops(one, 1, 8)).epsilon(1e-12));
-  // At 1 TFLOP/s 1000 runs of these few kFLOPs are shorter than 0.2 s: the count ends them.
-  CHECK(cpu_profile_estimate(tiny, r, at(1e12))[1].seconds == Approx(1000 * model_flops(one, 1, 8) / 1e12).epsilon(1e-12));
-  // In between, the minimum time: 0.2 s for the block and the head (the embedding, a lookup, counts no
-  // FLOPs and so no time: the estimate is short of the profile's, never above it).
-  const double flops = model_flops(one, 1, 8);
-  const double between = cpu_profile_estimate(tiny, r, at(flops * 100))[1].seconds;  // each layer's run below 0.01 s
-  CHECK(between == Approx(2 * 0.2).epsilon(1e-12));
+  // A pass runs the embedding, copies of the block (all 3 of the model's, a few kB each) and the head.
+  REQUIRE(pass_copies(tiny, 1, 8) == 3);
+  const Model pass = blocks_per_kind_copies(tiny, 3);
+  // At 1 FLOP/s every pass is longer than 0.2 s: one timed pass.
+  CHECK(cpu_profile_estimate(tiny, r, at(1))[1].seconds == Approx(model_flops(pass, 1, 8)).epsilon(1e-12));
+  // At 1 TFLOP/s 1000 passes of these few kFLOPs are shorter than 0.2 s: the count ends them.
+  CHECK(cpu_profile_estimate(tiny, r, at(1e12))[1].seconds == Approx(1000 * model_flops(pass, 1, 8) / 1e12).epsilon(1e-12));
+  // In between, the minimum time: 0.2 s of passes.
+  const double flops = model_flops(pass, 1, 8);
+  const double between = cpu_profile_estimate(tiny, r, at(flops * 100))[1].seconds;  // each pass below 0.01 s
+  CHECK(between == Approx(0.2).epsilon(1e-12));
+  // Two micro-batch sizes: a pass each.
+  r.micro_batch_sizes = {1, 2};
+  CHECK(cpu_profile_estimate(tiny, r, at(1))[1].seconds ==
+        Approx(model_flops(pass, 1, 8) + model_flops(pass, 2, 8)).epsilon(1e-12));
 }
 
 TEST_CASE("cpu profile estimate: the memory of the one-block model's tensors") {
@@ -143,4 +150,30 @@ TEST_CASE("profile and run refuse a CPU profile this machine cannot take, naming
   CHECK_THAT(r.err, Catch::StartsWith("error: run: profiling first: "));
   CHECK_THAT(r.err, Catch::EndsWith("; give --profile FILE or --no-profile, lower --seq-len or --micro-batch-size, or "
                                     "profile with --backend cuda or pass --allow-large\n"));
+}
+
+TEST_CASE("a profile pass runs as many copies of the blocks as push one out of the caches, at most the model's") {
+  // The tiny Llama's block with its gradients and activations is a few kB: every one of the model's blocks.
+  CHECK(pass_copies(test::tiny_llama(3), 1, 8) == 3);
+  CHECK(pass_copies(test::tiny_llama(12), 1, 8) == 12);
+  // A block of llama3-8b alone is past the 64 MiB: one copy, as before passes.
+  CHECK(pass_copies(model_preset("llama3-8b"), 1, 256) == 1);
+  // In between: the fewest copies of 64 MiB or more. A 32-block model whose block takes 8 MiB (weights, gradients
+  // and what one micro-batch keeps): 8 copies.
+  TransformerConfig c = *test::tiny_llama(32).transformer;
+  c.hidden = 256;
+  c.heads = 4;
+  c.kv_heads = 4;
+  c.head_dim = 64;
+  c.ffn = 1024;
+  const Model mid = make_transformer_model("mid", c);
+  const Model one = one_block_per_kind(mid);
+  Workload w;
+  w.micro_batch_size = 1;
+  w.seq_len = 8;
+  const KeptBytes k = cpu_kept_bytes(c, LayerKind::Block, 0, 1, 8, Recompute::None);
+  const double copy = 8 * layer_work(one, one.layers[1], w).parameters + k.after_forward + k.after_backward + k.output;
+  CHECK(pass_copies(mid, 1, 8) == static_cast<int>(std::ceil(64.0 * 1024 * 1024 / copy)));
+  CHECK(pass_copies(mid, 1, 8) > 1);
+  CHECK(pass_copies(mid, 1, 8) < 32);
 }

@@ -63,9 +63,11 @@ std::string error(const std::string& text) {
 TEST_CASE("a profile survives its JSON round trip") {
   Profile p = uniform_profile(tiny());
   p.machine.wakeup_s = 2.75e-5;
+  p.machine.handover_s = 4.5e-6;
   const Profile q = profile_from_json_text(profile_to_json_text(p), "p.json");
   CHECK(profile_to_json_text(q) == profile_to_json_text(p));
   CHECK(q.machine.wakeup_s == 2.75e-5);
+  CHECK(q.machine.handover_s == 4.5e-6);
   REQUIRE(q.layers.size() == 3);
   CHECK(q.layers[1].kind == "block");
   CHECK(q.layers[1].shape ==
@@ -185,7 +187,8 @@ TEST_CASE("the CPU profiler times every distinct layer and measures its bytes") 
   const double h = 16;
   for (const LayerProfile& l : layers) {
     INFO(l.kind << " b " << l.micro_batch_size);
-    CHECK(l.forward.repetitions == 3);
+    // Three passes, each timing all 5 of the model's blocks (pass_copies) and the embedding and head once.
+    CHECK(l.forward.repetitions == (l.kind == "block" ? 3 * 5 : 3));
     CHECK(l.forward.median_s > 0);
     CHECK(l.backward_weight.median_s > 0);
     const double n = 8.0 * l.micro_batch_size;
@@ -227,6 +230,12 @@ TEST_CASE("the wake-up of a sleeping rank thread: measured across two cores, non
   const double wakeup = profile_thread_wakeup(20);
   CHECK(wakeup >= 0);
   CHECK(wakeup < 0.05);  // a wake-up, not OS time slices
+}
+
+TEST_CASE("a turn handed between two rank threads on one core: measured, and a switch, not a time slice") {
+  const double handover = profile_turn_handover(20);
+  CHECK(handover >= 0);
+  CHECK(handover < 0.05);  // a switch on one core, not OS time slices
 }
 
 TEST_CASE("the profiled cost model uses the profile where it matches and the fallback elsewhere") {

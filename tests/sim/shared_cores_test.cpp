@@ -85,3 +85,66 @@ TEST_CASE("shared cores: cores or a wake-up that is not a finite number >= 0 is 
   in.shared_cores = {1, -1};
   CHECK_THROWS_WITH(simulate(in), "shared cores: 1 cores and a wake-up of -1 s; both must be finite numbers >= 0");
 }
+
+TEST_CASE("shared cores in turns: a core handed to a waiting rank reaches it a hand-over later") {
+  // One core, hand-over 0.25 s: rank 1 asks for the core at 1 (its first input) while rank 0 computes F1, and
+  // gets it when rank 0 blocks at 2, at 2.25; rank 0 asks at 6.25 and gets it when rank 1 ends at 8.25, at 8.5:
+  // the step is the OS-shared one's 12 plus two hand-overs.
+  SharedCores turns{1, 0};
+  turns.turns = true;
+  turns.handover_s = 0.25;
+  const SimResult r = simulate(two_rank_gpipe(turns));
+  CHECK(r.step_time_s == 12.5);
+  CHECK(r.ranks[0].busy_s == 6);
+  CHECK(r.ranks[1].busy_s == 6);
+  // Without the hand-over's cost, the same turns as the OS's queue.
+  turns.handover_s = 0;
+  CHECK(simulate(two_rank_gpipe(turns)).step_time_s == 12);
+}
+
+TEST_CASE("shared cores in turns: a rank waiting for a tensor keeps its core until another rank wants one") {
+  // One core. Rank 0 sends F0 at 1 and waits for its gradient with nobody queued: it keeps the core, spinning.
+  // Rank 1's input arrives at once and it asks for the core: rank 0 hands it over (0.25 s), rank 1 runs F0
+  // and BW0 (1.25 to 4.25), and rank 0's gradient finds the core free: BW0 4.25 to 6.25.
+  const Schedule s = hand_schedule(2, {0, 1}, {{"0F0", "0SEND_F0", "0RECV_B0", "0BW0"}, {"1RECV_F0", "1F0", "1BW0", "1SEND_B0"}},
+                                   true);
+  SimInput in = sim_input(s, uniform_costs(2, 1, 2, 0), ideal_cluster());
+  in.shared_cores = {1, 0};
+  in.shared_cores.turns = true;
+  in.shared_cores.handover_s = 0.25;
+  CHECK(simulate(in).step_time_s == 6.25);
+  // The OS's sharing frees rank 0's core as it blocks: no hand-over.
+  in.shared_cores.turns = false;
+  CHECK(simulate(in).step_time_s == 6);
+}
+
+TEST_CASE("shared cores in turns: a step is never shorter than its compute over the cores, nor than on devices") {
+  for (const auto& [name, v] : std::vector<std::pair<const char*, int>>{{"gpipe", 1}, {"1f1b", 1}, {"zb-h1", 1}, {"interleaved", 2}}) {
+    INFO(name);
+    const Schedule s = generated(name, 8, 16, v);
+    SimInput in = sim_input(s, uniform_costs(s.num_stages(), 1e-3, 1e-3, 0.5e-3), ideal_cluster());
+    const double alone = simulate(in).step_time_s;
+    for (double cores : {1.0, 2.0, 3.0, 7.0}) {
+      for (double handover : {0.0, 5e-6, 1e-4}) {
+        INFO(cores << " cores, hand-over " << handover);
+        in.shared_cores = {cores, 2e-5};
+        in.shared_cores.turns = true;
+        in.shared_cores.handover_s = handover;
+        const SimResult r = simulate(in);
+        const double compute = std::accumulate(r.ranks.begin(), r.ranks.end(), 0.0,
+                                               [](double sum, const RankStats& st) { return sum + st.busy_s; });
+        CHECK(compute == Approx(s.num_stages() * 16 * 2.5e-3));
+        CHECK(r.step_time_s >= compute / cores - 1e-12);
+        CHECK(r.step_time_s >= alone - 1e-12);
+      }
+    }
+  }
+}
+
+TEST_CASE("shared cores: a hand-over that is not a finite number >= 0 is refused") {
+  SharedCores turns{1, 0};
+  turns.turns = true;
+  turns.handover_s = -1e-6;
+  CHECK_THROWS_WITH(simulate(two_rank_gpipe(turns)),
+                    "shared cores: a hand-over of -1e-06 s; it must be a finite number >= 0");
+}
