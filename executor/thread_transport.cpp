@@ -19,7 +19,8 @@ void ThreadTransport::send(int src, int dst, const MessageKey& key, Message mess
     const std::tuple<int, MessageKey> id{src, key};
     box.messages[id] = std::move(message);
     box.sent.fetch_add(1, std::memory_order_release);
-    // Queued under the mailbox's lock: the sleeper leaves recv_in_turn only through that lock, and withdraws.
+    // Queued under the mailbox's lock: a sleeper that gives up waiting (a timeout, an abort) clears itself and
+    // withdraws from the queue under that lock, so it is never queued after it has left.
     if (box.sleeper && box.sleeper_for == id) {
       turns_->queue(*box.sleeper);
       box.sleeper = nullptr;

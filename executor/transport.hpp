@@ -61,8 +61,6 @@ class Transport {
   // Blocks until the message from `src` with this key arrives. Throws RecvTimeout after `deadline` and
   // RunAborted once abort() is called; between processes also PeerFailed and PeerLost.
   virtual Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) = 0;
-  // Whether recv() of this message would return at once; false where it cannot tell.
-  virtual bool arrived(int dst, int src, const MessageKey& key) { return false; }
   // Wakes every waiting receive (they throw RunAborted) and fails every later one.
   virtual void abort() = 0;
   // Between processes: tells the others that this one's run failed with `message`, so that their waits end
@@ -79,7 +77,6 @@ class ThreadTransport : public Transport {
   ThreadTransport(int ranks, bool spin);
   void send(int src, int dst, const MessageKey& key, Message message) override;
   Message recv(int dst, int src, const MessageKey& key, Clock::time_point deadline) override;
-  bool arrived(int dst, int src, const MessageKey& key) override;
   void abort() override;
 
   // Ranks taking turns on the cores (executor/core_turns.hpp). A receiver holding a turn keeps it, spinning,
@@ -100,6 +97,8 @@ class ThreadTransport : public Transport {
     CoreTurn* sleeper = nullptr;
   };
   std::vector<Mailbox> boxes_;
+  // Whether the message is in `dst`'s mailbox.
+  bool arrived(int dst, int src, const MessageKey& key);
   // recv_taking_turns after the turn is given up: the message, with a turn taken where the rank slept for it.
   Message recv_in_turn(int dst, int src, const MessageKey& key, Clock::time_point deadline, CoreTurn& turn);
 

@@ -3,6 +3,9 @@
 // waiting, and a pipeline run in turns trains exactly as one the OS schedules.
 #include <catch2/catch.hpp>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -28,6 +31,14 @@ void until_queued(const CoreTurns& turns, int n) {
   while (turns.waiting() != n) std::this_thread::yield();
 }
 
+// Keeps the test thread's CPUs: a turn binds its holder to one, and the tests after it in this process (and
+// the threads they start, which inherit the binding) must run anywhere.
+struct KeepCpus {
+  KeepCpus() { pthread_getaffinity_np(pthread_self(), sizeof set, &set); }
+  ~KeepCpus() { pthread_setaffinity_np(pthread_self(), sizeof set, &set); }
+  cpu_set_t set{};
+};
+
 // Two ranks' thread transport, their receives taking turns on one core.
 struct OneCoreTransport {
   OneCoreTransport() { transport.take_turns(&turns); }
@@ -39,6 +50,7 @@ struct OneCoreTransport {
 }  // namespace
 
 TEST_CASE("core turns: a free turn at once, then turns handed over in the order they were asked for") {
+  const KeepCpus kept;
   CoreTurns turns(1);
   CoreTurn first(&turns);
   first.hold(turns_deadline());
@@ -76,6 +88,7 @@ TEST_CASE("core turns: a free turn at once, then turns handed over in the order 
 }
 
 TEST_CASE("core turns: two cores hold two ranks at once, and a third waits for one of them") {
+  const KeepCpus kept;
   CoreTurns turns(2);
   CoreTurn a(&turns), b(&turns), c(&turns);
   a.hold(turns_deadline());
@@ -95,6 +108,7 @@ TEST_CASE("core turns: two cores hold two ranks at once, and a third waits for o
 }
 
 TEST_CASE("core turns: a wait past its deadline fails and leaves the queue, and an abort wakes every waiter") {
+  const KeepCpus kept;
   CoreTurns turns(1);
   CoreTurn holder(&turns), late(&turns);
   holder.hold(turns_deadline());
@@ -121,6 +135,7 @@ TEST_CASE("core turns: a wait past its deadline fails and leaves the queue, and 
 }
 
 TEST_CASE("core turns: a receiver asleep on a tensor is queued by its send and wakes holding a turn") {
+  const KeepCpus kept;
   OneCoreTransport one;
   CoreTurns& turns = one.turns;
   ThreadTransport& transport = one.transport;
@@ -142,6 +157,7 @@ TEST_CASE("core turns: a receiver asleep on a tensor is queued by its send and w
 }
 
 TEST_CASE("core turns: a holder waiting for a tensor keeps its turn, and gives it up to a rank that wants one") {
+  const KeepCpus kept;
   OneCoreTransport one;
   CoreTurns& turns = one.turns;
   ThreadTransport& transport = one.transport;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <thread>
 
+#include <pthread.h>
 #include <sched.h>
 
 #include "core/analytic_cost_model.hpp"
@@ -233,9 +234,14 @@ TEST_CASE("the wake-up of a sleeping rank thread: measured across two cores, non
 }
 
 TEST_CASE("a turn handed between two rank threads on one core: measured, and a switch, not a time slice") {
+  cpu_set_t before, after;
+  pthread_getaffinity_np(pthread_self(), sizeof before, &before);
   const double handover = profile_turn_handover(20);
   CHECK(handover >= 0);
   CHECK(handover < 0.05);  // a switch on one core, not OS time slices
+  // Measured on threads of its own: the caller, who starts a run's rank threads next, may still run anywhere.
+  pthread_getaffinity_np(pthread_self(), sizeof after, &after);
+  CHECK(CPU_EQUAL(&before, &after));
 }
 
 TEST_CASE("the profiled cost model uses the profile where it matches and the fallback elsewhere") {
