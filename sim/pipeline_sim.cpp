@@ -624,7 +624,8 @@ class PipelineSimulation {
   // Shared cores: whether rank r holds one, taking a free one; without, it queues (in the order ranks became
   // ready, as the OS's run queue serves threads whose turns are shorter than its time slice) and runs on
   // from advance() when one is handed to it.
-  // With turns, a rank spinning on its core for a tensor hands it over (the one spinning longest) instead.
+  // With turns and no core free, a rank spinning on its core for a tensor hands it over (the one spinning
+  // longest) before anyone queues.
   bool take_core(int r) {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     if (!shares_cores_ || R.has_core) return true;
