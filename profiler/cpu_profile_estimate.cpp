@@ -56,7 +56,8 @@ std::vector<WorkEstimate> cpu_profile_estimate(const Model& model, const CpuProf
       const LayerWork lw = layer_work(pass, layer, w);
       pass_parameters += lw.parameters;
       pass_flops += lw.forward.flops() + lw.backward_input.flops() + lw.backward_weight.flops();
-      const KeptBytes k = cpu_kept_bytes(c, layer.kind, layer.block, w.micro_batch_size, seq, Recompute::None);
+      const KeptBytes k =
+          cpu_kept_bytes(*pass.transformer, layer.kind, layer.block, w.micro_batch_size, seq, Recompute::None);
       pass_kept += k.after_forward + k.after_backward + k.output;
     }
     parameters = std::max(parameters, pass_parameters);

@@ -120,9 +120,11 @@ std::vector<LayerProfile> profile_cpu_layers(const Model& model, const std::vect
       lp.seq_len = seq_len;
       p.kinds.push_back(lp);
     }
+    // Each pass layer's kind read from the pass model's own pattern (its dense and MoE blocks alternate).
+    const TransformerConfig& pc = *p.model.transformer;
     for (const Layer& layer : p.model.layers) {
       const auto it = std::find_if(p.kinds.begin(), p.kinds.end(), [&](const LayerProfile& k) {
-        return k.kind == profile_kind(c, layer) && k.shape == layer_shape(c, layer);
+        return k.kind == profile_kind(pc, layer) && k.shape == layer_shape(pc, layer);
       });
       if (it == p.kinds.end()) throw_runtime("profile pass: layer {} of '{}' has no kind among one block's", layer.name, model.name);
       p.kind_of.push_back(static_cast<int>(it - p.kinds.begin()));

@@ -233,6 +233,27 @@ TEST_CASE("the wake-up of a sleeping rank thread: measured across two cores, non
   CHECK(wakeup < 0.05);  // a wake-up, not OS time slices
 }
 
+TEST_CASE("a profile pass over an MoE model's copies times its dense and MoE blocks apart, every copy of each") {
+  ProfileOptions o;
+  o.warmup = 0;
+  o.rounds = 1;
+  o.min_repetitions = 2;
+  o.min_time_s = 0;
+  // One dense block then 5 MoE blocks: 5 copies of the (dense, MoE) pair, the dense ones copies too.
+  const Model moe = test::tiny_moe(6);
+  REQUIRE(pass_copies(moe, 1, 8) == 3);
+  const std::vector<LayerProfile> layers = profile_cpu_layers(moe, {1}, 8, o);
+  REQUIRE(layers.size() == 4);
+  CHECK(layers[1].kind == "block");
+  CHECK(layers[2].kind == "moe-block");
+  for (const LayerProfile& l : layers) {
+    INFO(l.kind);
+    // Two passes, each timing the three copies of a block kind once, the embedding and the head once.
+    CHECK(l.forward.repetitions == (l.kind == "block" || l.kind == "moe-block" ? 2 * 3 : 2));
+    CHECK(l.backward_weight.repetitions == l.forward.repetitions);
+  }
+}
+
 TEST_CASE("a turn handed between two rank threads on one core: measured, and a switch, not a time slice") {
   cpu_set_t before, after;
   pthread_getaffinity_np(pthread_self(), sizeof before, &before);
