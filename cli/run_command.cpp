@@ -459,8 +459,8 @@ void run_configuration(const RunCommandOptions& o, std::ostream& out, LaunchedRu
   options.timeout_s = o.timeout_s;
   options.before_action = hook;
   options.replicas = ev.scenario.parallel.dp;
-  // Rank threads of real compute take turns on the cores the prediction gives them (executor/core_turns.hpp).
-  if (cpu && !launched) options.cores = static_cast<int>(ev.scenario.shared_cores.cores);
+  // The rank threads take turns on the cores as the prediction has them (cores_of_run; executor/core_turns.hpp).
+  if (ev.scenario.shared_cores.turns) options.cores = static_cast<int>(ev.scenario.shared_cores.cores);
   const RunResult result = !launched ? run_threads(schedule, backend, options, gpu)
                            : gpu     ? launched->run(schedule, *backend, options, gpu->transport(), gpu->local_ranks())
                                      : launched->run(schedule, *backend, options);

@@ -57,6 +57,13 @@ void CoreTurns::bind(CoreTurn& rank, int cpu) {
   rank.pinned_ = cpu;
 }
 
+void CoreTurns::waiting_changed() { waiting_.store(static_cast<int>(queue_.size()), std::memory_order_release); }
+
+void CoreTurns::leave_queue(CoreTurn& rank) {
+  erase_one(queue_, &rank);
+  waiting_changed();
+}
+
 CoreTurn* CoreTurns::grant_or_queue(CoreTurn& rank) {
   if (!free_.empty() && queue_.empty()) {
     rank.granted_ = free_.back();
@@ -65,7 +72,7 @@ CoreTurn* CoreTurns::grant_or_queue(CoreTurn& rank) {
     return &rank;
   }
   queue_.push_back(&rank);
-  waiting_.store(static_cast<int>(queue_.size()), std::memory_order_release);
+  waiting_changed();
   return nullptr;
 }
 
@@ -76,7 +83,7 @@ CoreTurn* CoreTurns::hand_on(int core) {
   }
   CoreTurn* next = queue_.front();
   queue_.pop_front();
-  waiting_.store(static_cast<int>(queue_.size()), std::memory_order_release);
+  waiting_changed();
   next->granted_ = core;
   bind(*next, core);
   return next;
@@ -91,8 +98,7 @@ void CoreTurns::wait_handed(std::unique_lock<std::mutex>& lock, CoreTurn& rank, 
     rank.granted_ = -1;
     return;
   }
-  erase_one(queue_, &rank);
-  waiting_.store(static_cast<int>(queue_.size()), std::memory_order_release);
+  leave_queue(rank);
   if (!handed) throw RecvTimeout();
   throw RunAborted();
 }
@@ -141,8 +147,7 @@ void CoreTurns::withdraw(CoreTurn& rank) {
   CoreTurn* wake = nullptr;
   {
     std::lock_guard lock(mutex_);
-    erase_one(queue_, &rank);
-    waiting_.store(static_cast<int>(queue_.size()), std::memory_order_release);
+    leave_queue(rank);
     if (rank.granted_ >= 0) wake = hand_on(rank.granted_);
     rank.granted_ = -1;
   }

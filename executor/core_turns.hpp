@@ -83,6 +83,9 @@ class CoreTurns {
   bool wanted() const { return waiting() > 0; }
 
  private:
+  // With the lock held: waiting_ follows queue_ (it is read without the lock), and `rank` leaves the queue.
+  void waiting_changed();
+  void leave_queue(CoreTurn& rank);
   // With the lock held: `rank` gets a free turn, or a place in the queue. Returns whom to wake (or null).
   CoreTurn* grant_or_queue(CoreTurn& rank);
   // With the lock held: the turn on `core` to the first rank waiting (returned, to be woken after the lock is

@@ -427,6 +427,7 @@ class RankRunner : public Collectives {
 
   // Takes a core's turn (RunOptions::cores) before computing; a wait for one past the timeout is the rank's.
   void hold_turn() {
+    if (!sh_.turns || turn_.held()) return;  // every action passes here: no work without turns
     timeout_reason_ = fmt::format("no core was free within {:g} s", sh_.options.timeout_s);
     turn_.hold(deadline_after(sh_.options.timeout_s));
   }

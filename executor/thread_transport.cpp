@@ -7,6 +7,14 @@
 
 namespace pw {
 
+std::optional<Message> ThreadTransport::take_message(Mailbox& box, const std::tuple<int, MessageKey>& id) {
+  auto it = box.messages.find(id);
+  if (it == box.messages.end()) return std::nullopt;
+  Message m = std::move(it->second);
+  box.messages.erase(it);
+  return m;
+}
+
 ThreadTransport::ThreadTransport(int ranks) : ThreadTransport(ranks, spin_allowed(ranks)) {}
 
 ThreadTransport::ThreadTransport(int ranks, bool spin) : boxes_(static_cast<size_t>(ranks)), spin_(spin) {}
@@ -39,12 +47,7 @@ Message ThreadTransport::recv(int dst, int src, const MessageKey& key, Clock::ti
     // aborted_ is only written under every mailbox's lock (abort() takes them all), so reading it under
     // this one is safe.
     if (aborted_) throw RunAborted();
-    auto it = box.messages.find(id);
-    if (it != box.messages.end()) {
-      Message m = std::move(it->second);
-      box.messages.erase(it);
-      return m;
-    }
+    if (std::optional<Message> m = take_message(box, id)) return std::move(*m);
     if (!spun) {
       // Once per receive: spin while messages arrive (not necessarily this one), then sleep.
       const unsigned long seen = box.sent.load(std::memory_order_relaxed);
@@ -55,8 +58,7 @@ Message ThreadTransport::recv(int dst, int src, const MessageKey& key, Clock::ti
     }
     if (box.arrived.wait_until(lock, deadline) == std::cv_status::timeout) {
       if (aborted_) throw RunAborted();
-      it = box.messages.find(id);
-      if (it == box.messages.end()) throw RecvTimeout();
+      if (box.messages.count(id) == 0) throw RecvTimeout();
     }
   }
 }
@@ -81,18 +83,11 @@ Message ThreadTransport::recv_in_turn(int dst, int src, const MessageKey& key, C
                                       CoreTurn& turn) {
   Mailbox& box = boxes_[static_cast<size_t>(dst)];
   const std::tuple<int, MessageKey> id{src, key};
-  const auto take_message = [&]() {
-    auto it = box.messages.find(id);
-    if (it == box.messages.end()) return std::optional<Message>();
-    Message m = std::move(it->second);
-    box.messages.erase(it);
-    return std::optional<Message>(std::move(m));
-  };
   turns_->will_sleep(turn);
   {
     std::lock_guard lock(box.mutex);
     if (aborted_) throw RunAborted();
-    if (std::optional<Message> m = take_message()) return std::move(*m);
+    if (std::optional<Message> m = take_message(box, id)) return std::move(*m);
     box.sleeper = &turn;
     box.sleeper_for = id;
   }
@@ -108,7 +103,7 @@ Message ThreadTransport::recv_in_turn(int dst, int src, const MessageKey& key, C
     throw;
   }
   std::lock_guard lock(box.mutex);
-  std::optional<Message> m = take_message();
+  std::optional<Message> m = take_message(box, id);
   if (!m) throw_runtime("a rank was handed a core for a message that is not in its mailbox");
   return std::move(*m);
 }

@@ -97,6 +97,8 @@ class ThreadTransport : public Transport {
     CoreTurn* sleeper = nullptr;
   };
   std::vector<Mailbox> boxes_;
+  // With the mailbox's lock held: the message from (src, key) taken out of it, or nothing.
+  static std::optional<Message> take_message(Mailbox& box, const std::tuple<int, MessageKey>& id);
   // Whether the message is in `dst`'s mailbox.
   bool arrived(int dst, int src, const MessageKey& key);
   // recv_taking_turns after the turn is given up: the message, with a turn taken where the rank slept for it.

@@ -230,10 +230,21 @@ std::vector<double> default_link_sizes() {
 namespace {
 
 // One-way times of `bytes` between two rank threads over `transport` (the first round trip warms the pages
-// up and is left out): `repetitions` round trips, each halved.
+// up and is left out): `repetitions` round trips, each halved. With `turns` (which `transport` takes), the two
+// sides take turns on its cores as the runtime's rank threads do (recv_taking_turns). Both sides run on threads
+// of their own: a turn binds its holder to a CPU, and the caller, who starts a run's rank threads next, must
+// not pass a binding on to them.
 std::vector<double> one_way_times(ThreadTransport& transport, double bytes, int repetitions, int& key,
-                                  int echo_core = -1) {
+                                  int echo_core = -1, CoreTurns* turns = nullptr) {
   const auto deadline = [] { return Clock::now() + std::chrono::seconds(60); };
+  const std::atomic<bool> stop{false};
+  // A side's receive, holding its turn (if any) afterwards.
+  const auto receive = [&](CoreTurn& turn, int dst, int src, const MessageKey& k) {
+    if (!turns) return transport.recv(dst, src, k, deadline());
+    Message m = transport.recv_taking_turns(dst, src, k, deadline(), turn, stop);
+    turn.hold(deadline());
+    return m;
+  };
   const auto floats = static_cast<Eigen::Index>(std::ceil(bytes / 4.0));
   const TensorPtr tensor = std::make_shared<HostTensor>(Mat::Zero(1, floats));
   std::vector<double> one_way;
@@ -241,17 +252,23 @@ std::vector<double> one_way_times(ThreadTransport& transport, double bytes, int 
   const int rounds = repetitions + 1;
   std::thread echo([&] {
     if (echo_core >= 0) bind_this_thread(echo_core);
+    CoreTurn turn(turns);
     for (int i = 0; i < rounds; ++i) {
-      Message m = transport.recv(1, 0, MessageKey{first + i, Op::SendF, 0, 0}, deadline());
+      Message m = receive(turn, 1, 0, MessageKey{first + i, Op::SendF, 0, 0});
       transport.send(1, 0, MessageKey{first + i, Op::SendB, 1, 0}, std::move(m));
     }
   });
-  for (int i = 0; i < rounds; ++i) {
-    const auto t0 = ProfClock::now();
-    transport.send(0, 1, MessageKey{first + i, Op::SendF, 0, 0}, Message{tensor, Clock::now(), -1});
-    transport.recv(0, 1, MessageKey{first + i, Op::SendB, 1, 0}, deadline());
-    if (i > 0) one_way.push_back(seconds(t0, ProfClock::now()) / 2);
-  }
+  std::thread measure([&] {
+    CoreTurn turn(turns);
+    turn.hold(deadline());
+    for (int i = 0; i < rounds; ++i) {
+      const auto t0 = ProfClock::now();
+      transport.send(0, 1, MessageKey{first + i, Op::SendF, 0, 0}, Message{tensor, Clock::now(), -1});
+      receive(turn, 0, 1, MessageKey{first + i, Op::SendB, 1, 0});
+      if (i > 0) one_way.push_back(seconds(t0, ProfClock::now()) / 2);
+    }
+  });
+  measure.join();
   echo.join();
   key += rounds;
   return one_way;
@@ -299,35 +316,7 @@ double profile_turn_handover(int repetitions) {
   CoreTurns turns(1);
   ThreadTransport in_turns(2, /*spin=*/false);
   in_turns.take_turns(&turns);
-  const std::atomic<bool> stop{false};
-  const auto deadline = [] { return Clock::now() + std::chrono::seconds(60); };
-  const TensorPtr tensor =
-      std::make_shared<HostTensor>(Mat::Zero(1, static_cast<Eigen::Index>(std::ceil(kWakeupMessageBytes / 4.0))));
-  const int rounds = repetitions + 1;  // the first warms up
-  // Both sides on threads of their own: a turn binds its holder to a CPU, and the caller's thread (which
-  // goes on to start a run's rank threads, who inherit its binding) must stay free to run anywhere.
-  std::thread echo([&] {
-    CoreTurn turn(&turns);
-    for (int i = 0; i < rounds; ++i) {
-      Message m = in_turns.recv_taking_turns(1, 0, MessageKey{i, Op::SendF, 0, 0}, deadline(), turn, stop);
-      turn.hold(deadline());
-      in_turns.send(1, 0, MessageKey{i, Op::SendB, 1, 0}, std::move(m));
-    }
-  });
-  std::vector<double> handed;
-  std::thread measure([&] {
-    CoreTurn turn(&turns);
-    for (int i = 0; i < rounds; ++i) {
-      turn.hold(deadline());
-      const auto t0 = ProfClock::now();
-      in_turns.send(0, 1, MessageKey{i, Op::SendF, 0, 0}, Message{tensor, Clock::now(), -1});
-      in_turns.recv_taking_turns(0, 1, MessageKey{i, Op::SendB, 1, 0}, deadline(), turn, stop);
-      turn.hold(deadline());
-      if (i > 0) handed.push_back(seconds(t0, ProfClock::now()) / 2);
-    }
-  });
-  measure.join();
-  echo.join();
+  std::vector<double> handed = one_way_times(in_turns, kWakeupMessageBytes, repetitions, key, -1, &turns);
   return std::max(0.0, timing_of(handed).median_s - timing_of(as_linked).median_s);
 }
 
