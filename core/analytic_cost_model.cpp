@@ -142,7 +142,10 @@ double AnalyticCostModel::serving_time(const Layer&, const ServingWork& work, co
                rate_time(work.kv_bytes, bandwidth, gpu.name, "hbm_bytes_per_s"));
   double comm = 0;
   for (const Collective& c : work.collectives) comm += serving_collective_time(c, tp, tp_link);
-  return gemm + attention + rate_time(work.elementwise_bytes, bandwidth, gpu.name, "hbm_bytes_per_s") + comm;
+  // Each kernel's fixed time (its launch in the step's graph, its first and last waves) beside its work: what
+  // a small batch of a large model over many GPUs is made of.
+  return gemm + attention + rate_time(work.elementwise_bytes, bandwidth, gpu.name, "hbm_bytes_per_s") + comm +
+         work.kernels * params_.kernel_overhead_s;
 }
 
 double AnalyticCostModel::serving_collective_time(const Collective& c, int tp, const LinkSpec& link) const {

@@ -59,6 +59,22 @@ ServingLayerShape serving_layer_shape(const Model& model, const Layer& layer, in
   return shape;
 }
 
+int serving_layer_kernels(const TransformerConfig& t, const Layer& layer) {
+  switch (layer.kind) {
+    case LayerKind::Embedding: return 1;
+    case LayerKind::Head: return 5;
+    case LayerKind::Block: {
+      int n = 11;
+      if (layer.block >= 0 && t.moe_block(layer.block)) n += kServingRoutedKernels;
+      if (t.mla) n += 4;
+      return n;
+    }
+    case LayerKind::Mtp:
+    case LayerKind::Explicit: return 0;  // not served
+  }
+  return 0;
+}
+
 double routed_experts_reached(double tokens, int top_k, int experts) {
   return 1 - std::pow(1 - static_cast<double>(top_k) / experts, tokens);
 }
@@ -79,6 +95,7 @@ ServingWork serving_layer_work(const ServingLayerShape& shape, const ServingBatc
   w.prefill_tokens = batch.prefill_tokens;
   w.decode_tokens = batch.decode_tokens;
   w.decode_context = batch.decode_context;
+  w.kernels = serving_layer_kernels(t, layer);
   switch (layer.kind) {
     case LayerKind::Embedding:
       // A lookup: the rows of the batch's tokens.

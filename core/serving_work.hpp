@@ -45,6 +45,13 @@ double routed_experts_reached(double tokens, int top_k, int experts);
 // dimension over tp without --enable-expert-parallel); ep > 1: ep / experts of them whole on each GPU.
 LayerParameters serving_layer_parameters(const TransformerConfig& t, const Layer& layer, int tp, int ep = 1);
 
+// Kernels a layer runs in one forward step, its tp all-reduces apart (vLLM's model code counted: a dense block
+// 11: norm, QKV GEMM, rotary, cache write, attention, output GEMM, norm, gate-up GEMM, activation, down GEMM and
+// the residual add; routed experts kServingRoutedKernels more; latent attention 4 more; the embedding 1; the head 5:
+// norm, LM head, sampler). The same count prices an eager step's launches on the host.
+inline constexpr int kServingRoutedKernels = 7;  // router GEMM, top-k, alignment, two grouped GEMMs, activation, combine
+int serving_layer_kernels(const TransformerConfig& t, const Layer& layer);
+
 // The batch one step is. A one-token chunk after cached positions that samples counts as a decode (a prompt's
 // last one-token chunk does the same work as one).
 ServingBatch serving_batch(const ServingStep& step);
@@ -58,6 +65,9 @@ struct ServingWork {
   double attention_sequences = 0;  // the sequences each attention call walks (a per-sequence cost on small ones)
   double elementwise_bytes = 0;
   std::vector<Collective> collectives;  // tp
+  // Kernels the layer runs in the step apart from its tp all-reduces (serving_layer_kernels): each costs the GPU a
+  // fixed time beyond its work, as in training (AnalyticCostModel's kernel_overhead_s).
+  double kernels = 0;
 
   // What a cost model priced by shape (kernels/) looks up: the model and the layer's tp degree (its dense GEMMs'
   // shapes are the model's), the tokens the dense GEMMs run (the head: the sampled ones), the weights' and the

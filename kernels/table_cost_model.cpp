@@ -311,6 +311,10 @@ struct LastServing {
 // E. A run's router sends each token to k experts as good as at random, reaching fewer while T k is near E or
 // below (routed_experts_reached, what the analytic model reads). A small batch's fused kernel is its weight reads,
 // one an expert reached: its time scales with them.
+// The routed experts' kernels a table's fused MoE call times (alignment, two grouped GEMMs, activation, combine):
+// the router's GEMM and top-k stay the model's (serving_layer_kernels).
+constexpr double kMoeTableKernels = 5;
+
 double routed_touch_ratio(double tokens, int top_k, int experts) {
   const double balanced = std::min(1.0, tokens * (static_cast<double>(top_k) / experts));
   return balanced > 0 ? routed_experts_reached(tokens, top_k, experts) / balanced : 1.0;
@@ -326,7 +330,8 @@ bool same_work(const ServingWork& a, const ServingWork& b) {
          a.gemm_tokens == b.gemm_tokens && a.weights == b.weights && a.kv_dtype == b.kv_dtype &&
          a.prefill_tokens == b.prefill_tokens && a.decode_tokens == b.decode_tokens &&
          a.decode_context == b.decode_context && a.routed_flops == b.routed_flops &&
-         a.routed_weight_bytes == b.routed_weight_bytes && a.routed_tokens == b.routed_tokens && a.ep == b.ep;
+         a.routed_weight_bytes == b.routed_weight_bytes && a.routed_tokens == b.routed_tokens && a.ep == b.ep &&
+         a.kernels == b.kernels;
 }
 
 }  // namespace
@@ -380,6 +385,7 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
       (g.fp8 ? fp8 : bf16) += g.flops();
     }
     if (all && s > 0) {
+      rest.kernels = std::max(0.0, rest.kernels - static_cast<double>(serving_gemms(layer, work).size()));
       rest.gemm_flops = std::max(0.0, rest.gemm_flops - bf16);
       rest.fp8_gemm_flops = std::max(0.0, rest.fp8_gemm_flops - fp8);
       rest.weight_bytes = std::max(0.0, rest.weight_bytes - weights);
@@ -408,6 +414,7 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
       double& flops = fp8 ? rest.fp8_gemm_flops : rest.gemm_flops;
       flops = std::max(0.0, flops - work.routed_flops);
       rest.weight_bytes = std::max(0.0, rest.weight_bytes - work.routed_weight_bytes);
+      rest.kernels = std::max(0.0, rest.kernels - kMoeTableKernels);
       gemm_s += time.seconds * routed_touch_ratio(work.routed_tokens, e.top_k, e.experts);
     }
   }
@@ -431,6 +438,7 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
     if (decode.found()) {
       rest.attention_flops = 0;
       rest.kv_bytes = 0;
+      rest.kernels = std::max(0.0, rest.kernels - 1);
       attention_s = decode.seconds;
     }
   }

@@ -155,19 +155,4 @@ EngineProfile engine_profile(const std::string& engine, const std::string& versi
   return p;
 }
 
-int eager_launches(const Model& model, const Layer& layer) {
-  switch (layer.kind) {
-    case LayerKind::Embedding: return 1;
-    case LayerKind::Head: return 5;
-    case LayerKind::Block: {
-      const TransformerConfig& t = *model.transformer;
-      int n = 11;
-      if (layer.block >= 0 && t.moe_block(layer.block)) n += 7;
-      if (t.mla) n += 4;
-      return n;
-    }
-    default: return 0;
-  }
-}
-
 }  // namespace pw

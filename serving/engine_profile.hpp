@@ -56,10 +56,6 @@ struct EngineProfile {
 EngineProfile engine_profile(const std::string& engine, const std::string& version, const Model& model,
                              const GpuSpec& gpu, int tp, int pp);
 
-// Kernels a layer launches in one forward step without CUDA graphs (vLLM's model code counted: a dense
-// block 11, routed experts 7 more, latent attention 4 more; the embedding 1; norm, LM head and sampler 5).
-int eager_launches(const Model& model, const Layer& layer);
-
 // The host time one kernel launch costs in eager PyTorch (driver, runtime and dispatcher): the 3.3 ms an
 // 8B model's decode step gains over its CUDA graph at 358 launches (docs/serving.md cites the measurement).
 inline constexpr double kEagerLaunchSeconds = 9.2e-6;

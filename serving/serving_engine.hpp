@@ -66,7 +66,7 @@ class ServingEngine {
         const Layer& l = model.layers[static_cast<size_t>(i)];
         if (l.kind == LayerKind::Mtp) continue;
         weights += serving_layer_parameters(*model.transformer, l, c_.tp, c_.ep).total() * serving_weight_bytes(l.kind, c_.weights);
-        launches += eager_launches(model, l);
+        launches += serving_layer_kernels(*model.transformer, l);
       }
       stage_launches_.push_back(launches);
       stage_runs_.push_back(serving_stage_runs(model, stages_[static_cast<size_t>(s)], c_.tp, c_.kv_dtype, c_.weights));

@@ -134,3 +134,29 @@ def test_kinds_keeps_only_those_and_refuses_one_not_there(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: --kinds: no gemm_perff table in h100_sxm vllm; the kinds there: ")
     assert not (tmp_path / "none").exists()
+
+
+def test_each_kind_comes_from_the_newest_version_that_holds_it(tmp_path):
+    """A family's newer version may hold only some of its kinds (B200's SGLang moe folder: 0.5.16 only a MegaMoE
+    module, 0.5.14 the fused MoE table): without --version each kind is its newest; with it, that version's alone."""
+    moe = tmp_path / "data/x_sxm/moe/sglang"
+    for version, kinds in (("0.5.9", ["moe_perf", "old_perf"]), ("0.5.14", ["moe_perf"]), ("0.5.16", ["mega_perf"])):
+        (moe / version).mkdir(parents=True)
+        for kind in kinds:
+            write_parquet(moe / version / f"{kind}.parquet", {"num_tokens": [1], "latency": [float(len(version))]})
+    out = tmp_path / "newest"
+    assert aic.main(["--data", str(tmp_path / "data"), "--system", "x_sxm", "--backend", "sglang", "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["versions"] == {"moe": "0.5.9, 0.5.14, 0.5.16"}
+    assert {t["kind"]: t["from"] for t in manifest["tables"]} == {
+        "mega_perf": "x_sxm/moe/sglang/0.5.16/mega_perf.parquet",
+        "moe_perf": "x_sxm/moe/sglang/0.5.14/moe_perf.parquet",
+        "old_perf": "x_sxm/moe/sglang/0.5.9/old_perf.parquet"}
+    # 0.5.14's row: its latency 6 ms (the version's length, written above) in seconds.
+    assert json.loads((out / "moe_perf.json").read_text())["rows"] == [[1, 0.006]]
+    pinned = tmp_path / "pinned"
+    assert aic.main(["--data", str(tmp_path / "data"), "--system", "x_sxm", "--backend", "sglang", "--version", "0.5.9",
+                     "--out", str(pinned)]) == 0
+    manifest = json.loads((pinned / "manifest.json").read_text())
+    assert manifest["versions"] == {"moe": "0.5.9"}
+    assert sorted(t["kind"] for t in manifest["tables"]) == ["moe_perf", "old_perf"]

@@ -129,7 +129,11 @@ TEST_CASE("serve plan --max-rate: plan 1 meets the SLOs at the rate found and mi
     return nlohmann::json::parse(s.out).at("ttft_p99_s").get<double>();
   };
   CHECK(ttft_p99(rate) <= 0.2);
-  CHECK(ttft_p99(rate * 1.006) > 0.2);
+  // The bisection's upper end missed, within 0.5% above (the percentile need not grow with every step of the rate:
+  // the queue's discreteness, so the rates tried are those of its last bracket).
+  bool missed_above = false;
+  for (int k = 1; k <= 5; ++k) missed_above = missed_above || ttft_p99(rate * (1 + 0.001 * k)) > 0.2;
+  CHECK(missed_above);
   // Two short requests meet a loose limit even at once: any rate does (null).
   const CliResult any = run_cli({"serve", "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "1", "--requests",
                                  "2", "--ttft-slo", "10", "--max-rate", "--json"});

@@ -292,7 +292,9 @@ TEST_CASE("a serving step's dense GEMMs are the tables' at the step's tokens, th
     table += kPowerLawC * g.m * g.n * g.k;
     rest.gemm_flops -= g.flops();
     rest.weight_bytes -= 2 * g.k * g.n;
+    rest.kernels -= 1;  // its fixed time is in the table's
   }
+  CHECK(rest.kernels == 11 - 4);
   CHECK(rest.gemm_flops >= 0);
   CHECK(rest.gemm_flops == 2 * 16 * 2.0 * m.transformer->hidden);  // the two norms' weights only
   CHECK(tables.serving_time(block, work, h200.gpu, h200.intra_node, 1) ==
@@ -304,6 +306,7 @@ TEST_CASE("a serving step's dense GEMMs are the tables' at the step's tokens, th
   const double h = m.transformer->hidden, v = m.transformer->vocab;
   head_rest.gemm_flops = 0;
   head_rest.weight_bytes -= 2 * h * v;
+  head_rest.kernels -= 1;
   CHECK(tables.serving_time(head, logits, h200.gpu, h200.intra_node, 1) ==
         Approx(analytic.serving_time(head, head_rest, h200.gpu, h200.intra_node, 1) + kPowerLawC * 16 * h * v)
             .epsilon(1e-12));
@@ -366,6 +369,10 @@ TEST_CASE("a serving step's routed experts are the moe table's at the tokens rea
   ServingWork rest = work;
   rest.gemm_flops -= work.routed_flops;
   rest.weight_bytes -= work.routed_weight_bytes;
+  // The fused MoE call's kernels (alignment, two grouped GEMMs, activation, combine) are in the table's time; the
+  // router's GEMM and top-k stay the model's.
+  CHECK(work.kernels == 11 + 7);
+  rest.kernels -= 5;
   CHECK(tables.serving_time(block, work, h200.gpu, h200.intra_node, 1) ==
         Approx(analytic.serving_time(block, rest, h200.gpu, h200.intra_node, 1) + 21e-6 * touched(16)).epsilon(1e-12));
   // Data-parallel attention engines with the experts over ep 4: every engine's 64 tokens reach them; at 2 tokens
@@ -377,6 +384,7 @@ TEST_CASE("a serving step's routed experts are the moe table's at the tokens rea
     ServingWork spread_rest = spread;
     spread_rest.gemm_flops -= spread.routed_flops;
     spread_rest.weight_bytes -= spread.routed_weight_bytes;
+    spread_rest.kernels -= 5;
     CHECK(tables.serving_time(block, spread, h200.gpu, h200.intra_node, 1) ==
           Approx(analytic.serving_time(block, spread_rest, h200.gpu, h200.intra_node, 1) + table_s * touched(tokens))
               .epsilon(1e-12));

@@ -122,9 +122,9 @@ TEST_CASE("eager: each step's kernels add their launches, host time per sequence
   c.eager = true;
   // 32 blocks of 11 kernels, the embedding's 1 and the head's 5.
   CHECK(lone_tpot(x, c) - graph == Approx((32 * 11 + 1 + 5) * kEagerLaunchSeconds).epsilon(1e-9));
-  CHECK(eager_launches(x.model, x.model.layers[1]) == 11);
+  CHECK(serving_layer_kernels(*x.model.transformer, x.model.layers[1]) == 11);
   const Model moe = model_preset("qwen3-30b-a3b");
-  CHECK(eager_launches(moe, moe.layers[1]) == 18);
+  CHECK(serving_layer_kernels(*moe.transformer, moe.layers[1]) == 18);
   c.eager = false;
   c.host_s_per_sequence = 1e-4;
   CHECK(lone_tpot(x, c) - graph == Approx(1e-4).epsilon(1e-9));

@@ -160,6 +160,19 @@ def pick_version(folder, wanted, what):
     return None
 
 
+def newest_per_kind(folder):
+    """{kind: version} for the family's folder of one framework: each table kind from the newest version that
+    holds it. A family's versions are collected apart and a newer one may hold only some kinds (B200's SGLang
+    moe folder: 0.5.16 only DeepSeek-V4's MegaMoE module, 0.5.14 the fused MoE tables), so the newest folder
+    alone would drop the others."""
+    chosen = {}
+    for v in versions(folder):  # oldest first: a newer version replaces an older one's kind
+        for name in os.listdir(os.path.join(folder, v)):
+            if name.endswith(".parquet"):
+                chosen[name[: -len(".parquet")]] = v
+    return chosen
+
+
 def import_system(data, system, backend, version, nccl_version):
     root = os.path.join(data, system)
     if not os.path.isdir(root):
@@ -171,13 +184,18 @@ def import_system(data, system, backend, version, nccl_version):
         if not os.path.isdir(os.path.join(root, family)):
             continue
         folder = os.path.join(root, family, backend)
-        chosen = pick_version(folder, version, family)
-        if chosen is None:
+        if version is None:
+            kinds = newest_per_kind(folder)
+        else:
+            chosen = pick_version(folder, version, family)
+            kinds = {} if chosen is None else {
+                name[: -len(".parquet")]: chosen
+                for name in os.listdir(os.path.join(folder, chosen)) if name.endswith(".parquet")}
+        if not kinds:
             continue
-        used[family] = chosen
-        for name in sorted(os.listdir(os.path.join(folder, chosen))):
-            if name.endswith(".parquet"):
-                tables.append(convert(os.path.join(folder, chosen, name), name[: -len(".parquet")]))
+        used[family] = ", ".join(sorted(set(kinds.values()), key=version_key))
+        for kind in sorted(kinds):
+            tables.append(convert(os.path.join(folder, kinds[kind], kind + ".parquet"), kind))
     if not tables:
         have = sorted(
             {v for f in os.listdir(root) if os.path.isdir(os.path.join(root, f))
@@ -298,7 +316,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="pipewright kernels import aiconfigurator")
     parser.add_argument("--system", help="AIConfigurator system: h100_sxm, h200_sxm, b200_sxm, gb200, ...")
     parser.add_argument("--backend", help="framework whose tables to read: vllm, sglang, trtllm")
-    parser.add_argument("--version", help="framework version (default: the newest of each op family)")
+    parser.add_argument("--version", help="framework version (default: each table kind's newest)")
     parser.add_argument("--nccl-version", help="NCCL version of the collective tables (default: the newest)")
     parser.add_argument("--data", help="AIConfigurator's systems/data folder (default: the installed package's)")
     parser.add_argument("--out", help="a new folder for the tables (manifest.json and a file per table)")
