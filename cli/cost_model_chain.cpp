@@ -161,7 +161,7 @@ void add_kernels_option(CLI::App& cmd, std::string& path) {
                  "measured on, the analytic model elsewhere");
 }
 
-void CostModelChain::add_kernels(const std::string& path) {
+void CostModelChain::add_kernels(const std::string& path, const AttentionBackend* attention) {
   if (path.empty()) return;
   std::shared_ptr<KernelTables> tables;
   try {
@@ -171,10 +171,12 @@ void CostModelChain::add_kernels(const std::string& path) {
     throw Error(e.kind(), message.rfind("--kernels: ", 0) == 0 ? message : "--kernels: " + message);
   }
   auto model = std::make_unique<TableCostModel>(*models_.back(), tables);
+  if (attention) model->only_attention_kernels(*attention);
   tables_ = model.get();
   models_.push_back(std::move(model));
-  labels_.push_back(fmt::format("kernel tables ({}: {} {}, {})", path, tables->system(), tables->software(),
-                                tables->source().empty() ? "an unnamed source" : tables->source()));
+  labels_.push_back(fmt::format("kernel tables ({}: {} {}, {}{})", path, tables->system(), tables->software(),
+                                tables->source().empty() ? "an unnamed source" : tables->source(),
+                                attention ? "; attention " + attention->name : ""));
 }
 
 nlohmann::ordered_json CostModelChain::tables_json() const {
@@ -189,6 +191,8 @@ nlohmann::ordered_json CostModelChain::tables_json() const {
   return {{"folder", tables_->tables().folder()},
           {"system", tables_->tables().system()},
           {"software", tables_->tables().software()},
+          {"attention_backend", tables_->attention_backend().empty() ? nlohmann::ordered_json(nullptr)
+                                                                     : nlohmann::ordered_json(tables_->attention_backend())},
           {"table_s", t.table_s()},
           {"gemm_s", t.gemm_s},
           {"attention_s", t.attention_s},

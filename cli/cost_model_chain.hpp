@@ -58,7 +58,8 @@ class CostModelChain {
   const ProfiledCostModel* profiled() const { return profiled_; }
   // Puts the kernel tables of folder `path` on top (--kernels; nothing when empty): their GEMM, attention and
   // tp collective times replace the model's on the GPU they were measured on. BadInput starting "--kernels: " for a folder that is not one.
-  void add_kernels(const std::string& path);
+  // `attention`: price attention from that backend's kernels alone (--attention-backend).
+  void add_kernels(const std::string& path, const AttentionBackend* attention = nullptr);
   const TableCostModel* tables() const { return tables_; }
   // The tables' folder, source and what they priced so far (the JSON reports' "kernel_tables"); null without.
   nlohmann::ordered_json tables_json() const;

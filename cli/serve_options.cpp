@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/work_estimate.hpp"
+#include "kernels/attention_backends.hpp"
 #include "kernels/installed_tables.hpp"
 #include "serving/engine_profile.hpp"
 #include "serving/serving_metrics.hpp"
@@ -24,7 +25,13 @@ double expected_length(const LengthSpec& s) { return s.kind == LengthSpec::Kind:
 
 }  // namespace
 
-void ServeOptions::add_kernels_to(CLI::App& cmd) { add_kernels_option(cmd, kernels); }
+void ServeOptions::add_kernels_to(CLI::App& cmd) {
+  add_kernels_option(cmd, kernels);
+  cmd.add_option("--attention-backend", attention_backend,
+                 "The engine's attention backend, by its name (sglang: fa3, flashinfer, triton, trtllm_mha; vllm: "
+                 "FLASH_ATTN, FLASHINFER, TRITON_ATTN): attention priced from its kernels in --kernels, and the "
+                 "export launches it");
+}
 
 void ServeOptions::add_percentiles_to(CLI::App& cmd) {
   cmd.add_option("--percentiles", percentiles,
@@ -37,7 +44,8 @@ std::vector<double> ServeOptions::more_percentiles() const {
 
 CostModelChain ServeOptions::cost_models() const {
   CostModelChain chain;
-  chain.add_kernels(kernels == "installed" ? resolve_kernels_option(kernels, load_cluster_checked().gpu) : kernels);
+  chain.add_kernels(kernels == "installed" ? resolve_kernels_option(kernels, load_cluster_checked().gpu) : kernels,
+                    attention_backend.empty() ? nullptr : &pw::attention_backend(engine_kind, attention_backend));
   return chain;
 }
 
@@ -104,6 +112,13 @@ void ServeOptions::check() const {
     throw_bad_input("--kv-cache-dtype: '{}' is not one; use auto (the model's bf16) or fp8", kv_cache_dtype);
   if (quantization != "none" && quantization != "fp8")
     throw_bad_input("--quantization: '{}' is not one; use none (bf16 weights) or fp8", quantization);
+  if (!attention_backend.empty()) {
+    pw::attention_backend(engine_kind, attention_backend);  // BadInput naming the engine's backends
+    if (kernels.empty())
+      throw_bad_input("--attention-backend: the analytic model prices every backend alike; give --kernels with the "
+                      "engine's measured tables to price {}'s kernels",
+                      attention_backend);
+  }
   if (trace.empty() && lengths.empty()) {
     parse_length(prompt_tokens, "--prompt-tokens");
     const LengthSpec out = parse_length(output_tokens, "--output-tokens");
@@ -174,6 +189,7 @@ ServingConfig ServeOptions::engine(int tp, int pp, const Model& model, const Clu
   if (no_chunked_prefill) c.chunked_prefill = false;
   if (chunked_prefill) c.chunked_prefill = true;
   c.eager = enforce_eager;
+  c.attention_backend = attention_backend;
   c.kv_dtype = kv_cache_dtype == "fp8" ? KvCacheDtype::Fp8 : KvCacheDtype::Bf16;
   c.weights = quantization == "fp8" ? ServingWeights::Fp8 : ServingWeights::Bf16;
   if (c.weights == ServingWeights::Fp8 && !(cluster.gpu_at(0).fp8_peak_flops > 0))

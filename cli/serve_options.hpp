@@ -37,6 +37,7 @@ struct ServeOptions {
   std::uint64_t seed = 1;
   bool json = false;
   std::string kernels;  // --kernels: a folder of kernel tables (add_kernels_to)
+  std::string attention_backend;  // --attention-backend: the engine's name for it (kernels/attention_backends.hpp)
   std::string percentiles;  // --percentiles: latency percentiles beside 50 and 99 (add_percentiles_to)
 
   // `default_cluster`: --cluster is optional, this when absent (`serve run` on the CPU: its memory and links
@@ -44,7 +45,7 @@ struct ServeOptions {
   void add_to(CLI::App& cmd, const char* default_cluster = nullptr);
   // BadInput for anything malformed, before the model is read.
   void check() const;
-  // --kernels, for the commands that predict (simulate, plan).
+  // --kernels and --attention-backend, for the commands that predict (simulate, plan).
   void add_kernels_to(CLI::App& cmd);
   // --percentiles, for serve simulate's report.
   void add_percentiles_to(CLI::App& cmd);

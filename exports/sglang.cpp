@@ -25,6 +25,9 @@ std::string limit_flags(const ServingConfig& engine, ServerRole role, int dp) {
   flags += fmt::format(" \\\n  --mem-fraction-static {:g}", engine.gpu_memory_utilization);
   if (engine.weights == ServingWeights::Fp8) flags += " \\\n  --quantization fp8";
   flags += fmt::format(" \\\n  --kv-cache-dtype {}", engine.kv_dtype == KvCacheDtype::Fp8 ? "fp8_e4m3" : "auto");
+  if (!engine.attention_backend.empty()) flags += fmt::format(" \\\n  --attention-backend {}", engine.attention_backend);
+  // Without CUDA graphs for either phase (sglang 0.5.23: --disable-cuda-graph is deprecated for these).
+  if (engine.eager) flags += " \\\n  --cuda-graph-backend-decode disabled \\\n  --cuda-graph-backend-prefill disabled";
   return flags;
 }
 

@@ -17,6 +17,8 @@ std::string vllm_engine_limit_flags(const ServingConfig& engine) {
   out += fmt::format(" \\\n  --gpu-memory-utilization {:g}", engine.gpu_memory_utilization);
   if (engine.weights == ServingWeights::Fp8) out += " \\\n  --quantization fp8";
   out += fmt::format(" \\\n  --kv-cache-dtype {}", engine.kv_dtype == KvCacheDtype::Fp8 ? "fp8" : "auto");
+  if (!engine.attention_backend.empty()) out += fmt::format(" \\\n  --attention-backend {}", engine.attention_backend);
+  if (engine.eager) out += " \\\n  --enforce-eager";
   return out;
 }
 

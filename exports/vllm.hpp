@@ -20,7 +20,9 @@ std::string vllm_serve_command(const ServingPlan& plan, const ServingConfig& eng
                                int gpus_per_node, bool routed_experts);
 
 // The flags after the parallel degrees, each on a continued line: the scheduler's limits, chunked prefill, the
-// share of GPU memory, the weights' and the KV cache's types (shared with the disaggregated export).
+// share of GPU memory, the weights' and the KV cache's types, the attention backend the plan priced
+// (--attention-backend, EngineArgs.attention_backend in vLLM 0.33.0) and --enforce-eager where the engine ran
+// eager (shared with the disaggregated export).
 std::string vllm_engine_limit_flags(const ServingConfig& engine);
 
 }  // namespace pw

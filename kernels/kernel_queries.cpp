@@ -1,8 +1,10 @@
 #include "kernels/kernel_queries.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace pw {
 
@@ -66,14 +68,18 @@ const TableGrid* KernelQueries::grid(const std::string& kind, const TableGrid::S
 }
 
 TableTime KernelQueries::fastest_kernel(const KernelTable& table, const std::string& kind, TableGrid::Select select,
-                                        const std::vector<std::string>& axes, const std::vector<double>& at, bool slice) {
+                                        const std::vector<std::string>& axes, const std::vector<double>& at, bool slice,
+                                        const std::vector<std::string>& only) {
   const int source = table.key_index("kernel_source");
   // One grid a kernel: each has its own measured shapes, and the framework runs the fastest that has one.
   std::vector<std::string> sources{""};
   if (source >= 0 && table.key_is_text(source)) sources = table.text_values(source);
   // "gemm_perf: no fp8 rows": the first text key names what was asked (every caller selects a dtype first).
-  TableTime best = missing(fmt::format("{}: no {} rows", kind, select.text.empty() ? "such" : select.text.front().second));
+  TableTime best = only.empty()
+                       ? missing(fmt::format("{}: no {} rows", kind, select.text.empty() ? "such" : select.text.front().second))
+                       : missing(fmt::format("{}: no rows of {}", kind, fmt::join(only, " or ")));
   for (const std::string& s : sources) {
+    if (!only.empty() && std::find(only.begin(), only.end(), s) == only.end()) continue;
     TableGrid::Select one = select;
     if (!s.empty()) one.text.emplace_back("kernel_source", s);
     const TableGrid* g = grid(kind, one, axes);
@@ -127,8 +133,8 @@ TableTime KernelQueries::context_attention(Precision precision, int batch, int s
   select.ratio.push_back({"num_heads", "num_key_value_heads", static_cast<double>(heads) / kv_heads});
   select.number_if_present.emplace_back("window_size", 0);
   select.number_if_present.emplace_back("beam_width", 1);
-  const TableGrid* g = grid("context_attention_perf", select, {"batch_size", "isl", "num_heads"});
-  return g->at({static_cast<double>(batch), static_cast<double>(seq), static_cast<double>(heads)});
+  return attention_at("context_attention_perf", select, {"batch_size", "isl", "num_heads"},
+                      {static_cast<double>(batch), static_cast<double>(seq), static_cast<double>(heads)});
 }
 
 TableTime KernelQueries::generation_attention(bool fp8_kv_cache, int batch, int context, int heads, int kv_heads,
@@ -142,8 +148,28 @@ TableTime KernelQueries::generation_attention(bool fp8_kv_cache, int batch, int 
   select.number_if_present.emplace_back("beam_width", 1);
   // AIConfigurator's decode rows: a sequence of isl 1 that has decoded `step` tokens, so isl + step in cache.
   select.number.emplace_back("isl", 1);
-  const TableGrid* g = grid("generation_attention_perf", select, {"batch_size", "step", "num_heads"});
-  return g->at({static_cast<double>(batch), static_cast<double>(context - 1), static_cast<double>(heads)});
+  return attention_at("generation_attention_perf", select, {"batch_size", "step", "num_heads"},
+                      {static_cast<double>(batch), static_cast<double>(context - 1), static_cast<double>(heads)});
+}
+
+TableTime KernelQueries::attention_at(const std::string& kind, const TableGrid::Select& select,
+                                      const std::vector<std::string>& axes, const std::vector<double>& at) {
+  if (attention_sources_.empty()) return grid(kind, select, axes)->at(at);
+  return fastest_kernel(*tables_->table(kind), kind, select, axes, at, false, attention_sources_);
+}
+
+std::vector<std::string> KernelQueries::attention_kernels() const {
+  std::vector<std::string> out;
+  for (const char* kind : {"context_attention_perf", "generation_attention_perf"}) {
+    const KernelTable* table = tables_->table(kind);
+    if (!table) continue;
+    const int source = table->key_index("kernel_source");
+    if (source < 0 || !table->key_is_text(source)) continue;
+    for (const std::string& s : table->text_values(source))
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 TableTime KernelQueries::custom_all_reduce(double bytes, int gpus) {

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/workload.hpp"
 #include "kernels/kernel_table.hpp"
@@ -37,6 +38,11 @@ class KernelQueries {
   TableTime context_attention(Precision precision, int batch, int seq, int heads, int kv_heads, int head_dim);
   // One decode step's attention: `batch` sequences of `context` tokens in cache each, the KV cache in fp8 or not.
   TableTime generation_attention(bool fp8_kv_cache, int batch, int context, int heads, int kv_heads, int head_dim);
+  // Prices attention (prefill and decode) from these kernel_source values alone (an engine's attention backend,
+  // kernels/attention_backends.hpp), the fastest of them at each shape; empty: every kernel the tables measured.
+  void only_attention_kernels(std::vector<std::string> sources) { attention_sources_ = std::move(sources); }
+  // The kernel_source values the attention tables hold (both kinds, sorted, each once).
+  std::vector<std::string> attention_kernels() const;
   // An engine's own all-reduce (vLLM's custom all-reduce, TensorRT-LLM's): the fastest kernel measured.
   TableTime custom_all_reduce(double bytes, int gpus);
   // The routed experts of an MoE layer on one GPU (above), in fp8 (per-tensor) or bfloat16: the fastest kernel
@@ -45,13 +51,20 @@ class KernelQueries {
 
  private:
   // The fastest of `kind`'s kernels (its kernel_source values, each a grid of its own shapes) at `at`.
+  // `only` non-empty: those kernels alone (missing when the table holds none of them).
   TableTime fastest_kernel(const KernelTable& table, const std::string& kind, TableGrid::Select select,
-                           const std::vector<std::string>& axes, const std::vector<double>& at, bool slice);
+                           const std::vector<std::string>& axes, const std::vector<double>& at, bool slice,
+                           const std::vector<std::string>& only = {});
+  // An attention kind's time at `at`: from every kernel's rows together, or, with only_attention_kernels, the
+  // fastest of those kernels (each a grid of its own); missing when the table holds none of them.
+  TableTime attention_at(const std::string& kind, const TableGrid::Select& select, const std::vector<std::string>& axes,
+                         const std::vector<double>& at);
   // The grid of `kind` for one selection, built on first use.
   const TableGrid* grid(const std::string& kind, const TableGrid::Select& select, const std::vector<std::string>& axes);
 
   std::shared_ptr<KernelTables> tables_;
   std::map<std::string, std::unique_ptr<TableGrid>> grids_;
+  std::vector<std::string> attention_sources_;
 };
 
 // The tables' names: "bfloat16" and "fp8" for GEMMs, "half" and "int8" for NCCL's element types.

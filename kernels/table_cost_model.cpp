@@ -6,8 +6,10 @@
 #include <iterator>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/analytic_cost_model.hpp"
+#include "core/error.hpp"
 #include "core/serving_work.hpp"
 #include "core/units.hpp"
 
@@ -56,7 +58,21 @@ TableCostModel::TableCostModel(const CostModel& below, std::shared_ptr<KernelTab
 }
 
 std::string TableCostModel::name() const {
-  return fmt::format("kernel tables ({} {}) over {}", system_, queries_.tables().software(), below_.name());
+  return fmt::format("kernel tables ({} {}{}) over {}", system_, queries_.tables().software(),
+                     attention_backend_.empty() ? "" : ", attention " + attention_backend_, below_.name());
+}
+
+void TableCostModel::only_attention_kernels(const AttentionBackend& backend) {
+  const std::vector<std::string> held = queries_.attention_kernels();
+  bool any = false;
+  for (const std::string& s : backend.kernel_sources) any = any || std::find(held.begin(), held.end(), s) != held.end();
+  if (!any)
+    throw_bad_input("--attention-backend {}: {} {}'s tables time no {} attention ({}); use one they time or other tables",
+                    backend.name, system_, queries_.tables().software(), backend.name,
+                    held.empty() ? std::string("they hold no attention tables")
+                                 : fmt::format("their attention kernels: {}", fmt::join(held, ", ")));
+  queries_.only_attention_kernels(backend.kernel_sources);
+  attention_backend_ = backend.name;
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/cost_model.hpp"
+#include "kernels/attention_backends.hpp"
 #include "kernels/kernel_queries.hpp"
 
 namespace pw {
@@ -63,6 +64,11 @@ class TableCostModel : public CostModelOver {
   };
   Share share() const;
   const KernelTables& tables() const { return queries_.tables(); }
+  // Prices attention from `backend`'s kernels alone (--attention-backend), before any question is asked. BadInput
+  // when the tables time none of them, naming the kernels they do time.
+  void only_attention_kernels(const AttentionBackend& backend);
+  // The backend set by only_attention_kernels; empty: the fastest kernel the tables measured at each shape.
+  const std::string& attention_backend() const { return attention_backend_; }
   static constexpr size_t kMaxMissing = 100;
 
  private:
@@ -123,6 +129,7 @@ class TableCostModel : public CostModelOver {
   // takes the lock alone. Answers stay where a cache put them (a map's elements do not move).
   mutable std::shared_mutex mutex_;
   mutable KernelQueries queries_;
+  std::string attention_backend_;
   mutable std::map<GemmKey, TableTime> gemms_;
   mutable std::map<AttentionKey, TableTime> attentions_;
   mutable std::map<CollectiveKey, TableTime> collectives_;

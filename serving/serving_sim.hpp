@@ -79,6 +79,9 @@ struct ServingConfig {
   bool eager = false;
   double launch_s = kEagerLaunchSeconds;
   double host_s_per_sequence = 0;  // host time each step exposes per sequence it carries
+  // The attention backend the prediction priced (the engine's name, --attention-backend; empty: the engine's
+  // default), for the exports to launch the same.
+  std::string attention_backend;
 
   // The profile's defaults (limits, policies, page, memory share) over these.
   void apply(const EngineProfile& p);

@@ -128,6 +128,8 @@ def test_kinds_keeps_only_those_and_refuses_one_not_there(tmp_path, capsys):
     assert aic.main(["--system", "h100_sxm", "--backend", "vllm", "--kinds", "gemm_perf,nccl_perf", "--out", str(out)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert [t["kind"] for t in manifest["tables"]] == ["gemm_perf", "nccl_perf"]
+    # The versions of what was kept, not of every family there.
+    assert manifest["versions"] == {"gemm": "0.24.0", "nccl": "2.29.2"}
     assert sorted(os.listdir(out)) == ["gemm_perf.json", "manifest.json", "nccl_perf.json"]
     assert aic.main(["--system", "h100_sxm", "--backend", "vllm", "--kinds", "gemm_perff", "--out",
                      str(tmp_path / "none")]) == 2

@@ -104,6 +104,33 @@ def test_sglang_takes_the_exported_servers_and_router():
         assert sorted(int(url.rsplit(":", 1)[1]) for url in router.worker_urls) == sorted(ports)
 
 
+def test_the_attention_backend_and_eager_steps_reach_both_engines(tmp_path):
+    """--attention-backend and --enforce-eager as each engine's parser reads them: vLLM's EngineArgs.attention_backend
+    and enforce_eager, SGLang's attention_backend and both CUDA-graph phases disabled."""
+    vllm_tables = ROOT / "tests" / "fixtures" / "kernels" / "h200_sxm-vllm"
+    answer = pipewright.serve_plan(cluster="hgx-h200", gpus=4, top=1, export="vllm", kernels=str(vllm_tables),
+                                   attention_backend="FLASH_ATTN", enforce_eager=True, **WORKLOAD)
+    (words,) = commands(answer["vllm_command"], "vllm serve")
+    _, engine = vllm_engine(words)
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+    assert AttentionBackendEnum[str(engine.attention_backend)] == AttentionBackendEnum.FLASH_ATTN
+    assert engine.enforce_eager
+    # SGLang's tables name its backends as it does: the same measured rows, relabelled fa3.
+    sglang_tables = tmp_path / "h200_sxm-sglang"
+    sglang_tables.mkdir()
+    for f in vllm_tables.iterdir():
+        text = f.read_text().replace('"software": "vllm"', '"software": "sglang"').replace("vllm_flash_attn_fa3", "fa3")
+        (sglang_tables / f.name).write_text(text)
+    answer = pipewright.serve_plan(cluster="hgx-h200", gpus=4, top=1, export="sglang", engine="sglang",
+                                   kernels=str(sglang_tables), attention_backend="fa3", enforce_eager=True, **WORKLOAD)
+    for words in commands(answer["sglang_command"], "python -m sglang.launch_server"):
+        parser = argparse.ArgumentParser()
+        ServerArgs.add_cli_args(parser)
+        server = ServerArgs.from_cli_args(parser.parse_args(words[3:]))
+        assert server.attention_backend == "fa3"
+        assert (server.cuda_graph_backend_decode, server.cuda_graph_backend_prefill) == ("disabled", "disabled")
+
+
 def test_versions_named():
     from importlib.metadata import version
     assert (vllm.__version__, version("sglang"), version("sglang-router")) == ("0.33.0", "0.5.23", "0.3.2")

@@ -507,6 +507,47 @@ TEST_CASE("serve --quantization fp8: half the blocks' weights, exported as both 
                   "--quantization fp8: the cpu backend computes in float32; leave it out");
 }
 
+TEST_CASE("serve --attention-backend: attention from the backend's measured kernels, launched with it, eager exported") {
+  const std::string tables = source_path("tests/fixtures/kernels/h200_sxm-vllm");
+  const std::vector<std::string> base = {"serve", "simulate", "--model", "llama3-8b", "--cluster", "hgx-h200",
+                                         "--requests", "16", "--prompt-tokens", "256", "--output-tokens", "32"};
+  const CliResult r = run_cli(with(base, {"--kernels", tables, "--attention-backend", "FLASH_ATTN", "--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(r.out).at("kernel_tables").at("attention_backend") == "FLASH_ATTN");
+  CHECK(nlohmann::json::parse(run_cli(with(base, {"--kernels", tables, "--json"})).out)
+            .at("kernel_tables")
+            .at("attention_backend")
+            .is_null());
+  CHECK(run_cli(with(base, {"--kernels", tables, "--attention-backend", "FLASH_ATTN"})).out.find("; attention FLASH_ATTN)\n") !=
+        std::string::npos);
+  check_bad_input(with(base, {"--attention-backend", "FLASH_ATTN"}),
+                  "--attention-backend: the analytic model prices every backend alike; give --kernels with the engine's "
+                  "measured tables to price FLASH_ATTN's kernels");
+  check_bad_input(with(base, {"--kernels", tables, "--attention-backend", "FLASHINFER"}),
+                  "--attention-backend FLASHINFER: h200_sxm vllm's tables time no FLASHINFER attention (their attention "
+                  "kernels: vllm_flash_attn_fa3); use one they time or other tables");
+  check_bad_input(with(base, {"--kernels", tables, "--attention-backend", "fa3"}),
+                  "--attention-backend: 'fa3' is not one of vllm's; use FLASH_ATTN, FLASHINFER, TRITON_ATTN");
+  // The exports launch what was simulated: the backend by each engine's --attention-backend, and an eager engine
+  // without CUDA graphs (vLLM's --enforce-eager, SGLang's CUDA-graph backends disabled).
+  const std::vector<std::string> plan = {"serve", "plan", "--model", "llama3-8b", "--cluster", "hgx-h200", "--gpus", "1",
+                                         "--requests", "16", "--top", "1", "--enforce-eager", "--kernels", tables};
+  const CliResult v = run_cli(with(plan, {"--attention-backend", "FLASH_ATTN", "--export", "vllm", "--json"}));
+  INFO(v.err);
+  REQUIRE(v.code == 0);
+  const std::string vllm = nlohmann::json::parse(v.out).at("vllm_command");
+  CHECK(vllm.find(" \\\n  --attention-backend FLASH_ATTN \\\n  --enforce-eager\n") != std::string::npos);
+  CHECK(run_cli(with(plan, {"--export", "vllm"})).out.find("--attention-backend") == std::string::npos);
+  const CliResult g = run_cli({"serve", "plan", "--model", "llama3-8b", "--cluster", "hgx-h200", "--gpus", "1", "--requests",
+                               "16", "--top", "1", "--engine", "sglang", "--enforce-eager", "--export", "sglang", "--json"});
+  REQUIRE(g.code == 0);
+  const std::string sglang = nlohmann::json::parse(g.out).at("sglang_command");
+  CHECK(sglang.find(" \\\n  --cuda-graph-backend-decode disabled \\\n  --cuda-graph-backend-prefill disabled") !=
+        std::string::npos);
+  CHECK(sglang.find("--attention-backend") == std::string::npos);
+}
+
 TEST_CASE("serve simulate --replicas: the figures of serve plan's row for the same tp, pp and replicas") {
   const std::vector<std::string> workload = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--requests", "256",
                                              "--prompt-tokens", "512", "--output-tokens", "64", "--json"};

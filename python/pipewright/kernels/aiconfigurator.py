@@ -345,6 +345,13 @@ def main(argv=None):
                 raise ImportError_(f"--kinds: no {absent[0]} table in {args.system} {args.backend}; "
                                    f"the kinds there: {', '.join(sorted(there))}")
             tables = [t for t in tables if t["kind"] in wanted]
+            # The versions of what was kept: a family's folder is the path's part after the system.
+            kept = {}
+            for t in tables:
+                family, version = t["file"].split(os.sep)[-4], t["file"].split(os.sep)[-2]
+                family = "nccl" if family == "comm" and t["kind"] == "nccl_perf" else family
+                kept.setdefault(family, set()).add(version)
+            used = {f: ", ".join(sorted(v, key=version_key)) for f, v in kept.items()}
         for t in tables:
             t["file"] = relative(t["file"], data)
         write_folder(args.out, args.system, args.backend, used, package, data, tables)
