@@ -188,6 +188,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto chrome_trace = std::make_shared<std::string>();
   so->add_to(*sim);
   so->add_kernels_to(*sim);
+  so->add_speculative_to(*sim);
   so->add_percentiles_to(*sim);
   sim->add_option("--chrome-trace", *chrome_trace, "Write each stage's batches as a Chrome / Perfetto trace");
   sim->add_option("--tp", degrees->first, "Tensor-parallel degree")->capture_default_str();
@@ -208,6 +209,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto po = std::make_shared<ServePlanOptions>();
   po->serve.add_to(*plan);
   po->serve.add_kernels_to(*plan);
+  po->serve.add_speculative_to(*plan);
   po->add_to(*plan);
   auto* run = serve->add_subcommand("run", "Serve a workload for real on the CPU backend, measured against the simulation");
   auto ro = std::make_shared<ServeRunOptions>();

@@ -33,6 +33,16 @@ void ServeOptions::add_kernels_to(CLI::App& cmd) {
                  "export launches it");
 }
 
+void ServeOptions::add_speculative_to(CLI::App& cmd) {
+  cmd.add_option("--speculative-tokens", speculative_tokens,
+                 "Speculative decoding: tokens the draft proposes a decode step, verified together (pp 1)");
+  cmd.add_option("--acceptance-rate", acceptance_rate,
+                 "The chance each drafted token is accepted, given the ones before it (with --speculative-tokens)");
+  cmd.add_option("--speculative-method", speculative_method,
+                 "The draft: mtp (the model's own multi-token prediction module) or eagle (an EAGLE head; the export "
+                 "reads it from $DRAFT_MODEL)");
+}
+
 void ServeOptions::add_percentiles_to(CLI::App& cmd) {
   cmd.add_option("--percentiles", percentiles,
                  "Latency percentiles to report beside the median and p99, comma-separated (e.g. 90,95)");
@@ -112,6 +122,14 @@ void ServeOptions::check() const {
     throw_bad_input("--kv-cache-dtype: '{}' is not one; use auto (the model's bf16) or fp8", kv_cache_dtype);
   if (quantization != "none" && quantization != "fp8")
     throw_bad_input("--quantization: '{}' is not one; use none (bf16 weights) or fp8", quantization);
+  if (speculative_tokens != 0 || acceptance_rate != 0 || !speculative_method.empty()) {
+    if (speculative_tokens < 1 || speculative_tokens > kMaxSpeculativeTokens)
+      throw_bad_input("--speculative-tokens: must be from 1 to {}, got {}", kMaxSpeculativeTokens, speculative_tokens);
+    if (!(acceptance_rate > 0 && acceptance_rate <= 1))
+      throw_bad_input("--acceptance-rate: give the chance a drafted token is accepted, in (0, 1], got {}", acceptance_rate);
+    if (speculative_method != "mtp" && speculative_method != "eagle")
+      throw_bad_input("--speculative-method: '{}' is not one; use mtp (the model's own module) or eagle", speculative_method);
+  }
   if (!attention_backend.empty()) {
     pw::attention_backend(engine_kind, attention_backend);  // BadInput naming the engine's backends
     if (kernels.empty())
@@ -190,6 +208,11 @@ ServingConfig ServeOptions::engine(int tp, int pp, const Model& model, const Clu
   if (chunked_prefill) c.chunked_prefill = true;
   c.eager = enforce_eager;
   c.attention_backend = attention_backend;
+  c.speculative_tokens = speculative_tokens;
+  c.acceptance_rate = speculative_tokens > 0 ? acceptance_rate : 1.0;
+  c.speculative_method = speculative_method;
+  if (speculative_method == "mtp" && (!model.transformer || model.transformer->mtp_layers == 0))
+    throw_bad_input("--speculative-method mtp: model '{}' has no multi-token prediction module; use eagle", model.name);
   c.kv_dtype = kv_cache_dtype == "fp8" ? KvCacheDtype::Fp8 : KvCacheDtype::Bf16;
   c.weights = quantization == "fp8" ? ServingWeights::Fp8 : ServingWeights::Bf16;
   if (c.weights == ServingWeights::Fp8 && !(cluster.gpu_at(0).fp8_peak_flops > 0))

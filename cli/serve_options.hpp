@@ -38,6 +38,9 @@ struct ServeOptions {
   bool json = false;
   std::string kernels;  // --kernels: a folder of kernel tables (add_kernels_to)
   std::string attention_backend;  // --attention-backend: the engine's name for it (kernels/attention_backends.hpp)
+  int speculative_tokens = 0;      // --speculative-tokens (ServingConfig::speculative_tokens)
+  double acceptance_rate = 0;      // --acceptance-rate
+  std::string speculative_method;  // --speculative-method: mtp or eagle
   std::string percentiles;  // --percentiles: latency percentiles beside 50 and 99 (add_percentiles_to)
 
   // `default_cluster`: --cluster is optional, this when absent (`serve run` on the CPU: its memory and links
@@ -47,6 +50,8 @@ struct ServeOptions {
   void check() const;
   // --kernels and --attention-backend, for the commands that predict (simulate, plan).
   void add_kernels_to(CLI::App& cmd);
+  // --speculative-tokens, --acceptance-rate and --speculative-method, for the commands that predict.
+  void add_speculative_to(CLI::App& cmd);
   // --percentiles, for serve simulate's report.
   void add_percentiles_to(CLI::App& cmd);
   // --percentiles, read (BadInput for a bad one); empty without it.

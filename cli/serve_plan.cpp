@@ -63,6 +63,7 @@ std::string export_command(const std::string& target, const ServingPlan& plan, c
   const std::string weights = "\"$MODEL\"";
   std::string out = fmt::format("# MODEL: the Hugging Face id or local folder of {}\n", model.name);
   const ServingConfig engine = engine_for(plan.tp, plan.pp);
+  if (engine.speculative_method == "eagle") out += "# DRAFT_MODEL: the Hugging Face id or local folder of its EAGLE head\n";
   if (plan.disaggregated()) {
     const ServingConfig prefill = engine_for(plan.prefill_tp, plan.prefill_pp);
     return out + (target == "vllm" ? vllm_disaggregated_commands(plan, prefill, engine, weights, gpus_per_node)

@@ -13,6 +13,9 @@ struct SequenceChunk {
   long start = 0;
   long tokens = 0;
   bool samples = false;  // its last position's logits give the request's next token
+  // A speculative decode: the last token and `tokens` - 1 drafted ones after it, every position's logits sampled
+  // to accept a prefix of the drafts (serving/serving_sim.hpp, ServingConfig::speculative_tokens).
+  bool verifies = false;
 
   bool operator==(const SequenceChunk&) const = default;
 };

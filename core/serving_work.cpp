@@ -33,7 +33,10 @@ ServingBatch serving_batch(const ServingStep& step) {
       b.prefill_pairs += n * o + n * (n + 1) / 2;
       b.prefill_kv_reads += o + n;
     }
-    if (c.samples) ++b.sampled_tokens;
+    if (c.verifies)
+      b.sampled_tokens += c.tokens;  // each position's logits: the drafts checked and the next token
+    else if (c.samples)
+      ++b.sampled_tokens;
   }
   return b;
 }

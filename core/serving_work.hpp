@@ -53,7 +53,8 @@ inline constexpr int kServingRoutedKernels = 7;  // router GEMM, top-k, alignmen
 int serving_layer_kernels(const TransformerConfig& t, const Layer& layer);
 
 // The batch one step is. A one-token chunk after cached positions that samples counts as a decode (a prompt's
-// last one-token chunk does the same work as one).
+// last one-token chunk does the same work as one); a speculative decode's verification is a chunk of its positions
+// after the cached ones, each of them sampled.
 ServingBatch serving_batch(const ServingStep& step);
 
 struct ServingWork {

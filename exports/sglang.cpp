@@ -28,6 +28,14 @@ std::string limit_flags(const ServingConfig& engine, ServerRole role, int dp) {
   if (!engine.attention_backend.empty()) flags += fmt::format(" \\\n  --attention-backend {}", engine.attention_backend);
   // Without CUDA graphs for either phase (sglang 0.5.23: --disable-cuda-graph is deprecated for these).
   if (engine.eager) flags += " \\\n  --cuda-graph-backend-decode disabled \\\n  --cuda-graph-backend-prefill disabled";
+  // SGLang runs both drafts as EAGLE (a model's MTP module is its built-in EAGLE head): K steps of one token each
+  // (top-k 1), K + 1 tokens verified.
+  if (engine.speculative_tokens > 0) {
+    flags += fmt::format(" \\\n  --speculative-algorithm EAGLE \\\n  --speculative-num-steps {} \\\n  "
+                         "--speculative-eagle-topk 1 \\\n  --speculative-num-draft-tokens {}",
+                         engine.speculative_tokens, engine.speculative_tokens + 1);
+    if (engine.speculative_method == "eagle") flags += " \\\n  --speculative-draft-model-path \"$DRAFT_MODEL\"";
+  }
   return flags;
 }
 

@@ -19,6 +19,12 @@ std::string vllm_engine_limit_flags(const ServingConfig& engine) {
   out += fmt::format(" \\\n  --kv-cache-dtype {}", engine.kv_dtype == KvCacheDtype::Fp8 ? "fp8" : "auto");
   if (!engine.attention_backend.empty()) out += fmt::format(" \\\n  --attention-backend {}", engine.attention_backend);
   if (engine.eager) out += " \\\n  --enforce-eager";
+  // vLLM 0.33.0's SpeculativeConfig: method "mtp" (the model's own module) or "eagle" with the head's weights.
+  if (engine.speculative_tokens > 0)
+    out += fmt::format(" \\\n  --speculative-config \"{{\\\"method\\\": \\\"{}\\\", {}\\\"num_speculative_tokens\\\": {}}}\"",
+                       engine.speculative_method,
+                       engine.speculative_method == "eagle" ? "\\\"model\\\": \\\"$DRAFT_MODEL\\\", " : "",
+                       engine.speculative_tokens);
   return out;
 }
 

@@ -34,6 +34,9 @@ void check_dp_attention(const Model& model, const ServingConfig& engine, int dp)
   if (engine.pp != 1)
     throw_bad_input("--dp-attention: each engine runs one stage (pp 1), got --pp {}; use --tp for a wider engine",
                     engine.pp);
+  if (engine.speculative_tokens > 0)
+    throw_bad_input("--dp-attention with --speculative-tokens: the lockstep engines' draft steps are not modelled; "
+                    "leave one of them out");
   const int ep = dp * engine.tp;
   if (t->moe->experts % ep != 0)
     throw_bad_input("--dp-attention {} x --tp {}: the {} routed experts do not split evenly over {} GPUs; pick dp x tp "

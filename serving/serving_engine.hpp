@@ -33,6 +33,7 @@ struct Live {
   bool in_flight = false;
   bool done = false;
   long admitted_order = 0;
+  long verify_steps = 0;  // speculative decode steps so far (the tokens each gives follow from the count)
 };
 
 }  // namespace serving_detail
@@ -47,6 +48,15 @@ class ServingEngine {
     if (c_.max_num_batched_tokens < 1)
       throw_bad_input("--max-num-batched-tokens: must be at least 1, got {}", c_.max_num_batched_tokens);
     if (c_.block_tokens < 1) throw_bad_input("block size: must be at least 1 token, got {}", c_.block_tokens);
+    if (c_.speculative_tokens < 0 || c_.speculative_tokens > kMaxSpeculativeTokens)
+      throw_bad_input("--speculative-tokens: must be from 0 to {}, got {}", kMaxSpeculativeTokens, c_.speculative_tokens);
+    if (c_.speculative_tokens > 0 && !(c_.acceptance_rate > 0 && c_.acceptance_rate <= 1))
+      throw_bad_input("--acceptance-rate: must be in (0, 1], got {}", c_.acceptance_rate);
+    if (c_.speculative_tokens > 0 && c_.pp > 1)
+      throw_bad_input("--speculative-tokens with --pp {}: speculative decoding is modelled on one pipeline stage; use "
+                      "--pp 1 (replicas or a wider tp for more GPUs)",
+                      c_.pp);
+    if (c_.speculative_tokens > 0) draft_ = draft_runs(model);
     stages_ = c_.stages.empty() ? split_layers(model, c_.pp, {}) : c_.stages;
     if (static_cast<int>(stages_.size()) != c_.pp)
       throw_bad_input("--pp {}: the stages give {} layer ranges", c_.pp, stages_.size());
@@ -92,7 +102,7 @@ class ServingEngine {
                         r.output_tokens);
       if (r.prefilled && r.output_tokens < 2)
         throw_bad_input("request {}: arrives prefilled with its one output token; nothing is left to decode", i);
-      if (blocks_for(r.prompt_tokens + r.output_tokens) > total_blocks_)
+      if (blocks_for(r.prompt_tokens + r.output_tokens + c_.speculative_tokens) > total_blocks_)
         throw_bad_input("request {}: {} tokens do not fit the KV cache's {} tokens (tp {}, pp {}); use more GPUs, "
                         "--kv-cache-dtype fp8 or shorter requests",
                         i, r.prompt_tokens + r.output_tokens, capacity_tokens_, c_.tp, c_.pp);
@@ -177,12 +187,18 @@ class ServingEngine {
         serving_detail::Live& l = live_[i];
         l.in_flight = false;
         if (!l.admitted) throw_runtime("serving simulation: request {} was preempted while in flight", i);
-        l.computed += c.tokens;
+        // A verification keeps the accepted drafts' positions and gives them and the next token.
+        const long given = c.verifies ? std::min(speculative_tokens_at_step(l.verify_steps++, c_.speculative_tokens,
+                                                                            c_.acceptance_rate),
+                                                 requests_[i].output_tokens - l.generated)
+                                      : 1;
+        l.computed += c.verifies ? given : c.tokens;
         if (!l.prefilled && l.computed < goal(i)) continue;  // more prompt to come
         l.prefilled = true;
-        ++l.generated;
+        l.generated += given;
         ServedRequest& r = out_.requests[i];
         if (l.generated == 1) r.first_token_s = f.done_s;
+        // The tokens of one step reach the client together: one gap (the benchmark tools' ITL, a gap a chunk).
         if (l.generated >= 2) {
           const double g = f.done_s - r.last_token_s;
           if (g != gap && gaps > 0) out_.token_gaps.add(gap, gaps), gaps = 0;
@@ -255,14 +271,17 @@ class ServingEngine {
   // holding the decode alone (unpadded), its flight through an idle pipeline and back to the first stage, where
   // the next step holding the request can start only then. Any step holding the decode (more sequences, more
   // context, a prompt's chunk, graph padding) takes no less where CostModel::serving_time_monotone.
+  // With speculative decoding a step gives at most K + 1 tokens: the floor is its time over them.
   double token_gap_floor_s(long context) const {
-    const ServingBatch alone = serving_batch({{0, context - 1, 1, true}});
+    const int k = c_.speculative_tokens;
+    const ServingStep step{{0, context - 1, 1 + k, true, k > 0}};
+    const ServingBatch alone = serving_batch(step);
     double t = host_s(alone);
     for (size_t su = 0; su < static_cast<size_t>(c_.pp); ++su) {
       t += stage_s(su, alone);
       if (su + 1 < static_cast<size_t>(c_.pp)) t += hop_s(su, alone);
     }
-    return t + back_s(alone);
+    return (t + draft_s(step) + back_s(alone)) / (1 + k);
   }
 
  private:
@@ -287,7 +306,7 @@ class ServingEngine {
       const bool decode = l.prefilled;
       if (decode ? !decodes : !prefills) continue;
       const long left = goal(i) - l.computed;
-      const long tokens = decode ? 1 : (c_.chunked_prefill ? std::min(left, budget) : left);
+      const long tokens = decode ? 1 + c_.speculative_tokens : (c_.chunked_prefill ? std::min(left, budget) : left);
       if (tokens > budget) continue;
       if (!reserve(i, l.computed + tokens, true)) break;
       batch.push_back(chunk(i, tokens));
@@ -311,7 +330,7 @@ class ServingEngine {
       if (c_.reserved_output_tokens > 0 && used_blocks_ + promised + promised_blocks(i) > total_blocks_) break;
       if (arrives_prefilled(i)) {
         // Its prompt's KV cache came with it: it takes its pages and decodes its second token at once.
-        if (!reserve(i, requests_[i].prompt_tokens + 1, false)) break;
+        if (!reserve(i, requests_[i].prompt_tokens + 1 + c_.speculative_tokens, false)) break;
         waiting_.pop_front();
         l.computed = requests_[i].prompt_tokens;
         l.prefilled = true;
@@ -320,8 +339,8 @@ class ServingEngine {
         // Its second token's gap runs from when the client got the first (before the cache's transfer).
         out_.requests[i].last_token_s = requests_[i].first_token_s > 0 ? requests_[i].first_token_s : arrival_[i];
         admit(i);
-        batch.push_back(chunk(i, 1));
-        --budget;
+        batch.push_back(chunk(i, 1 + c_.speculative_tokens));
+        budget -= 1 + c_.speculative_tokens;
       } else {
         const long left = goal(i);
         const long tokens = c_.chunked_prefill ? std::min(left, budget) : left;
@@ -344,7 +363,7 @@ class ServingEngine {
       for (size_t r : running_) {
         const serving_detail::Live& l = live_[r];
         if (l.in_flight || !l.prefilled) continue;
-        need += blocks_for(l.computed + 1) - l.blocks;
+        need += blocks_for(l.computed + 1 + c_.speculative_tokens) - l.blocks;
         if (victim == requests_.size() || gives_back_before(r, victim)) victim = r;
       }
       if (used_blocks_ + need <= total_blocks_ || victim == requests_.size()) return;
@@ -409,7 +428,8 @@ class ServingEngine {
   // Request i's next `tokens` positions; it samples when they end its prompt or it decodes.
   SequenceChunk chunk(size_t i, long tokens) const {
     const serving_detail::Live& l = live_[i];
-    return {static_cast<long>(i), l.computed, tokens, l.prefilled || l.computed + tokens >= goal(i)};
+    return {static_cast<long>(i), l.computed, tokens, l.prefilled || l.computed + tokens >= goal(i),
+            l.prefilled && c_.speculative_tokens > 0};
   }
 
   // A decode pool's request on its first admission (after a preemption it recomputes like any other).
@@ -431,6 +451,34 @@ class ServingEngine {
     const auto size = std::lower_bound(c_.graph_batch_sizes.begin(), c_.graph_batch_sizes.end(), b.decode_tokens);
     if (size != c_.graph_batch_sizes.end()) p.decode_tokens = *size;
     return p;
+  }
+
+  // The draft's K steps before a step's verifications: each its block and LM head at the verifying decodes, over
+  // their contexts (the draft keeps a cache of its own as long). 0 without verifications.
+  double draft_s(const ServingStep& step) const {
+    ServingBatch decodes;
+    for (const SequenceChunk& c : step)
+      if (c.verifies) {
+        ++decodes.decode_tokens;
+        decodes.decode_context += static_cast<double>(c.start + 1);
+        ++decodes.sampled_tokens;
+      }
+    if (decodes.decode_tokens == 0) return 0;
+    const size_t last = static_cast<size_t>(c_.pp - 1);
+    return c_.speculative_tokens *
+           serving_stage_time(draft_, decodes, cluster_.gpu_at(stage_gpu_[last]), tp_link_[last], cost_);
+  }
+  // The draft: one block of the model's last block's shape and its LM head.
+  ServingStageRuns draft_runs(const Model& model) const {
+    ServingStageRuns draft;
+    for (auto it = model.layers.rbegin(); it != model.layers.rend(); ++it)
+      if (it->kind == LayerKind::Block) {
+        draft.runs.emplace_back(serving_layer_shape(model, *it, c_.tp, c_.kv_dtype, c_.weights), 1);
+        break;
+      }
+    for (const Layer& l : model.layers)
+      if (l.kind == LayerKind::Head) draft.runs.emplace_back(serving_layer_shape(model, l, c_.tp, c_.kv_dtype, c_.weights), 1);
+    return draft;
   }
 
   // Stage su's time for a batch priced as `work`. Eager: the host launches each kernel in turn, the GPU waiting
@@ -456,9 +504,10 @@ class ServingEngine {
     const ServingBatch work = priced(b);
     if (c_.record_steps) out_.steps.push_back(batch);
     double ready = t;
+    const double draft = draft_s(batch);
     for (int s = 0; s < c_.pp; ++s) {
       const size_t su = static_cast<size_t>(s);
-      const double time = stage_s(su, work);
+      const double time = stage_s(su, work) + (s + 1 == c_.pp ? draft : 0.0);
       const double host = s == 0 ? host_s(b) : 0.0;
       const double start = std::max(free_at_[su], ready) + host;
       free_at_[su] = start + time;
@@ -477,6 +526,7 @@ class ServingEngine {
   const std::vector<ServingRequest>& requests_;
   std::vector<LayerRange> stages_;
   std::vector<ServingStageRuns> stage_runs_;  // per stage, its layers' shapes made once
+  ServingStageRuns draft_;                    // speculative decoding's draft (draft_runs)
   std::vector<int> stage_gpu_;
   std::vector<int> stage_launches_;  // kernels a stage launches a step without CUDA graphs
   std::vector<LinkSpec> tp_link_, p2p_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <string>
 
 #include "core/error.hpp"
@@ -76,6 +77,17 @@ double serving_stage_time(const Model& model, const LayerRange& layers, int tp, 
                           const GpuSpec& gpu, const LinkSpec& tp_link, const CostModel& cost, KvCacheDtype kv_dtype,
                           ServingWeights weights) {
   return serving_stage_time(serving_stage_runs(model, layers, tp, kv_dtype, weights), batch, gpu, tp_link, cost);
+}
+
+double speculative_tokens_per_step(int drafted, double a) {
+  return a >= 1 ? drafted + 1.0 : (1 - std::pow(a, drafted + 1)) / (1 - a);
+}
+
+long speculative_tokens_at_step(long step, int drafted, double a) {
+  const double e = speculative_tokens_per_step(drafted, a);
+  // A hair above each product: 1.75 x 4 is 7 whichever way the multiplication rounds.
+  const auto tokens_by = [&](long steps) { return static_cast<long>(std::floor(static_cast<double>(steps) * e + 1e-9)); };
+  return tokens_by(step + 1) - tokens_by(step);
 }
 
 ServingResult simulate_serving(const Model& model, const Cluster& cluster, const CostModel& cost,

@@ -28,6 +28,8 @@ namespace pw {
 // a run's clock stop resolving its microseconds).
 inline constexpr double kMaxServingSlots = 5e7;
 inline constexpr double kMaxArrivalSeconds = 1e9;
+// Drafted tokens a speculative decode checks at most (the engines' own speculative steps are a handful).
+inline constexpr int kMaxSpeculativeTokens = 16;
 
 struct ServingRequest {
   double arrival_s = 0;
@@ -82,6 +84,15 @@ struct ServingConfig {
   // The attention backend the prediction priced (the engine's name, --attention-backend; empty: the engine's
   // default), for the exports to launch the same.
   std::string attention_backend;
+  // Speculative decoding (--speculative-tokens K, pp 1): a draft proposes K tokens a decode in K steps of one
+  // block of the model's last block's shape and the LM head (the model's MTP module, or an EAGLE head), at the
+  // decodes' tokens, and the model verifies them in one step of K + 1 positions a decode. Each drafted token is
+  // accepted with `acceptance_rate` given the ones before it, so a step gives (1 - a^(K+1)) / (1 - a) tokens a
+  // decode on average: the j-th step of a request floor((j + 1) E) - floor(j E) of them, the same every run.
+  // 0: a token a decode. `speculative_method` ("mtp" or "eagle") is for the exports.
+  int speculative_tokens = 0;
+  double acceptance_rate = 1;
+  std::string speculative_method;
 
   // The profile's defaults (limits, policies, page, memory share) over these.
   void apply(const EngineProfile& p);
@@ -134,6 +145,11 @@ struct SchedulerLimits {
   long max_num_batched_tokens = 2048;
 };
 SchedulerLimits vllm_serve_defaults(const GpuSpec& gpu);
+
+// Tokens a speculative decode step gives on average: (1 - a^(K+1)) / (1 - a), K + 1 at a = 1.
+double speculative_tokens_per_step(int drafted, double acceptance_rate);
+// The tokens the j-th speculative step of a request gives (j from 0): floor((j + 1) E) - floor(j E).
+long speculative_tokens_at_step(long step, int drafted, double acceptance_rate);
 
 // BadInput when the weights leave no room for a KV cache, or a single request's tokens cannot fit it.
 ServingResult simulate_serving(const Model& model, const Cluster& cluster, const CostModel& cost,

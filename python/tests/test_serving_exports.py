@@ -31,7 +31,8 @@ WORKLOAD = dict(model=str(ROOT / "examples" / "llama3.1-70b.config.json"), reque
                 output_tokens=128)
 TWO_NODES = str(ROOT / "examples" / "cluster-2x-h100.json")
 # What the commands leave to the user, filled in as a user would.
-SHELL = {'"$MODEL"': "/models/llama-3.1-70b", '"$HEAD"': "10.0.0.1", '"$NODE0"': "10.0.0.1", '"$NODE1"': "10.0.0.2"}
+SHELL = {'"$MODEL"': "/models/llama-3.1-70b", '"$HEAD"': "10.0.0.1", '"$NODE0"': "10.0.0.1", '"$NODE1"': "10.0.0.2",
+         '"$DRAFT_MODEL"': "/models/eagle-head", '\\"$DRAFT_MODEL\\"': '\\"/models/eagle-head\\"'}
 
 
 def commands(text: str, start: str) -> list[list[str]]:
@@ -129,6 +130,25 @@ def test_the_attention_backend_and_eager_steps_reach_both_engines(tmp_path):
         server = ServerArgs.from_cli_args(parser.parse_args(words[3:]))
         assert server.attention_backend == "fa3"
         assert (server.cuda_graph_backend_decode, server.cuda_graph_backend_prefill) == ("disabled", "disabled")
+
+
+def test_speculative_decoding_reaches_both_engines():
+    """--speculative-tokens as each engine's parser reads it: vLLM's speculative config (method, head, tokens),
+    SGLang's EAGLE settings (K one-token steps, K + 1 tokens verified, the head's path)."""
+    settings = dict(cluster="hgx-h200", gpus=4, top=1, speculative_tokens=3, acceptance_rate=0.8,
+                    speculative_method="eagle", **WORKLOAD)
+    answer = pipewright.serve_plan(export="vllm", **settings)
+    (words,) = commands(answer["vllm_command"], "vllm serve")
+    _, engine = vllm_engine(words)
+    assert engine.speculative_config == {"method": "eagle", "model": "/models/eagle-head", "num_speculative_tokens": 3}
+    answer = pipewright.serve_plan(export="sglang", engine="sglang", **settings)
+    for words in commands(answer["sglang_command"], "python -m sglang.launch_server"):
+        parser = argparse.ArgumentParser()
+        ServerArgs.add_cli_args(parser)
+        server = ServerArgs.from_cli_args(parser.parse_args(words[3:]))
+        assert (server.speculative_algorithm, server.speculative_num_steps, server.speculative_eagle_topk,
+                server.speculative_num_draft_tokens) == ("EAGLE", 3, 1, 4)
+        assert server.speculative_draft_model_path == "/models/eagle-head"
 
 
 def test_versions_named():

@@ -548,6 +548,47 @@ TEST_CASE("serve --attention-backend: attention from the backend's measured kern
   CHECK(sglang.find("--attention-backend") == std::string::npos);
 }
 
+TEST_CASE("serve --speculative-tokens: drafts verified a step, fewer steps a token, exported as each engine names it") {
+  const std::vector<std::string> base = {"serve", "simulate", "--model", "deepseek-v3", "--cluster", "hgx-h200", "--tp",
+                                         "8", "--quantization", "fp8", "--requests", "4", "--concurrency", "1",
+                                         "--prompt-tokens", "1000", "--output-tokens", "1000", "--json"};
+  const nlohmann::json plain = nlohmann::json::parse(run_cli(base).out);
+  const CliResult r = run_cli(with(base, {"--speculative-tokens", "3", "--acceptance-rate", "0.8", "--speculative-method", "mtp"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json spec = nlohmann::json::parse(r.out);
+  // 999 tokens after the first at 2.952 a step: 339 steps a request, and a prefill each.
+  CHECK(spec.at("batches") == 4 * (1 + 339));
+  CHECK(spec.at("tpot_p50_s").get<double>() < plain.at("tpot_p50_s").get<double>());
+  // A step's tokens arrive together: the gap between steps is a whole verification and its drafts.
+  CHECK(spec.at("itl_p50_s").get<double>() > plain.at("itl_p50_s").get<double>());
+  check_bad_input(with(base, {"--speculative-tokens", "3", "--acceptance-rate", "0.8"}),
+                  "--speculative-method: '' is not one; use mtp (the model's own module) or eagle");
+  check_bad_input(with(base, {"--speculative-tokens", "3", "--speculative-method", "mtp"}),
+                  "--acceptance-rate: give the chance a drafted token is accepted, in (0, 1], got 0");
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "hgx-h200", "--speculative-tokens", "2",
+                   "--acceptance-rate", "0.7", "--speculative-method", "mtp"},
+                  "--speculative-method mtp: model 'llama3-8b' has no multi-token prediction module; use eagle");
+  const std::vector<std::string> plan = {"serve", "plan", "--model", "llama3-8b", "--cluster", "hgx-h200", "--gpus", "1",
+                                         "--requests", "16", "--top", "1", "--speculative-tokens", "2",
+                                         "--acceptance-rate", "0.7", "--speculative-method", "eagle", "--json"};
+  const CliResult v = run_cli(with(plan, {"--export", "vllm"}));
+  INFO(v.err);
+  REQUIRE(v.code == 0);
+  const std::string vllm = nlohmann::json::parse(v.out).at("vllm_command");
+  CHECK(vllm.rfind("# MODEL: the Hugging Face id or local folder of llama3-8b\n# DRAFT_MODEL: the Hugging Face id or local "
+                   "folder of its EAGLE head\n",
+                   0) == 0);
+  CHECK(vllm.find(" \\\n  --speculative-config \"{\\\"method\\\": \\\"eagle\\\", \\\"model\\\": "
+                  "\\\"$DRAFT_MODEL\\\", \\\"num_speculative_tokens\\\": 2}\"\n") != std::string::npos);
+  const CliResult g = run_cli(with(plan, {"--engine", "sglang", "--export", "sglang"}));
+  REQUIRE(g.code == 0);
+  CHECK(nlohmann::json::parse(g.out).at("sglang_command").get<std::string>().find(
+            " \\\n  --speculative-algorithm EAGLE \\\n  --speculative-num-steps 2 \\\n  --speculative-eagle-topk 1 "
+            "\\\n  --speculative-num-draft-tokens 3 \\\n  --speculative-draft-model-path \"$DRAFT_MODEL\"") !=
+        std::string::npos);
+}
+
 TEST_CASE("serve simulate --replicas: the figures of serve plan's row for the same tp, pp and replicas") {
   const std::vector<std::string> workload = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--requests", "256",
                                              "--prompt-tokens", "512", "--output-tokens", "64", "--json"};
