@@ -69,7 +69,7 @@ void TableCostModel::only_attention_kernels(const AttentionBackend& backend) {
   if (!any)
     throw_bad_input("--attention-backend {}: {} {}'s tables time no {} attention ({}); use one they time or other tables",
                     backend.name, system_, queries_.tables().software(), backend.name,
-                    held.empty() ? std::string("they hold no attention tables")
+                    held.empty() ? std::string("they name no attention kernels")
                                  : fmt::format("their attention kernels: {}", fmt::join(held, ", ")));
   queries_.only_attention_kernels(backend.kernel_sources);
   attention_backend_ = backend.name;

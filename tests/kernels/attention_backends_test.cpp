@@ -90,6 +90,20 @@ TEST_CASE("an attention backend the tables do not time is refused, and the model
         "--attention-backend flashinfer: h200_sxm sglang's tables time no flashinfer attention (their attention kernels: "
         "fa3, triton); use one they time or other tables");
   CHECK(tables.attention_backend().empty());
+  // Tables without attention (GEMMs alone) time no backend.
+  const auto dir = fresh_folder("attention_backends_gemms_only");
+  std::ofstream(dir / "gemm_perf.json") << nlohmann::json{{"format", "pipewright-kernel-table"}, {"format_version", 1},
+                                                          {"kind", "gemm_perf"}, {"keys", {"gemm_dtype", "m", "n", "k"}},
+                                                          {"times", {"time_s"}}, {"rows", {{"bfloat16", 1, 1, 1, 1e-6}}}}
+                                                .dump();
+  std::ofstream(dir / "manifest.json") << nlohmann::json{
+      {"format", "pipewright-kernel-table"}, {"format_version", 1}, {"system", "h200_sxm"}, {"software", "sglang"},
+      {"tables", {{{"kind", "gemm_perf"}, {"file", "gemm_perf.json"}, {"rows", 1}}}}}
+                                               .dump();
+  TableCostModel gemms(analytic, KernelTables::open(dir.string()));
+  CHECK(bad_input([&] { gemms.only_attention_kernels(attention_backend("sglang", "fa3")); }) ==
+        "--attention-backend fa3: h200_sxm sglang's tables time no fa3 attention (they name no attention kernels); use "
+        "one they time or other tables");
   tables.only_attention_kernels(attention_backend("sglang", "triton"));
   CHECK(tables.attention_backend() == "triton");
   CHECK(tables.name() == "kernel tables (h200_sxm sglang, attention triton) over analytic");
