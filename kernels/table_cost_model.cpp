@@ -323,14 +323,14 @@ struct LastServing {
   double gemm_s = 0, attention_s = 0, collective_s = 0, s = 0;
 };
 
+// The routed experts' kernels a table's fused MoE call times (alignment, two grouped GEMMs, activation, combine):
+// serving_layer_kernels' routed ones less the router's GEMM and top-k, which stay the model's.
+constexpr double kMoeTableKernels = kServingRoutedKernels - 2;
+
 // The tables time routed experts under balanced routing: T tokens' T k copies on min(E, T k) distinct experts of
 // E. A run's router sends each token to k experts as good as at random, reaching fewer while T k is near E or
 // below (routed_experts_reached, what the analytic model reads). A small batch's fused kernel is its weight reads,
 // one an expert reached: its time scales with them.
-// The routed experts' kernels a table's fused MoE call times (alignment, two grouped GEMMs, activation, combine):
-// the router's GEMM and top-k stay the model's (serving_layer_kernels).
-constexpr double kMoeTableKernels = 5;
-
 double routed_touch_ratio(double tokens, int top_k, int experts) {
   const double balanced = std::min(1.0, tokens * (static_cast<double>(top_k) / experts));
   return balanced > 0 ? routed_experts_reached(tokens, top_k, experts) / balanced : 1.0;
@@ -391,7 +391,8 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
     bool all = true;
     // fp8 per call, not in the cached shapes: the blocks' GEMMs under --quantization fp8 (not the head's).
     const bool in_fp8 = layer.kind == LayerKind::Block && work.weights == ServingWeights::Fp8;
-    for (GemmShape g : serving_gemms(layer, work)) {
+    const std::vector<GemmShape>& gemms = serving_gemms(layer, work);
+    for (GemmShape g : gemms) {
       g.fp8 = in_fp8;
       weights += g.k * g.n * serving_weight_bytes(layer.kind, work.weights);
       g.m = work.gemm_tokens;
@@ -401,7 +402,7 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
       (g.fp8 ? fp8 : bf16) += g.flops();
     }
     if (all && s > 0) {
-      rest.kernels = std::max(0.0, rest.kernels - static_cast<double>(serving_gemms(layer, work).size()));
+      rest.kernels = std::max(0.0, rest.kernels - static_cast<double>(gemms.size()));
       rest.gemm_flops = std::max(0.0, rest.gemm_flops - bf16);
       rest.fp8_gemm_flops = std::max(0.0, rest.fp8_gemm_flops - fp8);
       rest.weight_bytes = std::max(0.0, rest.weight_bytes - weights);

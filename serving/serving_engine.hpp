@@ -456,6 +456,7 @@ class ServingEngine {
   // The draft's K steps before a step's verifications: each its block and LM head at the verifying decodes, over
   // their contexts (the draft keeps a cache of its own as long). 0 without verifications.
   double draft_s(const ServingStep& step) const {
+    if (c_.speculative_tokens == 0) return 0;  // every step passes here: no walk over its chunks without drafts
     ServingBatch decodes;
     for (const SequenceChunk& c : step)
       if (c.verifies) {

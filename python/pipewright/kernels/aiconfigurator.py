@@ -174,12 +174,12 @@ def newest_per_kind(folder):
 
 
 def import_system(data, system, backend, version, nccl_version):
+    """The tables to import, each as (its family, its version, the table)."""
     root = os.path.join(data, system)
     if not os.path.isdir(root):
         known = ", ".join(sorted(d for d in os.listdir(data) if os.path.isdir(os.path.join(data, d))))
         raise ImportError_(f"--system: no system '{system}' in {data}; systems: {known}")
     tables = []
-    used = {}
     for family in sorted(os.listdir(root)):
         if not os.path.isdir(os.path.join(root, family)):
             continue
@@ -191,11 +191,8 @@ def import_system(data, system, backend, version, nccl_version):
             kinds = {} if chosen is None else {
                 name[: -len(".parquet")]: chosen
                 for name in os.listdir(os.path.join(folder, chosen)) if name.endswith(".parquet")}
-        if not kinds:
-            continue
-        used[family] = ", ".join(sorted(set(kinds.values()), key=version_key))
         for kind in sorted(kinds):
-            tables.append(convert(os.path.join(folder, kinds[kind], kind + ".parquet"), kind))
+            tables.append((family, kinds[kind], convert(os.path.join(folder, kinds[kind], kind + ".parquet"), kind)))
     if not tables:
         have = sorted(
             {v for f in os.listdir(root) if os.path.isdir(os.path.join(root, f))
@@ -212,12 +209,19 @@ def import_system(data, system, backend, version, nccl_version):
             f"--nccl-version: {system} has no NCCL {nccl_version} tables; versions: {', '.join(versions(nccl_folder))}"
         )
     if chosen is not None:
-        used["nccl"] = chosen
         folder = os.path.join(nccl_folder, chosen)
         for name in sorted(os.listdir(folder)):
             if name.endswith(".parquet"):
-                tables.append(convert(os.path.join(folder, name), name[: -len(".parquet")]))
-    return tables, used
+                tables.append(("nccl", chosen, convert(os.path.join(folder, name), name[: -len(".parquet")])))
+    return tables
+
+
+def versions_used(picked):
+    """{family: its versions, comma-separated} of the (family, version, table) imported."""
+    used = {}
+    for family, version, _ in picked:
+        used.setdefault(family, set()).add(version)
+    return {f: ", ".join(sorted(v, key=version_key)) for f, v in used.items()}
 
 
 def system_gpu(data, system):
@@ -336,22 +340,17 @@ def main(argv=None):
         for option in ("system", "backend", "out"):
             if not getattr(args, option):
                 raise ImportError_(f"--{option.replace('_', '-')}: required (see --list for what is there)")
-        tables, used = import_system(data, args.system, args.backend, args.version, args.nccl_version)
+        picked = import_system(data, args.system, args.backend, args.version, args.nccl_version)
         if args.kinds:
             wanted = [k for k in args.kinds.split(",") if k]
-            there = [t["kind"] for t in tables]
+            there = [t["kind"] for _, _, t in picked]
             absent = [k for k in wanted if k not in there]
             if absent:
                 raise ImportError_(f"--kinds: no {absent[0]} table in {args.system} {args.backend}; "
                                    f"the kinds there: {', '.join(sorted(there))}")
-            tables = [t for t in tables if t["kind"] in wanted]
-            # The versions of what was kept: a family's folder is the path's part after the system.
-            kept = {}
-            for t in tables:
-                family, version = t["file"].split(os.sep)[-4], t["file"].split(os.sep)[-2]
-                family = "nccl" if family == "comm" and t["kind"] == "nccl_perf" else family
-                kept.setdefault(family, set()).add(version)
-            used = {f: ", ".join(sorted(v, key=version_key)) for f, v in kept.items()}
+            picked = [p for p in picked if p[2]["kind"] in wanted]
+        used = versions_used(picked)  # of what is kept
+        tables = [t for _, _, t in picked]
         for t in tables:
             t["file"] = relative(t["file"], data)
         write_folder(args.out, args.system, args.backend, used, package, data, tables)
