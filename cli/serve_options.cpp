@@ -100,6 +100,10 @@ void ServeOptions::add_to(CLI::App& cmd, const char* default_cluster) {
                  "The engine's memory share: vLLM's --gpu-memory-utilization (0.9), SGLang's --mem-fraction-static, "
                  "TensorRT-LLM's free_gpu_memory_fraction (default: the engine's)");
   cmd.add_option("--seed", seed, "Seed of the generated workload")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd.add_option("--bench-client", bench_client,
+                 "Draw lengths and arrivals as this client does: pipewright, or sglang (sglang.bench_serving's random "
+                 "dataset, numpy's generator seeded with --seed)")
+      ->capture_default_str();
   cmd.add_flag("--json", json, "Print JSON");
 }
 
@@ -112,6 +116,8 @@ void ServeOptions::check() const {
     throw_bad_input("--rate: must be a positive number of requests per second, got {}", *rate);
   if (!lengths.empty() && !trace.empty())
     throw_bad_input("--lengths and --trace: a trace gives its own lengths and arrivals; give one of them");
+  if (parse_bench_client(bench_client, "--bench-client") != BenchClient::Pipewright && !trace.empty())
+    throw_bad_input("--bench-client: a trace gives its own lengths and arrivals; leave it out with --trace");
   if (requests < 1 || requests > kMaxRequests) throw_bad_input("--requests: must be from 1 to {}, got {}", kMaxRequests, requests);
   if (gpu_memory_utilization && !(*gpu_memory_utilization > 0 && *gpu_memory_utilization <= 1))
     throw_bad_input("--gpu-memory-utilization: must be in (0, 1], got {}", *gpu_memory_utilization);
@@ -138,8 +144,13 @@ void ServeOptions::check() const {
                       attention_backend);
   }
   if (trace.empty() && lengths.empty()) {
-    parse_length(prompt_tokens, "--prompt-tokens");
-    const LengthSpec out = parse_length(output_tokens, "--output-tokens");
+    WorkloadSpec none;  // no requests: what the client cannot draw (normal lengths, a seed numpy refuses) fails now
+    none.prompt = parse_length(prompt_tokens, "--prompt-tokens");
+    none.seed = seed;
+    none.client = parse_bench_client(bench_client, "--bench-client");
+    none.output = parse_length(output_tokens, "--output-tokens", output_min(none.client));
+    make_requests(none);
+    const LengthSpec& out = none.output;
     const double tokens = expected_length(out) * static_cast<double>(requests);
     if (tokens > kMaxOutputTokens)
       throw_bad_input("--requests x --output-tokens: about {} output tokens to simulate; the limit is {}; use fewer requests "
@@ -173,6 +184,7 @@ std::vector<ServingRequest> ServeOptions::make_workload_at(double rate_per_s) co
   if (!trace.empty()) throw_bad_input("--trace: a trace's requests arrive when it says; give lengths and a rate instead");
   WorkloadSpec w;
   w.requests = requests;
+  w.client = parse_bench_client(bench_client, "--bench-client");
   if (!lengths.empty()) {
     w.lengths = lengths_from_jsonl(read_text_file(lengths, "--lengths"), lengths, kMaxRequests);
     // Past the file's end the lines are replayed again from the first.
@@ -184,7 +196,7 @@ std::vector<ServingRequest> ServeOptions::make_workload_at(double rate_per_s) co
                       with_commas(static_cast<std::int64_t>(tokens)), with_commas(static_cast<std::int64_t>(kMaxOutputTokens)));
   } else {
     w.prompt = parse_length(prompt_tokens, "--prompt-tokens");
-    w.output = parse_length(output_tokens, "--output-tokens");
+    w.output = parse_length(output_tokens, "--output-tokens", output_min(w.client));
   }
   w.rate_per_s = rate_per_s;
   // The arrivals span about requests / rate seconds: bounded as a trace's arrival times are.
@@ -229,8 +241,10 @@ std::string ServeOptions::workload_text(size_t n) const {
   const std::string arrivals = concurrency ? fmt::format("{} at a time", *concurrency)
                                : rate     ? fmt::format("Poisson arrivals at {:g}/s", *rate)
                                           : std::string("all at once");
-  if (!lengths.empty()) return fmt::format("{} requests of the lengths in {}, {}", n, lengths, arrivals);
-  return fmt::format("{} requests of {} prompt and {} output tokens, {}", n, prompt_tokens, output_tokens, arrivals);
+  const std::string drawn =
+      bench_client == "pipewright" ? std::string() : fmt::format(", drawn as sglang.bench_serving draws them (seed {})", seed);
+  if (!lengths.empty()) return fmt::format("{} requests of the lengths in {}, {}{}", n, lengths, arrivals, drawn);
+  return fmt::format("{} requests of {} prompt and {} output tokens, {}{}", n, prompt_tokens, output_tokens, arrivals, drawn);
 }
 
 }  // namespace pw

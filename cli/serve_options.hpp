@@ -35,6 +35,7 @@ struct ServeOptions {
   std::string quantization = "none";  // or fp8
   std::optional<double> gpu_memory_utilization;  // default: the engine's
   std::uint64_t seed = 1;
+  std::string bench_client = "pipewright";  // --bench-client: whose draws (serving/serving_workload.hpp)
   bool json = false;
   std::string kernels;  // --kernels: a folder of kernel tables (add_kernels_to)
   std::string attention_backend;  // --attention-backend: the engine's name for it (kernels/attention_backends.hpp)

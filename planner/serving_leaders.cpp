@@ -37,7 +37,7 @@ bool ServingLeaders::excludes(const ServingFloor& floor) const {
   const auto beyond = [&](double gap) { return slo_.tpot_s && gap > *slo_.tpot_s * (1 + kRoundingShare); };
   long good = single_outputs_;
   for (double gap : floor.token_gap_s) good += beyond(gap) ? 0 : 1;
-  const bool may_meet = !beyond(nearest_rank(floor.token_gap_s, slo_.percentile));
+  const bool may_meet = !beyond(percentile_of(floor.token_gap_s, slo_.percentile));
   // One that meets the SLOs ranks by good requests a second, at most `good` over the floor; one that cannot ranks
   // below a leader that does, and below one that does not by that cap, or with none good by output tokens.
   const bool fewer_good = static_cast<double>(good) / floor.makespan_s < last.goodput_rps * (1 - kRoundingShare);

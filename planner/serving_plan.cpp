@@ -55,8 +55,8 @@ void judge_serving(ServingPlan& p, const ServingResult& all, const ServingSlo& s
   }
   p.slo_share = all.requests.empty() ? 0 : static_cast<double>(ok) / static_cast<double>(all.requests.size());
   p.goodput_rps = all.makespan_s > 0 ? static_cast<double>(ok) / all.makespan_s : 0;
-  p.meets_slo = (!slo.ttft_s || nearest_rank(ttft, slo.percentile) <= *slo.ttft_s) &&
-                (!slo.tpot_s || nearest_rank(tpot, slo.percentile) <= *slo.tpot_s);
+  p.meets_slo = (!slo.ttft_s || percentile_of(ttft, slo.percentile) <= *slo.ttft_s) &&
+                (!slo.tpot_s || percentile_of(tpot, slo.percentile) <= *slo.tpot_s);
 }
 
 ServingPlanResult plan_serving(const Model& model, const Cluster& cluster, const CostModel& cost, int gpus,

@@ -11,11 +11,24 @@
 
 namespace pw {
 
-double nearest_rank(std::vector<double> values, double p) {
+namespace {
+
+// np.percentile's default ("linear"): the position (n - 1) p / 100 in the sorted values, split into the index
+// below it and the fraction of the way to the next.
+std::pair<size_t, double> percentile_position(double n, double p) {
+  const double h = (n - 1) * p / 100;
+  const double below = std::floor(h);
+  return {static_cast<size_t>(below), h - below};
+}
+
+}  // namespace
+
+double percentile_of(std::vector<double> values, double p) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  const auto rank = static_cast<size_t>(std::ceil(p / 100 * static_cast<double>(values.size())));
-  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
+  const auto [k, f] = percentile_position(static_cast<double>(values.size()), p);
+  if (k + 1 >= values.size()) return values.back();
+  return values[k] + f * (values[k + 1] - values[k]);
 }
 
 std::vector<double> percentiles_from_string(const std::string& text) {
@@ -52,7 +65,7 @@ LatencyStats stats_of(std::vector<double> values, const std::vector<double>& per
   }
   s.mean_s = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
   std::sort(values.begin(), values.end());
-  for (double p : percentiles) s.at_s.push_back(nearest_rank(values, p));
+  for (double p : percentiles) s.at_s.push_back(percentile_of(values, p));
   return s;
 }
 
@@ -72,12 +85,15 @@ LatencyStats stats_of(const GapCounts& counted, const std::vector<double>& perce
   }
   s.mean_s = sum / n;
   for (double p : percentiles) {
-    const double rank = std::max(1.0, std::ceil(p / 100 * n));
-    double seen = 0;
+    // The values at indices k and k + 1 of the list the counts stand for.
+    const auto [k, f] = percentile_position(n, p);
+    double seen = 0, below = 0;
+    bool found_below = false;
     for (const auto& [v, c] : counted) {
       seen += static_cast<double>(c);
-      if (seen >= rank) {
-        s.at_s.push_back(v);
+      if (!found_below && seen > static_cast<double>(k)) below = v, found_below = true;
+      if (seen > static_cast<double>(k + 1) || (seen >= n && found_below)) {
+        s.at_s.push_back(below + f * (v - below));
         break;
       }
     }
@@ -112,10 +128,10 @@ ServingMetrics serving_metrics(const ServingResult& r, const std::vector<double>
   m.tpot = stats_of(tpot, m.percentiles);
   m.e2el = stats_of(e2el, m.percentiles);
   m.itl = stats_of(r.token_gaps, m.percentiles);
-  m.ttft_p50_s = nearest_rank(ttft, 50);
-  m.ttft_p99_s = nearest_rank(ttft, 99);
-  m.tpot_p50_s = nearest_rank(tpot, 50);
-  m.tpot_p99_s = nearest_rank(tpot, 99);
+  m.ttft_p50_s = percentile_of(ttft, 50);
+  m.ttft_p99_s = percentile_of(ttft, 99);
+  m.tpot_p50_s = percentile_of(tpot, 50);
+  m.tpot_p99_s = percentile_of(tpot, 99);
   return m;
 }
 

@@ -3,7 +3,8 @@
 // input and all tokens per second over the run; the time to the first token (TTFT), per output token after it
 // (TPOT: (last - first) / (outputs - 1), over requests of two tokens or more), between two tokens (inter-token
 // latency, ITL, over every gap) and from arrival to the last token (end-to-end latency, E2EL), each as a mean and
-// at percentiles by nearest rank (the median and p99 always).
+// at percentiles as both clients take them: np.percentile's default, interpolating between the two values either
+// side (the median of 10 requests is the mean of the 5th and 6th), the median and p99 always.
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -36,8 +37,9 @@ struct ServingMetrics {
 // The percentiles of --percentiles ("90,95"): each in (0, 100], at most 16; BadInput naming the bad one.
 std::vector<double> percentiles_from_string(const std::string& text);
 
-// The value at percentile p (0 < p <= 100) of `values` by nearest rank; 0 for none.
-double nearest_rank(std::vector<double> values, double p);
+// The value at percentile p (0 < p <= 100) of `values` as np.percentile(values, p) gives it: sorted, at
+// position (n - 1) p / 100, interpolated linearly between the values either side; 0 for none.
+double percentile_of(std::vector<double> values, double p);
 
 // `more` percentiles beside 50 and 99 (sorted, each once).
 ServingMetrics serving_metrics(const ServingResult& r, const std::vector<double>& more = {});

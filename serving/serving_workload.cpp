@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "serving/numpy_legacy_random.hpp"
 
 namespace pw {
 namespace {
@@ -44,7 +46,7 @@ long draw(const LengthSpec& s, std::mt19937_64& g) {
 
 }  // namespace
 
-LengthSpec parse_length(const std::string& text, const std::string& option) {
+LengthSpec parse_length(const std::string& text, const std::string& option, long uniform_min) {
   LengthSpec s;
   std::vector<std::string> parts;
   std::stringstream in(text);
@@ -62,14 +64,18 @@ LengthSpec parse_length(const std::string& text, const std::string& option) {
   s.a = parse_number(parts[1], option, text);
   s.b = parse_number(parts[2], option, text);
   if (s.kind == LengthSpec::Kind::Uniform &&
-      (s.a < 1 || s.b < s.a || s.a != std::floor(s.a) || s.b != std::floor(s.b) || s.b > kMaxLength))
-    bad_range("needs whole MIN and MAX with 1 <= MIN <= MAX <= 10,000,000");
+      (s.a < static_cast<double>(uniform_min) || s.b < std::max(s.a, 1.0) || s.a != std::floor(s.a) ||
+       s.b != std::floor(s.b) || s.b > kMaxLength))
+    bad_range(fmt::format("needs whole MIN and MAX with {} <= MIN <= MAX <= 10,000,000{}", uniform_min,
+                          uniform_min > 0 ? "" : " and MAX >= 1"));
   if (s.kind == LengthSpec::Kind::Normal && (s.a < 1 || s.b < 0 || s.a + 6 * s.b > kMaxLength))
     bad_range("needs MEAN >= 1, STD >= 0 and MEAN + 6 STD <= 10,000,000");
   return s;
 }
 
-std::vector<ServingRequest> make_requests(const WorkloadSpec& spec) {
+namespace {
+
+std::vector<ServingRequest> pipewright_draws(const WorkloadSpec& spec) {
   std::mt19937_64 g(spec.seed);
   std::vector<ServingRequest> out;
   double t = 0;
@@ -82,13 +88,54 @@ std::vector<ServingRequest> make_requests(const WorkloadSpec& spec) {
     if (spec.lengths.empty()) {
       r.prompt_tokens = draw(spec.prompt, g);
       r.output_tokens = draw(spec.output, g);
-    } else {
-      const ServingRequest& l = spec.lengths[static_cast<size_t>(i) % spec.lengths.size()];
-      r.prompt_tokens = l.prompt_tokens;
-      r.output_tokens = l.output_tokens;
     }
     out.push_back(r);
   }
+  return out;
+}
+
+// sglang.bench_serving (0.4 to 0.5): sample_random_requests (benchmark/datasets in later versions) draws
+// input_lens = np.random.randint(MIN, MAX + 1, size=n), then output_lens likewise; get_request yields a request,
+// then sleeps np.random.exponential(1.0 / request_rate) before the next.
+std::vector<ServingRequest> sglang_draws(const WorkloadSpec& spec) {
+  if (spec.seed > 0xFFFFFFFFULL)
+    throw_bad_input("--seed: {} is past numpy's seeds (0 to 4294967295), which sglang.bench_serving's --seed takes",
+                    spec.seed);
+  for (const LengthSpec* s : {&spec.prompt, &spec.output})
+    if (spec.lengths.empty() && s->kind == LengthSpec::Kind::Normal)
+      throw_bad_input("--bench-client sglang: sglang.bench_serving's random dataset draws uniform lengths; give N or "
+                      "uniform:MIN:MAX, not normal:MEAN:STD");
+  NumpyLegacyRandom g(static_cast<std::uint32_t>(spec.seed));
+  std::vector<ServingRequest> out(static_cast<size_t>(spec.requests));
+  const auto draw_all = [&](const LengthSpec& s, long ServingRequest::*field) {
+    for (ServingRequest& r : out)
+      r.*field = std::max<long>(1, g.randint(static_cast<std::int64_t>(s.a), static_cast<std::int64_t>(s.b) + 1));
+  };
+  if (spec.lengths.empty()) {
+    draw_all(spec.prompt, &ServingRequest::prompt_tokens);
+    draw_all(spec.output, &ServingRequest::output_tokens);
+  }
+  if (spec.rate_per_s > 0)
+    for (size_t i = 1; i < out.size(); ++i) out[i].arrival_s = out[i - 1].arrival_s + g.exponential(1.0 / spec.rate_per_s);
+  return out;
+}
+
+}  // namespace
+
+BenchClient parse_bench_client(const std::string& text, const std::string& option) {
+  if (text == "pipewright") return BenchClient::Pipewright;
+  if (text == "sglang") return BenchClient::Sglang;
+  throw_bad_input("{}: '{}' is not one; use pipewright (its own draws) or sglang (sglang.bench_serving's)", option, text);
+}
+
+std::vector<ServingRequest> make_requests(const WorkloadSpec& spec) {
+  std::vector<ServingRequest> out = spec.client == BenchClient::Sglang ? sglang_draws(spec) : pipewright_draws(spec);
+  if (!spec.lengths.empty())
+    for (size_t i = 0; i < out.size(); ++i) {
+      const ServingRequest& l = spec.lengths[i % spec.lengths.size()];
+      out[i].prompt_tokens = l.prompt_tokens;
+      out[i].output_tokens = l.output_tokens;
+    }
   return out;
 }
 

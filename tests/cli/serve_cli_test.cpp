@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 
@@ -81,6 +82,40 @@ TEST_CASE("serve simulate: a lengths file gives the requests, every line unless 
   REQUIRE(five.code == 0);
   CHECK(nlohmann::json::parse(five.out).at("requests") == 5);
   check_bad_input(with(base, {"--trace", lengths}), "--lengths and --trace: a trace gives its own lengths and arrivals; give one of them");
+}
+
+TEST_CASE("serve simulate: the requests sglang.bench_serving sends, named in the report, what it cannot draw refused") {
+  // The Llama 3.1 cookbook's 10 requests at concurrency 1 (random 1000/1000): 6,101 prompt and 4,220 output
+  // tokens, as that run printed.
+  const std::vector<std::string> base = {"serve", "simulate", "--model", "llama3-70b", "--cluster", "dgx-a100-80gb",
+                                         "--tp", "8", "--engine", "sglang", "--requests", "10", "--concurrency", "1",
+                                         "--prompt-tokens", "uniform:1:1000", "--output-tokens", "uniform:1:1000",
+                                         "--bench-client", "sglang"};
+  const CliResult text = run_cli(base);
+  INFO(text.err);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("10 requests of uniform:1:1000 prompt and uniform:1:1000 output tokens, 1 at a time, drawn as "
+                      "sglang.bench_serving draws them (seed 1)\n") != std::string::npos);
+  CHECK(text.out.find("; 4,220 batches\n") != std::string::npos);  // a token a batch at concurrency 1
+  const nlohmann::json j = nlohmann::json::parse(run_cli(with(base, {"--json"})).out);
+  CHECK(std::lround(j.at("input_tokens_per_s").get<double>() * j.at("makespan_s").get<double>()) == 6101);
+  CHECK(std::lround(j.at("output_tokens_per_s").get<double>() * j.at("makespan_s").get<double>()) == 4220);
+  check_bad_input(with(kServe, {"--bench-client", "vllm"}),
+                  "--bench-client: 'vllm' is not one; use pipewright (its own draws) or sglang (sglang.bench_serving's)");
+  check_bad_input(with(kServe, {"--bench-client", "sglang", "--seed", "4294967296"}),
+                  "--seed: 4294967296 is past numpy's seeds (0 to 4294967295), which sglang.bench_serving's --seed takes");
+  const std::vector<std::string> lengths_free = {"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--requests", "64"};
+  check_bad_input(with(lengths_free, {"--bench-client", "sglang", "--prompt-tokens", "normal:256:32"}),
+                  "--bench-client sglang: sglang.bench_serving's random dataset draws uniform lengths; give N or "
+                  "uniform:MIN:MAX, not normal:MEAN:STD");
+  check_bad_input(with(lengths_free, {"--output-tokens", "uniform:0:32"}),
+                  "--output-tokens: 'uniform:0:32' needs whole MIN and MAX with 1 <= MIN <= MAX <= 10,000,000; give a "
+                  "token count (512), uniform:MIN:MAX or normal:MEAN:STD");
+  CHECK(run_cli(with(lengths_free, {"--output-tokens", "uniform:0:32", "--bench-client", "sglang"})).code == 0);
+  const std::string trace = tmp("serve-bench-client-trace.jsonl");
+  std::ofstream(trace) << "{\"prompt_tokens\": 100, \"output_tokens\": 10, \"arrival_s\": 0}\n";
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--trace", trace, "--bench-client", "sglang"},
+                  "--bench-client: a trace gives its own lengths and arrivals; leave it out with --trace");
 }
 
 TEST_CASE("serve --engine: each engine's scheduler named, exported only to the engine simulated") {

@@ -110,10 +110,10 @@ TEST_CASE("lengths files: replayed in order and again from the first, arrivals f
   CHECK(bad([] { lengths_from_jsonl("{\"prompt_tokens\": 1}\n", "l.jsonl", 10); }) == "l.jsonl line 1: missing required field 'output_tokens'");
 }
 
-TEST_CASE("metrics: nearest-rank percentiles and rates over the run") {
-  CHECK(nearest_rank({5, 1, 3, 2, 4}, 50) == 3);
-  CHECK(nearest_rank({5, 1, 3, 2, 4}, 99) == 5);
-  CHECK(nearest_rank({}, 50) == 0);
+TEST_CASE("metrics: percentiles as np.percentile takes them, and rates over the run") {
+  CHECK(percentile_of({5, 1, 3, 2, 4}, 50) == 3);
+  CHECK(percentile_of({5, 1, 3, 2, 4}, 99) == Approx(4.96));
+  CHECK(percentile_of({}, 50) == 0);
   ServingResult r;
   r.makespan_s = 10;
   // arrival, first token, last token, prompt tokens, output tokens, preemptions
@@ -123,19 +123,23 @@ TEST_CASE("metrics: nearest-rank percentiles and rates over the run") {
   CHECK(m.requests_per_s == 0.2);
   CHECK(m.input_tokens_per_s == 3);
   CHECK(m.total_tokens_per_s == 3.8);
-  CHECK(m.ttft_p50_s == 1);
-  CHECK(m.ttft_p99_s == 2);
-  CHECK(m.tpot_p50_s == 1);  // (5 - 1) / 4 and (8 - 4) / 2
-  CHECK(m.tpot_p99_s == 2);
+  // Two requests: the median halfway between them, p99 0.99 of the way (np.percentile's default).
+  CHECK(m.ttft_p50_s == 1.5);
+  CHECK(m.ttft_p99_s == Approx(1.99));
+  CHECK(m.tpot_p50_s == 1.5);  // (5 - 1) / 4 and (8 - 4) / 2
+  CHECK(m.tpot_p99_s == Approx(1.99));
   CHECK(m.percentiles == std::vector<double>{50, 90, 99});
   CHECK(m.ttft.mean_s == 1.5);
-  CHECK(m.ttft.at_s == std::vector<double>{1, 2, 2});
+  CHECK(m.ttft.at_s[0] == 1.5);
+  CHECK(m.ttft.at_s[1] == Approx(1.9));
+  CHECK(m.ttft.at_s[2] == Approx(1.99));
   CHECK(m.tpot.mean_s == 1.5);
   CHECK(m.e2el.mean_s == 5.5);  // 5 - 0 and 8 - 2
-  CHECK(m.e2el.at_s == std::vector<double>{5, 6, 6});
+  CHECK(m.e2el.at_s[0] == 5.5);
+  CHECK(m.e2el.at_s[2] == Approx(5.99));
   nlohmann::ordered_json j;
   add_metrics_json(j, m);
-  CHECK(j.at("e2el_p90_s") == 6);
+  CHECK(j.at("e2el_p90_s").get<double>() == Approx(5.9));
   CHECK(j.at("tpot_mean_s") == 1.5);
   // One output token each: no TPOT, null in JSON rather than a 0 that reads as instant.
   r.requests = {{0, 1, 1, 10, 1, 0}};
@@ -147,10 +151,19 @@ TEST_CASE("metrics: nearest-rank percentiles and rates over the run") {
   CHECK(k.at("tpot_mean_s").is_null());
   CHECK(k.at("ttft_p50_s") == 1);
   CHECK(percentiles_from_string("90,99.9") == std::vector<double>{90, 99.9});
-  // ITL over counted gaps: 1 s twice and 3 s once.
+  // ITL over counted gaps: 1 s twice and 3 s once, read as the list 1, 1, 3 (positions 1 and 1.98).
   r.token_gaps = {{1.0, 2}, {3.0, 1}};
   const ServingMetrics itl = serving_metrics(r);
   CHECK(itl.itl.mean_s == Approx(5.0 / 3));
-  CHECK(itl.itl.at_s == std::vector<double>{1, 3});  // ranks 2 and 3 of 3
+  CHECK(itl.itl.at_s[0] == 1);
+  CHECK(itl.itl.at_s[1] == Approx(2.96));
+  // Counts standing for 1, 1, 3, 10, 10, 10: np.percentile gives 1, 3, 6.5, 10 and 10 at 10, 40, 50, 90, 99.
+  r.token_gaps = {{10.0, 3}, {1.0, 2}, {3.0, 1}};
+  const ServingMetrics six = serving_metrics(r, {10, 40, 90});
+  CHECK(six.percentiles == std::vector<double>{10, 40, 50, 90, 99});
+  CHECK(six.itl.at_s == std::vector<double>{1, 3, 6.5, 10, 10});
+  // The same values listed one by one give the same percentiles.
+  CHECK(percentile_of({10, 1, 3, 10, 1, 10}, 50) == 6.5);
+  CHECK(percentile_of({10, 1, 3, 10, 1, 10}, 40) == 3);
   CHECK(percentile_text(99.9) == "99.9");
 }
