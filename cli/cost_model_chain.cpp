@@ -197,11 +197,13 @@ nlohmann::ordered_json CostModelChain::tables_json() const {
           {"gemm_s", t.gemm_s},
           {"attention_s", t.attention_s},
           {"collective_s", t.collective_s},
+          {"all_to_all_s", t.all_to_all_s},
           {"phase_s", t.phase_s},
           {"other_gpu_s", t.other_gpu_s},
           {"shapes", {{"gemms", counts(t.gemms)},
           {"attentions", counts(t.attentions)},
-          {"collectives", counts(t.collectives)}}},
+          {"collectives", counts(t.collectives)},
+          {"all_to_alls", counts(t.all_to_alls)}}},
           {"missing", t.missing},
           {"absent_kinds", t.absent}};
 }
@@ -215,12 +217,16 @@ std::vector<std::string> CostModelChain::table_lines() const {
                        c.interpolated, c.extrapolated, c.missing);
   };
   std::vector<std::string> lines;
+  // The expert all-to-alls are named only where some were asked (a run with DeepEP's tables).
+  const bool all_to_alls = s.all_to_alls.asked() > 0;
   lines.push_back(fmt::format(
       "{:.1f}% of the layers' time from the kernel tables (GEMMs {:.1f}%, attention {:.1f}%, tp collectives "
-      "{:.1f}%), the rest from the model below",
-      percent(s.table_s()), percent(s.gemm_s), percent(s.attention_s), percent(s.collective_s)));
+      "{:.1f}%{}), the rest from the model below",
+      percent(s.table_s()), percent(s.gemm_s), percent(s.attention_s), percent(s.collective_s),
+      all_to_alls ? fmt::format(", expert all-to-alls {:.1f}%", percent(s.all_to_all_s)) : std::string()));
   lines.push_back("distinct shapes asked: GEMM " + counts(s.gemms) + ", attention " + counts(s.attentions) +
-                  ", tp collective " + counts(s.collectives));
+                  ", tp collective " + counts(s.collectives) +
+                  (all_to_alls ? ", expert all-to-all " + counts(s.all_to_alls) : std::string()));
   if (s.other_gpu_s > 0)
     lines.push_back(fmt::format("{:.1f}% of it on GPUs other than the tables' {}: from the model below",
                                 percent(s.other_gpu_s), tables_->tables().system()));

@@ -103,6 +103,7 @@ AllToAllLinks all_to_all_links(const Cluster& cluster, const ParallelConfig& pc,
   out.etp = pc.etp;
   out.in_node_link = out.across_link = out.etp_link = LinkSpec{kInf, 0};
   if (cluster.ideal) return out;
+  out.gpu = cluster.gpu_at(first_gpu);
   const std::vector<int> group = ep_group(pc, first_gpu);
   const int me = group.front();
   for (size_t i = 1; i < group.size(); ++i) {

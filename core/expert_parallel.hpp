@@ -42,6 +42,9 @@ struct AllToAllLinks {
   LinkSpec across_link;
   LinkSpec etp_link;  // the etp group's (etp consecutive GPUs)
   int etp = 1;
+  // The GPU the group runs on: a measured cost model prices an all-to-all from its tables only on the GPU they
+  // were measured on (unnamed: never).
+  GpuSpec gpu;
 };
 AllToAllLinks all_to_all_links(const Cluster& cluster, const ParallelConfig& pc, int first_gpu);
 

@@ -32,6 +32,10 @@ struct RoutedDispatch {
   bool node_dedup = false;
   int groups = 0;      // group-limited routing (MoeConfig::groups); 0: none
   int top_groups = 0;
+  // The tokens this rank sends (before their top_k copies) and their width: what a measured all-to-all is
+  // looked up by (kernels/); 0: not known, the bytes alone.
+  double tokens = 0;
+  int hidden = 0;
 };
 
 // One phase (F, B or W) of one layer: compute-bound GEMM FLOPs, attention-core FLOPs (QK^T, AV and

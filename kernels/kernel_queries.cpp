@@ -55,8 +55,8 @@ TableTime sliced(const TableGrid& g, std::vector<double> at) {
 }  // namespace
 
 const TableGrid* KernelQueries::grid(const std::string& kind, const TableGrid::Select& select,
-                                     const std::vector<std::string>& axes) {
-  std::string id = kind;
+                                     const std::vector<std::string>& axes, const std::string& time) {
+  std::string id = kind + ":" + time;
   for (const auto& [k, v] : select.text) id += fmt::format("|{}={}", k, v);
   for (const auto& [k, v] : select.number) id += fmt::format("|{}={:g}", k, v);
   for (const auto& [k, v] : select.number_if_present) id += fmt::format("|{}?={:g}", k, v);
@@ -64,7 +64,7 @@ const TableGrid* KernelQueries::grid(const std::string& kind, const TableGrid::S
   if (auto it = grids_.find(id); it != grids_.end()) return it->second.get();
   const KernelTable* table = tables_->table(kind);
   if (!table) return nullptr;
-  return grids_.emplace(id, std::make_unique<TableGrid>(*table, select, axes)).first->second.get();
+  return grids_.emplace(id, std::make_unique<TableGrid>(*table, select, axes, time)).first->second.get();
 }
 
 TableTime KernelQueries::fastest_kernel(const KernelTable& table, const std::string& kind, TableGrid::Select select,
@@ -108,6 +108,25 @@ TableTime KernelQueries::moe(bool fp8, double tokens, int hidden, int inter, int
   select.number = {{"hidden_size", hidden}, {"inter_size", inter},      {"topk", topk},
                    {"num_experts", experts}, {"moe_tp_size", moe_tp}, {"moe_ep_size", moe_ep}};
   return fastest_kernel(*table, "moe_perf", select, {"num_tokens"}, {tokens}, false);
+}
+
+TableTime KernelQueries::deepep_normal(bool dispatch, int nodes, int hidden, int topk, int experts, int sms,
+                                       double tokens) {
+  if (!tables_->has("wideep_deepep_normal_perf")) return missing("no wideep_deepep_normal_perf table");
+  TableGrid::Select select;
+  select.text.emplace_back("op_name", "normal");
+  select.number = {{"node_num", nodes},  {"hidden_size", hidden}, {"num_topk", topk},
+                   {"num_experts", experts}, {"dispatch_sms", sms}, {"combine_sms", sms}};
+  const std::string phase = dispatch ? "dispatch" : "combine";
+  TableTime sum;
+  for (const char* part : {"_transmit_s", "_notify_s"}) {
+    const TableTime t = grid("wideep_deepep_normal_perf", select, {"num_token"}, phase + part)->at({tokens});
+    if (!t.found()) return t;
+    sum.seconds += t.seconds;
+    // The less exact of the two readings stands for the sum.
+    if (static_cast<int>(t.how) > static_cast<int>(sum.how) || sum.how == TableHow::Missing) sum.how = t.how, sum.note = t.note;
+  }
+  return sum;
 }
 
 TableTime KernelQueries::collective(TableCollective op, Precision precision, double bytes, int gpus) {

@@ -48,6 +48,10 @@ class KernelQueries {
   // The routed experts of an MoE layer on one GPU (above), in fp8 (per-tensor) or bfloat16: the fastest kernel
   // measured.
   TableTime moe(bool fp8, double tokens, int hidden, int inter, int topk, int experts, int moe_tp, int moe_ep);
+  // DeepEP's normal (high-throughput) kernels, as SGLang's tables time them: the dispatch (or the combine) of
+  // `tokens` a rank sends, each to `topk` of `experts` experts spread over `nodes` nodes of 8 GPUs, with
+  // `sms` SMs for the kernels: the transmit plus the notify time, as AIConfigurator sums them.
+  TableTime deepep_normal(bool dispatch, int nodes, int hidden, int topk, int experts, int sms, double tokens);
 
  private:
   // The fastest of `kind`'s kernels (its kernel_source values, each a grid of its own shapes) at `at`.
@@ -60,7 +64,8 @@ class KernelQueries {
   TableTime attention_at(const std::string& kind, const TableGrid::Select& select, const std::vector<std::string>& axes,
                          const std::vector<double>& at);
   // The grid of `kind` for one selection, built on first use.
-  const TableGrid* grid(const std::string& kind, const TableGrid::Select& select, const std::vector<std::string>& axes);
+  const TableGrid* grid(const std::string& kind, const TableGrid::Select& select, const std::vector<std::string>& axes,
+                        const std::string& time = "time_s");
 
   std::shared_ptr<KernelTables> tables_;
   std::map<std::string, std::unique_ptr<TableGrid>> grids_;

@@ -511,9 +511,73 @@ double TableCostModel::serving_time(const Layer& layer, const ServingWork& work,
   return s;
 }
 
+double TableCostModel::expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const {
+  const double model_s = below_.expert_comm_time(work, phase, links);
+  if (model_s <= 0) return model_s;
+  // The phase's all-to-alls: dispatches and combines in pairs (F: dispatch, combine; B: their gradients, a
+  // combine's and a dispatch's, with any recomputation's before them).
+  const PhaseWork* parts[2] = {nullptr, nullptr};
+  switch (phase) {
+    case Phase::Forward: parts[0] = &work.forward; break;
+    case Phase::BackwardInput: parts[0] = &work.recompute, parts[1] = &work.backward_input; break;
+    case Phase::BackwardWeight: parts[0] = &work.backward_weight; break;
+  }
+  size_t pairs = 0;
+  const RoutedDispatch* d = nullptr;
+  for (const PhaseWork* p : parts)
+    if (p && !p->all_to_alls.empty()) pairs += p->all_to_alls.size() / 2, d = &p->dispatch;
+  const int per_node = links.in_node + 1;
+  const int nodes = links.ranks / per_node;
+  // DeepEP's tables are measured over whole nodes of 8 GPUs with the flex dispatcher's copy a node.
+  // (Megatron-Core's flex dispatcher runs with etp 1: no etp collectives beside them.)
+  if (!d || !d->node_dedup || d->tokens <= 0 || d->hidden <= 0 || per_node != 8 || nodes * per_node != links.ranks ||
+      links.etp > 1)
+    return model_s;
+  bool on_gpu = false;
+  const TableTime* dispatch = nullptr;
+  const TableTime* combine = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    on_gpu = on_gpu_locked(links.gpu);
+    if (on_gpu) need(kDeepEp);
+    if (on_gpu && has(kDeepEp)) {
+      for (bool first : {true, false}) {
+        const AllToAllKey key{first, nodes, d->hidden, d->top_k, d->experts, d->tokens};
+        auto it = all_to_alls_.find(key);
+        if (it == all_to_alls_.end()) {
+          it = all_to_alls_.emplace(key, queries_.deepep_normal(first, nodes, d->hidden, d->top_k, d->experts,
+                                                                kDeepEpSms, d->tokens)).first;
+          if (!it->second.found()) {
+            std::lock_guard noted(missing_mutex_);
+            if (missing_.size() < kMaxMissing)
+              missing_.push_back(fmt::format("DeepEP {} of {:g} tokens a rank (hidden {}, top {} of {} experts) over {} "
+                                             "nodes: {}", first ? "dispatch" : "combine", d->tokens, d->hidden, d->top_k,
+                                             d->experts, nodes, it->second.note));
+          }
+        }
+        (first ? dispatch : combine) = &it->second;
+      }
+    }
+  }
+  if (!on_gpu) {
+    add(other_gpu_s_, model_s);
+    add(phase_s_, model_s);
+    return model_s;
+  }
+  if (!dispatch || !dispatch->found() || !combine->found()) {
+    add(phase_s_, model_s);
+    return model_s;
+  }
+  const double s = static_cast<double>(pairs) * (dispatch->seconds + combine->seconds);
+  add(all_to_all_s_, s);
+  add(phase_s_, s);
+  return s;
+}
+
 TableCostModel::Share TableCostModel::share() const {
   Share s;
   s.gemm_s = seconds(gemm_s_);
+  s.all_to_all_s = seconds(all_to_all_s_);
   s.attention_s = seconds(attention_s_);
   s.collective_s = seconds(collective_s_);
   s.phase_s = seconds(phase_s_);
@@ -538,6 +602,7 @@ TableCostModel::Share TableCostModel::share() const {
   count(collectives_, s.collectives);
   count(decodes_, s.attentions);
   count(moes_, s.gemms);  // the routed experts' grouped GEMMs
+  count(all_to_alls_, s.all_to_alls);
   return s;
 }
 

@@ -43,6 +43,13 @@ class TableCostModel : public CostModelOver {
                       int tp) const override;
   // Measured kernels can run faster at a larger shape (another algorithm, a better tile).
   bool serving_time_monotone() const override { return false; }
+  // The expert all-to-alls of the flex dispatcher (DeepEP's normal kernels) from the tables on their GPU, where
+  // they hold the layer's hidden size, top k and experts at the ep group's nodes (whole nodes of 8 GPUs) and
+  // Megatron-Core's kDeepEpSms SMs: each dispatch and combine at the tokens the rank sends. Anything else
+  // (another dispatcher, a shape or node count not measured, another GPU) from the model below.
+  double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const override;
+  // The SMs Megatron-Core gives DeepEP's kernels (moe_deepep_num_sms, 20; DeepEP's own Buffer.num_sms too).
+  static constexpr int kDeepEpSms = 20;
 
   // Distinct shapes asked of the tables, by how they were read.
   struct ShapeCounts {
@@ -53,14 +60,15 @@ class TableCostModel : public CostModelOver {
   // which other_gpu_s on GPUs the tables were not measured on), the shapes asked, and the distinct shapes the
   // tables lacked, with why (the first kMaxMissing): a part with one of them is the model's, whole.
   struct Share {
-    double gemm_s = 0, attention_s = 0, collective_s = 0;
+    double gemm_s = 0, attention_s = 0, collective_s = 0, all_to_all_s = 0;
     double phase_s = 0, other_gpu_s = 0;
-    ShapeCounts gemms, attentions, collectives;
+    ShapeCounts gemms, attentions, collectives, all_to_alls;
     std::vector<std::string> missing;
     // Kinds a priced run needed that the folder has none of (gemm_perf, context_attention_perf, nccl_perf,
-    // generation_attention_perf, moe_perf): that work wholly the model's, its shapes not asked.
+    // generation_attention_perf, moe_perf, wideep_deepep_normal_perf): that work wholly the model's, its shapes
+    // not asked.
     std::vector<std::string> absent;
-    double table_s() const { return gemm_s + attention_s + collective_s; }
+    double table_s() const { return gemm_s + attention_s + collective_s + all_to_all_s; }
   };
   Share share() const;
   const KernelTables& tables() const { return queries_.tables(); }
@@ -83,6 +91,8 @@ class TableCostModel : public CostModelOver {
   using DecodeKey = std::tuple<bool, int, int, int, int, int>;  // fp8 KV cache, batch, context, heads, kv heads, dim
   // fp8, tokens, hidden, expert inter, top k, experts, moe tp, moe ep
   using MoeKey = std::tuple<bool, double, int, int, int, int, int, int>;
+  // dispatch (or combine), nodes, hidden, top k, experts, tokens
+  using AllToAllKey = std::tuple<bool, int, int, int, int, double>;
   // A serving layer's dense GEMMs at one token (m 1, bf16), by model, layer and tp.
   struct ServingGemms {
     std::string model;  // the name, against an address reused by another model
@@ -113,8 +123,8 @@ class TableCostModel : public CostModelOver {
 
   // The kinds the tables can be asked, by bit (kKinds' order), and those a run needed that the folder lacks.
   static constexpr const char* kKinds[] = {"gemm_perf", "context_attention_perf", "nccl_perf",
-                                           "generation_attention_perf", "moe_perf"};
-  enum KindBit { kGemm = 1, kContext = 2, kNccl = 4, kGeneration = 8, kMoe = 16 };
+                                           "generation_attention_perf", "moe_perf", "wideep_deepep_normal_perf"};
+  enum KindBit { kGemm = 1, kContext = 2, kNccl = 4, kGeneration = 8, kMoe = 16, kDeepEp = 32 };
   bool has(KindBit kind) const { return (present_ & kind) != 0; }
   void need(KindBit kind) const {
     if (!has(kind)) absent_.fetch_or(kind, std::memory_order_relaxed);
@@ -135,6 +145,7 @@ class TableCostModel : public CostModelOver {
   mutable std::map<CollectiveKey, TableTime> collectives_;
   mutable std::map<DecodeKey, TableTime> decodes_;
   mutable std::map<MoeKey, TableTime> moes_;
+  mutable std::map<AllToAllKey, TableTime> all_to_alls_;
   mutable std::map<std::tuple<const Model*, int, int, int>, ServingGemms> serving_gemms_;
   mutable std::map<std::string, bool> gpus_;  // GPU name: whether it is the tables' own
   // Seconds summed as whole picoseconds: an integer add is one instruction where a double's is a compare-and-swap
@@ -144,7 +155,8 @@ class TableCostModel : public CostModelOver {
     if (s != 0) sum.fetch_add(static_cast<long long>(s * kTicksPerSecond + 0.5), std::memory_order_relaxed);
   }
   static double seconds(const std::atomic<long long>& sum) { return static_cast<double>(sum.load()) / kTicksPerSecond; }
-  mutable std::atomic<long long> gemm_s_{0}, attention_s_{0}, collective_s_{0}, phase_s_{0}, other_gpu_s_{0};
+  mutable std::atomic<long long> gemm_s_{0}, attention_s_{0}, collective_s_{0}, all_to_all_s_{0}, phase_s_{0},
+      other_gpu_s_{0};
   mutable std::mutex missing_mutex_;
   mutable std::vector<std::string> missing_;
 };

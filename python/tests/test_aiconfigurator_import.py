@@ -162,3 +162,45 @@ def test_each_kind_comes_from_the_newest_version_that_holds_it(tmp_path):
     manifest = json.loads((pinned / "manifest.json").read_text())
     assert manifest["versions"] == {"moe": "0.5.9"}
     assert sorted(t["kind"] for t in manifest["tables"]) == ["moe_perf", "old_perf"]
+
+
+def test_node_counts_only_an_older_version_measured_join_the_newest_table(tmp_path):
+    """DeepEP's tables are collected per node count apart (SGLang 0.5.12 within a node, 0.5.6.post2 over 1 to 8):
+    the newest version's rows, then an older version's at node counts none newer measured, named in rows_from."""
+    comm = tmp_path / "data/x_sxm/comm/sglang"
+    columns = lambda nodes, us: {"node_num": nodes, "num_token": [1] * len(nodes), "dispatch_transmit_us": us}
+    (comm / "0.5.6.post2").mkdir(parents=True)
+    (comm / "0.5.12").mkdir(parents=True)
+    # The older file lists its columns in another order: they are matched by name.
+    old = columns([1, 2, 8], [10.0, 20.0, 80.0])
+    write_parquet(comm / "0.5.6.post2/wideep_deepep_normal_perf.parquet",
+                  {"dispatch_transmit_us": old["dispatch_transmit_us"], "num_token": old["num_token"],
+                   "node_num": old["node_num"]})
+    write_parquet(comm / "0.5.12/wideep_deepep_normal_perf.parquet", columns([1], [5.0]))
+    out = tmp_path / "merged"
+    assert aic.main(["--data", str(tmp_path / "data"), "--system", "x_sxm", "--backend", "sglang", "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["versions"] == {"comm": "0.5.6.post2, 0.5.12"}
+    table = json.loads((out / "wideep_deepep_normal_perf.json").read_text())
+    assert table["keys"] == ["node_num", "num_token"]
+    assert table["rows"] == [[1, 1, pytest.approx(5e-6)], [2, 1, pytest.approx(2e-5)], [8, 1, pytest.approx(8e-5)]]
+    assert [(r["file"], r["node_num"]) for r in table["rows_from"]] == [
+        ("x_sxm/comm/sglang/0.5.6.post2/wideep_deepep_normal_perf.parquet", [2, 8])]
+    # With --version, that version's table alone.
+    pinned = tmp_path / "pinned"
+    assert aic.main(["--data", str(tmp_path / "data"), "--system", "x_sxm", "--backend", "sglang", "--version", "0.5.12",
+                     "--out", str(pinned)]) == 0
+    assert json.loads((pinned / "wideep_deepep_normal_perf.json").read_text())["rows"] == [[1, 1, pytest.approx(5e-6)]]
+
+
+def test_h100_deepep_tables_reach_eight_nodes(tmp_path):
+    out = tmp_path / "deepep"
+    assert aic.main(["--system", "h100_sxm", "--backend", "sglang", "--kinds", "wideep_deepep_normal_perf",
+                     "--out", str(out)]) == 0
+    table = json.loads((out / "wideep_deepep_normal_perf.json").read_text())
+    nodes = table["keys"].index("node_num")
+    assert sorted({row[nodes] for row in table["rows"]}) == [1, 2, 4, 8]
+    # 0.5.12's 2,484 rows within a node and 0.5.6.post2's 138 at each of 2, 4 and 8 nodes.
+    assert len(table["rows"]) == 2484 + 3 * 138
+    assert table["measured_on"]["version"] == "0.5.12"
+    assert table["rows_from"][0]["measured_on"] == {"framework": "sglang", "version": "0.5.0", "device": "NVIDIA H100"}

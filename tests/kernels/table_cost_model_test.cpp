@@ -9,6 +9,7 @@
 #include "../temp_folder.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/cluster.hpp"
+#include "core/expert_parallel.hpp"
 #include "core/layer_work.hpp"
 #include "core/model.hpp"
 #include "core/serving_work.hpp"
@@ -409,4 +410,87 @@ TEST_CASE("a serving step's routed experts are the moe table's at the tokens rea
   const ServingWork dense_work = serving_layer_work(dense, dense.layers[dense.block_index(0)], 1, batch);
   CHECK(dense_work.routed_tokens == 0);
   CHECK(dense_work.routed_flops == 0);
+}
+
+namespace {
+
+// An h100_sxm folder of wideep_deepep_normal_perf alone: DeepEP's normal kernels at hidden 7168, top 8 of 256
+// experts, 20 SMs (and a 24-SM row a question never reads), over 2 nodes, 64 to 4096 tokens a rank: dispatch
+// transmit 1 us a token, notify 10 us; combine transmit 2 us a token, notify 20 us.
+std::shared_ptr<KernelTables> deepep_tables(const std::string& name) {
+  const auto dir = fresh_folder(name);
+  nlohmann::json rows = nlohmann::json::array();
+  for (int e = 6; e <= 12; ++e) {
+    const double tokens = 1 << e;
+    for (int sms : {20, 24})
+      rows.push_back({"normal", "deepep", 2, 7168, tokens, 8, 256, sms, sms, 1e-6 * tokens * (sms == 20 ? 1 : 9), 10e-6,
+                      2e-6 * tokens, 20e-6});
+  }
+  nlohmann::json t = {{"format", "pipewright-kernel-table"},
+                      {"format_version", 1},
+                      {"kind", "wideep_deepep_normal_perf"},
+                      {"keys", {"op_name", "kernel_source", "node_num", "hidden_size", "num_token", "num_topk",
+                                "num_experts", "dispatch_sms", "combine_sms"}},
+                      {"times", {"dispatch_transmit_s", "dispatch_notify_s", "combine_transmit_s", "combine_notify_s"}},
+                      {"rows", rows}};
+  std::ofstream(dir / "wideep_deepep_normal_perf.json") << t.dump();
+  std::ofstream(dir / "manifest.json") << nlohmann::json{
+      {"format", "pipewright-kernel-table"}, {"format_version", 1}, {"system", "h100_sxm"}, {"software", "sglang"},
+      {"tables", {{{"kind", "wideep_deepep_normal_perf"}, {"file", "wideep_deepep_normal_perf.json"},
+                   {"rows", rows.size()}}}}}.dump();
+  return KernelTables::open(dir.string());
+}
+
+// An MoE layer's work with its dispatch and combine in F and their gradients in B, `tokens` a rank.
+LayerWork routed_work(double tokens, bool flex) {
+  LayerWork w;
+  const RoutedDispatch d{256, 8, flex, 8, 4, tokens, 7168};
+  for (PhaseWork* p : {&w.forward, &w.backward_input}) {
+    p->all_to_alls = {2 * 8 * tokens * 7168, 2 * 8 * tokens * 7168};
+    p->dispatch = d;
+  }
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("the flex dispatcher's all-to-alls are DeepEP's measured kernels at the ep group's nodes, the rest the model's",
+          "[kernels]") {
+  const AnalyticCostModel analytic;
+  const TableCostModel tables(analytic, deepep_tables("table_cost_model_deepep"));
+  const Cluster h100 = cluster_preset("dgx-h100");
+  // ep 16 over two 8-GPU nodes.
+  ParallelConfig pc;
+  pc.ep = 16;
+  pc.dp = 16;
+  AllToAllLinks links = all_to_all_links(h100, pc, 0);
+  REQUIRE((links.ranks == 16 && links.in_node == 7 && links.across == 8));
+  // 1024 tokens: a dispatch of 1024 + 10 us and a combine of 2048 + 20 us, in F and again in B; W has none.
+  const LayerWork w = routed_work(1024, true);
+  CHECK(tables.expert_comm_time(w, Phase::Forward, links) == Approx(1034e-6 + 2068e-6).epsilon(1e-12));
+  CHECK(tables.expert_comm_time(w, Phase::BackwardInput, links) == Approx(1034e-6 + 2068e-6).epsilon(1e-12));
+  CHECK(tables.expert_comm_time(w, Phase::BackwardWeight, links) == 0);
+  // Between measured token counts: read as every table is (log-log between 1024 and 2048 tokens: linear here).
+  CHECK(tables.expert_comm_time(routed_work(1500, true), Phase::Forward, links) ==
+        Approx(1510e-6 + 3020e-6).epsilon(1e-9));
+  // The alltoall dispatcher, another GPU, a node count the table lacks: the model's.
+  const LayerWork plain = routed_work(1024, false);
+  CHECK(tables.expert_comm_time(plain, Phase::Forward, links) == analytic.expert_comm_time(plain, Phase::Forward, links));
+  AllToAllLinks elsewhere = links;
+  elsewhere.gpu = cluster_preset("dgx-a100-80gb").gpu;
+  CHECK(tables.expert_comm_time(w, Phase::Forward, elsewhere) == analytic.expert_comm_time(w, Phase::Forward, elsewhere));
+  pc.ep = 32;
+  pc.dp = 32;
+  const AllToAllLinks four_nodes = all_to_all_links(h100, pc, 0);
+  CHECK(tables.expert_comm_time(w, Phase::Forward, four_nodes) ==
+        analytic.expert_comm_time(w, Phase::Forward, four_nodes));
+  const TableCostModel::Share s = tables.share();
+  CHECK(s.all_to_alls.measured == 2);      // 1024 tokens: dispatch and combine
+  CHECK(s.all_to_alls.interpolated == 2);  // 1500
+  CHECK(s.all_to_alls.missing == 2);       // over 4 nodes
+  CHECK(s.missing.front() == "DeepEP dispatch of 1024 tokens a rank (hidden 7168, top 8 of 256 experts) over 4 nodes: "
+                             "wideep_deepep_normal_perf (op_name=normal, node_num=4, hidden_size=7168, num_topk=8, "
+                             "num_experts=256, dispatch_sms=20, combine_sms=20): no measured rows");
+  // Priced from the tables: F and B at 1024 tokens, F at 1500.
+  CHECK(s.all_to_all_s == Approx(2 * (1034e-6 + 2068e-6) + (1510e-6 + 3020e-6)).epsilon(1e-9));
 }

@@ -173,8 +173,38 @@ def newest_per_kind(folder):
     return chosen
 
 
+def with_older_node_counts(folder, kind, newest, table):
+    """A table keyed by node_num (DeepEP's) with, after its own rows, those of older versions at node counts no
+    newer version measured, newest first: AIConfigurator collects each node count apart (SGLang 0.5.12's DeepEP
+    tables time one node, 0.5.6.post2's 1 to 8), so the newest table alone would price no run across nodes.
+    Returns the table and the versions read, newest first; each borrowed node count is named in the table's
+    `rows_from`."""
+    nodes = table["keys"].index("node_num")
+    covered = {row[nodes] for row in table["rows"]}
+    columns = table["keys"] + table["times"]
+    read = [newest]
+    for v in reversed([v for v in versions(folder) if version_key(v) < version_key(newest)]):
+        path = os.path.join(folder, v, kind + ".parquet")
+        if not os.path.isfile(path):
+            continue
+        older = convert(path, kind)
+        if sorted(older["keys"] + older["times"]) != sorted(columns):
+            continue  # another layout: its rows cannot stand beside these
+        at = [(older["keys"] + older["times"]).index(c) for c in columns]
+        index = older["keys"].index("node_num")
+        borrowed = sorted({row[index] for row in older["rows"]} - covered)
+        if not borrowed:
+            continue
+        table["rows"] += [[row[i] for i in at] for row in older["rows"] if row[index] in borrowed]
+        table.setdefault("rows_from", []).append(
+            {"file": path, "node_num": borrowed, "measured_on": older["measured_on"]})
+        covered.update(borrowed)
+        read.append(v)
+    return table, read
+
+
 def import_system(data, system, backend, version, nccl_version):
-    """The tables to import, each as (its family, its version, the table)."""
+    """The tables to import, each as (its family, the versions read for it, the table)."""
     root = os.path.join(data, system)
     if not os.path.isdir(root):
         known = ", ".join(sorted(d for d in os.listdir(data) if os.path.isdir(os.path.join(data, d))))
@@ -192,7 +222,11 @@ def import_system(data, system, backend, version, nccl_version):
                 name[: -len(".parquet")]: chosen
                 for name in os.listdir(os.path.join(folder, chosen)) if name.endswith(".parquet")}
         for kind in sorted(kinds):
-            tables.append((family, kinds[kind], convert(os.path.join(folder, kinds[kind], kind + ".parquet"), kind)))
+            table = convert(os.path.join(folder, kinds[kind], kind + ".parquet"), kind)
+            read = [kinds[kind]]
+            if version is None and "node_num" in table["keys"]:
+                table, read = with_older_node_counts(folder, kind, kinds[kind], table)
+            tables.append((family, read, table))
     if not tables:
         have = sorted(
             {v for f in os.listdir(root) if os.path.isdir(os.path.join(root, f))
@@ -212,15 +246,15 @@ def import_system(data, system, backend, version, nccl_version):
         folder = os.path.join(nccl_folder, chosen)
         for name in sorted(os.listdir(folder)):
             if name.endswith(".parquet"):
-                tables.append(("nccl", chosen, convert(os.path.join(folder, name), name[: -len(".parquet")])))
+                tables.append(("nccl", [chosen], convert(os.path.join(folder, name), name[: -len(".parquet")])))
     return tables
 
 
 def versions_used(picked):
     """{family: its versions, comma-separated} of the (family, version, table) imported."""
     used = {}
-    for family, version, _ in picked:
-        used.setdefault(family, set()).add(version)
+    for family, read, _ in picked:
+        used.setdefault(family, set()).update(read)
     return {f: ", ".join(sorted(v, key=version_key)) for f, v in used.items()}
 
 
@@ -353,6 +387,8 @@ def main(argv=None):
         tables = [t for _, _, t in picked]
         for t in tables:
             t["file"] = relative(t["file"], data)
+            for borrowed in t.get("rows_from", []):
+                borrowed["file"] = relative(borrowed["file"], data)
         write_folder(args.out, args.system, args.backend, used, package, data, tables)
         rows = sum(len(t["rows"]) for t in tables)
         print(f"{len(tables)} tables, {rows} rows, from {args.system} {args.backend} "
