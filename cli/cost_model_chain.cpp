@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "calibrate/calibrated_cost_model.hpp"
 #include "core/analytic_cost_model.hpp"
@@ -157,42 +158,65 @@ void add_force_profile_option(CLI::App& cmd, bool& force) {
 void add_kernels_option(CLI::App& cmd, std::string& path) {
   cmd.add_option("--kernels", path,
                  "Folder of measured kernel tables (pipewright kernels import), or 'installed' for the one installed for "
-                 "the cluster's GPU (--install): GEMM, attention and tp collective times by shape on the GPU they were "
-                 "measured on, the analytic model elsewhere");
+                 "the cluster's GPU (--install); several separated by commas, each over the ones before: GEMM, "
+                 "attention, collective and DeepEP all-to-all times by shape on the GPU they were measured on, the "
+                 "analytic model elsewhere");
 }
 
 void CostModelChain::add_kernels(const std::string& path, const AttentionBackend* attention) {
   if (path.empty()) return;
-  std::shared_ptr<KernelTables> tables;
-  try {
-    tables = KernelTables::open(path);
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    throw Error(e.kind(), message.rfind("--kernels: ", 0) == 0 ? message : "--kernels: " + message);
+  std::vector<std::string> folders;
+  std::stringstream list(path);
+  for (std::string f; std::getline(list, f, ',');) {
+    if (f.empty()) throw_bad_input("--kernels: '{}' has an empty folder name; give folders separated by commas", path);
+    folders.push_back(f);
   }
-  auto model = std::make_unique<TableCostModel>(*models_.back(), tables);
-  if (attention) model->only_attention_kernels(*attention);
-  tables_ = model.get();
-  models_.push_back(std::move(model));
-  labels_.push_back(fmt::format("kernel tables ({}: {} {}, {}{})", path, tables->system(), tables->software(),
-                                tables->source().empty() ? "an unnamed source" : tables->source(),
-                                attention ? "; attention " + attention->name : ""));
+  if (folders.size() > kMaxKernelFolders)
+    throw_bad_input("--kernels: {} folders; at most {}", folders.size(), kMaxKernelFolders);
+  std::vector<TableCostModel*> added;
+  for (const std::string& folder : folders) {
+    std::shared_ptr<KernelTables> tables;
+    try {
+      tables = KernelTables::open(folder);
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      throw Error(e.kind(), message.rfind("--kernels: ", 0) == 0 ? message : "--kernels: " + message);
+    }
+    auto model = std::make_unique<TableCostModel>(*models_.back(), tables);
+    added.push_back(model.get());
+    tables_.push_back(model.get());
+    models_.push_back(std::move(model));
+  }
+  // The folders that time attention take the backend; with none, the last refuses it, naming what it times.
+  bool any = false;
+  for (size_t i = 0; attention && i < added.size(); ++i)
+    if (!added[i]->attention_kernels().empty() || (!any && i + 1 == added.size())) {
+      added[i]->only_attention_kernels(*attention);
+      any = true;
+    }
+  for (const TableCostModel* t : added) {
+    const KernelTables& k = t->tables();
+    labels_.push_back(fmt::format("kernel tables ({}: {} {}, {}{})", k.folder(), k.system(), k.software(),
+                                  k.source().empty() ? "an unnamed source" : k.source(),
+                                  t->attention_backend().empty() ? "" : "; attention " + t->attention_backend()));
+  }
 }
 
-nlohmann::ordered_json CostModelChain::tables_json() const {
-  if (!tables_) return nullptr;
-  const TableCostModel::Share t = tables_->share();
+namespace {
+
+nlohmann::ordered_json folder_json(const TableCostModel& tables) {
+  const TableCostModel::Share t = tables.share();
   const auto counts = [](const TableCostModel::ShapeCounts& c) {
     return nlohmann::ordered_json{{"measured", c.measured},
                                   {"interpolated", c.interpolated},
                                   {"extrapolated", c.extrapolated},
                                   {"missing", c.missing}};
   };
-  return {{"folder", tables_->tables().folder()},
-          {"system", tables_->tables().system()},
-          {"software", tables_->tables().software()},
-          {"attention_backend", tables_->attention_backend().empty() ? nlohmann::ordered_json(nullptr)
-                                                                     : nlohmann::ordered_json(tables_->attention_backend())},
+  return {{"folder", tables.tables().folder()},
+          {"system", tables.tables().system()},
+          {"software", tables.tables().software()},
+          {"attention_backend", tables.attention_backend().empty() ? nlohmann::ordered_json(nullptr)
+                                                                   : nlohmann::ordered_json(tables.attention_backend())},
           {"table_s", t.table_s()},
           {"gemm_s", t.gemm_s},
           {"attention_s", t.attention_s},
@@ -208,9 +232,12 @@ nlohmann::ordered_json CostModelChain::tables_json() const {
           {"absent_kinds", t.absent}};
 }
 
-std::vector<std::string> CostModelChain::table_lines() const {
-  if (!tables_) return {};
-  const TableCostModel::Share s = tables_->share();
+// `elsewhere`: the other folders of the chain; a kind one of them holds is not named as missing from this one.
+std::vector<std::string> folder_lines(const TableCostModel& tables, const std::vector<const TableCostModel*>& elsewhere = {}) {
+  TableCostModel::Share s = tables.share();
+  std::erase_if(s.absent, [&](const std::string& kind) {
+    return std::any_of(elsewhere.begin(), elsewhere.end(), [&](const TableCostModel* t) { return t->tables().has(kind); });
+  });
   const auto percent = [&](double part) { return s.phase_s > 0 ? 100 * part / s.phase_s : 0.0; };
   const auto counts = [](const TableCostModel::ShapeCounts& c) {
     return fmt::format("{} ({} measured, {} interpolated, {} extrapolated, {} not in the tables)", c.asked(), c.measured,
@@ -229,7 +256,7 @@ std::vector<std::string> CostModelChain::table_lines() const {
                   (all_to_alls ? ", expert all-to-all " + counts(s.all_to_alls) : std::string()));
   if (s.other_gpu_s > 0)
     lines.push_back(fmt::format("{:.1f}% of it on GPUs other than the tables' {}: from the model below",
-                                percent(s.other_gpu_s), tables_->tables().system()));
+                                percent(s.other_gpu_s), tables.tables().system()));
   if (!s.absent.empty()) {
     std::string kinds;
     for (const std::string& k : s.absent) kinds += (kinds.empty() ? "" : ", ") + k;
@@ -237,6 +264,29 @@ std::vector<std::string> CostModelChain::table_lines() const {
   }
   if (!s.missing.empty())
     lines.push_back("the first shape not in the tables (its part from the model below): " + s.missing.front());
+  return lines;
+}
+
+}  // namespace
+
+nlohmann::ordered_json CostModelChain::tables_json() const {
+  if (tables_.empty()) return nullptr;
+  if (tables_.size() == 1) return folder_json(*tables_.front());
+  nlohmann::ordered_json folders = nlohmann::ordered_json::array();
+  for (const TableCostModel* t : tables_) folders.push_back(folder_json(*t));
+  return {{"folders", folders}};
+}
+
+std::vector<std::string> CostModelChain::table_lines() const {
+  if (tables_.size() == 1) return folder_lines(*tables_.front());
+  std::vector<std::string> lines;
+  for (const TableCostModel* t : tables_) {
+    lines.push_back(fmt::format("{} ({} {}):", t->tables().folder(), t->tables().system(), t->tables().software()));
+    std::vector<const TableCostModel*> others;
+    for (const TableCostModel* o : tables_)
+      if (o != t) others.push_back(o);
+    for (const std::string& line : folder_lines(*t, others)) lines.push_back("  " + line);
+  }
   return lines;
 }
 

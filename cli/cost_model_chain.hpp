@@ -34,6 +34,9 @@ struct ProfileOrigin {
 // "cpu: <device> (<cores> cores)" for a profile's machine.
 std::string machine_text(const MachineInfo& machine);
 
+// The most folders --kernels takes (each a layer of the chain).
+inline constexpr size_t kMaxKernelFolders = 8;
+
 class CostModelChain {
  public:
   // The analytic model at `defaults` with NAME=VALUE overrides (BadInput for a bad one).
@@ -56,16 +59,21 @@ class CostModelChain {
   // (cpu) on cpu: <device> (2 cores))"; overrides in brackets after "analytic".
   std::string description() const;
   const ProfiledCostModel* profiled() const { return profiled_; }
-  // Puts the kernel tables of folder `path` on top (--kernels; nothing when empty): their GEMM, attention and
-  // tp collective times replace the model's on the GPU they were measured on. BadInput starting "--kernels: " for a folder that is not one.
-  // `attention`: price attention from that backend's kernels alone (--attention-backend).
+  // Puts the kernel tables of folder `path` on top (--kernels; nothing when empty), or of several folders
+  // separated by commas, each over the ones before it (one framework's GEMMs, another's DeepEP all-to-alls):
+  // their times replace the model's on the GPU they were measured on. BadInput starting "--kernels: " for a
+  // folder that is not one. `attention`: price attention from that backend's kernels alone (--attention-backend),
+  // in the folders that time attention.
   void add_kernels(const std::string& path, const AttentionBackend* attention = nullptr);
-  const TableCostModel* tables() const { return tables_; }
-  // The tables' folder, source and what they priced so far (the JSON reports' "kernel_tables"); null without.
+  // The top folder's model (null without tables); all of them, bottom first.
+  const TableCostModel* tables() const { return tables_.empty() ? nullptr : tables_.back(); }
+  const std::vector<const TableCostModel*>& table_models() const { return tables_; }
+  // The tables' folder, source and what they priced so far (the JSON reports' "kernel_tables"); null without;
+  // with several folders {"folders": [one such object each, bottom first]}.
   nlohmann::ordered_json tables_json() const;
   // What the tables priced so far, for reports: a line of how much of the layers' time came from them (GEMMs,
-  // attention, tp collectives), one of how the shapes were read, and one naming the first shape they lacked;
-  // empty without tables.
+  // attention, tp collectives, expert all-to-alls), one of how the shapes were read, and one naming the first
+  // shape they lacked; empty without tables; with several folders, each folder's lines after its name.
   std::vector<std::string> table_lines() const;
   const std::optional<ProfileOrigin>& profile_origin() const { return origin_; }
   const std::vector<std::string>& overrides() const { return overrides_; }
@@ -83,7 +91,7 @@ class CostModelChain {
   std::vector<std::string> labels_;
   std::vector<std::string> overrides_;
   const ProfiledCostModel* profiled_ = nullptr;
-  const TableCostModel* tables_ = nullptr;
+  std::vector<const TableCostModel*> tables_;
   std::optional<ProfileOrigin> origin_;
 };
 

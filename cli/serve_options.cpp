@@ -54,7 +54,8 @@ std::vector<double> ServeOptions::more_percentiles() const {
 
 CostModelChain ServeOptions::cost_models() const {
   CostModelChain chain;
-  chain.add_kernels(kernels == "installed" ? resolve_kernels_option(kernels, load_cluster_checked().gpu) : kernels,
+  chain.add_kernels(kernels.find("installed") != std::string::npos ? resolve_kernels_option(kernels, load_cluster_checked().gpu)
+                                                                   : kernels,
                     attention_backend.empty() ? nullptr : &pw::attention_backend(engine_kind, attention_backend));
   return chain;
 }

@@ -48,6 +48,8 @@ std::string installed_tables_for(const GpuSpec& gpu) {
 }
 
 std::string resolve_kernels_option(const std::string& option, const GpuSpec& gpu) {
+  if (const size_t comma = option.find(','); comma != std::string::npos)  // each of several folders alike
+    return resolve_kernels_option(option.substr(0, comma), gpu) + "," + resolve_kernels_option(option.substr(comma + 1), gpu);
   if (option != "installed") return option;
   const std::string folder = installed_tables_for(gpu);
   if (folder.empty())

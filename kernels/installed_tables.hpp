@@ -20,8 +20,8 @@ std::vector<std::string> installed_kernel_tables();
 // then vLLM's, then SGLang's, then the first by name; empty when none is.
 std::string installed_tables_for(const GpuSpec& gpu);
 
-// --kernels as given, or for "installed" the folder installed_tables_for(gpu) finds; BadInput naming the home
-// and how to install when none is.
+// --kernels as given, or for "installed" the folder installed_tables_for(gpu) finds (each of several folders
+// separated by commas alike); BadInput naming the home and how to install when none is.
 std::string resolve_kernels_option(const std::string& option, const GpuSpec& gpu);
 
 }  // namespace pw

@@ -75,6 +75,8 @@ class TableCostModel : public CostModelOver {
   // Prices attention from `backend`'s kernels alone (--attention-backend), before any question is asked. BadInput
   // when the tables time none of them, naming the kernels they do time.
   void only_attention_kernels(const AttentionBackend& backend);
+  // The kernel_source values the attention tables hold (none: the folder times no attention).
+  std::vector<std::string> attention_kernels() const { return queries_.attention_kernels(); }
   // The backend set by only_attention_kernels; empty: the fastest kernel the tables measured at each shape.
   const std::string& attention_backend() const { return attention_backend_; }
   static constexpr size_t kMaxMissing = 100;

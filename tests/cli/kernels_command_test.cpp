@@ -15,6 +15,7 @@
 namespace {
 
 const std::string kTables = source_path("tests/fixtures/kernels/h200_sxm-vllm");
+const std::string kDeepEp = source_path("tests/fixtures/kernels/h200_sxm-sglang-deepep");
 
 }  // namespace
 
@@ -137,6 +138,39 @@ TEST_CASE("simulate --kernels prices the GEMMs, attention and collectives the ta
   const CliResult missing = run_cli(with(args, {"--kernels", tmp("no-such-tables")}));
   CHECK(missing.code == 2);
   CHECK(missing.err == "error: --kernels: kernel tables manifest file '" + tmp("no-such-tables") + "' not found\n");
+}
+
+TEST_CASE("simulate --kernels A,B: DeepEP's all-to-alls from one folder over another's GEMMs, each reported", "[cli][kernels]") {
+  // DeepSeek-V3 with ep 16 over two H200 nodes (Megatron-Core's order keeps the group in them), the flex dispatcher.
+  const std::vector<std::string> args{"simulate", "--model", "deepseek-v3", "--cluster", "hgx-h200", "--pp", "16",
+                                      "--ep", "16", "--dp", "16", "--rank-order", "tp-dp-pp", "--dispatcher", "flex",
+                                      "--precision", "fp8", "--global-batch-size", "64", "--seq-len", "4096",
+                                      "--recompute", "full"};
+  const CliResult plain = run_cli(args);
+  const CliResult both = run_cli(with(args, {"--kernels", kTables + "," + kDeepEp}));
+  INFO(both.err);
+  REQUIRE((plain.code == 0 && both.code == 0));
+  CHECK(plain.out.find("  expert all-to-all       148.8 ms on the busiest rank") != std::string::npos);
+  CHECK(both.out.find("  expert all-to-all       146.1 ms on the busiest rank") != std::string::npos);
+  CHECK(both.out.find("cost model: analytic <- kernel tables (" + kTables + ": h200_sxm vllm, AIConfigurator "
+                      "(aiconfigurator-core 0.12.0)) <- kernel tables (" + kDeepEp + ": h200_sxm sglang, "
+                      "AIConfigurator (aiconfigurator_core 0.12.0))\n  " + kTables + " (h200_sxm vllm):\n") !=
+        std::string::npos);
+  // The GEMM folder does not say it lacks the DeepEP table the folder over it holds.
+  CHECK(both.out.find("the tables hold no wideep_deepep_normal_perf") == std::string::npos);
+  CHECK(both.out.find("\n  " + kDeepEp + " (h200_sxm sglang):\n    27.6% of the layers' time from the kernel tables "
+                      "(GEMMs 0.0%, attention 0.0%, tp collectives 0.0%, expert all-to-alls 27.6%), the rest from the "
+                      "model below\n") != std::string::npos);
+  CHECK(both.out.find("expert all-to-all 2 (2 measured, 0 interpolated, 0 extrapolated, 0 not in the tables)") !=
+        std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(run_cli(with(args, {"--kernels", kTables + "," + kDeepEp, "--json"})).out);
+  const nlohmann::json& folders = j.at("cost_model").at("kernel_tables").at("folders");
+  REQUIRE(folders.size() == 2);
+  CHECK(folders[0].at("folder") == kTables);
+  CHECK(folders[1].at("shapes").at("all_to_alls").at("measured") == 2);
+  CHECK(folders[1].at("all_to_all_s").get<double>() > 0);
+  check_bad_input(with(args, {"--kernels", kTables + ",," + kDeepEp}),
+                  "--kernels: '" + kTables + ",," + kDeepEp + "' has an empty folder name; give folders separated by commas");
 }
 
 TEST_CASE("plan --kernels searches with the tables and reports what they priced", "[cli][kernels]") {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "../temp_folder.hpp"
@@ -324,6 +325,17 @@ TEST_CASE("a serving step's dense GEMMs are the tables' at the step's tokens, th
 
 namespace {
 
+// `dir` made a folder of one table, `t`, measured on `system` under `software`.
+std::shared_ptr<KernelTables> one_table_folder(const std::filesystem::path& dir, const char* system, const char* software,
+                                               const nlohmann::json& t) {
+  const std::string kind = t.at("kind");
+  std::ofstream(dir / (kind + ".json")) << t.dump();
+  std::ofstream(dir / "manifest.json") << nlohmann::json{
+      {"format", "pipewright-kernel-table"}, {"format_version", 1}, {"system", system}, {"software", software},
+      {"tables", {{{"kind", kind}, {"file", kind + ".json"}, {"rows", t.at("rows").size()}}}}}.dump();
+  return KernelTables::open(dir.string());
+}
+
 // An h200_sxm folder of moe_perf alone: Qwen3-30B-A3B's routed experts (hidden 2048, expert inter 768, top 8 of
 // 128) in bfloat16 at moe tp 1 ep 1 and moe tp 1 ep 4, balanced, num_tokens 1 to 4096, from two kernels: "a"
 // takes 1 us a token + 5 us, "b" 2 us a token + 1 us (b is the faster below 4 tokens). And a row of skewed
@@ -342,11 +354,7 @@ std::shared_ptr<KernelTables> moe_tables(const std::string& name) {
                                  {"moe_dtype", "distribution", "kernel_source", "hidden_size", "inter_size", "topk",
                                   "num_experts", "moe_tp_size", "moe_ep_size", "num_tokens"},
                                  rows);
-  std::ofstream(dir / "moe_perf.json") << t.dump();
-  std::ofstream(dir / "manifest.json") << nlohmann::json{
-      {"format", "pipewright-kernel-table"}, {"format_version", 1}, {"system", "h200_sxm"}, {"software", "test"},
-      {"tables", {{{"kind", "moe_perf"}, {"file", "moe_perf.json"}, {"rows", rows.size()}}}}}.dump();
-  return KernelTables::open(dir.string());
+  return one_table_folder(dir, "h200_sxm", "test", t);
 }
 
 }  // namespace
@@ -433,12 +441,7 @@ std::shared_ptr<KernelTables> deepep_tables(const std::string& name) {
                                 "num_experts", "dispatch_sms", "combine_sms"}},
                       {"times", {"dispatch_transmit_s", "dispatch_notify_s", "combine_transmit_s", "combine_notify_s"}},
                       {"rows", rows}};
-  std::ofstream(dir / "wideep_deepep_normal_perf.json") << t.dump();
-  std::ofstream(dir / "manifest.json") << nlohmann::json{
-      {"format", "pipewright-kernel-table"}, {"format_version", 1}, {"system", "h100_sxm"}, {"software", "sglang"},
-      {"tables", {{{"kind", "wideep_deepep_normal_perf"}, {"file", "wideep_deepep_normal_perf.json"},
-                   {"rows", rows.size()}}}}}.dump();
-  return KernelTables::open(dir.string());
+  return one_table_folder(dir, "h100_sxm", "sglang", t);
 }
 
 // An MoE layer's work with its dispatch and combine in F and their gradients in B, `tokens` a rank.
