@@ -26,6 +26,10 @@ struct Collective {
 // dispatcher), or, with node_dedup, one copy per token to each other node hosting any of its top_k of the
 // `experts` experts, spread to those experts over the node's links (DeepEP and HybridEP, Megatron's flex
 // dispatcher); with group-limited routing, those of its top_groups groups.
+// Which of DeepEP's kernels carry the all-to-all, where they do: the normal (high-throughput) ones of training's
+// flex dispatcher and a serving prefill, the low-latency ones of SGLang's decode steps (`--deepep-mode auto`).
+enum class DeepEpKernels { None, Normal, LowLatency };
+
 struct RoutedDispatch {
   int experts = 0;
   int top_k = 0;
@@ -36,6 +40,7 @@ struct RoutedDispatch {
   // looked up by (kernels/); 0: not known, the bytes alone.
   double tokens = 0;
   int hidden = 0;
+  DeepEpKernels deepep = DeepEpKernels::None;
 };
 
 // One phase (F, B or W) of one layer: compute-bound GEMM FLOPs, attention-core FLOPs (QK^T, AV and

@@ -31,7 +31,8 @@ bool padded(const Dims& d) { return d.routed.capacity > 0; }
 void all_to_all(PhaseWork& p, const Dims& d) {
   p.all_to_alls.push_back(kBf16 * sent_pairs(d) * d.h);
   p.dispatch = RoutedDispatch{static_cast<int>(d.routed.experts), static_cast<int>(d.routed.k), d.routed.node_dedup,
-                              d.routed.groups, d.routed.top_groups, d.tokens_per_rank(), static_cast<int>(d.h)};
+                              d.routed.groups, d.routed.top_groups, d.tokens_per_rank(), static_cast<int>(d.h),
+                              d.routed.node_dedup ? DeepEpKernels::Normal : DeepEpKernels::None};
 }
 
 void etp_collective(PhaseWork& p, const Dims& d, CollectiveKind kind) {

@@ -129,6 +129,15 @@ TableTime KernelQueries::deepep_normal(bool dispatch, int nodes, int hidden, int
   return sum;
 }
 
+TableTime KernelQueries::deepep_low_latency(bool dispatch, int nodes, int hidden, int topk, int experts, double tokens) {
+  if (!tables_->has("wideep_deepep_ll_perf")) return missing("no wideep_deepep_ll_perf table");
+  TableGrid::Select select;
+  select.text.emplace_back("op_name", "ll");
+  select.number = {{"node_num", nodes}, {"hidden_size", hidden}, {"num_topk", topk}, {"num_experts", experts}};
+  return grid("wideep_deepep_ll_perf", select, {"num_token"}, dispatch ? "dispatch_avg_t_s" : "combine_avg_t_s")
+      ->at({tokens});
+}
+
 TableTime KernelQueries::collective(TableCollective op, Precision precision, double bytes, int gpus) {
   if (!tables_->has("nccl_perf")) return missing("no nccl_perf table");
   TableGrid::Select select;

@@ -52,6 +52,8 @@ class KernelQueries {
   // `tokens` a rank sends, each to `topk` of `experts` experts spread over `nodes` nodes of 8 GPUs, with
   // `sms` SMs for the kernels: the transmit plus the notify time, as AIConfigurator sums them.
   TableTime deepep_normal(bool dispatch, int nodes, int hidden, int topk, int experts, int sms, double tokens);
+  // DeepEP's low-latency kernels (a decode step's, no SMs to choose): their measured average time.
+  TableTime deepep_low_latency(bool dispatch, int nodes, int hidden, int topk, int experts, double tokens);
 
  private:
   // The fastest of `kind`'s kernels (its kernel_source values, each a grid of its own shapes) at `at`.

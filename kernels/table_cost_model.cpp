@@ -528,30 +528,36 @@ double TableCostModel::expert_comm_time(const LayerWork& work, Phase phase, cons
     if (p && !p->all_to_alls.empty()) pairs += p->all_to_alls.size() / 2, d = &p->dispatch;
   const int per_node = links.in_node + 1;
   const int nodes = links.ranks / per_node;
-  // DeepEP's tables are measured over whole nodes of 8 GPUs with the flex dispatcher's copy a node.
-  // (Megatron-Core's flex dispatcher runs with etp 1: no etp collectives beside them.)
-  if (!d || !d->node_dedup || d->tokens <= 0 || d->hidden <= 0 || per_node != 8 || nodes * per_node != links.ranks ||
-      links.etp > 1)
+  // DeepEP's tables are measured over whole nodes of 8 GPUs. (Megatron-Core's flex dispatcher runs with etp 1:
+  // no etp collectives beside them.)
+  if (!d || d->deepep == DeepEpKernels::None || d->tokens <= 0 || d->hidden <= 0 || per_node != 8 ||
+      nodes * per_node != links.ranks || links.etp > 1)
     return model_s;
+  const bool low_latency = d->deepep == DeepEpKernels::LowLatency;
+  const KindBit kind = low_latency ? kDeepEpLowLatency : kDeepEp;
   bool on_gpu = false;
   const TableTime* dispatch = nullptr;
   const TableTime* combine = nullptr;
   {
     std::lock_guard lock(mutex_);
     on_gpu = on_gpu_locked(links.gpu);
-    if (on_gpu) need(kDeepEp);
-    if (on_gpu && has(kDeepEp)) {
+    if (on_gpu) need(kind);
+    if (on_gpu && has(kind)) {
       for (bool first : {true, false}) {
-        const AllToAllKey key{first, nodes, d->hidden, d->top_k, d->experts, d->tokens};
+        const AllToAllKey key{low_latency, first, nodes, d->hidden, d->top_k, d->experts, d->tokens};
         auto it = all_to_alls_.find(key);
         if (it == all_to_alls_.end()) {
-          it = all_to_alls_.emplace(key, queries_.deepep_normal(first, nodes, d->hidden, d->top_k, d->experts,
-                                                                kDeepEpSms, d->tokens)).first;
+          it = all_to_alls_.emplace(key, low_latency ? queries_.deepep_low_latency(first, nodes, d->hidden, d->top_k,
+                                                                                   d->experts, d->tokens)
+                                                     : queries_.deepep_normal(first, nodes, d->hidden, d->top_k,
+                                                                              d->experts, kDeepEpSms, d->tokens))
+                   .first;
           if (!it->second.found()) {
             std::lock_guard noted(missing_mutex_);
             if (missing_.size() < kMaxMissing)
-              missing_.push_back(fmt::format("DeepEP {} of {:g} tokens a rank (hidden {}, top {} of {} experts) over {} "
-                                             "nodes: {}", first ? "dispatch" : "combine", d->tokens, d->hidden, d->top_k,
+              missing_.push_back(fmt::format("DeepEP{} {} of {:g} tokens a rank (hidden {}, top {} of {} experts) over "
+                                             "{} nodes: {}", low_latency ? " low-latency" : "",
+                                             first ? "dispatch" : "combine", d->tokens, d->hidden, d->top_k,
                                              d->experts, nodes, it->second.note));
           }
         }

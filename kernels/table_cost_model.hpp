@@ -43,10 +43,11 @@ class TableCostModel : public CostModelOver {
                       int tp) const override;
   // Measured kernels can run faster at a larger shape (another algorithm, a better tile).
   bool serving_time_monotone() const override { return false; }
-  // The expert all-to-alls of the flex dispatcher (DeepEP's normal kernels) from the tables on their GPU, where
-  // they hold the layer's hidden size, top k and experts at the ep group's nodes (whole nodes of 8 GPUs) and
-  // Megatron-Core's kDeepEpSms SMs: each dispatch and combine at the tokens the rank sends. Anything else
-  // (another dispatcher, a shape or node count not measured, another GPU) from the model below.
+  // The expert all-to-alls DeepEP carries (RoutedDispatch::deepep: training's flex dispatcher and a serving
+  // prefill on its normal kernels, with Megatron-Core's kDeepEpSms SMs; SGLang's decode steps on its
+  // low-latency ones) from the tables on their GPU, where they hold the layer's hidden size, top k and experts
+  // at the ep group's nodes (whole nodes of 8 GPUs): each dispatch and combine at the tokens the rank sends.
+  // Anything else (another dispatcher, a shape or node count not measured, another GPU) from the model below.
   double expert_comm_time(const LayerWork& work, Phase phase, const AllToAllLinks& links) const override;
   // The SMs Megatron-Core gives DeepEP's kernels (moe_deepep_num_sms, 20; DeepEP's own Buffer.num_sms too).
   static constexpr int kDeepEpSms = 20;
@@ -65,8 +66,8 @@ class TableCostModel : public CostModelOver {
     ShapeCounts gemms, attentions, collectives, all_to_alls;
     std::vector<std::string> missing;
     // Kinds a priced run needed that the folder has none of (gemm_perf, context_attention_perf, nccl_perf,
-    // generation_attention_perf, moe_perf, wideep_deepep_normal_perf): that work wholly the model's, its shapes
-    // not asked.
+    // generation_attention_perf, moe_perf, wideep_deepep_normal_perf, wideep_deepep_ll_perf): that work wholly the
+    // model's, its shapes not asked.
     std::vector<std::string> absent;
     double table_s() const { return gemm_s + attention_s + collective_s + all_to_all_s; }
   };
@@ -93,8 +94,8 @@ class TableCostModel : public CostModelOver {
   using DecodeKey = std::tuple<bool, int, int, int, int, int>;  // fp8 KV cache, batch, context, heads, kv heads, dim
   // fp8, tokens, hidden, expert inter, top k, experts, moe tp, moe ep
   using MoeKey = std::tuple<bool, double, int, int, int, int, int, int>;
-  // dispatch (or combine), nodes, hidden, top k, experts, tokens
-  using AllToAllKey = std::tuple<bool, int, int, int, int, double>;
+  // low latency, dispatch (or combine), nodes, hidden, top k, experts, tokens
+  using AllToAllKey = std::tuple<bool, bool, int, int, int, int, double>;
   // A serving layer's dense GEMMs at one token (m 1, bf16), by model, layer and tp.
   struct ServingGemms {
     std::string model;  // the name, against an address reused by another model
@@ -125,8 +126,9 @@ class TableCostModel : public CostModelOver {
 
   // The kinds the tables can be asked, by bit (kKinds' order), and those a run needed that the folder lacks.
   static constexpr const char* kKinds[] = {"gemm_perf", "context_attention_perf", "nccl_perf",
-                                           "generation_attention_perf", "moe_perf", "wideep_deepep_normal_perf"};
-  enum KindBit { kGemm = 1, kContext = 2, kNccl = 4, kGeneration = 8, kMoe = 16, kDeepEp = 32 };
+                                           "generation_attention_perf", "moe_perf", "wideep_deepep_normal_perf",
+                                           "wideep_deepep_ll_perf"};
+  enum KindBit { kGemm = 1, kContext = 2, kNccl = 4, kGeneration = 8, kMoe = 16, kDeepEp = 32, kDeepEpLowLatency = 64 };
   bool has(KindBit kind) const { return (present_ & kind) != 0; }
   void need(KindBit kind) const {
     if (!has(kind)) absent_.fetch_or(kind, std::memory_order_relaxed);

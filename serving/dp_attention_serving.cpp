@@ -61,14 +61,20 @@ double step_time(const Model& model, const Cluster& cluster, const CostModel& co
   const GpuSpec& gpu = cluster.gpu_at(0);
   ServingExperts experts{links.ep.ranks, 0};
   long busiest = 0;
+  bool prefill = false;
   for (const ServingBatch& b : batches) {
     experts.tokens += static_cast<double>(b.tokens());
     busiest = std::max(busiest, b.tokens());
+    prefill = prefill || b.prefill_tokens > 0;
   }
-  // The dispatch and combine of the busiest engine's GPU: its share of the engine's tokens, top_k copies each.
+  // The dispatch and combine of the busiest engine's GPU: its share of the engine's tokens, top_k copies each, on
+  // DeepEP's kernels as the export launches SGLang (`--moe-a2a-backend deepep`, its default mode auto: the normal
+  // kernels for a step with prefills, the low-latency ones for decodes alone).
+  const double tokens = static_cast<double>(busiest) / engine.tp;
   LayerWork exchange;
-  exchange.forward.all_to_alls.assign(2, kDispatchBytes * static_cast<double>(busiest) / engine.tp * t.moe->top_k * t.hidden);
-  exchange.forward.dispatch = RoutedDispatch{t.moe->experts, t.moe->top_k, false};
+  exchange.forward.all_to_alls.assign(2, kDispatchBytes * tokens * t.moe->top_k * t.hidden);
+  exchange.forward.dispatch = RoutedDispatch{t.moe->experts, t.moe->top_k, false, 0, 0, tokens, static_cast<int>(t.hidden),
+                                             prefill ? DeepEpKernels::Normal : DeepEpKernels::LowLatency};
   const double all_to_all = busiest > 0 ? cost.expert_comm_time(exchange, Phase::Forward, links.ep) : 0;
   double step = 0;
   for (const Layer& l : model.layers) {

@@ -154,3 +154,21 @@ def test_speculative_decoding_reaches_both_engines():
 def test_versions_named():
     from importlib.metadata import version
     assert (vllm.__version__, version("sglang"), version("sglang-router")) == ("0.33.0", "0.5.23", "0.3.2")
+
+
+def test_sglang_takes_a_data_parallel_attention_group_on_deepeps_kernels():
+    """A mixture of experts' plan 1 with data-parallel attention: SGLang's parser reads the group as simulated, its
+    all-to-alls on DeepEP's kernels in SGLang's default mode (normal kernels for a step with prefills, low-latency
+    ones for decodes alone), which is how a table-priced simulation times its steps."""
+    answer = pipewright.serve_plan(model="deepseek-v3", cluster=TWO_NODES, gpus=16, quantization="fp8", requests=256,
+                                   prompt_tokens=1024, output_tokens=128, rate=20, top=1, engine="sglang",
+                                   export="sglang")
+    plan = answer["plans"][0]
+    assert plan["dp_attention"] > 1
+    for words in commands(answer["sglang_command"], "python -m sglang.launch_server"):
+        parser = argparse.ArgumentParser()
+        ServerArgs.add_cli_args(parser)
+        parsed = parser.parse_args(words[3:])
+        assert parsed.enable_dp_attention and parsed.dp_size == plan["dp_attention"]
+        assert parsed.moe_a2a_backend == "deepep" and parsed.deepep_mode == "auto"
+        assert parsed.ep_size == plan["ep"] == parsed.tp_size

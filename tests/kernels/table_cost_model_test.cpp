@@ -14,6 +14,8 @@
 #include "core/layer_work.hpp"
 #include "core/model.hpp"
 #include "core/serving_work.hpp"
+#include "serving/dp_attention_serving.hpp"
+#include "serving/serving_sim.hpp"
 #include "kernels/table_cost_model.hpp"
 
 using namespace pw;
@@ -447,7 +449,7 @@ std::shared_ptr<KernelTables> deepep_tables(const std::string& name) {
 // An MoE layer's work with its dispatch and combine in F and their gradients in B, `tokens` a rank.
 LayerWork routed_work(double tokens, bool flex) {
   LayerWork w;
-  const RoutedDispatch d{256, 8, flex, 8, 4, tokens, 7168};
+  const RoutedDispatch d{256, 8, flex, 8, 4, tokens, 7168, flex ? DeepEpKernels::Normal : DeepEpKernels::None};
   for (PhaseWork* p : {&w.forward, &w.backward_input}) {
     p->all_to_alls = {2 * 8 * tokens * 7168, 2 * 8 * tokens * 7168};
     p->dispatch = d;
@@ -491,9 +493,74 @@ TEST_CASE("the flex dispatcher's all-to-alls are DeepEP's measured kernels at th
   CHECK(s.all_to_alls.measured == 2);      // 1024 tokens: dispatch and combine
   CHECK(s.all_to_alls.interpolated == 2);  // 1500
   CHECK(s.all_to_alls.missing == 2);       // over 4 nodes
+  REQUIRE(!s.missing.empty());
   CHECK(s.missing.front() == "DeepEP dispatch of 1024 tokens a rank (hidden 7168, top 8 of 256 experts) over 4 nodes: "
                              "wideep_deepep_normal_perf (op_name=normal, node_num=4, hidden_size=7168, num_topk=8, "
                              "num_experts=256, dispatch_sms=20, combine_sms=20): no measured rows");
   // Priced from the tables: F and B at 1024 tokens, F at 1500.
   CHECK(s.all_to_all_s == Approx(2 * (1034e-6 + 2068e-6) + (1510e-6 + 3020e-6)).epsilon(1e-9));
+}
+
+namespace {
+
+// An h200_sxm folder of wideep_deepep_ll_perf alone: DeepEP's low-latency kernels for Qwen3-30B-A3B's shape
+// (hidden 2048, top 8 of 128 experts) over 2 nodes, 1 to 256 tokens a rank: dispatch 10 us + 1 us a token,
+// combine 20 us + 2 us a token.
+std::shared_ptr<KernelTables> deepep_low_latency_tables(const std::string& name) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int e = 0; e <= 8; ++e) {
+    const double tokens = 1 << e;
+    rows.push_back({"ll", "deepep", 2, 2048, tokens, 8, 128, 20e-6 + 2e-6 * tokens, 10e-6 + 1e-6 * tokens});
+  }
+  const nlohmann::json t = {{"format", "pipewright-kernel-table"},
+                            {"format_version", 1},
+                            {"kind", "wideep_deepep_ll_perf"},
+                            {"keys", {"op_name", "kernel_source", "node_num", "hidden_size", "num_token", "num_topk",
+                                      "num_experts"}},
+                            {"times", {"combine_avg_t_s", "dispatch_avg_t_s"}},
+                            {"rows", rows}};
+  return one_table_folder(fresh_folder(name), "h200_sxm", "sglang", t);
+}
+
+}  // namespace
+
+TEST_CASE("data-parallel attention's decode steps exchange tokens on DeepEP's low-latency kernels, from the tables",
+          "[kernels]") {
+  const AnalyticCostModel analytic;
+  const TableCostModel tables(analytic, deepep_low_latency_tables("table_cost_model_deepep_ll"));
+  const Cluster h200 = cluster_preset("hgx-h200");
+  const Model m = model_preset("qwen3-30b-a3b");
+  // 16 engines of one GPU over two nodes: ep 16. A decode step of 64 sequences on each: 64 tokens a rank.
+  ServingConfig engine;
+  engine.tp = 1;
+  ServingBatch decodes;
+  decodes.decode_tokens = 64;
+  decodes.decode_context = 64 * 1000.0;
+  decodes.sampled_tokens = 64;
+  const std::vector<ServingBatch> step(16, decodes);
+  const int moe_blocks = 48;
+  // Each MoE block adds a dispatch of 74 us and a combine of 148 us in place of the model's exchange.
+  ParallelConfig pc;
+  pc.tp = 1;
+  pc.dp = 16;
+  pc.ep = 16;
+  const AllToAllLinks links = all_to_all_links(h200, pc, 0);
+  REQUIRE((links.ranks == 16 && links.in_node == 7));
+  LayerWork exchange;
+  exchange.forward.all_to_alls.assign(2, 2.0 * 64 * 8 * 2048);
+  exchange.forward.dispatch = RoutedDispatch{128, 8, false};
+  const double model_exchange = analytic.expert_comm_time(exchange, Phase::Forward, links);
+  CHECK(dp_attention_step_time(m, h200, tables, engine, step) ==
+        Approx(dp_attention_step_time(m, h200, analytic, engine, step) + moe_blocks * (74e-6 + 148e-6 - model_exchange))
+            .epsilon(1e-9));
+  CHECK(tables.share().all_to_alls.measured == 2);
+  // A step with a prefill runs DeepEP's normal kernels, which this folder does not time: the model's, and said so.
+  std::vector<ServingBatch> with_prefill = step;
+  with_prefill[0].prefill_tokens = 100;
+  with_prefill[0].prefill_sequences = 1;
+  CHECK(dp_attention_step_time(m, h200, tables, engine, with_prefill) ==
+        dp_attention_step_time(m, h200, analytic, engine, with_prefill));
+  // (The folder's other absent kinds are the serving step's GEMMs, decode attention and experts.)
+  CHECK(tables.share().absent == std::vector<std::string>{"gemm_perf", "generation_attention_perf", "moe_perf",
+                                                          "wideep_deepep_normal_perf"});
 }
