@@ -1,7 +1,8 @@
 // `pipewright kernels`: measured kernel tables (docs/kernel-tables.md).
 //   kernels import aiconfigurator --system S --backend B [--version V] [--nccl-version N] [--data DIR] --out DIR
 //   kernels show DIR                      what a folder holds: the source, versions, and each table's rows
-//   kernels query DIR --gemm M N K        one shape's time from the tables, and how it was read
+//   kernels query DIR --gemm M N K        one shape's time from the tables, and how it was read (or --collective,
+//                                         --attention, --deepep)
 //   kernels compare A B                   B's times over A's on the shapes both measured, kind by kind
 //   kernels coverage DIR --model M --cluster C [simulate's options]
 //                                         what that run would ask of the tables that they do not have
@@ -41,6 +42,8 @@ struct QueryOptions {
   double bytes = 0;
   int gpus = 0;
   std::vector<int> attention;
+  std::vector<double> deepep;  // tokens a rank, nodes, hidden, top k, experts
+  bool low_latency = false;
 };
 
 TableCollective collective_from_string(const std::string& s) {
@@ -79,8 +82,28 @@ void show(const std::string& folder, std::ostream& out) {
 void query(const QueryOptions& o, std::ostream& out) {
   KernelQueries q(KernelTables::open(o.folder));
   const Precision precision = precision_from_string(o.precision);
-  const int asked = !o.gemm.empty() + !o.collective.empty() + !o.attention.empty();
-  if (asked != 1) throw_bad_input("kernels query: give one of --gemm M N K, --collective OP, --attention B S H KV D");
+  const int asked = !o.gemm.empty() + !o.collective.empty() + !o.attention.empty() + !o.deepep.empty();
+  if (asked != 1)
+    throw_bad_input("kernels query: give one of --gemm M N K, --collective OP, --attention B S H KV D, --deepep T N H K E");
+  if (!o.deepep.empty()) {
+    const auto& d = o.deepep;
+    if (!(d[0] >= 1 && d[0] <= 1e7)) throw_bad_input("--deepep: {:g} is not a count of tokens a rank from 1 to 1e7", d[0]);
+    for (size_t i = 1; i < d.size(); ++i)
+      if (!(d[i] >= 1 && d[i] <= 1 << 20 && d[i] == std::floor(d[i])))
+        throw_bad_input("--deepep: {:g} is not a whole count from 1 to 2^20 (nodes, hidden size, top k, experts)", d[i]);
+    const int nodes = static_cast<int>(d[1]), hidden = static_cast<int>(d[2]), topk = static_cast<int>(d[3]),
+              experts = static_cast<int>(d[4]);
+    const char* kernels = o.low_latency ? "low-latency" : "normal";
+    for (bool dispatch : {true, false}) {
+      const TableTime t = o.low_latency ? q.deepep_low_latency(dispatch, nodes, hidden, topk, experts, d[0])
+                                        : q.deepep_normal(dispatch, nodes, hidden, topk, experts,
+                                                          TableCostModel::kDeepEpSms, d[0]);
+      out << fmt::format("DeepEP {} {} of {:g} tokens a rank over {} nodes (hidden {}, top {} of {} experts{}): {}\n",
+                         kernels, dispatch ? "dispatch" : "combine", d[0], nodes, hidden, topk, experts,
+                         o.low_latency ? "" : fmt::format(", {} SMs", TableCostModel::kDeepEpSms), time_line(t));
+    }
+    return;
+  }
   if (!o.gemm.empty()) {
     for (double x : o.gemm)
       if (!(x >= 1 && x <= 1e9)) throw_bad_input("--gemm: {:g} is not a dimension from 1 to 1e9", x);
@@ -213,6 +236,10 @@ CommandRunner add_kernels_command(CLI::App& app) {
   query_cmd->add_option("--gpus", qo->gpus, "The collective's GPUs");
   query_cmd->add_option("--attention", qo->attention, "Prefill attention: batch, tokens, heads, kv heads, head dim")
       ->expected(5);
+  query_cmd->add_option("--deepep", qo->deepep,
+                        "DeepEP's dispatch and combine: tokens a rank, nodes of 8 GPUs, hidden size, top k, experts")
+      ->expected(5);
+  query_cmd->add_flag("--low-latency", qo->low_latency, "With --deepep: the low-latency kernels (a decode step's)");
   query_cmd->add_option("--precision", qo->precision, "bf16 or fp8 (default bf16)");
   query_cmd->add_option("--cluster", qo->cluster, "With --gemm: the analytic model's time on this cluster's GPU beside");
 

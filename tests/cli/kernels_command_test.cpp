@@ -57,6 +57,21 @@ TEST_CASE("kernels query reads a shape's time and says how", "[cli][kernels]") {
         "num_heads/num_key_value_heads=21.3333): no measured rows\n");
 }
 
+TEST_CASE("kernels query --deepep reads DeepEP's dispatch and combine at a token count and node count", "[cli][kernels]") {
+  const CliResult r = run_cli({"kernels", "query", kDeepEp, "--deepep", "2048", "2", "7168", "8", "256"});
+  CHECK(r.code == 0);
+  CHECK(r.out ==
+        "DeepEP normal dispatch of 2048 tokens a rank over 2 nodes (hidden 7168, top 8 of 256 experts, 20 SMs): 499 us "
+        "(measured)\n"
+        "DeepEP normal combine of 2048 tokens a rank over 2 nodes (hidden 7168, top 8 of 256 experts, 20 SMs): 1.185 ms "
+        "(measured)\n");
+  const CliResult ll = run_cli({"kernels", "query", kDeepEp, "--deepep", "64", "2", "7168", "8", "256", "--low-latency"});
+  CHECK(ll.out.find("DeepEP low-latency dispatch of 64 tokens a rank over 2 nodes (hidden 7168, top 8 of 256 experts): "
+                    "no time: no wideep_deepep_ll_perf table\n") == 0);
+  check_bad_input({"kernels", "query", kDeepEp, "--deepep", "2048", "2.5", "7168", "8", "256"},
+                  "--deepep: 2.5 is not a whole count from 1 to 2^20 (nodes, hidden size, top k, experts)");
+}
+
 TEST_CASE("kernels query refuses what it cannot ask, in one line", "[cli][kernels]") {
   const auto err = [](std::vector<std::string> args) {
     const CliResult r = run_cli(std::move(args));
@@ -65,7 +80,7 @@ TEST_CASE("kernels query refuses what it cannot ask, in one line", "[cli][kernel
   };
   CHECK(err({"kernels", "query", kTables, "--gemm", "0", "1", "1"}) == "error: --gemm: 0 is not a dimension from 1 to 1e9\n");
   CHECK(err({"kernels", "query", kTables}) ==
-        "error: kernels query: give one of --gemm M N K, --collective OP, --attention B S H KV D\n");
+        "error: kernels query: give one of --gemm M N K, --collective OP, --attention B S H KV D, --deepep T N H K E\n");
   CHECK(err({"kernels", "query", kTables, "--collective", "all-sum", "--bytes", "1", "--gpus", "2"}) ==
         "error: --collective: 'all-sum' is not one of all-reduce, all-gather, reduce-scatter, all-to-all\n");
   CHECK(err({"kernels", "query", kTables, "--collective", "all-reduce", "--bytes", "1e9", "--gpus", "1"}) ==
