@@ -522,10 +522,12 @@ double TableCostModel::expert_comm_time(const LayerWork& work, Phase phase, cons
     case Phase::BackwardInput: parts[0] = &work.recompute, parts[1] = &work.backward_input; break;
     case Phase::BackwardWeight: parts[0] = &work.backward_weight; break;
   }
-  size_t pairs = 0;
+  size_t all_to_alls = 0;
   const RoutedDispatch* d = nullptr;
   for (const PhaseWork* p : parts)
-    if (p && !p->all_to_alls.empty()) pairs += p->all_to_alls.size() / 2, d = &p->dispatch;
+    if (p && !p->all_to_alls.empty()) all_to_alls += p->all_to_alls.size(), d = &p->dispatch;
+  if (all_to_alls % 2 != 0) return model_s;  // not dispatch-and-combine pairs: not what the tables time
+  const size_t pairs = all_to_alls / 2;
   const int per_node = links.in_node + 1;
   const int nodes = links.ranks / per_node;
   // DeepEP's tables are measured over whole nodes of 8 GPUs. (Megatron-Core's flex dispatcher runs with etp 1:
