@@ -22,14 +22,14 @@ struct Collective {
   double bytes = 0;
 };
 
-// How a phase's all-to-alls carry the token copies: each to its expert's GPU (Megatron's alltoall
-// dispatcher), or, with node_dedup, one copy per token to each other node hosting any of its top_k of the
-// `experts` experts, spread to those experts over the node's links (DeepEP and HybridEP, Megatron's flex
-// dispatcher); with group-limited routing, those of its top_groups groups.
 // Which of DeepEP's kernels carry the all-to-all, where they do: the normal (high-throughput) ones of training's
 // flex dispatcher and a serving prefill, the low-latency ones of SGLang's decode steps (`--deepep-mode auto`).
 enum class DeepEpKernels { None, Normal, LowLatency };
 
+// How a phase's all-to-alls carry the token copies: each to its expert's GPU (Megatron's alltoall
+// dispatcher), or, with node_dedup, one copy per token to each other node hosting any of its top_k of the
+// `experts` experts, spread to those experts over the node's links (DeepEP and HybridEP, Megatron's flex
+// dispatcher); with group-limited routing, those of its top_groups groups.
 struct RoutedDispatch {
   int experts = 0;
   int top_k = 0;
