@@ -22,6 +22,14 @@ std::pair<int, int> major_minor(const std::string& version) {
   return {major, minor};
 }
 
+// MAJOR.MINOR.PATCH of a version ("0.5.6.post1": 0, 5, 6; a missing patch 0).
+std::tuple<int, int, int> major_minor_patch(const std::string& version) {
+  const auto [major, minor] = major_minor(version);
+  int a = 0, b = 0, patch = 0;
+  std::sscanf(version.c_str(), "%d.%d.%d", &a, &b, &patch);
+  return {major, minor, std::max(patch, 0)};
+}
+
 std::vector<int> steps(int from, int to, int by) {
   std::vector<int> out;
   for (int b = from; b <= to; b += by) out.push_back(b);
@@ -143,8 +151,12 @@ EngineProfile engine_profile(const std::string& engine, const std::string& versi
     // V1 became vLLM's engine in 0.8.0.
     p = !version.empty() && major_minor(version) < std::pair<int, int>{0, 8} ? vllm_v0(model) : vllm_v1(gpu);
   } else if (engine == "sglang") {
-    if (!version.empty()) major_minor(version);
     p = sglang(model, gpu, tp, pp);
+    p.launch_s = kSglangEagerLaunchSeconds;
+    // Prefill CUDA graphs (piecewise) are SGLang's default from 0.5.10 (server_args.py: 0.5.9's
+    // enable_piecewise_cuda_graph = False became 0.5.10's disable_piecewise_cuda_graph = False); before, every
+    // step with prefills ran eagerly. From 0.5.10 on, pp > 1 still turns them off (_handle_piecewise_cuda_graph).
+    p.eager_prefill = (!version.empty() && major_minor_patch(version) < std::tuple<int, int, int>{0, 5, 10}) || pp > 1;
   } else if (engine == "trtllm") {
     if (!version.empty()) major_minor(version);
     p = trtllm();

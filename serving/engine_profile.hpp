@@ -5,6 +5,7 @@
 // a step mixes prefills and decodes, the KV cache's page and memory share, the batch sizes its decode CUDA
 // graphs are captured at, and the host time a step exposes. The command line's engine options override them.
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -49,6 +50,10 @@ struct EngineProfile {
   // Host time a step leaves exposed per sequence it carries (the scheduler and input preparation the GPU
   // waits for): vLLM's async scheduling leaves 150-170 us a 256-sequence step; V0 5-6 ms.
   double host_s_per_sequence = 0;
+  // Steps with prefills run eagerly, every kernel launched by the host (SGLang before 0.5.10, whose prefill
+  // CUDA graphs were opt-in), and the host's seconds a kernel when a step runs eagerly.
+  bool eager_prefill = false;
+  double launch_s = 9.2e-6;
 };
 
 // The engine's defaults for a model served at tp x pp on `gpu`. `version` empty: the newest modelled.
@@ -59,5 +64,9 @@ EngineProfile engine_profile(const std::string& engine, const std::string& versi
 // The host time one kernel launch costs in eager PyTorch (driver, runtime and dispatcher): the 3.3 ms an
 // 8B model's decode step gains over its CUDA graph at 358 launches (docs/serving.md cites the measurement).
 inline constexpr double kEagerLaunchSeconds = 9.2e-6;
+// SGLang's eager forward, per kernel launched: DeepSeek-V3's prefill of one new token took 82.64 ms eagerly and
+// 23.10 ms replayed from a CUDA graph (sgl-project/sglang PR 12160's scheduler logs), 59.54 ms over the 1,327
+// kernels a forward of it launches at tp 8 (serving_layer_kernels): its Python modules' time beside the launches.
+inline constexpr double kSglangEagerLaunchSeconds = 59.54e-3 / 1327;
 
 }  // namespace pw

@@ -482,11 +482,12 @@ class ServingEngine {
     return draft;
   }
 
-  // Stage su's time for a batch priced as `work`. Eager: the host launches each kernel in turn, the GPU waiting
-  // on it for small kernels.
+  // Stage su's time for a batch priced as `work`. Eager (every step, or a step with prefills where the engine
+  // captures no prefill graphs): the host launches each kernel in turn, the GPU waiting on it for small kernels.
   double stage_s(size_t su, const ServingBatch& work) const {
+    const bool eager = c_.eager || (c_.eager_prefill && work.prefill_tokens > 0);
     return serving_stage_time(stage_runs_[su], work, cluster_.gpu_at(stage_gpu_[su]), tp_link_[su], cost_) +
-           (c_.eager ? stage_launches_[su] * c_.launch_s : 0.0);
+           (eager ? stage_launches_[su] * c_.launch_s : 0.0);
   }
   // The scheduler's host time the first stage waits for.
   double host_s(const ServingBatch& b) const { return c_.host_s_per_sequence * static_cast<double>(b.sequences()); }

@@ -38,6 +38,8 @@ void ServingConfig::apply(const EngineProfile& p) {
   graph_batch_sizes = p.graph_batch_sizes;
   pad_to_graph = p.pad_to_graph;
   host_s_per_sequence = p.host_s_per_sequence;
+  eager_prefill = p.eager_prefill;
+  launch_s = p.launch_s;
 }
 
 ServingEngineFor same_engine(const ServingConfig& c) {

@@ -79,6 +79,7 @@ struct ServingConfig {
   std::vector<int> graph_batch_sizes;
   bool pad_to_graph = false;
   bool eager = false;
+  bool eager_prefill = false;  // steps with prefills run eagerly (EngineProfile::eager_prefill)
   double launch_s = kEagerLaunchSeconds;
   double host_s_per_sequence = 0;  // host time each step exposes per sequence it carries
   // The attention backend the prediction priced (the engine's name, --attention-backend; empty: the engine's

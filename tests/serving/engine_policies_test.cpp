@@ -10,6 +10,7 @@
 #include "core/cluster.hpp"
 #include "core/error.hpp"
 #include "serving/engine_profile.hpp"
+#include "serving/serving_metrics.hpp"
 #include "serving/serving_sim.hpp"
 
 using namespace pw;
@@ -128,6 +129,30 @@ TEST_CASE("eager: each step's kernels add their launches, host time per sequence
   c.eager = false;
   c.host_s_per_sequence = 1e-4;
   CHECK(lone_tpot(x, c) - graph == Approx(1e-4).epsilon(1e-9));
+}
+
+TEST_CASE("SGLang before 0.5.10 prefills eagerly: a step with prefills pays its launches at SGLang's eager rate") {
+  EngineSetup x;
+  const GpuSpec& gpu = x.cluster.gpu;
+  const EngineProfile old = engine_profile("sglang", "0.5.6", x.model, gpu, 1, 1);
+  const EngineProfile now = engine_profile("sglang", "0.5.10", x.model, gpu, 1, 1);
+  CHECK((old.eager_prefill && !now.eager_prefill));
+  CHECK(engine_profile("sglang", "0.5.9.post1", x.model, gpu, 1, 1).eager_prefill);
+  CHECK(engine_profile("sglang", "", x.model, gpu, 1, 1).eager_prefill == false);  // the newest modelled
+  CHECK(engine_profile("sglang", "0.5.23", x.model, gpu, 1, 2).eager_prefill);       // pp > 1 turns them off
+  CHECK(engine_profile("vllm", "", x.model, gpu, 1, 1).eager_prefill == false);
+  // PR 12160's 59.54 ms over DeepSeek-V3's 1,327 kernels a forward at tp 8.
+  CHECK(old.launch_s == Approx(59.54e-3 / 1327).epsilon(1e-12));
+  ServingConfig a, b;
+  a.apply(old);
+  b.apply(now);
+  // One request of 100 prompt tokens and 2 outputs: its prefill step pays every launch (32 blocks of 11, the
+  // embedding's 1 and the head's 5), its decode step none.
+  const std::vector<ServingRequest> one{{0.0, 100, 2}};
+  const ServingMetrics ma = serving_metrics(simulate_serving(x.model, x.cluster, x.cost, a, one));
+  const ServingMetrics mb = serving_metrics(simulate_serving(x.model, x.cluster, x.cost, b, one));
+  CHECK(ma.ttft_p50_s - mb.ttft_p50_s == Approx((32 * 11 + 1 + 5) * old.launch_s).epsilon(1e-9));
+  CHECK(ma.tpot_p50_s == Approx(mb.tpot_p50_s).epsilon(1e-12));
 }
 
 TEST_CASE("CUDA graphs: a decode-only step is priced at the captured size it pads to") {
