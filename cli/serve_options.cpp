@@ -117,7 +117,8 @@ void ServeOptions::check() const {
     throw_bad_input("--rate: must be a positive number of requests per second, got {}", *rate);
   if (!lengths.empty() && !trace.empty())
     throw_bad_input("--lengths and --trace: a trace gives its own lengths and arrivals; give one of them");
-  if (parse_bench_client(bench_client, "--bench-client") != BenchClient::Pipewright && !trace.empty())
+  const BenchClient client = parse_bench_client(bench_client, "--bench-client");
+  if (client != BenchClient::Pipewright && !trace.empty())
     throw_bad_input("--bench-client: a trace gives its own lengths and arrivals; leave it out with --trace");
   if (requests < 1 || requests > kMaxRequests) throw_bad_input("--requests: must be from 1 to {}, got {}", kMaxRequests, requests);
   if (gpu_memory_utilization && !(*gpu_memory_utilization > 0 && *gpu_memory_utilization <= 1))
@@ -148,7 +149,7 @@ void ServeOptions::check() const {
     WorkloadSpec none;  // no requests: what the client cannot draw (normal lengths, a seed numpy refuses) fails now
     none.prompt = parse_length(prompt_tokens, "--prompt-tokens");
     none.seed = seed;
-    none.client = parse_bench_client(bench_client, "--bench-client");
+    none.client = client;
     none.output = parse_length(output_tokens, "--output-tokens", output_min(none.client));
     make_requests(none);
     const LengthSpec& out = none.output;

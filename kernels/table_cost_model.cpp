@@ -540,16 +540,24 @@ double TableCostModel::expert_comm_time(const LayerWork& work, Phase phase, cons
   bool on_gpu = false;
   const TableTime* dispatch = nullptr;
   const TableTime* combine = nullptr;
+  const auto key = [&](bool first) { return AllToAllKey{low_latency, first, nodes, d->hidden, d->top_k, d->experts, d->tokens}; };
   {
+    // Answers asked before are read under the shared lock (the plan search's threads ask again and again).
+    std::shared_lock read(mutex_);
+    const auto gpu = gpus_.find(links.gpu.name);
+    const auto a = all_to_alls_.find(key(true)), b = all_to_alls_.find(key(false));
+    if (gpu != gpus_.end() && gpu->second && a != all_to_alls_.end() && b != all_to_alls_.end())
+      on_gpu = true, dispatch = &a->second, combine = &b->second;
+  }
+  if (!dispatch) {
     std::lock_guard lock(mutex_);
     on_gpu = on_gpu_locked(links.gpu);
     if (on_gpu) need(kind);
     if (on_gpu && has(kind)) {
       for (bool first : {true, false}) {
-        const AllToAllKey key{low_latency, first, nodes, d->hidden, d->top_k, d->experts, d->tokens};
-        auto it = all_to_alls_.find(key);
+        auto it = all_to_alls_.find(key(first));
         if (it == all_to_alls_.end()) {
-          it = all_to_alls_.emplace(key, low_latency ? queries_.deepep_low_latency(first, nodes, d->hidden, d->top_k,
+          it = all_to_alls_.emplace(key(first), low_latency ? queries_.deepep_low_latency(first, nodes, d->hidden, d->top_k,
                                                                                    d->experts, d->tokens)
                                                      : queries_.deepep_normal(first, nodes, d->hidden, d->top_k,
                                                                               d->experts, kDeepEpSms, d->tokens))

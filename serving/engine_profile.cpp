@@ -24,9 +24,9 @@ std::pair<int, int> major_minor(const std::string& version) {
 
 // MAJOR.MINOR.PATCH of a version ("0.5.6.post1": 0, 5, 6; a missing patch 0).
 std::tuple<int, int, int> major_minor_patch(const std::string& version) {
-  const auto [major, minor] = major_minor(version);
-  int a = 0, b = 0, patch = 0;
-  std::sscanf(version.c_str(), "%d.%d.%d", &a, &b, &patch);
+  major_minor(version);  // BadInput for a version that is none
+  int major = 0, minor = 0, patch = 0;
+  std::sscanf(version.c_str(), "%d.%d.%d", &major, &minor, &patch);
   return {major, minor, std::max(patch, 0)};
 }
 

@@ -1,6 +1,7 @@
 #include "serving/serving_metrics.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <numeric>
 #include <sstream>
@@ -84,19 +85,17 @@ LatencyStats stats_of(const GapCounts& counted, const std::vector<double>& perce
     return s;
   }
   s.mean_s = sum / n;
+  // The value at `index` of the sorted list the counts stand for (the last for an index past it).
+  const auto value_at = [&](double index) {
+    double seen = 0;
+    for (const auto& [v, c] : counted)
+      if ((seen += static_cast<double>(c)) > index) return v;
+    return std::prev(counted.end())->first;
+  };
   for (double p : percentiles) {
-    // The values at indices k and k + 1 of the list the counts stand for.
     const auto [k, f] = percentile_position(n, p);
-    double seen = 0, below = 0;
-    bool found_below = false;
-    for (const auto& [v, c] : counted) {
-      seen += static_cast<double>(c);
-      if (!found_below && seen > static_cast<double>(k)) below = v, found_below = true;
-      if (seen > static_cast<double>(k + 1) || (seen >= n && found_below)) {
-        s.at_s.push_back(below + f * (v - below));
-        break;
-      }
-    }
+    const double below = value_at(static_cast<double>(k));
+    s.at_s.push_back(below + f * (value_at(static_cast<double>(k + 1)) - below));
   }
   return s;
 }
