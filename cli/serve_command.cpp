@@ -58,6 +58,16 @@ void check_engine(const Model& model, const std::string& prefix, int tp, int pp)
     throw_bad_input("{}pp: must be from 1 to the {} blocks of '{}', got {}", prefix, t.layers, model.name, pp);
 }
 
+// What only data-parallel attention engines run (serving/dp_attention_serving.hpp), refused for single engines.
+void refuse_dp_attention_settings(const ServeOptions& o) {
+  if (o.two_batch_overlap)
+    throw_bad_input("--two-batch-overlap: only data-parallel attention engines overlap their expert all-to-alls with "
+                    "compute; add --dp-attention N or leave it out");
+  if (o.redundant_experts != 0)
+    throw_bad_input("--redundant-experts: replicas of whole experts are spread over data-parallel attention engines; "
+                    "add --dp-attention N or leave it out");
+}
+
 void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp, int replicas, int dp_attention,
                         const std::string& chrome_trace) {
   o.check();
@@ -72,6 +82,7 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   if (dp_attention < 1) throw_bad_input("--dp-attention: must be at least 1, got {}", dp_attention);
   if (dp_attention > 1 && !chrome_trace.empty())
     throw_bad_input("--chrome-trace: draws one engine's stages; leave out --dp-attention for it");
+  if (dp_attention == 1) refuse_dp_attention_settings(o);
   const int gpus = static_cast<int>(bounded_product({tp, pp, replicas, dp_attention}, std::numeric_limits<int>::max(),
                                                     "GPUs, --tp x --pp x --replicas x --dp-attention", "use fewer replicas"));
   cluster.check_capacity(gpus);
@@ -95,7 +106,9 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"engine", c.engine_name},
                                 {"engine_version", c.engine_version}, {"tp", tp}, {"pp", pp},
                                 {"replicas", replicas}, {"requests", requests.size()}};
-    if (dp_attention > 1) j.update(nlohmann::ordered_json{{"dp_attention", dp_attention}, {"ep", dp_attention * tp}});
+    if (dp_attention > 1)
+      j.update(nlohmann::ordered_json{{"dp_attention", dp_attention}, {"ep", dp_attention * tp},
+                                      {"two_batch_overlap", c.two_batch_overlap}, {"redundant_experts", c.redundant_experts}});
     add_metrics_json(j, m);
     j.update(nlohmann::ordered_json{{"makespan_s", r.makespan_s},
                                       {"kv_capacity_tokens", r.kv_capacity_tokens},
@@ -111,6 +124,10 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
   std::string copies = dp_attention > 1 ? fmt::format(" x {} data-parallel attention engines, ep {}", dp_attention,
                                                       dp_attention * tp)
                                         : std::string();
+  if (c.redundant_experts > 0)
+    copies += fmt::format(" ({} expert slots, {} redundant)", model.transformer->moe->experts + c.redundant_experts,
+                          c.redundant_experts);
+  if (c.two_batch_overlap) copies += ", two-batch overlap";
   if (replicas > 1) copies += fmt::format(" x {} replicas", replicas);
   out << fmt::format("{} on {} with {} {}{}: tp {}, pp {}{} ({} GPUs), {}\n", model.name, cluster.name, c.engine_name,
                      c.engine_version, c.eager ? " (eager)" : "", tp, pp, copies, gpus, o.workload_text(requests.size()));
@@ -139,6 +156,7 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
   const Cluster cluster = o.load_cluster_checked();
   check_engine(model, "--", tp, pp);
   check_engine(model, "--prefill-", *pool.tp, pool.pp);
+  refuse_dp_attention_settings(o);
   const std::vector<ServingRequest> requests = o.make_workload();
   ServingPool prefill, decode;
   prefill.engine = o.engine(*pool.tp, pool.pp, model, cluster);
@@ -189,6 +207,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   so->add_to(*sim);
   so->add_kernels_to(*sim);
   so->add_speculative_to(*sim);
+  so->add_expert_parallel_to(*sim);
   so->add_percentiles_to(*sim);
   sim->add_option("--chrome-trace", *chrome_trace, "Write each stage's batches as a Chrome / Perfetto trace");
   sim->add_option("--tp", degrees->first, "Tensor-parallel degree")->capture_default_str();
@@ -210,6 +229,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   po->serve.add_to(*plan);
   po->serve.add_kernels_to(*plan);
   po->serve.add_speculative_to(*plan);
+  po->serve.add_expert_parallel_to(*plan);
   po->add_to(*plan);
   auto* run = serve->add_subcommand("run", "Serve a workload for real on the CPU backend, measured against the simulation");
   auto ro = std::make_shared<ServeRunOptions>();

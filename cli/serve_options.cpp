@@ -43,6 +43,15 @@ void ServeOptions::add_speculative_to(CLI::App& cmd) {
                  "reads it from $DRAFT_MODEL)");
 }
 
+void ServeOptions::add_expert_parallel_to(CLI::App& cmd) {
+  cmd.add_flag("--two-batch-overlap", two_batch_overlap,
+               "Data-parallel attention engines run each step as two halves, one's expert all-to-alls beside the "
+               "other's compute (SGLang's --enable-two-batch-overlap)");
+  cmd.add_option("--redundant-experts", redundant_experts,
+                 "Data-parallel attention: this many more expert slots, replicas of experts, spread over the ep GPUs "
+                 "with them (SGLang's --ep-num-redundant-experts; experts + redundant a multiple of ep)");
+}
+
 void ServeOptions::add_percentiles_to(CLI::App& cmd) {
   cmd.add_option("--percentiles", percentiles,
                  "Latency percentiles to report beside the median and p99, comma-separated (e.g. 90,95)");
@@ -138,6 +147,12 @@ void ServeOptions::check() const {
     if (speculative_method != "mtp" && speculative_method != "eagle")
       throw_bad_input("--speculative-method: '{}' is not one; use mtp (the model's own module) or eagle", speculative_method);
   }
+  if (redundant_experts < 0 || redundant_experts > kMaxRedundantExperts)
+    throw_bad_input("--redundant-experts: must be from 0 to {}, got {}", kMaxRedundantExperts, redundant_experts);
+  if (two_batch_overlap && engine_kind != "sglang")
+    throw_bad_input("--two-batch-overlap: SGLang's --enable-two-batch-overlap is what is modelled; add --engine sglang");
+  if (redundant_experts > 0 && engine_kind != "sglang")
+    throw_bad_input("--redundant-experts: SGLang's --ep-num-redundant-experts is what is modelled; add --engine sglang");
   if (!attention_backend.empty()) {
     pw::attention_backend(engine_kind, attention_backend);  // BadInput naming the engine's backends
     if (kernels.empty())
@@ -225,6 +240,8 @@ ServingConfig ServeOptions::engine(int tp, int pp, const Model& model, const Clu
   c.speculative_tokens = speculative_tokens;
   c.acceptance_rate = speculative_tokens > 0 ? acceptance_rate : 1.0;
   c.speculative_method = speculative_method;
+  c.two_batch_overlap = two_batch_overlap;
+  c.redundant_experts = redundant_experts;
   if (speculative_method == "mtp" && (!model.transformer || model.transformer->mtp_layers == 0))
     throw_bad_input("--speculative-method mtp: model '{}' has no multi-token prediction module; use eagle", model.name);
   c.kv_dtype = kv_cache_dtype == "fp8" ? KvCacheDtype::Fp8 : KvCacheDtype::Bf16;

@@ -42,6 +42,8 @@ struct ServeOptions {
   int speculative_tokens = 0;      // --speculative-tokens (ServingConfig::speculative_tokens)
   double acceptance_rate = 0;      // --acceptance-rate
   std::string speculative_method;  // --speculative-method: mtp or eagle
+  bool two_batch_overlap = false;  // --two-batch-overlap (ServingConfig::two_batch_overlap)
+  int redundant_experts = 0;       // --redundant-experts (ServingConfig::redundant_experts)
   std::string percentiles;  // --percentiles: latency percentiles beside 50 and 99 (add_percentiles_to)
 
   // `default_cluster`: --cluster is optional, this when absent (`serve run` on the CPU: its memory and links
@@ -53,6 +55,8 @@ struct ServeOptions {
   void add_kernels_to(CLI::App& cmd);
   // --speculative-tokens, --acceptance-rate and --speculative-method, for the commands that predict.
   void add_speculative_to(CLI::App& cmd);
+  // --two-batch-overlap and --redundant-experts, for the commands that predict data-parallel attention engines.
+  void add_expert_parallel_to(CLI::App& cmd);
   // --percentiles, for serve simulate's report.
   void add_percentiles_to(CLI::App& cmd);
   // --percentiles, read (BadInput for a bad one); empty without it.

@@ -1,6 +1,7 @@
 #include "core/serving_work.hpp"
 
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "core/error.hpp"
@@ -16,8 +17,11 @@ double serving_weight_bytes(LayerKind kind, ServingWeights weights) {
   return kind == LayerKind::Block && weights == ServingWeights::Fp8 ? 1.0 : 2.0;
 }
 
-LayerParameters serving_layer_parameters(const TransformerConfig& t, const Layer& layer, int tp, int ep) {
-  return ep > 1 ? layer_parameters(t, layer.kind, layer.block, tp, ep, 1) : layer_parameters(t, layer.kind, layer.block, tp, 1, tp);
+LayerParameters serving_layer_parameters(const TransformerConfig& t, const Layer& layer, int tp, int ep, int redundant) {
+  if (ep <= 1) return layer_parameters(t, layer.kind, layer.block, tp, 1, tp);
+  LayerParameters p = layer_parameters(t, layer.kind, layer.block, tp, ep, 1);
+  if (redundant > 0 && p.routed > 0) p.routed *= static_cast<double>(t.moe->experts + redundant) / t.moe->experts;
+  return p;
 }
 
 ServingBatch serving_batch(const ServingStep& step) {
@@ -41,8 +45,30 @@ ServingBatch serving_batch(const ServingStep& step) {
   return b;
 }
 
+std::pair<ServingBatch, ServingBatch> split_in_two(const ServingBatch& b) {
+  ServingBatch first, second;
+  const auto halve = [](long n) { return std::pair<long, long>{n / 2, n - n / 2}; };
+  std::tie(first.decode_tokens, second.decode_tokens) = halve(b.decode_tokens);
+  std::tie(first.prefill_tokens, second.prefill_tokens) = halve(b.prefill_tokens);
+  std::tie(first.sampled_tokens, second.sampled_tokens) = halve(b.sampled_tokens);
+  // One prompt is cut in two chunks, each half a sequence of its own; more are dealt to the halves.
+  if (b.prefill_sequences == 1 && b.prefill_tokens >= 2)
+    first.prefill_sequences = second.prefill_sequences = 1;
+  else
+    std::tie(first.prefill_sequences, second.prefill_sequences) = halve(b.prefill_sequences);
+  // Contexts, pairs and reads go with the tokens: their sums are the batch's.
+  const auto share = [](double whole, long part, long all) { return all > 0 ? whole * static_cast<double>(part) / static_cast<double>(all) : 0.0; };
+  first.decode_context = share(b.decode_context, first.decode_tokens, b.decode_tokens);
+  second.decode_context = b.decode_context - first.decode_context;
+  first.prefill_pairs = share(b.prefill_pairs, first.prefill_tokens, b.prefill_tokens);
+  second.prefill_pairs = b.prefill_pairs - first.prefill_pairs;
+  first.prefill_kv_reads = share(b.prefill_kv_reads, first.prefill_tokens, b.prefill_tokens);
+  second.prefill_kv_reads = b.prefill_kv_reads - first.prefill_kv_reads;
+  return {first, second};
+}
+
 ServingLayerShape serving_layer_shape(const Model& model, const Layer& layer, int tp, KvCacheDtype kv_dtype,
-                                      ServingWeights weights, int ep) {
+                                      ServingWeights weights, int ep, int redundant) {
   if (!model.transformer || layer.kind == LayerKind::Explicit)
     throw_bad_input("model '{}': layer '{}' gives explicit costs, not shapes; serving needs a transformer", model.name,
                     layer.name);
@@ -53,10 +79,11 @@ ServingLayerShape serving_layer_shape(const Model& model, const Layer& layer, in
   shape.kv_dtype = kv_dtype;
   shape.weights = weights;
   shape.ep = ep;
+  shape.redundant = ep > 1 ? redundant : 0;
   const TransformerConfig& t = *model.transformer;
   if (layer.kind == LayerKind::Head) shape.parameters = serving_layer_parameters(t, layer, tp);
   if (layer.kind == LayerKind::Block) {
-    shape.parameters = serving_layer_parameters(t, layer, tp, ep);
+    shape.parameters = serving_layer_parameters(t, layer, tp, ep, shape.redundant);
     shape.kv_bytes_per_token = kv_bytes_per_token_per_layer(model, tp, kv_dtype);
   }
   return shape;
@@ -119,14 +146,15 @@ ServingWork serving_layer_work(const ServingLayerShape& shape, const ServingBatc
       w.weight_bytes = p.dense * bytes_per_weight;
       w.gemm_flops = 2 * p.dense * tokens;
       if (p.routed > 0) {
-        // Every expert on this rank (all of them split by tp, or experts / ep whole) sees tokens x top_k /
-        // experts of the step's tokens on average (the batch's, or every engine's with ep); it is read when any
-        // token reaches it.
+        // Every expert slot on this rank (all of them split by tp, or (experts + redundant) / ep whole) sees
+        // tokens x top_k / slots of the step's tokens on average (the batch's, or every engine's with ep; a
+        // replicated expert's tokens shared among its copies); it is read when any token reaches it.
         const MoeConfig& m = *t.moe;
-        const double share = static_cast<double>(m.top_k) / m.experts;
+        const int slots = m.experts + shape.redundant;
+        const double share = static_cast<double>(m.top_k) / slots;
         const double routed_tokens = shape.ep > 1 ? expert_tokens : tokens;
         w.routed_flops = 2 * p.routed * routed_tokens * share;
-        w.routed_weight_bytes = p.routed * bytes_per_weight * routed_experts_reached(routed_tokens, m.top_k, m.experts);
+        w.routed_weight_bytes = p.routed * bytes_per_weight * routed_experts_reached(routed_tokens, m.top_k, slots);
         w.routed_tokens = routed_tokens;
         w.ep = shape.ep;
         w.gemm_flops += w.routed_flops;
@@ -161,7 +189,8 @@ ServingWork serving_layer_work(const ServingLayerShape& shape, const ServingBatc
 
 ServingWork serving_layer_work(const Model& model, const Layer& layer, int tp, const ServingBatch& batch,
                                KvCacheDtype kv_dtype, ServingWeights weights, const ServingExperts& experts) {
-  return serving_layer_work(serving_layer_shape(model, layer, tp, kv_dtype, weights, experts.ep), batch, experts.tokens);
+  return serving_layer_work(serving_layer_shape(model, layer, tp, kv_dtype, weights, experts.ep, experts.redundant), batch,
+                            experts.tokens);
 }
 
 }  // namespace pw

@@ -5,6 +5,7 @@
 // token, the attention core's FLOPs and the KV cache it reads and writes (core/kv_cache.hpp), the
 // elementwise traffic, and the tp all-reduces (two per block, of every token's hidden state; vLLM runs
 // without sequence parallelism). CostModel::serving_time prices it.
+#include <utility>
 #include <vector>
 
 #include "core/kv_cache.hpp"
@@ -43,7 +44,10 @@ double routed_experts_reached(double tokens, int top_k, int experts);
 // One layer's weights on a GPU of a serving engine of tp GPUs whose routed experts spread over `ep` of them.
 // ep 1: each expert split over tp as the dense matrices are (vLLM's FusedMoE shards every expert's inner
 // dimension over tp without --enable-expert-parallel); ep > 1: ep / experts of them whole on each GPU.
-LayerParameters serving_layer_parameters(const TransformerConfig& t, const Layer& layer, int tp, int ep = 1);
+// `redundant` more expert slots (EPLB's replicas, ep > 1 only) spread over the ep GPUs with the experts: (experts +
+// redundant) / ep of them on each.
+LayerParameters serving_layer_parameters(const TransformerConfig& t, const Layer& layer, int tp, int ep = 1,
+                                         int redundant = 0);
 
 // Kernels a layer runs in one forward step, its tp all-reduces apart (vLLM's model code counted: a dense block
 // 11: norm, QKV GEMM, rotary, cache write, attention, output GEMM, norm, gate-up GEMM, activation, down GEMM and
@@ -56,6 +60,11 @@ int serving_layer_kernels(const TransformerConfig& t, const Layer& layer);
 // last one-token chunk does the same work as one); a speculative decode's verification is a chunk of its positions
 // after the cached ones, each of them sampled.
 ServingBatch serving_batch(const ServingStep& step);
+
+// A batch as two micro-batches of about half its tokens each (SGLang's two-batch overlap: the decodes dealt half
+// and half, one prompt cut in two chunks, several dealt to either half); every count, context and pair of the two
+// sums to the batch's.
+std::pair<ServingBatch, ServingBatch> split_in_two(const ServingBatch& b);
 
 struct ServingWork {
   double weight_bytes = 0;     // read once per iteration
@@ -94,6 +103,7 @@ struct ServingWork {
 struct ServingExperts {
   int ep = 1;         // 1: the experts split over the engine's tp, its own tokens only
   double tokens = 0;  // every engine's batch this step
+  int redundant = 0;  // expert slots beyond the experts (ServingConfig::redundant_experts)
 };
 
 // What a layer's work on one tp rank takes from the engine, whatever the batch: its parameters there and the KV
@@ -105,13 +115,14 @@ struct ServingLayerShape {
   int tp = 1;
   KvCacheDtype kv_dtype = KvCacheDtype::Bf16;
   ServingWeights weights = ServingWeights::Bf16;
-  int ep = 1;  // ServingExperts::ep
+  int ep = 1;         // ServingExperts::ep
+  int redundant = 0;  // ServingExperts::redundant
   LayerParameters parameters;
   double kv_bytes_per_token = 0;  // blocks
 };
 ServingLayerShape serving_layer_shape(const Model& model, const Layer& layer, int tp,
                                       KvCacheDtype kv_dtype = KvCacheDtype::Bf16,
-                                      ServingWeights weights = ServingWeights::Bf16, int ep = 1);
+                                      ServingWeights weights = ServingWeights::Bf16, int ep = 1, int redundant = 0);
 
 // The layer's work on one tp rank for a batch; `expert_tokens`: ServingExperts::tokens where the shape's ep > 1.
 ServingWork serving_layer_work(const ServingLayerShape& shape, const ServingBatch& batch, double expert_tokens = 0);

@@ -45,7 +45,10 @@ std::string dp_attention_flags(const ServingPlan& plan, const ServingConfig& eng
   return fmt::format(" \\\n  --tp-size {} \\\n  --pp-size 1 \\\n  --dp-size {} \\\n  --enable-dp-attention \\\n  "
                      "--ep-size {} \\\n  --moe-a2a-backend deepep \\\n  --load-balance-method round_robin",
                      plan.dp_attention * plan.tp, plan.dp_attention, plan.ep()) +
-         limit_flags(engine, ServerRole::Both, plan.dp_attention);
+         limit_flags(engine, ServerRole::Both, plan.dp_attention) +
+         (engine.two_batch_overlap ? " \\\n  --enable-two-batch-overlap" : "") +
+         (engine.redundant_experts > 0 ? fmt::format(" \\\n  --ep-num-redundant-experts {}", engine.redundant_experts)
+                                       : std::string());
 }
 
 // Servers of `gpus_each` GPUs, each with `flags`, and SGLang's router dealing the requests to them in turn

@@ -10,7 +10,7 @@
 
 namespace pw {
 
-std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus) {
+std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus, int redundant) {
   const TransformerConfig& t = *model.transformer;
   const int node = cluster.ideal ? gpus : cluster.gpus_per_node;
   std::vector<DpAttentionShape> shapes;
@@ -18,7 +18,7 @@ std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Clus
     if (t.heads % tp != 0 || gpus % tp != 0) continue;
     for (int dp = 2; dp <= gpus / tp; ++dp) {
       const int group = dp * tp;
-      if (gpus % group != 0 || t.moe->experts % group != 0) continue;
+      if (gpus % group != 0 || (t.moe->experts + redundant) % group != 0) continue;
       shapes.push_back({tp, dp, gpus / group});
     }
   }
@@ -29,7 +29,9 @@ std::vector<ServingJob> dp_attention_jobs(const Model& model, const Cluster& clu
                                           const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
                                           const ServingSlo& slo) {
   std::vector<ServingJob> jobs;
-  for (const auto& [tp, dp, groups] : dp_attention_shapes(model, cluster, gpus)) {
+  // A command-line setting, the same at every tp.
+  const int redundant = engine_for(1, 1).redundant_experts;
+  for (const auto& [tp, dp, groups] : dp_attention_shapes(model, cluster, gpus, redundant)) {
     const ServingConfig c = engine_for(tp, 1);
     jobs.push_back({fmt::format("tp {} x {} data-parallel attention engines x {} replicas", tp, dp, groups),
                     [&, tp = tp, dp = dp, groups = groups, c] {

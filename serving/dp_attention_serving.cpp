@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/expert_parallel.hpp"
+#include "core/overlapped_pair.hpp"
 #include "core/special_values.hpp"
 #include "core/stage_costs.hpp"
 #include "serving/serving_engine.hpp"
@@ -14,7 +15,12 @@ namespace pw {
 
 namespace {
 
-constexpr double kDispatchBytes = 2;  // bf16 token copies
+// DeepEP's token copies as SGLang sends them: with fp8 weights its DeepGEMM path quantizes every token before the
+// dispatch, in groups of 128 elements with a float32 scale each (sglang_per_token_group_quant_fp8 in
+// srt/layers/moe/token_dispatcher/deepep.py, dispatch_a): 1 + 4 / 128 bytes an element; bf16 otherwise. The
+// combine returns the experts' outputs in bf16.
+constexpr double kBf16Bytes = 2;
+double dispatch_bytes_per_element(ServingWeights weights) { return weights == ServingWeights::Fp8 ? 1 + 4.0 / 128 : kBf16Bytes; }
 
 ParallelConfig folded(int tp, int dp) {
   ParallelConfig pc;
@@ -38,10 +44,17 @@ void check_dp_attention(const Model& model, const ServingConfig& engine, int dp)
     throw_bad_input("--dp-attention with --speculative-tokens: the lockstep engines' draft steps are not modelled; "
                     "leave one of them out");
   const int ep = dp * engine.tp;
-  if (t->moe->experts % ep != 0)
+  if (engine.redundant_experts < 0 || engine.redundant_experts > kMaxRedundantExperts)
+    throw_bad_input("--redundant-experts: must be from 0 to {}, got {}", kMaxRedundantExperts, engine.redundant_experts);
+  const int slots = t->moe->experts + engine.redundant_experts;
+  if (slots % ep != 0 && engine.redundant_experts > 0)
+    throw_bad_input("--dp-attention {} x --tp {}: the {} routed experts and {} redundant ones do not split evenly over {} "
+                    "GPUs; pick --redundant-experts so that experts + redundant is a multiple of {}",
+                    dp, engine.tp, t->moe->experts, engine.redundant_experts, ep, ep);
+  if (slots % ep != 0)
     throw_bad_input("--dp-attention {} x --tp {}: the {} routed experts do not split evenly over {} GPUs; pick dp x tp "
-                    "dividing {}",
-                    dp, engine.tp, t->moe->experts, ep, t->moe->experts);
+                    "dividing {}, or add redundant experts (--redundant-experts) to a multiple of {}",
+                    dp, engine.tp, t->moe->experts, ep, t->moe->experts, ep);
 }
 
 // The group's links, the same at every step: found once per simulation, not in its loop.
@@ -55,37 +68,90 @@ StepLinks step_links(const Cluster& cluster, int tp, int dp) {
   return {group_links(cluster, pc, 0).tp, all_to_all_links(cluster, pc, 0)};
 }
 
+// The dispatch and combine of the GPU with the most tokens (`tokens`, its share of its engine's batch), on DeepEP's
+// kernels as the export launches SGLang (`--moe-a2a-backend deepep`, its default mode auto: the normal kernels for a
+// step with prefills, the low-latency ones for decodes alone). The normal kernels send a token once to each other
+// node holding any of its experts (over RDMA, then to those GPUs over NVLink), within its top groups under
+// group-limited routing; the low-latency ones send every copy straight to its expert's GPU.
+double exchange_time(const TransformerConfig& t, const CostModel& cost, const ServingConfig& engine,
+                     const AllToAllLinks& links, double tokens, bool prefill) {
+  if (tokens <= 0) return 0;
+  const DeepEpKernels kernels = prefill ? DeepEpKernels::Normal : DeepEpKernels::LowLatency;
+  const double copies = tokens * t.moe->top_k * t.hidden;
+  LayerWork exchange;
+  exchange.forward.all_to_alls = {dispatch_bytes_per_element(engine.weights) * copies, kBf16Bytes * copies};
+  exchange.forward.dispatch = RoutedDispatch{t.moe->experts, t.moe->top_k, kernels == DeepEpKernels::Normal,
+                                             t.moe->groups, t.moe->top_groups, tokens, static_cast<int>(t.hidden), kernels};
+  return cost.expert_comm_time(exchange, Phase::Forward, links);
+}
+
+// Each layer's time on the engine slowest at it, for every engine's batch.
+std::vector<double> slowest_layers(const Model& model, const Cluster& cluster, const CostModel& cost,
+                                   const ServingConfig& engine, const StepLinks& links,
+                                   const std::vector<ServingBatch>& batches) {
+  const GpuSpec& gpu = cluster.gpu_at(0);
+  ServingExperts experts{links.ep.ranks, 0, engine.redundant_experts};
+  for (const ServingBatch& b : batches) experts.tokens += static_cast<double>(b.tokens());
+  std::vector<double> slowest(model.layers.size(), 0.0);
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const Layer& l = model.layers[i];
+    if (l.kind == LayerKind::Mtp) continue;
+    for (const ServingBatch& b : batches)
+      slowest[i] = std::max(slowest[i], cost.serving_time(l, serving_layer_work(model, l, engine.tp, b, engine.kv_dtype,
+                                                                                engine.weights, experts),
+                                                          gpu, links.tp, engine.tp));
+  }
+  return slowest;
+}
+
+long busiest_tokens(const std::vector<ServingBatch>& batches) {
+  long busiest = 0;
+  for (const ServingBatch& b : batches) busiest = std::max(busiest, b.tokens());
+  return busiest;
+}
+
+bool any_prefill(const std::vector<ServingBatch>& batches) {
+  return std::any_of(batches.begin(), batches.end(), [](const ServingBatch& b) { return b.prefill_tokens > 0; });
+}
+
 double step_time(const Model& model, const Cluster& cluster, const CostModel& cost, const ServingConfig& engine,
                  const StepLinks& links, const std::vector<ServingBatch>& batches) {
   const TransformerConfig& t = *model.transformer;
-  const GpuSpec& gpu = cluster.gpu_at(0);
-  ServingExperts experts{links.ep.ranks, 0};
-  long busiest = 0;
-  bool prefill = false;
-  for (const ServingBatch& b : batches) {
-    experts.tokens += static_cast<double>(b.tokens());
-    busiest = std::max(busiest, b.tokens());
-    prefill = prefill || b.prefill_tokens > 0;
+  const bool prefill = any_prefill(batches);
+  if (engine.two_batch_overlap && busiest_tokens(batches) >= 2) {
+    // SGLang's two-batch overlap (--enable-two-batch-overlap, srt/batch_overlap/two_batch_overlap.py): every
+    // engine's batch in two halves whose layers run in turn, one half's dispatch and combine beside the other's
+    // compute; the all-to-alls' kernels hold their SMs (the normal kernels' 20, DeepEP's Buffer.num_sms; the
+    // low-latency ones wait on a receive hook and hold none).
+    std::vector<ServingBatch> first, second;
+    for (const ServingBatch& b : batches) {
+      const auto [x, y] = split_in_two(b);
+      first.push_back(x);
+      second.push_back(y);
+    }
+    const std::vector<double> a = slowest_layers(model, cluster, cost, engine, links, first);
+    const std::vector<double> b = slowest_layers(model, cluster, cost, engine, links, second);
+    const double share = prefill ? cost.all_to_all_sm_share() : 0.0;
+    const double exchange_a = exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(first)) / engine.tp, prefill);
+    const double exchange_b = exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(second)) / engine.tp, prefill);
+    double step = 0;
+    for (size_t i = 0; i < model.layers.size(); ++i) {
+      const Layer& l = model.layers[i];
+      if (l.kind == LayerKind::Block && t.moe_block(l.block))
+        step += overlapped_pair_time(a[i] + exchange_a, exchange_a, b[i] + exchange_b, exchange_b, share);
+      else
+        step += a[i] + b[i];
+    }
+    return step;
   }
-  // The dispatch and combine of the busiest engine's GPU: its share of the engine's tokens, top_k copies each, on
-  // DeepEP's kernels as the export launches SGLang (`--moe-a2a-backend deepep`, its default mode auto: the normal
-  // kernels for a step with prefills, the low-latency ones for decodes alone).
-  const double tokens = static_cast<double>(busiest) / engine.tp;
-  LayerWork exchange;
-  exchange.forward.all_to_alls.assign(2, kDispatchBytes * tokens * t.moe->top_k * t.hidden);
-  exchange.forward.dispatch = RoutedDispatch{t.moe->experts, t.moe->top_k, false, 0, 0, tokens, static_cast<int>(t.hidden),
-                                             prefill ? DeepEpKernels::Normal : DeepEpKernels::LowLatency};
-  const double all_to_all = busiest > 0 ? cost.expert_comm_time(exchange, Phase::Forward, links.ep) : 0;
+  const std::vector<double> slowest = slowest_layers(model, cluster, cost, engine, links, batches);
+  const double exchange =
+      exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(batches)) / engine.tp, prefill);
   double step = 0;
-  for (const Layer& l : model.layers) {
-    if (l.kind == LayerKind::Mtp) continue;
-    double slowest = 0;
-    for (const ServingBatch& b : batches)
-      slowest = std::max(slowest, cost.serving_time(l, serving_layer_work(model, l, engine.tp, b, engine.kv_dtype,
-                                                                          engine.weights, experts),
-                                                    gpu, links.tp, engine.tp));
-    step += slowest;
-    if (l.kind == LayerKind::Block && t.moe_block(l.block)) step += all_to_all;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const Layer& l = model.layers[i];
+    step += slowest[i];
+    if (l.kind == LayerKind::Block && t.moe_block(l.block)) step += exchange;
   }
   return step;
 }

@@ -75,7 +75,7 @@ class ServingEngine {
       for (int i = stages_[static_cast<size_t>(s)].first; i <= stages_[static_cast<size_t>(s)].last; ++i) {
         const Layer& l = model.layers[static_cast<size_t>(i)];
         if (l.kind == LayerKind::Mtp) continue;
-        weights += serving_layer_parameters(*model.transformer, l, c_.tp, c_.ep).total() * serving_weight_bytes(l.kind, c_.weights);
+        weights += serving_layer_parameters(*model.transformer, l, c_.tp, c_.ep, c_.redundant_experts).total() * serving_weight_bytes(l.kind, c_.weights);
         launches += serving_layer_kernels(*model.transformer, l);
       }
       stage_launches_.push_back(launches);

@@ -30,6 +30,8 @@ inline constexpr double kMaxServingSlots = 5e7;
 inline constexpr double kMaxArrivalSeconds = 1e9;
 // Drafted tokens a speculative decode checks at most (the engines' own speculative steps are a handful).
 inline constexpr int kMaxSpeculativeTokens = 16;
+// Redundant expert slots at most (EPLB's are a fraction of the experts: DeepSeek's 32 over 256).
+inline constexpr int kMaxRedundantExperts = 4096;
 
 struct ServingRequest {
   double arrival_s = 0;
@@ -85,6 +87,12 @@ struct ServingConfig {
   // The attention backend the prediction priced (the engine's name, --attention-backend; empty: the engine's
   // default), for the exports to launch the same.
   std::string attention_backend;
+  // Read by data-parallel attention engines only (serving/dp_attention_serving.hpp; the others run without): SGLang's two-batch overlap
+  // (--enable-two-batch-overlap), each step's batch run as two halves, one's all-to-alls beside the other's compute;
+  // and redundant experts (--ep-num-redundant-experts, EPLB's replicas): experts + redundant_experts slots spread
+  // whole over the ep GPUs, the tokens of an expert shared among its copies.
+  bool two_batch_overlap = false;
+  int redundant_experts = 0;
   // Speculative decoding (--speculative-tokens K, pp 1): a draft proposes K tokens a decode in K steps of one
   // block of the model's last block's shape and the LM head (the model's MTP module, or an EAGLE head), at the
   // decodes' tokens, and the model verifies them in one step of K + 1 positions a decode. Each drafted token is

@@ -172,3 +172,22 @@ def test_sglang_takes_a_data_parallel_attention_group_on_deepeps_kernels():
         assert parsed.enable_dp_attention and parsed.dp_size == plan["dp_attention"]
         assert parsed.moe_a2a_backend == "deepep" and parsed.deepep_mode == "auto"
         assert parsed.ep_size == plan["ep"] == parsed.tp_size
+
+
+def test_sglang_takes_two_batch_overlap_and_redundant_experts():
+    """The data-parallel attention group as simulated with SGLang's two-batch overlap and EPLB's redundant expert
+    slots: the export carries both, and SGLang's parser reads them back."""
+    answer = pipewright.serve_plan(model="deepseek-v3", cluster=TWO_NODES, gpus=16, quantization="fp8", requests=256,
+                                   prompt_tokens=1024, output_tokens=128, rate=20, top=1, engine="sglang",
+                                   export="sglang", two_batch_overlap=True, redundant_experts=16)
+    plan = answer["plans"][0]
+    assert plan["dp_attention"] > 1
+    launched = commands(answer["sglang_command"], "python -m sglang.launch_server")
+    assert launched, answer["sglang_command"]
+    for words in launched:
+        parser = argparse.ArgumentParser()
+        ServerArgs.add_cli_args(parser)
+        parsed = parser.parse_args(words[3:])
+        assert parsed.enable_two_batch_overlap
+        assert parsed.ep_num_redundant_experts == 16
+        assert parsed.moe_a2a_backend == "deepep" and parsed.ep_size == plan["ep"]

@@ -671,7 +671,7 @@ TEST_CASE("serve --dp-attention: data-parallel attention engines with the expert
                   "experts' experts over the engines (serve copies of a dense engine with --replicas)");
   check_bad_input(with(base, {"--dp-attention", "3"}),
                   "--dp-attention 3 x --tp 1: the 128 routed experts do not split evenly over 3 GPUs; pick dp x tp "
-                  "dividing 128");
+                  "dividing 128, or add redundant experts (--redundant-experts) to a multiple of 3");
 
   // serve plan tries groups of every size dividing the GPUs and the experts, per tp, as replicas.
   const CliResult plan = run_cli({"serve", "plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
@@ -693,6 +693,60 @@ TEST_CASE("serve --dp-attention: data-parallel attention engines with the expert
   }
   std::sort(shapes.begin(), shapes.end());
   CHECK(shapes == std::vector<std::pair<int, int>>{{1, 2}, {1, 4}, {1, 8}, {2, 2}, {2, 4}, {4, 2}});
+}
+
+TEST_CASE("serve --two-batch-overlap and --redundant-experts: SGLang's data-parallel attention engines, said in the report") {
+  const std::vector<std::string> base = {"serve", "simulate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100",
+                                         "--requests", "64", "--prompt-tokens", "512", "--output-tokens", "32",
+                                         "--rate", "20", "--engine", "sglang", "--engine-version", "0.5.6"};
+  const CliResult text = run_cli(with(base, {"--dp-attention", "3", "--redundant-experts", "4", "--two-batch-overlap"}));
+  INFO(text.err);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.rfind("qwen3-30b-a3b on dgx-h100 with SGLang 0.5.6: tp 1, pp 1 x 3 data-parallel attention engines, ep 3 "
+                       "(132 expert slots, 4 redundant), two-batch overlap (3 GPUs), ",
+                       0) == 0);
+  const nlohmann::json j =
+      nlohmann::json::parse(run_cli(with(base, {"--dp-attention", "4", "--two-batch-overlap", "--json"})).out);
+  CHECK(j.at("two_batch_overlap") == true);
+  CHECK(j.at("redundant_experts") == 0);
+  // The overlap hides all-to-alls: never slower than without it here, where each half's compute covers them.
+  const nlohmann::json plain = nlohmann::json::parse(run_cli(with(base, {"--dp-attention", "4", "--json"})).out);
+  CHECK(j.at("output_tokens_per_s").get<double>() != plain.at("output_tokens_per_s").get<double>());
+  check_bad_input(with(base, {"--two-batch-overlap"}),
+                  "--two-batch-overlap: only data-parallel attention engines overlap their expert all-to-alls with compute; "
+                  "add --dp-attention N or leave it out");
+  check_bad_input(with(base, {"--redundant-experts", "8"}),
+                  "--redundant-experts: replicas of whole experts are spread over data-parallel attention engines; add "
+                  "--dp-attention N or leave it out");
+  check_bad_input(with(base, {"--redundant-experts", "8", "--prefill-tp", "2", "--tp", "2"}),
+                  "--redundant-experts: replicas of whole experts are spread over data-parallel attention engines; add "
+                  "--dp-attention N or leave it out");
+  check_bad_input(with(base, {"--dp-attention", "4", "--redundant-experts", "4097"}),
+                  "--redundant-experts: must be from 0 to 4096, got 4097");
+  check_bad_input(with(base, {"--dp-attention", "3", "--redundant-experts", "5"}),
+                  "--dp-attention 3 x --tp 1: the 128 routed experts and 5 redundant ones do not split evenly over 3 GPUs; "
+                  "pick --redundant-experts so that experts + redundant is a multiple of 3");
+  const std::vector<std::string> vllm = {"serve", "simulate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100",
+                                         "--dp-attention", "4"};
+  check_bad_input(with(vllm, {"--two-batch-overlap"}),
+                  "--two-batch-overlap: SGLang's --enable-two-batch-overlap is what is modelled; add --engine sglang");
+  check_bad_input(with(vllm, {"--redundant-experts", "4"}),
+                  "--redundant-experts: SGLang's --ep-num-redundant-experts is what is modelled; add --engine sglang");
+  // serve plan tries the groups whose GPUs divide the experts with their redundant slots: 132 over 3, 4, 6 or 12 GPUs
+  // of 8 would, but 8 GPUs split into groups of 2, 4 or 8 only, and 4 divides 132: groups of 2 and 4.
+  const CliResult plan = run_cli({"serve", "plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                                  "--requests", "64", "--prompt-tokens", "512", "--output-tokens", "32", "--rate", "20",
+                                  "--engine", "sglang", "--redundant-experts", "4", "--two-batch-overlap", "--top", "100",
+                                  "--json"});
+  INFO(plan.err);
+  REQUIRE(plan.code == 0);
+  const nlohmann::json plans = nlohmann::json::parse(plan.out);
+  std::vector<int> groups;
+  for (const nlohmann::json& p : plans.at("plans"))
+    if (p.at("dp_attention").get<int>() > 1) groups.push_back(p.at("dp_attention").get<int>() * p.at("tp").get<int>());
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  CHECK(groups == std::vector<int>{2, 4});
 }
 
 TEST_CASE("serve plan --export vllm leaves out data-parallel attention, which vLLM balances otherwise, and says what that cost") {

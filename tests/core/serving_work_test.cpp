@@ -158,3 +158,66 @@ TEST_CASE("fp8 weights: the blocks read half the bytes and run their GEMMs at th
   CHECK(serving_weight_bytes(LayerKind::Block, ServingWeights::Fp8) == 1);
   CHECK(serving_weight_bytes(LayerKind::Head, ServingWeights::Fp8) == 2);
 }
+
+TEST_CASE("a batch in two halves: decodes dealt half and half, one prompt cut in two chunks, every sum the batch's") {
+  ServingBatch b;
+  b.decode_tokens = 7;
+  b.decode_context = 7000;
+  b.prefill_tokens = 4097;
+  b.prefill_sequences = 1;
+  b.prefill_pairs = 4097.0 * 4098 / 2;
+  b.prefill_kv_reads = 4097;
+  b.sampled_tokens = 8;
+  const auto [x, y] = split_in_two(b);
+  CHECK(x.decode_tokens == 3);
+  CHECK(y.decode_tokens == 4);
+  CHECK(x.decode_context == 3000);
+  CHECK(y.decode_context == 4000);
+  CHECK(x.prefill_tokens == 2048);
+  CHECK(y.prefill_tokens == 2049);
+  // The one prompt is a chunk in each half.
+  CHECK(x.prefill_sequences == 1);
+  CHECK(y.prefill_sequences == 1);
+  CHECK(x.prefill_pairs + y.prefill_pairs == b.prefill_pairs);
+  CHECK(x.prefill_pairs == Approx(b.prefill_pairs * 2048 / 4097).epsilon(1e-15));
+  CHECK(x.prefill_kv_reads + y.prefill_kv_reads == b.prefill_kv_reads);
+  CHECK(x.sampled_tokens + y.sampled_tokens == 8);
+  CHECK(x.tokens() + y.tokens() == b.tokens());
+  // Several prompts are dealt to the halves.
+  b.prefill_sequences = 5;
+  const auto [p, q] = split_in_two(b);
+  CHECK(p.prefill_sequences == 2);
+  CHECK(q.prefill_sequences == 3);
+  // An empty batch gives two empty halves.
+  const auto [e, f] = split_in_two(ServingBatch{});
+  CHECK(e.tokens() == 0);
+  CHECK(f.tokens() == 0);
+  CHECK(e.decode_context == 0);
+  CHECK(f.prefill_pairs == 0);
+}
+
+TEST_CASE("redundant expert slots: each GPU holds (experts + redundant) / ep of them, each reached by its share of the tokens") {
+  const Model m = model_preset("deepseek-v3");
+  const TransformerConfig& t = *m.transformer;
+  const Layer& moe = m.layers[5];
+  REQUIRE(moe.kind == LayerKind::Block);
+  REQUIRE(t.moe_block(moe.block));
+  // 256 experts and 32 redundant slots over 32 GPUs: 9 a GPU, where 8 of them hold 256 / 32.
+  const LayerParameters plain = serving_layer_parameters(t, moe, 1, 32);
+  const LayerParameters spread = serving_layer_parameters(t, moe, 1, 32, 32);
+  CHECK(spread.dense == plain.dense);
+  CHECK(spread.routed == Approx(plain.routed * 9 / 8).epsilon(1e-15));
+  // No redundancy without ep: every expert is split over tp.
+  CHECK(serving_layer_parameters(t, moe, 8, 1, 32).routed == serving_layer_parameters(t, moe, 8, 1).routed);
+  // A decode of 100 tokens over all the engines: each slot sees 100 x 8 / 288 copies and is read when any reaches it.
+  ServingBatch b;
+  b.decode_tokens = 4;
+  b.decode_context = 4000;
+  b.sampled_tokens = 4;
+  const ServingWork w = serving_layer_work(m, moe, 1, b, KvCacheDtype::Bf16, ServingWeights::Fp8, ServingExperts{32, 100, 32});
+  CHECK(w.routed_weight_bytes == Approx(spread.routed * (1 - std::pow(1 - 8.0 / 288, 100))).epsilon(1e-12));
+  // The routed FLOPs are the tokens' copies on this GPU, as without the replicas.
+  const ServingWork none = serving_layer_work(m, moe, 1, b, KvCacheDtype::Bf16, ServingWeights::Fp8, ServingExperts{32, 100, 0});
+  CHECK(w.routed_flops == Approx(none.routed_flops).epsilon(1e-12));
+  CHECK(none.routed_flops == Approx(2 * plain.routed * 100 * 8.0 / 256).epsilon(1e-12));
+}
