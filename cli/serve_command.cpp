@@ -144,11 +144,24 @@ void run_serve_simulate(const ServeOptions& o, std::ostream& out, int tp, int pp
 // The prefill pool's shape, given by --prefill-tp (its presence turns disaggregation on).
 struct PrefillPoolOptions {
   std::optional<int> tp;
-  int pp = 1, replicas = 1;
+  int pp = 1, replicas = 1, dp_attention = 1;
 };
 
-// --tp, --pp and --replicas give the decode pool.
-void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, int pp, int replicas,
+// "tp 2 pp 1 x 3", or "tp 1 x 32 data-parallel attention engines (ep 32) x 1".
+std::string pool_text(const ServingPool& p) {
+  if (p.dp_attention > 1)
+    return fmt::format("tp {} x {} data-parallel attention engines (ep {}) x {}", p.engine.tp, p.dp_attention,
+                       p.engine.tp * p.dp_attention, p.replicas);
+  return fmt::format("tp {} pp {} x {}", p.engine.tp, p.engine.pp, p.replicas);
+}
+
+nlohmann::ordered_json pool_json(const ServingPool& p) {
+  return {{"tp", p.engine.tp}, {"pp", p.engine.pp}, {"replicas", p.replicas}, {"dp_attention", p.dp_attention},
+          {"ep", p.dp_attention > 1 ? p.dp_attention * p.engine.tp : 1}};
+}
+
+// --tp, --pp, --dp-attention and --replicas give the decode pool.
+void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, int pp, int replicas, int dp_attention,
                              const PrefillPoolOptions& pool, const std::string& chrome_trace) {
   o.check();
   if (!chrome_trace.empty()) throw_bad_input("--chrome-trace: draws one engine's stages; leave out --prefill-tp for it");
@@ -156,21 +169,24 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
   const Cluster cluster = o.load_cluster_checked();
   check_engine(model, "--", tp, pp);
   check_engine(model, "--prefill-", *pool.tp, pool.pp);
-  refuse_dp_attention_settings(o);
+  if (dp_attention < 1) throw_bad_input("--dp-attention: must be at least 1, got {}", dp_attention);
+  if (pool.dp_attention < 1) throw_bad_input("--prefill-dp-attention: must be at least 1, got {}", pool.dp_attention);
+  if (dp_attention == 1 && pool.dp_attention == 1) refuse_dp_attention_settings(o);
   const std::vector<ServingRequest> requests = o.make_workload();
   ServingPool prefill, decode;
   prefill.engine = o.engine(*pool.tp, pool.pp, model, cluster);
   prefill.replicas = pool.replicas;
+  prefill.dp_attention = pool.dp_attention;
   decode.engine = o.engine(tp, pp, model, cluster);
   decode.replicas = replicas;
+  decode.dp_attention = dp_attention;
   const CostModelChain chain = o.cost_models();
   const CostModel& cost = chain.model();
   const DisaggregatedResult r = simulate_disaggregated(model, cluster, cost, prefill, decode, requests);
   const ServingMetrics m = serving_metrics(r.served, o.more_percentiles());
   if (o.json) {
     nlohmann::ordered_json j = {{"model", model.name}, {"cluster", cluster.name}, {"requests", requests.size()},
-                                {"prefill_pool", {{"tp", *pool.tp}, {"pp", pool.pp}, {"replicas", pool.replicas}}},
-                                {"decode_pool", {{"tp", tp}, {"pp", pp}, {"replicas", replicas}}}};
+                                {"prefill_pool", pool_json(prefill)}, {"decode_pool", pool_json(decode)}};
     add_metrics_json(j, m);
     j.update(nlohmann::ordered_json{{"makespan_s", r.served.makespan_s},
                                     {"kv_transfer_s_mean", r.kv_transfer_s},
@@ -182,9 +198,9 @@ void run_serve_disaggregated(const ServeOptions& o, std::ostream& out, int tp, i
     out << j.dump(2) << "\n";
     return;
   }
-  out << fmt::format("{} on {}: disaggregated, prefill pool tp {} pp {} x {}, decode pool tp {} pp {} x {} ({} GPUs), {}\n",
-                     model.name, cluster.name, *pool.tp, pool.pp, pool.replicas, tp, pp, replicas,
-                     prefill.gpus() + decode.gpus(), o.workload_text(requests.size()));
+  out << fmt::format("{} on {}: disaggregated, prefill pool {}, decode pool {} ({} GPUs), {}\n", model.name,
+                     cluster.name, pool_text(prefill), pool_text(decode), prefill.gpus() + decode.gpus(),
+                     o.workload_text(requests.size()));
   out << fmt::format("KV cache over {} per request on average ({} at {}); decode pool: at most {} requests running, "
                      "{} preemptions\n\n",
                      format_seconds(r.kv_transfer_s), r.kv_link.inter_node ? "between nodes" : "inside a node",
@@ -221,9 +237,13 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->capture_default_str();
   auto pool = std::make_shared<PrefillPoolOptions>();
   sim->add_option("--prefill-tp", pool->tp,
-                  "Disaggregated: a prefill pool of this tp (--tp, --pp, --replicas: the decode pool's)");
+                  "Disaggregated: a prefill pool of this tp (--tp, --pp, --dp-attention, --replicas: the decode pool's)");
   sim->add_option("--prefill-pp", pool->pp, "Disaggregated: the prefill pool's pp")->capture_default_str();
   sim->add_option("--prefill-replicas", pool->replicas, "Disaggregated: prefill engines")->capture_default_str();
+  sim->add_option("--prefill-dp-attention", pool->dp_attention,
+                  "Disaggregated: the prefill pool's engines as groups of this many data-parallel attention engines "
+                  "of --prefill-tp GPUs (--dp-attention: the decode pool's)")
+      ->capture_default_str();
   auto* plan = serve->add_subcommand("plan", "Search tp, pp and replicas for a workload on some GPUs");
   auto po = std::make_shared<ServePlanOptions>();
   po->serve.add_to(*plan);
@@ -235,10 +255,10 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto ro = std::make_shared<ServeRunOptions>();
   ro->add_to(*run);
   return [so, degrees, replicas, dp_attention, chrome_trace, pool, sim, po, plan, ro, run](std::ostream& out) {
-    if (sim->parsed() && pool->tp && *dp_attention != 1)
-      throw_bad_input("--dp-attention: separate prefill and decode pools run single engines here; leave out --prefill-tp");
+    if (sim->parsed() && !pool->tp && pool->dp_attention != 1)
+      throw_bad_input("--prefill-dp-attention: gives the prefill pool of a disaggregated run; add --prefill-tp");
     if (sim->parsed() && pool->tp)
-      run_serve_disaggregated(*so, out, degrees->first, degrees->second, *replicas, *pool, *chrome_trace);
+      run_serve_disaggregated(*so, out, degrees->first, degrees->second, *replicas, *dp_attention, *pool, *chrome_trace);
     if (sim->parsed() && !pool->tp)
       run_serve_simulate(*so, out, degrees->first, degrees->second, *replicas, *dp_attention, *chrome_trace);
     if (plan->parsed()) run_serve_plan(*po, out);

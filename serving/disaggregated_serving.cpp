@@ -6,6 +6,7 @@
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/kv_cache.hpp"
+#include "serving/dp_attention_serving.hpp"
 #include "serving/serving_replicas.hpp"
 
 namespace pw {
@@ -19,7 +20,8 @@ void refuse_closed_loop(const ServingPool& pool) {
 
 // A pool's GPUs, refused past half the int range so that both pools' sum stays a count (ServingPool::gpus).
 void check_pool_gpus(const ServingPool& pool, const char* what, const char* fix) {
-  bounded_product({pool.engine.tp, pool.engine.pp, pool.replicas}, std::numeric_limits<int>::max() / 2, what, fix);
+  bounded_product({pool.engine.tp, pool.engine.pp, pool.dp_attention, pool.replicas}, std::numeric_limits<int>::max() / 2,
+                  what, fix);
 }
 
 // The requests the decode pool serves (those with two or more outputs, arriving prefilled when their first token
@@ -60,11 +62,18 @@ ServingResult simulate_prefill_pool(const Model& model, const Cluster& cluster, 
                                     const ServingPool& prefill, const std::vector<ServingRequest>& requests) {
   refuse_closed_loop(prefill);
   if (prefill.replicas < 1) throw_bad_input("--prefill-replicas: must be at least 1, got {}", prefill.replicas);
-  check_pool_gpus(prefill, "GPUs of the prefill pool, --prefill-tp x --prefill-pp x --prefill-replicas",
+  check_pool_gpus(prefill, "GPUs of the prefill pool, --prefill-tp x --prefill-pp x --prefill-dp-attention x --prefill-replicas",
                   "use fewer prefill replicas");
   std::vector<ServingRequest> prompts = requests;
   for (ServingRequest& r : prompts) r.output_tokens = 1;
-  return simulate_replicas(model, cluster, cost, prefill.engine, prefill.replicas, prompts);
+  return simulate_pool(model, cluster, cost, prefill, prompts);
+}
+
+ServingResult simulate_pool(const Model& model, const Cluster& cluster, const CostModel& cost, const ServingPool& pool,
+                            const std::vector<ServingRequest>& requests) {
+  return pool.dp_attention > 1
+             ? simulate_dp_attention_groups(model, cluster, cost, pool.engine, pool.dp_attention, pool.replicas, requests)
+             : simulate_replicas(model, cluster, cost, pool.engine, pool.replicas, requests);
 }
 
 DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& cluster, const CostModel& cost,
@@ -72,14 +81,14 @@ DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& clus
                                          const ServingPool& decode, const std::vector<ServingRequest>& requests) {
   refuse_closed_loop(decode);
   if (decode.replicas < 1) throw_bad_input("--replicas: must be at least 1, got {}", decode.replicas);
-  check_pool_gpus(decode, "GPUs of the decode pool, --tp x --pp x --replicas", "use fewer replicas");
+  check_pool_gpus(decode, "GPUs of the decode pool, --tp x --pp x --dp-attention x --replicas", "use fewer replicas");
   cluster.check_capacity(prefill.gpus() + decode.gpus());
   DisaggregatedResult out;
   out.prefill = prefilled;
   out.kv_link = cost.p2p_link(cluster.link(0, prefill.gpus()));
   const auto [decodes, decoded, transfer] = decode_arrivals(model, prefill, prefilled, decode, requests, out.kv_link);
   out.kv_transfer_s = requests.empty() ? 0 : transfer / static_cast<double>(requests.size());
-  if (!decodes.empty()) out.decode = simulate_replicas(model, cluster, cost, decode.engine, decode.replicas, decodes);
+  if (!decodes.empty()) out.decode = simulate_pool(model, cluster, cost, decode, decodes);
 
   out.served.requests.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -105,6 +114,8 @@ DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& clus
 ServingFloor decode_pool_floor(const Model& model, const Cluster& cluster, const CostModel& cost,
                                const ServingPool& prefill, const ServingResult& prefilled, const ServingPool& decode,
                                const std::vector<ServingRequest>& requests) {
+  if (decode.dp_attention > 1)
+    throw_bad_input("a decode pool of data-parallel attention engines has no floor: its step waits on every engine");
   const LinkSpec kv_link = cost.p2p_link(cluster.link(0, prefill.gpus()));
   return serving_floor(model, cluster, cost, decode.engine,
                        decode_arrivals(model, prefill, prefilled, decode, requests, kv_link).decodes);

@@ -15,7 +15,10 @@ namespace pw {
 struct ServingPool {
   ServingConfig engine;  // tp, pp and the scheduler's limits of each replica
   int replicas = 1;
-  int gpus() const { return engine.tp * engine.pp * replicas; }
+  // > 1: each replica is a group of this many data-parallel attention engines of tp GPUs (pp 1), the experts spread
+  // over the group (serving/dp_attention_serving.hpp), as SGLang's wide-EP pools run.
+  int dp_attention = 1;
+  int gpus() const { return engine.tp * engine.pp * dp_attention * replicas; }
 };
 
 struct DisaggregatedResult {
@@ -27,13 +30,17 @@ struct DisaggregatedResult {
 
 // The seconds a prompt's KV cache takes from one pool to the other: latency + bytes / bandwidth of the link
 // between the pools, as many GPU pairs sending at once as the smaller engine has GPUs (each sends its own
-// shard of heads and layers).
+// shard of heads and layers; with data-parallel attention a request's cache is on one engine of tp GPUs).
 double kv_transfer_time(const Model& model, long prompt_tokens, const ServingPool& prefill, const ServingPool& decode,
                         const LinkSpec& link);
 
 // The prefill pool alone: each request's first token (its output_tokens taken as 1). BadInput for a closed loop.
 ServingResult simulate_prefill_pool(const Model& model, const Cluster& cluster, const CostModel& cost,
                                     const ServingPool& prefill, const std::vector<ServingRequest>& requests);
+
+// A pool's replicas (or groups of data-parallel attention engines) serving `requests`, every replicas-th each.
+ServingResult simulate_pool(const Model& model, const Cluster& cluster, const CostModel& cost, const ServingPool& pool,
+                            const std::vector<ServingRequest>& requests);
 
 // The decode pool after the prefill pool's `prefilled` result (a planner tries several decode pools on one).
 DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& cluster, const CostModel& cost,
@@ -42,7 +49,8 @@ DisaggregatedResult simulate_decode_pool(const Model& model, const Cluster& clus
 
 // What simulate_decode_pool's served requests cannot beat (serving/serving_replicas.hpp, serving_floor, over the
 // decode pool's requests as they arrive from the prefill pool: its first tokens and every request of two or more
-// outputs, in order).
+// outputs, in order), for a decode pool of single engines (a data-parallel attention group's step waits on every
+// engine's batch, which one request alone does not bound: BadInput).
 ServingFloor decode_pool_floor(const Model& model, const Cluster& cluster, const CostModel& cost,
                                const ServingPool& prefill, const ServingResult& prefilled, const ServingPool& decode,
                                const std::vector<ServingRequest>& requests);

@@ -228,8 +228,8 @@ TEST_CASE("serve simulate: bad input is one line naming the option") {
                   "GPUs, --tp x --pp x --replicas x --dp-attention = 8 x 1 x 268435456 x 2 is beyond 2147483647; use "
                   "fewer replicas");
   check_bad_input(with(base, {"--tp", "8", "--prefill-tp", "8", "--prefill-replicas", "2147483647", "--requests", "10"}),
-                  "GPUs of the prefill pool, --prefill-tp x --prefill-pp x --prefill-replicas = 8 x 1 x 2147483647 is "
-                  "beyond 1073741823; use fewer prefill replicas");
+                  "GPUs of the prefill pool, --prefill-tp x --prefill-pp x --prefill-dp-attention x --prefill-replicas = "
+                  "8 x 1 x 1 x 2147483647 is beyond 1073741823; use fewer prefill replicas");
 }
 
 TEST_CASE("serve plan: tp x pp x replicas using every GPU, by throughput, and SLOs no plan meets marked best effort") {
@@ -440,8 +440,8 @@ TEST_CASE("serve simulate --prefill-tp: disaggregated prefill and decode pools, 
   INFO(r.err);
   REQUIRE(r.code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  CHECK(j.at("prefill_pool") == nlohmann::json({{"tp", 2}, {"pp", 1}, {"replicas", 1}}));
-  CHECK(j.at("decode_pool") == nlohmann::json({{"tp", 2}, {"pp", 1}, {"replicas", 2}}));
+  CHECK(j.at("prefill_pool") == nlohmann::json({{"tp", 2}, {"pp", 1}, {"replicas", 1}, {"dp_attention", 1}, {"ep", 1}}));
+  CHECK(j.at("decode_pool") == nlohmann::json({{"tp", 2}, {"pp", 1}, {"replicas", 2}, {"dp_attention", 1}, {"ep", 1}}));
   for (const char* key : {"output_tokens_per_s", "ttft_p50_s", "tpot_p99_s", "kv_transfer_s_mean", "decode_max_running"})
     CHECK(j.contains(key));
   CHECK(j.at("kv_transfer_s_mean").get<double>() > 0);
@@ -458,6 +458,35 @@ TEST_CASE("serve simulate --prefill-tp: disaggregated prefill and decode pools, 
   check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--prefill-tp", "1", "--concurrency", "4"},
                   "--concurrency: a closed loop's next request waits on the decode pool's finishes, which the pools "
                   "simulated one after the other cannot see; give --rate or --trace with disaggregation");
+  check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--prefill-dp-attention", "2"},
+                  "--prefill-dp-attention: gives the prefill pool of a disaggregated run; add --prefill-tp");
+}
+
+TEST_CASE("serve simulate --prefill-tp with data-parallel attention pools: SGLang's wide-EP prefill and decode") {
+  const std::vector<std::string> wide = {"serve", "simulate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100",
+                                         "--engine", "sglang", "--prefill-tp", "1", "--prefill-dp-attention", "4",
+                                         "--tp", "2", "--dp-attention", "4", "--two-batch-overlap", "--rate", "20",
+                                         "--requests", "64", "--prompt-tokens", "1024", "--output-tokens", "32"};
+  const CliResult r = run_cli(with(wide, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.at("prefill_pool") == nlohmann::json({{"tp", 1}, {"pp", 1}, {"replicas", 1}, {"dp_attention", 4}, {"ep", 4}}));
+  CHECK(j.at("decode_pool") == nlohmann::json({{"tp", 2}, {"pp", 1}, {"replicas", 1}, {"dp_attention", 4}, {"ep", 8}}));
+  const CliResult text = run_cli(wide);
+  REQUIRE(text.code == 0);
+  CHECK(text.out.rfind("qwen3-30b-a3b on dgx-h100: disaggregated, prefill pool tp 1 x 4 data-parallel attention engines "
+                       "(ep 4) x 1, decode pool tp 2 x 4 data-parallel attention engines (ep 8) x 1 (12 GPUs), ",
+                       0) == 0);
+  const auto prefill_dp = [&](const std::string& dp) {
+    std::vector<std::string> args = wide;
+    *(std::find(args.begin(), args.end(), "--prefill-dp-attention") + 1) = dp;
+    return args;
+  };
+  check_bad_input(prefill_dp("0"), "--prefill-dp-attention: must be at least 1, got 0");
+  check_bad_input(prefill_dp("3"),
+                  "--dp-attention 3 x --tp 1: the 128 routed experts do not split evenly over 3 GPUs; pick dp x tp "
+                  "dividing 128, or add redundant experts (--redundant-experts) to a multiple of 3");
 }
 
 TEST_CASE("serve plan --disaggregate: prefill and decode pools beside single pools, ranked alike, a split exported whole") {

@@ -7,6 +7,7 @@
 #include "core/cluster.hpp"
 #include "core/kv_cache.hpp"
 #include "serving/disaggregated_serving.hpp"
+#include "serving/dp_attention_serving.hpp"
 #include "../error_text.hpp"
 
 using namespace pw;
@@ -65,4 +66,43 @@ TEST_CASE("disaggregated: a closed loop is refused, and a prefilled request need
   prefill.engine.concurrency = 0;
   CHECK(bad_input([&] { simulate_disaggregated(m, c, cost, ServingPool{}, ServingPool{}, {{0.0, 10, 1, true}}); }) ==
         "request 0: arrives prefilled with its one output token; nothing is left to decode");
+}
+
+TEST_CASE("disaggregated: either pool can be data-parallel attention engines, each pool the group it would be alone") {
+  const Model m = model_preset("qwen3-30b-a3b");
+  const Cluster c = cluster_preset("dgx-h100");
+  const AnalyticCostModel cost;
+  ServingPool prefill, decode;
+  prefill.dp_attention = 4;  // 4 GPUs, ep 4
+  decode.dp_attention = 8;   // 8 GPUs, ep 8
+  decode.engine.two_batch_overlap = true;
+  CHECK(prefill.gpus() == 4);
+  CHECK(decode.gpus() == 8);
+  const std::vector<ServingRequest> requests{{0.0, 800, 4}, {0.01, 600, 3}, {0.02, 900, 5}, {0.03, 400, 2}, {0.04, 700, 1}};
+  const DisaggregatedResult r = simulate_disaggregated(m, c, cost, prefill, decode, requests);
+  // The prefill pool: the group alone on the prompts, one output each.
+  std::vector<ServingRequest> prompts = requests;
+  for (ServingRequest& q : prompts) q.output_tokens = 1;
+  const ServingResult alone = simulate_dp_attention_groups(m, c, cost, prefill.engine, 4, 1, prompts);
+  for (size_t i = 0; i < requests.size(); ++i)
+    CHECK(r.served.requests[i].first_token_s == Approx(alone.requests[i].first_token_s).epsilon(1e-12));
+  // The decode pool: the group alone on the requests of two or more outputs, arriving prefilled after the transfer.
+  std::vector<ServingRequest> decodes;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].output_tokens < 2) continue;
+    ServingRequest d = requests[i];
+    d.prefilled = true;
+    d.first_token_s = alone.requests[i].first_token_s;
+    d.arrival_s = d.first_token_s + kv_transfer_time(m, d.prompt_tokens, prefill, decode, cost.p2p_link(c.link(0, 4)));
+    decodes.push_back(d);
+  }
+  const ServingResult decoded = simulate_dp_attention_groups(m, c, cost, decode.engine, 8, 1, decodes);
+  REQUIRE(decoded.requests.size() == 4);
+  for (size_t i = 0, j = 0; i < requests.size(); ++i) {
+    if (requests[i].output_tokens < 2) continue;
+    CHECK(r.served.requests[i].last_token_s == Approx(decoded.requests[j++].last_token_s).epsilon(1e-12));
+  }
+  // A decode pool of lockstep engines has no floor for the planner to prune with.
+  CHECK(bad_input([&] { decode_pool_floor(m, c, cost, prefill, r.prefill, decode, requests); }) ==
+        "a decode pool of data-parallel attention engines has no floor: its step waits on every engine");
 }
