@@ -27,6 +27,7 @@ struct ServingBatch {
 
   long tokens() const { return prefill_tokens + decode_tokens; }
   long sequences() const { return prefill_sequences + decode_tokens; }
+  friend bool operator==(const ServingBatch&, const ServingBatch&) = default;
 };
 
 // The weights an engine serves with: bf16, or vLLM's and SGLang's --quantization fp8 (per-tensor fp8 weights

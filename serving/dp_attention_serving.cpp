@@ -85,18 +85,24 @@ double exchange_time(const TransformerConfig& t, const CostModel& cost, const Se
   return cost.expert_comm_time(exchange, Phase::Forward, links);
 }
 
-// Each layer's time on the engine slowest at it, for every engine's batch.
+// Each layer's time on the engine slowest at it, for every engine's batch (each batch priced once: engines given
+// alike batches, as a lockstep step often gives them, are one question to the cost model and one share of its
+// report).
 std::vector<double> slowest_layers(const Model& model, const Cluster& cluster, const CostModel& cost,
                                    const ServingConfig& engine, const StepLinks& links,
                                    const std::vector<ServingBatch>& batches) {
   const GpuSpec& gpu = cluster.gpu_at(0);
   ServingExperts experts{links.ep.ranks, 0, engine.redundant_experts};
-  for (const ServingBatch& b : batches) experts.tokens += static_cast<double>(b.tokens());
+  std::vector<ServingBatch> distinct;
+  for (const ServingBatch& b : batches) {
+    experts.tokens += static_cast<double>(b.tokens());
+    if (std::find(distinct.begin(), distinct.end(), b) == distinct.end()) distinct.push_back(b);
+  }
   std::vector<double> slowest(model.layers.size(), 0.0);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const Layer& l = model.layers[i];
     if (l.kind == LayerKind::Mtp) continue;
-    for (const ServingBatch& b : batches)
+    for (const ServingBatch& b : distinct)
       slowest[i] = std::max(slowest[i], cost.serving_time(l, serving_layer_work(model, l, engine.tp, b, engine.kv_dtype,
                                                                                 engine.weights, experts),
                                                           gpu, links.tp, engine.tp));
@@ -132,26 +138,29 @@ double step_time(const Model& model, const Cluster& cluster, const CostModel& co
     const std::vector<double> a = slowest_layers(model, cluster, cost, engine, links, first);
     const std::vector<double> b = slowest_layers(model, cluster, cost, engine, links, second);
     const double share = prefill ? cost.all_to_all_sm_share() : 0.0;
-    const double exchange_a = exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(first)) / engine.tp, prefill);
-    const double exchange_b = exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(second)) / engine.tp, prefill);
+    const double tokens_a = static_cast<double>(busiest_tokens(first)) / engine.tp;
+    const double tokens_b = static_cast<double>(busiest_tokens(second)) / engine.tp;
     double step = 0;
     for (size_t i = 0; i < model.layers.size(); ++i) {
       const Layer& l = model.layers[i];
-      if (l.kind == LayerKind::Block && t.moe_block(l.block))
+      if (l.kind == LayerKind::Block && t.moe_block(l.block)) {
+        // Asked layer by layer, so that a priced report counts each MoE layer's exchange.
+        const double exchange_a = exchange_time(t, cost, engine, links.ep, tokens_a, prefill);
+        const double exchange_b = exchange_time(t, cost, engine, links.ep, tokens_b, prefill);
         step += overlapped_pair_time(a[i] + exchange_a, exchange_a, b[i] + exchange_b, exchange_b, share);
-      else
+      } else {
         step += a[i] + b[i];
+      }
     }
     return step;
   }
   const std::vector<double> slowest = slowest_layers(model, cluster, cost, engine, links, batches);
-  const double exchange =
-      exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(batches)) / engine.tp, prefill);
+  const double tokens = static_cast<double>(busiest_tokens(batches)) / engine.tp;
   double step = 0;
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const Layer& l = model.layers[i];
     step += slowest[i];
-    if (l.kind == LayerKind::Block && t.moe_block(l.block)) step += exchange;
+    if (l.kind == LayerKind::Block && t.moe_block(l.block)) step += exchange_time(t, cost, engine, links.ep, tokens, prefill);
   }
   return step;
 }
