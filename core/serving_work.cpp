@@ -45,6 +45,17 @@ ServingBatch serving_batch(const ServingStep& step) {
   return b;
 }
 
+ServingBatch draft_batch(const ServingStep& step) {
+  ServingBatch decodes;
+  for (const SequenceChunk& c : step)
+    if (c.verifies) {
+      ++decodes.decode_tokens;
+      decodes.decode_context += static_cast<double>(c.start + 1);
+      ++decodes.sampled_tokens;
+    }
+  return decodes;
+}
+
 std::pair<ServingBatch, ServingBatch> split_in_two(const ServingBatch& b) {
   ServingBatch first, second;
   const auto halve = [](long n) { return std::pair<long, long>{n / 2, n - n / 2}; };

@@ -62,6 +62,10 @@ int serving_layer_kernels(const TransformerConfig& t, const Layer& layer);
 // after the cached ones, each of them sampled.
 ServingBatch serving_batch(const ServingStep& step);
 
+// The decodes a step verifies (speculative decoding), as the batch the draft runs at: one token each over its
+// context (the draft keeps a cache of its own as long). Empty without verifications.
+ServingBatch draft_batch(const ServingStep& step);
+
 // A batch as two micro-batches of about half its tokens each (SGLang's two-batch overlap: the decodes dealt half
 // and half, one prompt cut in two chunks, several dealt to either half); every count, context and pair of the two
 // sums to the batch's.

@@ -40,9 +40,6 @@ void check_dp_attention(const Model& model, const ServingConfig& engine, int dp)
   if (engine.pp != 1)
     throw_bad_input("--dp-attention: each engine runs one stage (pp 1), got --pp {}; use --tp for a wider engine",
                     engine.pp);
-  if (engine.speculative_tokens > 0)
-    throw_bad_input("--dp-attention with --speculative-tokens: the lockstep engines' draft steps are not modelled; "
-                    "leave one of them out");
   const int ep = dp * engine.tp;
   if (engine.redundant_experts < 0 || engine.redundant_experts > kMaxRedundantExperts)
     throw_bad_input("--redundant-experts: must be from 0 to {}, got {}", kMaxRedundantExperts, engine.redundant_experts);
@@ -85,28 +82,44 @@ double exchange_time(const TransformerConfig& t, const CostModel& cost, const Se
   return cost.expert_comm_time(exchange, Phase::Forward, links);
 }
 
-// Each layer's time on the engine slowest at it, for every engine's batch (each batch priced once: engines given
-// alike batches, as a lockstep step often gives them, are one question to the cost model and one share of its
-// report).
+// Each batch once: engines given alike batches, as a lockstep step often gives them, are one question to the cost
+// model and one share of its report.
+std::vector<ServingBatch> distinct_batches(const std::vector<ServingBatch>& batches) {
+  std::vector<ServingBatch> distinct;
+  for (const ServingBatch& b : batches)
+    if (std::find(distinct.begin(), distinct.end(), b) == distinct.end()) distinct.push_back(b);
+  return distinct;
+}
+
+// Layer l's time on the engine slowest at it (`distinct`: the engines' batches), its experts seeing every engine's
+// tokens.
+double slowest_layer(const Model& model, const Layer& l, const Cluster& cluster, const CostModel& cost,
+                     const ServingConfig& engine, const StepLinks& links, const std::vector<ServingBatch>& distinct,
+                     const ServingExperts& experts) {
+  double slowest = 0;
+  for (const ServingBatch& b : distinct)
+    slowest = std::max(slowest, cost.serving_time(l, serving_layer_work(model, l, engine.tp, b, engine.kv_dtype,
+                                                                        engine.weights, experts),
+                                                  cluster.gpu_at(0), links.tp, engine.tp));
+  return slowest;
+}
+
+ServingExperts experts_of(const StepLinks& links, const ServingConfig& engine, const std::vector<ServingBatch>& batches) {
+  ServingExperts experts{links.ep.ranks, 0, engine.redundant_experts};
+  for (const ServingBatch& b : batches) experts.tokens += static_cast<double>(b.tokens());
+  return experts;
+}
+
+// Each layer's time on the engine slowest at it, for every engine's batch.
 std::vector<double> slowest_layers(const Model& model, const Cluster& cluster, const CostModel& cost,
                                    const ServingConfig& engine, const StepLinks& links,
                                    const std::vector<ServingBatch>& batches) {
-  const GpuSpec& gpu = cluster.gpu_at(0);
-  ServingExperts experts{links.ep.ranks, 0, engine.redundant_experts};
-  std::vector<ServingBatch> distinct;
-  for (const ServingBatch& b : batches) {
-    experts.tokens += static_cast<double>(b.tokens());
-    if (std::find(distinct.begin(), distinct.end(), b) == distinct.end()) distinct.push_back(b);
-  }
+  const ServingExperts experts = experts_of(links, engine, batches);
+  const std::vector<ServingBatch> distinct = distinct_batches(batches);
   std::vector<double> slowest(model.layers.size(), 0.0);
-  for (size_t i = 0; i < model.layers.size(); ++i) {
-    const Layer& l = model.layers[i];
-    if (l.kind == LayerKind::Mtp) continue;
-    for (const ServingBatch& b : distinct)
-      slowest[i] = std::max(slowest[i], cost.serving_time(l, serving_layer_work(model, l, engine.tp, b, engine.kv_dtype,
-                                                                                engine.weights, experts),
-                                                          gpu, links.tp, engine.tp));
-  }
+  for (size_t i = 0; i < model.layers.size(); ++i)
+    if (model.layers[i].kind != LayerKind::Mtp)
+      slowest[i] = slowest_layer(model, model.layers[i], cluster, cost, engine, links, distinct, experts);
   return slowest;
 }
 
@@ -165,12 +178,36 @@ double step_time(const Model& model, const Cluster& cluster, const CostModel& co
   return step;
 }
 
+// Speculative decoding's K draft steps before a lockstep step's verifications: each the draft's block (of the
+// model's last block's shape, as the engine's own draft: ServingEngine::draft_runs) and LM head at every engine's
+// verifying decodes, the block's experts over the ep group as the model's (a MoE draft block's exchange too: the
+// draft steps are lockstep steps of their own). 0 without verifications.
+double draft_time(const Model& model, const Cluster& cluster, const CostModel& cost, const ServingConfig& engine,
+                  const StepLinks& links, const std::vector<ServingBatch>& drafts) {
+  if (engine.speculative_tokens == 0 || busiest_tokens(drafts) == 0) return 0;
+  const TransformerConfig& t = *model.transformer;
+  const ServingExperts experts = experts_of(links, engine, drafts);
+  const std::vector<ServingBatch> distinct = distinct_batches(drafts);
+  double step = 0;
+  for (auto it = model.layers.rbegin(); it != model.layers.rend(); ++it)
+    if (it->kind == LayerKind::Block) {
+      step += slowest_layer(model, *it, cluster, cost, engine, links, distinct, experts);
+      if (t.moe_block(it->block))
+        step += exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(drafts)) / engine.tp, false);
+      break;
+    }
+  for (const Layer& l : model.layers)
+    if (l.kind == LayerKind::Head) step += slowest_layer(model, l, cluster, cost, engine, links, distinct, experts);
+  return engine.speculative_tokens * step;
+}
+
 }  // namespace
 
 double dp_attention_step_time(const Model& model, const Cluster& cluster, const CostModel& cost,
-                              const ServingConfig& engine, const std::vector<ServingBatch>& batches) {
-  return step_time(model, cluster, cost, engine, step_links(cluster, engine.tp, static_cast<int>(batches.size())),
-                   batches);
+                              const ServingConfig& engine, const std::vector<ServingBatch>& batches,
+                              const std::vector<ServingBatch>& drafts) {
+  const StepLinks links = step_links(cluster, engine.tp, static_cast<int>(batches.size()));
+  return step_time(model, cluster, cost, engine, links, batches) + draft_time(model, cluster, cost, engine, links, drafts);
 }
 
 ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, const CostModel& cost,
@@ -198,13 +235,14 @@ ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, 
   };
   while (!all_done()) {
     std::vector<ServingStep> steps(static_cast<size_t>(dp));
-    std::vector<ServingBatch> batches(static_cast<size_t>(dp));
+    std::vector<ServingBatch> batches(static_cast<size_t>(dp)), drafts(static_cast<size_t>(dp));
     bool any = false;
     for (size_t r = 0; r < engines.size(); ++r) {
       engines[r]->complete_until(now);
       engines[r]->admit_arrivals(now);
       steps[r] = engines[r]->schedule();
       batches[r] = serving_batch(steps[r]);
+      if (engine.speculative_tokens > 0) drafts[r] = draft_batch(steps[r]);
       any = any || !steps[r].empty();
     }
     if (!any) {
@@ -216,7 +254,8 @@ ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, 
       now = std::max(now, next);
       continue;
     }
-    const double time = step_time(model, cluster, cost, rank_config, links, batches);
+    const double time =
+        step_time(model, cluster, cost, rank_config, links, batches) + draft_time(model, cluster, cost, rank_config, links, drafts);
     for (size_t r = 0; r < engines.size(); ++r) engines[r]->launch_timed(std::move(steps[r]), now, time);
     now += time;
   }

@@ -12,14 +12,15 @@
 // on all GPUs at the balanced routing the model assumes) plus, for a MoE layer, the dispatch and combine
 // all-to-alls of the busiest engine's GPU (its tokens / tp, top_k copies each, over the ep group's links).
 // Requests go to the engines in turn, as SGLang's default --load-balance-method round_robin sends them (the
-// i-th to engine i mod dp), and a closed loop's concurrency is split among them.
+// i-th to engine i mod dp), and a closed loop's concurrency is split among them. With speculative decoding each
+// step first runs the draft's K steps at every engine's verifying decodes, in lockstep too.
 #include <vector>
 
 #include "serving/serving_sim.hpp"
 
 namespace pw {
 
-// BadInput for a model without routed experts, pp > 1, dp < 2, or experts that dp x tp does not divide, and
+// BadInput for a model without routed experts, pp > 1, dp < 2, or expert slots that dp x tp does not divide, and
 // for whatever an engine refuses (weights that leave no KV cache, a request larger than it).
 ServingResult simulate_dp_attention(const Model& model, const Cluster& cluster, const CostModel& cost,
                                     const ServingConfig& engine, int dp, const std::vector<ServingRequest>& requests);
@@ -30,8 +31,11 @@ ServingResult simulate_dp_attention_groups(const Model& model, const Cluster& cl
                                            const ServingConfig& engine, int dp, int groups,
                                            const std::vector<ServingRequest>& requests);
 
-// One lockstep step's time for the engines' batches (an empty batch for an idle engine).
+// One lockstep step's time for the engines' batches (an empty batch for an idle engine), after the draft's
+// speculative_tokens steps at the decodes each engine verifies (`drafts`: draft_batch of each engine's step; none
+// without speculative decoding).
 double dp_attention_step_time(const Model& model, const Cluster& cluster, const CostModel& cost,
-                              const ServingConfig& engine, const std::vector<ServingBatch>& batches);
+                              const ServingConfig& engine, const std::vector<ServingBatch>& batches,
+                              const std::vector<ServingBatch>& drafts = {});
 
 }  // namespace pw

@@ -457,13 +457,7 @@ class ServingEngine {
   // their contexts (the draft keeps a cache of its own as long). 0 without verifications.
   double draft_s(const ServingStep& step) const {
     if (c_.speculative_tokens == 0) return 0;  // every step passes here: no walk over its chunks without drafts
-    ServingBatch decodes;
-    for (const SequenceChunk& c : step)
-      if (c.verifies) {
-        ++decodes.decode_tokens;
-        decodes.decode_context += static_cast<double>(c.start + 1);
-        ++decodes.sampled_tokens;
-      }
+    const ServingBatch decodes = draft_batch(step);
     if (decodes.decode_tokens == 0) return 0;
     const size_t last = static_cast<size_t>(c_.pp - 1);
     return c_.speculative_tokens *

@@ -6,6 +6,7 @@
 #include "../error_text.hpp"
 #include "core/analytic_cost_model.hpp"
 #include "core/cluster.hpp"
+#include "core/expert_parallel.hpp"
 #include "serving/dp_attention_serving.hpp"
 #include "serving/serving_replicas.hpp"
 #include "serving/serving_sim.hpp"
@@ -127,8 +128,66 @@ TEST_CASE("speculative decoding is refused where it is not modelled, and its set
   c = speculating(3, 1.5);
   CHECK(bad_input([&] { simulate_serving(x.model, x.cluster, x.cost, c, {{0.0, 10, 4}}); }) ==
         "--acceptance-rate: must be in (0, 1], got 1.5");
+}
+
+TEST_CASE("speculative decoding with data-parallel attention: the draft's K lockstep steps before each verification") {
   const Model moe = model_preset("qwen3-30b-a3b");
-  CHECK(bad_input([&] { simulate_dp_attention(moe, x.cluster, x.cost, speculating(3, 0.8), 2, {{0.0, 10, 4}}); }) ==
-        "--dp-attention with --speculative-tokens: the lockstep engines' draft steps are not modelled; leave one of them "
-        "out");
+  const Cluster cluster = cluster_preset("dgx-h100");
+  const AnalyticCostModel cost;
+  const ServingConfig c = speculating(3, 1.0);  // every drafted token accepted: 4 tokens a step
+  // One request on the first of two engines: its prefill, then decode steps of 4 positions each, every one after the
+  // draft's 3 steps at its one verifying decode.
+  const ServingResult r = simulate_dp_attention(moe, cluster, cost, c, 2, {{0.0, 100, 9}});
+  ServingConfig lockstep = c;
+  lockstep.ep = 2;
+  ServingBatch prefill;
+  prefill.prefill_tokens = 100;
+  prefill.prefill_sequences = 1;
+  prefill.prefill_pairs = 100.0 * 101 / 2;
+  prefill.prefill_kv_reads = 100;
+  prefill.sampled_tokens = 1;
+  const double first = dp_attention_step_time(moe, cluster, cost, lockstep, {prefill, ServingBatch{}});
+  CHECK(r.requests[0].first_token_s == Approx(first).epsilon(1e-12));
+  // Tokens 2 to 9: two verification steps of 4 (after 100 and 104 cached positions).
+  double last = first;
+  for (long cached : {100L, 104L}) {
+    const ServingStep step{{0, cached, 4, true, true}};
+    const ServingBatch verify = serving_batch(step);
+    const ServingBatch draft = draft_batch(step);
+    CHECK(draft.decode_tokens == 1);
+    CHECK(draft.decode_context == cached + 1);
+    const double with_drafts = dp_attention_step_time(moe, cluster, cost, lockstep, {verify, ServingBatch{}}, {draft, ServingBatch{}});
+    const double without = dp_attention_step_time(moe, cluster, cost, lockstep, {verify, ServingBatch{}});
+    CHECK(with_drafts > without);
+    last += with_drafts;
+  }
+  CHECK(r.requests[0].last_token_s == Approx(last).epsilon(1e-12));
+  // The draft: 3 x (the last block, whose experts the two engines' GPUs hold, its exchange, and the head).
+  const ServingStep step{{0, 100, 4, true, true}};
+  const ServingBatch draft = draft_batch(step);
+  ServingConfig no_drafts = lockstep;
+  no_drafts.speculative_tokens = 0;
+  const double drafts = dp_attention_step_time(moe, cluster, cost, lockstep, {serving_batch(step), ServingBatch{}}, {draft, ServingBatch{}}) -
+                        dp_attention_step_time(moe, cluster, cost, no_drafts, {serving_batch(step), ServingBatch{}}, {draft, ServingBatch{}});
+  const ServingExperts experts{2, 1, 0};
+  const Layer& block = moe.layers[moe.layers.size() - 2];
+  const Layer& head = moe.layers.back();
+  REQUIRE(block.kind == LayerKind::Block);
+  REQUIRE(head.kind == LayerKind::Head);
+  const auto layer_s = [&](const Layer& l, const ServingBatch& b) {
+    return cost.serving_time(l, serving_layer_work(moe, l, 1, b, KvCacheDtype::Bf16, ServingWeights::Bf16, experts),
+                             cluster.gpu, cluster.intra_node, 1);
+  };
+  ParallelConfig pc;
+  pc.dp = 2;
+  pc.ep = 2;
+  const AllToAllLinks links = all_to_all_links(cluster, pc, 0);
+  const TransformerConfig& t = *moe.transformer;
+  const double copies = 1.0 * t.moe->top_k * t.hidden;
+  const RoutedDispatch low_latency{t.moe->experts, t.moe->top_k, false, t.moe->groups, t.moe->top_groups, 1, static_cast<int>(t.hidden),
+                                   DeepEpKernels::LowLatency};
+  const double exchange = cost.all_to_all_time(2 * copies, links, low_latency) + cost.all_to_all_time(2 * copies, links, low_latency);
+  const double one = std::max(layer_s(block, draft), layer_s(block, ServingBatch{})) + exchange +
+                     std::max(layer_s(head, draft), layer_s(head, ServingBatch{}));
+  CHECK(drafts == Approx(3 * one).epsilon(1e-9));
 }
