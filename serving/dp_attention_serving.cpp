@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/expert_parallel.hpp"
@@ -85,9 +86,13 @@ double exchange_time(const TransformerConfig& t, const CostModel& cost, const Se
 // Each batch once: engines given alike batches, as a lockstep step often gives them, are one question to the cost
 // model and one share of its report.
 std::vector<ServingBatch> distinct_batches(const std::vector<ServingBatch>& batches) {
-  std::vector<ServingBatch> distinct;
-  for (const ServingBatch& b : batches)
-    if (std::find(distinct.begin(), distinct.end(), b) == distinct.end()) distinct.push_back(b);
+  const auto fields = [](const ServingBatch& b) {
+    return std::tie(b.prefill_tokens, b.prefill_sequences, b.prefill_pairs, b.prefill_kv_reads, b.decode_tokens,
+                    b.decode_context, b.sampled_tokens);
+  };
+  std::vector<ServingBatch> distinct = batches;
+  std::sort(distinct.begin(), distinct.end(), [&](const ServingBatch& a, const ServingBatch& b) { return fields(a) < fields(b); });
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   return distinct;
 }
 
