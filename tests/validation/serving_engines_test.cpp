@@ -139,7 +139,7 @@ std::string serving_figure_svg(const std::vector<Figure>& figures) {
       if (metric_class(f.metric) == panels[p]) lo = std::min({lo, f.measured, f.predicted}), hi = std::max({hi, f.measured, f.predicted});
     const double x0 = pad + static_cast<double>(p) * (w + pad), y0 = pad;
     svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"none\" stroke=\"#888\"/>\n", x0, y0, w, h);
-    const std::string unit = panels[p] == "throughput" ? "output tokens/s" : "seconds";
+    const std::string unit = panels[p] == "throughput" ? "tokens/s" : "seconds";
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{} (measured across, predicted up; {}, log)</text>\n", x0, y0 - 8, panels[p], unit);
     if (hi <= 0) continue;
     const double a = std::log10(lo) - 0.1, b = std::log10(hi) + 0.1;
