@@ -76,11 +76,10 @@ std::string sglang_disaggregated_commands(const ServingPlan& plan, const Serving
       const ServerPlace& p = places[e];
       const int port = kFirstPort + server;
       std::string flags = fmt::format(" \\\n  --disaggregation-mode {}", prefill ? "prefill" : "decode");
+      // The decode servers read the prefill pool's tp, dp and pp from its bootstrap server (SGLang 0.5.23:
+      // PrefillServerInfo in srt/disaggregation/common/conn.py): no flag names the other pool's shape.
       if (prefill)
-        flags += fmt::format(" \\\n  --disaggregation-bootstrap-port {} \\\n  --disaggregation-decode-tp {}",
-                             kFirstBootstrapPort + static_cast<int>(e), l.decode.tp);
-      else if (l.prefill.pp > 1)
-        flags += fmt::format(" \\\n  --disaggregation-prefill-pp {}", l.prefill.pp);
+        flags += fmt::format(" \\\n  --disaggregation-bootstrap-port {}", kFirstBootstrapPort + static_cast<int>(e));
       flags += fmt::format(" \\\n  --host 0.0.0.0 \\\n  --port {} \\\n  --base-gpu-id {}", port, p.local_gpu);
       flags += sglang_engine_flags(pool.tp, pool.pp, 1, prefill ? prefill_engine : decode_engine, role);
       const std::string launch = "python -m sglang.launch_server --model-path " + model + flags;

@@ -3,12 +3,12 @@
 // that run it: one server per engine, each on its own GPUs, and a router that sends each request to the next
 // prefill server and the next decode server in turn, as the simulation assigns them (serving/serving_replicas.hpp).
 //
-// SGLang (checked at sgl-project/sglang 08edc506: docs/advanced_features/pd_disaggregation.md and router.md,
-// python/sglang/srt/server_args.py): `--disaggregation-mode prefill|decode`, each prefill server's
-// `--disaggregation-bootstrap-port` (8998 by default, one per server here), `--disaggregation-decode-tp` on the
-// prefill servers (the decode pool's tp; SGLang asserts one tp divides the other), `--disaggregation-prefill-pp`
-// on the decode servers (the prefill pool's pp), `--base-gpu-id` for a server that does not start at a node's
-// GPU 0, and `python -m sglang_router.launch_router --pd-disaggregation --prefill URL BOOTSTRAP_PORT --decode URL
+// SGLang (checked at sgl-project/sglang 08edc506: docs/advanced_features/pd_disaggregation.md and router.md, and
+// against SGLang 0.5.23's own parser: python/tests/test_serving_exports.py): `--disaggregation-mode
+// prefill|decode`, each prefill server's `--disaggregation-bootstrap-port` (8998 by default, one per server here;
+// the decode servers read the prefill pool's tp, dp and pp from it, srt/disaggregation/common/conn.py's
+// PrefillServerInfo, so no flag names the other pool's shape: 0.5.23 has no --disaggregation-decode-tp or
+// --disaggregation-prefill-pp), `--base-gpu-id` for a server that does not start at a node's GPU 0, and `python -m sglang_router.launch_router --pd-disaggregation --prefill URL BOOTSTRAP_PORT --decode URL
 // --prefill-policy round_robin --decode-policy round_robin`. An engine wider than a node spans whole nodes with
 // --nnodes, --node-rank and --dist-init-addr.
 //

@@ -191,3 +191,49 @@ def test_sglang_takes_two_batch_overlap_and_redundant_experts():
         assert parsed.enable_two_batch_overlap
         assert parsed.ep_num_redundant_experts == 16
         assert parsed.moe_a2a_backend == "deepep" and parsed.ep_size == plan["ep"]
+
+
+def test_a_disaggregated_plan_reaches_sglang_whole():
+    """A split plan 1 (a 6 ms TPOT only decode pools free of prefills meet): every server SGLang's parser reads with
+    its role, tp and pp as planned, and the router its prefill and decode servers with their bootstrap ports."""
+    answer = pipewright.serve_plan(model="llama3-8b", cluster="dgx-h100", gpus=4, requests=128, prompt_tokens=2048,
+                                   output_tokens=64, rate=40, tpot_slo=0.006, disaggregate=True, top=1,
+                                   engine="sglang", export="sglang")
+    plan = answer["plans"][0]
+    assert plan["prefill_pool"] is not None
+    roles = {"prefill": [], "decode": []}
+    for words in commands(answer["sglang_command"], "python -m sglang.launch_server"):
+        parser = argparse.ArgumentParser()
+        ServerArgs.add_cli_args(parser)
+        server = parser.parse_args(words[3:])
+        roles[server.disaggregation_mode].append(server)
+    pool = plan["prefill_pool"]
+    assert len(roles["prefill"]) == pool["replicas"] and len(roles["decode"]) == plan["replicas"]
+    assert all((s.tp_size, s.pp_size) == (pool["tp"], pool["pp"]) for s in roles["prefill"])
+    assert all((s.tp_size, s.pp_size) == (plan["tp"], plan["pp"]) for s in roles["decode"])
+    (words,) = commands(answer["sglang_command"], "python -m sglang_router.launch_router")
+    parser = argparse.ArgumentParser()
+    RouterArgs.add_cli_args(parser)
+    router = RouterArgs.from_cli_args(parser.parse_args(words[3:]))
+    assert router.pd_disaggregation
+    assert len(router.prefill_urls) == pool["replicas"] and len(router.decode_urls) == plan["replicas"]
+    assert sorted(port for _, port in router.prefill_urls) == sorted(s.disaggregation_bootstrap_port
+                                                                   for s in roles["prefill"])
+
+
+def test_a_disaggregated_plan_reaches_vllm_whole():
+    """The same split plan 1 for vLLM: each server's engine as planned, a NIXL producer or consumer."""
+    answer = pipewright.serve_plan(model="llama3-8b", cluster="dgx-h100", gpus=4, requests=128, prompt_tokens=2048,
+                                   output_tokens=64, rate=40, tpot_slo=0.006, disaggregate=True, top=1,
+                                   engine="vllm", export="vllm")
+    plan = answer["plans"][0]
+    pool = plan["prefill_pool"]
+    assert pool is not None
+    roles = {"kv_producer": [], "kv_consumer": []}
+    for words in commands(answer["vllm_command"], "vllm serve"):
+        _, engine = vllm_engine(words)
+        roles[engine.kv_transfer_config.kv_role].append(engine)
+        assert engine.kv_transfer_config.kv_connector == "NixlConnector"
+    assert len(roles["kv_producer"]) == pool["replicas"] and len(roles["kv_consumer"]) == plan["replicas"]
+    assert all(e.tensor_parallel_size == pool["tp"] for e in roles["kv_producer"])
+    assert all(e.tensor_parallel_size == plan["tp"] for e in roles["kv_consumer"])

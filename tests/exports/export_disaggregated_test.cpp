@@ -1,7 +1,6 @@
 // exports/disaggregated.hpp against the sources it cites: SGLang's PD flags and router
-// (sgl-project/sglang 08edc506, docs/advanced_features/pd_disaggregation.md, router.md; server_args.py's
-// _handle_disaggregation: the prefill server takes --disaggregation-decode-tp, the decode server
-// --disaggregation-prefill-pp), vLLM's NixlConnector (docs/features/nixl_connector_usage.md, kv_role in
+// (sgl-project/sglang 08edc506, docs/advanced_features/pd_disaggregation.md, router.md; in SGLang 0.5.23 the decode
+// server reads the prefill pool's shape from its bootstrap server, no flag names it), vLLM's NixlConnector (docs/features/nixl_connector_usage.md, kv_role in
 // vllm/config/kv_transfer.py) and vllm-router's PD flags (vllm-project/router docs/cli_reference.md).
 #include <catch2/catch.hpp>
 
@@ -57,13 +56,13 @@ TEST_CASE("sglang disaggregated: one server per engine on its GPUs, PD flags per
         "# --disaggregation-ib-device where its device detection picks the wrong NICs\n"
         "# prefill server 0: node 0, GPU 0\n"
         "python -m sglang.launch_server --model-path m \\\n"
-        "  --disaggregation-mode prefill \\\n  --disaggregation-bootstrap-port 8998 \\\n  --disaggregation-decode-tp 2 \\\n"
+        "  --disaggregation-mode prefill \\\n  --disaggregation-bootstrap-port 8998 \\\n"
         "  --host 0.0.0.0 \\\n  --port 30000 \\\n  --base-gpu-id 0 \\\n  --tp-size 1 \\\n  --pp-size 1 \\\n"
         "  --max-running-requests 256 \\\n  --chunked-prefill-size 4096 \\\n  --max-prefill-tokens 4096 \\\n"
         "  --mem-fraction-static 0.85 \\\n  --kv-cache-dtype auto\n"
         "# prefill server 1: node 0, GPU 1\n"
         "python -m sglang.launch_server --model-path m \\\n"
-        "  --disaggregation-mode prefill \\\n  --disaggregation-bootstrap-port 8999 \\\n  --disaggregation-decode-tp 2 \\\n"
+        "  --disaggregation-mode prefill \\\n  --disaggregation-bootstrap-port 8999 \\\n"
         "  --host 0.0.0.0 \\\n  --port 30001 \\\n  --base-gpu-id 1 \\\n  --tp-size 1 \\\n  --pp-size 1 \\\n"
         "  --max-running-requests 256 \\\n  --chunked-prefill-size 4096 \\\n  --max-prefill-tokens 4096 \\\n"
         "  --mem-fraction-static 0.85 \\\n  --kv-cache-dtype auto\n"
@@ -80,12 +79,12 @@ TEST_CASE("sglang disaggregated: one server per engine on its GPUs, PD flags per
         "  --prefill-policy round_robin \\\n  --decode-policy round_robin \\\n  --host 0.0.0.0 \\\n  --port 8000\n");
 }
 
-TEST_CASE("sglang disaggregated: an engine of whole nodes runs one command per node, prefill pp told to decode") {
+TEST_CASE("sglang disaggregated: an engine of whole nodes runs one command per node, no flag naming the other pool") {
   // Prefill: 2 engines of tp 4 x pp 2 (node 0, node 1); decode: 1 engine of tp 8 x pp 2 over nodes 2 and 3.
   const std::string out = sglang_disaggregated_commands(split_plan(4, 2, 2, 8, 2, 1), limits(), limits(), "m", 8);
   CHECK(values_of(out, "--disaggregation-mode") == std::vector<std::string>{"prefill", "prefill", "decode", "decode"});
-  CHECK(values_of(out, "--disaggregation-decode-tp") == std::vector<std::string>{"8", "8"});
-  CHECK(values_of(out, "--disaggregation-prefill-pp") == std::vector<std::string>{"2", "2"});
+  CHECK(values_of(out, "--disaggregation-decode-tp").empty());
+  CHECK(values_of(out, "--disaggregation-prefill-pp").empty());
   CHECK(values_of(out, "--nnodes") == std::vector<std::string>{"2", "2"});
   CHECK(values_of(out, "--node-rank") == std::vector<std::string>{"0", "1"});
   CHECK(values_of(out, "--dist-init-addr") == std::vector<std::string>{"\"$NODE2:5000\"", "\"$NODE2:5000\""});
