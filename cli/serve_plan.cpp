@@ -74,6 +74,16 @@ std::string export_command(const std::string& target, const ServingPlan& plan, c
                                  : sglang_launch_commands(plan, engine, weights, gpus_per_node));
 }
 
+// A plan's data-parallel attention engines, in words: "4 engines of tp 2 (ep 8)", and a prefill pool's.
+std::string dp_attention_text(const ServingPlan& p) {
+  std::string text = p.dp_attention > 1 ? fmt::format("{} engines of tp {} (ep {})", p.dp_attention, p.tp, p.ep())
+                                        : fmt::format("engines of tp {} x pp {}", p.tp, p.pp);
+  if (p.prefill_dp_attention > 1)
+    text += fmt::format(" after a prefill pool of {} engines of tp {} (ep {})", p.prefill_dp_attention, p.prefill_tp,
+                        p.prefill_ep());
+  return text;
+}
+
 }  // namespace
 
 void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
@@ -132,8 +142,9 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
                                      o.threads, o.allow_large ? 0 : kWorkSecondsLimit);
   std::optional<ServingPlan> ruled_out;
   if (vllm_export) {
-    if (r.plans.front().dp_attention > 1) ruled_out = r.plans.front();
-    std::erase_if(r.plans, [](const ServingPlan& p) { return p.dp_attention > 1; });
+    const auto dpa = [](const ServingPlan& p) { return p.dp_attention > 1 || p.prefill_dp_attention > 1; };
+    if (dpa(r.plans.front())) ruled_out = r.plans.front();
+    std::erase_if(r.plans, dpa);
     if (r.plans.empty())
       throw_bad_input("--export vllm: only data-parallel attention plans serve this workload, and vLLM balances those "
                       "engines by their queues, not in turn as simulated; export sglang");
@@ -171,7 +182,9 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
                                   {"dp_attention", p.dp_attention}, {"ep", p.ep()}};
       if (o.disaggregate)
         j["prefill_pool"] = p.disaggregated() ? nlohmann::ordered_json{{"tp", p.prefill_tp}, {"pp", p.prefill_pp},
-                                                                       {"replicas", p.prefill_replicas}}
+                                                                       {"replicas", p.prefill_replicas},
+                                                                       {"dp_attention", p.prefill_dp_attention},
+                                                                       {"ep", p.prefill_ep()}}
                                               : nlohmann::ordered_json();
       add_metrics_json(j, p.metrics);
       j.update(nlohmann::ordered_json{{"kv_capacity_tokens", p.kv_capacity_tokens},
@@ -191,6 +204,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     if (ruled_out)
       j["export_limit"] = {{"left_out", "data-parallel attention"},
                            {"dp_attention", ruled_out->dp_attention},
+                           {"prefill_dp_attention", ruled_out->prefill_dp_attention},
                            {"tp", ruled_out->tp},
                            {"output_tokens_per_s", ruled_out->metrics.output_tokens_per_s}};
     // null: no count of GPUs up to --gpus meets the SLOs at the rate.
@@ -216,7 +230,7 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   const bool priced = o.gpu_hour_price.has_value();
   const std::string row = "{:>3}  {:>2}  {:>2}  {:>8}{}{}  {:>12}  {:>7}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}{}{}\n";
   // With --disaggregate: the prefill pool beside the (decode) engine, "-" for a single pool.
-  auto pool = [&](const std::string& text) { return o.disaggregate ? fmt::format("  {:>15}", text) : std::string(); };
+  auto pool = [&](const std::string& text) { return o.disaggregate ? fmt::format("  {:>19}", text) : std::string(); };
   // Where a plan runs data-parallel attention engines: how many, and the ep their experts spread over.
   const bool any_dpa = std::any_of(r.plans.begin(), r.plans.end(), [](const ServingPlan& p) { return p.dp_attention > 1; });
   auto dpa = [&](const std::string& text) { return any_dpa ? fmt::format("  {:>13}", text) : std::string(); };
@@ -226,7 +240,10 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   for (size_t i = 0; i < r.plans.size(); ++i) {
     const ServingPlan& p = r.plans[i];
     const std::string prefill =
-        p.disaggregated() ? fmt::format("tp {} pp {} x {}", p.prefill_tp, p.prefill_pp, p.prefill_replicas) : "-";
+        !p.disaggregated()            ? std::string("-")
+        : p.prefill_dp_attention > 1 ? fmt::format("tp {} {} x ep {} x {}", p.prefill_tp, p.prefill_dp_attention,
+                                                   p.prefill_ep(), p.prefill_replicas)
+                                      : fmt::format("tp {} pp {} x {}", p.prefill_tp, p.prefill_pp, p.prefill_replicas);
     out << fmt::format(fmt::runtime(row), i + 1, p.tp, p.pp, p.replicas,
                        dpa(p.dp_attention > 1 ? fmt::format("{} x ep {}", p.dp_attention, p.ep()) : "-"), pool(prefill),
                        format_short(p.metrics.output_tokens_per_s),
@@ -248,6 +265,8 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
   if (o.disaggregate)
     out << "prefill pool: its engines compute each prompt and first token, the KV cache goes over the link to the\n"
            "tp x pp x replicas decode engines (their KV tokens shown); -: one pool serves both.\n";
+  if (std::any_of(r.plans.begin(), r.plans.end(), [](const ServingPlan& p) { return p.prefill_dp_attention > 1; }))
+    out << "tp T D x ep E x R (prefill pool): R groups of D data-parallel attention engines of tp T.\n";
   if (priced) out << "per M tokens: --gpu-hour-price x GPUs for the time a million output tokens take.\n";
   if (o.target_rate)
     out << (fewest ? fmt::format("\nfewest GPUs: {} (tp {}, pp {} x {} replicas{}) meet p{:g} {} at {:g} requests/s ({} "
@@ -274,10 +293,9 @@ void run_serve_plan(const ServePlanOptions& o, std::ostream& out) {
     out << "\n--export vllm: data-parallel attention plans were not searched: vLLM balances its engines by their queues, "
            "not in turn as simulated";
     if (ruled_out)
-      out << fmt::format("; the search with them ranks one first, {} engines of tp {} (ep {}), at {} output tokens/s "
-                         "against plan 1's {} (export sglang to run it)\n",
-                         ruled_out->dp_attention, ruled_out->tp, ruled_out->ep(),
-                         format_short(ruled_out->metrics.output_tokens_per_s),
+      out << fmt::format("; the search with them ranks one first, {}, at {} output tokens/s against plan 1's {} "
+                         "(export sglang to run it)\n",
+                         dp_attention_text(*ruled_out), format_short(ruled_out->metrics.output_tokens_per_s),
                          format_short(r.plans.front().metrics.output_tokens_per_s));
     else
       out << "; the search with them ranks none first\n";

@@ -17,11 +17,17 @@ struct PoolShape {
   const char* name;  // "prefill" or "decode"
   int tp, pp, replicas;
   int first_gpu;  // in the cluster: the prefill pool first, the decode pool after it
+  int dp = 1;     // > 1: each server a group of dp data-parallel attention engines of tp GPUs
+  int server_gpus() const { return tp * pp * dp; }
+  std::string engine_text() const {
+    return dp > 1 ? fmt::format("{} data-parallel attention engines of tp {} (ep {})", dp, tp, dp * tp)
+                  : fmt::format("tp {} x pp {}", tp, pp);
+  }
 };
 
 std::vector<ServerPlace> place_pool(const PoolShape& pool, int gpus_per_node) {
-  return place_servers({fmt::format("the {} pool's engine", pool.name), fmt::format("tp {} x pp {}", pool.tp, pool.pp),
-                        "export the best single pool (leave out --disaggregate)", pool.first_gpu, pool.tp * pool.pp,
+  return place_servers({fmt::format("the {} pool's {}", pool.name, pool.dp > 1 ? "group" : "engine"), pool.engine_text(),
+                        "export the best single pool (leave out --disaggregate)", pool.first_gpu, pool.server_gpus(),
                         pool.replicas},
                        gpus_per_node);
 }
@@ -34,8 +40,9 @@ struct Layout {
 
 Layout layout_of(const ServingPlan& plan, int gpus_per_node) {
   if (!plan.disaggregated()) throw_bad_input("--export: plan 1 has one pool; it is exported without a router");
-  Layout l{{"prefill", plan.prefill_tp, plan.prefill_pp, plan.prefill_replicas, 0},
-           {"decode", plan.tp, plan.pp, plan.replicas, plan.prefill_tp * plan.prefill_pp * plan.prefill_replicas},
+  const int prefill_gpus = plan.prefill_tp * plan.prefill_pp * plan.prefill_dp_attention * plan.prefill_replicas;
+  Layout l{{"prefill", plan.prefill_tp, plan.prefill_pp, plan.prefill_replicas, 0, plan.prefill_dp_attention},
+           {"decode", plan.tp, plan.pp, plan.replicas, prefill_gpus, plan.dp_attention},
            {},
            {},
            1};
@@ -48,9 +55,10 @@ Layout layout_of(const ServingPlan& plan, int gpus_per_node) {
 }
 
 std::string pool_text(const PoolShape& pool) {
-  const int gpus = pool.tp * pool.pp * pool.replicas;
-  return fmt::format("{} pool: {} engine{} of tp {} x pp {} on the cluster's GPUs {}-{}", pool.name, pool.replicas,
-                     pool.replicas == 1 ? "" : "s", pool.tp, pool.pp, pool.first_gpu, pool.first_gpu + gpus - 1);
+  const int gpus = pool.server_gpus() * pool.replicas;
+  const char* server = pool.dp > 1 ? "group" : "engine";
+  return fmt::format("{} pool: {} {}{} of {} on the cluster's GPUs {}-{}", pool.name, pool.replicas, server,
+                     pool.replicas == 1 ? "" : "s", pool.engine_text(), pool.first_gpu, pool.first_gpu + gpus - 1);
 }
 
 // The lines every export starts with: the pools, and the node addresses the commands use.
@@ -81,7 +89,9 @@ std::string sglang_disaggregated_commands(const ServingPlan& plan, const Serving
       if (prefill)
         flags += fmt::format(" \\\n  --disaggregation-bootstrap-port {}", kFirstBootstrapPort + static_cast<int>(e));
       flags += fmt::format(" \\\n  --host 0.0.0.0 \\\n  --port {} \\\n  --base-gpu-id {}", port, p.local_gpu);
-      flags += sglang_engine_flags(pool.tp, pool.pp, 1, prefill ? prefill_engine : decode_engine, role);
+      const ServingConfig& engine = prefill ? prefill_engine : decode_engine;
+      flags += pool.dp > 1 ? sglang_dp_attention_flags(pool.tp, pool.dp, engine, role)
+                           : sglang_engine_flags(pool.tp, pool.pp, 1, engine, role);
       const std::string launch = "python -m sglang.launch_server --model-path " + model + flags;
       out += sglang_server_commands(fmt::format("{} server {}", pool.name, e), p, launch);
       router += prefill ? fmt::format(" \\\n  --prefill \"http://$NODE{}:{}\" {}", p.node, port,
@@ -101,6 +111,12 @@ std::string vllm_disaggregated_commands(const ServingPlan& plan, const ServingCo
                                         const ServingConfig& decode_engine, const std::string& model,
                                         int gpus_per_node) {
   const Layout l = layout_of(plan, gpus_per_node);
+  for (const PoolShape* pool : {&l.prefill, &l.decode})
+    if (pool->dp > 1)
+      throw_bad_input("--export vllm: the {} pool runs {} data-parallel attention engines, and vLLM's API server sends "
+                      "each request to the engine with the fewest waiting x 4 + running requests, not in turn as "
+                      "simulated; export sglang",
+                      pool->name, pool->dp);
   for (const PoolShape* pool : {&l.prefill, &l.decode})
     if (pool->tp * pool->pp > gpus_per_node)
       throw_bad_input("--export vllm: the {} pool's engines (tp {} x pp {}) are wider than a node's {} GPUs: vLLM runs "

@@ -41,12 +41,11 @@ std::string limit_flags(const ServingConfig& engine, ServerRole role, int dp) {
 
 // Data-parallel attention: --tp-size counts every GPU of the group, --dp-size the attention engines; the
 // experts over all of them (--ep-size), exchanged by DeepEP's all-to-all, and the requests dealt in turn.
-std::string dp_attention_flags(const ServingPlan& plan, const ServingConfig& engine) {
+std::string dp_flags(int tp, int dp, const ServingConfig& engine, ServerRole role) {
   return fmt::format(" \\\n  --tp-size {} \\\n  --pp-size 1 \\\n  --dp-size {} \\\n  --enable-dp-attention \\\n  "
                      "--ep-size {} \\\n  --moe-a2a-backend deepep \\\n  --load-balance-method round_robin",
-                     plan.dp_attention * plan.tp, plan.dp_attention, plan.ep()) +
-         limit_flags(engine, ServerRole::Both, plan.dp_attention) +
-         (engine.two_batch_overlap ? " \\\n  --enable-two-batch-overlap" : "") +
+                     dp * tp, dp, dp * tp) +
+         limit_flags(engine, role, dp) + (engine.two_batch_overlap ? " \\\n  --enable-two-batch-overlap" : "") +
          (engine.redundant_experts > 0 ? fmt::format(" \\\n  --ep-num-redundant-experts {}", engine.redundant_experts)
                                        : std::string());
 }
@@ -90,6 +89,10 @@ std::string sglang_server_commands(const std::string& label, const ServerPlace& 
   return out;
 }
 
+std::string sglang_dp_attention_flags(int tp, int dp, const ServingConfig& engine, ServerRole role) {
+  return dp_flags(tp, dp, engine, role);
+}
+
 std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfig& engine, ServerRole role) {
   std::string flags = fmt::format(" \\\n  --tp-size {} \\\n  --pp-size {}", tp, pp);
   if (replicas > 1) flags += fmt::format(" \\\n  --dp-size {}", replicas);
@@ -105,7 +108,7 @@ std::string sglang_launch_commands(const ServingPlan& plan, const ServingConfig&
         "group", "plan wider groups (a larger --dp-attention)",
         fmt::format("# {} groups of {} data-parallel attention engines of tp {} (ep {}), a server each\n", plan.replicas,
                     plan.dp_attention, plan.tp, plan.ep()),
-        dp_attention_flags(plan, engine), model, gpus_per_node);
+        dp_flags(plan.tp, plan.dp_attention, engine, ServerRole::Both), model, gpus_per_node);
   const int gpus = plan.tp * plan.pp * plan.replicas * plan.dp_attention;
   const int nodes = (gpus + gpus_per_node - 1) / gpus_per_node;
   // Replicas over several nodes: a server each, so that every tp group stays on its GPUs.
@@ -115,7 +118,7 @@ std::string sglang_launch_commands(const ServingPlan& plan, const ServingConfig&
                                  "replica", "plan fewer, wider engines (--gpus)",
                                  fmt::format("# {} replicas of tp {} x pp {}, a server each\n", plan.replicas, plan.tp, plan.pp),
                                  sglang_engine_flags(plan.tp, plan.pp, 1, engine, ServerRole::Both), model, gpus_per_node);
-  const std::string flags = plan.dp_attention > 1 ? dp_attention_flags(plan, engine)
+  const std::string flags = plan.dp_attention > 1 ? dp_flags(plan.tp, plan.dp_attention, engine, ServerRole::Both)
                                                   : sglang_engine_flags(plan.tp, plan.pp, plan.replicas, engine, ServerRole::Both);
   const std::string launch = "python -m sglang.launch_server --model-path " + model;
   if (nodes <= 1) return launch + flags + "\n";

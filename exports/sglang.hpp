@@ -28,6 +28,10 @@ enum class ServerRole { Both, Prefill, Decode };
 // leaves out --enable-mixed-chunk (it has no decodes to mix), a decode server the prefill limits too.
 std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfig& engine, ServerRole role);
 
+// The flags of one server of `dp` data-parallel attention engines of tp GPUs (the experts over all of them), each on
+// a continued line, its limits per engine as `role` has them.
+std::string sglang_dp_attention_flags(int tp, int dp, const ServingConfig& engine, ServerRole role);
+
 // One server of several (planner/server_placement.hpp): `launch` under a comment naming `label` and its GPUs, or,
 // for a server of whole nodes, once per node with --nnodes, --node-rank and --dist-init-addr on its first node.
 std::string sglang_server_commands(const std::string& label, const ServerPlace& place, const std::string& launch);

@@ -29,8 +29,8 @@ ServingPlan evaluate_plan(const Model& model, const Cluster& cluster, const Cost
   ServingPlan p = plan;
   ServingResult served;
   if (plan.disaggregated()) {
-    const ServingPool prefill{engine_for(plan.prefill_tp, plan.prefill_pp), plan.prefill_replicas};
-    const ServingPool decode{engine_for(plan.tp, plan.pp), plan.replicas};
+    const ServingPool prefill{engine_for(plan.prefill_tp, plan.prefill_pp), plan.prefill_replicas, plan.prefill_dp_attention};
+    const ServingPool decode{engine_for(plan.tp, plan.pp), plan.replicas, plan.dp_attention};
     const DisaggregatedResult r = simulate_disaggregated(model, cluster, cost, prefill, decode, requests);
     served = r.served;
     p.kv_capacity_tokens = r.decode.kv_capacity_tokens;

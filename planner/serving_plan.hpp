@@ -28,8 +28,11 @@ struct ServingPlan {
   // GPUs (serving/dp_attention_serving.hpp; replicas: the groups); 1: none.
   int dp_attention = 1;
   int ep() const { return dp_attention > 1 ? dp_attention * tp : 1; }
-  // Disaggregated: the prefill pool's (0: one pool serves both, serving/disaggregated_serving.hpp).
+  // Disaggregated: the prefill pool's (0: one pool serves both, serving/disaggregated_serving.hpp), its replicas
+  // groups of prefill_dp_attention data-parallel attention engines where that is above 1.
   int prefill_tp = 0, prefill_pp = 0, prefill_replicas = 0;
+  int prefill_dp_attention = 1;
+  int prefill_ep() const { return prefill_dp_attention > 1 ? prefill_dp_attention * prefill_tp : 1; }
   bool disaggregated() const { return prefill_tp > 0; }
   ServingMetrics metrics;
   long kv_capacity_tokens = 0;

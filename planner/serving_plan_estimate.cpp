@@ -46,11 +46,11 @@ WorkEstimate serving_plan_estimate(const Model& model, const Cluster& cluster, i
       jobs.push_back(serving_pool_work(model, engine_for(s.tp, 1), s.groups * s.dp, requests));
   if (disaggregate)
     for (int prefill_gpus : prefill_pool_sizes(gpus)) {
-      const auto prefill_shapes = serving_engine_shapes(model, cluster, prefill_gpus);
-      for (const auto& [tp, pp] : prefill_shapes)
-        prefills += serving_pool_work(model, engine_for(tp, pp), prefill_gpus / (tp * pp), requests, true);
-      for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus - prefill_gpus)) {
-        const double decode = serving_pool_work(model, engine_for(tp, pp), (gpus - prefill_gpus) / (tp * pp), requests);
+      const std::vector<PoolShape> prefill_shapes = pool_shapes(model, cluster, engine_for, prefill_gpus);
+      for (const PoolShape& s : prefill_shapes)
+        prefills += serving_pool_work(model, s.pool.engine, s.pool.replicas * s.dp, requests, true);
+      for (const PoolShape& s : pool_shapes(model, cluster, engine_for, gpus - prefill_gpus)) {
+        const double decode = serving_pool_work(model, s.pool.engine, s.pool.replicas * s.dp, requests);
         jobs.insert(jobs.end(), prefill_shapes.size(), decode);
       }
     }

@@ -778,6 +778,38 @@ TEST_CASE("serve --two-batch-overlap and --redundant-experts: SGLang's data-para
   CHECK(groups == std::vector<int>{2, 4});
 }
 
+TEST_CASE("serve plan --disaggregate for a mixture of experts: data-parallel attention groups in either pool") {
+  const std::vector<std::string> args = {"serve", "plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                                         "--requests", "256", "--prompt-tokens", "2048", "--output-tokens", "128",
+                                         "--rate", "30", "--engine", "sglang", "--disaggregate", "--tpot-slo", "0.0135",
+                                         "--slo-percentile", "50"};
+  const CliResult r = run_cli(with(args, {"--top", "200", "--json"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  int prefill_groups = 0, both = 0;
+  for (const nlohmann::json& p : j.at("plans")) {
+    const nlohmann::json& f = p.at("prefill_pool");
+    if (f.is_null()) continue;
+    const int prefill_gpus = f.at("tp").get<int>() * f.at("pp").get<int>() * f.at("dp_attention").get<int>() *
+                             f.at("replicas").get<int>();
+    const int decode_gpus = p.at("tp").get<int>() * p.at("pp").get<int>() * p.at("dp_attention").get<int>() *
+                            p.at("replicas").get<int>();
+    CHECK(prefill_gpus + decode_gpus == 8);
+    CHECK(f.at("ep") == (f.at("dp_attention").get<int>() > 1 ? f.at("dp_attention").get<int>() * f.at("tp").get<int>() : 1));
+    prefill_groups += f.at("dp_attention").get<int>() > 1;
+    both += f.at("dp_attention").get<int>() > 1 && p.at("dp_attention").get<int>() > 1;
+  }
+  CHECK(prefill_groups > 0);
+  CHECK(both > 0);
+  // The table names a prefill pool of groups as tp T D x ep E x R, and says so.
+  const CliResult text = run_cli(with(args, {"--top", "3"}));
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("  tp 1 4 x ep 4 x 1  ") != std::string::npos);
+  CHECK(text.out.find("\ntp T D x ep E x R (prefill pool): R groups of D data-parallel attention engines of tp T.\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("serve plan --export vllm leaves out data-parallel attention, which vLLM balances otherwise, and says what that cost") {
   const std::vector<std::string> args = {"serve", "plan", "--model", "deepseek-v3", "--cluster", "hgx-h200", "--gpus", "16",
                                          "--requests", "64", "--prompt-tokens", "512", "--output-tokens", "64", "--top", "3",

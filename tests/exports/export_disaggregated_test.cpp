@@ -156,3 +156,32 @@ TEST_CASE("vllm disaggregated: NIXL producers and consumers on their GPUs, side-
         "  --prefill-policy round_robin \\\n  --decode-policy round_robin \\\n  --kv-connector nixl \\\n"
         "  --host 0.0.0.0 \\\n  --port 8000\n");
 }
+
+TEST_CASE("sglang disaggregated: pools of data-parallel attention groups, a server a group with its limits per engine") {
+  // Prefill: one group of 4 engines of tp 1 (GPUs 0-3); decode: 2 groups of 2 engines of tp 2 (GPUs 4-7 and 8-11).
+  ServingPlan plan = split_plan(1, 1, 1, 2, 1, 2);
+  plan.prefill_dp_attention = 4;
+  plan.dp_attention = 2;
+  ServingConfig decode = limits();
+  decode.two_batch_overlap = true;
+  const std::string out = sglang_disaggregated_commands(plan, limits(), decode, "m", 8);
+  CHECK(values_of(out, "--disaggregation-mode") == std::vector<std::string>{"prefill", "decode", "decode"});
+  CHECK(values_of(out, "--tp-size") == std::vector<std::string>{"4", "4", "4"});
+  CHECK(values_of(out, "--dp-size") == std::vector<std::string>{"4", "2", "2"});
+  CHECK(values_of(out, "--ep-size") == std::vector<std::string>{"4", "4", "4"});
+  CHECK(count(out, "--enable-dp-attention") == 3);
+  CHECK(count(out, "--moe-a2a-backend deepep") == 3);
+  CHECK(count(out, "--enable-two-batch-overlap") == 2);
+  CHECK(values_of(out, "--base-gpu-id") == std::vector<std::string>{"0", "4", "0"});
+  // SGLang divides the running requests by --dp-size: each engine gets the simulated 256.
+  CHECK(values_of(out, "--max-running-requests") == std::vector<std::string>{"1024", "512", "512"});
+  CHECK(out.find("# prefill pool: 1 group of 4 data-parallel attention engines of tp 1 (ep 4) on the cluster's GPUs 0-3\n") !=
+        std::string::npos);
+  CHECK(out.find("# decode pool: 2 groups of 2 data-parallel attention engines of tp 2 (ep 4) on the cluster's GPUs 4-11\n") !=
+        std::string::npos);
+  // vLLM balances such engines by their queues, not in turn as simulated.
+  CHECK_THROWS_WITH(vllm_disaggregated_commands(plan, limits(), decode, "m", 8),
+                    "--export vllm: the prefill pool runs 4 data-parallel attention engines, and vLLM's API server sends "
+                    "each request to the engine with the fewest waiting x 4 + running requests, not in turn as "
+                    "simulated; export sglang");
+}
