@@ -5,7 +5,6 @@ plans with, the argument errors, and the link and collectives between two gloo p
 import importlib
 import json
 import os
-import time
 
 import pytest
 import torch
@@ -342,15 +341,8 @@ def _profile_on_rank(rank, folder):
         json.dump(p, f)
     # Both ranks have written what the test reads; each then leaves without torch's gloo teardown, which now and
     # then aborts the process on this 2-core VM ("terminate called without an active exception", in the process
-    # group's and its store's destruction, after every result is on disk: one clean-clone CI run in four). Process
-    # 0 aborted so once more (a clean-clone CI run, 2026-12-07) with that exit in place, where it is not known; one
-    # rank's sockets closing while the other is still inside the barrier would do it. So each says on disk that it
-    # is past the barrier, and leaves only once both are.
+    # group's and its store's destruction, after every result is on disk: one clean-clone CI run in four).
     dist.barrier()
-    open(os.path.join(folder, f"passed{rank}"), "w").close()
-    deadline = time.monotonic() + 120
-    while not all(os.path.exists(os.path.join(folder, f"passed{r}")) for r in (0, 1)) and time.monotonic() < deadline:
-        time.sleep(0.01)
     os._exit(0)
 
 
