@@ -66,21 +66,32 @@ StepLinks step_links(const Cluster& cluster, int tp, int dp) {
   return {group_links(cluster, pc, 0).tp, all_to_all_links(cluster, pc, 0)};
 }
 
-// The dispatch and combine of the GPU with the most tokens (`tokens`, its share of its engine's batch), on DeepEP's
-// kernels as the export launches SGLang (`--moe-a2a-backend deepep`, its default mode auto: the normal kernels for a
-// step with prefills, the low-latency ones for decodes alone). The normal kernels send a token once to each other
-// node holding any of its experts (over RDMA, then to those GPUs over NVLink), within its top groups under
-// group-limited routing; the low-latency ones send every copy straight to its expert's GPU.
+// One MoE layer's dispatch and combine on the GPU with the most tokens (`tokens`, its share of its engine's batch),
+// on DeepEP's kernels as the export launches SGLang (`--moe-a2a-backend deepep`, its default mode auto: the normal
+// kernels for a step with prefills, the low-latency ones for decodes alone). The normal kernels send a token once to
+// each other node holding any of its experts (over RDMA, then to those GPUs over NVLink), within its top groups
+// under group-limited routing; the low-latency ones send every copy straight to its expert's GPU. The cost model is
+// asked once for all `layers` MoE layers of the step (a table-priced one then counts each in its report) and the
+// step's layers share the answer: asking layer by layer was a tenth of a lockstep simulation.
 double exchange_time(const TransformerConfig& t, const CostModel& cost, const ServingConfig& engine,
-                     const AllToAllLinks& links, double tokens, bool prefill) {
-  if (tokens <= 0) return 0;
+                     const AllToAllLinks& links, double tokens, bool prefill, int layers) {
+  if (tokens <= 0 || layers <= 0) return 0;
   const DeepEpKernels kernels = prefill ? DeepEpKernels::Normal : DeepEpKernels::LowLatency;
   const double copies = tokens * t.moe->top_k * t.hidden;
   LayerWork exchange;
-  exchange.forward.all_to_alls = {dispatch_bytes_per_element(engine.weights) * copies, kBf16Bytes * copies};
+  for (int l = 0; l < layers; ++l)
+    exchange.forward.all_to_alls.insert(exchange.forward.all_to_alls.end(),
+                                        {dispatch_bytes_per_element(engine.weights) * copies, kBf16Bytes * copies});
   exchange.forward.dispatch = RoutedDispatch{t.moe->experts, t.moe->top_k, kernels == DeepEpKernels::Normal,
                                              t.moe->groups, t.moe->top_groups, tokens, static_cast<int>(t.hidden), kernels};
-  return cost.expert_comm_time(exchange, Phase::Forward, links);
+  return cost.expert_comm_time(exchange, Phase::Forward, links) / layers;
+}
+
+int moe_layers(const Model& model) {
+  const TransformerConfig& t = *model.transformer;
+  int n = 0;
+  for (const Layer& l : model.layers) n += l.kind == LayerKind::Block && t.moe_block(l.block);
+  return n;
 }
 
 // Each batch once: engines given alike batches, as a lockstep step often gives them, are one question to the cost
@@ -156,30 +167,26 @@ double step_time(const Model& model, const Cluster& cluster, const CostModel& co
     const std::vector<double> a = slowest_layers(model, cluster, cost, engine, links, first);
     const std::vector<double> b = slowest_layers(model, cluster, cost, engine, links, second);
     const double share = prefill ? cost.all_to_all_sm_share() : 0.0;
-    const double tokens_a = static_cast<double>(busiest_tokens(first)) / engine.tp;
-    const double tokens_b = static_cast<double>(busiest_tokens(second)) / engine.tp;
+    const int moe = moe_layers(model);
+    const double exchange_a =
+        exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(first)) / engine.tp, prefill, moe);
+    const double exchange_b =
+        exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(second)) / engine.tp, prefill, moe);
     double step = 0;
     for (size_t i = 0; i < model.layers.size(); ++i) {
       const Layer& l = model.layers[i];
-      if (l.kind == LayerKind::Block && t.moe_block(l.block)) {
-        // Asked layer by layer, so that a priced report counts each MoE layer's exchange.
-        const double exchange_a = exchange_time(t, cost, engine, links.ep, tokens_a, prefill);
-        const double exchange_b = exchange_time(t, cost, engine, links.ep, tokens_b, prefill);
-        step += overlapped_pair_time(a[i] + exchange_a, exchange_a, b[i] + exchange_b, exchange_b, share);
-      } else {
-        step += a[i] + b[i];
-      }
+      step += l.kind == LayerKind::Block && t.moe_block(l.block)
+                  ? overlapped_pair_time(a[i] + exchange_a, exchange_a, b[i] + exchange_b, exchange_b, share)
+                  : a[i] + b[i];
     }
     return step;
   }
   const std::vector<double> slowest = slowest_layers(model, cluster, cost, engine, links, batches);
-  const double tokens = static_cast<double>(busiest_tokens(batches)) / engine.tp;
-  double step = 0;
-  for (size_t i = 0; i < model.layers.size(); ++i) {
-    const Layer& l = model.layers[i];
-    step += slowest[i];
-    if (l.kind == LayerKind::Block && t.moe_block(l.block)) step += exchange_time(t, cost, engine, links.ep, tokens, prefill);
-  }
+  const int moe = moe_layers(model);
+  const double exchange =
+      exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(batches)) / engine.tp, prefill, moe);
+  double step = moe * exchange;
+  for (double s : slowest) step += s;
   return step;
 }
 
@@ -198,7 +205,7 @@ double draft_time(const Model& model, const Cluster& cluster, const CostModel& c
     if (it->kind == LayerKind::Block) {
       step += slowest_layer(model, *it, cluster, cost, engine, links, distinct, experts);
       if (t.moe_block(it->block))
-        step += exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(drafts)) / engine.tp, false);
+        step += exchange_time(t, cost, engine, links.ep, static_cast<double>(busiest_tokens(drafts)) / engine.tp, false, 1);
       break;
     }
   for (const Layer& l : model.layers)
