@@ -39,17 +39,6 @@ std::string limit_flags(const ServingConfig& engine, ServerRole role, int dp) {
   return flags;
 }
 
-// Data-parallel attention: --tp-size counts every GPU of the group, --dp-size the attention engines; the
-// experts over all of them (--ep-size), exchanged by DeepEP's all-to-all, and the requests dealt in turn.
-std::string dp_flags(int tp, int dp, const ServingConfig& engine, ServerRole role) {
-  return fmt::format(" \\\n  --tp-size {} \\\n  --pp-size 1 \\\n  --dp-size {} \\\n  --enable-dp-attention \\\n  "
-                     "--ep-size {} \\\n  --moe-a2a-backend deepep \\\n  --load-balance-method round_robin",
-                     dp * tp, dp, dp * tp) +
-         limit_flags(engine, role, dp) + (engine.two_batch_overlap ? " \\\n  --enable-two-batch-overlap" : "") +
-         (engine.redundant_experts > 0 ? fmt::format(" \\\n  --ep-num-redundant-experts {}", engine.redundant_experts)
-                                       : std::string());
-}
-
 // Servers of `gpus_each` GPUs, each with `flags`, and SGLang's router dealing the requests to them in turn
 // (python -m sglang_router.launch_router --worker-urls ... --policy round_robin, docs/advanced_features/router.md),
 // as the simulation deals them: data-parallel attention groups, or replicas over several nodes (SGLang's own
@@ -79,6 +68,17 @@ std::string servers_behind_router(const ServerSet& set, const std::string& label
 
 }  // namespace
 
+// Data-parallel attention: --tp-size counts every GPU of the group, --dp-size the attention engines; the
+// experts over all of them (--ep-size), exchanged by DeepEP's all-to-all, and the requests dealt in turn.
+std::string sglang_dp_attention_flags(int tp, int dp, const ServingConfig& engine, ServerRole role) {
+  return fmt::format(" \\\n  --tp-size {} \\\n  --pp-size 1 \\\n  --dp-size {} \\\n  --enable-dp-attention \\\n  "
+                     "--ep-size {} \\\n  --moe-a2a-backend deepep \\\n  --load-balance-method round_robin",
+                     dp * tp, dp, dp * tp) +
+         limit_flags(engine, role, dp) + (engine.two_batch_overlap ? " \\\n  --enable-two-batch-overlap" : "") +
+         (engine.redundant_experts > 0 ? fmt::format(" \\\n  --ep-num-redundant-experts {}", engine.redundant_experts)
+                                       : std::string());
+}
+
 std::string sglang_server_commands(const std::string& label, const ServerPlace& place, const std::string& launch) {
   if (place.nodes == 1) return fmt::format("# {}: {}\n{}\n", label, gpus_text(place), launch);
   std::string out;
@@ -87,10 +87,6 @@ std::string sglang_server_commands(const std::string& label, const ServerPlace& 
                        "--dist-init-addr \"$NODE{}:5000\"\n",
                        label, place.node + r, place.nodes, r, launch, place.nodes, r, place.node);
   return out;
-}
-
-std::string sglang_dp_attention_flags(int tp, int dp, const ServingConfig& engine, ServerRole role) {
-  return dp_flags(tp, dp, engine, role);
 }
 
 std::string sglang_engine_flags(int tp, int pp, int replicas, const ServingConfig& engine, ServerRole role) {
@@ -108,7 +104,7 @@ std::string sglang_launch_commands(const ServingPlan& plan, const ServingConfig&
         "group", "plan wider groups (a larger --dp-attention)",
         fmt::format("# {} groups of {} data-parallel attention engines of tp {} (ep {}), a server each\n", plan.replicas,
                     plan.dp_attention, plan.tp, plan.ep()),
-        dp_flags(plan.tp, plan.dp_attention, engine, ServerRole::Both), model, gpus_per_node);
+        sglang_dp_attention_flags(plan.tp, plan.dp_attention, engine, ServerRole::Both), model, gpus_per_node);
   const int gpus = plan.tp * plan.pp * plan.replicas * plan.dp_attention;
   const int nodes = (gpus + gpus_per_node - 1) / gpus_per_node;
   // Replicas over several nodes: a server each, so that every tp group stays on its GPUs.
@@ -118,7 +114,7 @@ std::string sglang_launch_commands(const ServingPlan& plan, const ServingConfig&
                                  "replica", "plan fewer, wider engines (--gpus)",
                                  fmt::format("# {} replicas of tp {} x pp {}, a server each\n", plan.replicas, plan.tp, plan.pp),
                                  sglang_engine_flags(plan.tp, plan.pp, 1, engine, ServerRole::Both), model, gpus_per_node);
-  const std::string flags = plan.dp_attention > 1 ? dp_flags(plan.tp, plan.dp_attention, engine, ServerRole::Both)
+  const std::string flags = plan.dp_attention > 1 ? sglang_dp_attention_flags(plan.tp, plan.dp_attention, engine, ServerRole::Both)
                                                   : sglang_engine_flags(plan.tp, plan.pp, plan.replicas, engine, ServerRole::Both);
   const std::string launch = "python -m sglang.launch_server --model-path " + model;
   if (nodes <= 1) return launch + flags + "\n";

@@ -34,8 +34,7 @@ std::vector<PoolShape> pool_shapes(const Model& model, const Cluster& cluster, c
     out.push_back(s);
   }
   if (!model.transformer->moe) return out;
-  // A command-line setting, the same at every tp.
-  for (const DpAttentionShape& d : dp_attention_shapes(model, cluster, gpus, engine_for(1, 1).redundant_experts)) {
+  for (const DpAttentionShape& d : dp_attention_shapes(model, cluster, gpus, engine_for)) {
     PoolShape s{d.tp, 1, d.dp, {}};
     s.pool.engine = engine_for(d.tp, 1);
     s.pool.replicas = d.groups;

@@ -10,8 +10,11 @@
 
 namespace pw {
 
-std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus, int redundant) {
+std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus,
+                                                  const ServingEngineFor& engine_for) {
   const TransformerConfig& t = *model.transformer;
+  // A command-line setting, the same at every tp.
+  const int redundant = engine_for(1, 1).redundant_experts;
   const int node = cluster.ideal ? gpus : cluster.gpus_per_node;
   std::vector<DpAttentionShape> shapes;
   for (int tp = 1; tp <= std::min(node, gpus / 2); tp *= 2) {
@@ -29,9 +32,7 @@ std::vector<ServingJob> dp_attention_jobs(const Model& model, const Cluster& clu
                                           const ServingEngineFor& engine_for, const std::vector<ServingRequest>& requests,
                                           const ServingSlo& slo) {
   std::vector<ServingJob> jobs;
-  // A command-line setting, the same at every tp.
-  const int redundant = engine_for(1, 1).redundant_experts;
-  for (const auto& [tp, dp, groups] : dp_attention_shapes(model, cluster, gpus, redundant)) {
+  for (const auto& [tp, dp, groups] : dp_attention_shapes(model, cluster, gpus, engine_for)) {
     const ServingConfig c = engine_for(tp, 1);
     jobs.push_back({fmt::format("tp {} x {} data-parallel attention engines x {} replicas", tp, dp, groups),
                     [&, tp = tp, dp = dp, groups = groups, c] {

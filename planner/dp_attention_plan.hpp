@@ -14,8 +14,9 @@ namespace pw {
 struct DpAttentionShape {
   int tp = 1, dp = 2, groups = 1;
 };
-// The groups of `gpus` GPUs the planner tries (the rule above).
-std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus, int redundant = 0);
+// The groups of `gpus` GPUs the planner tries (the rule above), the redundant expert slots engine_for's.
+std::vector<DpAttentionShape> dp_attention_shapes(const Model& model, const Cluster& cluster, int gpus,
+                                                  const ServingEngineFor& engine_for);
 
 // The configurations to simulate (planner/serving_jobs.hpp), one a shape, in dp_attention_shapes' order; no floor:
 // the experts' step waits on every engine's batch, which one request alone does not bound.

@@ -42,7 +42,7 @@ WorkEstimate serving_plan_estimate(const Model& model, const Cluster& cluster, i
   for (const auto& [tp, pp] : serving_engine_shapes(model, cluster, gpus))
     jobs.push_back(serving_pool_work(model, engine_for(tp, pp), gpus / (tp * pp), requests));
   if (model.transformer->moe)
-    for (const DpAttentionShape& s : dp_attention_shapes(model, cluster, gpus, engine_for(1, 1).redundant_experts))
+    for (const DpAttentionShape& s : dp_attention_shapes(model, cluster, gpus, engine_for))
       jobs.push_back(serving_pool_work(model, engine_for(s.tp, 1), s.groups * s.dp, requests));
   if (disaggregate)
     for (int prefill_gpus : prefill_pool_sizes(gpus)) {
