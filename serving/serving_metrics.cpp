@@ -1,8 +1,8 @@
 #include "serving/serving_metrics.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 #include <sstream>
 
