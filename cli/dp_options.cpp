@@ -1,5 +1,6 @@
 #include "cli/dp_options.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -19,6 +20,11 @@ void DpOptions::add_to(CLI::App& cmd) {
                  "groups (default: all of dp)");
   cmd.add_option("--reshard-after-forward", reshard,
                  "ZeRO-3: free gathered weights after forward: default (on without pp, as torchtitan), always or never")
+      ->capture_default_str();
+  cmd.add_option("--fsdp-grad-sync", grad_sync,
+                 "ZeRO-3: when FSDP reduce-scatters gradients: default (every micro-batch without pp, once after the "
+                 "last with pp, as torchtitan), every-microbatch (no whole gradient kept, a reduction a micro-batch) or "
+                 "last-microbatch")
       ->capture_default_str();
   overlap_grad_reduce_flag = cmd.add_flag("--overlap-grad-reduce,!--no-overlap-grad-reduce", overlap_grad_reduce,
                "Reduce each gradient bucket as the last backward fills it (on by default, as Megatron-Core, DDP and "
@@ -57,6 +63,9 @@ void DpOptions::apply(ParallelConfig& pc) const {
   const std::optional<ParallelConfig::Reshard> r = reshard_from_string(reshard);
   if (!r) throw_bad_input("--reshard-after-forward: unknown '{}'; use default, always or never", reshard);
   pc.reshard_after_forward = *r;
+  const std::optional<ParallelConfig::GradSync> g = grad_sync_from_string(grad_sync);
+  if (!g) throw_bad_input("--fsdp-grad-sync: unknown '{}'; use default, every-microbatch or last-microbatch", grad_sync);
+  pc.fsdp_grad_sync = *g;
   pc.overlap_grad_reduce = overlap_grad_reduce;
   pc.overlap_param_gather = overlap_param_gather;
   pc.bucket_parameters = bucket_parameters;
@@ -75,6 +84,12 @@ void DpOptions::apply(ParallelConfig& pc) const {
   };
   pc.optimizer_precision.exp_avg = dtype(exp_avg_dtype, "--exp-avg-dtype");
   pc.optimizer_precision.exp_avg_sq = dtype(exp_avg_sq_dtype, "--exp-avg-sq-dtype");
+}
+
+void DpOptions::check_grad_sync_levels(const std::vector<int>& levels) const {
+  if (grad_sync == "default" || std::find(levels.begin(), levels.end(), 3) != levels.end()) return;
+  throw_bad_input("--fsdp-grad-sync: {} applies to ZeRO-3 (FSDP), not ZeRO-{}; add --zero 3 or leave it out", grad_sync,
+                  levels.empty() ? 1 : levels.front());
 }
 
 bool DpOptions::overlap_given() const { return overlap_grad_reduce_flag && overlap_grad_reduce_flag->count() > 0; }

@@ -280,6 +280,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
                       "levels from 1");
   }
   if (space.zeros.empty()) check_optimizer_precision(base.parallel);
+  o.dp_options.check_grad_sync_levels(space.zeros.empty() ? std::vector<int>{base.parallel.zero} : space.zeros);
 
   std::optional<TrainingRunSpec> train;
   o.train_cost.check_given_with_tokens();

@@ -185,6 +185,7 @@ Scenario ScenarioOptions::to_scenario() const {
   s.workload.memory = memory_accounting_from_string(memory_accounting);
   s.workload.recompute = recompute_from_string(recompute.c_str());
   dp_options.apply(s.parallel);
+  dp_options.check_grad_sync_levels({s.parallel.zero});
   s.schedule = schedule;
   s.group_size = group_size;
   s.max_pending = max_pending;

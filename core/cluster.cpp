@@ -23,13 +23,21 @@ namespace {
 // all (900 GB/s per direction), 400 Gb/s ConnectX-7 per GPU (DGX B200 datasheet). GB200 NVL72: 72 GPUs in
 // one NVLink domain, each 2.5 PFLOP/s bf16, 5 fp8 dense, 186 GB at 8 TB/s, 1.8 TB/s NVLink (GB200 NVL72
 // specification page; its rack totals / 72); the network between domains taken as 400 Gb/s per GPU.
-// Memory is the decimal capacity the vendor states; the allocator's usable share is a
-// little less than nvidia-smi's total once the CUDA context is loaded.
+// Memory is what CUDA lets a process have, PyTorch's "total capacity" (cudaMemGetInfo's total), in bytes. The
+// datasheets' "80GB", "141GB", "180GB" are binary: HBM in GiB (AIConfigurator 0.12.0's systems/*.yaml give
+// mem_capacity 80 GiB for H100 and A100, 141 GiB for H200, 180 GiB for B200, GB200 189471 MiB as nvidia-smi
+// reports it), and the driver keeps a little of it: PyTorch's out-of-memory reports print a total capacity
+// of 39.39 GiB (A100 40GB), 79.15 GiB (A100 80GB), 79.11 GiB (H100 and H800), 139.80 GiB (H200), 178.35
+// GiB (B200) and 184.31 GiB (GB200). Taking the labels as decimal GB understated every GPU by 6-7%.
 // Node network per GPU: one 200 Gb/s HDR InfiniBand NIC per GPU on DGX A100 (25 GB/s), one 400 Gb/s
 // NDR NIC per GPU on DGX H100 / HGX H200 (50 GB/s).
 // Latencies (alpha per hop): a few microseconds through NVSwitch and 5-10 us over InfiniBand with
 // GPUDirect RDMA, the ranges small-message nccl-tests runs and NCCL's tuning model show; these are
 // defaults for calibration to replace.
+
+// Bytes of `x` GiB, as PyTorch prints a GPU's capacity (two decimals).
+double gib(double x) { return std::round(x * 1073741824.0); }
+
 Cluster dgx(const char* name, const char* gpu, double tflops, double fp8_tflops, double memory, double hbm,
             double nvlink, double network, double intra_latency, double inter_latency, int gpus_per_node = 8) {
   Cluster c;
@@ -53,13 +61,13 @@ Cluster ideal() {
 
 const std::map<std::string, Cluster>& presets() {
   static const std::map<std::string, Cluster> table = {
-      {"dgx-a100-40gb", dgx("dgx-a100-40gb", "A100 SXM 40GB", 312, 0, 40e9, 1.555e12, 300e9, 25e9, 3e-6, 8e-6)},
-      {"dgx-a100-80gb", dgx("dgx-a100-80gb", "A100 SXM 80GB", 312, 0, 80e9, 2.039e12, 300e9, 25e9, 3e-6, 8e-6)},
-      {"dgx-h100", dgx("dgx-h100", "H100 SXM 80GB", 989, 1979, 80e9, 3.35e12, 450e9, 50e9, 2.5e-6, 6e-6)},
-      {"dgx-h800", dgx("dgx-h800", "H800 SXM 80GB", 989, 1979, 80e9, 3.35e12, 200e9, 50e9, 2.5e-6, 6e-6)},
-      {"hgx-h200", dgx("hgx-h200", "H200 SXM 141GB", 989, 1979, 141e9, 4.8e12, 450e9, 50e9, 2.5e-6, 6e-6)},
-      {"dgx-b200", dgx("dgx-b200", "B200 180GB", 2250, 4500, 180e9, 8e12, 900e9, 50e9, 2.5e-6, 6e-6)},
-      {"gb200-nvl72", dgx("gb200-nvl72", "B200 (GB200) 186GB", 2500, 5000, 186e9, 8e12, 900e9, 50e9, 2.5e-6, 6e-6, 72)},
+      {"dgx-a100-40gb", dgx("dgx-a100-40gb", "A100 SXM 40GB", 312, 0, gib(39.39), 1.555e12, 300e9, 25e9, 3e-6, 8e-6)},
+      {"dgx-a100-80gb", dgx("dgx-a100-80gb", "A100 SXM 80GB", 312, 0, gib(79.15), 2.039e12, 300e9, 25e9, 3e-6, 8e-6)},
+      {"dgx-h100", dgx("dgx-h100", "H100 SXM 80GB", 989, 1979, gib(79.11), 3.35e12, 450e9, 50e9, 2.5e-6, 6e-6)},
+      {"dgx-h800", dgx("dgx-h800", "H800 SXM 80GB", 989, 1979, gib(79.11), 3.35e12, 200e9, 50e9, 2.5e-6, 6e-6)},
+      {"hgx-h200", dgx("hgx-h200", "H200 SXM 141GB", 989, 1979, gib(139.80), 4.8e12, 450e9, 50e9, 2.5e-6, 6e-6)},
+      {"dgx-b200", dgx("dgx-b200", "B200 180GB", 2250, 4500, gib(178.35), 8e12, 900e9, 50e9, 2.5e-6, 6e-6)},
+      {"gb200-nvl72", dgx("gb200-nvl72", "B200 (GB200) 186GB", 2500, 5000, gib(184.31), 8e12, 900e9, 50e9, 2.5e-6, 6e-6, 72)},
       {"ideal", ideal()},
   };
   return table;

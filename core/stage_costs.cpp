@@ -193,8 +193,10 @@ double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc
 }
 
 double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_parameters) {
-  if (pc.zero < 3 || pc.shard_group() <= 1 || !pc.resharded()) return 0;
-  return layer_parameters * (2 * kGatheredWeightBytes + pc.grad_bytes());
+  if (pc.zero < 3 || pc.shard_group() <= 1) return 0;
+  if (pc.resharded()) return layer_parameters * (2 * kGatheredWeightBytes + pc.grad_bytes());
+  // Weights kept gathered: only the layer's gradient, whole until its reduce-scatter, when each micro-batch's is.
+  return pc.gradients_sharded_each_microbatch() ? layer_parameters * pc.grad_bytes() : 0.0;
 }
 
 std::vector<StageCost> stage_costs(const Model& model, const LayerWorks& work,

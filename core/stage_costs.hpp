@@ -94,9 +94,10 @@ double state_bytes_per_parameter(const CostModel& cost, const ParallelConfig& pc
 // GPUs), no cp or dp_shard of its own.
 ParallelConfig expert_sharding(const ParallelConfig& pc);
 
-// What ZeRO-3 adds to a layer's working set when it reshards after forward: the gathered bf16 weights of
+// What ZeRO-3 adds to a layer's working set: when it reshards after forward, the gathered bf16 weights of
 // the layer and of the next one (prefetched) and the layer's unsharded fp32 gradient before its
-// reduce-scatter. 0 otherwise.
+// reduce-scatter; with the weights kept gathered and every micro-batch's gradients reduce-scattered, that
+// gradient alone. 0 otherwise.
 double zero3_layer_working_bytes(const ParallelConfig& pc, double layer_parameters);
 
 // Splits the model's layers into `stages` contiguous ranges. `blocks_per_stage` gives the number of

@@ -23,6 +23,22 @@ std::optional<ParallelConfig::Reshard> reshard_from_string(const std::string& te
   return std::nullopt;
 }
 
+const char* to_string(ParallelConfig::GradSync g) {
+  switch (g) {
+    case ParallelConfig::GradSync::Default: return "default";
+    case ParallelConfig::GradSync::EveryMicrobatch: return "every-microbatch";
+    case ParallelConfig::GradSync::LastMicrobatch: return "last-microbatch";
+  }
+  return "default";
+}
+
+std::optional<ParallelConfig::GradSync> grad_sync_from_string(const std::string& text) {
+  for (auto g : {ParallelConfig::GradSync::Default, ParallelConfig::GradSync::EveryMicrobatch,
+                 ParallelConfig::GradSync::LastMicrobatch})
+    if (text == to_string(g)) return g;
+  return std::nullopt;
+}
+
 const char* to_string(Precision p) { return p == Precision::Fp8 ? "fp8" : "bf16"; }
 
 Precision precision_from_string(const std::string& text) {

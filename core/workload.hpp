@@ -95,10 +95,19 @@ struct ParallelConfig {
   int shard_group() const { return (dp_shard > 0 ? dp_shard : dp) * cp; }
   int dp_replicas() const { return dp_shard > 0 ? dp / dp_shard : 1; }
   bool resharded() const { return reshard_after_forward == Reshard::Always || (reshard_after_forward == Reshard::Default && pp == 1); }
-  // Whether every micro-batch's gradients are reduce-scattered into the shards. ZeRO-2 does; so does FSDP
-  // (ZeRO-3) without pp, but PyTorch's pipelining runs FSDP without gradient sync until the last
-  // micro-batch (backward_maybe_with_nosync): the gradients accumulate unsharded and are reduced once.
-  bool gradients_sharded_each_microbatch() const { return zero == 2 || (zero == 3 && pp == 1); }
+  // When ZeRO-3 (FSDP) reduce-scatters a stage's gradients. Default: every micro-batch's without pp, as FSDP
+  // runs when nothing turns its gradient sync off; with pp once, after the last micro-batch, as PyTorch's
+  // pipelining runs it (backward_maybe_with_nosync: the gradients accumulate unsharded until then).
+  // EveryMicrobatch: each backward's gradients reduce-scattered into fp32 shards as they are made (one reading
+  // of the Llama 3 paper's FSDP under pp), so no whole gradient is kept, at a reduction per micro-batch. LastMicrobatch: FSDP's no-sync gradient accumulation without pp as well.
+  enum class GradSync { Default, EveryMicrobatch, LastMicrobatch } fsdp_grad_sync = GradSync::Default;
+  // Whether every micro-batch's gradients are reduce-scattered into the shards: ZeRO-2's always, ZeRO-3's as
+  // fsdp_grad_sync says.
+  bool gradients_sharded_each_microbatch() const {
+    if (zero == 2) return true;
+    if (zero != 3) return false;
+    return fsdp_grad_sync == GradSync::EveryMicrobatch || (fsdp_grad_sync == GradSync::Default && pp == 1);
+  }
   // Megatron-Core's --overlap-grad-reduce: each bucket's reduction starts as its last gradient is made in
   // the last micro-batch's backward (PyTorch DDP and FSDP do the same); false: all of it after.
   bool overlap_grad_reduce = true;
@@ -129,6 +138,9 @@ struct ParallelConfig {
 // caller names its option or field).
 const char* to_string(ParallelConfig::Reshard r);
 std::optional<ParallelConfig::Reshard> reshard_from_string(const std::string& text);
+// "default", "every-microbatch", "last-microbatch"; nullopt for other text (the caller names its option or field).
+const char* to_string(ParallelConfig::GradSync g);
+std::optional<ParallelConfig::GradSync> grad_sync_from_string(const std::string& text);
 
 // The global GPU index of a rank under an order. cp sits next to tp (Megatron's tp-cp-...): `tp_idx` is
 // the index inside the tp x cp block, cp_idx x tp + the tp index.

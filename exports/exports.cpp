@@ -119,6 +119,13 @@ void check_activation_storage(ExportTarget t, const Workload& w) {
 
 void check_state_widths(ExportTarget t, const ParallelConfig& pc) {
   if (t == ExportTarget::Megatron) return;
+  // torchtitan/trainer.py runs each micro-batch's backward with FSDP's gradient sync on and, with pp, PyTorch's
+  // schedules turn it off until the last micro-batch (pipewright's default); it has no setting for another.
+  // DeepSpeed's pipeline engine runs no ZeRO-3 (check_zero_level).
+  if (t == ExportTarget::Torchtitan && pc.zero == 3 && pc.fsdp_grad_sync != ParallelConfig::GradSync::Default)
+    throw_bad_input("--fsdp-grad-sync: torchtitan reduce-scatters FSDP gradients every micro-batch without pp and after "
+                    "the last with pp, not {}; use --fsdp-grad-sync default with --export torchtitan",
+                    to_string(pc.fsdp_grad_sync));
   // Megatron-LM writes --grad-reduce-in-bf16; torchtitan's FSDP keeps its sharded gradients in the fp32 of
   // its parameters whatever dtype it reduces in, and DeepSpeed's pipeline engine is not checked for it.
   if (pc.grad_reduce_in_bf16)

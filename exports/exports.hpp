@@ -39,7 +39,8 @@ std::optional<RankOrder> export_rank_order(ExportTarget t);
 // replicates or shards weights with gradients (FSDP).
 void check_zero_level(ExportTarget t, int zero);
 // BadInput naming the option when the target does not keep the model state at the widths `pc` asks for:
-// bf16 gradients (--grad-reduce-in-bf16) and the precision-aware optimizer are Megatron-LM's alone.
+// bf16 gradients (--grad-reduce-in-bf16) and the precision-aware optimizer are Megatron-LM's alone; FSDP
+// gradients synced other than as torchtitan syncs them (--fsdp-grad-sync) are no target's.
 void check_state_widths(ExportTarget t, const ParallelConfig& pc);
 // BadInput naming --activation-func-fp8-input-store when it is set: no target's launch sets it.
 void check_activation_storage(ExportTarget t, const Workload& w);

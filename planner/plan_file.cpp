@@ -85,6 +85,7 @@ std::string plan_to_json_text(const Evaluation& ev, const PlanExtras& extras) {
                    {"zero", pc.zero},
                    {"dp_shard", pc.dp_shard},
                    {"reshard_after_forward", to_string(pc.reshard_after_forward)},
+                   {"fsdp_grad_sync", to_string(pc.fsdp_grad_sync)},
                    {"overlap_grad_reduce", pc.overlap_grad_reduce},
                    {"overlap_param_gather", pc.overlap_param_gather},
                    {"bucket_parameters", pc.bucket_parameters},
@@ -175,6 +176,10 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
       reshard_from_string(p.optional_string("reshard_after_forward").value_or("default"));
   if (!reshard) p.fail("reshard_after_forward", "must be \"default\", \"always\" or \"never\"");
   s.parallel.reshard_after_forward = *reshard;
+  const std::optional<ParallelConfig::GradSync> grad_sync =
+      grad_sync_from_string(p.optional_string("fsdp_grad_sync").value_or("default"));
+  if (!grad_sync) p.fail("fsdp_grad_sync", "must be \"default\", \"every-microbatch\" or \"last-microbatch\"");
+  s.parallel.fsdp_grad_sync = *grad_sync;
   if (p.has("dp_shard")) s.parallel.dp_shard = static_cast<int>(p.non_negative_integer("dp_shard"));
   s.parallel.overlap_grad_reduce = p.boolean("overlap_grad_reduce", true);
   s.parallel.overlap_param_gather = p.boolean("overlap_param_gather", true);

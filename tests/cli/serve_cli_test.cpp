@@ -215,7 +215,7 @@ TEST_CASE("serve simulate: bad input is one line naming the option") {
   check_bad_input(with(base, {"--tp", "3"}), "--tp: 3 does not divide the 32 attention heads of 'llama3-8b'");
   check_bad_input({"serve", "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--prompt-tokens", "4000000",
                    "--requests", "1", "--output-tokens", "1"},
-                  "request 0: 4000001 tokens do not fit the KV cache's 411520 tokens (tp 1, pp 1); use more GPUs, "
+                  "request 0: 4000001 tokens do not fit the KV cache's 445456 tokens (tp 1, pp 1); use more GPUs, "
                   "--kv-cache-dtype fp8 or shorter requests");
   check_bad_input(with(base, {"--requests", "100000", "--output-tokens", "1000"}),
                   "--requests x --output-tokens: about 100,000,000 output tokens to simulate; the limit is 50,000,000; use "
@@ -354,10 +354,11 @@ TEST_CASE("serve plan --export sglang: plan 1 as SGLang launch commands, replica
                          "python -m sglang.launch_server --model-path \"$MODEL\" \\\n  --tp-size " +
                          std::to_string(p.at("tp").get<int>()) + " \\\n  --pp-size " + std::to_string(p.at("pp").get<int>());
   if (p.at("replicas").get<int>() > 1) expected += " \\\n  --dp-size " + std::to_string(p.at("replicas").get<int>());
-  // SGLang's own defaults at tp 4 on an 80 GB GPU (serving/engine_profile.cpp): 2048 requests, chunks of 8192,
-  // prefill-first (no --enable-mixed-chunk), and (80 GB - 14,800 MiB reserved) / 80 GB for weights and cache.
+  // SGLang's own defaults at tp 4 on an H100 (serving/engine_profile.cpp): 2048 requests, chunks of 8192,
+  // prefill-first (no --enable-mixed-chunk), and (81,008.6 MiB - 14,800 MiB reserved) / 81,008.6 MiB for weights
+  // and cache (the 79.11 GiB CUDA gives a process).
   expected += " \\\n  --max-running-requests 2048 \\\n  --chunked-prefill-size 8192 \\\n  --max-prefill-tokens 8192 \\\n"
-              "  --mem-fraction-static 0.806 \\\n  --kv-cache-dtype auto\n";
+              "  --mem-fraction-static 0.817 \\\n  --kv-cache-dtype auto\n";
   CHECK(command == expected);
 
   const CliResult wide = run_cli({"serve", "plan", "--model", "llama3-70b", "--cluster", source_path("examples/cluster-2x-h100.json"),
@@ -844,7 +845,7 @@ TEST_CASE("serve plan --threads: the same plans and order on one thread and on f
   REQUIRE(one.code == 0);
   REQUIRE(four.code == 0);
   CHECK(one.out == four.out);
-  CHECK(nlohmann::json::parse(one.out).at("plans").size() == 134);
+  CHECK(nlohmann::json::parse(one.out).at("plans").size() == 220);
   // Nothing fits: the error names the last configuration tried in the serial order, whatever the threads.
   const std::string none = "error: no configuration of 4 GPUs serves the workload; the last tried, prefill pool tp 1, pp 3 x "
                            "1: --tp 1 --pp 3: stage 0 holds 272 GB of weights";

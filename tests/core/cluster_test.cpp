@@ -32,10 +32,11 @@ TEST_CASE("cluster presets carry the vendor numbers") {
   const Cluster a = cluster_preset("dgx-a100-40gb");
   CHECK(a.gpus_per_node == 8);
   CHECK(a.gpu.peak_flops == 312e12);
-  CHECK(a.gpu.memory_bytes == 40e9);
+  // Memory as CUDA gives it a process (PyTorch's "total capacity"), GiB to the byte: 39.39 GiB of "40GB".
+  CHECK(a.gpu.memory_bytes == 42294690447.0);
   CHECK(a.intra_node.bandwidth_bytes_per_s == 300e9);
   CHECK(a.inter_node.bandwidth_bytes_per_s == 25e9);
-  CHECK(cluster_preset("dgx-a100-80gb").gpu.memory_bytes == 80e9);
+  CHECK(cluster_preset("dgx-a100-80gb").gpu.memory_bytes == 84986665370.0);  // 79.15 GiB
   CHECK(a.gpu.fp8_peak_flops == 0);  // no fp8 tensor cores
   const Cluster h = cluster_preset("dgx-h100");
   CHECK(h.gpu.peak_flops == 989e12);
@@ -44,11 +45,12 @@ TEST_CASE("cluster presets carry the vendor numbers") {
   const Cluster h800 = cluster_preset("dgx-h800");
   CHECK(h800.gpu.fp8_peak_flops == 1979e12);
   CHECK(h800.intra_node.bandwidth_bytes_per_s == 200e9);
-  // DGX B200: 2.25 / 4.5 PFLOP/s dense, 180 GB at 8 TB/s, NVLink 5 at 900 GB/s per direction.
+  CHECK(h800.gpu.memory_bytes == h.gpu.memory_bytes);
+  // DGX B200: 2.25 / 4.5 PFLOP/s dense, 180 GiB (178.35 to CUDA) at 8 TB/s, NVLink 5 at 900 GB/s per direction.
   const Cluster b = cluster_preset("dgx-b200");
   CHECK(b.gpu.peak_flops == 2250e12);
   CHECK(b.gpu.fp8_peak_flops == 4500e12);
-  CHECK(b.gpu.memory_bytes == 180e9);
+  CHECK(b.gpu.memory_bytes == 191501854310.0);
   CHECK(b.gpu.hbm_bytes_per_s == 8e12);
   CHECK(b.intra_node.bandwidth_bytes_per_s == 900e9);
   // GB200 NVL72: one NVLink domain of 72 GPUs.
@@ -56,35 +58,37 @@ TEST_CASE("cluster presets carry the vendor numbers") {
   CHECK(nvl.gpus_per_node == 72);
   CHECK(nvl.gpu.peak_flops == 2500e12);
   CHECK(nvl.gpu.fp8_peak_flops == 5000e12);
-  CHECK(nvl.gpu.memory_bytes == 186e9);
+  CHECK(nvl.gpu.memory_bytes == 197901355581.0);  // 184.31 GiB
+  CHECK(h.gpu.memory_bytes == 84943715697.0);  // 79.11 GiB
   CHECK(h.gpu.hbm_bytes_per_s == 3.35e12);
   CHECK(h.intra_node.bandwidth_bytes_per_s == 450e9);
   CHECK(h.inter_node.bandwidth_bytes_per_s == 50e9);
   CHECK(h.intra_node.latency_s < h.inter_node.latency_s);
   const Cluster h200 = cluster_preset("hgx-h200");
-  CHECK(h200.gpu.memory_bytes == 141e9);
+  CHECK(h200.gpu.memory_bytes == 150109106995.0);  // 139.80 GiB
   CHECK(h200.gpu.hbm_bytes_per_s == 4.8e12);
-  CHECK(h200.memory_capacity() == 141e9);
+  CHECK(h200.memory_capacity() == 150109106995.0);
   CHECK_FALSE(h200.ideal);
 }
 
 TEST_CASE("a plan may use each GPU's memory less the headroom, which cluster files carry") {
   Cluster h = cluster_preset("dgx-h100");
   CHECK(h.memory_headroom == kDefaultMemoryHeadroom);
-  CHECK(h.memory_limit() == 80e9 * (1 - 0.02));
-  CHECK(h.memory_limit_at(9) == 80e9 * (1 - 0.02));
-  CHECK(h.memory_limit_text(h.memory_limit()) == "78.4 GB (80.0 GB less the 2% headroom)");
+  const double h100 = 84943715697.0;
+  CHECK(h.memory_limit() == h100 * (1 - 0.02));
+  CHECK(h.memory_limit_at(9) == h100 * (1 - 0.02));
+  CHECK(h.memory_limit_text(h.memory_limit()) == "83.2 GB (84.9 GB less the 2% headroom)");
   // The default is not written, so files written before the headroom read and write the same.
   CHECK(nlohmann::json::parse(cluster_to_json_text(h)).contains("memory_headroom") == false);
   h.memory_headroom = 0.05;
-  CHECK(h.memory_limit() == 80e9 * 0.95);
+  CHECK(h.memory_limit() == h100 * 0.95);
   const std::string text = cluster_to_json_text(h);
   CHECK(nlohmann::json::parse(text)["memory_headroom"] == 0.05);
   const Cluster back = cluster_from_json_text(text, "h.json");
   CHECK(back.memory_headroom == 0.05);
   CHECK(cluster_to_json_text(back) == text);
   h.memory_headroom = 0;
-  CHECK(h.memory_limit() == 80e9);
+  CHECK(h.memory_limit() == h100);
   CHECK(h.memory_limit_text(80e9) == "80.0 GB");
   CHECK(std::isinf(cluster_preset("ideal").memory_limit()));
   CHECK(cluster_preset("ideal").memory_limit_text(cluster_preset("ideal").memory_limit()) == "no limit");
@@ -139,7 +143,7 @@ TEST_CASE("presets serialise to the cluster JSON and round-trip") {
     "name": "H100 SXM 80GB",
     "peak_tflops": 989.0,
     "fp8_peak_tflops": 1979.0,
-    "memory_bytes": 80000000000.0,
+    "memory_bytes": 84943715697.0,
     "hbm_bytes_per_s": 3350000000000.0
   },
   "intra_node": {

@@ -420,6 +420,38 @@ TEST_CASE("ZeRO-3: weights gathered per layer before F (and B when resharded), h
   CHECK_FALSE(toy_stage_costs(toy_parallel(true, true))[0].reduce_every_microbatch);
 }
 
+TEST_CASE("ZeRO-3 with pp and gradient sync every micro-batch: no whole gradient kept, a reduction per micro-batch") {
+  // The Llama 3 paper's FSDP under pp: weights kept gathered (never resharded), gradients reduce-scattered
+  // into fp32 shards every micro-batch. The state loses the whole fp32 gradient the default keeps under pp:
+  // 5e8 x (18 / 2 + 2) + 1e9 where the default keeps 5e8 x 13 + 1e9; the working set gains one layer's
+  // whole gradient before its reduce-scatter (the largest, a 2e8-parameter block: 2e8 x 4 bytes).
+  ParallelConfig pc = toy_parallel(true, true);
+  pc.zero = 3;
+  pc.reshard_after_forward = ParallelConfig::Reshard::Never;
+  pc.fsdp_grad_sync = ParallelConfig::GradSync::EveryMicrobatch;
+  std::vector<StageCost> sc = toy_stage_costs(pc);
+  CHECK(sc[0].reduce_every_microbatch);
+  CHECK(sc[0].model_state_bytes == Approx(5e8 * 11 + 1e9).epsilon(1e-12));
+  CHECK(sc[0].working_bytes == 2e8 * 4);
+  CHECK(sc[0].forward_s == Approx(0.046004).epsilon(1e-12));
+  CHECK(sc[0].grad_gather_s == Approx(0.10001).epsilon(1e-12));
+  // last-microbatch without pp: FSDP's no-sync accumulation, the whole gradient kept and reduced once.
+  pc.fsdp_grad_sync = ParallelConfig::GradSync::LastMicrobatch;
+  pc.pp = 1;
+  const Model whole = toy_model(4);
+  const std::vector<StageCost> one = stage_costs(whole, toy_work(), split_layers(whole, 1, {4}), pc, toy_cluster(),
+                                                 AnalyticCostModel(round_params()), {0});
+  CHECK_FALSE(one[0].reduce_every_microbatch);
+  CHECK(one[0].model_state_bytes == Approx(one[0].parameters * 13 + 1e9).epsilon(1e-12));
+  CHECK(one[0].working_bytes == 0);
+  // Only ZeRO-3 reads it: ZeRO-2 reduces every micro-batch's gradients whatever it says, ZeRO-1 once.
+  pc.zero = 2;
+  CHECK(pc.gradients_sharded_each_microbatch());
+  pc.zero = 1;
+  pc.fsdp_grad_sync = ParallelConfig::GradSync::EveryMicrobatch;
+  CHECK_FALSE(pc.gradients_sharded_each_microbatch());
+}
+
 TEST_CASE("hybrid sharding: reduce-scatter in the shard group, all-reduce of the shard across replicas") {
   // dp 4 in shard groups of 2 (torchtitan's HSDP 2 x 2, Megatron's 2 distributed-optimizer instances): dp
   // peers are tp x pp = 4 GPUs apart, on other nodes. 5e8 parameters in 13 buckets of 4e7; each bucket's

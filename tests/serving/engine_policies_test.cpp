@@ -196,7 +196,7 @@ TEST_CASE("engine profiles: each engine's defaults as its source sets them") {
   CHECK(sg.graph_batch_sizes.back() == 256);
   // mem_fraction_static: the GPU less 512 MiB, 1.5 MiB an activation token of 8192, 1/8 GiB a GPU of tp x pp,
   // 2 MiB a decode graph size up to 256 and 8 MiB each of the 58 prefill buckets up to 8192.
-  const double mib = 80e9 / (1024.0 * 1024.0);
+  const double mib = h100.memory_bytes / (1024.0 * 1024.0);  // 81,008.6 MiB (79.11 GiB)
   CHECK(sg.memory_share == Approx(std::round((mib - (512 + 12288 + 128 + 512 + 58 * 8)) / mib * 1000) / 1000));
   CHECK(sg.reserve_bytes == 0);
   CHECK(engine_profile("sglang", "", llama, h100, 4, 1).graph_batch_sizes.back() == 512);

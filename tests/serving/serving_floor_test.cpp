@@ -85,7 +85,7 @@ TEST_CASE("no simulated run beats its floor: engines, shapes, arrivals and the d
     c.eager = true;
     c.launch_s = kEagerLaunchSeconds;
     c.concurrency = 16;
-    c.gpu_memory_utilization = 0.25;
+    c.gpu_memory_utilization = 0.235;
     const std::vector<ServingRequest> requests = floor_workload(100, 0, 7);
     const ServingResult run = simulate_replicas(x.model, x.cluster, x.cost, c, 2, requests);
     CHECK(run.preemptions > 0);

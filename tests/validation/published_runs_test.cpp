@@ -94,6 +94,7 @@ Scenario scenario_at(const nlohmann::json& run, int micro_batch_size) {
   if (run.contains("rank_order")) s.parallel.order = rank_order_from_string(run.at("rank_order").get<std::string>());
   s.parallel.dp_shard = run.value("dp_shard", 0);
   s.parallel.reshard_after_forward = *reshard_from_string(run.value("reshard_after_forward", std::string("default")));
+  s.parallel.fsdp_grad_sync = *grad_sync_from_string(run.value("fsdp_grad_sync", std::string("default")));
   s.workload.precision = precision_from_string(run.value("precision", std::string("bf16")));
   // Megatron-LM's 2021 "local" DDP and DeepSpeed's ZeRO-1 reduced after the backward pass; today's
   // frameworks overlap it (the default).
