@@ -23,7 +23,9 @@ table says so.
 CPU time against wall time): another process on the cores, or the other ranks where pp exceeds them. Rows
 with pp <= cores are run again (--retries) when it passes 5%, and the least disturbed run is kept.
 
-One more column tells the cost model's error from the simulator's: the busiest rank's compute, predicted
+`error without the runtime's time` is the same run against the prediction from the same profile less its
+`runtime` (torch.distributed.pipelining's time per compute call, docs/profile-format.md). One more column
+tells the cost model's error from the simulator's: the busiest rank's compute, predicted
 (from the profile) and measured (its F, I, B and W actions as the runtime ran them, summed).
 """
 
@@ -94,6 +96,14 @@ def run_round(args, folder: str) -> list:
           f"micro-batch {MICRO_BATCH_SIZE}; profiled in {time.perf_counter() - t:.1f} s"
           + (f" (gloo link {link['latency_s'] * 1e6:.0f} us + bytes / {link['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s)"
              if link else ""), flush=True)
+    # The same profile without the runtime's time per call: what the prediction was before it was measured,
+    # against the same runs.
+    bare = os.path.join(folder, "profile-without-runtime.json")
+    with open(bare, "w") as f:
+        json.dump({k: v for k, v in document.items() if k != "runtime"}, f, indent=2)
+    if "runtime" in document:
+        print(f"runtime: {document['runtime']['name']}, {document['runtime']['action_s'] * 1e6:.0f} us a compute call",
+              flush=True)
     cluster = cpu_cluster()
     chunks = dict(SCHEDULES)
     records = []
@@ -108,6 +118,8 @@ def run_round(args, folder: str) -> list:
             except pipewright.PipewrightError as e:
                 print(f"{schedule} pp {pp}: pipewright: {e}", file=sys.stderr)
                 continue
+            without = pipewright.simulate(model=model, profile=bare, cluster=cluster, pp=pp, vpp=vpp,
+                                          microbatches=args.microbatches, schedule=schedule)["step_time_s"]
             expected = read_schedule_csv(csv_path)
             stage_layers = stage_layers_from_simulation(predicted)
             cores = os.cpu_count() or 1
@@ -130,6 +142,7 @@ def run_round(args, folder: str) -> list:
             records.append({"schedule": schedule, "pp": pp, "vpp": vpp, "microbatches": args.microbatches,
                             "predicted_step_s": pred_s, "measured_step_s": result.step_s,
                             "measured_steps_s": result.step_times_s, "error": result.step_s / pred_s - 1,
+                            "error_without_runtime": result.step_s / without - 1,
                             "predicted_busy_s": max(s["busy_s"] for s in predicted["stages"]),
                             "measured_busy_s": max(result.busy_s(r) for r in range(result.ranks)),
                             "core_held_elsewhere": best_held, "order": diff or "same",
@@ -149,6 +162,7 @@ def aggregate(runs: list) -> dict:
             "predicted_step_s": median(r["predicted_step_s"] for r in runs),
             "measured_step_s": median(r["measured_step_s"] for r in runs),
             "error": median(r["error"] for r in runs), "round_errors": [r["error"] for r in runs],
+            "error_without_runtime": median(r["error_without_runtime"] for r in runs),
             "predicted_busy_s": median(r["predicted_busy_s"] for r in runs),
             "measured_busy_s": median(r["measured_busy_s"] for r in runs),
             "core_held_elsewhere": max(r["core_held_elsewhere"] for r in runs),
@@ -183,20 +197,22 @@ def main(argv=None) -> int:
         rounds.append(run_round(args, round_folder))
     records = [aggregate([one[i] for one in rounds]) for i in range(len(rounds[0]))]
     rows = [[r["schedule"], r["pp"], r["microbatches"], f"{r['predicted_step_s'] * 1e3:.1f} ms",
-             f"{r['measured_step_s'] * 1e3:.1f} ms", f"{r['error']:+.1%}"]
+             f"{r['measured_step_s'] * 1e3:.1f} ms", f"{r['error']:+.1%}", f"{r['error_without_runtime']:+.1%}"]
             + ([" ".join(f"{e:+.1%}" for e in r["round_errors"])] if args.rounds > 1 else [])
             + [f"{r['predicted_busy_s'] * 1e3:.1f} / {r['measured_busy_s'] * 1e3:.1f} ms",
                f"{r['core_held_elsewhere']:.0%}", r["order"], r["note"]]
             for r in records]
     print()
-    print(format_table(rows, ["schedule", "pp", "m", "predicted step", "measured step", "error"]
+    print(format_table(rows, ["schedule", "pp", "m", "predicted step", "measured step", "error",
+                              "error without the runtime's time"]
                        + (["each round's error"] if args.rounds > 1 else [])
                        + ["busiest rank's compute pred / meas", "core elsewhere", "order", ""]))
     within = [r for r in records if r["pp"] <= (os.cpu_count() or 1)]
     if within:
-        errors = [abs(r["error"]) for r in within]
-        print(f"pp <= cores: median |error| {statistics.median(errors):.1%}, max {max(errors):.1%} "
-              f"over {len(within)} runs")
+        for label, key in (("", "error"), (" without the runtime's time", "error_without_runtime")):
+            errors = [abs(r[key]) for r in within]
+            print(f"pp <= cores{label}: median |error| {statistics.median(errors):.1%}, max {max(errors):.1%} "
+                  f"over {len(within)} runs")
     print(f"load average {os.getloadavg()[0]:.2f} at the end (the runs' own ranks count in it)")
     if args.json:
         with open(args.json, "w") as f:

@@ -93,6 +93,10 @@ class CostModel {
   // overhead (a calibrated model fits it to runs; 0 for the others). stage_costs() adds it once to each
   // stage's F, B and W, so an action that runs B and W together (BW) pays it twice.
   virtual double action_overhead_s() const { return 0; }
+  // Whether a full backward (BW, a composite's backward half) is one call of the runtime and pays
+  // action_overhead_s once, as PyTorch's pipelining runs it (stage_backward), rather than once for B and once
+  // for W, as pipewright's executor does.
+  virtual bool full_backward_one_action() const { return false; }
 
   // How much slower compute runs while a point-to-point transfer to or from its rank is in flight, as a
   // fraction: 0.1 makes it run 1.1 times as long for that time (communication kernels sharing the GPU's
@@ -150,6 +154,7 @@ class CostModelOver : public CostModel {
     return below_.full_backward_saving(layer, work, tp);
   }
   double action_overhead_s() const override { return below_.action_overhead_s(); }
+  bool full_backward_one_action() const override { return below_.full_backward_one_action(); }
   double transfer_compute_slowdown() const override { return below_.transfer_compute_slowdown(); }
   double all_to_all_sm_share() const override { return below_.all_to_all_sm_share(); }
   double host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const override {

@@ -312,6 +312,7 @@ std::vector<StageCost> stage_costs(const Model& model, const LayerWorks& work,
     sc.forward_s += dispatch;
     sc.backward_input_s += dispatch;
     sc.backward_weight_s += dispatch;
+    if (cost.full_backward_one_action()) sc.full_backward_saving_s += dispatch;
     sc.overlapped_fb_s = cost.overlapped_fb_time(sc.forward_s, sc.full_backward_s());
     sc.output_bytes = work[r.last].output_bytes;
     // A layer graph's edges that cross this boundary are relayed through it: each source's output once

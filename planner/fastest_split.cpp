@@ -62,7 +62,7 @@ class BranchAndBound {
   Phases phases(int s, int begin, int end) const {
     const PartitionProblem::PhasePrefix& q = p_.phase_prefix[static_cast<size_t>(p_.stage_class[static_cast<size_t>(s)])];
     const size_t a = static_cast<size_t>(begin), z = static_cast<size_t>(end);
-    Phases out{q.f[z] - q.f[a] + p_.dispatch_s, q.b[z] - q.b[a] + p_.dispatch_s, q.w[z] - q.w[a] + p_.dispatch_s};
+    Phases out{q.f[z] - q.f[a] + p_.dispatch_s, q.b[z] - q.b[a] + p_.dispatch_s, q.w[z] - q.w[a] + p_.w_dispatch_s};
     if (!o_.composites) {
       out.f += q.comm_f[z] - q.comm_f[a];
       out.b += q.comm_b[z] - q.comm_b[a];
@@ -108,7 +108,7 @@ class BranchAndBound {
     if (open.empty()) return 0;
     const int n = p_.layers;
     double total = m_ * (rest_all_[static_cast<size_t>(n)] - rest_all_[static_cast<size_t>(end)] +
-                         3 * p_.dispatch_s * (p_.stages - k - 1));
+                         (2 * p_.dispatch_s + p_.w_dispatch_s) * (p_.stages - k - 1));
     for (int r : open) {
       const size_t ru = static_cast<size_t>(r);
       total += rank_head_[ru] < 0 ? next_head : rank_head_[ru] + rank_all_[ru];

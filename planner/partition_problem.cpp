@@ -272,6 +272,7 @@ PartitionProblem make_partition_problem(const Scenario& s, const CostModel& cost
   }
 
   P.dispatch_s = cost.action_overhead_s();
+  P.w_dispatch_s = cost.full_backward_one_action() ? 0.0 : P.dispatch_s;
   // A part's copies shard its ZeRO state as copies x dp members, as stage_costs() charges it.
   ParallelConfig sharding = pc;
   sharding.dp *= P.copies;

@@ -56,6 +56,9 @@ struct PartitionProblem {
   };
   std::vector<PhasePrefix> phase_prefix;
   double dispatch_s = 0;  // CostModel::action_overhead_s, added to every stage action
+  // What the bounds add to W for it: dispatch_s, or 0 where a full backward pays it once for B and W
+  // (CostModel::full_backward_one_action), so that W's bound stays below a BW action's share.
+  double w_dispatch_s = 0;
   std::vector<double> param_prefix;  // per tp rank
   std::vector<std::vector<double>> level_act_prefix, level_wg_prefix;  // per level
   std::vector<RangeMax> level_working;  // per level: the largest LayerWork::working_bytes over layers

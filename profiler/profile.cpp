@@ -144,14 +144,18 @@ std::string profile_to_json_text(const Profile& p) {
   }
   j["optimizer_s_per_parameter"] = p.optimizer_s_per_parameter;
   if (p.serving) j["serving"] = serving_profile_json(*p.serving);
+  if (p.runtime) j["runtime"] = {{"name", p.runtime->name}, {"action_s", p.runtime->action_s}};
   return json_file_text(j, "profile");
 }
+
+// A runtime's fixed time per compute call: microseconds in practice, a second at most.
+constexpr FigureRange kRuntimeActionRange{0, 1, "s"};
 
 Profile profile_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json j = parse_json_text(text, source);
   const JsonFields top(j, source);
   top.reject_unknown({"format", "version", "tool", "machine", "model", "layers", "links", "collectives", "optimizer_s_per_parameter",
-                    "serving"});
+                    "serving", "runtime"});
   if (top.string("format") != "pipewright-profile")
     top.fail("format", "must be \"pipewright-profile\"; is this a profile written by `pipewright profile`?");
   if (top.positive_integer("version") != 1) top.fail("version", "must be 1, the only version this pipewright reads");
@@ -233,6 +237,11 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
   }
   p.optimizer_s_per_parameter = top.figure("optimizer_s_per_parameter", kSecondsRange, 0.0);
   if (top.has("serving")) p.serving = serving_profile_from_json(top.object("serving"));
+  if (top.has("runtime")) {
+    const JsonFields r = top.object("runtime");
+    r.reject_unknown({"name", "action_s"});
+    p.runtime = RuntimeProfile{r.string("name"), r.figure("action_s", kRuntimeActionRange)};
+  }
   return p;
 }
 

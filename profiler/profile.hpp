@@ -79,6 +79,16 @@ struct MachineInfo {
   double handover_s = 0;
 };
 
+// The pipeline runtime whose overheads the profile measured (pipewright.torch.profile under torch.distributed):
+// what it spends on each compute call beyond the layers' own work, which a schedule's every action pays.
+struct RuntimeProfile {
+  std::string name;      // e.g. "torch.distributed.pipelining 2.15.0"
+  // Seconds between one compute call's layers and the next's on one rank with no transfer between them: the
+  // schedule's loop and the stage's bookkeeping around each forward, backward or weight-gradient call. A full
+  // backward is one such call.
+  double action_s = 0;
+};
+
 struct Profile {
   std::string tool;  // "pipewright <version> profiler (<backend>)"
   MachineInfo machine;
@@ -89,6 +99,7 @@ struct Profile {
   std::vector<CollectiveProfile> collectives;  // the CUDA profiler's with --links; none on CPUs
   double optimizer_s_per_parameter = 0;  // one optimizer step (Adam) per parameter
   std::optional<ServingProfile> serving;  // `profile --serving` and `serve run`'s own
+  std::optional<RuntimeProfile> runtime;  // absent: the layers' times are the whole cost of an action
 
   // The entry for a layer kind, shape and micro-batch shape, or null.
   const LayerProfile* find(const std::string& kind, const std::string& shape, int micro_batch_size, int seq_len) const;

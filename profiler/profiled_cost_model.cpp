@@ -89,6 +89,14 @@ double ProfiledCostModel::phase_time(const Layer& layer, const LayerWork& work, 
   return 0;
 }
 
+double ProfiledCostModel::action_overhead_s() const {
+  return profile_.runtime ? profile_.runtime->action_s : below_.action_overhead_s();
+}
+
+bool ProfiledCostModel::full_backward_one_action() const {
+  return profile_.runtime ? true : below_.full_backward_one_action();
+}
+
 double ProfiledCostModel::full_backward_saving(const Layer& layer, const LayerWork& work, int tp) const {
   const LayerProfile* p = entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp, work.recompute_modules);
   if (!p) return below_.full_backward_saving(layer, work, tp);

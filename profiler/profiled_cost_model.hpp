@@ -43,6 +43,10 @@ class ProfiledCostModel : public CostModelOver {
   // 0 for a layer the profile times: its measured phases already include whatever the host made them wait.
   double host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const override;
   double full_backward_saving(const Layer& layer, const LayerWork& work, int tp) const override;
+  // The measured runtime's time per compute call (RuntimeProfile::action_s) when the profile has one, a full
+  // backward being one call; the model below's otherwise.
+  double action_overhead_s() const override;
+  bool full_backward_one_action() const override;
   // The profile's serving rates for the layer's kind and shape at tp 1 (profiler/serving_rates.hpp); the
   // model below otherwise.
   double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,

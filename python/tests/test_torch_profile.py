@@ -309,6 +309,7 @@ def test_an_existing_out_file_is_replaced_as_the_cli_does(tmp_path):
         ),
         ({"link_sizes": [1024]}, "link_sizes: give 2 different message sizes or more, in whole bytes, got [1024]"),
         ({"dtype": torch.int8}, "dtype: must be a floating torch dtype such as torch.bfloat16, got torch.int8"),
+        ({"runtime": "yes"}, "runtime: must be True or False, got 'yes'"),
     ],
 )
 def test_bad_settings_name_the_argument_and_the_fix(settings, message):
@@ -362,7 +363,11 @@ def test_two_gloo_ranks_measure_their_link_and_collectives(tmp_path):
     for c in p["collectives"]:
         assert c["ranks"] == 2 and c["time_s"] > 0
         assert c["link"] == {"bandwidth_bytes_per_s": link["bandwidth_bytes_per_s"], "latency_s": link["latency_s"]}
-    # pipewright reads the link back: a simulation with the profile runs.
+    # torch.distributed.pipelining's time per compute call, measured on rank 0's CPU: Python's loop and
+    # bookkeeping between calls, tens to hundreds of microseconds, never a layer's milliseconds.
+    assert p["runtime"]["name"] == f"torch.distributed.pipelining {torch.__version__}"
+    assert 1e-6 < p["runtime"]["action_s"] < 5e-3
+    # pipewright reads the link and the runtime back: a simulation with the profile runs.
     model = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tiny-uniform.json")
     result = pipewright.simulate(model=model, cluster="ideal", pp=2, microbatches=4, profile=tmp_path / "p.json")
     assert result["cost_model"]["profile"]["tool"] == p["tool"]

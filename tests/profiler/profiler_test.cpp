@@ -295,7 +295,10 @@ TEST_CASE("the profiled cost model uses the profile where it matches and the fal
         analytic.phase_time(block, work, Phase::Forward, gpu, LinkSpec{1e11, 1e-6}, 2));
 }
 
-TEST_CASE("a scenario evaluated with the profile gets the profiled stage times") {
+namespace {
+
+// tiny(4) on the ideal cluster, pp 2 under gpipe, 2 micro-batches of 8 tokens, two blocks a stage.
+Scenario two_stages_of_two_blocks() {
   Scenario s;
   s.model = tiny(4);
   s.cluster = cluster_preset("ideal");
@@ -304,6 +307,13 @@ TEST_CASE("a scenario evaluated with the profile gets the profiled stage times")
   s.workload.seq_len = 8;
   s.schedule = "gpipe";
   s.split = {2, 2};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a scenario evaluated with the profile gets the profiled stage times") {
+  const Scenario s = two_stages_of_two_blocks();
   const AnalyticCostModel analytic;
   const ProfiledCostModel profiled(uniform_profile(s.model), s.model, analytic);
   const Evaluation ev = evaluate(s, profiled);
@@ -314,6 +324,45 @@ TEST_CASE("a scenario evaluated with the profile gets the profiled stage times")
   }
   // gpipe on the ideal cluster: (m + p - 1)(F + B + W) = 3 x 12 ms, plus the slowest optimizer step.
   CHECK(ev.sim.step_time_s == Approx(0.036).epsilon(1e-3));
+}
+
+TEST_CASE("a measured runtime's time per call is charged once to every action, a full backward included") {
+  // The same profile with and without pipewright.torch.profile's "runtime" (torch.distributed.pipelining's
+  // time per compute call, 0.2 ms): F, B and W each grow by it, a BW (one stage_backward call) by it once.
+  const Scenario s = two_stages_of_two_blocks();
+  const AnalyticCostModel analytic;
+  Profile measured = uniform_profile(s.model);
+  measured.runtime = RuntimeProfile{"torch.distributed.pipelining 2.15.0", 2e-4};
+  const Profile back = profile_from_json_text(profile_to_json_text(measured), "p.json");
+  REQUIRE(back.runtime.has_value());
+  CHECK(back.runtime->name == "torch.distributed.pipelining 2.15.0");
+  CHECK(back.runtime->action_s == 2e-4);
+  CHECK(profile_to_json_text(back) == profile_to_json_text(measured));
+  CHECK(profile_to_json_text(uniform_profile(s.model)).find("runtime") == std::string::npos);
+
+  const ProfiledCostModel without(uniform_profile(s.model), s.model, analytic);
+  const ProfiledCostModel with(back, s.model, analytic);
+  CHECK(without.action_overhead_s() == 0);
+  CHECK_FALSE(without.full_backward_one_action());
+  CHECK(with.action_overhead_s() == 2e-4);
+  CHECK(with.full_backward_one_action());
+  const Evaluation a = evaluate(s, without), b = evaluate(s, with);
+  REQUIRE(a.stages.size() == b.stages.size());
+  for (size_t i = 0; i < a.stages.size(); ++i) {
+    const StageCost &x = a.stages[i].cost, &y = b.stages[i].cost;
+    CHECK(y.forward_s == Approx(x.forward_s + 2e-4));
+    CHECK(y.backward_input_s == Approx(x.backward_input_s + 2e-4));
+    CHECK(y.backward_weight_s == Approx(x.backward_weight_s + 2e-4));
+    CHECK(y.full_backward_s() == Approx(x.full_backward_s() + 2e-4));
+  }
+  // gpipe's F and full backward (BW) on the ideal cluster: (m + p - 1)(F + BW) = 3 x (12 ms + 2 x 0.2 ms).
+  CHECK(b.sim.step_time_s - a.sim.step_time_s == Approx(3 * 4e-4).epsilon(1e-3));
+
+  const std::string top = R"({"format": "pipewright-profile", "version": 1, "layers": [], "runtime": )";
+  CHECK(error(top + R"({"name": "torch", "action_s": -1e-4}})") ==
+        "p.json: runtime.action_s is -0.0001 s; give a figure from 0 to 1 s");
+  CHECK(error(top + R"({"name": "torch", "action_s": 1e-4, "loop_s": 0}})") ==
+        "p.json: unknown field 'runtime.loop_s'; known fields: name, action_s");
 }
 
 TEST_CASE("profiles: entry counts and figures are capped, numbers beyond a double named") {

@@ -49,7 +49,7 @@ def _dtype_text(measured: list) -> str:
 
 
 def profile_document(where, group, name, keys, layer_kinds, micro_batch, measured, network, rate,
-                     timed_as: str = "pass") -> dict:
+                     timed_as: str = "pass", runtime: Optional[dict] = None) -> dict:
     """The profile, its fields in the order the C++ writes them (profiler/profile.cpp)."""
     links, collectives = network
     document = {
@@ -68,6 +68,8 @@ def profile_document(where, group, name, keys, layer_kinds, micro_batch, measure
         link = {"bandwidth_bytes_per_s": slowest["bandwidth_bytes_per_s"], "latency_s": slowest["latency_s"]}
         document["collectives"] = [dict(c, link=link) for c in collectives]
     document["optimizer_s_per_parameter"] = rate
+    if runtime:
+        document["runtime"] = runtime
     return document
 
 

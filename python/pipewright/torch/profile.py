@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 from typing import Any, Optional, Sequence
 
 import torch
@@ -18,6 +19,7 @@ from pipewright._cli import PipewrightError, command_json
 from pipewright.torch._document import explicit_model, profile_document, write_text
 from pipewright.torch._measure import Repeat, measure_layers, optimizer_rate, placed, state, tensors
 from pipewright.torch._network import broadcast, measure_network, process_group
+from pipewright.torch._runtime import measure_runtime
 
 _KINDS = ("embedding", "block", "moe-block", "head")
 _MODEL_FORMS = "a preset, path, dict or transformers config"
@@ -44,6 +46,7 @@ def profile(
     link_sizes: Optional[Sequence[int]] = None,
     link_repeats: int = 5,
     timing: str = "pass",
+    runtime: bool = True,
 ) -> dict:
     """Measures `layers` (the pipeline's layers in order, or an nn.Sequential) on one micro-batch,
     `example_input` being the first layer's input and each next layer's its predecessor's output, and
@@ -77,6 +80,11 @@ def profile(
         activations of the layers, in groups of consecutive layers that keep at most half the GPU's free
         memory or a quarter of the host's). "repeated": each layer runs again and again on its own, its
         weights cached (faster than inside a stage wherever the stage's layers exceed the caches).
+    runtime: under torch.distributed on the CPU, also measure what torch.distributed.pipelining's runtime spends
+        on each compute call beyond the layers' work (the profile's "runtime": one stage of a Linear(8, 8) run
+        from a compute-only CSV, the gap between calls and a forward call's own handling), which pipewright
+        then charges every action of a schedule, a full backward once. On a GPU the host's time runs ahead
+        of the device and nothing is measured.
     Bad arguments raise PipewrightError(message, "input", 2).
     """
     layers = _layer_list(layers)
@@ -91,6 +99,8 @@ def profile(
     name = _name(name, keys)
     if timing not in ("pass", "repeated"):
         raise _bad(f"timing: must be 'pass' or 'repeated', got {timing!r}")
+    if not isinstance(runtime, bool):
+        raise _bad(f"runtime: must be True or False, got {runtime!r}")
     group = process_group()
     rank = group[0] if group else 0
 
@@ -100,9 +110,13 @@ def profile(
         measured = measure_layers(layers, example_input, where, repeat, timing)
         rate = optimizer_rate(layers, where, repeat)
     network = measure_network(group, sizes, link_repeats) if group and links else ([], [])
+    measured_runtime = None
+    if group and runtime:
+        with tempfile.TemporaryDirectory() as folder:
+            measured_runtime = measure_runtime(group, where, repeat, os.path.join(folder, "runtime.csv"))
     if rank == 0:
         document = profile_document(where, group, name, keys, layer_kinds, (batch, sequence), measured, network, rate,
-                                    timing)
+                                    timing, measured_runtime)
         for label, path in outputs:
             made = document if label == "out" else explicit_model(name, measured)
             write_text(path, json.dumps(made, indent=2) + "\n")
