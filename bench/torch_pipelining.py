@@ -102,8 +102,9 @@ def run_round(args, folder: str) -> list:
     with open(bare, "w") as f:
         json.dump({k: v for k, v in document.items() if k != "runtime"}, f, indent=2)
     if "runtime" in document:
-        print(f"runtime: {document['runtime']['name']}, {document['runtime']['action_s'] * 1e6:.0f} us a compute call",
-              flush=True)
+        runtime = document["runtime"]
+        print(f"runtime: {runtime['name']}, {runtime['action_s'] * 1e6:.0f} us a compute call, "
+              f"{runtime.get('transfer_s', 0) * 1e6:.0f} us a send or receive posted", flush=True)
     cluster = cpu_cluster()
     chunks = dict(SCHEDULES)
     records = []

@@ -103,6 +103,11 @@ class CostModel {
   // SMs and memory bandwidth; a calibrated model fits it to traces of runs). The simulator charges it.
   virtual double transfer_compute_slowdown() const { return 0; }
 
+  // Seconds a rank's own thread spends issuing each send and each receive before it goes on: a runtime that
+  // posts asynchronous operations from the rank's thread (PyTorch's pipelining on gloo). The transfer starts
+  // after it. 0: issued in no time, as a GPU's host runs ahead of the device.
+  virtual double transfer_post_s() const { return 0; }
+
   // The share of the GPU's SMs an expert all-to-all's kernels hold while they run: when an F&B composite runs
   // one micro-batch's all-to-alls beside another's compute, that compute loses this share for as long as
   // they overlap (core/overlapped_pair.hpp).
@@ -156,6 +161,7 @@ class CostModelOver : public CostModel {
   double action_overhead_s() const override { return below_.action_overhead_s(); }
   bool full_backward_one_action() const override { return below_.full_backward_one_action(); }
   double transfer_compute_slowdown() const override { return below_.transfer_compute_slowdown(); }
+  double transfer_post_s() const override { return below_.transfer_post_s(); }
   double all_to_all_sm_share() const override { return below_.all_to_all_sm_share(); }
   double host_time(const Layer& layer, const LayerWork& work, Phase phase, int tp) const override {
     return below_.host_time(layer, work, phase, tp);

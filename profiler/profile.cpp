@@ -144,11 +144,12 @@ std::string profile_to_json_text(const Profile& p) {
   }
   j["optimizer_s_per_parameter"] = p.optimizer_s_per_parameter;
   if (p.serving) j["serving"] = serving_profile_json(*p.serving);
-  if (p.runtime) j["runtime"] = {{"name", p.runtime->name}, {"action_s", p.runtime->action_s}};
+  if (p.runtime)
+    j["runtime"] = {{"name", p.runtime->name}, {"action_s", p.runtime->action_s}, {"transfer_s", p.runtime->transfer_s}};
   return json_file_text(j, "profile");
 }
 
-// A runtime's fixed time per compute call: microseconds in practice, a second at most.
+// A runtime's fixed time per compute call or transfer: microseconds in practice, a second at most.
 constexpr FigureRange kRuntimeActionRange{0, 1, "s"};
 
 Profile profile_from_json_text(const std::string& text, const std::string& source) {
@@ -239,8 +240,9 @@ Profile profile_from_json_text(const std::string& text, const std::string& sourc
   if (top.has("serving")) p.serving = serving_profile_from_json(top.object("serving"));
   if (top.has("runtime")) {
     const JsonFields r = top.object("runtime");
-    r.reject_unknown({"name", "action_s"});
-    p.runtime = RuntimeProfile{r.string("name"), r.figure("action_s", kRuntimeActionRange)};
+    r.reject_unknown({"name", "action_s", "transfer_s"});
+    p.runtime = RuntimeProfile{r.string("name"), r.figure("action_s", kRuntimeActionRange),
+                               r.figure("transfer_s", kRuntimeActionRange, 0.0)};
   }
   return p;
 }

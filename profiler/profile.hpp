@@ -87,6 +87,9 @@ struct RuntimeProfile {
   // schedule's loop and the stage's bookkeeping around each forward, backward or weight-gradient call. A full
   // backward is one such call.
   double action_s = 0;
+  // Seconds the rank's thread spends posting each send and each receive (asynchronous operations issued from
+  // it) before it goes on; 0 where not measured.
+  double transfer_s = 0;
 };
 
 struct Profile {

@@ -97,6 +97,10 @@ bool ProfiledCostModel::full_backward_one_action() const {
   return profile_.runtime ? true : below_.full_backward_one_action();
 }
 
+double ProfiledCostModel::transfer_post_s() const {
+  return profile_.runtime ? profile_.runtime->transfer_s : below_.transfer_post_s();
+}
+
 double ProfiledCostModel::full_backward_saving(const Layer& layer, const LayerWork& work, int tp) const {
   const LayerProfile* p = entry_for(layer, work.micro_batch_size, work.seq_len, work.recompute_mode, tp * work.cp, work.recompute_modules);
   if (!p) return below_.full_backward_saving(layer, work, tp);

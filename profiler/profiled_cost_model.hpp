@@ -47,6 +47,9 @@ class ProfiledCostModel : public CostModelOver {
   // backward being one call; the model below's otherwise.
   double action_overhead_s() const override;
   bool full_backward_one_action() const override;
+  // The measured runtime's time to post a send or receive (RuntimeProfile::transfer_s); the model below's
+  // otherwise.
+  double transfer_post_s() const override;
   // The profile's serving rates for the layer's kind and shape at tp 1 (profiler/serving_rates.hpp); the
   // model below otherwise.
   double serving_time(const Layer& layer, const ServingWork& work, const GpuSpec& gpu, const LinkSpec& tp_link,

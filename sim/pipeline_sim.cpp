@@ -37,6 +37,7 @@ enum EventKind : std::uint32_t {
   kOptimizerDone = 3,
   kBucketReady = 4,
   kWoken = 5,
+  kPostDone = 6,  // a rank's thread done posting a send or receive (CostModel::transfer_post_s)
 };
 
 // One piece of a stage's data-parallel reduction on its rank's collective lane: a gradient bucket, the
@@ -134,6 +135,10 @@ struct RankState {
   bool stepping = false;
   bool has_core = false;  // shared cores: the rank holds one (computing, stepping, or ready to go on)
   bool spinning = false;  // turns: it holds its core while it waits for a tensor, no other rank waiting for one
+  // A runtime that posts transfers from the rank's thread: the list position whose send or receive has been
+  // posted (its post paid), and whether the thread is posting now.
+  std::uint32_t posted_pc = kNone;
+  bool posting = false;
 };
 
 bool finite_non_negative(double s) { return std::isfinite(s) && s >= 0; }
@@ -380,6 +385,10 @@ class PipelineSimulation {
     if (!finite_non_negative(slowdown_))
       throw_bad_input("cost model {}: the compute slowdown during transfers is {}; it must be a finite number >= 0",
                       in_.cost->name(), slowdown_);
+    post_s_ = in_.cost ? in_.cost->transfer_post_s() : 0.0;
+    if (!finite_non_negative(post_s_))
+      throw_bad_input("cost model {}: the time to post a transfer is {} s; it must be a finite number >= 0",
+                      in_.cost->name(), post_s_);
     setup_shared_cores();
     engine_.reserve(static_cast<std::size_t>(num_ranks_) * 4 + 64);
   }
@@ -549,6 +558,10 @@ class PipelineSimulation {
       case kOptimizerDone: optimizer_done(static_cast<int>(e.target)); break;
       case kBucketReady: bucket_ready(e.target); break;
       case kWoken: advance(static_cast<int>(e.target)); break;
+      case kPostDone:
+        ranks_[e.target].posting = false;
+        advance(static_cast<int>(e.target));
+        break;
       default: break;
     }
   }
@@ -558,6 +571,7 @@ class PipelineSimulation {
   void advance(int r) {
     RankState& R = ranks_[static_cast<std::size_t>(r)];
     const double now = engine_.now();
+    if (R.posting) return;  // its thread is busy posting; kPostDone goes on
     while (R.pc < R.size) {
       if (R.iterations_passed + 1 < iterations_ &&
           R.pc == R.iteration_length * static_cast<std::uint32_t>(R.iterations_passed + 1)) {
@@ -602,11 +616,13 @@ class PipelineSimulation {
           return;
         }
         case StepKind::Send:
+          if (post_s_ > 0 && !posted(r, R, now)) return;
           R.send.push(st.index);
           try_send(r);
           ++R.pc;
           break;
         case StepKind::Recv:
+          if (post_s_ > 0 && !posted(r, R, now)) return;
           if (flags_[st.index] & kArrived) {
             if (observer_) emit(r, Lane::Recv, R.pc, now, now, boundary_of(decode(st.index)).bytes, st.index);
           } else if (observer_) {
@@ -619,6 +635,18 @@ class PipelineSimulation {
       }
     }
     release_core(r);
+  }
+
+  // A send or receive first costs the rank's thread the runtime's time to post it (CostModel::transfer_post_s,
+  // on its core), then goes ahead as posted: true when the rank goes on now, false when it waits for its core
+  // or for its post to be done (kPostDone). Asked only when post_s_ > 0.
+  bool posted(int r, RankState& R, double now) {
+    if (R.posted_pc == R.pc) return true;
+    if (!take_core(r)) return false;
+    R.posted_pc = R.pc;
+    R.posting = true;
+    engine_.at(now + post_s_ / core_speed_, kPostDone, static_cast<std::uint32_t>(r));
+    return false;
   }
 
   // Shared cores: whether rank r holds one, taking a free one; without, it queues (in the order ranks became
@@ -1000,6 +1028,7 @@ class PipelineSimulation {
   std::vector<std::uint32_t> every_piece_;  // per stage: the reduction of a micro-batch before the last
   double last_arrival_ = 0;
   double slowdown_ = 0;                  // the cost model's transfer_compute_slowdown()
+  double post_s_ = 0;                    // the cost model's transfer_post_s()
   // Shared cores (SimInput::shared_cores): the free ones, each at core_speed_, and the ranks waiting for one.
   bool shares_cores_ = false;
   int core_count_ = 0;

@@ -2,7 +2,8 @@
 // The pipeline model on the discrete-event engine (sim/engine.hpp): each pipeline rank has a compute
 // stream that runs its lowered action list in order, a send lane and a receive lane; transfers cross
 // links whose bandwidth is shared by the transfers on them at once; compute slows by the cost model's
-// transfer_compute_slowdown() while a transfer to or from its rank is in flight; memory is allocated at
+// transfer_compute_slowdown() while a transfer to or from its rank is in flight, and each send or receive
+// first holds its rank for the cost model's transfer_post_s() (a runtime posting it); memory is allocated at
 // F and freed at B/W by the stage's deltas. One synchronised iteration: pipeline flush, data-parallel gradient
 // reduction per stage (starting when the stage's last weight gradient is done), optimizer step.
 #include <string>

@@ -332,11 +332,12 @@ TEST_CASE("a measured runtime's time per call is charged once to every action, a
   const Scenario s = two_stages_of_two_blocks();
   const AnalyticCostModel analytic;
   Profile measured = uniform_profile(s.model);
-  measured.runtime = RuntimeProfile{"torch.distributed.pipelining 2.15.0", 2e-4};
+  measured.runtime = RuntimeProfile{"torch.distributed.pipelining 2.15.0", 2e-4, 1.5e-4};
   const Profile back = profile_from_json_text(profile_to_json_text(measured), "p.json");
   REQUIRE(back.runtime.has_value());
   CHECK(back.runtime->name == "torch.distributed.pipelining 2.15.0");
   CHECK(back.runtime->action_s == 2e-4);
+  CHECK(back.runtime->transfer_s == 1.5e-4);
   CHECK(profile_to_json_text(back) == profile_to_json_text(measured));
   CHECK(profile_to_json_text(uniform_profile(s.model)).find("runtime") == std::string::npos);
 
@@ -346,7 +347,13 @@ TEST_CASE("a measured runtime's time per call is charged once to every action, a
   CHECK_FALSE(without.full_backward_one_action());
   CHECK(with.action_overhead_s() == 2e-4);
   CHECK(with.full_backward_one_action());
-  const Evaluation a = evaluate(s, without), b = evaluate(s, with);
+  CHECK(with.transfer_post_s() == 1.5e-4);
+  CHECK(without.transfer_post_s() == 0);
+  // The time per call alone (posting transfers is the simulator's, tests/sim/comm_test.cpp).
+  Profile calls_only = back;
+  calls_only.runtime->transfer_s = 0;
+  const ProfiledCostModel per_call(calls_only, s.model, analytic);
+  const Evaluation a = evaluate(s, without), b = evaluate(s, per_call);
   REQUIRE(a.stages.size() == b.stages.size());
   for (size_t i = 0; i < a.stages.size(); ++i) {
     const StageCost &x = a.stages[i].cost, &y = b.stages[i].cost;
@@ -359,10 +366,13 @@ TEST_CASE("a measured runtime's time per call is charged once to every action, a
   CHECK(b.sim.step_time_s - a.sim.step_time_s == Approx(3 * 4e-4).epsilon(1e-3));
 
   const std::string top = R"({"format": "pipewright-profile", "version": 1, "layers": [], "runtime": )";
+  // A runtime without transfer_s posts in no time.
+  const Profile older = profile_from_json_text(top + R"({"name": "torch", "action_s": 1e-4}})", "p.json");
+  CHECK(older.runtime->transfer_s == 0);
   CHECK(error(top + R"({"name": "torch", "action_s": -1e-4}})") ==
         "p.json: runtime.action_s is -0.0001 s; give a figure from 0 to 1 s");
   CHECK(error(top + R"({"name": "torch", "action_s": 1e-4, "loop_s": 0}})") ==
-        "p.json: unknown field 'runtime.loop_s'; known fields: name, action_s");
+        "p.json: unknown field 'runtime.loop_s'; known fields: name, action_s, transfer_s");
 }
 
 TEST_CASE("profiles: entry counts and figures are capped, numbers beyond a double named") {

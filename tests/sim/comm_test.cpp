@@ -136,15 +136,17 @@ TEST_CASE("a rank's sends leave one at a time", "[sim][comm]") {
 
 namespace {
 
-// Links as given; compute runs 1 + `slowdown` times as long while a transfer touches its rank.
-class SlowdownCost : public HalfLinkCost {
+// Links as given; compute runs 1 + `slowdown` times as long while a transfer touches its rank, and each send or
+// receive holds its rank `post` seconds before it goes on.
+class TransferCost : public HalfLinkCost {
  public:
-  explicit SlowdownCost(double slowdown) : slowdown_(slowdown) {}
+  explicit TransferCost(double slowdown, double post = 0) : slowdown_(slowdown), post_(post) {}
   LinkSpec p2p_link(const LinkSpec& nominal) const override { return nominal; }
   double transfer_compute_slowdown() const override { return slowdown_; }
+  double transfer_post_s() const override { return post_; }
 
  private:
-  double slowdown_;
+  double slowdown_, post_;
 };
 
 }  // namespace
@@ -160,7 +162,7 @@ TEST_CASE("compute slows down while a transfer to or from its rank is in flight"
   std::vector<StageCost> costs = uniform_costs(2, 1e-3, 1e-3, 1e-3, 0, 0, bytes);
   costs[1].forward_s = 2e-3;
   SimInput in = sim_input(generated("gpipe", 2, 2), costs, one_node_cluster(bw, 0));
-  SlowdownCost slow(1.0);
+  TransferCost slow(1.0);
   in.cost = &slow;
   Recorder rec;
   const SimResult r = simulate(in, &rec);
@@ -182,11 +184,38 @@ TEST_CASE("compute slows down while a transfer to or from its rank is in flight"
   CHECK(r.ranks[0].busy_s > 2e-3 + 2 * 2e-3);  // more than the 6 ms of F and BW at full speed
 
   // Slowdown 0 is the plain simulation, to the bit.
-  SlowdownCost none(0.0);
+  TransferCost none(0.0);
   in.cost = &none;
   const SimInput base = sim_input(generated("gpipe", 2, 2), costs, one_node_cluster(bw, 0));
   Recorder with_none, without;
   CHECK(simulate(in, &with_none).step_time_s == simulate(base, &without).step_time_s);
   CHECK(with_none.events() == without.events());
   CHECK(find_event(without.events(), 0, Lane::Compute, "0F1").end_s == Approx(2e-3).epsilon(1e-12));
+}
+
+TEST_CASE("posting a send or a receive holds the rank's thread before the transfer starts", "[sim][comm]") {
+  // GPipe, 2 stages, 1 micro-batch, F 1 ms, B 1 ms, W 1 ms a stage, free links; posting 0.25 ms.
+  //  - rank 1 posts its receive of the activation at 0 (beside rank 0's F0), then waits for it;
+  //  - rank 0: F0 [0, 1], posts the send [1, 1.25]: the activation arrives at 1.25;
+  //  - rank 1: F0 [1.25, 2.25], its backward, then posts the gradient's send: 0.25 ms after its backward;
+  //  - rank 0 posted its receive of the gradient while waiting for it: its backward starts as it arrives.
+  // The two sends' posts are on the critical path: the step is 0.5 ms longer, to the rounding.
+  std::vector<StageCost> costs = uniform_costs(2, 1e-3, 1e-3, 1e-3, 0, 0, 1e3);
+  SimInput in = sim_input(generated("gpipe", 2, 1), costs, one_node_cluster(1e18, 0));
+  TransferCost none(0.0), posting(0.0, 2.5e-4);
+  in.cost = &none;
+  Recorder before, after;
+  const SimResult a = simulate(in, &before);
+  in.cost = &posting;
+  const SimResult b = simulate(in, &after);
+  CHECK(b.step_time_s - a.step_time_s == Approx(5e-4).epsilon(1e-9));
+  CHECK(find_event(after.events(), 0, Lane::Send, "0SEND_F0").start_s == Approx(1.25e-3).epsilon(1e-9));
+  CHECK(find_event(after.events(), 1, Lane::Compute, "1F0").start_s == Approx(1.25e-3).epsilon(1e-9));
+  // The compute itself is as long as before: posting is not compute.
+  CHECK(b.ranks[0].busy_s == Approx(a.ranks[0].busy_s).epsilon(1e-12));
+  // Posting 0 is the plain simulation, to the bit.
+  const SimInput base = sim_input(generated("gpipe", 2, 1), costs, one_node_cluster(1e18, 0));
+  Recorder without;
+  CHECK(simulate(base, &without).step_time_s == a.step_time_s);
+  CHECK(without.events() == before.events());
 }
