@@ -24,7 +24,8 @@ CPU time against wall time): another process on the cores, or the other ranks wh
 with pp <= cores are run again (--retries) when it passes 5%, and the least disturbed run is kept.
 
 `error without the runtime's time` is the same run against the prediction from the same profile less its
-`runtime` (torch.distributed.pipelining's time per compute call, docs/profile-format.md). One more column
+`runtime` (torch.distributed.pipelining's time per compute call and per posted transfer,
+docs/profile-format.md). One more column
 tells the cost model's error from the simulator's: the busiest rank's compute, predicted
 (from the profile) and measured (its F, I, B and W actions as the runtime ran them, summed).
 """

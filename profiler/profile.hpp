@@ -80,7 +80,7 @@ struct MachineInfo {
 };
 
 // The pipeline runtime whose overheads the profile measured (pipewright.torch.profile under torch.distributed):
-// what it spends on each compute call beyond the layers' own work, which a schedule's every action pays.
+// what it spends on each compute call beyond the layers' own work, and on posting each transfer.
 struct RuntimeProfile {
   std::string name;      // e.g. "torch.distributed.pipelining 2.15.0"
   // Seconds between one compute call's layers and the next's on one rank with no transfer between them: the

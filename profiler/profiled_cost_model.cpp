@@ -94,7 +94,7 @@ double ProfiledCostModel::action_overhead_s() const {
 }
 
 bool ProfiledCostModel::full_backward_one_action() const {
-  return profile_.runtime ? true : below_.full_backward_one_action();
+  return profile_.runtime.has_value() || below_.full_backward_one_action();
 }
 
 double ProfiledCostModel::transfer_post_s() const {

@@ -61,10 +61,11 @@ class _TimedStage:
 
         setattr(self.stage, name, call)
 
-    def gaps(self, first: str, then: str) -> list:
-        """Seconds from each `first` call's end to the next call's start where that call is a `then`."""
+    def gaps(self, between: Optional[str] = None) -> list:
+        """Seconds from each call's end to the next call's start; with `between`, only where both are that call."""
         c = self.calls
-        return [c[i + 1][1] - c[i][2] for i in range(len(c) - 1) if c[i][0] == first and c[i + 1][0] == then]
+        return [c[i + 1][1] - c[i][2] for i in range(len(c) - 1)
+                if between is None or c[i][0] == c[i + 1][0] == between]
 
 
 def _run(timed: _TimedStage, rows: list, stage_index: int, where: torch.device, repeat: Repeat, csv_path: str,
@@ -115,9 +116,8 @@ def measure_runtime(group: tuple, where: torch.device, repeat: Repeat, csv_path:
         alone = _TimedStage(0, 1, where, one)
 
         def after_alone_step():
-            c = alone.calls
-            gaps.extend(c[i + 1][1] - c[i][2] for i in range(len(c) - 1))
-            forwards = [end - start for name, start, end in c if name == "forward_one_chunk"]
+            gaps.extend(alone.gaps())
+            forwards = [end - start for name, start, end in alone.calls if name == "forward_one_chunk"]
             beyond.extend(call - work for call, work in zip(forwards, alone.inner))
 
         _run(alone, [_actions(0, _MICROBATCHES, split=True)], 0, where, repeat, csv_path, after_alone_step)
@@ -125,7 +125,7 @@ def measure_runtime(group: tuple, where: torch.device, repeat: Repeat, csv_path:
     two = _TimedStage(rank, 2, where, pair)
     rows = [_actions(s, _MICROBATCHES, split=False) for s in (0, 1)]
     _run(two, rows, rank, where, repeat, csv_path,
-         lambda: sending.extend(two.gaps("forward_one_chunk", "forward_one_chunk")))
+         lambda: sending.extend(two.gaps("forward_one_chunk")))
     dist.destroy_process_group(pair)
     if rank != 0:
         return None

@@ -81,9 +81,10 @@ def profile(
         memory or a quarter of the host's). "repeated": each layer runs again and again on its own, its
         weights cached (faster than inside a stage wherever the stage's layers exceed the caches).
     runtime: under torch.distributed on the CPU, also measure what torch.distributed.pipelining's runtime spends
-        on each compute call beyond the layers' work (the profile's "runtime": one stage of a Linear(8, 8) run
-        from a compute-only CSV, the gap between calls and a forward call's own handling), which pipewright
-        then charges every action of a schedule, a full backward once. On a GPU the host's time runs ahead
+        beyond the layers' work (the profile's "runtime", docs/profile-format.md): on each compute call (one
+        stage of a Linear(8, 8) run from a compute-only CSV), which pipewright charges every action of a
+        schedule, a full backward once; and on posting each send or receive from the rank's thread (two such
+        stages on ranks 0 and 1), for which the simulator holds the rank. On a GPU the host's time runs ahead
         of the device and nothing is measured.
     Bad arguments raise PipewrightError(message, "input", 2).
     """
