@@ -63,7 +63,9 @@ void ScenarioOptions::add_to(CLI::App& cmd, bool model_and_cluster_required) {
 CLI::Option* add_recompute_modules_option(CLI::App& cmd, std::string& modules) {
   return cmd.add_option("--recompute-modules", modules,
                         "What selective recomputation reruns, as Megatron-Core's --recompute-modules: core_attn "
-                        "(default), layernorm, moe_act, mla_up_proj, mlp, shared_experts; e.g. layernorm,moe_act");
+                        "(default), layernorm, moe_act, mla_up_proj, mlp, shared_experts; or elementwise (not "
+                        "Megatron's: the norms' and activations' outputs, every GEMM and attention output kept); e.g. "
+                        "layernorm,moe_act");
 }
 
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {

@@ -11,16 +11,17 @@
 namespace pw {
 namespace {
 
-constexpr std::array<std::pair<const char*, RecomputeModule>, 6> kModules{{
+constexpr std::array<std::pair<const char*, RecomputeModule>, 7> kModules{{
     {"core_attn", RecomputeModule::CoreAttn},
     {"moe_act", RecomputeModule::MoeAct},
     {"layernorm", RecomputeModule::Layernorm},
     {"mla_up_proj", RecomputeModule::MlaUpProj},
     {"mlp", RecomputeModule::Mlp},
     {"shared_experts", RecomputeModule::SharedExperts},
+    {"elementwise", RecomputeModule::Elementwise},
 }};
 
-// "core_attn, moe_act, ... or shared_experts": the table's names, for the errors.
+// "core_attn, moe_act, ... or elementwise": the table's names, for the errors.
 std::string choices() {
   std::string out;
   for (size_t i = 0; i < kModules.size(); ++i)

@@ -1,7 +1,9 @@
 #pragma once
 // Megatron-Core's selective recomputation by module (--recompute-granularity selective --recompute-modules;
 // TransformerConfig.recompute_modules in megatron/core/transformer/transformer_config.py): each named part
-// of a block drops its activations at F and is rerun at the start of B.
+// of a block drops its activations at F and is rerun at the start of B. One more is not Megatron's:
+// elementwise, a backward written by hand that keeps every GEMM's and the attention's output and rebuilds what
+// the elementwise operations made from them (LLaMA's, Touvron et al. 2023, section 2.4).
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@ enum class RecomputeModule : unsigned {
   MlaUpProj = 1u << 3,      // MLA's query and key-value up projections with their rotary part
   Mlp = 1u << 4,            // the dense MLP of non-MoE blocks
   SharedExperts = 1u << 5,  // an MoE block's shared experts
+  Elementwise = 1u << 6,    // the norms' outputs and the MLP activations' outputs (not a Megatron module)
 };
 
 struct RecomputeModules {
@@ -27,7 +30,7 @@ struct RecomputeModules {
 // "core_attn,moe_act" (commas or spaces). BadInput naming --recompute-modules for an unknown module, a
 // Megatron module pipewright does not model, or an empty list.
 RecomputeModules recompute_modules_from_string(const std::string& text);
-// Megatron's names in its order: {"core_attn", "moe_act"}.
+// Megatron's names in its order, then elementwise: {"core_attn", "moe_act"}.
 std::vector<std::string> module_names(RecomputeModules m);
 std::string to_string(RecomputeModules m);  // the names joined by commas
 

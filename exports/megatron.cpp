@@ -364,6 +364,9 @@ std::vector<std::string> megatron_arguments(const Evaluation& plan) {
                     "with --schedules 1f1b,interleaved,interleaved-overlap,bfs",
                     s.schedule);
   if (pc.dp_cp() > 1) check_zero_level(ExportTarget::Megatron, pc.zero);
+  if (s.workload.recompute == Recompute::Selective && s.workload.recompute_modules.has(RecomputeModule::Elementwise))
+    throw_bad_input("--recompute-modules: Megatron-Core has no module that rebuilds the norms' and activations' "
+                    "outputs alone (elementwise); plan with layernorm and moe_act, or without elementwise");
   if (s.schedule == "interleaved-overlap" && pc.ep < 2)
     throw_bad_input("--ep: Megatron-Core overlaps the expert all-to-alls (interleaved-overlap) only with expert "
                     "parallelism; plan with --ep 2 or more, or --schedules interleaved");

@@ -224,10 +224,10 @@ PlanDocument plan_from_json_text(const std::string& text, const std::string& sou
   }
   if (const nlohmann::json* modules = w.find("recompute_modules")) {
     if (!modules->is_array() || modules->empty())
-      w.fail("recompute_modules", "must be a list of Megatron module names, e.g. [\"core_attn\"]");
+      w.fail("recompute_modules", "must be a list of recompute module names, e.g. [\"core_attn\"]");
     std::string names;
     for (const auto& x : *modules) {
-      if (!x.is_string()) w.fail("recompute_modules", "must be a list of Megatron module names, e.g. [\"core_attn\"]");
+      if (!x.is_string()) w.fail("recompute_modules", "must be a list of recompute module names, e.g. [\"core_attn\"]");
       names += x.get<std::string>() + ",";
     }
     try {

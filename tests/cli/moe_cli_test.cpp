@@ -198,7 +198,7 @@ TEST_CASE("recompute modules on the command line: shown, planned and refused") {
                   "'gpt-oss-120b' does not have; leave mla_up_proj out");
   check_bad_input(with(oss, {"--recompute", "selective", "--recompute-modules", "moe"}),
                   "--recompute-modules: moe is a Megatron module pipewright does not model; give core_attn, moe_act, "
-                  "layernorm, mla_up_proj, mlp or shared_experts");
+                  "layernorm, mla_up_proj, mlp, shared_experts or elementwise");
 
   // bf16 gradients: less model state, half the bytes reduced.
   const CliResult bf16 = run_cli(with(oss, {"--grad-reduce-in-bf16", "--json"}));

@@ -37,6 +37,7 @@ LayerWork block_work(const Model& m, int block, const Workload& w) {
 }  // namespace
 
 TEST_CASE("recompute modules read as Megatron names them, in its order, and refuse what is not modelled") {
+  CHECK(to_string(recompute_modules_from_string("elementwise,layernorm")) == "layernorm,elementwise");
   CHECK(RecomputeModules{}.is_default());
   CHECK(module_names(RecomputeModules{}) == std::vector<std::string>{"core_attn"});
   const RecomputeModules m = recompute_modules_from_string("layernorm, moe_act");
@@ -49,12 +50,13 @@ TEST_CASE("recompute modules read as Megatron names them, in its order, and refu
         "core_attn,mla_up_proj,mlp,shared_experts");
   CHECK(bad_input([] { recompute_modules_from_string("moe"); }) ==
         "--recompute-modules: moe is a Megatron module pipewright does not model; give core_attn, moe_act, layernorm, "
-        "mla_up_proj, mlp or shared_experts");
+        "mla_up_proj, mlp, shared_experts or elementwise");
   CHECK(bad_input([] { recompute_modules_from_string("core_attn,attn"); }) ==
-        "--recompute-modules: 'attn' is not a module; give core_attn, moe_act, layernorm, mla_up_proj, mlp or "
-        "shared_experts");
+        "--recompute-modules: 'attn' is not a module; give core_attn, moe_act, layernorm, mla_up_proj, mlp, "
+        "shared_experts or elementwise");
   CHECK(bad_input([] { recompute_modules_from_string(" , "); }) ==
-        "--recompute-modules: the list is empty; give core_attn, moe_act, layernorm, mla_up_proj, mlp or shared_experts");
+        "--recompute-modules: the list is empty; give core_attn, moe_act, layernorm, mla_up_proj, mlp, shared_experts "
+        "or elementwise");
 }
 
 TEST_CASE("gpt-oss's layernorm and moe_act: the pre-MLP norm and the experts' activation rerun in B") {
@@ -172,4 +174,52 @@ TEST_CASE("activation_func_fp8_input_store: a SwiGLU's input kept in fp8, cast t
   Workload gelu_store = none();
   gelu_store.activation_fp8_input_store = true;
   CHECK(layer_work(gelu, gelu.layers[1], gelu_store).activation_bytes == layer_work(gelu, gelu.layers[1], none()).activation_bytes);
+}
+
+TEST_CASE("elementwise: the norms' and activations' outputs rebuilt in B, every GEMM and attention output kept") {
+  // Llama 3 405B at tp 8 with sequence parallelism: hidden 16,384, SwiGLU 53,248 wide. A backward written by hand
+  // (LLaMA's) keeps the norms' inputs, Q, K, V, the attention output, gate and up; it drops the two norms'
+  // outputs (a sequence-parallel shard each) and the SwiGLU's product, and B rebuilds them before it runs.
+  const Model m = model_preset("llama3-405b");
+  const double n = 4096, h = 16384, f = 53248, t = 8;
+  const LayerWork kept = block_work(m, 0, none(8));
+  const LayerWork lw = block_work(m, 0, selective("elementwise", 8));
+  const double norms = 2 * 2 * n * h / t, product = 2 * n * f / t;
+  CHECK(kept.activation_bytes - lw.activation_bytes == Approx(norms + product).epsilon(1e-12));
+  CHECK(lw.working_bytes - kept.working_bytes == Approx(norms + product).epsilon(1e-12));
+  // All three are GEMM inputs W reads (QKV's, fc1's, fc2's): nothing dropped at F waits for W.
+  CHECK(kept.weight_grad_bytes - lw.weight_grad_bytes == Approx(norms + product).epsilon(1e-12));
+  // B's extra work: two norms (read x, write y) and the SwiGLU (read gate and up, write the product); no GEMM.
+  CHECK(lw.recompute.memory_bytes == Approx(2 * (2 * 2 * n * h / t) + 3 * 2 * n * f / t).epsilon(1e-12));
+  CHECK(lw.recompute.flops() == 0);
+  CHECK(lw.recompute.kernels == 3);
+  CHECK(lw.recompute.collectives.empty());
+  // The block keeps 21.3 of the 31.8 bytes a token and hidden unit it kept (Korthikanti's 34 without dropout,
+  // SwiGLU and grouped-query K and V): a third less.
+  CHECK(kept.activation_bytes / (n * h / t) == Approx(31.78).epsilon(1e-3));
+  CHECK(lw.activation_bytes / (n * h / t) == Approx(21.28).epsilon(1e-3));
+  // With mlp the whole MLP goes already: elementwise adds the attention's input norm alone, not the product twice.
+  const LayerWork mlp = block_work(m, 0, selective("mlp", 8));
+  CHECK(mlp.activation_bytes - block_work(m, 0, selective("mlp,elementwise", 8)).activation_bytes ==
+        Approx(2 * n * h / t + 2 * n * h / t).epsilon(1e-12));
+}
+
+TEST_CASE("elementwise in an MoE block: both norms, the routed and the shared experts' activations") {
+  // DeepSeek-V3's MoE block at tp 2 (sp): the experts' products as moe_act drops them, the shared expert's product
+  // (2,048 wide), and both norms' outputs; with layernorm or moe_act listed too nothing is dropped twice.
+  const Model m = model_preset("deepseek-v3");
+  const double n = 4096, h = 7168, t = 2;
+  const LayerWork kept = block_work(m, 3, none(2));
+  const LayerWork lw = block_work(m, 3, selective("elementwise", 2));
+  const double experts = kept.activation_bytes - block_work(m, 3, selective("moe_act", 2)).activation_bytes;
+  const double norms = 2 * 2 * n * h / t, shared = 2 * n * 2048 / t;
+  CHECK(kept.activation_bytes - lw.activation_bytes == Approx(experts + norms + shared).epsilon(1e-12));
+  CHECK(block_work(m, 3, selective("layernorm,moe_act,elementwise", 2)).activation_bytes ==
+        Approx(lw.activation_bytes).epsilon(1e-12));
+  CHECK(block_work(m, 3, selective("layernorm,moe_act,elementwise", 2)).recompute.memory_bytes ==
+        Approx(lw.recompute.memory_bytes).epsilon(1e-12));
+  // shared_experts drops the shared MLP whole: elementwise then adds the norms and the routed experts only.
+  const LayerWork whole_shared = block_work(m, 3, selective("shared_experts", 2));
+  CHECK(whole_shared.activation_bytes - block_work(m, 3, selective("shared_experts,elementwise", 2)).activation_bytes ==
+        Approx(experts + norms).epsilon(1e-12));
 }

@@ -115,6 +115,11 @@ TEST_CASE("Megatron-LM: selective recomputation's modules as a list after --reco
   CHECK(*(at + 2) == "layernorm");
   const std::string file = megatron_export(oss).text;
   CHECK(file.find("\n  --recompute-granularity selective\n  --recompute-modules moe_act layernorm\n") != std::string::npos);
+  // elementwise is pipewright's (a hand-written backward), not a module Megatron-Core has: refused, not dropped.
+  oss.scenario.workload.recompute_modules = recompute_modules_from_string("moe_act,elementwise");
+  CHECK(bad_input([&] { megatron_arguments(oss); }) ==
+        "--recompute-modules: Megatron-Core has no module that rebuilds the norms' and activations' outputs alone "
+        "(elementwise); plan with layernorm and moe_act, or without elementwise");
 }
 
 TEST_CASE("bf16 gradients: Megatron-LM's --grad-reduce-in-bf16, refused where a framework keeps them otherwise") {

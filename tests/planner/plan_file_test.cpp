@@ -194,11 +194,11 @@ TEST_CASE("a plan file keeps the modules selective recomputation reruns and bf16
   CHECK(plan_from_json_text(j.dump(), "plan.json").scenario.workload.recompute_modules.is_default());
   j["workload"]["recompute_modules"] = "moe_act";
   CHECK(error_of(j.dump()) ==
-        "p.json: workload.recompute_modules must be a list of Megatron module names, e.g. [\"core_attn\"]");
+        "p.json: workload.recompute_modules must be a list of recompute module names, e.g. [\"core_attn\"]");
   j["workload"]["recompute_modules"] = {"moe"};
   CHECK(error_of(j.dump()) ==
         "p.json: workload.recompute_modules lists [\"moe\"]: moe is a Megatron module pipewright does not model; give "
-        "core_attn, moe_act, layernorm, mla_up_proj, mlp or shared_experts");
+        "core_attn, moe_act, layernorm, mla_up_proj, mlp, shared_experts or elementwise");
 }
 
 TEST_CASE("a plan file keeps context parallelism, hybrid sharding and the overlap settings") {

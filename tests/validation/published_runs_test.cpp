@@ -237,7 +237,7 @@ TEST_CASE("the default cost model predicts published training runs") {
 TEST_CASE("the default cost model predicts H100-era runs") {
   // No H100-era source gives every setting: each run lists what it leaves out, filled by one rule for all
   // (docs/validation.md), and every run counts. Issue 13's target: a median of 8% and a max of 20%; the model
-  // stands at 6.7% and 20.1% (the 1.7B row, over-predicted before the rails took what was left of its exposed
+  // stands at 7.0% and 20.1% (the 1.7B row, over-predicted before the rails took what was left of its exposed
   // reduction), and the gate holds that.
   const ErrorSummary e = predict_and_print(kH100RunsFile);
   REQUIRE(e.all.size() >= 10);
@@ -256,22 +256,37 @@ TEST_CASE("the default cost model predicts MoE training runs") {
   CHECK(*std::max_element(e.all.begin(), e.all.end()) <= 0.346);
 }
 
-TEST_CASE("the flagship runs come within 10% of what their authors reported") {
+TEST_CASE("the flagship runs come within 10% of what their authors reported, in the memory they ran in") {
   // The runs a practitioner checks first (issue 34), as their authors ran them: DeepSeek-V3 on 2048 H800s
   // (its technical report: 3.16M tokens/s on average) and Llama 3 405B on 16,384 H100s at 8K (400 TFLOP/s a
-  // GPU). Llama 3 at 131K reads -12.7%: its 16 micro-batches on 16 pipeline ranks leave a 31% bubble that
+  // GPU). Llama 3 at 131K reads -12.9%: its 16 micro-batches on 16 pipeline ranks leave a 31% bubble that
   // Meta's schedule must have shrunk in ways the paper does not give (docs/validation.md); held there.
   const AnalyticCostModel cost;
-  const auto error_of = [&](const char* file, const std::string& name) {
+  const auto prediction_of = [&](const char* file, const std::string& name) {
     const nlohmann::json doc = load_runs(file);  // alive while its runs are walked
     for (const nlohmann::json& run : doc.at("runs"))
-      if (run.at("name").get<std::string>() == name) return predict(run, cost).error;
+      if (run.at("name").get<std::string>() == name) return predict(run, cost);
     FAIL("no run " << name);
-    return 1.0;
+    return Prediction{};
   };
-  CHECK(std::fabs(error_of(kMoeRunsFile, "deepseek-v3-report-2048gpu")) <= 0.10);
-  CHECK(std::fabs(error_of(kH100RunsFile, "llama3-405b-16384gpus")) <= 0.10);
-  CHECK(std::fabs(error_of(kH100RunsFile, "llama3-405b-131072-cp16")) <= 0.13);
+  const Prediction dsv3 = prediction_of(kMoeRunsFile, "deepseek-v3-report-2048gpu");
+  const Prediction llama = prediction_of(kH100RunsFile, "llama3-405b-16384gpus");
+  const Prediction llama_128k = prediction_of(kH100RunsFile, "llama3-405b-131072-cp16");
+  CHECK(std::fabs(dsv3.error) <= 0.10);
+  CHECK(std::fabs(llama.error) <= 0.10);
+  CHECK(std::fabs(llama_128k.error) <= 0.13);
+  // They ran on 80 GB GPUs: each fits what a plan may use of them (the headroom kept free). Llama 3's rows keep
+  // what LLaMA's hand-written backward keeps (recompute_modules elementwise); with every norm's and SwiGLU's
+  // output stored as well they would need 90.9 GB.
+  for (const Prediction* p : {&dsv3, &llama, &llama_128k}) {
+    INFO(p->name << ": peak " << p->peak_memory_bytes / 1e9 << " GB of " << p->memory_limit_bytes / 1e9);
+    CHECK(p->peak_memory_bytes <= p->memory_limit_bytes);
+  }
+  // The one that does not: 8,192 GPUs, 32 micro-batches a step, where Megatron's interleaved order keeps 44 chunk
+  // micro-batches in flight on rank 1 (87.5 GB); Meta's schedule (section 3.3.2: a tunable number of consecutive
+  // micro-batches) held fewer in a way the paper does not give. Held here so that a change to it is seen.
+  const Prediction llama_8192 = prediction_of(kH100RunsFile, "llama3-405b-8192gpus");
+  CHECK(llama_8192.peak_memory_bytes / 1e9 == Approx(87.5).margin(0.05));
 }
 
 TEST_CASE("plan, searching DeepSeek-V3's degrees on its 2,048 H800s, finds one as fast as the report's that fits") {
